@@ -1,0 +1,3 @@
+//! schedkit: the Kubernetes Scheduling Framework as an embeddable library.
+
+pub mod model;
