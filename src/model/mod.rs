@@ -1,5 +1,32 @@
 //! Plain data: quantities, resources, pods, nodes and the selectors they carry.
+//!
+//! Types derive serde in the Kubernetes JSON/YAML shape (camelCase field names,
+//! `metadata`/`spec`/`status`), so real manifests load directly. Anything that could
+//! fail at scheduling time (a selector with a bad operator, `Gt` with a non-integer,
+//! a spread constraint with `maxSkew: 0`) is rejected when the object is loaded or
+//! validated instead.
 
+pub mod intern;
+pub mod labels;
+pub mod node;
+pub mod pod;
 pub mod quantity;
+pub mod resources;
 
+pub use intern::Symbol;
+pub use labels::{
+    FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
+    NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorError,
+};
+pub use node::{ContainerImage, Node, NodeSpec, NodeStatus, ObjectMeta, Taint, TaintEffect};
+pub use pod::{
+    Affinity, Container, ContainerPort, NodeAffinity, NodeInclusionPolicy, POD_GROUP_LABEL, Pod, PodAffinity,
+    PodAffinityTerm, PodError, PodResourceClaim, PodSpec, PodStatus, PreemptionPolicy, PreferredSchedulingTerm,
+    Protocol, ResourceRequirements, SchedulingGate, Toleration, TolerationOperator, TopologySpreadConstraint,
+    UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
+};
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
+pub use resources::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
+    RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,
+};

@@ -1,0 +1,76 @@
+//! What plugins may reach besides their arguments (upstream `framework.Handle`).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::{Clock, RealClock, WaitingPods};
+use crate::snapshot::Snapshot;
+
+/// Shared services for plugins: the clock, the current snapshot and the pods waiting
+/// at Permit. Cheap to clone; every clone sees the same state.
+#[derive(Clone)]
+pub struct Handle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: Arc<dyn Clock>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    waiting: WaitingPods,
+}
+
+impl Default for Handle {
+    fn default() -> Self {
+        Handle::new(Arc::new(RealClock::default()))
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle").field("waiting_pods", &self.inner.waiting.len()).finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    /// A handle on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Handle {
+        Handle {
+            inner: Arc::new(Inner {
+                clock,
+                snapshot: RwLock::new(Arc::new(Snapshot::default())),
+                waiting: WaitingPods::default(),
+            }),
+        }
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.inner.clock
+    }
+
+    /// The clock, shared.
+    pub fn clock_arc(&self) -> Arc<dyn Clock> {
+        self.inner.clock.clone()
+    }
+
+    /// The snapshot of the current (or last) scheduling cycle.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.snapshot.read().clone()
+    }
+
+    /// Pods waiting at Permit.
+    pub fn waiting_pods(&self) -> &WaitingPods {
+        &self.inner.waiting
+    }
+
+    /// Takes the snapshot out for an in-place update (leaving an empty one), so the
+    /// scheduler's update doesn't copy it when nobody else holds it.
+    pub(crate) fn take_snapshot(&self) -> Arc<Snapshot> {
+        std::mem::take(&mut *self.inner.snapshot.write())
+    }
+
+    pub(crate) fn put_snapshot(&self, s: Arc<Snapshot>) {
+        *self.inner.snapshot.write() = s;
+    }
+}

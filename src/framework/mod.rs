@@ -1,0 +1,28 @@
+//! The contract: [`Status`], [`CycleState`], the plugin traits, [`Profile`] and
+//! [`Registry`], the [`Handle`] plugins reach the world through, and the clock.
+
+mod clock;
+mod cycle_state;
+mod handle;
+mod interface;
+mod profile;
+pub(crate) mod runtime;
+mod status;
+mod waiting_pods;
+
+pub use clock::{Clock, RealClock, VirtualClock};
+pub use cycle_state::{CycleState, PluginSet, StateData};
+pub use handle::Handle;
+pub use interface::{
+    ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,
+    ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus,
+    PermitDecision, PermitPlugin, Plugin, PostBindPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
+    PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueSortPlugin,
+    QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
+};
+pub use profile::{
+    ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
+    PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
+};
+pub use status::{Code, Status};
+pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};

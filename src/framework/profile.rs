@@ -1,0 +1,656 @@
+//! Profiles: which plugin runs at which extension point, with what Score weight
+//! (upstream `KubeSchedulerProfile` and `frameworkImpl`), built in code or from a
+//! serde config through a [`Registry`] of plugin factories.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use serde::{Deserialize, Serialize};
+
+use super::Handle;
+use super::interface::{
+    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PostBindPlugin,
+    PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin, QueueSortPlugin, ReservePlugin,
+    ScorePlugin,
+};
+use crate::model::Symbol;
+
+/// A profile that could not be built, saying which plugin and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The registry has no plugin of this name.
+    #[error("profile {profile:?}: unknown plugin {name:?} (known: {known})")]
+    UnknownPlugin {
+        /// Profile (scheduler) name.
+        profile: String,
+        /// The name asked for.
+        name: String,
+        /// Registered names, comma-separated.
+        known: String,
+    },
+    /// A plugin name appears twice.
+    #[error("profile {profile:?}: plugin {name:?} is registered twice")]
+    DuplicatePlugin {
+        /// Profile name.
+        profile: String,
+        /// Plugin name.
+        name: String,
+    },
+    /// A Score weight outside `1..=`[`MAX_WEIGHT`].
+    #[error("profile {profile:?}: plugin {name:?} has score weight {weight}; weights must be in 1..={max}", max = MAX_WEIGHT)]
+    InvalidWeight {
+        /// Profile name.
+        profile: String,
+        /// Plugin name.
+        name: String,
+        /// The weight given.
+        weight: i64,
+    },
+    /// A plugin was enabled at a point it doesn't implement.
+    #[error("profile {profile:?}: plugin {name:?} does not implement extension point {point}")]
+    PointNotImplemented {
+        /// Profile name.
+        profile: String,
+        /// Plugin name.
+        name: String,
+        /// Upstream spelling of the point.
+        point: &'static str,
+    },
+    /// More than one QueueSort plugin.
+    #[error("profile {profile:?}: only one queueSort plugin may be enabled, got {names:?}")]
+    MultipleQueueSort {
+        /// Profile name.
+        profile: String,
+        /// The plugins.
+        names: Vec<String>,
+    },
+    /// `percentageOfNodesToScore` outside 0..=100.
+    #[error("profile {profile:?}: percentageOfNodesToScore must be in 0..=100, got {value}")]
+    InvalidPercentage {
+        /// Profile name.
+        profile: String,
+        /// The value given.
+        value: i64,
+    },
+    /// A plugin's factory rejected its arguments.
+    #[error("profile {profile:?}: plugin {name:?} has invalid args: {message}")]
+    InvalidArgs {
+        /// Profile name.
+        profile: String,
+        /// Plugin name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The same plugin name registered twice in a registry.
+    #[error("registry: a factory named {0:?} is already registered")]
+    DuplicateFactory(String),
+}
+
+/// Largest Score weight: upstream caps the weighted sum so it can't overflow; a
+/// weight times [`super::MAX_NODE_SCORE`] times the plugin count must fit in `i64`.
+pub const MAX_WEIGHT: i64 = 1_000_000;
+
+/// A plugin at one extension point, with its interned name.
+pub struct Named<P: ?Sized> {
+    /// Name, interned (`'static` so statuses can carry it without allocating).
+    pub name: &'static str,
+    /// The plugin.
+    pub plugin: Arc<P>,
+}
+
+impl<P: ?Sized> Clone for Named<P> {
+    fn clone(&self) -> Self {
+        Named { name: self.name, plugin: self.plugin.clone() }
+    }
+}
+
+/// A Score plugin with its weight.
+#[derive(Clone)]
+pub struct WeightedScore {
+    /// Name.
+    pub name: &'static str,
+    /// The plugin.
+    pub plugin: Arc<dyn ScorePlugin>,
+    /// Weight (>= 1).
+    pub weight: i64,
+}
+
+/// Which plugins run at which extension point, in order, resolved once when built.
+///
+/// ```
+/// use schedkit::framework::{Profile, ScoreFn};
+/// let p = Profile::builder("gpu-scheduler")
+///     .weighted(ScoreFn::new("Pack", |_, _, n| n.requested().milli_cpu.min(100)), 3)
+///     .percentage_of_nodes_to_score(100)
+///     .build()
+///     .unwrap();
+/// assert_eq!(p.score_plugins(), [("Pack", 3)]);
+/// ```
+#[derive(Clone)]
+pub struct Profile {
+    pub(crate) name: String,
+    pub(crate) pre_enqueue: Vec<Named<dyn PreEnqueuePlugin>>,
+    pub(crate) queue_sort: Option<Named<dyn QueueSortPlugin>>,
+    pub(crate) pre_filter: Vec<Named<dyn PreFilterPlugin>>,
+    /// For each PreFilter plugin, the position of the same plugin's Filter.
+    pub(crate) pre_filter_to_filter: Vec<Option<usize>>,
+    pub(crate) filter: Vec<Named<dyn FilterPlugin>>,
+    pub(crate) post_filter: Vec<Named<dyn PostFilterPlugin>>,
+    pub(crate) pre_score: Vec<Named<dyn PreScorePlugin>>,
+    pub(crate) pre_score_to_score: Vec<Option<usize>>,
+    pub(crate) score: Vec<WeightedScore>,
+    pub(crate) reserve: Vec<Named<dyn ReservePlugin>>,
+    pub(crate) permit: Vec<Named<dyn PermitPlugin>>,
+    pub(crate) pre_bind: Vec<Named<dyn PreBindPlugin>>,
+    pub(crate) bind: Vec<Named<dyn BindPlugin>>,
+    pub(crate) post_bind: Vec<Named<dyn PostBindPlugin>>,
+    pub(crate) enqueue: Vec<Named<dyn EnqueueExtensions>>,
+    pub(crate) percentage_of_nodes_to_score: Option<u32>,
+}
+
+impl std::fmt::Debug for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Profile")
+            .field("name", &self.name)
+            .field("pre_filter", &self.pre_filter_plugins())
+            .field("filter", &self.filter_plugins())
+            .field("score", &self.score_plugins())
+            .finish_non_exhaustive()
+    }
+}
+
+fn names<P: ?Sized>(v: &[Named<P>]) -> Vec<&'static str> {
+    v.iter().map(|n| n.name).collect()
+}
+
+impl Profile {
+    /// Starts a profile for pods whose `schedulerName` is `name`.
+    pub fn builder(name: &str) -> ProfileBuilder {
+        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, error: None }
+    }
+
+    /// The scheduler name pods use to pick this profile.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Per-profile `percentageOfNodesToScore`, if set.
+    pub fn percentage_of_nodes_to_score(&self) -> Option<u32> {
+        self.percentage_of_nodes_to_score
+    }
+
+    /// PreEnqueue plugins in order.
+    pub fn pre_enqueue_plugins(&self) -> Vec<&'static str> {
+        names(&self.pre_enqueue)
+    }
+    /// The QueueSort plugin.
+    pub fn queue_sort_plugin(&self) -> Option<&'static str> {
+        self.queue_sort.as_ref().map(|n| n.name)
+    }
+    /// PreFilter plugins in order.
+    pub fn pre_filter_plugins(&self) -> Vec<&'static str> {
+        names(&self.pre_filter)
+    }
+    /// Filter plugins in order.
+    pub fn filter_plugins(&self) -> Vec<&'static str> {
+        names(&self.filter)
+    }
+    /// PostFilter plugins in order.
+    pub fn post_filter_plugins(&self) -> Vec<&'static str> {
+        names(&self.post_filter)
+    }
+    /// PreScore plugins in order.
+    pub fn pre_score_plugins(&self) -> Vec<&'static str> {
+        names(&self.pre_score)
+    }
+    /// Score plugins with weights.
+    pub fn score_plugins(&self) -> Vec<(&'static str, i64)> {
+        self.score.iter().map(|s| (s.name, s.weight)).collect()
+    }
+    /// Reserve plugins in order.
+    pub fn reserve_plugins(&self) -> Vec<&'static str> {
+        names(&self.reserve)
+    }
+    /// Permit plugins in order.
+    pub fn permit_plugins(&self) -> Vec<&'static str> {
+        names(&self.permit)
+    }
+    /// PreBind plugins in order.
+    pub fn pre_bind_plugins(&self) -> Vec<&'static str> {
+        names(&self.pre_bind)
+    }
+    /// Bind plugins in order.
+    pub fn bind_plugins(&self) -> Vec<&'static str> {
+        names(&self.bind)
+    }
+    /// PostBind plugins in order.
+    pub fn post_bind_plugins(&self) -> Vec<&'static str> {
+        names(&self.post_bind)
+    }
+    /// Plugins declaring cluster events.
+    pub fn enqueue_extensions(&self) -> &[Named<dyn EnqueueExtensions>] {
+        &self.enqueue
+    }
+    /// The QueueSort plugin object.
+    pub fn queue_sort(&self) -> Option<&Arc<dyn QueueSortPlugin>> {
+        self.queue_sort.as_ref().map(|n| &n.plugin)
+    }
+    /// PreEnqueue plugin objects.
+    pub fn pre_enqueue(&self) -> &[Named<dyn PreEnqueuePlugin>] {
+        &self.pre_enqueue
+    }
+    /// Whether any Filter plugin is enabled.
+    pub fn has_filter_plugins(&self) -> bool {
+        !self.filter.is_empty()
+    }
+    /// Whether any Score plugin is enabled.
+    pub fn has_score_plugins(&self) -> bool {
+        !self.score.is_empty()
+    }
+}
+
+struct Entry {
+    name: &'static str,
+    points: ExtensionPoints,
+    weight: i64,
+}
+
+/// Builds a [`Profile`] in code. Errors (duplicates, bad weights) surface at
+/// [`ProfileBuilder::build`].
+pub struct ProfileBuilder {
+    name: String,
+    entries: Vec<Entry>,
+    percentage: Option<i64>,
+    error: Option<ConfigError>,
+}
+
+impl std::fmt::Debug for ProfileBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProfileBuilder")
+            .field("name", &self.name)
+            .field("plugins", &self.entries.iter().map(|e| e.name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProfileBuilder {
+    /// Adds a plugin at every extension point it registers, Score weight 1.
+    #[must_use]
+    pub fn plugin(self, plugin: impl Plugin) -> Self {
+        self.plugin_arc(Arc::new(plugin), 1)
+    }
+
+    /// Adds a plugin with a Score weight.
+    #[must_use]
+    pub fn weighted(self, plugin: impl Plugin, weight: i64) -> Self {
+        self.plugin_arc(Arc::new(plugin), weight)
+    }
+
+    /// Adds a shared plugin object with a Score weight.
+    #[must_use]
+    pub fn plugin_arc(self, plugin: Arc<dyn Plugin>, weight: i64) -> Self {
+        let name = Symbol::intern(plugin.name()).as_str();
+        let mut points = ExtensionPoints::default();
+        plugin.register(&mut points);
+        self.points(name, points, weight)
+    }
+
+    /// Removes a plugin from one extension point (it keeps the others).
+    #[must_use]
+    pub fn disable(mut self, plugin: &str, point: ExtensionPoint) -> Self {
+        for e in &mut self.entries {
+            if e.name == plugin {
+                e.points.remove(point);
+            }
+        }
+        self
+    }
+
+    /// Sets `percentageOfNodesToScore` for this profile (0 = upstream's adaptive default).
+    #[must_use]
+    pub fn percentage_of_nodes_to_score(mut self, pct: i64) -> Self {
+        self.percentage = Some(pct);
+        self
+    }
+
+    /// Resolves the plugin lists.
+    pub fn build(self) -> Result<Profile, ConfigError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let pct = match self.percentage {
+            None => None,
+            Some(v @ 0..=100) => Some(v as u32),
+            Some(value) => return Err(ConfigError::InvalidPercentage { profile: self.name, value }),
+        };
+        let mut p = Profile {
+            name: self.name,
+            pre_enqueue: Vec::new(),
+            queue_sort: None,
+            pre_filter: Vec::new(),
+            pre_filter_to_filter: Vec::new(),
+            filter: Vec::new(),
+            post_filter: Vec::new(),
+            pre_score: Vec::new(),
+            pre_score_to_score: Vec::new(),
+            score: Vec::new(),
+            reserve: Vec::new(),
+            permit: Vec::new(),
+            pre_bind: Vec::new(),
+            bind: Vec::new(),
+            post_bind: Vec::new(),
+            enqueue: Vec::new(),
+            percentage_of_nodes_to_score: pct,
+        };
+        let mut sorts = Vec::new();
+        for e in self.entries {
+            let name = e.name;
+            let pts = e.points;
+            macro_rules! push {
+                ($field:ident) => {
+                    if let Some(plugin) = pts.$field {
+                        p.$field.push(Named { name, plugin });
+                    }
+                };
+            }
+            push!(pre_enqueue);
+            push!(pre_filter);
+            push!(filter);
+            push!(post_filter);
+            push!(pre_score);
+            push!(reserve);
+            push!(permit);
+            push!(pre_bind);
+            push!(bind);
+            push!(post_bind);
+            push!(enqueue);
+            if let Some(plugin) = pts.score {
+                p.score.push(WeightedScore { name, plugin, weight: e.weight });
+            }
+            if let Some(plugin) = pts.queue_sort {
+                sorts.push(Named { name, plugin });
+            }
+        }
+        if sorts.len() > 1 {
+            return Err(ConfigError::MultipleQueueSort {
+                profile: p.name,
+                names: sorts.iter().map(|s| s.name.to_owned()).collect(),
+            });
+        }
+        p.queue_sort = sorts.pop();
+        p.pre_filter_to_filter =
+            p.pre_filter.iter().map(|pf| p.filter.iter().position(|f| f.name == pf.name)).collect();
+        p.pre_score_to_score = p.pre_score.iter().map(|ps| p.score.iter().position(|s| s.name == ps.name)).collect();
+        Ok(p)
+    }
+}
+
+/// One plugin reference in a config's enabled/disabled list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRef {
+    /// Plugin name; `*` in a disabled list means all.
+    pub name: String,
+    /// Score weight (Score and multiPoint lists only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i64>,
+}
+
+/// Enabled and disabled plugins of one extension point.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PluginSetConfig {
+    /// Enabled, in order.
+    pub enabled: Vec<PluginRef>,
+    /// Disabled (removes multiPoint-enabled plugins from this point).
+    pub disabled: Vec<PluginRef>,
+}
+
+/// Plugins per extension point, as in `KubeSchedulerConfiguration.profiles[].plugins`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[expect(missing_docs, reason = "one field per extension point, named as upstream")]
+pub struct PluginsConfig {
+    /// Plugins enabled at every point they implement.
+    pub multi_point: PluginSetConfig,
+    pub pre_enqueue: PluginSetConfig,
+    pub queue_sort: PluginSetConfig,
+    pub pre_filter: PluginSetConfig,
+    pub filter: PluginSetConfig,
+    pub post_filter: PluginSetConfig,
+    pub pre_score: PluginSetConfig,
+    pub score: PluginSetConfig,
+    pub reserve: PluginSetConfig,
+    pub permit: PluginSetConfig,
+    pub pre_bind: PluginSetConfig,
+    pub bind: PluginSetConfig,
+    pub post_bind: PluginSetConfig,
+}
+
+impl PluginsConfig {
+    fn point(&self, p: ExtensionPoint) -> &PluginSetConfig {
+        match p {
+            ExtensionPoint::PreEnqueue => &self.pre_enqueue,
+            ExtensionPoint::QueueSort => &self.queue_sort,
+            ExtensionPoint::PreFilter => &self.pre_filter,
+            ExtensionPoint::Filter => &self.filter,
+            ExtensionPoint::PostFilter => &self.post_filter,
+            ExtensionPoint::PreScore => &self.pre_score,
+            ExtensionPoint::Score => &self.score,
+            ExtensionPoint::Reserve => &self.reserve,
+            ExtensionPoint::Permit => &self.permit,
+            ExtensionPoint::PreBind => &self.pre_bind,
+            ExtensionPoint::Bind => &self.bind,
+            ExtensionPoint::PostBind => &self.post_bind,
+        }
+    }
+}
+
+/// Arguments for one plugin (`pluginConfig[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginArgs {
+    /// Plugin name.
+    pub name: String,
+    /// Its arguments, as the plugin's factory reads them.
+    pub args: serde_json::Value,
+}
+
+/// A profile in config form, shaped like `KubeSchedulerConfiguration.profiles[]`.
+///
+/// ```
+/// use schedkit::framework::{ProfileConfig, Registry, FilterFn, Handle, Status};
+/// let mut registry = Registry::new();
+/// registry.register("AlwaysFits", |_args, _handle| {
+///     Ok(std::sync::Arc::new(FilterFn::new("AlwaysFits", |_, _, _| Status::SUCCESS)))
+/// }).unwrap();
+/// let cfg: ProfileConfig = serde_json::from_str(r#"{
+///     "schedulerName": "my-scheduler",
+///     "plugins": {"multiPoint": {"enabled": [{"name": "AlwaysFits"}]}}
+/// }"#).unwrap();
+/// let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+/// assert_eq!(profile.filter_plugins(), ["AlwaysFits"]);
+///
+/// let bad: ProfileConfig = serde_json::from_str(
+///     r#"{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}"#).unwrap();
+/// assert!(registry.build_profile(&bad, &Handle::default()).unwrap_err().to_string().contains("unknown plugin \"Nope\""));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProfileConfig {
+    /// Scheduler name (default `default-scheduler`).
+    pub scheduler_name: Option<String>,
+    /// Per-profile `percentageOfNodesToScore`.
+    pub percentage_of_nodes_to_score: Option<i64>,
+    /// Plugins per point.
+    pub plugins: PluginsConfig,
+    /// Plugin arguments.
+    pub plugin_config: Vec<PluginArgs>,
+}
+
+/// A plugin factory: builds a plugin from its args (absent when not configured) and
+/// the framework handle. Return [`ConfigError::InvalidArgs`]-style messages as `Err`.
+pub type PluginFactory =
+    Arc<dyn Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
+
+/// Plugin factories by name (upstream `frameworkruntime.Registry`).
+#[derive(Clone, Default)]
+pub struct Registry {
+    factories: AHashMap<String, PluginFactory>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.names()).finish()
+    }
+}
+
+/// The scheduler name pods get when they set none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Adds a factory; a name may be registered once.
+    pub fn register<F>(&mut self, name: &str, factory: F) -> Result<(), ConfigError>
+    where
+        F: Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static,
+    {
+        if self.factories.contains_key(name) {
+            return Err(ConfigError::DuplicateFactory(name.to_owned()));
+        }
+        self.factories.insert(name.to_owned(), Arc::new(factory));
+        Ok(())
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.factories.keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Whether `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.factories.contains_key(name)
+    }
+
+    /// Builds a profile from config: multiPoint plugins at every point they serve,
+    /// per-point `enabled` lists add a plugin at that point, `disabled` lists remove
+    /// (`*` removes every multiPoint plugin from that point). Each plugin is built once.
+    pub fn build_profile(&self, cfg: &ProfileConfig, handle: &Handle) -> Result<Profile, ConfigError> {
+        let profile = cfg.scheduler_name.clone().unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned());
+        // (name, plugin, points it serves here, weight)
+        let mut chosen: Vec<Chosen> = Vec::new();
+        let instantiate = |name: &str| -> Result<Arc<dyn Plugin>, ConfigError> {
+            let f = self.factories.get(name).ok_or_else(|| ConfigError::UnknownPlugin {
+                profile: profile.clone(),
+                name: name.to_owned(),
+                known: self.names().join(", "),
+            })?;
+            let args = cfg.plugin_config.iter().find(|a| a.name == name).map(|a| &a.args);
+            f(args, handle).map_err(|message| ConfigError::InvalidArgs {
+                profile: profile.clone(),
+                name: name.to_owned(),
+                message,
+            })
+        };
+        let mp_disabled = &cfg.plugins.multi_point.disabled;
+        for r in &cfg.plugins.multi_point.enabled {
+            if chosen.iter().any(|c| c.0 == r.name) {
+                return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
+            }
+            if mp_disabled.iter().any(|d| d.name == r.name) {
+                continue;
+            }
+            let plugin = instantiate(&r.name)?;
+            let mut points = ExtensionPoints::default();
+            plugin.clone().register(&mut points);
+            for &pt in &ExtensionPoint::ALL {
+                let set = cfg.plugins.point(pt);
+                if set.disabled.iter().any(|d| d.name == r.name || d.name == "*") {
+                    points.remove(pt);
+                }
+            }
+            chosen.push((r.name.clone(), plugin, points, r.weight));
+        }
+        for &pt in &ExtensionPoint::ALL {
+            for r in &cfg.plugins.point(pt).enabled {
+                let idx = if let Some(i) = chosen.iter().position(|c| c.0 == r.name) {
+                    i
+                } else {
+                    let plugin = instantiate(&r.name)?;
+                    chosen.push((r.name.clone(), plugin, ExtensionPoints::default(), None));
+                    chosen.len() - 1
+                };
+                let mut all = ExtensionPoints::default();
+                chosen[idx].1.clone().register(&mut all);
+                if !all.serves(pt) {
+                    return Err(ConfigError::PointNotImplemented {
+                        profile,
+                        name: r.name.clone(),
+                        point: pt.config_name(),
+                    });
+                }
+                if chosen[idx].2.serves(pt) {
+                    return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
+                }
+                copy_point(&all, &mut chosen[idx].2, pt);
+                if pt == ExtensionPoint::Score && r.weight.is_some() {
+                    chosen[idx].3 = r.weight;
+                }
+            }
+        }
+        let mut b = Profile::builder(&profile);
+        for (name, _plugin, points, weight) in chosen {
+            let interned = Symbol::intern(&name).as_str();
+            b = b.points(interned, points, weight.unwrap_or(1));
+        }
+        if let Some(pct) = cfg.percentage_of_nodes_to_score {
+            b = b.percentage_of_nodes_to_score(pct);
+        }
+        b.build()
+    }
+}
+
+/// A plugin chosen by config: name, object, the points it serves here, weight.
+type Chosen = (String, Arc<dyn Plugin>, ExtensionPoints, Option<i64>);
+
+fn copy_point(from: &ExtensionPoints, to: &mut ExtensionPoints, pt: ExtensionPoint) {
+    match pt {
+        ExtensionPoint::PreEnqueue => to.pre_enqueue.clone_from(&from.pre_enqueue),
+        ExtensionPoint::QueueSort => to.queue_sort.clone_from(&from.queue_sort),
+        ExtensionPoint::PreFilter => to.pre_filter.clone_from(&from.pre_filter),
+        ExtensionPoint::Filter => to.filter.clone_from(&from.filter),
+        ExtensionPoint::PostFilter => to.post_filter.clone_from(&from.post_filter),
+        ExtensionPoint::PreScore => to.pre_score.clone_from(&from.pre_score),
+        ExtensionPoint::Score => to.score.clone_from(&from.score),
+        ExtensionPoint::Reserve => to.reserve.clone_from(&from.reserve),
+        ExtensionPoint::Permit => to.permit.clone_from(&from.permit),
+        ExtensionPoint::PreBind => to.pre_bind.clone_from(&from.pre_bind),
+        ExtensionPoint::Bind => to.bind.clone_from(&from.bind),
+        ExtensionPoint::PostBind => to.post_bind.clone_from(&from.post_bind),
+    }
+    if from.enqueue.is_some() {
+        to.enqueue.clone_from(&from.enqueue);
+    }
+}
+
+impl ProfileBuilder {
+    fn points(mut self, name: &'static str, points: ExtensionPoints, weight: i64) -> Self {
+        if self.error.is_none() {
+            if self.entries.iter().any(|e| e.name == name) {
+                self.error = Some(ConfigError::DuplicatePlugin { profile: self.name.clone(), name: name.to_owned() });
+            } else if points.score.is_some() && !(1..=MAX_WEIGHT).contains(&weight) {
+                self.error =
+                    Some(ConfigError::InvalidWeight { profile: self.name.clone(), name: name.to_owned(), weight });
+            }
+        }
+        self.entries.push(Entry { name, points, weight });
+        self
+    }
+}

@@ -1,0 +1,224 @@
+//! Running the plugins of one extension point, with panic isolation
+//! (upstream `pkg/scheduler/framework/runtime/framework.go`).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use super::waiting_pods::check_timeout;
+use super::{Code, CycleState, NodeToStatus, PermitDecision, PostFilterResult, PreFilterResult, Profile, Status};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
+
+/// Runs one plugin call; a panic becomes an `Error` status naming the plugin.
+#[inline]
+pub(crate) fn guard<R>(plugin: &'static str, point: &'static str, f: impl FnOnce() -> R) -> Result<R, Status> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".to_owned());
+        Status::error(format!("plugin {plugin} panicked in {point}: {msg}")).with_plugin(plugin)
+    })
+}
+
+fn flatten(plugin: &'static str, point: &'static str, f: impl FnOnce() -> Status) -> Status {
+    guard(plugin, point, f).unwrap_or_else(|s| s)
+}
+
+/// What PreFilter decided.
+pub(crate) struct PreFilterOutcome {
+    /// Intersected node narrowing.
+    pub result: PreFilterResult,
+    /// Plugins that narrowed the node set (for messages).
+    pub narrowing_plugins: Vec<&'static str>,
+}
+
+/// PreFilter, as upstream `RunPreFilterPlugins`: Skip marks the plugin's Filter
+/// skipped; `UnschedulableAndUnresolvable` stops at once; `Unschedulable` lets the
+/// remaining plugins run (so their state exists for preemption) and is returned at
+/// the end; an empty intersection of narrowings is `UnschedulableAndUnresolvable`.
+pub(crate) fn run_pre_filter(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+) -> Result<PreFilterOutcome, Status> {
+    let mut result = PreFilterResult::default();
+    let mut narrowing_plugins = Vec::new();
+    let mut rejected: Option<Status> = None;
+    for (i, p) in profile.pre_filter.iter().enumerate() {
+        let (r, s) =
+            guard(p.name, "PreFilter", || p.plugin.pre_filter(state, pod, snapshot)).unwrap_or_else(|s| (None, s));
+        if s.is_skip() {
+            if let Some(f) = profile.pre_filter_to_filter[i] {
+                state.skip_filter.insert(f);
+            }
+            continue;
+        }
+        match s.code() {
+            Code::Success => {}
+            Code::UnschedulableAndUnresolvable => return Err(s.with_plugin(p.name)),
+            Code::Unschedulable | Code::Pending => {
+                rejected.get_or_insert(s.with_plugin(p.name));
+                continue;
+            }
+            _ => {
+                return Err(Status::error(format!("running PreFilter plugin {:?}: {}", p.name, s.message()))
+                    .with_plugin(p.name));
+            }
+        }
+        if let Some(r) = r {
+            if !r.all_nodes() {
+                narrowing_plugins.push(p.name);
+            }
+            result = result.merge(r);
+            if result.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+                let msg = if let [one] = narrowing_plugins.as_slice() {
+                    format!("node(s) didn't satisfy plugin {one}")
+                } else {
+                    format!("node(s) didn't satisfy plugin(s) {narrowing_plugins:?} simultaneously")
+                };
+                return Err(Status::unresolvable(msg));
+            }
+        }
+    }
+    match rejected {
+        Some(s) => Err(s),
+        None => Ok(PreFilterOutcome { result, narrowing_plugins }),
+    }
+}
+
+/// Filter on one node: the first failing plugin's status, or success.
+#[inline]
+pub(crate) fn run_filters(profile: &Profile, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    for (i, p) in profile.filter.iter().enumerate() {
+        if state.skips_filter(i) {
+            continue;
+        }
+        let s = flatten(p.name, "Filter", || p.plugin.filter(state, pod, node));
+        if !s.is_success() {
+            let s = if s.is_rejected() || s.code() == Code::Error {
+                s
+            } else {
+                Status::error(format!("plugin {} returned {} from Filter", p.name, s.code().as_str()))
+            };
+            return s.with_plugin(p.name);
+        }
+    }
+    Status::SUCCESS
+}
+
+/// PostFilter: until one succeeds (or errors).
+pub(crate) fn run_post_filter(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    statuses: &NodeToStatus,
+) -> (Option<PostFilterResult>, Status) {
+    let mut last = Status::unschedulable("no PostFilter plugin could help");
+    for p in &profile.post_filter {
+        let (r, s) = guard(p.name, "PostFilter", || p.plugin.post_filter(state, pod, snapshot, statuses))
+            .unwrap_or_else(|s| (None, s));
+        if s.is_success() || s.code() == Code::Error {
+            return (r, s.with_plugin(p.name));
+        }
+        last = s.with_plugin(p.name);
+    }
+    (None, last)
+}
+
+/// PreScore; Skip marks the plugin's Score skipped.
+pub(crate) fn run_pre_score(profile: &Profile, state: &mut CycleState, pod: &PodInfo, nodes: NodeList<'_>) -> Status {
+    for (i, p) in profile.pre_score.iter().enumerate() {
+        let s = flatten(p.name, "PreScore", || p.plugin.pre_score(state, pod, nodes));
+        if s.is_skip() {
+            if let Some(sc) = profile.pre_score_to_score[i] {
+                state.skip_score.insert(sc);
+            }
+            continue;
+        }
+        if !s.is_success() {
+            return s.with_plugin(p.name);
+        }
+    }
+    Status::SUCCESS
+}
+
+/// Reserve: stops at the first failure (the caller then unreserves everything).
+pub(crate) fn run_reserve(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+    for p in &profile.reserve {
+        let s = flatten(p.name, "Reserve", || p.plugin.reserve(state, pod, node));
+        if !s.is_success() {
+            return s.with_plugin(p.name);
+        }
+    }
+    Status::SUCCESS
+}
+
+/// Unreserve: every Reserve plugin, in reverse order; panics are swallowed (there is
+/// nothing left to report them to but the log of the caller's status).
+pub(crate) fn run_unreserve(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) {
+    for p in profile.reserve.iter().rev() {
+        let _ = guard(p.name, "Unreserve", || p.plugin.unreserve(state, pod, node));
+    }
+}
+
+/// Outcome of the Permit phase.
+pub(crate) enum PermitOutcome {
+    Allow,
+    Wait(Vec<(&'static str, Duration)>),
+    Reject(Status),
+}
+
+pub(crate) fn run_permit(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> PermitOutcome {
+    let mut waits = Vec::new();
+    for p in &profile.permit {
+        let d = guard(p.name, "Permit", || p.plugin.permit(state, pod, node)).unwrap_or_else(PermitDecision::Reject);
+        match d {
+            PermitDecision::Allow => {}
+            PermitDecision::Wait(t) => match check_timeout(p.name, t) {
+                Ok(t) => waits.push((p.name, t)),
+                Err(s) => return PermitOutcome::Reject(s),
+            },
+            PermitDecision::Reject(s) => {
+                let s = if s.is_rejected() || s.code() == Code::Error { s } else { Status::unschedulable(s.message()) };
+                return PermitOutcome::Reject(s.with_plugin(p.name));
+            }
+        }
+    }
+    if waits.is_empty() { PermitOutcome::Allow } else { PermitOutcome::Wait(waits) }
+}
+
+pub(crate) fn run_pre_bind(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+    for p in &profile.pre_bind {
+        let s = flatten(p.name, "PreBind", || p.plugin.pre_bind(state, pod, node));
+        if !s.is_success() && !s.is_skip() {
+            return s.with_plugin(p.name);
+        }
+    }
+    Status::SUCCESS
+}
+
+/// Bind: the first plugin that doesn't Skip decides.
+pub(crate) fn run_bind(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+    for p in &profile.bind {
+        let s = flatten(p.name, "Bind", || p.plugin.bind(state, pod, node));
+        if s.is_skip() {
+            continue;
+        }
+        return if s.is_success() { s } else { s.with_plugin(p.name) };
+    }
+    if profile.bind.is_empty() {
+        // No binder configured: binding is the caller's business (simulations).
+        Status::SUCCESS
+    } else {
+        Status::error("every Bind plugin skipped the pod")
+    }
+}
+
+pub(crate) fn run_post_bind(profile: &Profile, state: &CycleState, pod: &PodInfo, node: &str) {
+    for p in &profile.post_bind {
+        let _ = guard(p.name, "PostBind", || p.plugin.post_bind(state, pod, node));
+    }
+}

@@ -1,0 +1,198 @@
+//! Plugin results (upstream `framework.Status` and `Code`, `pkg/scheduler/framework/interface.go`).
+
+use std::fmt;
+
+/// What a plugin's answer means for the cycle. Same codes and meanings as upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Code {
+    /// The plugin ran and found nothing wrong.
+    #[default]
+    Success,
+    /// An internal error: the pod is retried, never treated as "doesn't fit".
+    Error,
+    /// The pod doesn't fit now; preemption might help.
+    Unschedulable,
+    /// The pod doesn't fit and preemption can't help (PostFilter skips such nodes).
+    UnschedulableAndUnresolvable,
+    /// Permit only: hold the pod until allowed or timed out.
+    Wait,
+    /// PreFilter/PreScore: this plugin has nothing to do for this pod, skip its
+    /// Filter/Score. Bind: let the next Bind plugin decide.
+    Skip,
+    /// The pod can't be scheduled until something else happens (e.g. a PreEnqueue
+    /// gate or a claim still being allocated); like Unschedulable but never preempts.
+    Pending,
+}
+
+impl Code {
+    /// Upstream's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Success => "Success",
+            Code::Error => "Error",
+            Code::Unschedulable => "Unschedulable",
+            Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
+            Code::Wait => "Wait",
+            Code::Skip => "Skip",
+            Code::Pending => "Pending",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Details {
+    reasons: Vec<String>,
+    plugin: Option<&'static str>,
+}
+
+/// A plugin's answer: a code, and on failure the reasons and the failing plugin.
+///
+/// The success path is a bare code with no heap allocation; reasons are allocated only
+/// when a plugin explains a failure. The framework, not the plugin, records which
+/// plugin failed.
+///
+/// ```
+/// use schedkit::framework::{Code, Status};
+/// assert!(Status::SUCCESS.is_success());
+/// let s = Status::unschedulable("Insufficient cpu");
+/// assert_eq!(s.code(), Code::Unschedulable);
+/// assert_eq!(s.reasons(), ["Insufficient cpu"]);
+/// assert!(s.is_rejected());
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Status {
+    code: Code,
+    details: Option<Box<Details>>,
+}
+
+impl Status {
+    /// Success.
+    pub const SUCCESS: Status = Status { code: Code::Success, details: None };
+    /// Skip, with no reason.
+    pub const SKIP: Status = Status { code: Code::Skip, details: None };
+
+    /// A status with a code and no reasons.
+    pub const fn from_code(code: Code) -> Status {
+        Status { code, details: None }
+    }
+
+    /// A status with a code and one reason.
+    pub fn new(code: Code, reason: impl Into<String>) -> Status {
+        Status { code, details: Some(Box::new(Details { reasons: vec![reason.into()], plugin: None })) }
+    }
+
+    /// A status with several reasons.
+    pub fn with_reasons(code: Code, reasons: Vec<String>) -> Status {
+        Status { code, details: Some(Box::new(Details { reasons, plugin: None })) }
+    }
+
+    /// `Unschedulable` with a reason.
+    pub fn unschedulable(reason: impl Into<String>) -> Status {
+        Status::new(Code::Unschedulable, reason)
+    }
+
+    /// `UnschedulableAndUnresolvable` with a reason.
+    pub fn unresolvable(reason: impl Into<String>) -> Status {
+        Status::new(Code::UnschedulableAndUnresolvable, reason)
+    }
+
+    /// `Error` with a message.
+    pub fn error(message: impl Into<String>) -> Status {
+        Status::new(Code::Error, message)
+    }
+
+    /// The code.
+    #[inline]
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// Reasons given (empty on success).
+    pub fn reasons(&self) -> &[String] {
+        self.details.as_ref().map_or(&[], |d| &d.reasons)
+    }
+
+    /// The plugin that returned this status, when the framework recorded it.
+    pub fn plugin(&self) -> Option<&'static str> {
+        self.details.as_ref().and_then(|d| d.plugin)
+    }
+
+    /// Records the failing plugin (the framework calls this; plugin names are
+    /// interned `'static` strings).
+    #[must_use]
+    pub fn with_plugin(mut self, plugin: &'static str) -> Status {
+        match &mut self.details {
+            Some(d) => d.plugin = Some(plugin),
+            None => self.details = Some(Box::new(Details { reasons: Vec::new(), plugin: Some(plugin) })),
+        }
+        self
+    }
+
+    /// Success (a missing status counts as success upstream, too).
+    #[inline]
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    /// Skip.
+    #[inline]
+    pub fn is_skip(&self) -> bool {
+        self.code == Code::Skip
+    }
+
+    /// Unschedulable, UnschedulableAndUnresolvable or Pending: the pod doesn't fit,
+    /// as opposed to an error.
+    #[inline]
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.code, Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending)
+    }
+
+    /// The reasons joined with ", ", as upstream `Status.Message`.
+    pub fn message(&self) -> String {
+        self.reasons().join(", ")
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Status");
+        d.field("code", &self.code);
+        if let Some(det) = &self.details {
+            d.field("reasons", &det.reasons);
+            if let Some(p) = det.plugin {
+                d.field("plugin", &p);
+            }
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.plugin() {
+            Some(p) => write!(f, "{} ({}): {}", self.code.as_str(), p, self.message()),
+            None => write!(f, "{}: {}", self.code.as_str(), self.message()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn success_is_small_and_free() {
+        assert_eq!(std::mem::size_of::<Status>(), 16);
+        assert!(Status::SUCCESS.reasons().is_empty());
+        assert_eq!(Status::default(), Status::SUCCESS);
+    }
+
+    #[test]
+    fn plugin_is_recorded() {
+        let s = Status::unschedulable("x").with_plugin("P");
+        assert_eq!(s.plugin(), Some("P"));
+        assert_eq!(s.to_string(), "Unschedulable (P): x");
+        assert!(!Status::error("boom").is_rejected());
+    }
+}

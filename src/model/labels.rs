@@ -1,0 +1,588 @@
+//! Labels and the selectors that match them (`metav1.LabelSelector`, `v1.NodeSelector`).
+//!
+//! Semantics follow `k8s.io/apimachinery/pkg/labels/selector.go` and
+//! `k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go`.
+//! Selectors are validated when built or deserialized, so matching never fails.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+use super::Symbol;
+
+/// A set of `key=value` labels, interned and sorted by key symbol for fast lookup.
+///
+/// ```
+/// use schedkit::model::{Labels, Symbol};
+/// let l = Labels::from_pairs([("app", "web"), ("tier", "front")]);
+/// assert_eq!(l.get_str("app"), Some("web"));
+/// assert_eq!(l.get(Symbol::intern("missing")), None);
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Labels(SmallVec<[(Symbol, Symbol); 4]>);
+
+impl Labels {
+    /// An empty label set.
+    pub const fn new() -> Labels {
+        Labels(SmallVec::new_const())
+    }
+
+    /// Builds labels from string pairs; a repeated key keeps the last value.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: impl IntoIterator<Item = (K, V)>) -> Labels {
+        let mut l = Labels::new();
+        for (k, v) in pairs {
+            l.insert(Symbol::intern(k.as_ref()), Symbol::intern(v.as_ref()));
+        }
+        l
+    }
+
+    /// Sets `key` to `value`.
+    pub fn insert(&mut self, key: Symbol, value: Symbol) {
+        match self.0.binary_search_by_key(&key, |&(k, _)| k) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: Symbol) -> Option<Symbol> {
+        let i = self.0.binary_search_by_key(&key, |&(k, _)| k).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// The value of `key`.
+    #[inline]
+    pub fn get(&self, key: Symbol) -> Option<Symbol> {
+        if self.0.len() <= 8 {
+            self.0.iter().find(|&&(k, _)| k == key).map(|&(_, v)| v)
+        } else {
+            self.0.binary_search_by_key(&key, |&(k, _)| k).ok().map(|i| self.0[i].1)
+        }
+    }
+
+    /// The value of `key` by text (interns nothing).
+    pub fn get_str(&self, key: &str) -> Option<&'static str> {
+        self.get(Symbol::lookup(key)?).map(Symbol::as_str)
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn contains_key(&self, key: Symbol) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Iterates over `(key, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (Symbol, Symbol)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Number of labels.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no labels.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Labels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))).finish()
+    }
+}
+
+impl Serialize for Labels {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m: BTreeMap<&str, &str> = self.0.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        m.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Labels {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = BTreeMap::<String, String>::deserialize(d)?;
+        Ok(Labels::from_pairs(m))
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Labels {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Labels::from_pairs(iter)
+    }
+}
+
+/// A selector that was rejected, with where in the object it sits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// `In`/`NotIn` need at least one value.
+    #[error("{path}: operator {operator} needs at least one value")]
+    EmptyValues {
+        /// Field path of the requirement, e.g. `matchExpressions[1]`.
+        path: String,
+        /// The operator.
+        operator: &'static str,
+    },
+    /// `Exists`/`DoesNotExist` take no values.
+    #[error("{path}: operator {operator} takes no values")]
+    UnexpectedValues {
+        /// Field path of the requirement.
+        path: String,
+        /// The operator.
+        operator: &'static str,
+    },
+    /// `Gt`/`Lt` take exactly one integer value.
+    #[error("{path}: operator {operator} needs exactly one integer value, got {values:?}")]
+    NotAnInteger {
+        /// Field path of the requirement.
+        path: String,
+        /// The operator.
+        operator: &'static str,
+        /// The values given.
+        values: Vec<String>,
+    },
+    /// `matchFields` supports only `metadata.name` with `In`/`NotIn`.
+    #[error("{path}: matchFields supports only key metadata.name with In or NotIn, got {key} {operator}")]
+    UnsupportedField {
+        /// Field path of the requirement.
+        path: String,
+        /// The key given.
+        key: String,
+        /// The operator given.
+        operator: &'static str,
+    },
+    /// An empty label key.
+    #[error("{path}: label key must not be empty")]
+    EmptyKey {
+        /// Field path of the requirement.
+        path: String,
+    },
+}
+
+/// Operators of a label selector requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LabelOperator {
+    /// The label's value is one of the values.
+    In,
+    /// The label is absent or its value is none of the values.
+    NotIn,
+    /// The label is present.
+    Exists,
+    /// The label is absent.
+    DoesNotExist,
+}
+
+impl LabelOperator {
+    fn as_str(self) -> &'static str {
+        match self {
+            LabelOperator::In => "In",
+            LabelOperator::NotIn => "NotIn",
+            LabelOperator::Exists => "Exists",
+            LabelOperator::DoesNotExist => "DoesNotExist",
+        }
+    }
+}
+
+/// One `matchExpressions` entry of a label selector.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LabelSelectorRequirement {
+    /// The label key.
+    pub key: Symbol,
+    /// The operator.
+    pub operator: LabelOperator,
+    /// Values for `In`/`NotIn`.
+    #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
+    pub values: SmallVec<[Symbol; 2]>,
+}
+
+impl LabelSelectorRequirement {
+    #[inline]
+    fn matches(&self, labels: &Labels) -> bool {
+        let v = labels.get(self.key);
+        match self.operator {
+            LabelOperator::In => v.is_some_and(|v| self.values.contains(&v)),
+            LabelOperator::NotIn => v.is_none_or(|v| !self.values.contains(&v)),
+            LabelOperator::Exists => v.is_some(),
+            LabelOperator::DoesNotExist => v.is_none(),
+        }
+    }
+
+    fn validate(&self, path: &str) -> Result<(), SelectorError> {
+        if self.key.is_empty() {
+            return Err(SelectorError::EmptyKey { path: path.to_owned() });
+        }
+        let operator = self.operator.as_str();
+        match self.operator {
+            LabelOperator::In | LabelOperator::NotIn if self.values.is_empty() => {
+                Err(SelectorError::EmptyValues { path: path.to_owned(), operator })
+            }
+            LabelOperator::Exists | LabelOperator::DoesNotExist if !self.values.is_empty() => {
+                Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawLabelSelector {
+    #[serde(default)]
+    match_labels: Labels,
+    #[serde(default)]
+    match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+/// `metav1.LabelSelector`: all `matchLabels` and all `matchExpressions` must hold.
+/// An empty selector matches everything (a missing one, `Option::None`, nothing),
+/// as in upstream `LabelSelectorAsSelector`.
+///
+/// ```
+/// use schedkit::model::{LabelSelector, Labels};
+/// let sel: LabelSelector = serde_json::from_str(
+///     r#"{"matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"NotIn","values":["db"]}]}"#,
+/// ).unwrap();
+/// assert!(sel.matches(&Labels::from_pairs([("app", "web")])));
+/// assert!(!sel.matches(&Labels::from_pairs([("app", "web"), ("tier", "db")])));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "RawLabelSelector")]
+pub struct LabelSelector {
+    /// Exact `key=value` requirements.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub match_labels: Labels,
+    /// Set-based requirements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+impl TryFrom<RawLabelSelector> for LabelSelector {
+    type Error = SelectorError;
+    fn try_from(raw: RawLabelSelector) -> Result<Self, Self::Error> {
+        LabelSelector::new(raw.match_labels, raw.match_expressions)
+    }
+}
+
+impl LabelSelector {
+    /// Builds a validated selector.
+    pub fn new(match_labels: Labels, match_expressions: Vec<LabelSelectorRequirement>) -> Result<Self, SelectorError> {
+        for (i, r) in match_expressions.iter().enumerate() {
+            r.validate(&format!("matchExpressions[{i}]"))?;
+        }
+        Ok(LabelSelector { match_labels, match_expressions })
+    }
+
+    /// A selector of exact labels.
+    pub fn from_labels(labels: Labels) -> Self {
+        LabelSelector { match_labels: labels, match_expressions: Vec::new() }
+    }
+
+    /// Whether the selector matches everything.
+    pub fn is_empty(&self) -> bool {
+        self.match_labels.is_empty() && self.match_expressions.is_empty()
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    #[inline]
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// Operators of a node selector requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeSelectorOperator {
+    /// Value is one of the values.
+    In,
+    /// Absent, or value is none of the values.
+    NotIn,
+    /// Present.
+    Exists,
+    /// Absent.
+    DoesNotExist,
+    /// Value parses as an integer greater than the single value.
+    Gt,
+    /// Value parses as an integer less than the single value.
+    Lt,
+}
+
+impl NodeSelectorOperator {
+    fn as_str(self) -> &'static str {
+        match self {
+            NodeSelectorOperator::In => "In",
+            NodeSelectorOperator::NotIn => "NotIn",
+            NodeSelectorOperator::Exists => "Exists",
+            NodeSelectorOperator::DoesNotExist => "DoesNotExist",
+            NodeSelectorOperator::Gt => "Gt",
+            NodeSelectorOperator::Lt => "Lt",
+        }
+    }
+}
+
+/// One requirement of a node selector term.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NodeSelectorRequirement {
+    /// Label key (or `metadata.name` in `matchFields`).
+    pub key: Symbol,
+    /// The operator.
+    pub operator: NodeSelectorOperator,
+    /// Values; one integer for `Gt`/`Lt`.
+    #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
+    pub values: SmallVec<[Symbol; 2]>,
+    /// The parsed integer of `Gt`/`Lt`, filled by validation.
+    #[serde(skip)]
+    bound: i64,
+}
+
+impl NodeSelectorRequirement {
+    /// A requirement; validated when its term is.
+    pub fn new(key: &str, operator: NodeSelectorOperator, values: &[&str]) -> Self {
+        NodeSelectorRequirement {
+            key: Symbol::intern(key),
+            operator,
+            values: values.iter().map(|v| Symbol::intern(v)).collect(),
+            bound: 0,
+        }
+    }
+
+    fn validate(&mut self, path: &str) -> Result<(), SelectorError> {
+        if self.key.is_empty() {
+            return Err(SelectorError::EmptyKey { path: path.to_owned() });
+        }
+        let operator = self.operator.as_str();
+        match self.operator {
+            NodeSelectorOperator::In | NodeSelectorOperator::NotIn if self.values.is_empty() => {
+                Err(SelectorError::EmptyValues { path: path.to_owned(), operator })
+            }
+            NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist if !self.values.is_empty() => {
+                Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator })
+            }
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+                let parsed = match self.values.as_slice() {
+                    [v] => v.as_str().parse::<i64>().ok(),
+                    _ => None,
+                };
+                match parsed {
+                    Some(b) => {
+                        self.bound = b;
+                        Ok(())
+                    }
+                    None => Err(SelectorError::NotAnInteger {
+                        path: path.to_owned(),
+                        operator,
+                        values: self.values.iter().map(|v| v.as_str().to_owned()).collect(),
+                    }),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a label value (or its absence) satisfies the requirement. A label that
+    /// is not an integer fails `Gt`/`Lt`, as upstream.
+    #[inline]
+    pub fn matches_value(&self, value: Option<Symbol>) -> bool {
+        match self.operator {
+            NodeSelectorOperator::In => value.is_some_and(|v| self.values.contains(&v)),
+            NodeSelectorOperator::NotIn => value.is_none_or(|v| !self.values.contains(&v)),
+            NodeSelectorOperator::Exists => value.is_some(),
+            NodeSelectorOperator::DoesNotExist => value.is_none(),
+            NodeSelectorOperator::Gt => {
+                value.and_then(|v| v.as_str().parse::<i64>().ok()).is_some_and(|v| v > self.bound)
+            }
+            NodeSelectorOperator::Lt => {
+                value.and_then(|v| v.as_str().parse::<i64>().ok()).is_some_and(|v| v < self.bound)
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNodeSelectorTerm {
+    #[serde(default)]
+    match_expressions: Vec<NodeSelectorRequirement>,
+    #[serde(default)]
+    match_fields: Vec<NodeSelectorRequirement>,
+}
+
+impl TryFrom<RawNodeSelectorTerm> for NodeSelectorTerm {
+    type Error = SelectorError;
+    fn try_from(raw: RawNodeSelectorTerm) -> Result<Self, Self::Error> {
+        let mut t = NodeSelectorTerm { match_expressions: raw.match_expressions, match_fields: raw.match_fields };
+        t.validate("term")?;
+        Ok(t)
+    }
+}
+
+/// One term of a node selector: all expressions and all fields must hold.
+/// Validated on deserialization; built in code, call [`NodeSelectorTerm::validate`]
+/// (done for you by [`NodeSelector::new`] and pod validation).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "RawNodeSelectorTerm")]
+pub struct NodeSelectorTerm {
+    /// Requirements on node labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<NodeSelectorRequirement>,
+    /// Requirements on node fields (`metadata.name` only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_fields: Vec<NodeSelectorRequirement>,
+}
+
+/// The field key `matchFields` supports.
+pub const FIELD_METADATA_NAME: &str = "metadata.name";
+
+impl NodeSelectorTerm {
+    /// Validates and prepares the term; `path` names it in errors.
+    pub fn validate(&mut self, path: &str) -> Result<(), SelectorError> {
+        for (i, r) in self.match_expressions.iter_mut().enumerate() {
+            r.validate(&format!("{path}.matchExpressions[{i}]"))?;
+        }
+        for (i, r) in self.match_fields.iter_mut().enumerate() {
+            let p = format!("{path}.matchFields[{i}]");
+            if r.key.as_str() != FIELD_METADATA_NAME
+                || !matches!(r.operator, NodeSelectorOperator::In | NodeSelectorOperator::NotIn)
+            {
+                return Err(SelectorError::UnsupportedField {
+                    path: p,
+                    key: r.key.as_str().to_owned(),
+                    operator: r.operator.as_str(),
+                });
+            }
+            r.validate(&p)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the term matches a node. An empty term matches nothing, as upstream.
+    #[inline]
+    pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
+        if self.match_expressions.is_empty() && self.match_fields.is_empty() {
+            return false;
+        }
+        self.match_expressions.iter().all(|r| r.matches_value(labels.get(r.key)))
+            && self.match_fields.iter().all(|r| r.matches_value(Some(node_name)))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNodeSelector {
+    #[serde(default)]
+    node_selector_terms: Vec<NodeSelectorTerm>,
+}
+
+/// `v1.NodeSelector`: the terms are ORed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "RawNodeSelector")]
+pub struct NodeSelector {
+    /// Alternatives; a node matching any term matches.
+    pub node_selector_terms: Vec<NodeSelectorTerm>,
+}
+
+impl TryFrom<RawNodeSelector> for NodeSelector {
+    type Error = SelectorError;
+    fn try_from(raw: RawNodeSelector) -> Result<Self, Self::Error> {
+        NodeSelector::new(raw.node_selector_terms)
+    }
+}
+
+impl NodeSelector {
+    /// Builds a validated node selector.
+    pub fn new(mut terms: Vec<NodeSelectorTerm>) -> Result<Self, SelectorError> {
+        for (i, t) in terms.iter_mut().enumerate() {
+            t.validate(&format!("nodeSelectorTerms[{i}]"))?;
+        }
+        Ok(NodeSelector { node_selector_terms: terms })
+    }
+
+    /// Whether any term matches the node.
+    #[inline]
+    pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
+        self.node_selector_terms.iter().any(|t| t.matches(labels, node_name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(key: &str, op: NodeSelectorOperator, values: &[&str]) -> NodeSelectorRequirement {
+        NodeSelectorRequirement::new(key, op, values)
+    }
+
+    fn term(reqs: Vec<NodeSelectorRequirement>) -> NodeSelectorTerm {
+        NodeSelectorTerm { match_expressions: reqs, match_fields: vec![] }
+    }
+
+    #[test]
+    fn node_selector_operators() {
+        use NodeSelectorOperator::*;
+        let labels = Labels::from_pairs([("zone", "a"), ("gpus", "8"), ("weird", "8x")]);
+        let name = Symbol::intern("n1");
+        let cases: Vec<(NodeSelectorRequirement, bool)> = vec![
+            (req("zone", In, &["a", "b"]), true),
+            (req("zone", In, &["b"]), false),
+            (req("zone", NotIn, &["b"]), true),
+            (req("missing", NotIn, &["b"]), true),
+            (req("zone", Exists, &[]), true),
+            (req("missing", DoesNotExist, &[]), true),
+            (req("gpus", Gt, &["4"]), true),
+            (req("gpus", Gt, &["8"]), false),
+            (req("gpus", Lt, &["9"]), true),
+            // A non-integer label never satisfies Gt/Lt (upstream nodeaffinity tests).
+            (req("weird", Gt, &["1"]), false),
+            (req("missing", Lt, &["1"]), false),
+        ];
+        for (r, want) in cases {
+            let sel = NodeSelector::new(vec![term(vec![r.clone()])]).unwrap();
+            assert_eq!(sel.matches(&labels, name), want, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn match_fields_metadata_name() {
+        let mut t = NodeSelectorTerm {
+            match_expressions: vec![],
+            match_fields: vec![req(FIELD_METADATA_NAME, NodeSelectorOperator::In, &["n1"])],
+        };
+        t.validate("t").unwrap();
+        assert!(t.matches(&Labels::new(), Symbol::intern("n1")));
+        assert!(!t.matches(&Labels::new(), Symbol::intern("n2")));
+    }
+
+    #[test]
+    fn invalid_selectors_are_rejected() {
+        use NodeSelectorOperator::*;
+        let bad = [
+            req("k", In, &[]),
+            req("k", Exists, &["v"]),
+            req("k", Gt, &["x"]),
+            req("k", Lt, &["1", "2"]),
+            req("", Exists, &[]),
+        ];
+        for r in bad {
+            assert!(NodeSelector::new(vec![term(vec![r.clone()])]).is_err(), "{r:?}");
+        }
+        let err = NodeSelector::new(vec![term(vec![req("k", Gt, &["1.5"])])]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs exactly one integer value, got [\"1.5\"]"
+        );
+        let json = r#"{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"In","values":[]}]}]}"#;
+        assert!(serde_json::from_str::<NodeSelector>(json).is_err());
+        let json = r#"{"matchExpressions":[{"key":"a","operator":"Bogus"}]}"#;
+        assert!(serde_json::from_str::<LabelSelector>(json).is_err());
+    }
+
+    #[test]
+    fn empty_term_matches_nothing_empty_label_selector_everything() {
+        let sel = NodeSelector::new(vec![NodeSelectorTerm::default()]).unwrap();
+        assert!(!sel.matches(&Labels::from_pairs([("a", "b")]), Symbol::EMPTY));
+        assert!(LabelSelector::default().matches(&Labels::new()));
+    }
+}

@@ -1,0 +1,720 @@
+//! The scheduling cycle (upstream `pkg/scheduler/schedule_one.go`) and the binding
+//! cycle it hands back.
+//!
+//! [`Scheduler::schedule_one`] runs PreFilter -> Filter (sampled, maybe in parallel)
+//! -> PostFilter on no fit -> PreScore -> Score -> NormalizeScore -> weighted sum ->
+//! select host -> assume -> Reserve -> Permit, and returns a [`BindingCycle`] the
+//! caller runs on any thread: wait at Permit -> PreBind -> Bind -> PostBind.
+
+mod binding;
+mod fit_error;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use binding::{BindError, BindingCycle};
+pub use fit_error::{Diagnosis, FitError};
+
+use crate::framework::runtime::{self, PermitOutcome};
+use crate::framework::{
+    Clock, Code, CycleState, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, RealClock, Status, WaitingPod,
+};
+use crate::model::{Pod, PodError};
+use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
+
+/// Upstream `minFeasibleNodesToFind`: below this many nodes, all are checked.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream `minFeasibleNodesPercentageToFind`: the adaptive percentage's floor.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How many nodes to find feasible before scoring, as upstream
+/// `numFeasibleNodesToFind`: all below 100 nodes; else `percentage` of them (0 =
+/// adaptive: `50 - nodes/125`, at least 5%), and never fewer than 100.
+///
+/// ```
+/// use schedkit::scheduler::num_feasible_nodes_to_find;
+/// assert_eq!(num_feasible_nodes_to_find(0, 50), 50);
+/// assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);   // 50 - 40 = 10%
+/// assert_eq!(num_feasible_nodes_to_find(0, 15000), 750);  // floor of 5%
+/// assert_eq!(num_feasible_nodes_to_find(100, 5000), 5000);
+/// assert_eq!(num_feasible_nodes_to_find(1, 1000), 100);
+/// ```
+pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let mut pct = percentage as usize;
+    if pct == 0 {
+        pct = 50usize.saturating_sub(num_all_nodes / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    if pct >= 100 {
+        return num_all_nodes;
+    }
+    (num_all_nodes * pct / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// How a host is picked among nodes with the same top score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TieBreak {
+    /// Uniformly at random (reservoir sampling, as upstream `selectHost`), from the
+    /// scheduler's seeded generator.
+    #[default]
+    Random,
+    /// The first in snapshot order (deterministic).
+    First,
+    /// The lexicographically smallest node name (what trace simulators use).
+    SmallestName,
+}
+
+/// Scheduler-wide settings.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// Global `percentageOfNodesToScore` (0 = adaptive); a profile's own wins.
+    pub percentage_of_nodes_to_score: u32,
+    /// Threads for Filter and Score (1 = never parallel).
+    pub parallelism: usize,
+    /// Run Filter/Score in parallel only when at least this many nodes are evaluated.
+    pub parallel_min_nodes: usize,
+    /// Tie-break among equal top scores.
+    pub tie_break: TieBreak,
+    /// Seed of the tie-break generator.
+    pub seed: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            percentage_of_nodes_to_score: 0,
+            parallelism: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            parallel_min_nodes: 1000,
+            tie_break: TieBreak::Random,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Why a scheduling cycle did not produce a binding.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// No node fits (PostFilter may have nominated one).
+    #[error(transparent)]
+    Unschedulable(Box<FitError>),
+    /// The cluster has no nodes.
+    #[error("no nodes available to schedule pods")]
+    NoNodes,
+    /// A plugin failed with an `Error` (or panicked), or Reserve/Permit rejected.
+    #[error("pod {pod}: {status}")]
+    Plugin {
+        /// `namespace/name`.
+        pod: String,
+        /// The failing status, with the plugin's name.
+        status: Status,
+    },
+    /// No profile serves the pod's `schedulerName`.
+    #[error("no profile for scheduler name {0:?}")]
+    NoProfile(String),
+    /// The pod is invalid.
+    #[error(transparent)]
+    InvalidPod(#[from] PodError),
+    /// The cache refused the assumption (e.g. the pod is already there).
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+impl ScheduleError {
+    /// The fit error, when the pod fits nowhere.
+    pub fn fit_error(&self) -> Option<&FitError> {
+        match self {
+            ScheduleError::Unschedulable(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// SplitMix64: tiny, seeded, good enough for tie-breaks.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Per-cycle buffers, kept between cycles so steady-state cycles don't allocate per node.
+#[derive(Debug, Default)]
+struct Buffers {
+    candidates: Vec<usize>,
+    feasible: Vec<usize>,
+    failed: Vec<(usize, Status)>,
+    scores: Vec<NodeScore>,
+    totals: Vec<i64>,
+}
+
+/// The scheduler: a cache, one or more profiles, and the cycle.
+///
+/// ```
+/// use schedkit::framework::{Profile, ScoreFn};
+/// use schedkit::scheduler::Scheduler;
+/// use schedkit::testing::{NodeBuilder, PodBuilder};
+///
+/// let profile = Profile::builder("default-scheduler")
+///     .plugin(ScoreFn::new("MostCpu", |_, _, n| n.allocatable().milli_cpu / 1000))
+///     .build()
+///     .unwrap();
+/// let mut sched = Scheduler::builder().profile(profile).build();
+/// sched.add_node(NodeBuilder::new("small").cpu("4").build()).unwrap();
+/// sched.add_node(NodeBuilder::new("big").cpu("64").build()).unwrap();
+/// let binding = sched.schedule_pod(PodBuilder::new("p").cpu("1").build()).unwrap();
+/// assert_eq!(binding.node(), "big");
+/// binding.run().unwrap();
+/// ```
+pub struct Scheduler {
+    cache: Arc<Mutex<Cache>>,
+    handle: Handle,
+    profiles: Vec<Arc<Profile>>,
+    config: SchedulerConfig,
+    next_start: usize,
+    rng: Rng,
+    bufs: Buffers,
+    #[cfg(feature = "parallel")]
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("profiles", &self.profiles.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Scheduler`].
+pub struct SchedulerBuilder {
+    profiles: Vec<Profile>,
+    config: SchedulerConfig,
+    clock: Option<Arc<dyn Clock>>,
+    handle: Option<Handle>,
+}
+
+impl std::fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerBuilder").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl SchedulerBuilder {
+    /// Adds a profile (pods choose one by `schedulerName`).
+    #[must_use]
+    pub fn profile(mut self, p: Profile) -> Self {
+        self.profiles.push(p);
+        self
+    }
+    /// Replaces the settings.
+    #[must_use]
+    pub fn config(mut self, c: SchedulerConfig) -> Self {
+        self.config = c;
+        self
+    }
+    /// Sets `percentageOfNodesToScore`.
+    #[must_use]
+    pub fn percentage_of_nodes_to_score(mut self, pct: u32) -> Self {
+        self.config.percentage_of_nodes_to_score = pct.min(100);
+        self
+    }
+    /// Sets the number of Filter/Score threads (1 = single-threaded).
+    #[must_use]
+    pub fn parallelism(mut self, threads: usize) -> Self {
+        self.config.parallelism = threads.max(1);
+        self
+    }
+    /// Sets the tie-break.
+    #[must_use]
+    pub fn tie_break(mut self, t: TieBreak) -> Self {
+        self.config.tie_break = t;
+        self
+    }
+    /// Sets the tie-break seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+    /// Uses `clock` (ignored when [`SchedulerBuilder::handle`] is given).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Uses an existing handle (the one the profile's plugins were built with).
+    #[must_use]
+    pub fn handle(mut self, handle: Handle) -> Self {
+        self.handle = Some(handle);
+        self
+    }
+
+    /// Builds the scheduler.
+    pub fn build(self) -> Scheduler {
+        let handle =
+            self.handle.unwrap_or_else(|| Handle::new(self.clock.unwrap_or_else(|| Arc::new(RealClock::default()))));
+        #[cfg(feature = "parallel")]
+        let pool = (self.config.parallelism > 1)
+            .then(|| rayon::ThreadPoolBuilder::new().num_threads(self.config.parallelism).build().ok())
+            .flatten();
+        Scheduler {
+            cache: Arc::new(Mutex::new(Cache::new())),
+            handle,
+            profiles: self.profiles.into_iter().map(Arc::new).collect(),
+            rng: Rng(self.config.seed),
+            config: self.config,
+            next_start: 0,
+            bufs: Buffers::default(),
+            #[cfg(feature = "parallel")]
+            pool,
+        }
+    }
+}
+
+impl Scheduler {
+    /// Starts building a scheduler.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder { profiles: Vec::new(), config: SchedulerConfig::default(), clock: None, handle: None }
+    }
+
+    /// The shared cache (the caller feeds node and pod events through it).
+    pub fn cache(&self) -> &Arc<Mutex<Cache>> {
+        &self.cache
+    }
+
+    /// The plugins' handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    /// The profiles.
+    pub fn profiles(&self) -> &[Arc<Profile>] {
+        &self.profiles
+    }
+
+    /// Adds a node to the cache.
+    pub fn add_node(&self, node: crate::model::Node) -> Result<(), CacheError> {
+        self.cache.lock().add_node(node)
+    }
+
+    /// The profile serving `pod`.
+    pub fn profile_for(&self, pod: &Pod) -> Option<&Arc<Profile>> {
+        let name = if pod.spec.scheduler_name.is_empty() {
+            crate::framework::DEFAULT_SCHEDULER_NAME
+        } else {
+            pod.spec.scheduler_name.as_str()
+        };
+        self.profiles.iter().find(|p| p.name() == name)
+    }
+
+    /// Validates `pod` and schedules it.
+    pub fn schedule_pod(&mut self, pod: Pod) -> Result<BindingCycle, ScheduleError> {
+        let info = PodInfo::new(pod)?;
+        self.schedule_one(&info)
+    }
+
+    /// One scheduling cycle for `pod`. On success the pod is assumed on the chosen
+    /// node, reserved and permitted (or waiting at Permit); run the returned
+    /// [`BindingCycle`] to bind it, or [`BindingCycle::abort`] it to undo. On failure
+    /// nothing is left reserved and the cache is as before.
+    pub fn schedule_one(&mut self, pod: &PodInfo) -> Result<BindingCycle, ScheduleError> {
+        let profile = self
+            .profile_for(&pod.pod)
+            .cloned()
+            .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
+        let mut snap = self.handle.take_snapshot();
+        self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
+        let result = self.cycle(&profile, &snap, pod);
+        self.handle.put_snapshot(snap);
+        let (mut state, node) = result?;
+        let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
+        Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
+    }
+
+    /// Assumes the pod on `node`, then Reserve and Permit; undoes both on failure.
+    fn assume_reserve_permit(
+        &self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Result<(Arc<PodInfo>, Option<Arc<WaitingPod>>), ScheduleError> {
+        let mut assumed_pod = (*pod.pod).clone();
+        assumed_pod.spec.node_name = node.to_owned();
+        let mut assumed = PodInfo::from_validated(Arc::new(assumed_pod));
+        assumed.uid = pod.uid.clone();
+        let assumed = Arc::new(assumed);
+        self.cache.lock().assume_pod(assumed.clone(), node)?;
+        let undo = |state: &mut CycleState, status: Status| {
+            runtime::run_unreserve(profile, state, &assumed, node);
+            let _ = self.cache.lock().forget_pod(&assumed.uid);
+            ScheduleError::Plugin { pod: assumed.pod.key(), status }
+        };
+        let s = runtime::run_reserve(profile, state, &assumed, node);
+        if !s.is_success() {
+            return Err(undo(state, s));
+        }
+        match runtime::run_permit(profile, state, &assumed, node) {
+            PermitOutcome::Allow => Ok((assumed, None)),
+            PermitOutcome::Wait(plugins) => {
+                let now = self.handle.clock().now();
+                let wp = self.handle.waiting_pods().add(&assumed, node, &plugins, now);
+                Ok((assumed, Some(wp)))
+            }
+            PermitOutcome::Reject(s) => Err(undo(state, s)),
+        }
+    }
+
+    /// PreFilter -> Filter -> (PostFilter) -> PreScore -> Score -> select.
+    fn cycle(
+        &mut self,
+        profile: &Profile,
+        snap: &Snapshot,
+        pod: &PodInfo,
+    ) -> Result<(CycleState, String), ScheduleError> {
+        let mut state = CycleState::new();
+        let n_all = snap.len();
+        if n_all == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        let fit_error = |diagnosis: Diagnosis| FitError {
+            pod: pod.pod.key(),
+            num_all_nodes: n_all,
+            diagnosis,
+            nominated_node: None,
+        };
+        let pre = match runtime::run_pre_filter(profile, &mut state, pod, snap) {
+            Ok(p) => p,
+            Err(s) if s.is_rejected() => {
+                let mut d = Diagnosis {
+                    pre_filter_msg: Some(s.message()),
+                    unschedulable_plugins: s.plugin().into_iter().collect(),
+                    ..Diagnosis::default()
+                };
+                d.node_to_status.absent = Some(s);
+                return Err(post_filter(profile, &state, pod, snap, fit_error(d)));
+            }
+            Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
+        };
+
+        // Candidate nodes: all, or those PreFilter narrowed to (in snapshot order).
+        let bufs = &mut self.bufs;
+        bufs.feasible.clear();
+        bufs.failed.clear();
+        let narrowed = pre.result.node_names.as_ref();
+        if let Some(names) = narrowed {
+            bufs.candidates.clear();
+            bufs.candidates
+                .extend(snap.nodes().iter().enumerate().filter(|(_, n)| names.contains(&n.name())).map(|(i, _)| i));
+        }
+        let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());
+        let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
+        let to_find = num_feasible_nodes_to_find(pct, n_cand);
+        let start = self.next_start % n_all;
+        let processed = self.find_feasible(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
+        self.next_start = (start + processed) % n_all;
+
+        if self.bufs.feasible.is_empty() {
+            let mut statuses = std::mem::take(&mut self.bufs.failed);
+            let mut plugins: Vec<&'static str> = statuses.iter().filter_map(|(_, s)| s.plugin()).collect();
+            plugins.sort_unstable();
+            plugins.dedup();
+            if let Some(s) = statuses.iter().find(|(_, s)| s.code() == Code::Error) {
+                return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.1.clone() });
+            }
+            let mut d = Diagnosis { unschedulable_plugins: plugins, ..Diagnosis::default() };
+            if narrowed.is_some() {
+                d.node_to_status.absent =
+                    Some(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {:?}", pre.narrowing_plugins)));
+            }
+            d.node_to_status.statuses = std::mem::take(&mut statuses);
+            return Err(post_filter(profile, &state, pod, snap, fit_error(d)));
+        }
+        if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
+            return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
+        }
+        if self.bufs.feasible.len() == 1 {
+            let node = snap.nodes()[self.bufs.feasible[0]].node().name().to_owned();
+            return Ok((state, node));
+        }
+        let s = {
+            let nodes = NodeList::new(snap, &self.bufs.feasible);
+            runtime::run_pre_score(profile, &mut state, pod, nodes)
+        };
+        if !s.is_success() {
+            return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
+        }
+        self.score(profile, &state, pod, snap).map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
+        let best = self.select_host(snap);
+        Ok((state, snap.nodes()[best].node().name().to_owned()))
+    }
+
+    /// Fills `bufs.feasible`/`bufs.failed`; returns how many nodes were processed.
+    #[expect(clippy::too_many_arguments, reason = "internal; the cycle's pieces")]
+    fn find_feasible(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        narrowed: bool,
+        n_cand: usize,
+        to_find: usize,
+        start: usize,
+    ) -> usize {
+        let bufs = &mut self.bufs;
+        let cand = |i: usize, candidates: &[usize]| {
+            let k = (start + i) % n_cand;
+            if narrowed { candidates[k] } else { k }
+        };
+        if !profile.has_filter_plugins() {
+            for i in 0..to_find.min(n_cand) {
+                bufs.feasible.push(cand(i, &bufs.candidates));
+            }
+            return bufs.feasible.len();
+        }
+        #[cfg(feature = "parallel")]
+        if let Some(pool) = &self.pool
+            && n_cand >= self.config.parallel_min_nodes
+        {
+            return parallel::find_feasible(pool, profile, state, pod, snap, bufs, narrowed, n_cand, to_find, start);
+        }
+        let nodes = snap.nodes();
+        let mut processed = 0;
+        for i in 0..n_cand {
+            if bufs.feasible.len() >= to_find {
+                break;
+            }
+            let idx = cand(i, &bufs.candidates);
+            processed += 1;
+            let s = runtime::run_filters(profile, state, pod, &nodes[idx]);
+            if s.is_success() {
+                bufs.feasible.push(idx);
+            } else {
+                bufs.failed.push((idx, s));
+            }
+        }
+        processed
+    }
+
+    /// Runs Score + NormalizeScore for every plugin, accumulating weighted totals.
+    fn score(&mut self, profile: &Profile, state: &CycleState, pod: &PodInfo, snap: &Snapshot) -> Result<(), Status> {
+        let bufs = &mut self.bufs;
+        let n = bufs.feasible.len();
+        bufs.totals.clear();
+        if !profile.has_score_plugins() {
+            bufs.totals.resize(n, 1);
+            return Ok(());
+        }
+        bufs.totals.resize(n, 0);
+        let nodes = snap.nodes();
+        for (pi, sp) in profile.score.iter().enumerate() {
+            if state.skips_score(pi) {
+                continue;
+            }
+            bufs.scores.clear();
+            bufs.scores.extend(bufs.feasible.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
+            #[cfg(feature = "parallel")]
+            let done = if let Some(pool) = &self.pool
+                && n >= self.config.parallel_min_nodes
+            {
+                parallel::score(pool, sp, state, pod, snap, &bufs.feasible, &mut bufs.scores)?;
+                true
+            } else {
+                false
+            };
+            #[cfg(not(feature = "parallel"))]
+            let done = false;
+            if !done {
+                for (out, &i) in bufs.scores.iter_mut().zip(&bufs.feasible) {
+                    out.score = runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i]))
+                        .and_then(|r| r)
+                        .map_err(|s| s.with_plugin(sp.name))?;
+                }
+            }
+            let s = runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
+                .unwrap_or_else(|s| s);
+            if !s.is_success() {
+                return Err(s.with_plugin(sp.name));
+            }
+            for (t, ns) in bufs.totals.iter_mut().zip(&bufs.scores) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        sp.name, ns.score
+                    ))
+                    .with_plugin(sp.name));
+                }
+                *t += ns.score * sp.weight;
+            }
+        }
+        Ok(())
+    }
+
+    /// Index (in the snapshot) of the chosen node among the top scores.
+    fn select_host(&mut self, snap: &Snapshot) -> usize {
+        let bufs = &self.bufs;
+        let nodes = snap.nodes();
+        let mut best = 0;
+        let mut count = 0u64;
+        for (k, &t) in bufs.totals.iter().enumerate() {
+            let top = bufs.totals[best];
+            if k == 0 || t > top {
+                best = k;
+                count = 1;
+            } else if t == top {
+                count += 1;
+                match self.config.tie_break {
+                    TieBreak::Random => {
+                        if self.rng.below(count) == 0 {
+                            best = k;
+                        }
+                    }
+                    TieBreak::First => {}
+                    TieBreak::SmallestName => {
+                        if nodes[bufs.feasible[k]].node().name() < nodes[bufs.feasible[best]].node().name() {
+                            best = k;
+                        }
+                    }
+                }
+            }
+        }
+        bufs.feasible[best]
+    }
+}
+
+/// Runs PostFilter (e.g. preemption) for a pod that fits nowhere.
+fn post_filter(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    mut err: FitError,
+) -> ScheduleError {
+    if !profile.post_filter.is_empty() {
+        let (r, s) = runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status);
+        if s.code() == Code::Error {
+            return ScheduleError::Plugin { pod: pod.pod.key(), status: s };
+        }
+        if !s.is_success() && !s.reasons().is_empty() {
+            err.diagnosis.post_filter_msg = Some(s.message());
+        }
+        err.nominated_node = r.and_then(|r| r.nominated_node_name);
+    }
+    ScheduleError::Unschedulable(Box::new(err))
+}
+
+#[cfg(feature = "parallel")]
+mod parallel {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rayon::prelude::*;
+
+    use super::{Buffers, runtime};
+    use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
+    use crate::snapshot::{PodInfo, Snapshot};
+
+    /// One chunk's feasible nodes, failures, and nodes processed.
+    type ChunkResult = (Vec<usize>, Vec<(usize, Status)>, usize);
+
+    fn chunk_len(n: usize, threads: usize) -> usize {
+        (n / (threads * 4)).max(64)
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "internal; mirrors the serial path")]
+    pub(super) fn find_feasible(
+        pool: &rayon::ThreadPool,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        bufs: &mut Buffers,
+        narrowed: bool,
+        n_cand: usize,
+        to_find: usize,
+        start: usize,
+    ) -> usize {
+        let found = AtomicUsize::new(0);
+        let chunk = chunk_len(n_cand, pool.current_num_threads());
+        let n_chunks = n_cand.div_ceil(chunk);
+        let candidates = &bufs.candidates;
+        let nodes = snap.nodes();
+        let results: Vec<ChunkResult> = pool.install(|| {
+            (0..n_chunks)
+                .into_par_iter()
+                .map(|c| {
+                    let mut ok = Vec::new();
+                    let mut bad = Vec::new();
+                    let mut processed = 0;
+                    for i in c * chunk..((c + 1) * chunk).min(n_cand) {
+                        if found.load(Ordering::Relaxed) >= to_find {
+                            break;
+                        }
+                        let k = (start + i) % n_cand;
+                        let idx = if narrowed { candidates[k] } else { k };
+                        processed += 1;
+                        let s = runtime::run_filters(profile, state, pod, &nodes[idx]);
+                        if s.is_success() {
+                            found.fetch_add(1, Ordering::Relaxed);
+                            ok.push(idx);
+                        } else {
+                            bad.push((idx, s));
+                        }
+                    }
+                    (ok, bad, processed)
+                })
+                .collect()
+        });
+        let mut processed = 0;
+        for (ok, bad, p) in results {
+            processed += p;
+            bufs.feasible.extend(ok);
+            bufs.failed.extend(bad);
+        }
+        bufs.feasible.truncate(to_find);
+        processed
+    }
+
+    pub(super) fn score(
+        pool: &rayon::ThreadPool,
+        sp: &WeightedScore,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        feasible: &[usize],
+        out: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let chunk = chunk_len(feasible.len(), pool.current_num_threads());
+        let nodes = snap.nodes();
+        pool.install(|| {
+            out.par_chunks_mut(chunk).zip(feasible.par_chunks(chunk)).try_for_each(|(o, f)| {
+                for (slot, &i) in o.iter_mut().zip(f) {
+                    slot.score = runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i]))
+                        .and_then(|r| r)
+                        .map_err(|s| s.with_plugin(sp.name))?;
+                }
+                Ok(())
+            })
+        })
+    }
+}

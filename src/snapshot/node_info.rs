@@ -1,0 +1,183 @@
+//! Per-node aggregate state (upstream `framework.NodeInfo`).
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::{HostPort, PodInfo};
+use crate::model::{Node, Resources, Symbol};
+
+/// A node with its pods and running totals, as the scheduler sees it in one cycle.
+///
+/// Totals are kept as pods come and go, so Filter and Score read them in O(1).
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    name: Symbol,
+    pods: Vec<Arc<PodInfo>>,
+    pods_with_affinity: Vec<Arc<PodInfo>>,
+    pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    used_ports: SmallVec<[HostPort; 4]>,
+    requested: Resources,
+    non_zero_requested: Resources,
+    allocatable: Resources,
+    images: Vec<(Symbol, i64)>,
+    generation: u64,
+}
+
+impl NodeInfo {
+    /// A node with no pods.
+    pub fn new(node: Arc<Node>) -> NodeInfo {
+        let mut n = NodeInfo {
+            name: Symbol::intern(node.name()),
+            allocatable: Resources::default(),
+            node: node.clone(),
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            used_ports: SmallVec::new(),
+            requested: Resources::default(),
+            non_zero_requested: Resources::default(),
+            images: Vec::new(),
+            generation: 0,
+        };
+        n.set_node(node);
+        n
+    }
+
+    /// Replaces the node object, keeping the pods.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable = node.status.allocatable.to_resources();
+        self.images = node
+            .status
+            .images
+            .iter()
+            .flat_map(|img| img.names.iter().map(move |n| (Symbol::intern(n), img.size_bytes)))
+            .collect();
+        self.images.sort_unstable_by_key(|&(n, _)| n);
+        self.images.dedup_by_key(|&mut (n, _)| n);
+        self.name = Symbol::intern(node.name());
+        self.node = node;
+    }
+
+    /// The node.
+    #[inline]
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The node as shared.
+    pub fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The node's name, interned (for `matchFields` and maps keyed by node).
+    #[inline]
+    pub fn name(&self) -> Symbol {
+        self.name
+    }
+
+    /// Pods on the node (bound and assumed).
+    #[inline]
+    pub fn pods(&self) -> &[Arc<PodInfo>] {
+        &self.pods
+    }
+
+    /// Pods with any pod affinity or anti-affinity.
+    pub fn pods_with_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.pods_with_affinity
+    }
+
+    /// Pods with required anti-affinity.
+    pub fn pods_with_required_anti_affinity(&self) -> &[Arc<PodInfo>] {
+        &self.pods_with_required_anti_affinity
+    }
+
+    /// Host ports in use.
+    #[inline]
+    pub fn used_ports(&self) -> &[HostPort] {
+        &self.used_ports
+    }
+
+    /// Sum of the pods' requests.
+    #[inline]
+    pub fn requested(&self) -> &Resources {
+        &self.requested
+    }
+
+    /// Sum of the pods' requests with scoring defaults.
+    #[inline]
+    pub fn non_zero_requested(&self) -> &Resources {
+        &self.non_zero_requested
+    }
+
+    /// What pods may use.
+    #[inline]
+    pub fn allocatable(&self) -> &Resources {
+        &self.allocatable
+    }
+
+    /// Size of an image present on the node (by one of its reported names), if any.
+    pub fn image_size(&self, image: Symbol) -> Option<i64> {
+        self.images.binary_search_by_key(&image, |&(n, _)| n).ok().map(|i| self.images[i].1)
+    }
+
+    /// Images on the node: every reported name with the image's size, sorted by symbol.
+    pub fn images(&self) -> &[(Symbol, i64)] {
+        &self.images
+    }
+
+    /// Bumped by the cache whenever this node or its pods change.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn set_generation(&mut self, g: u64) {
+        self.generation = g;
+    }
+
+    /// Adds a pod and its requests and ports (no checks: the cache and plugins decide
+    /// whether it fits). Used by the cache and by dry runs such as preemption.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.requested.allowed_pod_number += 1;
+        self.non_zero_requested.add(&pod.non_zero_requests);
+        self.used_ports.extend(pod.host_ports.iter().copied());
+        if pod.has_affinity {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_anti_affinity {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Removes a pod by uid, undoing [`NodeInfo::add_pod`]; returns it if present.
+    pub fn remove_pod(&mut self, uid: &str) -> Option<Arc<PodInfo>> {
+        let i = self.pods.iter().position(|p| &*p.uid == uid)?;
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(&pod.requests);
+        self.requested.allowed_pod_number -= 1;
+        self.non_zero_requested.sub(&pod.non_zero_requests);
+        for hp in &pod.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
+        self.pods_with_affinity.retain(|p| &*p.uid != uid);
+        self.pods_with_required_anti_affinity.retain(|p| &*p.uid != uid);
+        Some(pod)
+    }
+}
+
+/// The normalized image name (`repo` -> `repo:latest`), as upstream ImageLocality's
+/// `normalizedImageName` applies to a pod's images before looking them up on nodes.
+pub fn normalized_image(name: &str) -> std::borrow::Cow<'_, str> {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    if last.contains(':') || last.contains('@') {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(format!("{name}:latest"))
+    }
+}

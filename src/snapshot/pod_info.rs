@@ -1,0 +1,111 @@
+//! A pod with what every cycle would otherwise recompute: requests, ports, affinity flags.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::model::{Pod, PodError, Protocol, Resources, Symbol};
+
+/// A host port a pod occupies: `(ip, protocol, port)`; ip `0.0.0.0` is every address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    /// Host IP, interned; `0.0.0.0` when the manifest leaves it empty.
+    pub ip: Symbol,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Port number.
+    pub port: i32,
+}
+
+impl HostPort {
+    /// The wildcard address.
+    pub fn any_ip() -> Symbol {
+        Symbol::intern("0.0.0.0")
+    }
+
+    /// Whether two host ports conflict, as upstream `HostPortInfo.CheckConflict`: the same
+    /// protocol and port, and the same IP or either IP being the wildcard.
+    #[inline]
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        if self.port != other.port || self.protocol != other.protocol {
+            return false;
+        }
+        let any = HostPort::any_ip();
+        self.ip == other.ip || self.ip == any || other.ip == any
+    }
+}
+
+/// A validated pod plus derived facts, shared by `Arc` between the queue, the cache
+/// and every snapshot (upstream `framework.PodInfo`).
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    /// The pod.
+    pub pod: Arc<Pod>,
+    /// Uid (or namespace/name).
+    pub uid: Arc<str>,
+    /// Effective requests.
+    pub requests: Resources,
+    /// Requests with the scoring defaults applied.
+    pub non_zero_requests: Resources,
+    /// Host ports requested.
+    pub host_ports: SmallVec<[HostPort; 2]>,
+    /// Interned namespace.
+    pub namespace: Symbol,
+    /// Has pod affinity or anti-affinity terms of any kind.
+    pub has_affinity: bool,
+    /// Has required anti-affinity terms.
+    pub has_required_anti_affinity: bool,
+}
+
+impl PodInfo {
+    /// Validates the pod and derives its facts.
+    ///
+    /// ```
+    /// use schedkit::model::Pod;
+    /// use schedkit::snapshot::PodInfo;
+    /// let mut pod = Pod::default();
+    /// assert!(PodInfo::new(pod.clone()).is_err(), "a pod needs a name");
+    /// pod.metadata.name = "p".into();
+    /// let info = PodInfo::new(pod).unwrap();
+    /// assert_eq!(&*info.uid, "default/p");
+    /// ```
+    pub fn new(mut pod: Pod) -> Result<PodInfo, PodError> {
+        pod.validate()?;
+        Ok(PodInfo::from_validated(Arc::new(pod)))
+    }
+
+    /// Derives facts of a pod already validated.
+    pub fn from_validated(pod: Arc<Pod>) -> PodInfo {
+        let any = HostPort::any_ip();
+        let host_ports = pod
+            .host_ports()
+            .map(|p| HostPort {
+                ip: if p.host_ip.is_empty() { any } else { Symbol::intern(&p.host_ip) },
+                protocol: p.protocol,
+                port: p.host_port,
+            })
+            .collect();
+        let aff = pod.spec.affinity.as_ref();
+        let has_affinity = aff.is_some_and(|a| {
+            a.pod_affinity.as_ref().is_some_and(|p| !p.required.is_empty() || !p.preferred.is_empty())
+                || a.pod_anti_affinity.as_ref().is_some_and(|p| !p.required.is_empty() || !p.preferred.is_empty())
+        });
+        let has_required_anti_affinity =
+            aff.and_then(|a| a.pod_anti_affinity.as_ref()).is_some_and(|p| !p.required.is_empty());
+        PodInfo {
+            uid: pod.uid().into(),
+            requests: pod.requests(),
+            non_zero_requests: pod.non_zero_requests(),
+            host_ports,
+            namespace: Symbol::intern(pod.namespace()),
+            has_affinity,
+            has_required_anti_affinity,
+            pod,
+        }
+    }
+
+    /// Priority.
+    pub fn priority(&self) -> i32 {
+        self.pod.priority()
+    }
+}
