@@ -58,3 +58,8 @@ pub mod prelude {
     pub use crate::scheduler::{BindingCycle, ScheduleError, Scheduler, TieBreak};
     pub use crate::snapshot::{Cache, NodeInfo, PodInfo, Snapshot};
 }
+
+/// The README's examples run as doctests, so the quickstart can't rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

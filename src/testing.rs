@@ -296,3 +296,54 @@ impl PodBuilder {
         self.try_build().unwrap_or_else(|e| panic!("PodBuilder: {e}"))
     }
 }
+
+/// Entry points shared by the fuzz targets in `fuzz/` and the test that replays
+/// their seed corpus on stable Rust. Each must never panic on any input.
+pub mod fuzz {
+    use crate::framework::{FilterFn, Profile, Status};
+    use crate::model::{Pod, Quantity};
+    use crate::scheduler::Scheduler;
+
+    use super::NodeBuilder;
+
+    /// Parses bytes as a quantity; whatever parses must display and parse back to the
+    /// same value.
+    ///
+    /// # Panics
+    /// When the round-trip property breaks (that is the bug a fuzzer reports).
+    pub fn quantity(data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else { return };
+        if let Ok(q) = Quantity::parse(text) {
+            let shown = q.to_string();
+            let back = Quantity::parse(&shown).unwrap_or_else(|e| panic!("{text:?} displayed as {shown:?}: {e}"));
+            assert_eq!(back, q, "{text:?} -> {shown:?}");
+            let _ = (q.value(), q.milli_value(), q.as_f64());
+        }
+    }
+
+    /// Loads bytes as a pod manifest and, if it loads and validates, schedules it on
+    /// a three-node cluster and runs (or drops) its binding.
+    pub fn pod_json(data: &[u8]) {
+        let Ok(pod) = serde_json::from_slice::<Pod>(data) else { return };
+        let _ = pod.requests();
+        let _ = pod.non_zero_requests();
+        let Ok(profile) = Profile::builder("default-scheduler")
+            .plugin(FilterFn::new("CpuFits", |_, pod, node| {
+                let free = node.allocatable().milli_cpu - node.requested().milli_cpu;
+                if free >= pod.requests.milli_cpu { Status::SUCCESS } else { Status::unschedulable("Insufficient cpu") }
+            }))
+            .build()
+        else {
+            return;
+        };
+        let mut s = Scheduler::builder().profile(profile).parallelism(1).build();
+        for (i, cpu) in ["1", "8", "64"].iter().enumerate() {
+            if let Ok(n) = NodeBuilder::new(&format!("n{i}")).cpu(cpu).zone("a").try_build() {
+                let _ = s.add_node(n);
+            }
+        }
+        if let Ok(binding) = s.schedule_pod(pod) {
+            let _ = binding.run();
+        }
+    }
+}

@@ -114,11 +114,18 @@ impl Cache {
         info
     }
 
+    /// Keeps only each slot's latest entry, in place (no allocation on the hot path).
     fn compact_log(&mut self) {
-        let mut latest: Vec<(u64, usize)> =
-            self.slots.iter().enumerate().map(|(i, s)| (s.info.generation(), i)).collect();
-        latest.sort_unstable();
-        self.log = latest;
+        self.log.sort_unstable_by_key(|&(g, slot)| (slot, std::cmp::Reverse(g)));
+        self.log.dedup_by_key(|e| e.1);
+        self.log.sort_unstable();
+    }
+
+    /// Rebuilds the log from the slots (after slot indices moved).
+    fn rebuild_log(&mut self) {
+        self.log.clear();
+        self.log.extend(self.slots.iter().enumerate().map(|(i, s)| (s.info.generation(), i)));
+        self.log.sort_unstable();
     }
 
     fn slot(&self, name: &str) -> Option<usize> {
@@ -210,7 +217,7 @@ impl Cache {
         self.pods.retain(|_, p| p.node != node);
         self.generation += 1;
         self.structure_generation = self.generation;
-        self.compact_log();
+        self.rebuild_log();
         Ok(())
     }
 
