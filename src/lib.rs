@@ -43,6 +43,7 @@
 
 pub mod framework;
 pub mod model;
+pub mod plugins;
 pub mod scheduler;
 pub mod snapshot;
 pub mod testing;

@@ -1,0 +1,39 @@
+//! Plugin names, as upstream spells them (`pkg/scheduler/framework/plugins/names/names.go`
+//! and scheduler-plugins).
+
+/// PrioritySort (QueueSort).
+pub const PRIORITY_SORT: &str = "PrioritySort";
+/// SchedulingGates (PreEnqueue).
+pub const SCHEDULING_GATES: &str = "SchedulingGates";
+/// NodeUnschedulable (Filter).
+pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
+/// NodeName (Filter).
+pub const NODE_NAME: &str = "NodeName";
+/// NodePorts (PreFilter, Filter).
+pub const NODE_PORTS: &str = "NodePorts";
+/// TaintToleration (Filter, PreScore, Score).
+pub const TAINT_TOLERATION: &str = "TaintToleration";
+/// NodeAffinity (PreFilter, Filter, PreScore, Score).
+pub const NODE_AFFINITY: &str = "NodeAffinity";
+/// NodeResourcesFit (PreFilter, Filter, PreScore, Score).
+pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+/// NodeResourcesBalancedAllocation (PreScore, Score).
+pub const NODE_RESOURCES_BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+/// ImageLocality (Score).
+pub const IMAGE_LOCALITY: &str = "ImageLocality";
+/// PodTopologySpread (PreFilter, Filter, PreScore, Score).
+pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+/// InterPodAffinity (PreFilter, Filter, PreScore, Score).
+pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+/// DefaultBinder (Bind).
+pub const DEFAULT_BINDER: &str = "DefaultBinder";
+/// DefaultPreemption (PostFilter).
+pub const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
+/// DynamicResources (DRA).
+pub const DYNAMIC_RESOURCES: &str = "DynamicResources";
+/// Coscheduling (scheduler-plugins gang scheduling).
+pub const COSCHEDULING: &str = "Coscheduling";
+/// CapacityScheduling (scheduler-plugins elastic quotas).
+pub const CAPACITY_SCHEDULING: &str = "CapacityScheduling";
+/// GpuTopology (topology-aware GPU placement).
+pub const GPU_TOPOLOGY: &str = "GpuTopology";
