@@ -342,10 +342,13 @@ impl Scheduler {
             .profile_for(&pod.pod)
             .cloned()
             .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
+        // Take the snapshot out of the handle so the in-place update doesn't copy it,
+        // then publish it again for plugins that read it through the handle.
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
+        self.handle.put_snapshot(snap.clone());
         let result = self.cycle(&profile, &snap, pod);
-        self.handle.put_snapshot(snap);
+        drop(snap);
         let (mut state, node) = result?;
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
         Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
