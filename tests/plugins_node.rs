@@ -1,6 +1,6 @@
 //! TaintToleration, NodeAffinity, NodePorts, NodeName, NodeUnschedulable and
-#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
 //! ImageLocality against upstream's tables.
+#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
 
 mod support;
 

@@ -1,6 +1,6 @@
 //! NodeResourcesFit and NodeResourcesBalancedAllocation against upstream's tables
-#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
 //! (`pkg/scheduler/framework/plugins/noderesources/*_test.go`).
+#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
 
 mod support;
 
