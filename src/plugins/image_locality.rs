@@ -6,7 +6,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::framework::{
-    CycleState, ExtensionPoints, Handle, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status,
+    CycleState, ExtensionPoints, Handle, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::model::Symbol;
 use crate::plugins::names;
@@ -105,6 +105,34 @@ impl ScorePlugin for ImageLocality {
             Some(s) => score_node(s, node),
             None => score_node(&self.pod_images(pod), node),
         })
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let computed;
+        let images = if let Some(s) = state.read::<PodImages>() {
+            s
+        } else {
+            computed = self.pod_images(pod);
+            &computed
+        };
+        if images.images.is_empty() {
+            // None of the pod's images is on any node: every node scores the same.
+            let zero = calculate_priority(0, images.containers);
+            for s in scores.iter_mut() {
+                s.score = zero;
+            }
+            return Ok(());
+        }
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = score_node(images, node);
+        }
+        Ok(())
     }
 }
 

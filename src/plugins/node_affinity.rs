@@ -181,6 +181,21 @@ impl ScorePlugin for NodeAffinity {
         Ok(preferred_score(self.added_preferred(), node) + preferred_score(pod_terms, node))
     }
 
+    fn score_nodes(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let pod_terms = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
+        let added = self.added_preferred();
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = preferred_score(added, node) + preferred_score(pod_terms, node);
+        }
+        Ok(())
+    }
+
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::SUCCESS

@@ -84,6 +84,26 @@ impl ScorePlugin for TaintToleration {
         })
     }
 
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let computed;
+        let tolerations = if let Some(t) = state.read::<PreferTolerations>() {
+            &t.0
+        } else {
+            computed = prefer_tolerations(pod);
+            &computed
+        };
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = count_intolerable(node, tolerations);
+        }
+        Ok(())
+    }
+
     /// Fewer intolerable taints is better: reversed default normalization.
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);

@@ -8,7 +8,9 @@ use smallvec::SmallVec;
 
 use super::ArgsError;
 use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, Plugin, PreScorePlugin, ScorePlugin, Status};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
+};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -68,23 +70,11 @@ impl BalancedAllocation {
     }
 
     fn score_with(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
-        let n = self.scored.names.len();
-        let mut with: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
-        let mut without: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
-        let mut alloc: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
-        for i in 0..n {
-            let (a, r) = scoring::allocatable_and_requested(node, self.scored.names[i], reqs[i], true);
-            if a != 0 {
-                alloc[i] = a;
-                with[i] = r;
-                without[i] = r - reqs[i];
-            }
-        }
-        let after = scoring::balanced_score(&with, &alloc);
+        let v = scoring::Values::of(&self.scored, reqs, node, true);
         match self.scoring {
-            BalancedScoring::BalanceAfterPlacement => after,
+            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(v.requested(), v.allocatable()),
             BalancedScoring::ChangeInBalance => {
-                let before = scoring::balanced_score(&without, &alloc);
+                let (before, after) = scoring::balanced_before_after(&v, reqs);
                 MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
             }
         }
@@ -123,5 +113,25 @@ impl ScorePlugin for BalancedAllocation {
             return Ok(0);
         }
         Ok(self.score_with(&reqs, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let computed;
+        let reqs = if let Some(s) = state.read::<BalancedState>() {
+            &s.0
+        } else {
+            computed = self.scored.pod_requests(pod, true);
+            &computed
+        };
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = self.score_with(reqs, node);
+        }
+        Ok(())
     }
 }

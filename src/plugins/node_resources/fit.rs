@@ -11,8 +11,8 @@ use super::ArgsError;
 use super::scoring::{self, Resources as ScoredResources, Scorer, ScoringStrategy, ScoringStrategyType};
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoints, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint, ScorePlugin,
-    Status,
+    ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
+    ScorePlugin, Status,
 };
 use crate::model::Symbol;
 use crate::plugins::helper::is_extended_resource_name;
@@ -261,8 +261,28 @@ impl PreScorePlugin for Fit {
     }
 }
 
+impl Fit {
+    fn score_one(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
+        let v = scoring::Values::of(&self.scored, reqs, node, false);
+        self.scorer.score(v.requested(), v.allocatable(), &self.scored.weights)
+    }
+}
+
 impl ScorePlugin for Fit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<FitScoreState>() {
+            Some(s) => Ok(self.score_one(&s.0, node)),
+            None => Ok(self.score_one(&self.scored.pod_requests(pod, false), node)),
+        }
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
         let computed;
         let reqs = if let Some(s) = state.read::<FitScoreState>() {
             &s.0
@@ -270,17 +290,10 @@ impl ScorePlugin for Fit {
             computed = self.scored.pod_requests(pod, false);
             &computed
         };
-        let n = self.scored.names.len();
-        let mut requested: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
-        let mut allocatable: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
-        for i in 0..n {
-            let (a, r) = scoring::allocatable_and_requested(node, self.scored.names[i], reqs[i], false);
-            if a != 0 {
-                allocatable[i] = a;
-                requested[i] = r;
-            }
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = self.score_one(reqs, node);
         }
-        Ok(self.scorer.score(&requested, &allocatable, &self.scored.weights))
+        Ok(())
     }
 }
 

@@ -7,7 +7,10 @@ mod scoring;
 
 pub use balanced_allocation::{BalancedAllocation, BalancedAllocationArgs, BalancedScoring};
 pub use fit::{Fit, FitArgs, InsufficientResource};
-pub use scoring::{ResourceSpec, ScoringStrategy, ScoringStrategyType, UtilizationShapePoint};
+pub use scoring::{
+    MAX_SCORED_RESOURCES, RequestedToCapacityRatioParam, ResourceSpec, ScoringStrategy, ScoringStrategyType,
+    UtilizationShapePoint,
+};
 
 /// Why plugin arguments were rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +40,14 @@ pub enum ArgsError {
         index: usize,
         /// The group.
         group: String,
+    },
+    /// More resources than a score supports.
+    #[error("{path}: at most {max} resources may be scored, got {count}", max = scoring::MAX_SCORED_RESOURCES)]
+    TooManyResources {
+        /// Field path.
+        path: String,
+        /// How many were given.
+        count: usize,
     },
     /// The args could not be read.
     #[error("{0}")]

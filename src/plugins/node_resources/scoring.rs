@@ -95,6 +95,9 @@ const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 const MAX_UTILIZATION: i64 = 100;
 
 pub(crate) fn validate_resources(path: &str, resources: &[ResourceSpec]) -> Result<(), ArgsError> {
+    if resources.len() > MAX_SCORED_RESOURCES {
+        return Err(ArgsError::TooManyResources { path: path.to_owned(), count: resources.len() });
+    }
     for (i, r) in resources.iter().enumerate() {
         if !(1..=100).contains(&r.weight) {
             return Err(ArgsError::Weight {
@@ -139,17 +142,43 @@ pub(crate) fn validate_shape(shape: &[UtilizationShapePoint]) -> Result<(), Args
     Ok(())
 }
 
-/// A compiled resource list: interned names and weights.
+/// Most resources one score may weigh: enough for any real node, and lets the hot
+/// path keep per-node values in fixed arrays instead of allocating.
+pub const MAX_SCORED_RESOURCES: usize = 8;
+
+/// What a scored resource is, resolved once so Score doesn't compare names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Scalar(Symbol),
+}
+
+/// A compiled resource list: kinds and weights.
 #[derive(Debug, Clone)]
 pub(crate) struct Resources {
-    pub names: SmallVec<[Symbol; 4]>,
+    pub kinds: SmallVec<[Kind; 4]>,
     pub weights: SmallVec<[i64; 4]>,
 }
 
 impl Resources {
     pub fn new(specs: &[ResourceSpec]) -> Self {
+        let n = native_names();
+        let kind = |name: &str| {
+            let s = Symbol::intern(name);
+            if s == n.cpu {
+                Kind::Cpu
+            } else if s == n.memory {
+                Kind::Memory
+            } else if s == n.ephemeral_storage {
+                Kind::EphemeralStorage
+            } else {
+                Kind::Scalar(s)
+            }
+        };
         Resources {
-            names: specs.iter().map(|r| Symbol::intern(&r.name)).collect(),
+            kinds: specs.iter().map(|r| kind(&r.name)).collect(),
             weights: specs.iter().map(|r| r.weight).collect(),
         }
     }
@@ -158,7 +187,15 @@ impl Resources {
     /// `use_requested` (upstream `calculatePodResourceRequestList`).
     pub fn pod_requests(&self, pod: &PodInfo, use_requested: bool) -> SmallVec<[i64; 4]> {
         let reqs = if use_requested { &pod.requests } else { &pod.non_zero_requests };
-        self.names.iter().map(|&n| reqs.get(n)).collect()
+        self.kinds
+            .iter()
+            .map(|k| match *k {
+                Kind::Cpu => reqs.milli_cpu,
+                Kind::Memory => reqs.memory,
+                Kind::EphemeralStorage => reqs.ephemeral_storage,
+                Kind::Scalar(s) => reqs.scalar(s),
+            })
+            .collect()
     }
 }
 
@@ -167,29 +204,75 @@ impl Resources {
 #[inline]
 pub(crate) fn allocatable_and_requested(
     node: &NodeInfo,
-    name: Symbol,
+    kind: Kind,
     pod_request: i64,
     use_requested: bool,
 ) -> (i64, i64) {
-    let n = native_names();
     let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
     let alloc = node.allocatable();
-    if name == n.cpu {
-        (alloc.milli_cpu, requested.milli_cpu + pod_request)
-    } else if name == n.memory {
-        (alloc.memory, requested.memory + pod_request)
-    } else if name == n.ephemeral_storage {
-        (alloc.ephemeral_storage, node.requested().ephemeral_storage + pod_request)
-    } else {
+    match kind {
+        Kind::Cpu => (alloc.milli_cpu, requested.milli_cpu + pod_request),
+        Kind::Memory => (alloc.memory, requested.memory + pod_request),
+        Kind::EphemeralStorage => (alloc.ephemeral_storage, node.requested().ephemeral_storage + pod_request),
         // A scalar resource the pod doesn't ask for is left out of the score.
-        if pod_request == 0 {
-            return (0, 0);
-        }
-        match alloc.scalar.iter().find(|(k, _)| *k == name) {
+        Kind::Scalar(_) if pod_request == 0 => (0, 0),
+        Kind::Scalar(name) => match alloc.scalar.iter().find(|(k, _)| *k == name) {
             Some(&(_, a)) => (a, node.requested().scalar(name) + pod_request),
             None => (0, 0),
+        },
+    }
+}
+
+/// Per-node `(requested, allocatable)` values of up to [`MAX_SCORED_RESOURCES`]
+/// resources, on the stack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Values {
+    pub len: usize,
+    pub requested: [i64; MAX_SCORED_RESOURCES],
+    pub allocatable: [i64; MAX_SCORED_RESOURCES],
+}
+
+impl Values {
+    /// Fills the values for `node`; resources left out keep `(0, 0)`.
+    #[inline]
+    pub fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, use_requested: bool) -> Values {
+        let kinds = res.kinds.as_slice();
+        let len = kinds.len().min(MAX_SCORED_RESOURCES).min(pod_requests.len());
+        let mut v = Values { len, requested: [0; MAX_SCORED_RESOURCES], allocatable: [0; MAX_SCORED_RESOURCES] };
+        for ((kind, &pr), (r, a)) in
+            kinds[..len].iter().zip(&pod_requests[..len]).zip(v.requested.iter_mut().zip(v.allocatable.iter_mut()))
+        {
+            let (al, rq) = allocatable_and_requested(node, *kind, pr, use_requested);
+            if al != 0 {
+                *a = al;
+                *r = rq;
+            }
+        }
+        v
+    }
+
+    pub fn requested(&self) -> &[i64] {
+        &self.requested[..self.len]
+    }
+
+    pub fn allocatable(&self) -> &[i64] {
+        &self.allocatable[..self.len]
+    }
+}
+
+/// `sum(f(requested, allocatable) * weight) / sum(weight)` over resources with
+/// allocatable > 0, integer division (upstream least/most allocated scorers).
+#[inline]
+fn weighted_mean(requested: &[i64], allocatable: &[i64], weights: &[i64], f: impl Fn(i64, i64) -> i64) -> i64 {
+    let mut score = 0;
+    let mut weight_sum = 0;
+    for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
+        if a != 0 {
+            score += f(r, a) * w;
+            weight_sum += w;
         }
     }
+    if weight_sum == 0 { 0 } else { score / weight_sum }
 }
 
 /// `((capacity - requested) * 100) / capacity`, 0 when over capacity.
@@ -254,43 +337,28 @@ impl Scorer {
     }
 
     /// The node score over `(requested, allocatable)` pairs with weights.
+    #[inline]
     pub fn score(&self, requested: &[i64], allocatable: &[i64], weights: &[i64]) -> i64 {
-        let mut node_score = 0i64;
-        let mut weight_sum = 0i64;
-        for i in 0..requested.len() {
-            if allocatable[i] == 0 {
-                continue;
-            }
-            let w = weights[i];
-            match self {
-                Scorer::Least => {
-                    node_score += least_requested_score(requested[i], allocatable[i]) * w;
-                    weight_sum += w;
-                }
-                Scorer::Most => {
-                    node_score += most_requested_score(requested[i], allocatable[i]) * w;
-                    weight_sum += w;
-                }
-                Scorer::Ratio(shape) => {
-                    let s = if requested[i] > allocatable[i] {
-                        broken_linear(shape, MAX_UTILIZATION)
-                    } else {
-                        broken_linear(shape, requested[i] * MAX_UTILIZATION / allocatable[i])
-                    };
+        match self {
+            Scorer::Least => weighted_mean(requested, allocatable, weights, least_requested_score),
+            Scorer::Most => weighted_mean(requested, allocatable, weights, most_requested_score),
+            Scorer::Ratio(shape) => {
+                let mut node_score = 0i64;
+                let mut weight_sum = 0i64;
+                for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
+                    if a == 0 {
+                        continue;
+                    }
+                    let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
+                    let s = broken_linear(shape, p);
                     // Upstream counts a resource only when its score is positive.
                     if s > 0 {
                         node_score += s * w;
                         weight_sum += w;
                     }
                 }
+                if weight_sum == 0 { 0 } else { (node_score as f64 / weight_sum as f64).round() as i64 }
             }
-        }
-        if weight_sum == 0 {
-            return 0;
-        }
-        match self {
-            Scorer::Ratio(_) => (node_score as f64 / weight_sum as f64).round() as i64,
-            _ => node_score / weight_sum,
         }
     }
 }
@@ -298,25 +366,56 @@ impl Scorer {
 /// `int64((1 - std) * 100)` over the requested fractions (capped at 1), as upstream
 /// `balancedResourceScorer`.
 pub(crate) fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions: SmallVec<[f64; 4]> = SmallVec::new();
+    let mut fractions = [0f64; MAX_SCORED_RESOURCES];
+    let mut n = 0;
     let mut total = 0.0;
-    for (r, a) in requested.iter().zip(allocatable) {
-        if *a == 0 {
+    for (&r, &a) in requested.iter().zip(allocatable) {
+        if a == 0 || n == MAX_SCORED_RESOURCES {
             continue;
         }
-        let f = (*r as f64 / *a as f64).min(1.0);
+        let f = (r as f64 / a as f64).min(1.0);
         total += f;
-        fractions.push(f);
+        fractions[n] = f;
+        n += 1;
     }
-    let std = match fractions.len() {
-        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
-        n if n > 2 => {
-            let mean = total / n as f64;
-            (fractions.iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
+    std_score(&fractions[..n], total)
+}
+
+/// `int64((1 - std) * 100)` of the given fractions.
+#[inline]
+fn std_score(fractions: &[f64], total: f64) -> i64 {
+    let std = match fractions {
+        [a, b] => ((a - b) / 2.0).abs(),
+        f if f.len() > 2 => {
+            let n = f.len() as f64;
+            let mean = total / n;
+            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()
         }
         _ => 0.0,
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// Balanced scores `(without the pod, with it)` in one pass over the values.
+#[inline]
+pub(crate) fn balanced_before_after(v: &Values, pod_requests: &[i64]) -> (i64, i64) {
+    let mut before = [0f64; MAX_SCORED_RESOURCES];
+    let mut after = [0f64; MAX_SCORED_RESOURCES];
+    let (mut n, mut tb, mut ta) = (0, 0.0, 0.0);
+    for ((&r, &a), &p) in v.requested().iter().zip(v.allocatable()).zip(pod_requests) {
+        if a == 0 {
+            continue;
+        }
+        let af = a as f64;
+        let fa = (r as f64 / af).min(1.0);
+        let fb = ((r - p) as f64 / af).min(1.0);
+        ta += fa;
+        tb += fb;
+        after[n] = fa;
+        before[n] = fb;
+        n += 1;
+    }
+    (std_score(&before[..n], tb), std_score(&after[..n], ta))
 }
 
 #[cfg(test)]
