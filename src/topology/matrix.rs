@@ -329,7 +329,7 @@ impl GpuMatrix {
                 let c = self.nic_class(i, j).unwrap_or(HopClass::Sys);
                 let _ = write!(s, "\t{c}");
             }
-            let _ = writeln!(s, "\t\t{}\t\tN/A", self.gpus[i].gpu.numa_node);
+            let _ = writeln!(s, "\tN/A\t{}\tN/A", self.gpus[i].gpu.numa_node);
         }
         for a in 0..self.nics.len() {
             let _ = write!(s, "NIC{a}");

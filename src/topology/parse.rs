@@ -280,14 +280,24 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
                 ParseErrorKind::RowLength {
                     row: label.to_owned(),
                     expected: nd,
-                    found: found.min(nd + extra_allowed + 1).max(found.min(nd)),
+                    found,
                 },
             ));
         }
         for (c, &(col, cell)) in row[1..=nd].iter().enumerate() {
-            let class: HopClass = cell
-                .parse()
-                .map_err(|_| err(ln, col, ParseErrorKind::BadCell(cell.to_owned())))?;
+            let class: HopClass = cell.parse().map_err(|_| {
+                // An affinity value where a link cell belongs: the row is short.
+                let kind = if cell == "N/A" || cell.starts_with(|ch: char| ch.is_ascii_digit()) {
+                    ParseErrorKind::RowLength {
+                        row: label.to_owned(),
+                        expected: nd,
+                        found: c,
+                    }
+                } else {
+                    ParseErrorKind::BadCell(cell.to_owned())
+                };
+                err(ln, col, kind)
+            })?;
             if (c == r) != (class == HopClass::SelfLink) {
                 return Err(err(ln, col, ParseErrorKind::Diagonal(cell.to_owned())));
             }
