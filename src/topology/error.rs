@@ -7,6 +7,12 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum TopologyError {
+    /// A builder method was given a node index the graph does not hold.
+    #[error("node index {index} is not in this graph")]
+    UnknownNode {
+        /// The index.
+        index: usize,
+    },
     /// The graph holds no GPU at all.
     #[error("the topology has no GPU")]
     NoGpus,

@@ -188,6 +188,9 @@ impl Edge {
 pub struct TopologyGraph {
     name: String,
     graph: StableDiGraph<Node, Edge>,
+    /// The first node index passed in that this graph does not hold; reported by
+    /// [`TopologyGraph::matrix`] so that building never panics.
+    unknown_node: Option<usize>,
 }
 
 impl TopologyGraph {
@@ -196,6 +199,7 @@ impl TopologyGraph {
         Self {
             name: name.into(),
             graph: StableDiGraph::new(),
+            unknown_node: None,
         }
     }
 
@@ -215,8 +219,22 @@ impl TopologyGraph {
     }
 
     /// Adds an edge. For [`Edge::Pcie`] and [`Edge::C2c`], `from` is the upstream side.
+    ///
+    /// An index this graph does not hold is not added; [`TopologyGraph::matrix`]
+    /// then fails with [`TopologyError::UnknownNode`](super::TopologyError::UnknownNode).
     pub fn link(&mut self, from: NodeIndex, to: NodeIndex, edge: Edge) {
+        for n in [from, to] {
+            if !self.graph.contains_node(n) {
+                self.unknown_node.get_or_insert(n.index());
+                return;
+            }
+        }
         self.graph.add_edge(from, to, edge);
+    }
+
+    /// The first unknown node index passed to a builder method, if any.
+    pub(crate) fn unknown_node(&self) -> Option<usize> {
+        self.unknown_node
     }
 
     /// Adds a CPU/NUMA node.
@@ -237,8 +255,7 @@ impl TopologyGraph {
         width: u8,
     ) -> NodeIndex {
         let hb = self.graph.add_node(Node::HostBridge { name: name.into() });
-        self.graph
-            .add_edge(cpu, hb, Edge::Pcie { generation, width });
+        self.link(cpu, hb, Edge::Pcie { generation, width });
         hb
     }
 
@@ -251,8 +268,7 @@ impl TopologyGraph {
         width: u8,
     ) -> NodeIndex {
         let sw = self.graph.add_node(Node::PcieSwitch { id });
-        self.graph
-            .add_edge(parent, sw, Edge::Pcie { generation, width });
+        self.link(parent, sw, Edge::Pcie { generation, width });
         sw
     }
 
@@ -278,8 +294,7 @@ impl TopologyGraph {
         width: u8,
     ) -> NodeIndex {
         let gpu = self.add_detached_gpu(index, id, model, memory_mib);
-        self.graph
-            .add_edge(parent, gpu, Edge::Pcie { generation, width });
+        self.link(parent, gpu, Edge::Pcie { generation, width });
         gpu
     }
 
@@ -315,8 +330,7 @@ impl TopologyGraph {
             numa_node: 0,
             host: 0,
         }));
-        self.graph
-            .add_edge(parent, nic, Edge::Pcie { generation, width });
+        self.link(parent, nic, Edge::Pcie { generation, width });
         nic
     }
 }

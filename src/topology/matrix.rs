@@ -512,6 +512,9 @@ impl TopologyGraph {
         reason = "one pass: index the graph, then fill the pair and NIC tables"
     )]
     pub fn matrix(&self) -> Result<GpuMatrix, TopologyError> {
+        if let Some(index) = self.unknown_node() {
+            return Err(TopologyError::UnknownNode { index });
+        }
         let graph = self.graph();
         let mut gpu_nodes: Vec<(u32, NodeIndex)> = Vec::new();
         let mut nic_nodes: Vec<NodeIndex> = Vec::new();
