@@ -19,17 +19,22 @@
 //! 25 GB/s) to keep 0+2 together for later; schedkit gives 0+4 (two NVLinks,
 //! 50 GB/s), twice the bandwidth for the job being placed.
 
+#![expect(
+    clippy::doc_markdown,
+    reason = "NVLink, PCIe and product names in prose"
+)]
+
 use schedkit::topology::{
-    GpuMatrix, GpuSet, HopClass, SearchOptions, best_subset, machines, objective_of,
+    GpuMatrix, GpuSet, HopClass, Objective, SearchOptions, best_subset, machines, objective_of,
 };
 
 fn go_pair_score(m: &GpuMatrix, a: usize, b: usize) -> u64 {
-    let p = m.pair(a, b);
-    let nv = match p.class {
+    let link = m.pair(a, b);
+    let nv = match link.class {
         HopClass::NvLink(n) => 100 * u64::from(n),
         _ => 0,
     };
-    let pcie = match p.host {
+    let pcie = match link.host {
         Some(HopClass::Sys) => 10,
         Some(HopClass::Node) => 20,
         Some(HopClass::Phb) => 30,
@@ -74,13 +79,16 @@ fn combinations<T: Copy>(items: &[T], size: usize, out: &mut Vec<Vec<T>>) {
     rec(items, size, 0, &mut Vec::new(), out);
 }
 
+/// A partition visitor.
+type Visit<'a> = dyn FnMut(&[Vec<Option<usize>>]) + 'a;
+
 /// Partitions in the policy's order: the first remaining device leads each group.
 fn partitions(
     devices: &[Option<usize>],
     size: usize,
     padding: usize,
     acc: &mut Vec<Vec<Option<usize>>>,
-    visit: &mut dyn FnMut(&[Vec<Option<usize>>]),
+    visit: &mut Visit<'_>,
 ) {
     if devices.len() == size {
         acc.push(devices.to_vec());
@@ -189,7 +197,7 @@ fn dgx1_v100_published_cases() {
     assert_eq!(ours(&m, free, 2), set(&[0, 4]));
     let bw = |s: u128| {
         objective_of(&m, GpuSet(s))
-            .and_then(|o| o.min_bandwidth_mbps())
+            .and_then(Objective::min_bandwidth_mbps)
             .expect("a pair")
     };
     assert_eq!(bw(set(&[0, 4])), 50_000);

@@ -254,7 +254,7 @@ fn malformed_matrices_name_line_and_column() {
     assert!(matches!(e.kind, ParseErrorKind::RowLabel { .. }));
 
     // Cut after two rows.
-    let cut: String = SMALL.lines().take(3).map(|l| format!("{l}\n")).collect();
+    let cut = SMALL.lines().take(3).collect::<Vec<_>>().join("\n") + "\n";
     let e = parse_err(&cut);
     assert_eq!(e.line, 4);
     assert_eq!(

@@ -217,6 +217,9 @@ impl Best {
     }
 }
 
+/// Most free GPUs per host the multi-host solver enumerates (2^8 subsets).
+const MAX_HOST: usize = 8;
+
 /// Whether the sorted index list of `a` is lexicographically smaller than `b`'s.
 fn lex_smaller(a: u128, b: u128) -> bool {
     let diff = a ^ b;
@@ -343,6 +346,195 @@ impl Ctx<'_> {
                 return;
             }
         }
+    }
+
+    /// A copy of this search restricted to the candidates in `mask`, sharing the
+    /// fragmentation costs (which stay relative to the whole free pool).
+    fn restricted(&self, mask: u128) -> Self {
+        let mut sub = Ctx {
+            m: self.m,
+            opts: self.opts,
+            k: self.k,
+            cand: [0; MAX_GPUS],
+            nc: 0,
+            frag: self.frag,
+            wmax: self.wmax,
+            chosen: [0; MAX_GPUS],
+            best: Best::NONE,
+            nodes: 0,
+            budget: u64::MAX,
+            aborted: false,
+        };
+        for g in GpuSet(mask).iter() {
+            sub.cand[sub.nc] = g as u8;
+            sub.nc += 1;
+        }
+        sub
+    }
+
+    /// Candidates grouped by host, if the domain has the shape [`Ctx::by_hosts`]
+    /// needs: uniform pair bandwidth, no host path across hosts, at least two
+    /// hosts, at most `MAX_HOST` candidates per host.
+    fn host_groups(&self) -> Option<([u128; MAX_GPUS], usize)> {
+        let count = self.nc;
+        if self.opts.nic_aligned || count < 2 || self.k < 2 {
+            return None;
+        }
+        let gpus = self.m.gpus();
+        let bw = self.m.weight(self.cand[0] as usize, self.cand[1] as usize) >> 16;
+        let mut host_ids = [0u32; MAX_GPUS];
+        let mut host_mask = [0u128; MAX_GPUS];
+        let mut nh = 0;
+        for i in 0..count {
+            let gpu = self.cand[i] as usize;
+            let host = gpus[gpu].gpu.host;
+            let row = self.m.weight_row(gpu);
+            for j in (i + 1)..count {
+                let other = self.cand[j] as usize;
+                let w = row[other];
+                if w >> 16 != bw || (gpus[other].gpu.host != host && w & 0xffff != 0) {
+                    return None;
+                }
+            }
+            if let Some(p) = host_ids[..nh].iter().position(|&x| x == host) {
+                host_mask[p] |= 1 << gpu;
+            } else {
+                host_ids[nh] = host;
+                host_mask[nh] = 1 << gpu;
+                nh += 1;
+            }
+        }
+        let too_big = host_mask[..nh]
+            .iter()
+            .any(|m| m.count_ones() as usize > MAX_HOST);
+        (nh >= 2 && !too_big).then_some((host_mask, nh))
+    }
+
+    /// Exact solver for multi-host NVLink domains (an NVL72 rack): when every
+    /// candidate pair has the same bandwidth and pairs on different hosts have
+    /// no host path, the objective splits by host. A set inside one host beats
+    /// any set spanning hosts on the minimum (its pairs keep a host path), so if
+    /// a host can hold the request the answer is the best single-host set;
+    /// otherwise every set's minimum is the same and the sum is the sum of
+    /// per-host closeness, maximized by a knapsack over hosts of the best
+    /// `c`-subset of each (hosts of up to 8 free GPUs, enumerated). Returns
+    /// `false`, touching nothing, when the structure does not apply.
+    ///
+    /// This path allocates its per-host tables on the heap (once per call).
+    fn by_hosts(&mut self) -> bool {
+        let Some((host_mask, nh)) = self.host_groups() else {
+            return false;
+        };
+        let hosts = &host_mask[..nh];
+        let k = self.k;
+        let use_frag = self.opts.fragmentation_aware;
+        if hosts.iter().any(|m| m.count_ones() as usize >= k) {
+            for &mask in hosts {
+                if (mask.count_ones() as usize) < k {
+                    continue;
+                }
+                let mut sub = self.restricted(mask);
+                sub.dfs(
+                    0,
+                    0,
+                    0,
+                    Objective {
+                        min_weight: u64::MAX,
+                        sum_weight: 0,
+                    },
+                    0,
+                );
+                self.nodes += sub.nodes;
+                let b = sub.best;
+                if b.found && self.best.beaten_by(b.obj, b.frag, b.set, use_frag) {
+                    self.best = b;
+                }
+            }
+            return true;
+        }
+        self.knapsack_hosts(hosts)
+    }
+
+    /// The spanning case of [`Ctx::by_hosts`]: best `c`-subset per host, then a
+    /// knapsack over hosts on (closeness, fragmentation cost).
+    fn knapsack_hosts(&mut self, hosts: &[u128]) -> bool {
+        let k = self.k;
+        let nh = hosts.len();
+        let use_frag = self.opts.fragmentation_aware;
+        // Per host and count: best (closeness sum, fragmentation cost, mask).
+        let better = |a: (u64, u64, u128), b: (u64, u64, u128)| -> bool {
+            a.0 > b.0
+                || (a.0 == b.0 && use_frag && a.1 < b.1)
+                || (a.0 == b.0 && (!use_frag || a.1 == b.1) && lex_smaller(a.2, b.2))
+        };
+        let mut table: Vec<[Option<(u64, u64, u128)>; MAX_HOST + 1]> =
+            vec![[None; MAX_HOST + 1]; nh];
+        for (h, &mask) in hosts.iter().enumerate() {
+            let members: SmallVec<[usize; MAX_HOST]> = GpuSet(mask).iter().collect();
+            for bits in 0u32..(1 << members.len()) {
+                let mut set = 0u128;
+                let (mut clos, mut frag) = (0u64, 0u64);
+                for (i, &a) in members.iter().enumerate() {
+                    if bits & (1 << i) == 0 {
+                        continue;
+                    }
+                    set |= 1 << a;
+                    frag += self.frag[a];
+                    for (j, &b) in members.iter().enumerate().skip(i + 1) {
+                        if bits & (1 << j) != 0 {
+                            clos += self.m.weight(a, b) & 0xffff;
+                        }
+                    }
+                }
+                self.nodes += 1;
+                let c = bits.count_ones() as usize;
+                let cand = (clos, frag, set);
+                if table[h][c].is_none_or(|cur| better(cand, cur)) {
+                    table[h][c] = Some(cand);
+                }
+            }
+        }
+        // Knapsack over hosts on (closeness, fragmentation), with choices kept.
+        let mut dp: Vec<Option<(u64, u64, u128)>> = vec![None; k + 1];
+        dp[0] = Some((0, 0, 0));
+        for row in &table {
+            let mut next: Vec<Option<(u64, u64, u128)>> = vec![None; k + 1];
+            for (c, cur) in dp.iter().enumerate() {
+                let Some(cur) = *cur else { continue };
+                for (t, entry) in row.iter().enumerate() {
+                    let Some(e) = *entry else { continue };
+                    if c + t > k {
+                        break;
+                    }
+                    let cand = (cur.0 + e.0, cur.1 + e.1, cur.2 | e.2);
+                    if next[c + t].is_none_or(|n| better(cand, n)) {
+                        next[c + t] = Some(cand);
+                    }
+                }
+            }
+            dp = next;
+        }
+        let Some((_, frag, set)) = dp[k] else {
+            return false;
+        };
+        let mut obj = Objective {
+            min_weight: u64::MAX,
+            sum_weight: 0,
+        };
+        for a in GpuSet(set).iter() {
+            for b in GpuSet(set).iter().filter(|&b| b > a) {
+                let w = self.m.weight(a, b);
+                obj.min_weight = obj.min_weight.min(w);
+                obj.sum_weight += w;
+            }
+        }
+        self.best = Best {
+            set,
+            obj,
+            frag,
+            found: true,
+        };
+        true
     }
 
     /// Greedy incumbent: from every seed, repeatedly add the GPU that keeps the
@@ -613,6 +805,8 @@ pub fn best_subset(
     };
     let (exact, bound) = if nc <= opts.exact_up_to {
         ctx.dfs(0, 0, 0, start, 0);
+        (true, None)
+    } else if ctx.by_hosts() {
         (true, None)
     } else {
         ctx.greedy();
