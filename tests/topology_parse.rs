@@ -306,7 +306,7 @@ fn a_gpu_with_a_single_row_is_fine_and_k_checks_apply() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     /// Any cut or byte-level damage of a real fixture parses or errors; never panics.
     #[test]
@@ -319,9 +319,23 @@ proptest! {
             bytes.truncate(cut.max(1).min(bytes.len()));
         }
         let damaged = String::from_utf8_lossy(&bytes);
-        if let Err(e) = parse_topo(&damaged, &ParseOptions::default()) {
-            prop_assert!(e.line >= 1 && e.column >= 1);
-            prop_assert!(e.line <= damaged.lines().count() + 1);
+        match parse_topo(&damaged, &ParseOptions::default()) {
+            Err(e) => {
+                prop_assert!(e.line >= 1 && e.column >= 1);
+                prop_assert!(e.line <= damaged.lines().count() + 1);
+            }
+            Ok(p) => {
+                // What parses renders back to the same classes.
+                let again = parse_topo(&p.matrix.to_topo_string(), &ParseOptions::default());
+                prop_assert!(again.is_ok());
+                if let Ok(again) = again {
+                    for a in 0..p.matrix.len() {
+                        for b in 0..p.matrix.len() {
+                            prop_assert_eq!(again.matrix.class(a, b), p.matrix.class(a, b));
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -755,3 +755,35 @@ impl TopologyGraph {
         GpuMatrix::assemble(self.name().to_owned(), gpus, nics, pairs, nic_class)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HopClass;
+
+    #[test]
+    fn hop_class_text_round_trips() {
+        for s in ["X", "NV1", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"] {
+            let c: HopClass = s.parse().expect("a class");
+            assert_eq!(c.to_string(), s);
+        }
+        assert_eq!("SOC".parse::<HopClass>(), Ok(HopClass::Sys));
+        for bad in ["", "NV", "NV0", "NV256", "nv4", "PIXX", "X "] {
+            assert!(bad.parse::<HopClass>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn closeness_orders_host_paths() {
+        let order = [
+            HopClass::Pix,
+            HopClass::Pxb,
+            HopClass::Phb,
+            HopClass::Node,
+            HopClass::Sys,
+        ];
+        for w in order.windows(2) {
+            assert!(w[0].host_closeness() > w[1].host_closeness());
+        }
+        assert!(HopClass::Pxb.is_pcie_local() && !HopClass::Phb.is_pcie_local());
+    }
+}

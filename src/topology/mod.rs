@@ -22,9 +22,11 @@
 //! assert!(p.exact);
 //! assert_eq!(p.gpus.len(), 4);
 //! assert_eq!(p.nics.len(), 4);
-//! // Same-socket GPUs win the tie between NV18 pairs: 4 free GPUs on socket 0
-//! // do not exist, so the set is 4, 6, 7 and one more.
+//! // Every pair is NV18 (450 GB/s per direction); same-socket pairs win the
+//! // tie on host closeness, so the set is three GPUs of one socket and one of
+//! // the other (lowest indices among equals).
 //! assert_eq!(p.objective.min_bandwidth_mbps(), Some(450_000));
+//! assert_eq!(p.gpus, GpuSet::from_indices([1, 2, 3, 4]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

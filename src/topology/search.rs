@@ -20,15 +20,26 @@
 //!
 //! Up to [`SearchOptions::exact_up_to`] eligible GPUs (16 by default) the search
 //! is an exhaustive depth-first branch and bound and always returns an optimal
-//! set. For larger domains (an NVL72 rack) it builds a greedy incumbent from
-//! every seed, proves an upper bound on the objective (a k-core test on each
-//! weight threshold for the minimum; half the sum of the `k` best per-GPU
-//! "top k-1 weights" rows for the sum), and runs the branch and bound within
-//! [`SearchOptions::node_budget`]. [`Placement::exact`] says whether the result
-//! is proven optimal; [`Placement::bound`] is the proven upper bound either way.
+//! set.
 //!
-//! The search allocates nothing on the heap: masks are `u128`, scratch arrays
-//! live on the stack and the matrix is precomputed.
+//! Larger domains are tried first with an exact decomposition: in a
+//! multi-host NVLink domain (a GB200 NVL72 rack) where every candidate pair has
+//! the same bandwidth and GPUs on different hosts share no host path, the
+//! objective splits by host, and a knapsack over hosts of each host's best
+//! `c`-subset is exact (hosts of up to 8 free GPUs).
+//!
+//! Otherwise the search builds a greedy incumbent from every seed, proves an
+//! upper bound on the objective (a k-core test on each weight threshold for the
+//! minimum; half the sum of the `k` best per-GPU "top k-1 weights" rows for the
+//! sum), and runs the branch and bound within [`SearchOptions::node_budget`].
+//! [`Placement::exact`] says whether the result is proven optimal;
+//! [`Placement::bound`] is the proven upper bound either way. In that path the
+//! fragmentation tie-break only ranks the sets actually visited.
+//!
+//! The exact and bounded paths allocate nothing on the heap: masks are `u128`,
+//! scratch arrays live on the stack and the matrix is precomputed. The
+//! multi-host path allocates its small per-host tables once per call, and a
+//! NIC assignment of more than 8 GPUs spills its `SmallVec`.
 
 use core::cmp::Ordering;
 
@@ -860,4 +871,27 @@ pub fn objective_of(m: &GpuMatrix, set: GpuSet) -> Option<Objective> {
         }
     }
     Some(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GpuSet, lex_smaller};
+
+    #[test]
+    fn gpu_set_basics() {
+        let s = GpuSet::from_indices([3, 0, 127, 200]);
+        assert_eq!(s.iter().collect::<Vec<_>>(), [0, 3, 127]);
+        assert_eq!(s.len(), 3);
+        assert!(s.contains(127) && !s.contains(1) && !s.contains(500));
+        assert!(GpuSet::EMPTY.is_empty());
+    }
+
+    #[test]
+    fn lexicographic_order_of_index_lists() {
+        let set = |v: &[usize]| GpuSet::from_indices(v.iter().copied()).0;
+        assert!(lex_smaller(set(&[0, 5]), set(&[1, 2])));
+        assert!(lex_smaller(set(&[0, 1, 7]), set(&[0, 2, 3])));
+        assert!(!lex_smaller(set(&[1, 2]), set(&[0, 5])));
+        assert!(!lex_smaller(set(&[1, 2]), set(&[1, 2])));
+    }
 }
