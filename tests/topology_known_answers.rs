@@ -29,7 +29,7 @@ use schedkit::topology::{
 };
 
 fn go_pair_score(m: &GpuMatrix, a: usize, b: usize) -> u64 {
-    let link = m.pair(a, b);
+    let link = m.pair(a, b).expect("in range");
     let nv = match link.class {
         HopClass::NvLink(n) => 100 * u64::from(n),
         _ => 0,

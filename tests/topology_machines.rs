@@ -14,15 +14,15 @@ fn dgx_h100_matrix() {
     for a in 0..8 {
         for b in 0..8 {
             if a != b {
-                assert_eq!(m.class(a, b), HopClass::NvLink(18));
+                assert_eq!(m.class(a, b).expect("in range"), HopClass::NvLink(18));
                 // 18 links x 25 GB/s per direction = 450 GB/s (900 GB/s bidirectional).
-                assert_eq!(m.bandwidth_mbps(a, b), 450_000);
+                assert_eq!(m.bandwidth_mbps(a, b).expect("in range"), 450_000);
                 let host = if a / 4 == b / 4 {
                     HopClass::Node
                 } else {
                     HopClass::Sys
                 };
-                assert_eq!(m.pair(a, b).host, Some(host));
+                assert_eq!(m.pair(a, b).expect("in range").host, Some(host));
             }
         }
         assert_eq!(m.nic_class(a, a), Some(HopClass::Pix));
@@ -31,19 +31,19 @@ fn dgx_h100_matrix() {
         assert_eq!(m.gpus()[a].nvlink_clique, Some(0));
     }
     let h200 = machines::dgx_h200().matrix().expect("valid");
-    assert_eq!(h200.class(0, 7), HopClass::NvLink(18));
+    assert_eq!(h200.class(0, 7).expect("in range"), HopClass::NvLink(18));
     assert!(h200.gpus()[0].gpu.model.contains("H200"));
 }
 
 #[test]
 fn dgx_a100_matrix() {
     let m = machines::dgx_a100().matrix().expect("valid");
-    assert_eq!(m.class(0, 5), HopClass::NvLink(12));
-    assert_eq!(m.bandwidth_mbps(0, 5), 300_000);
+    assert_eq!(m.class(0, 5).expect("in range"), HopClass::NvLink(12));
+    assert_eq!(m.bandwidth_mbps(0, 5).expect("in range"), 300_000);
     // The NUMA layout and PXB NICs printed by nvidia-smi on DGX A100.
     let numa: Vec<u32> = m.gpus().iter().map(|g| g.gpu.numa_node).collect();
     assert_eq!(numa, [3, 3, 1, 1, 7, 7, 5, 5]);
-    assert_eq!(m.pair(0, 1).host, Some(HopClass::Pxb));
+    assert_eq!(m.pair(0, 1).expect("in range").host, Some(HopClass::Pxb));
     assert_eq!(m.nic_class(0, 0), Some(HopClass::Pxb));
     assert_eq!(m.nic_class(0, 1), Some(HopClass::Pxb));
     assert_eq!(m.nic_class(0, 2), Some(HopClass::Sys));
@@ -53,7 +53,7 @@ fn dgx_a100_matrix() {
 #[test]
 fn dgx1_v100_matrix_matches_the_cube_mesh() {
     let m = machines::dgx1_v100().matrix().expect("valid");
-    let nv = |a, b| match m.class(a, b) {
+    let nv = |a, b| match m.class(a, b).expect("in range") {
         HopClass::NvLink(n) => n,
         _ => 0,
     };
@@ -64,12 +64,12 @@ fn dgx1_v100_matrix_matches_the_cube_mesh() {
     }
     assert_eq!(nv(0, 3), 2);
     assert_eq!(nv(0, 5), 0);
-    assert_eq!(m.class(0, 5), HopClass::Sys);
-    assert_eq!(m.class(2, 4), HopClass::Sys);
-    assert_eq!(m.pair(0, 1).host, Some(HopClass::Pix));
-    assert_eq!(m.pair(0, 2).host, Some(HopClass::Phb));
+    assert_eq!(m.class(0, 5).expect("in range"), HopClass::Sys);
+    assert_eq!(m.class(2, 4).expect("in range"), HopClass::Sys);
+    assert_eq!(m.pair(0, 1).expect("in range").host, Some(HopClass::Pix));
+    assert_eq!(m.pair(0, 2).expect("in range").host, Some(HopClass::Phb));
     // PCIe Gen3 x16 for pairs without NVLink.
-    assert_eq!(m.bandwidth_mbps(0, 5), 985 * 16);
+    assert_eq!(m.bandwidth_mbps(0, 5).expect("in range"), 985 * 16);
     assert_eq!(m.gpus()[0].nvlink_domain, Some(0));
     assert_eq!(m.gpus()[0].nvlink_clique, None, "not all-to-all");
 }
@@ -77,9 +77,9 @@ fn dgx1_v100_matrix_matches_the_cube_mesh() {
 #[test]
 fn l40s_matrix_and_placement() {
     let m = machines::pcie_l40s_8().matrix().expect("valid");
-    assert_eq!(m.class(0, 1), HopClass::Pix);
-    assert_eq!(m.class(0, 2), HopClass::Node);
-    assert_eq!(m.class(0, 4), HopClass::Sys);
+    assert_eq!(m.class(0, 1).expect("in range"), HopClass::Pix);
+    assert_eq!(m.class(0, 2).expect("in range"), HopClass::Node);
+    assert_eq!(m.class(0, 4).expect("in range"), HopClass::Sys);
     assert_eq!(m.gpus()[0].nvlink_domain, None);
     let o = SearchOptions::default();
     assert_eq!(
@@ -125,11 +125,11 @@ fn nvl72_matrix() {
     let m = machines::gb200_nvl72().matrix().expect("valid");
     assert_eq!(m.len(), 72);
     assert_eq!(m.nics().len(), 72);
-    assert_eq!(m.class(0, 71), HopClass::NvLink(18));
-    assert_eq!(m.bandwidth_mbps(0, 71), 900_000);
-    assert_eq!(m.pair(0, 1).host, Some(HopClass::Node));
-    assert_eq!(m.pair(0, 2).host, Some(HopClass::Sys));
-    assert_eq!(m.pair(0, 4).host, None);
+    assert_eq!(m.class(0, 71).expect("in range"), HopClass::NvLink(18));
+    assert_eq!(m.bandwidth_mbps(0, 71).expect("in range"), 900_000);
+    assert_eq!(m.pair(0, 1).expect("in range").host, Some(HopClass::Node));
+    assert_eq!(m.pair(0, 2).expect("in range").host, Some(HopClass::Sys));
+    assert_eq!(m.pair(0, 4).expect("in range").host, None);
     assert_eq!(m.gpus()[70].gpu.host, 17);
     assert!(m.gpus().iter().all(|g| g.nvlink_clique == Some(0)));
     // A Grace-attached GPU reaches its tray's NICs through the CPU.

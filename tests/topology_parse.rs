@@ -38,9 +38,13 @@ fn every_complete_fixture_parses() {
             "{name}: every GPU row has a CPU affinity"
         );
         for a in 0..gpus {
-            assert_eq!(p.matrix.class(a, a), HopClass::SelfLink);
+            assert_eq!(p.matrix.class(a, a).expect("in range"), HopClass::SelfLink);
             for b in 0..gpus {
-                assert_eq!(p.matrix.class(a, b), p.matrix.class(b, a), "{name}");
+                assert_eq!(
+                    p.matrix.class(a, b).expect("in range"),
+                    p.matrix.class(b, a).expect("in range"),
+                    "{name}"
+                );
             }
         }
         // Every fixture can place a 2-GPU job (or 1 on a 2-GPU box) and the
@@ -56,7 +60,7 @@ fn every_complete_fixture_parses() {
 fn rtx4090_fixture_facts() {
     let p = parse_topo(&fixture("rtx4090_8gpu_sys.txt"), &ParseOptions::default()).expect("parses");
     let m = &p.matrix;
-    assert_eq!(m.class(0, 7), HopClass::Sys);
+    assert_eq!(m.class(0, 7).expect("in range"), HopClass::Sys);
     assert_eq!(m.nic_class(6, 0), Some(HopClass::Phb));
     assert_eq!(m.nearest_nic(6).map(|(j, _)| j), Some(0));
     assert_eq!(p.numa_affinity[0], Some(0));
@@ -75,8 +79,8 @@ fn rtx4090_fixture_facts() {
 fn h100_fixture_nvlink_and_nics() {
     let p = parse_topo(&fixture("h100_4gpu_nv6.txt"), &ParseOptions::default()).expect("parses");
     let m = &p.matrix;
-    assert_eq!(m.class(1, 2), HopClass::NvLink(6));
-    assert_eq!(m.bandwidth_mbps(1, 2), 6 * 25_000);
+    assert_eq!(m.class(1, 2).expect("in range"), HopClass::NvLink(6));
+    assert_eq!(m.bandwidth_mbps(1, 2).expect("in range"), 6 * 25_000);
     assert_eq!(p.numa_affinity, vec![Some(3), Some(1), Some(7), Some(5)]);
     assert_eq!(p.cpu_affinity[0], vec![6..=6, 14..=14, 22..=22, 30..=30]);
     for g in 0..4 {
@@ -97,7 +101,7 @@ fn l40s_fixture_uses_nic_legend_names() {
     let p = parse_topo(&fixture("l40s_4gpu_node.txt"), &ParseOptions::default()).expect("parses");
     let names: Vec<&str> = p.matrix.nics().iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["mlx5_0", "mlx5_1"]);
-    assert_eq!(p.matrix.class(0, 1), HopClass::Node);
+    assert_eq!(p.matrix.class(0, 1).expect("in range"), HopClass::Node);
     // Two GPUs: the same-NUMA pair beats the cross-socket one on closeness.
     let placed =
         best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect("fits");
@@ -184,14 +188,20 @@ NIC0\tPIX\tPIX\tSYS\t X
 #[test]
 fn small_matrix_round_trip() {
     let p = parse_topo(SMALL, &ParseOptions::default()).expect("valid");
-    assert_eq!(p.matrix.class(0, 1), HopClass::NvLink(4));
-    assert_eq!(p.matrix.pair(0, 1).host, Some(HopClass::Node));
-    assert_eq!(p.matrix.class(0, 2), HopClass::Sys);
+    assert_eq!(p.matrix.class(0, 1).expect("in range"), HopClass::NvLink(4));
+    assert_eq!(
+        p.matrix.pair(0, 1).expect("in range").host,
+        Some(HopClass::Node)
+    );
+    assert_eq!(p.matrix.class(0, 2).expect("in range"), HopClass::Sys);
     // Render and parse again: same classes.
     let again = parse_topo(&p.matrix.to_topo_string(), &ParseOptions::default()).expect("valid");
     for a in 0..3 {
         for b in 0..3 {
-            assert_eq!(again.matrix.class(a, b), p.matrix.class(a, b));
+            assert_eq!(
+                again.matrix.class(a, b).expect("in range"),
+                p.matrix.class(a, b).expect("in range")
+            );
         }
         assert_eq!(again.matrix.nic_class(a, 0), p.matrix.nic_class(a, 0));
     }
@@ -212,7 +222,12 @@ fn builder_matrices_round_trip_through_the_parser() {
         for a in 0..m.len() {
             assert_eq!(p.numa_affinity[a], Some(m.gpus()[a].gpu.numa_node));
             for b in 0..m.len() {
-                assert_eq!(p.matrix.class(a, b), m.class(a, b), "{}", m.name());
+                assert_eq!(
+                    p.matrix.class(a, b).expect("in range"),
+                    m.class(a, b).expect("in range"),
+                    "{}",
+                    m.name()
+                );
             }
             for j in 0..m.nics().len() {
                 assert_eq!(p.matrix.nic_class(a, j), m.nic_class(a, j), "{}", m.name());
@@ -331,7 +346,7 @@ proptest! {
                 if let Ok(again) = again {
                     for a in 0..p.matrix.len() {
                         for b in 0..p.matrix.len() {
-                            prop_assert_eq!(again.matrix.class(a, b), p.matrix.class(a, b));
+                            prop_assert_eq!(again.matrix.class(a, b).expect("in range"), p.matrix.class(a, b).expect("in range"));
                         }
                     }
                 }

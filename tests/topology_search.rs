@@ -147,7 +147,7 @@ fn frag_cost(m: &GpuMatrix, free: u128, set: u128) -> u64 {
             GpuSet(free)
                 .iter()
                 .filter(|&b| b != a)
-                .map(|b| m.pair(a, b).weight())
+                .map(|b| m.pair(a, b).expect("in range").weight())
                 .sum::<u64>()
         })
         .sum()

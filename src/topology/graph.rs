@@ -174,7 +174,7 @@ impl Edge {
 /// The interconnect graph of a machine, on petgraph's `StableDiGraph`.
 ///
 /// ```
-/// use schedkit::topology::{Edge, NvLinkGen, PcieGen, TopologyGraph};
+/// use schedkit::topology::{Edge, HopClass, NvLinkGen, PcieGen, TopologyGraph};
 /// let mut g = TopologyGraph::new("two-gpu box");
 /// let cpu = g.add_cpu(0, 0, 0);
 /// let hb = g.add_host_bridge("pci0000:00", cpu, PcieGen::Gen4, 16);
@@ -182,7 +182,7 @@ impl Edge {
 /// let b = g.add_gpu(1, "GPU-b", "L4", 24_576, hb, PcieGen::Gen4, 16);
 /// g.link(a, b, Edge::NvLink { generation: NvLinkGen::V3, links: 4 });
 /// let m = g.matrix().unwrap();
-/// assert_eq!(m.class(0, 1).to_string(), "NV4");
+/// assert_eq!(m.class(0, 1), Some(HopClass::NvLink(4)));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct TopologyGraph {

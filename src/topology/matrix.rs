@@ -243,28 +243,21 @@ impl GpuMatrix {
         &self.nics
     }
 
-    /// The link between GPUs `a` and `b` (self for `a == b`).
-    ///
-    /// # Panics
-    /// If `a` or `b` is out of range.
-    pub fn pair(&self, a: usize, b: usize) -> PairLink {
-        self.pairs[a * self.gpus.len() + b]
+    /// The link between GPUs `a` and `b` (self for `a == b`), `None` if either
+    /// index is out of range.
+    pub fn pair(&self, a: usize, b: usize) -> Option<PairLink> {
+        let n = self.gpus.len();
+        (a < n && b < n).then(|| self.pairs[a * n + b])
     }
 
     /// The `nvidia-smi` class of the pair (see [`GpuMatrix::pair`]).
-    ///
-    /// # Panics
-    /// If `a` or `b` is out of range.
-    pub fn class(&self, a: usize, b: usize) -> HopClass {
-        self.pair(a, b).class
+    pub fn class(&self, a: usize, b: usize) -> Option<HopClass> {
+        self.pair(a, b).map(|p| p.class)
     }
 
     /// Bottleneck bandwidth of the pair in MB/s per direction.
-    ///
-    /// # Panics
-    /// If `a` or `b` is out of range.
-    pub fn bandwidth_mbps(&self, a: usize, b: usize) -> u32 {
-        self.pair(a, b).bandwidth_mbps
+    pub fn bandwidth_mbps(&self, a: usize, b: usize) -> Option<u32> {
+        self.pair(a, b).map(|p| p.bandwidth_mbps)
     }
 
     /// The search weight of the pair (see [`PairLink::weight`]).
@@ -280,20 +273,19 @@ impl GpuMatrix {
         &self.weights[a * n..(a + 1) * n]
     }
 
-    /// The class between GPU `g` and NIC `nic`, `None` if on different hosts.
-    ///
-    /// # Panics
-    /// If `g` or `nic` is out of range.
+    /// The class between GPU `g` and NIC `nic`; `None` if they are on different
+    /// hosts or an index is out of range.
     pub fn nic_class(&self, g: usize, nic: usize) -> Option<HopClass> {
+        if g >= self.gpus.len() || nic >= self.nics.len() {
+            return None;
+        }
         self.nic_class[g * self.nics.len() + nic]
     }
 
-    /// Mask of the NICs local to GPU `g` for GPUDirect RDMA (PIX or PXB).
-    ///
-    /// # Panics
-    /// If `g` is out of range.
+    /// Mask of the NICs local to GPU `g` for GPUDirect RDMA (PIX or PXB); empty
+    /// if `g` is out of range.
     pub fn local_nics(&self, g: usize) -> u128 {
-        self.nic_local[g]
+        self.nic_local.get(g).copied().unwrap_or(0)
     }
 
     /// The closest NIC to GPU `g` (lowest class, then lowest column), if any.
@@ -323,7 +315,7 @@ impl GpuMatrix {
         for i in 0..n {
             let _ = write!(s, "GPU{i}");
             for j in 0..n {
-                let _ = write!(s, "\t{}", self.class(i, j));
+                let _ = write!(s, "\t{}", self.pairs[i * n + j].class);
             }
             for j in 0..self.nics.len() {
                 let c = self.nic_class(i, j).unwrap_or(HopClass::Sys);
