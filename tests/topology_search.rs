@@ -274,6 +274,37 @@ proptest! {
         }
     }
 
+    /// NUMA alignment: the optimum over the sets inside one NUMA node, with and
+    /// without NIC alignment on top.
+    #[test]
+    fn numa_aligned_search_matches_brute_force(s in shape(), free_bits in any::<u16>(), k in 1usize..=6, nic in any::<bool>()) {
+        let m = build(&s);
+        let free = u128::from(free_bits) & m.all();
+        let opts = SearchOptions { numa_aligned: true, nic_aligned: nic, fragmentation_aware: false, ..SearchOptions::default() };
+        let numa = |g: usize| m.gpus()[g].gpu.numa_node;
+        let want = brute(&m, free, k, false, &|set| {
+            let first = set.trailing_zeros() as usize;
+            GpuSet(set).iter().all(|g| numa(g) == numa(first)) && (!nic || nic_feasible(&m, set))
+        });
+        match (best_subset(&m, free, k, &opts), want) {
+            (Ok(p), Some((_, obj))) => {
+                prop_assert_eq!(p.objective, obj);
+                let first = p.gpus.0.trailing_zeros() as usize;
+                prop_assert!(p.gpus.iter().all(|g| numa(g) == numa(first)));
+            }
+            (Err(e), None) => {
+                let typed = matches!(
+                    e,
+                    TopologyError::NoNumaAlignedSet { .. }
+                        | TopologyError::NoNicAlignedSet { .. }
+                        | TopologyError::NotEnoughFree { .. }
+                );
+                prop_assert!(typed);
+            }
+            (got, want) => prop_assert!(false, "search {:?} vs brute force {:?}", got, want),
+        }
+    }
+
     /// The large-domain path (forced here by `exact_up_to: 0`): the objective
     /// never exceeds the proven bound, the bound is never below the true optimum,
     /// and `exact` is only claimed for the optimum.
@@ -467,6 +498,25 @@ fn bad_requests_are_typed_errors() {
         best_subset(&v, v.all(), 5, &aligned),
         Err(TopologyError::NoNicAlignedSet { requested: 5 })
     );
+}
+
+#[test]
+fn numa_alignment_on_dgx_a100() {
+    let m = machines::dgx_a100().matrix().expect("valid");
+    let opts = SearchOptions {
+        numa_aligned: true,
+        ..SearchOptions::default()
+    };
+    // Two GPUs per NUMA node (NPS4): a pair fits, four do not.
+    let p = best_subset(&m, m.all(), 2, &opts).expect("a pair fits");
+    let numa: Vec<u32> = p.gpus.iter().map(|g| m.gpus()[g].gpu.numa_node).collect();
+    assert_eq!(numa[0], numa[1]);
+    assert_eq!(
+        best_subset(&m, m.all(), 4, &opts),
+        Err(TopologyError::NoNumaAlignedSet { requested: 4 })
+    );
+    // Without alignment 4 GPUs are fine (all NV12).
+    assert!(best_subset(&m, m.all(), 4, &SearchOptions::default()).is_ok());
 }
 
 #[test]

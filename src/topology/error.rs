@@ -89,6 +89,12 @@ pub enum TopologyError {
         /// GPUs in the machine.
         count: usize,
     },
+    /// NUMA alignment was required and no NUMA node holds enough eligible GPUs.
+    #[error("no NUMA node has {requested} eligible free GPUs")]
+    NoNumaAlignedSet {
+        /// GPUs asked for.
+        requested: usize,
+    },
     /// NIC alignment was required and no assignment of distinct local NICs exists.
     #[error("no set of {requested} GPUs has one distinct local NIC each")]
     NoNicAlignedSet {

@@ -106,6 +106,9 @@ pub struct SearchOptions {
     pub nic_aligned: bool,
     /// NICs that may be assigned when `nic_aligned` is set (bit `j` = NIC column `j`).
     pub free_nics: u128,
+    /// Require every chosen GPU on one NUMA node of one host (for CPU-memory
+    /// locality); the best aligned set over all NUMA nodes is returned.
+    pub numa_aligned: bool,
     /// Break objective ties in favour of leaving the remaining free GPUs well
     /// connected (see the module docs).
     pub fragmentation_aware: bool,
@@ -122,6 +125,7 @@ impl Default for SearchOptions {
         Self {
             nic_aligned: false,
             free_nics: u128::MAX,
+            numa_aligned: false,
             fragmentation_aware: true,
             exact_up_to: 16,
             node_budget: 4_096,
@@ -795,6 +799,85 @@ pub fn best_subset(
             }
         });
     }
+    let outcome = if opts.numa_aligned {
+        // One search per (host, NUMA node) group that can hold the request.
+        let mut groups: SmallVec<[(u32, u32, u128); 16]> = SmallVec::new();
+        for g in GpuSet(eligible).iter() {
+            let facts = &m.gpus()[g].gpu;
+            let key = (facts.host, facts.numa_node);
+            match groups.iter_mut().find(|e| (e.0, e.1) == key) {
+                Some(e) => e.2 |= 1 << g,
+                None => groups.push((key.0, key.1, 1 << g)),
+            }
+        }
+        let mut merged: Option<Outcome> = None;
+        for &(_, _, mask) in &groups {
+            if (mask.count_ones() as usize) < k {
+                continue;
+            }
+            let Some(o) = run(m, mask, free, k, opts) else {
+                continue;
+            };
+            merged = Some(match merged {
+                None => o,
+                Some(cur) => {
+                    let take = cur.best.beaten_by(
+                        o.best.obj,
+                        o.best.frag,
+                        o.best.set,
+                        opts.fragmentation_aware,
+                    );
+                    Outcome {
+                        best: if take { o.best } else { cur.best },
+                        exact: cur.exact && o.exact,
+                        bound: cur.bound.max(o.bound),
+                        nodes: cur.nodes + o.nodes,
+                    }
+                }
+            });
+        }
+        merged.ok_or(TopologyError::NoNumaAlignedSet { requested: k })?
+    } else {
+        run(m, eligible, free, k, opts).ok_or(TopologyError::NoNicAlignedSet { requested: k })?
+    };
+    let best = outcome.best;
+    let nics = if opts.nic_aligned {
+        nic_matching(m, best.set, opts.free_nics).unwrap_or_default()
+    } else {
+        SmallVec::new()
+    };
+    Ok(Placement {
+        gpus: GpuSet(best.set),
+        objective: best.obj,
+        bound: if outcome.exact {
+            best.obj
+        } else {
+            outcome.bound
+        },
+        exact: outcome.exact,
+        nics,
+        nodes_visited: outcome.nodes,
+    })
+}
+
+/// What one search over a candidate set found.
+struct Outcome {
+    best: Best,
+    exact: bool,
+    bound: Objective,
+    nodes: u64,
+}
+
+/// Searches `k` of the `eligible` GPUs (fragmentation measured against `free`);
+/// `None` when no eligible set passes the NIC check.
+fn run(
+    m: &GpuMatrix,
+    eligible: u128,
+    free: u128,
+    k: usize,
+    opts: &SearchOptions,
+) -> Option<Outcome> {
+    let nc = eligible.count_ones() as usize;
     let mut ctx = Ctx {
         m,
         opts,
@@ -830,26 +913,15 @@ pub fn best_subset(
             (!ctx.aborted, Some(bound))
         }
     };
-    if !ctx.best.found {
-        return Err(TopologyError::NoNicAlignedSet { requested: k });
-    }
-    let best = ctx.best;
-    let nics = if opts.nic_aligned {
-        nic_matching(m, best.set, opts.free_nics).unwrap_or_default()
-    } else {
-        SmallVec::new()
-    };
-    Ok(Placement {
-        gpus: GpuSet(best.set),
-        objective: best.obj,
-        bound: if exact {
-            best.obj
-        } else {
-            bound.unwrap_or(best.obj)
-        },
+    ctx.best.found.then(|| Outcome {
+        best: ctx.best,
         exact,
-        nics,
-        nodes_visited: ctx.nodes,
+        bound: if exact {
+            ctx.best.obj
+        } else {
+            bound.unwrap_or(ctx.best.obj)
+        },
+        nodes: ctx.nodes,
     })
 }
 
