@@ -2,16 +2,17 @@
 //! score and the DRA attribute export on top of them.
 
 use schedkit::topology::{
-    AttributeValue, GpuSet, HopClass, MAX_SCORE, PCIE_ROOT_ATTRIBUTE, SearchOptions, best_subset,
-    gpu_attributes, machines, score_against, topology_score,
+    AttributeValue, GpuSet, HopClass, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE,
+    SearchOptions, best_subset, gpu_attributes, machines, score_against, topology_score,
 };
 
 #[test]
 fn dgx_h100_matrix() {
     let m = machines::dgx_h100().matrix().expect("valid");
     assert_eq!(m.len(), 8);
-    assert_eq!(m.nics().len(), 10);
-    for a in 0..8 {
+    assert_eq!(m.nics().len(), 12);
+    let compute = [0, 3, 4, 5, 6, 9, 10, 11];
+    for (a, rdma) in compute.iter().enumerate() {
         for b in 0..8 {
             if a != b {
                 assert_eq!(m.class(a, b).expect("in range"), HopClass::NvLink(18));
@@ -25,8 +26,11 @@ fn dgx_h100_matrix() {
                 assert_eq!(m.pair(a, b).expect("in range").host, Some(host));
             }
         }
-        assert_eq!(m.nic_class(a, a), Some(HopClass::Pix));
-        assert_eq!(m.local_nics(a), 1 << a);
+        // The user guide's GPU-to-ConnectX pairing, by RDMA name.
+        let (nic, class) = m.nearest_nic(a).expect("a NIC");
+        assert_eq!(class, HopClass::Pix);
+        assert_eq!(m.nics()[nic].name, format!("mlx5_{rdma}"));
+        assert_eq!(m.local_nics(a), 1 << nic);
         assert_eq!(m.gpus()[a].gpu.numa_node, (a / 4) as u32);
         assert_eq!(m.gpus()[a].nvlink_clique, Some(0));
     }
@@ -167,7 +171,7 @@ fn dra_attributes() {
             .map(|(_, v)| v.clone())
     };
     assert_eq!(get("gpu.nvidia.com/index"), Some(AttributeValue::Int(5)));
-    assert_eq!(get("gpu.nvidia.com/numaNode"), Some(AttributeValue::Int(1)));
+    assert_eq!(get(NUMA_NODE_ATTRIBUTE), Some(AttributeValue::Int(1)));
     assert_eq!(
         get(PCIE_ROOT_ATTRIBUTE),
         Some(AttributeValue::String("pci0005:00".to_owned()))
@@ -179,7 +183,7 @@ fn dra_attributes() {
     assert_eq!(get("gpu.nvidia.com/cliqueId"), Some(AttributeValue::Int(0)));
     assert_eq!(
         get("gpu.nvidia.com/nearestNic"),
-        Some(AttributeValue::String("mlx5_5".to_owned()))
+        Some(AttributeValue::String("mlx5_9".to_owned()))
     );
     assert_eq!(
         get("gpu.nvidia.com/nearestNicLink"),
@@ -190,6 +194,15 @@ fn dra_attributes() {
     let l40s = machines::pcie_l40s_8().matrix().expect("valid");
     let attrs = gpu_attributes(&l40s, 0, "gpu.nvidia.com").expect("in range");
     assert!(attrs.iter().all(|(n, _)| !n.ends_with("nvlinkDomain")));
+    // Synthesized roots (C2C-attached GB200 GPUs) are not published as pcieRoot.
+    let nvl = machines::gb200_nvl72().matrix().expect("valid");
+    let attrs = gpu_attributes(&nvl, 0, "gpu.nvidia.com").expect("in range");
+    assert!(attrs.iter().all(|(n, _)| n != PCIE_ROOT_ATTRIBUTE));
+    assert!(
+        attrs
+            .iter()
+            .any(|(n, v)| n == "gpu.nvidia.com/cliqueId" && *v == AttributeValue::Int(0))
+    );
 }
 
 #[test]

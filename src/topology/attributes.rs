@@ -83,20 +83,39 @@ pub enum AttributeValue {
     Version(String),
 }
 
-/// The standard attribute Kubernetes defines for a device's PCIe root complex,
-/// so that `matchAttribute` can align GPUs and NICs across drivers.
+/// The standard attribute Kubernetes defines for a device's PCIe root complex
+/// (`pci<domain>:<bus>`), so that `matchAttribute` can align GPUs and NICs of
+/// different drivers (`k8s.io/dynamic-resource-allocation/deviceattribute`).
 pub const PCIE_ROOT_ATTRIBUTE: &str = "resource.kubernetes.io/pcieRoot";
 
+/// The standard attribute for a device's NUMA node (scalar form), from the
+/// Kubernetes "Standard Device Attributes for Dynamic Resource Allocation" page.
+pub const NUMA_NODE_ATTRIBUTE: &str = "resource.kubernetes.io/numaNode";
+
+/// Whether `root` has the `pci<domain>:<bus>` form (hex digits) the standard
+/// attribute requires; roots the parser or the C2C-attached shapes synthesize
+/// do not, and are not published.
+fn is_pcie_root(root: &str) -> bool {
+    root.strip_prefix("pci")
+        .and_then(|r| r.split_once(':'))
+        .is_some_and(|(d, b)| {
+            !d.is_empty()
+                && !b.is_empty()
+                && d.bytes().chain(b.bytes()).all(|c| c.is_ascii_hexdigit())
+        })
+}
+
 /// Topology facts of GPU `gpu` as DRA device attributes, names qualified by the
-/// driver's `domain` (e.g. `gpu.nvidia.com`), except [`PCIE_ROOT_ATTRIBUTE`]:
+/// driver's `domain` (e.g. `gpu.nvidia.com`), except the two standard
+/// Kubernetes attributes:
 ///
 /// | name | value |
 /// |---|---|
 /// | `<domain>/index` | int, the GPU index |
 /// | `<domain>/uuid` | string, the GPU id |
 /// | `<domain>/productName` | string |
-/// | `<domain>/numaNode` | int |
-/// | `resource.kubernetes.io/pcieRoot` | string, the host bridge above the GPU |
+/// | `resource.kubernetes.io/numaNode` | int |
+/// | `resource.kubernetes.io/pcieRoot` | string, only when the root has the `pci<domain>:<bus>` form |
 /// | `<domain>/host` | int, the host (tray) inside a multi-host NVLink domain |
 /// | `<domain>/nvlinkDomain` | int, only for GPUs with NVLink |
 /// | `<domain>/cliqueId` | int, only when the whole NVLink domain is all-to-all |
@@ -119,15 +138,17 @@ pub fn gpu_attributes(
             AttributeValue::String(facts.gpu.model.clone()),
         ),
         (
-            q("numaNode"),
+            NUMA_NODE_ATTRIBUTE.to_owned(),
             AttributeValue::Int(i64::from(facts.gpu.numa_node)),
-        ),
-        (
-            PCIE_ROOT_ATTRIBUTE.to_owned(),
-            AttributeValue::String(facts.gpu.pcie_root.clone()),
         ),
         (q("host"), AttributeValue::Int(i64::from(facts.gpu.host))),
     ];
+    if is_pcie_root(&facts.gpu.pcie_root) {
+        out.push((
+            PCIE_ROOT_ATTRIBUTE.to_owned(),
+            AttributeValue::String(facts.gpu.pcie_root.clone()),
+        ));
+    }
     if let Some(d) = facts.nvlink_domain {
         out.push((q("nvlinkDomain"), AttributeValue::Int(i64::from(d))));
     }

@@ -17,15 +17,18 @@ fn gpu_id(tag: u32, index: u32) -> String {
 
 /// NVIDIA DGX H100: 8 H100 SXM5 80 GB, 4 third-generation NVSwitch chips,
 /// 2 Intel Xeon Platinum 8480C sockets, 8 ConnectX-7 compute NICs (one per GPU,
-/// behind the same PCIe Gen5 switch) and 2 storage NICs.
+/// behind the same PCIe Gen5 switch) and 2 dual-port storage NICs.
 ///
 /// Sources: *NVIDIA DGX H100 User Guide*, "Hardware Overview" (8 GPUs, 4
-/// NVSwitches, 18 NVLink connections per GPU = 900 GB/s bidirectional, 8 single
-/// port ConnectX-7 for the compute fabric); the DGX H100 System Architecture
-/// whitepaper (links per GPU to the four switches: 5, 4, 4, 5). `nvidia-smi topo
-/// -m` on DGX H100 (public outputs, e.g. NVIDIA/nccl issue 1363) shows NV18 for
-/// every GPU pair, GPUs 0–3 on NUMA node 0 and 4–7 on node 1, each GPU PIX to
-/// one NIC and NODE to the others on its socket.
+/// NVSwitches, 18 NVLink connections per GPU = 900 GB/s bidirectional) and
+/// "Network Modules" (the GPU-to-ConnectX pairing and RDMA names: GPU0
+/// `mlx5_0`, GPU1 `mlx5_3`, GPU2 `mlx5_4`, GPU3 `mlx5_5` on CPU 0; GPU4
+/// `mlx5_6`, GPU5 `mlx5_9`, GPU6 `mlx5_10`, GPU7 `mlx5_11` on CPU 1).
+/// `nvidia-smi topo -m` on DGX H100 (public outputs, e.g. NVIDIA/nccl issue
+/// 1363) shows NV18 for every GPU pair, GPUs 0–3 on NUMA node 0 and 4–7 on
+/// node 1, each GPU PIX to one NIC and NODE to the others on its socket.
+/// Assumption: the split of each GPU's 18 links over the four switches
+/// (5, 4, 4, 5 here); any split shared by all GPUs yields NV18 for every pair.
 pub fn dgx_h100() -> TopologyGraph {
     dgx_hopper("DGX H100", "NVIDIA H100 80GB HBM3", 81_559, 0x4810_0000)
 }
@@ -42,7 +45,9 @@ fn dgx_hopper(name: &str, model: &str, mem: u64, tag: u32) -> TopologyGraph {
     let mut g = TopologyGraph::new(name);
     let nvs: Vec<NodeIndex> = (0..4).map(|i| g.add_nvswitch(i)).collect();
     let links_per_switch = [5u8, 4, 4, 5];
-    let mut nic = 0;
+    // Compute NIC per GPU, then the storage NIC functions per socket.
+    let compute_nic = [0u32, 3, 4, 5, 6, 9, 10, 11];
+    let storage_nic = [[1u32, 2], [7, 8]];
     let sockets: Vec<NodeIndex> = (0..2).map(|s| g.add_cpu(s, s, 0)).collect();
     // Nominal: four UPI links at 16 GT/s; never a GPU-pair bottleneck here.
     g.link(sockets[0], sockets[1], Edge::InterSocket { mbps: 64_000 });
@@ -52,8 +57,12 @@ fn dgx_hopper(name: &str, model: &str, mem: u64, tag: u32) -> TopologyGraph {
             let hb = g.add_host_bridge(format!("pci{idx:04x}:00"), cpu, PcieGen::Gen5, 16);
             let sw = g.add_pcie_switch(idx, hb, PcieGen::Gen5, 16);
             let gpu = g.add_gpu(idx, gpu_id(tag, idx), model, mem, sw, PcieGen::Gen5, 16);
-            g.add_nic(format!("mlx5_{nic}"), sw, PcieGen::Gen5, 16);
-            nic += 1;
+            g.add_nic(
+                format!("mlx5_{}", compute_nic[idx as usize]),
+                sw,
+                PcieGen::Gen5,
+                16,
+            );
             for (k, &links) in links_per_switch.iter().enumerate() {
                 g.link(
                     gpu,
@@ -68,8 +77,9 @@ fn dgx_hopper(name: &str, model: &str, mem: u64, tag: u32) -> TopologyGraph {
     }
     for (s, &cpu) in sockets.iter().enumerate() {
         let hb = g.add_host_bridge(format!("pci{:04x}:00", 8 + s), cpu, PcieGen::Gen5, 16);
-        g.add_nic(format!("mlx5_{nic}"), hb, PcieGen::Gen5, 16);
-        nic += 1;
+        for port in storage_nic[s] {
+            g.add_nic(format!("mlx5_{port}"), hb, PcieGen::Gen5, 16);
+        }
     }
     g
 }
@@ -288,7 +298,7 @@ pub fn gb200_nvl72() -> TopologyGraph {
             }
             for local in 0..2u32 {
                 let hb = g.add_host_bridge(
-                    format!("tray{tray}-pci{:04x}:00", gi as u32 * 2 + local),
+                    format!("pci{:04x}:00", gi as u32 * 2 + local),
                     grace,
                     PcieGen::Gen5,
                     16,

@@ -50,7 +50,8 @@ pub mod parse;
 pub mod search;
 
 pub use attributes::{
-    AttributeValue, MAX_SCORE, PCIE_ROOT_ATTRIBUTE, gpu_attributes, score_against, topology_score,
+    AttributeValue, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, gpu_attributes,
+    score_against, topology_score,
 };
 pub use error::{ParseError, ParseErrorKind, TopologyError};
 pub use graph::{Edge, Gpu, Nic, Node, NvLinkGen, PcieGen, TopologyGraph};
