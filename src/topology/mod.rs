@@ -4,12 +4,12 @@
 //! This module is a pure library (no framework types): a Score plugin and the
 //! DRA allocator wrap it. The flow is
 //!
-//! 1. describe a machine as a [`TopologyGraph`] (by hand, with a builder from
-//!    [`machines`], or parse `nvidia-smi topo -m` with [`parse_topo`]);
-//! 2. precompute its [`GpuMatrix`] once per machine shape
-//!    ([`TopologyGraph::matrix`]);
-//! 3. per request, call [`best_subset`] with the free GPUs as a bitmask, and
-//!    [`score_against`] / [`gpu_attributes`] for scheduling and DRA.
+//! 1. describe a machine as a [`TopologyGraph`](crate::topology::TopologyGraph) (by hand, with a builder from
+//!    [`machines`](crate::topology::machines), or parse `nvidia-smi topo -m` with [`parse_topo`](crate::topology::parse_topo));
+//! 2. precompute its [`GpuMatrix`](crate::topology::GpuMatrix) once per machine shape
+//!    ([`TopologyGraph::matrix`](crate::topology::TopologyGraph::matrix));
+//! 3. per request, call [`best_subset`](crate::topology::best_subset) with the free GPUs as a bitmask, and
+//!    [`score_against`](crate::topology::score_against) / [`gpu_attributes`](crate::topology::gpu_attributes) for scheduling and DRA.
 //!
 //! ```
 //! use schedkit::topology::{best_subset, machines, GpuSet, SearchOptions};
@@ -33,7 +33,7 @@
 //! Where schedkit goes beyond upstream: Kubernetes has no topology-aware GPU
 //! placement in kube-scheduler; NVIDIA's device plugin uses go-gpuallocator's
 //! best-effort policy on one node. The search here optimizes an explicit
-//! objective (see [`search`]) exactly for up to 16 GPUs and with a proven bound
+//! objective (see [`search`](crate::topology::search)) exactly for up to 16 GPUs and with a proven bound
 //! beyond.
 
 #![expect(
