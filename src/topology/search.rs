@@ -36,10 +36,10 @@
 //! [`Placement::bound`] is the proven upper bound either way. In that path the
 //! fragmentation tie-break only ranks the sets actually visited.
 //!
-//! The exact and bounded paths allocate nothing on the heap: masks are `u128`,
-//! scratch arrays live on the stack and the matrix is precomputed. The
-//! multi-host path allocates its small per-host tables once per call, and a
-//! NIC assignment of more than 8 GPUs spills its `SmallVec`.
+//! The search allocates nothing on the heap (checked with a counting allocator
+//! in `tests/topology_allocations.rs`): masks are `u128`, scratch arrays live on
+//! the stack (a few kilobytes) and the matrix is precomputed. Only a NIC
+//! assignment of more than 8 GPUs spills its `SmallVec`.
 
 use core::cmp::Ordering;
 
@@ -434,8 +434,6 @@ impl Ctx<'_> {
     /// per-host closeness, maximized by a knapsack over hosts of the best
     /// `c`-subset of each (hosts of up to 8 free GPUs, enumerated). Returns
     /// `false`, touching nothing, when the structure does not apply.
-    ///
-    /// This path allocates its per-host tables on the heap (once per call).
     fn by_hosts(&mut self) -> bool {
         let Some((host_mask, nh)) = self.host_groups() else {
             return false;
@@ -474,19 +472,27 @@ impl Ctx<'_> {
     /// knapsack over hosts on (closeness, fragmentation cost).
     fn knapsack_hosts(&mut self, hosts: &[u128]) -> bool {
         let k = self.k;
-        let nh = hosts.len();
         let use_frag = self.opts.fragmentation_aware;
-        // Per host and count: best (closeness sum, fragmentation cost, mask).
+        // Candidates are (closeness sum, fragmentation cost, mask).
         let better = |a: (u64, u64, u128), b: (u64, u64, u128)| -> bool {
             a.0 > b.0
                 || (a.0 == b.0 && use_frag && a.1 < b.1)
                 || (a.0 == b.0 && (!use_frag || a.1 == b.1) && lex_smaller(a.2, b.2))
         };
-        let mut table: Vec<[Option<(u64, u64, u128)>; MAX_HOST + 1]> =
-            vec![[None; MAX_HOST + 1]; nh];
-        for (h, &mask) in hosts.iter().enumerate() {
-            let members: SmallVec<[usize; MAX_HOST]> = GpuSet(mask).iter().collect();
-            for bits in 0u32..(1 << members.len()) {
+        // Knapsack over hosts: dp[c] is the best way to take c GPUs from the
+        // hosts folded in so far. Each host contributes its best c-subset.
+        let mut dp = [None::<(u64, u64, u128)>; MAX_GPUS + 1];
+        dp[0] = Some((0, 0, 0));
+        for &mask in hosts {
+            let mut members = [0usize; MAX_HOST];
+            let mut len = 0;
+            for g in GpuSet(mask).iter().take(MAX_HOST) {
+                members[len] = g;
+                len += 1;
+            }
+            let members = &members[..len];
+            let mut row = [None::<(u64, u64, u128)>; MAX_HOST + 1];
+            for bits in 0u32..(1 << len) {
                 let mut set = 0u128;
                 let (mut clos, mut frag) = (0u64, 0u64);
                 for (i, &a) in members.iter().enumerate() {
@@ -504,17 +510,12 @@ impl Ctx<'_> {
                 self.nodes += 1;
                 let c = bits.count_ones() as usize;
                 let cand = (clos, frag, set);
-                if table[h][c].is_none_or(|cur| better(cand, cur)) {
-                    table[h][c] = Some(cand);
+                if row[c].is_none_or(|cur| better(cand, cur)) {
+                    row[c] = Some(cand);
                 }
             }
-        }
-        // Knapsack over hosts on (closeness, fragmentation), with choices kept.
-        let mut dp: Vec<Option<(u64, u64, u128)>> = vec![None; k + 1];
-        dp[0] = Some((0, 0, 0));
-        for row in &table {
-            let mut next: Vec<Option<(u64, u64, u128)>> = vec![None; k + 1];
-            for (c, cur) in dp.iter().enumerate() {
+            let mut next = [None::<(u64, u64, u128)>; MAX_GPUS + 1];
+            for (c, cur) in dp.iter().enumerate().take(k + 1) {
                 let Some(cur) = *cur else { continue };
                 for (t, entry) in row.iter().enumerate() {
                     let Some(e) = *entry else { continue };
