@@ -3,17 +3,13 @@
 //!
 //! Run: `cargo bench --bench topology -- --warm-up-time 1 --measurement-time 3`
 
-#![expect(
-    missing_docs,
-    reason = "criterion_group! generates an undocumented function"
-)]
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use schedkit::topology::{
-    Edge, GpuMatrix, GpuSet, NvLinkGen, PcieGen, SearchOptions, TopologyGraph, best_subset,
-    machines,
+    Edge, GpuMatrix, GpuSet, NvLinkGen, PcieGen, SearchOptions, TopologyGraph, best_subset, machines,
 };
 
 /// A fixed pseudo-random half of the NVL72 rack (xorshift), so runs compare.
@@ -70,14 +66,7 @@ fn four_cube_meshes() -> GpuMatrix {
     ];
     for island in 0..4 {
         for &(a, b, links) in &mesh {
-            g.link(
-                gpus[island * 8 + a],
-                gpus[island * 8 + b],
-                Edge::NvLink {
-                    generation: NvLinkGen::V2,
-                    links,
-                },
-            );
+            g.link(gpus[island * 8 + a], gpus[island * 8 + b], Edge::NvLink { generation: NvLinkGen::V2, links });
         }
     }
     g.matrix().expect("valid shape")
@@ -89,10 +78,7 @@ fn search(c: &mut Criterion) {
     c.bench_function("topology/search/dgx_h100/4_of_8", |b| {
         b.iter(|| best_subset(black_box(&h100), black_box(h100.all()), 4, &opts));
     });
-    let nic = SearchOptions {
-        nic_aligned: true,
-        ..opts
-    };
+    let nic = SearchOptions { nic_aligned: true, ..opts };
     c.bench_function("topology/search/dgx_h100/4_of_8_nic_aligned", |b| {
         b.iter(|| best_subset(black_box(&h100), black_box(h100.all()), 4, &nic));
     });

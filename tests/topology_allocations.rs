@@ -7,8 +7,7 @@
 use std::alloc::System;
 
 use schedkit::topology::{
-    Edge, GpuMatrix, GpuSet, NvLinkGen, PcieGen, SearchOptions, TopologyGraph, best_subset,
-    machines,
+    Edge, GpuMatrix, GpuSet, NvLinkGen, PcieGen, SearchOptions, TopologyGraph, best_subset, machines,
 };
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -33,14 +32,7 @@ fn islands() -> GpuMatrix {
         for i in 0..8 {
             let a = gpus[island * 8 + i];
             let b = gpus[island * 8 + (i + 1) % 8];
-            g.link(
-                a,
-                b,
-                Edge::NvLink {
-                    generation: NvLinkGen::V3,
-                    links: 1 + (i % 3) as u8,
-                },
-            );
+            g.link(a, b, Edge::NvLink { generation: NvLinkGen::V3, links: 1 + (i % 3) as u8 });
         }
     }
     g.matrix().expect("valid")
@@ -54,18 +46,9 @@ fn search_allocates_nothing() {
     let nvl72 = machines::gb200_nvl72().matrix().expect("valid");
     let general = islands();
     let default = SearchOptions::default();
-    let nic = SearchOptions {
-        nic_aligned: true,
-        ..default
-    };
-    let numa = SearchOptions {
-        numa_aligned: true,
-        ..default
-    };
-    let budget = SearchOptions {
-        node_budget: 64,
-        ..default
-    };
+    let nic = SearchOptions { nic_aligned: true, ..default };
+    let numa = SearchOptions { numa_aligned: true, ..default };
+    let budget = SearchOptions { node_budget: 64, ..default };
     let half_rack = GpuSet::from_indices((0..72).filter(|i| i % 3 != 0)).0;
     let cases: [(&GpuMatrix, u128, usize, &SearchOptions); 8] = [
         (&h100, h100.all(), 4, &default),
@@ -89,12 +72,7 @@ fn search_allocates_nothing() {
         let placed = best_subset(m, free, k, opts);
         let stats = region.change();
         assert!(placed.is_ok(), "case {i}");
-        assert_eq!(
-            stats.allocations,
-            0,
-            "case {i} ({}) allocated: {stats:?}",
-            m.name()
-        );
+        assert_eq!(stats.allocations, 0, "case {i} ({}) allocated: {stats:?}", m.name());
         drop(placed);
     }
 }

@@ -19,14 +19,9 @@
 //! 25 GB/s) to keep 0+2 together for later; schedkit gives 0+4 (two NVLinks,
 //! 50 GB/s), twice the bandwidth for the job being placed.
 
-#![expect(
-    clippy::doc_markdown,
-    reason = "NVLink, PCIe and product names in prose"
-)]
+#![expect(clippy::doc_markdown, reason = "NVLink, PCIe and product names in prose")]
 
-use schedkit::topology::{
-    GpuMatrix, GpuSet, HopClass, Objective, SearchOptions, best_subset, machines, objective_of,
-};
+use schedkit::topology::{GpuMatrix, GpuSet, HopClass, Objective, SearchOptions, best_subset, machines, objective_of};
 
 fn go_pair_score(m: &GpuMatrix, a: usize, b: usize) -> u64 {
     let link = m.pair(a, b).expect("in range");
@@ -59,13 +54,7 @@ fn go_set_score(m: &GpuMatrix, set: &[Option<usize>]) -> u64 {
 
 /// All `size`-combinations of `items` in lexicographic order of positions.
 fn combinations<T: Copy>(items: &[T], size: usize, out: &mut Vec<Vec<T>>) {
-    fn rec<T: Copy>(
-        items: &[T],
-        size: usize,
-        start: usize,
-        cur: &mut Vec<T>,
-        out: &mut Vec<Vec<T>>,
-    ) {
+    fn rec<T: Copy>(items: &[T], size: usize, start: usize, cur: &mut Vec<T>, out: &mut Vec<Vec<T>>) {
         if cur.len() == size {
             out.push(cur.clone());
             return;
@@ -151,10 +140,7 @@ fn go_best_effort(m: &GpuMatrix, free: u128, size: usize) -> u128 {
 }
 
 fn ours(m: &GpuMatrix, free: u128, k: usize) -> u128 {
-    best_subset(m, free, k, &SearchOptions::default())
-        .expect("fits")
-        .gpus
-        .0
+    best_subset(m, free, k, &SearchOptions::default()).expect("fits").gpus.0
 }
 
 fn set(ids: &[usize]) -> u128 {
@@ -195,11 +181,7 @@ fn dgx1_v100_published_cases() {
     // The documented difference: twice the bandwidth for the job placed now.
     let free = set(&[0, 2, 4, 5]);
     assert_eq!(ours(&m, free, 2), set(&[0, 4]));
-    let bw = |s: u128| {
-        objective_of(&m, GpuSet(s))
-            .and_then(Objective::min_bandwidth_mbps)
-            .expect("a pair")
-    };
+    let bw = |s: u128| objective_of(&m, GpuSet(s)).and_then(Objective::min_bandwidth_mbps).expect("a pair");
     assert_eq!(bw(set(&[0, 4])), 50_000);
     assert_eq!(bw(set(&[4, 5])), 25_000);
 
@@ -213,10 +195,7 @@ fn dgx1_v100_published_cases() {
         got.push(s);
         free &= !s;
     }
-    assert_eq!(
-        got,
-        [set(&[2, 3]), set(&[6, 7]), set(&[0, 4]), set(&[1, 5])]
-    );
+    assert_eq!(got, [set(&[2, 3]), set(&[6, 7]), set(&[0, 4]), set(&[1, 5])]);
     // Sequential 4-GPU allocations: the two cube-mesh halves, as go-gpuallocator.
     let first = ours(&m, m.all(), 4);
     assert_eq!(first, set(&[0, 1, 2, 3]));
@@ -261,10 +240,8 @@ fn never_worse_than_go_best_effort_on_any_mask() {
                 let mine = ours(&m, free, k);
                 let theirs = go_best_effort(&m, free, k);
                 assert_eq!(theirs.count_ones() as usize, k, "{name} {free:08b} {k}");
-                let (a, b) = (
-                    objective_of(&m, GpuSet(mine)).expect("set"),
-                    objective_of(&m, GpuSet(theirs)).expect("set"),
-                );
+                let (a, b) =
+                    (objective_of(&m, GpuSet(mine)).expect("set"), objective_of(&m, GpuSet(theirs)).expect("set"));
                 assert!(a >= b, "{name} free {free:08b} k {k}: {a:?} < {b:?}");
                 if mine != theirs {
                     differ += 1;

@@ -2,8 +2,8 @@
 //! score and the DRA attribute export on top of them.
 
 use schedkit::topology::{
-    AttributeValue, GpuSet, HopClass, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE,
-    SearchOptions, best_subset, gpu_attributes, machines, score_against, topology_score,
+    AttributeValue, GpuSet, HopClass, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, SearchOptions, best_subset,
+    gpu_attributes, machines, score_against, topology_score,
 };
 
 #[test]
@@ -18,11 +18,7 @@ fn dgx_h100_matrix() {
                 assert_eq!(m.class(a, b).expect("in range"), HopClass::NvLink(18));
                 // 18 links x 25 GB/s per direction = 450 GB/s (900 GB/s bidirectional).
                 assert_eq!(m.bandwidth_mbps(a, b).expect("in range"), 450_000);
-                let host = if a / 4 == b / 4 {
-                    HopClass::Node
-                } else {
-                    HopClass::Sys
-                };
+                let host = if a / 4 == b / 4 { HopClass::Node } else { HopClass::Sys };
                 assert_eq!(m.pair(a, b).expect("in range").host, Some(host));
             }
         }
@@ -86,14 +82,8 @@ fn l40s_matrix_and_placement() {
     assert_eq!(m.class(0, 4).expect("in range"), HopClass::Sys);
     assert_eq!(m.gpus()[0].nvlink_domain, None);
     let o = SearchOptions::default();
-    assert_eq!(
-        best_subset(&m, m.all(), 2, &o).expect("fits").gpus,
-        GpuSet::from_indices([0, 1])
-    );
-    assert_eq!(
-        best_subset(&m, m.all(), 4, &o).expect("fits").gpus,
-        GpuSet::from_indices([0, 1, 2, 3])
-    );
+    assert_eq!(best_subset(&m, m.all(), 2, &o).expect("fits").gpus, GpuSet::from_indices([0, 1]));
+    assert_eq!(best_subset(&m, m.all(), 4, &o).expect("fits").gpus, GpuSet::from_indices([0, 1, 2, 3]));
     // GPUs 1 and 3 busy: 0 and 2 are only NODE to each other, so a PIX pair
     // on socket 1 wins on closeness (4+5 before 6+7 by index).
     let free = m.all() & !GpuSet::from_indices([1, 3]).0;
@@ -109,19 +99,10 @@ fn fragmentation_tie_break_keeps_pairs_whole() {
     // with it, the GPU least connected to the rest of the pool: 4, the lone
     // GPU of socket 1, so socket 0 keeps three GPUs for a later request.
     let free = GpuSet::from_indices([0, 2, 3, 4]).0;
-    let plain = SearchOptions {
-        fragmentation_aware: false,
-        ..SearchOptions::default()
-    };
-    assert_eq!(
-        best_subset(&m, free, 1, &plain).expect("fits").gpus,
-        GpuSet::from_indices([0])
-    );
+    let plain = SearchOptions { fragmentation_aware: false, ..SearchOptions::default() };
+    assert_eq!(best_subset(&m, free, 1, &plain).expect("fits").gpus, GpuSet::from_indices([0]));
     let aware = SearchOptions::default();
-    assert_eq!(
-        best_subset(&m, free, 1, &aware).expect("fits").gpus,
-        GpuSet::from_indices([4])
-    );
+    assert_eq!(best_subset(&m, free, 1, &aware).expect("fits").gpus, GpuSet::from_indices([4]));
 }
 
 #[test]
@@ -164,31 +145,14 @@ fn score_is_100_for_the_ideal_and_lower_for_worse() {
 fn dra_attributes() {
     let m = machines::dgx_h100().matrix().expect("valid");
     let attrs = gpu_attributes(&m, 5, "gpu.nvidia.com").expect("in range");
-    let get = |name: &str| {
-        attrs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
+    let get = |name: &str| attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
     assert_eq!(get("gpu.nvidia.com/index"), Some(AttributeValue::Int(5)));
     assert_eq!(get(NUMA_NODE_ATTRIBUTE), Some(AttributeValue::Int(1)));
-    assert_eq!(
-        get(PCIE_ROOT_ATTRIBUTE),
-        Some(AttributeValue::String("pci0005:00".to_owned()))
-    );
-    assert_eq!(
-        get("gpu.nvidia.com/nvlinkDomain"),
-        Some(AttributeValue::Int(0))
-    );
+    assert_eq!(get(PCIE_ROOT_ATTRIBUTE), Some(AttributeValue::String("pci0005:00".to_owned())));
+    assert_eq!(get("gpu.nvidia.com/nvlinkDomain"), Some(AttributeValue::Int(0)));
     assert_eq!(get("gpu.nvidia.com/cliqueId"), Some(AttributeValue::Int(0)));
-    assert_eq!(
-        get("gpu.nvidia.com/nearestNic"),
-        Some(AttributeValue::String("mlx5_9".to_owned()))
-    );
-    assert_eq!(
-        get("gpu.nvidia.com/nearestNicLink"),
-        Some(AttributeValue::String("PIX".to_owned()))
-    );
+    assert_eq!(get("gpu.nvidia.com/nearestNic"), Some(AttributeValue::String("mlx5_9".to_owned())));
+    assert_eq!(get("gpu.nvidia.com/nearestNicLink"), Some(AttributeValue::String("PIX".to_owned())));
     assert!(gpu_attributes(&m, 8, "gpu.nvidia.com").is_none());
     // No NVLink: no domain attributes.
     let l40s = machines::pcie_l40s_8().matrix().expect("valid");
@@ -198,11 +162,7 @@ fn dra_attributes() {
     let nvl = machines::gb200_nvl72().matrix().expect("valid");
     let attrs = gpu_attributes(&nvl, 0, "gpu.nvidia.com").expect("in range");
     assert!(attrs.iter().all(|(n, _)| n != PCIE_ROOT_ATTRIBUTE));
-    assert!(
-        attrs
-            .iter()
-            .any(|(n, v)| n == "gpu.nvidia.com/cliqueId" && *v == AttributeValue::Int(0))
-    );
+    assert!(attrs.iter().any(|(n, v)| n == "gpu.nvidia.com/cliqueId" && *v == AttributeValue::Int(0)));
 }
 
 #[test]

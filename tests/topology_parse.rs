@@ -3,15 +3,11 @@
 
 use proptest::prelude::*;
 use schedkit::topology::{
-    HopClass, ParseErrorKind, ParseOptions, SearchOptions, TopologyError, best_subset, machines,
-    parse_topo,
+    HopClass, ParseErrorKind, ParseOptions, SearchOptions, TopologyError, best_subset, machines, parse_topo,
 };
 
 fn fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/topology/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/tests/fixtures/topology/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -28,23 +24,15 @@ fn every_complete_fixture_parses() {
     let expected_gpus = [8, 4, 4, 5, 2];
     let expected_nics = [2, 4, 2, 0, 0];
     for ((name, gpus), nics) in COMPLETE.iter().zip(expected_gpus).zip(expected_nics) {
-        let p = parse_topo(&fixture(name), &ParseOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let p = parse_topo(&fixture(name), &ParseOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(p.matrix.len(), gpus, "{name}");
         assert_eq!(p.matrix.nics().len(), nics, "{name}");
         assert_eq!(p.cpu_affinity.len(), gpus, "{name}");
-        assert!(
-            p.cpu_affinity.iter().all(|r| !r.is_empty()),
-            "{name}: every GPU row has a CPU affinity"
-        );
+        assert!(p.cpu_affinity.iter().all(|r| !r.is_empty()), "{name}: every GPU row has a CPU affinity");
         for a in 0..gpus {
             assert_eq!(p.matrix.class(a, a).expect("in range"), HopClass::SelfLink);
             for b in 0..gpus {
-                assert_eq!(
-                    p.matrix.class(a, b).expect("in range"),
-                    p.matrix.class(b, a).expect("in range"),
-                    "{name}"
-                );
+                assert_eq!(p.matrix.class(a, b).expect("in range"), p.matrix.class(b, a).expect("in range"), "{name}");
             }
         }
         // Every fixture can place a 2-GPU job (or 1 on a 2-GPU box) and the
@@ -88,10 +76,7 @@ fn h100_fixture_nvlink_and_nics() {
         assert_eq!(m.local_nics(g), 1 << g);
         assert_eq!(m.gpu(g).and_then(|f| f.nvlink_clique), Some(0));
     }
-    let opts = SearchOptions {
-        nic_aligned: true,
-        ..SearchOptions::default()
-    };
+    let opts = SearchOptions { nic_aligned: true, ..SearchOptions::default() };
     let placed = best_subset(m, m.all(), 4, &opts).expect("every GPU has its NIC");
     assert_eq!(placed.nics.as_slice(), &[(0, 0), (1, 1), (2, 2), (3, 3)]);
 }
@@ -103,24 +88,18 @@ fn l40s_fixture_uses_nic_legend_names() {
     assert_eq!(names, ["mlx5_0", "mlx5_1"]);
     assert_eq!(p.matrix.class(0, 1).expect("in range"), HopClass::Node);
     // Two GPUs: the same-NUMA pair beats the cross-socket one on closeness.
-    let placed =
-        best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect("fits");
+    let placed = best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect("fits");
     assert!(placed.gpus.0 == 0b0011 || placed.gpus.0 == 0b1100);
 }
 
 #[test]
 fn phb_pairs_share_a_pcie_root() {
-    let p = parse_topo(
-        &fixture("rtx4090_5gpu_phb_node.txt"),
-        &ParseOptions::default(),
-    )
-    .expect("parses");
+    let p = parse_topo(&fixture("rtx4090_5gpu_phb_node.txt"), &ParseOptions::default()).expect("parses");
     let root = |g: usize| p.matrix.gpu(g).map(|f| f.gpu.pcie_root.clone());
     assert_eq!(root(1), root(2));
     assert_eq!(root(3), root(4));
     assert_ne!(root(1), root(3));
-    let placed =
-        best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect("fits");
+    let placed = best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect("fits");
     assert!(placed.gpus.0 == 0b00110 || placed.gpus.0 == 0b11000);
 }
 
@@ -129,42 +108,23 @@ fn truncated_real_outputs_are_errors_with_positions() {
     let a100 = parse_topo(&fixture("dgx_a100_truncated.txt"), &ParseOptions::default())
         .expect_err("truncated in the GPU6 row");
     assert_eq!(a100.line, 9);
-    assert!(matches!(
-        a100.kind,
-        ParseErrorKind::RowLength {
-            expected: 18,
-            found: 2,
-            ..
-        }
-    ));
+    assert!(matches!(a100.kind, ParseErrorKind::RowLength { expected: 18, found: 2, .. }));
 
     let h100 = parse_topo(&fixture("dgx_h100_truncated.txt"), &ParseOptions::default())
         .expect_err("truncated in the GPU6 row");
     assert_eq!(h100.line, 8);
-    assert!(matches!(
-        h100.kind,
-        ParseErrorKind::RowLength { found: 1, .. }
-    ));
+    assert!(matches!(h100.kind, ParseErrorKind::RowLength { found: 1, .. }));
 
-    let dgx2 = parse_topo(
-        &fixture("dgx2_16gpu_truncated.txt"),
-        &ParseOptions::default(),
-    )
-    .expect_err("truncated after GPU3");
+    let dgx2 =
+        parse_topo(&fixture("dgx2_16gpu_truncated.txt"), &ParseOptions::default()).expect_err("truncated after GPU3");
     assert_eq!(dgx2.line, 7);
-    assert!(matches!(
-        dgx2.kind,
-        ParseErrorKind::Truncated {
-            expected: 26,
-            found: 4
-        }
-    ));
+    assert!(matches!(dgx2.kind, ParseErrorKind::Truncated { expected: 26, found: 4 }));
 }
 
 #[test]
 fn garbled_real_output_names_the_glued_header_cell() {
-    let e = parse_topo(&fixture("dgx_h100_garbled.txt"), &ParseOptions::default())
-        .expect_err("NIC8NIC9 is not a device");
+    let e =
+        parse_topo(&fixture("dgx_h100_garbled.txt"), &ParseOptions::default()).expect_err("NIC8NIC9 is not a device");
     assert_eq!(e.line, 3);
     assert_eq!(e.kind, ParseErrorKind::BadHeader("NIC8NIC9".to_owned()));
     // The column points at the glued cell (tabs count as one character).
@@ -189,19 +149,13 @@ NIC0\tPIX\tPIX\tSYS\t X
 fn small_matrix_round_trip() {
     let p = parse_topo(SMALL, &ParseOptions::default()).expect("valid");
     assert_eq!(p.matrix.class(0, 1).expect("in range"), HopClass::NvLink(4));
-    assert_eq!(
-        p.matrix.pair(0, 1).expect("in range").host,
-        Some(HopClass::Node)
-    );
+    assert_eq!(p.matrix.pair(0, 1).expect("in range").host, Some(HopClass::Node));
     assert_eq!(p.matrix.class(0, 2).expect("in range"), HopClass::Sys);
     // Render and parse again: same classes.
     let again = parse_topo(&p.matrix.to_topo_string(), &ParseOptions::default()).expect("valid");
     for a in 0..3 {
         for b in 0..3 {
-            assert_eq!(
-                again.matrix.class(a, b).expect("in range"),
-                p.matrix.class(a, b).expect("in range")
-            );
+            assert_eq!(again.matrix.class(a, b).expect("in range"), p.matrix.class(a, b).expect("in range"));
         }
         assert_eq!(again.matrix.nic_class(a, 0), p.matrix.nic_class(a, 0));
     }
@@ -209,25 +163,15 @@ fn small_matrix_round_trip() {
 
 #[test]
 fn builder_matrices_round_trip_through_the_parser() {
-    for g in [
-        machines::dgx_h100(),
-        machines::dgx_a100(),
-        machines::dgx1_v100(),
-        machines::pcie_l40s_8(),
-    ] {
+    for g in [machines::dgx_h100(), machines::dgx_a100(), machines::dgx1_v100(), machines::pcie_l40s_8()] {
         let m = g.matrix().expect("valid shape");
-        let p = parse_topo(&m.to_topo_string(), &ParseOptions::default())
-            .unwrap_or_else(|e| panic!("{}: {e}", m.name()));
+        let p =
+            parse_topo(&m.to_topo_string(), &ParseOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", m.name()));
         assert_eq!(p.matrix.len(), m.len());
         for a in 0..m.len() {
             assert_eq!(p.numa_affinity[a], Some(m.gpus()[a].gpu.numa_node));
             for b in 0..m.len() {
-                assert_eq!(
-                    p.matrix.class(a, b).expect("in range"),
-                    m.class(a, b).expect("in range"),
-                    "{}",
-                    m.name()
-                );
+                assert_eq!(p.matrix.class(a, b).expect("in range"), m.class(a, b).expect("in range"), "{}", m.name());
             }
             for j in 0..m.nics().len() {
                 assert_eq!(p.matrix.nic_class(a, j), m.nic_class(a, j), "{}", m.name());
@@ -272,13 +216,7 @@ fn malformed_matrices_name_line_and_column() {
     let cut = SMALL.lines().take(3).collect::<Vec<_>>().join("\n") + "\n";
     let e = parse_err(&cut);
     assert_eq!(e.line, 4);
-    assert_eq!(
-        e.kind,
-        ParseErrorKind::Truncated {
-            expected: 4,
-            found: 2
-        }
-    );
+    assert_eq!(e.kind, ParseErrorKind::Truncated { expected: 4, found: 2 });
 
     // A bad CPU list.
     let e = parse_err(&SMALL.replace("0-7\t0\nGPU1", "7-0\t0\nGPU1"));
@@ -286,10 +224,7 @@ fn malformed_matrices_name_line_and_column() {
     assert_eq!(e.kind, ParseErrorKind::BadAffinity("7-0".to_owned()));
 
     // No header at all.
-    assert_eq!(
-        parse_err("hello\nworld\n").kind,
-        ParseErrorKind::MissingHeader
-    );
+    assert_eq!(parse_err("hello\nworld\n").kind, ParseErrorKind::MissingHeader);
     assert_eq!(parse_err("").kind, ParseErrorKind::MissingHeader);
 
     // Header GPUs out of order.
@@ -303,21 +238,10 @@ fn malformed_matrices_name_line_and_column() {
 
 #[test]
 fn a_gpu_with_a_single_row_is_fine_and_k_checks_apply() {
-    let p = parse_topo(
-        "\tGPU0\tCPU Affinity\nGPU0\t X \t0-3\n",
-        &ParseOptions::default(),
-    )
-    .expect("one GPU");
+    let p = parse_topo("\tGPU0\tCPU Affinity\nGPU0\t X \t0-3\n", &ParseOptions::default()).expect("one GPU");
     assert_eq!(p.matrix.len(), 1);
-    let err = best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default())
-        .expect_err("only one GPU");
-    assert_eq!(
-        err,
-        TopologyError::NotEnoughFree {
-            requested: 2,
-            free: 1
-        }
-    );
+    let err = best_subset(&p.matrix, p.matrix.all(), 2, &SearchOptions::default()).expect_err("only one GPU");
+    assert_eq!(err, TopologyError::NotEnoughFree { requested: 2, free: 1 });
 }
 
 proptest! {

@@ -1,15 +1,12 @@
 //! The best-subset search against brute force on random machines, its bound on
 //! large domains, NIC alignment, and bad input.
 
-#![expect(
-    clippy::doc_markdown,
-    reason = "NVLink, PCIe and product names in prose"
-)]
+#![expect(clippy::doc_markdown, reason = "NVLink, PCIe and product names in prose")]
 
 use proptest::prelude::*;
 use schedkit::topology::{
-    Edge, GpuMatrix, GpuSet, NvLinkGen, Objective, PcieGen, SearchOptions, TopologyError,
-    TopologyGraph, best_subset, machines, objective_of,
+    Edge, GpuMatrix, GpuSet, NvLinkGen, Objective, PcieGen, SearchOptions, TopologyError, TopologyGraph, best_subset,
+    machines, objective_of,
 };
 
 /// A random machine: sockets, host bridges, PCIe switches (some nested), GPUs
@@ -37,32 +34,22 @@ fn shape() -> impl Strategy<Value = Shape> {
             Just(sockets),
             proptest::collection::vec(0..leaves, gpus),
             proptest::collection::vec(
-                (
-                    0..sockets,
-                    0u32..2,
-                    any::<bool>(),
-                    prop_oneof![Just(4u8), Just(8), Just(16)],
-                ),
+                (0..sockets, 0u32..2, any::<bool>(), prop_oneof![Just(4u8), Just(8), Just(16)]),
                 leaves,
             ),
             proptest::collection::vec((0..gpus, 0..gpus, 1u8..=4), 0..=12),
-            prop_oneof![
-                Just(vec![0u8; gpus]),
-                proptest::collection::vec(0u8..=3, gpus),
-            ],
+            prop_oneof![Just(vec![0u8; gpus]), proptest::collection::vec(0u8..=3, gpus),],
             proptest::collection::vec(any::<bool>(), leaves),
         )
-            .prop_map(
-                |(gpus, sockets, gpu_leaf, leaves, nvlinks, nvswitch, nic_leaf)| Shape {
-                    gpus,
-                    sockets,
-                    gpu_leaf,
-                    leaves,
-                    nvlinks,
-                    nvswitch,
-                    nic_leaf,
-                },
-            )
+            .prop_map(|(gpus, sockets, gpu_leaf, leaves, nvlinks, nvswitch, nic_leaf)| Shape {
+                gpus,
+                sockets,
+                gpu_leaf,
+                leaves,
+                nvlinks,
+                nvswitch,
+                nic_leaf,
+            })
     })
 }
 
@@ -76,18 +63,13 @@ fn build(s: &Shape) -> GpuMatrix {
     let mut parents = std::collections::BTreeMap::new();
     let mut leaf_nodes = Vec::new();
     for (li, &(sock, hb, nested, width)) in s.leaves.iter().enumerate() {
-        let bridge = *bridges.entry((sock, hb)).or_insert_with(|| {
-            g.add_host_bridge(
-                format!("hb{sock}-{hb}"),
-                cpus[sock as usize],
-                PcieGen::Gen4,
-                16,
-            )
-        });
+        let bridge = *bridges
+            .entry((sock, hb))
+            .or_insert_with(|| g.add_host_bridge(format!("hb{sock}-{hb}"), cpus[sock as usize], PcieGen::Gen4, 16));
         let parent = if nested {
-            *parents.entry((sock, hb)).or_insert_with(|| {
-                g.add_pcie_switch(100 + sock * 2 + hb, bridge, PcieGen::Gen4, 16)
-            })
+            *parents
+                .entry((sock, hb))
+                .or_insert_with(|| g.add_pcie_switch(100 + sock * 2 + hb, bridge, PcieGen::Gen4, 16))
         } else {
             bridge
         };
@@ -98,42 +80,18 @@ fn build(s: &Shape) -> GpuMatrix {
         leaf_nodes.push(leaf);
     }
     let gpu_nodes: Vec<_> = (0..s.gpus)
-        .map(|i| {
-            g.add_gpu(
-                i as u32,
-                format!("GPU-{i}"),
-                "test",
-                1,
-                leaf_nodes[s.gpu_leaf[i]],
-                PcieGen::Gen4,
-                16,
-            )
-        })
+        .map(|i| g.add_gpu(i as u32, format!("GPU-{i}"), "test", 1, leaf_nodes[s.gpu_leaf[i]], PcieGen::Gen4, 16))
         .collect();
     for &(a, b, links) in &s.nvlinks {
         if a != b {
-            g.link(
-                gpu_nodes[a],
-                gpu_nodes[b],
-                Edge::NvLink {
-                    generation: NvLinkGen::V3,
-                    links,
-                },
-            );
+            g.link(gpu_nodes[a], gpu_nodes[b], Edge::NvLink { generation: NvLinkGen::V3, links });
         }
     }
     if s.nvswitch.iter().any(|&l| l > 0) {
         let sw = g.add_nvswitch(0);
         for (i, &links) in s.nvswitch.iter().enumerate() {
             if links > 0 {
-                g.link(
-                    gpu_nodes[i],
-                    sw,
-                    Edge::NvLink {
-                        generation: NvLinkGen::V4,
-                        links,
-                    },
-                );
+                g.link(gpu_nodes[i], sw, Edge::NvLink { generation: NvLinkGen::V4, links });
             }
         }
     }
@@ -143,13 +101,7 @@ fn build(s: &Shape) -> GpuMatrix {
 fn frag_cost(m: &GpuMatrix, free: u128, set: u128) -> u64 {
     GpuSet(set)
         .iter()
-        .map(|a| {
-            GpuSet(free)
-                .iter()
-                .filter(|&b| b != a)
-                .map(|b| m.pair(a, b).expect("in range").weight())
-                .sum::<u64>()
-        })
+        .map(|a| GpuSet(free).iter().filter(|&b| b != a).map(|b| m.pair(a, b).expect("in range").weight()).sum::<u64>())
         .sum()
 }
 
@@ -178,24 +130,15 @@ fn nic_feasible(m: &GpuMatrix, set: u128) -> bool {
 
 /// Brute force: every k-subset of `free`; returns the best set by (objective,
 /// fragmentation if asked, lexicographic) among those passing `ok`.
-fn brute(
-    m: &GpuMatrix,
-    free: u128,
-    k: usize,
-    frag: bool,
-    ok: &dyn Fn(u128) -> bool,
-) -> Option<(u128, Objective)> {
+fn brute(m: &GpuMatrix, free: u128, k: usize, frag: bool, ok: &dyn Fn(u128) -> bool) -> Option<(u128, Objective)> {
     let idx = sorted(free);
     let mut best: Option<(u128, Objective, u64)> = None;
     for bits in 0u32..(1 << idx.len()) {
         if bits.count_ones() as usize != k {
             continue;
         }
-        let set = idx
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| bits & (1 << i) != 0)
-            .fold(0u128, |acc, (_, &g)| acc | (1 << g));
+        let set =
+            idx.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).fold(0u128, |acc, (_, &g)| acc | (1 << g));
         if !ok(set) {
             continue;
         }
@@ -332,10 +275,7 @@ proptest! {
 /// same bundle, hosts with random PCIe layouts (one or two sockets).
 fn multi_host() -> impl Strategy<Value = Vec<Vec<(u32, bool)>>> {
     // Per host, per GPU: (socket, behind a shared switch).
-    proptest::collection::vec(
-        proptest::collection::vec((0u32..2, any::<bool>()), 1..=4),
-        2..=4,
-    )
+    proptest::collection::vec(proptest::collection::vec((0u32..2, any::<bool>()), 1..=4), 2..=4)
 }
 
 fn build_multi_host(hosts: &[Vec<(u32, bool)>]) -> GpuMatrix {
@@ -349,33 +289,12 @@ fn build_multi_host(hosts: &[Vec<(u32, bool)>]) -> GpuMatrix {
             g.add_host_bridge(format!("h{h}a"), cpus[0], PcieGen::Gen5, 16),
             g.add_host_bridge(format!("h{h}b"), cpus[1], PcieGen::Gen5, 16),
         ];
-        let pcie_sw = [
-            g.add_pcie_switch(0, hbs[0], PcieGen::Gen5, 16),
-            g.add_pcie_switch(1, hbs[1], PcieGen::Gen5, 16),
-        ];
+        let pcie_sw =
+            [g.add_pcie_switch(0, hbs[0], PcieGen::Gen5, 16), g.add_pcie_switch(1, hbs[1], PcieGen::Gen5, 16)];
         for &(socket, shared) in gpus {
-            let parent = if shared {
-                pcie_sw[socket as usize]
-            } else {
-                hbs[socket as usize]
-            };
-            let gpu = g.add_gpu(
-                index,
-                format!("g{index}"),
-                "m",
-                1,
-                parent,
-                PcieGen::Gen5,
-                16,
-            );
-            g.link(
-                gpu,
-                sw,
-                Edge::NvLink {
-                    generation: NvLinkGen::V5,
-                    links: 18,
-                },
-            );
+            let parent = if shared { pcie_sw[socket as usize] } else { hbs[socket as usize] };
+            let gpu = g.add_gpu(index, format!("g{index}"), "m", 1, parent, PcieGen::Gen5, 16);
+            g.link(gpu, sw, Edge::NvLink { generation: NvLinkGen::V5, links: 18 });
             index += 1;
         }
     }
@@ -461,9 +380,7 @@ fn nvl72_random_half_busy_reports_a_sound_bound() {
     // Brute force is out of reach (C(36, 8) = 30 million), so check the answer
     // against the structure: the best tray contributes its whole free set.
     let full_trays = (0..18).filter(|t| (free >> (4 * t)) & 0xf == 0xf).count();
-    let taken_full = (0..18)
-        .filter(|t| (free >> (4 * t)) & 0xf == 0xf && (p.gpus.0 >> (4 * t)) & 0xf == 0xf)
-        .count();
+    let taken_full = (0..18).filter(|t| (free >> (4 * t)) & 0xf == 0xf && (p.gpus.0 >> (4 * t)) & 0xf == 0xf).count();
     assert_eq!(taken_full, full_trays.min(2));
 }
 
@@ -471,59 +388,28 @@ fn nvl72_random_half_busy_reports_a_sound_bound() {
 fn bad_requests_are_typed_errors() {
     let m = machines::dgx_h100().matrix().expect("valid");
     let o = SearchOptions::default();
-    assert_eq!(
-        best_subset(&m, m.all(), 0, &o),
-        Err(TopologyError::ZeroRequest)
-    );
-    assert_eq!(
-        best_subset(&m, 0b111, 4, &o),
-        Err(TopologyError::NotEnoughFree {
-            requested: 4,
-            free: 3
-        })
-    );
-    assert_eq!(
-        best_subset(&m, 1 << 9, 1, &o),
-        Err(TopologyError::FreeMaskOutOfRange { index: 9, count: 8 })
-    );
+    assert_eq!(best_subset(&m, m.all(), 0, &o), Err(TopologyError::ZeroRequest));
+    assert_eq!(best_subset(&m, 0b111, 4, &o), Err(TopologyError::NotEnoughFree { requested: 4, free: 3 }));
+    assert_eq!(best_subset(&m, 1 << 9, 1, &o), Err(TopologyError::FreeMaskOutOfRange { index: 9, count: 8 }));
     // NIC alignment with every NIC taken.
-    let none = SearchOptions {
-        nic_aligned: true,
-        free_nics: 0,
-        ..o
-    };
-    assert_eq!(
-        best_subset(&m, m.all(), 2, &none),
-        Err(TopologyError::NoNicAlignedSet { requested: 2 })
-    );
+    let none = SearchOptions { nic_aligned: true, free_nics: 0, ..o };
+    assert_eq!(best_subset(&m, m.all(), 2, &none), Err(TopologyError::NoNicAlignedSet { requested: 2 }));
     // DGX-1 V100: 2 NICs per 4 GPUs, so at most 4 aligned GPUs.
     let v = machines::dgx1_v100().matrix().expect("valid");
-    let aligned = SearchOptions {
-        nic_aligned: true,
-        ..o
-    };
+    let aligned = SearchOptions { nic_aligned: true, ..o };
     assert!(best_subset(&v, v.all(), 4, &aligned).is_ok());
-    assert_eq!(
-        best_subset(&v, v.all(), 5, &aligned),
-        Err(TopologyError::NoNicAlignedSet { requested: 5 })
-    );
+    assert_eq!(best_subset(&v, v.all(), 5, &aligned), Err(TopologyError::NoNicAlignedSet { requested: 5 }));
 }
 
 #[test]
 fn numa_alignment_on_dgx_a100() {
     let m = machines::dgx_a100().matrix().expect("valid");
-    let opts = SearchOptions {
-        numa_aligned: true,
-        ..SearchOptions::default()
-    };
+    let opts = SearchOptions { numa_aligned: true, ..SearchOptions::default() };
     // Two GPUs per NUMA node (NPS4): a pair fits, four do not.
     let p = best_subset(&m, m.all(), 2, &opts).expect("a pair fits");
     let numa: Vec<u32> = p.gpus.iter().map(|g| m.gpus()[g].gpu.numa_node).collect();
     assert_eq!(numa[0], numa[1]);
-    assert_eq!(
-        best_subset(&m, m.all(), 4, &opts),
-        Err(TopologyError::NoNumaAlignedSet { requested: 4 })
-    );
+    assert_eq!(best_subset(&m, m.all(), 4, &opts), Err(TopologyError::NoNumaAlignedSet { requested: 4 }));
     // Without alignment 4 GPUs are fine (all NV12).
     assert!(best_subset(&m, m.all(), 4, &SearchOptions::default()).is_ok());
 }
@@ -536,10 +422,7 @@ fn bad_graphs_are_typed_errors() {
     let hb = g.add_host_bridge("hb", cpu, PcieGen::Gen4, 16);
     g.add_gpu(0, "a", "m", 1, hb, PcieGen::Gen4, 16);
     g.add_detached_gpu(1, "b", "m", 1);
-    assert_eq!(
-        g.matrix().map(|_| ()),
-        Err(TopologyError::UnreachableGpu { a: 0, b: 1 })
-    );
+    assert_eq!(g.matrix().map(|_| ()), Err(TopologyError::UnreachableGpu { a: 0, b: 1 }));
 
     // Two sockets without an inter-socket link.
     let mut g = TopologyGraph::new("split");
@@ -548,10 +431,7 @@ fn bad_graphs_are_typed_errors() {
         let hb = g.add_host_bridge(format!("hb{s}"), cpu, PcieGen::Gen4, 16);
         g.add_gpu(s, format!("g{s}"), "m", 1, hb, PcieGen::Gen4, 16);
     }
-    assert!(matches!(
-        g.matrix(),
-        Err(TopologyError::UnreachableGpu { .. })
-    ));
+    assert!(matches!(g.matrix(), Err(TopologyError::UnreachableGpu { .. })));
 
     // Duplicate ids and indices.
     let mut g = TopologyGraph::new("dup");
@@ -559,59 +439,32 @@ fn bad_graphs_are_typed_errors() {
     let hb = g.add_host_bridge("hb", cpu, PcieGen::Gen4, 16);
     g.add_gpu(0, "same", "m", 1, hb, PcieGen::Gen4, 16);
     g.add_gpu(1, "same", "m", 1, hb, PcieGen::Gen4, 16);
-    assert_eq!(
-        g.matrix().map(|_| ()),
-        Err(TopologyError::DuplicateGpuId {
-            id: "same".to_owned()
-        })
-    );
+    assert_eq!(g.matrix().map(|_| ()), Err(TopologyError::DuplicateGpuId { id: "same".to_owned() }));
     let mut g = TopologyGraph::new("dup-index");
     let cpu = g.add_cpu(0, 0, 0);
     let hb = g.add_host_bridge("hb", cpu, PcieGen::Gen4, 16);
     g.add_gpu(0, "a", "m", 1, hb, PcieGen::Gen4, 16);
     g.add_gpu(0, "b", "m", 1, hb, PcieGen::Gen4, 16);
-    assert_eq!(
-        g.matrix().map(|_| ()),
-        Err(TopologyError::DuplicateGpuIndex { index: 0 })
-    );
+    assert_eq!(g.matrix().map(|_| ()), Err(TopologyError::DuplicateGpuIndex { index: 0 }));
     let mut g = TopologyGraph::new("gap");
     let cpu = g.add_cpu(0, 0, 0);
     let hb = g.add_host_bridge("hb", cpu, PcieGen::Gen4, 16);
     g.add_gpu(0, "a", "m", 1, hb, PcieGen::Gen4, 16);
     g.add_gpu(5, "b", "m", 1, hb, PcieGen::Gen4, 16);
-    assert_eq!(
-        g.matrix().map(|_| ()),
-        Err(TopologyError::GpuIndexGap { index: 5, count: 2 })
-    );
+    assert_eq!(g.matrix().map(|_| ()), Err(TopologyError::GpuIndexGap { index: 5, count: 2 }));
 
     // No GPUs; a PCIe device with two parents; a switch hanging in the air.
-    assert_eq!(
-        TopologyGraph::new("empty").matrix().map(|_| ()),
-        Err(TopologyError::NoGpus)
-    );
+    assert_eq!(TopologyGraph::new("empty").matrix().map(|_| ()), Err(TopologyError::NoGpus));
     let mut g = TopologyGraph::new("two parents");
     let cpu = g.add_cpu(0, 0, 0);
     let hb = g.add_host_bridge("hb", cpu, PcieGen::Gen4, 16);
     let gpu = g.add_gpu(0, "a", "m", 1, hb, PcieGen::Gen4, 16);
-    g.link(
-        cpu,
-        gpu,
-        Edge::Pcie {
-            generation: PcieGen::Gen4,
-            width: 16,
-        },
-    );
-    assert!(matches!(
-        g.matrix(),
-        Err(TopologyError::PcieNotATree { .. })
-    ));
+    g.link(cpu, gpu, Edge::Pcie { generation: PcieGen::Gen4, width: 16 });
+    assert!(matches!(g.matrix(), Err(TopologyError::PcieNotATree { .. })));
     let mut g2 = TopologyGraph::new("dangling2");
     let floating = g2.add_node(schedkit::topology::Node::PcieSwitch { id: 1 });
     g2.add_gpu(0, "a", "m", 1, floating, PcieGen::Gen4, 16);
-    assert!(matches!(
-        g2.matrix(),
-        Err(TopologyError::DanglingPcie { .. })
-    ));
+    assert!(matches!(g2.matrix(), Err(TopologyError::DanglingPcie { .. })));
 
     // An index from another graph.
     let mut other = TopologyGraph::new("other");
@@ -622,8 +475,5 @@ fn bad_graphs_are_typed_errors() {
     let cpu = g.add_cpu(0, 0, 0);
     g.link(cpu, far, Edge::InterSocket { mbps: 1 });
     let _ = foreign;
-    assert_eq!(
-        g.matrix().map(|_| ()),
-        Err(TopologyError::UnknownNode { index: far.index() })
-    );
+    assert_eq!(g.matrix().map(|_| ()), Err(TopologyError::UnknownNode { index: far.index() }));
 }

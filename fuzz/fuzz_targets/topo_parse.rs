@@ -23,10 +23,7 @@ fuzz_target!(|data: &[u8]| {
             let again = parse_topo(&m.to_topo_string(), &opts).expect("rendered text parses");
             for a in 0..m.len() {
                 for b in 0..m.len() {
-                    assert_eq!(
-                        again.matrix.class(a, b).expect("in range"),
-                        m.class(a, b).expect("in range")
-                    );
+                    assert_eq!(again.matrix.class(a, b).expect("in range"), m.class(a, b).expect("in range"));
                 }
             }
         }

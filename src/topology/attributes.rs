@@ -29,26 +29,14 @@ pub const MAX_SCORE: i64 = 100;
 /// shapes, the plugin's `NormalizeScore` (upstream's default normalizer rescales
 /// to the best node) is where absolute bandwidths can be brought in.
 pub fn score_against(best: &Placement, ideal: &Placement) -> i64 {
-    let (Some(b_min), Some(i_min)) = (
-        best.objective.min_bandwidth_mbps(),
-        ideal.objective.min_bandwidth_mbps(),
-    ) else {
+    let (Some(b_min), Some(i_min)) = (best.objective.min_bandwidth_mbps(), ideal.objective.min_bandwidth_mbps()) else {
         return MAX_SCORE;
     };
-    let part = |weight: u64, got: u64, want: u64| -> u64 {
-        (weight * got.min(want)).checked_div(want).unwrap_or(weight)
-    };
+    let part =
+        |weight: u64, got: u64, want: u64| -> u64 { (weight * got.min(want)).checked_div(want).unwrap_or(weight) };
     let s = part(70, b_min, i_min)
-        + part(
-            20,
-            best.objective.sum_bandwidth_mbps(),
-            ideal.objective.sum_bandwidth_mbps(),
-        )
-        + part(
-            10,
-            best.objective.sum_closeness(),
-            ideal.objective.sum_closeness(),
-        );
+        + part(20, best.objective.sum_bandwidth_mbps(), ideal.objective.sum_bandwidth_mbps())
+        + part(10, best.objective.sum_closeness(), ideal.objective.sum_closeness());
     s.min(MAX_SCORE as u64) as i64
 }
 
@@ -58,12 +46,7 @@ pub fn score_against(best: &Placement, ideal: &Placement) -> i64 {
 /// should cache the ideal placement per machine shape and `k` and call
 /// [`score_against`] instead. Errors are those of [`best_subset`]: a node that
 /// cannot fit the request is a Filter failure, not a low score.
-pub fn topology_score(
-    m: &GpuMatrix,
-    free: u128,
-    k: usize,
-    opts: &SearchOptions,
-) -> Result<i64, TopologyError> {
+pub fn topology_score(m: &GpuMatrix, free: u128, k: usize, opts: &SearchOptions) -> Result<i64, TopologyError> {
     let best = best_subset(m, free, k, opts)?;
     let ideal = best_subset(m, m.all(), k, opts)?;
     Ok(score_against(&best, &ideal))
@@ -96,13 +79,9 @@ pub const NUMA_NODE_ATTRIBUTE: &str = "resource.kubernetes.io/numaNode";
 /// attribute requires; roots the parser or the C2C-attached shapes synthesize
 /// do not, and are not published.
 fn is_pcie_root(root: &str) -> bool {
-    root.strip_prefix("pci")
-        .and_then(|r| r.split_once(':'))
-        .is_some_and(|(d, b)| {
-            !d.is_empty()
-                && !b.is_empty()
-                && d.bytes().chain(b.bytes()).all(|c| c.is_ascii_hexdigit())
-        })
+    root.strip_prefix("pci").and_then(|r| r.split_once(':')).is_some_and(|(d, b)| {
+        !d.is_empty() && !b.is_empty() && d.bytes().chain(b.bytes()).all(|c| c.is_ascii_hexdigit())
+    })
 }
 
 /// Topology facts of GPU `gpu` as DRA device attributes, names qualified by the
@@ -123,31 +102,18 @@ fn is_pcie_root(root: &str) -> bool {
 /// | `<domain>/nearestNicLink` | string, its class (`PIX`, `PXB`, …) |
 ///
 /// `None` if `gpu` is out of range.
-pub fn gpu_attributes(
-    m: &GpuMatrix,
-    gpu: usize,
-    domain: &str,
-) -> Option<Vec<(String, AttributeValue)>> {
+pub fn gpu_attributes(m: &GpuMatrix, gpu: usize, domain: &str) -> Option<Vec<(String, AttributeValue)>> {
     let facts = m.gpu(gpu)?;
     let q = |name: &str| format!("{domain}/{name}");
     let mut out = vec![
         (q("index"), AttributeValue::Int(i64::from(facts.gpu.index))),
         (q("uuid"), AttributeValue::String(facts.gpu.id.clone())),
-        (
-            q("productName"),
-            AttributeValue::String(facts.gpu.model.clone()),
-        ),
-        (
-            NUMA_NODE_ATTRIBUTE.to_owned(),
-            AttributeValue::Int(i64::from(facts.gpu.numa_node)),
-        ),
+        (q("productName"), AttributeValue::String(facts.gpu.model.clone())),
+        (NUMA_NODE_ATTRIBUTE.to_owned(), AttributeValue::Int(i64::from(facts.gpu.numa_node))),
         (q("host"), AttributeValue::Int(i64::from(facts.gpu.host))),
     ];
     if is_pcie_root(&facts.gpu.pcie_root) {
-        out.push((
-            PCIE_ROOT_ATTRIBUTE.to_owned(),
-            AttributeValue::String(facts.gpu.pcie_root.clone()),
-        ));
+        out.push((PCIE_ROOT_ATTRIBUTE.to_owned(), AttributeValue::String(facts.gpu.pcie_root.clone())));
     }
     if let Some(d) = facts.nvlink_domain {
         out.push((q("nvlinkDomain"), AttributeValue::Int(i64::from(d))));
@@ -156,14 +122,8 @@ pub fn gpu_attributes(
         out.push((q("cliqueId"), AttributeValue::Int(i64::from(c))));
     }
     if let Some((nic, class)) = m.nearest_nic(gpu) {
-        out.push((
-            q("nearestNic"),
-            AttributeValue::String(m.nics()[nic].name.clone()),
-        ));
-        out.push((
-            q("nearestNicLink"),
-            AttributeValue::String(class.to_string()),
-        ));
+        out.push((q("nearestNic"), AttributeValue::String(m.nics()[nic].name.clone())));
+        out.push((q("nearestNicLink"), AttributeValue::String(class.to_string())));
     }
     Some(out)
 }

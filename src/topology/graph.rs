@@ -196,11 +196,7 @@ pub struct TopologyGraph {
 impl TopologyGraph {
     /// An empty graph with a name (the machine shape, e.g. `DGX H100`).
     pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            graph: StableDiGraph::new(),
-            unknown_node: None,
-        }
+        Self { name: name.into(), graph: StableDiGraph::new(), unknown_node: None }
     }
 
     /// The name given at construction.
@@ -239,11 +235,7 @@ impl TopologyGraph {
 
     /// Adds a CPU/NUMA node.
     pub fn add_cpu(&mut self, socket: u32, numa_node: u32, host: u32) -> NodeIndex {
-        self.graph.add_node(Node::Cpu {
-            socket,
-            numa_node,
-            host,
-        })
+        self.graph.add_node(Node::Cpu { socket, numa_node, host })
     }
 
     /// Adds a PCIe host bridge under `cpu`, linked with the given root port.
@@ -260,13 +252,7 @@ impl TopologyGraph {
     }
 
     /// Adds a PCIe switch under `parent` (a host bridge or another switch).
-    pub fn add_pcie_switch(
-        &mut self,
-        id: u32,
-        parent: NodeIndex,
-        generation: PcieGen,
-        width: u8,
-    ) -> NodeIndex {
+    pub fn add_pcie_switch(&mut self, id: u32, parent: NodeIndex, generation: PcieGen, width: u8) -> NodeIndex {
         let sw = self.graph.add_node(Node::PcieSwitch { id });
         self.link(parent, sw, Edge::Pcie { generation, width });
         sw
@@ -279,10 +265,7 @@ impl TopologyGraph {
 
     /// Adds a GPU under a PCIe parent. The GPU's NUMA node, host and PCIe root
     /// are filled in from its upstream chain when the matrix is built.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "a GPU's facts plus its PCIe link"
-    )]
+    #[expect(clippy::too_many_arguments, reason = "a GPU's facts plus its PCIe link")]
     pub fn add_gpu(
         &mut self,
         index: u32,
@@ -318,18 +301,8 @@ impl TopologyGraph {
     }
 
     /// Adds a NIC under a PCIe parent.
-    pub fn add_nic(
-        &mut self,
-        name: impl Into<String>,
-        parent: NodeIndex,
-        generation: PcieGen,
-        width: u8,
-    ) -> NodeIndex {
-        let nic = self.graph.add_node(Node::Nic(Nic {
-            name: name.into(),
-            numa_node: 0,
-            host: 0,
-        }));
+    pub fn add_nic(&mut self, name: impl Into<String>, parent: NodeIndex, generation: PcieGen, width: u8) -> NodeIndex {
+        let nic = self.graph.add_node(Node::Nic(Nic { name: name.into(), numa_node: 0, host: 0 }));
         self.link(parent, nic, Edge::Pcie { generation, width });
         nic
     }

@@ -57,21 +57,9 @@ fn dgx_hopper(name: &str, model: &str, mem: u64, tag: u32) -> TopologyGraph {
             let hb = g.add_host_bridge(format!("pci{idx:04x}:00"), cpu, PcieGen::Gen5, 16);
             let sw = g.add_pcie_switch(idx, hb, PcieGen::Gen5, 16);
             let gpu = g.add_gpu(idx, gpu_id(tag, idx), model, mem, sw, PcieGen::Gen5, 16);
-            g.add_nic(
-                format!("mlx5_{}", compute_nic[idx as usize]),
-                sw,
-                PcieGen::Gen5,
-                16,
-            );
+            g.add_nic(format!("mlx5_{}", compute_nic[idx as usize]), sw, PcieGen::Gen5, 16);
             for (k, &links) in links_per_switch.iter().enumerate() {
-                g.link(
-                    gpu,
-                    nvs[k],
-                    Edge::NvLink {
-                        generation: NvLinkGen::V4,
-                        links,
-                    },
-                );
+                g.link(gpu, nvs[k], Edge::NvLink { generation: NvLinkGen::V4, links });
             }
         }
     }
@@ -103,11 +91,7 @@ pub fn dgx_a100() -> TopologyGraph {
     for s in 0..2 {
         for a in 0..4 {
             for b in (a + 1)..4 {
-                g.link(
-                    numa[s * 4 + a],
-                    numa[s * 4 + b],
-                    Edge::InterSocket { mbps: 100_000 },
-                );
+                g.link(numa[s * 4 + a], numa[s * 4 + b], Edge::InterSocket { mbps: 100_000 });
             }
         }
     }
@@ -120,24 +104,9 @@ pub fn dgx_a100() -> TopologyGraph {
         for local in 0..2u32 {
             let idx = c as u32 * 2 + local;
             let leaf = g.add_pcie_switch(c as u32 * 10 + 1 + local, top, PcieGen::Gen4, 16);
-            let gpu = g.add_gpu(
-                idx,
-                gpu_id(tag, idx),
-                "NVIDIA A100-SXM4-80GB",
-                81_920,
-                leaf,
-                PcieGen::Gen4,
-                16,
-            );
+            let gpu = g.add_gpu(idx, gpu_id(tag, idx), "NVIDIA A100-SXM4-80GB", 81_920, leaf, PcieGen::Gen4, 16);
             for &sw in &nvs {
-                g.link(
-                    gpu,
-                    sw,
-                    Edge::NvLink {
-                        generation: NvLinkGen::V3,
-                        links: 2,
-                    },
-                );
+                g.link(gpu, sw, Edge::NvLink { generation: NvLinkGen::V3, links: 2 });
             }
         }
         for local in 0..2u32 {
@@ -196,28 +165,13 @@ pub fn dgx1_v100() -> TopologyGraph {
             let sw = g.add_pcie_switch(swi, hb, PcieGen::Gen3, 16);
             for local in 0..2u32 {
                 let idx = swi * 2 + local;
-                gpus.push(g.add_gpu(
-                    idx,
-                    gpu_id(tag, idx),
-                    "Tesla V100-SXM2-32GB",
-                    32_768,
-                    sw,
-                    PcieGen::Gen3,
-                    16,
-                ));
+                gpus.push(g.add_gpu(idx, gpu_id(tag, idx), "Tesla V100-SXM2-32GB", 32_768, sw, PcieGen::Gen3, 16));
             }
             g.add_nic(format!("mlx5_{swi}"), sw, PcieGen::Gen3, 16);
         }
     }
     for &(a, b, links) in DGX1_V100_NVLINKS.iter().chain(&DGX1_V100_NVLINKS_REST) {
-        g.link(
-            gpus[a as usize],
-            gpus[b as usize],
-            Edge::NvLink {
-                generation: NvLinkGen::V2,
-                links,
-            },
-        );
+        g.link(gpus[a as usize], gpus[b as usize], Edge::NvLink { generation: NvLinkGen::V2, links });
     }
     g
 }
@@ -242,15 +196,7 @@ pub fn pcie_l40s_8() -> TopologyGraph {
             let sw = g.add_pcie_switch(swi, hb, PcieGen::Gen4, 16);
             for local in 0..2u32 {
                 let idx = swi * 2 + local;
-                g.add_gpu(
-                    idx,
-                    gpu_id(tag, idx),
-                    "NVIDIA L40S",
-                    46_068,
-                    sw,
-                    PcieGen::Gen4,
-                    16,
-                );
+                g.add_gpu(idx, gpu_id(tag, idx), "NVIDIA L40S", 46_068, sw, PcieGen::Gen4, 16);
             }
             g.add_nic(format!("mlx5_{swi}"), sw, PcieGen::Gen4, 16);
         }
@@ -286,29 +232,12 @@ pub fn gb200_nvl72() -> TopologyGraph {
                 let gpu = g.add_detached_gpu(idx, gpu_id(tag, idx), "NVIDIA GB200", 189_471);
                 g.link(grace, gpu, Edge::C2c { mbps: 450_000 });
                 for &sw in &nvs {
-                    g.link(
-                        gpu,
-                        sw,
-                        Edge::NvLink {
-                            generation: NvLinkGen::V5,
-                            links: 1,
-                        },
-                    );
+                    g.link(gpu, sw, Edge::NvLink { generation: NvLinkGen::V5, links: 1 });
                 }
             }
             for local in 0..2u32 {
-                let hb = g.add_host_bridge(
-                    format!("pci{:04x}:00", gi as u32 * 2 + local),
-                    grace,
-                    PcieGen::Gen5,
-                    16,
-                );
-                g.add_nic(
-                    format!("tray{tray}-mlx5_{}", gi as u32 * 2 + local),
-                    hb,
-                    PcieGen::Gen5,
-                    16,
-                );
+                let hb = g.add_host_bridge(format!("pci{:04x}:00", gi as u32 * 2 + local), grace, PcieGen::Gen5, 16);
+                g.add_nic(format!("tray{tray}-mlx5_{}", gi as u32 * 2 + local), hb, PcieGen::Gen5, 16);
             }
         }
     }

@@ -167,10 +167,7 @@ impl GpuMatrix {
             return Err(TopologyError::NoGpus);
         }
         if n > MAX_GPUS {
-            return Err(TopologyError::TooManyGpus {
-                count: n,
-                max: MAX_GPUS,
-            });
+            return Err(TopologyError::TooManyGpus { count: n, max: MAX_GPUS });
         }
         if nics.len() > MAX_NICS {
             return Err(TopologyError::TooManyNics { count: nics.len() });
@@ -182,10 +179,7 @@ impl GpuMatrix {
         let nic_local = (0..n)
             .map(|g| {
                 let mut mask = 0u128;
-                for (j, c) in nic_class[g * nics.len()..(g + 1) * nics.len()]
-                    .iter()
-                    .enumerate()
-                {
+                for (j, c) in nic_class[g * nics.len()..(g + 1) * nics.len()].iter().enumerate() {
                     if c.is_some_and(HopClass::is_pcie_local) {
                         mask |= 1 << j;
                     }
@@ -193,15 +187,7 @@ impl GpuMatrix {
                 mask
             })
             .collect();
-        Ok(Self {
-            name,
-            gpus,
-            nics,
-            pairs,
-            weights,
-            nic_class,
-            nic_local,
-        })
+        Ok(Self { name, gpus, nics, pairs, weights, nic_class, nic_local })
     }
 
     /// The machine shape's name.
@@ -221,11 +207,7 @@ impl GpuMatrix {
 
     /// Mask with every GPU set.
     pub fn all(&self) -> u128 {
-        if self.gpus.len() == MAX_GPUS {
-            u128::MAX
-        } else {
-            (1u128 << self.gpus.len()) - 1
-        }
+        if self.gpus.len() == MAX_GPUS { u128::MAX } else { (1u128 << self.gpus.len()) - 1 }
     }
 
     /// Facts about GPU `i`, `None` if out of range.
@@ -290,13 +272,8 @@ impl GpuMatrix {
 
     /// The closest NIC to GPU `g` (lowest class, then lowest column), if any.
     pub fn nearest_nic(&self, g: usize) -> Option<(usize, HopClass)> {
-        let row = self
-            .nic_class
-            .get(g * self.nics.len()..(g + 1) * self.nics.len())?;
-        row.iter()
-            .enumerate()
-            .filter_map(|(j, c)| c.map(|c| (j, c)))
-            .min_by_key(|(j, c)| (nic_rank(*c), *j))
+        let row = self.nic_class.get(g * self.nics.len()..(g + 1) * self.nics.len())?;
+        row.iter().enumerate().filter_map(|(j, c)| c.map(|c| (j, c))).min_by_key(|(j, c)| (nic_rank(*c), *j))
     }
 
     /// Renders the GPU and NIC part of the matrix the way `nvidia-smi topo -m` does
@@ -330,11 +307,7 @@ impl GpuMatrix {
                 let _ = write!(s, "\t{c}");
             }
             for b in 0..self.nics.len() {
-                let c = if a == b {
-                    HopClass::SelfLink
-                } else {
-                    HopClass::Sys
-                };
+                let c = if a == b { HopClass::SelfLink } else { HopClass::Sys };
                 let _ = write!(s, "\t{c}");
             }
             s.push('\n');
@@ -375,18 +348,12 @@ fn nvlink_domains(gpus: Vec<Gpu>, pairs: &[PairLink]) -> Vec<GpuFacts> {
     let clique: Vec<bool> = (0..next)
         .map(|d| {
             let members: Vec<usize> = (0..count).filter(|&x| domain[x] == Some(d)).collect();
-            members
-                .iter()
-                .all(|&a| members.iter().all(|&b| a == b || nv(a, b)))
+            members.iter().all(|&a| members.iter().all(|&b| a == b || nv(a, b)))
         })
         .collect();
     gpus.into_iter()
         .zip(domain)
-        .map(|(gpu, d)| GpuFacts {
-            gpu,
-            nvlink_domain: d,
-            nvlink_clique: d.filter(|d| clique[*d as usize]),
-        })
+        .map(|(gpu, d)| GpuFacts { gpu, nvlink_domain: d, nvlink_clique: d.filter(|d| clique[*d as usize]) })
         .collect()
 }
 
@@ -443,15 +410,11 @@ fn chain_of(g: &TopologyGraph, dev: NodeIndex) -> Result<Chain, TopologyError> {
             return if chain.nodes.is_empty() {
                 Ok(chain)
             } else {
-                Err(TopologyError::DanglingPcie {
-                    node: node_label(g, dev),
-                })
+                Err(TopologyError::DanglingPcie { node: node_label(g, dev) })
             };
         };
         if ups.next().is_some() {
-            return Err(TopologyError::PcieNotATree {
-                node: node_label(g, cur),
-            });
+            return Err(TopologyError::PcieNotATree { node: node_label(g, cur) });
         }
         narrow = narrow.min(up.weight().mbps());
         cur = up.source();
@@ -461,9 +424,7 @@ fn chain_of(g: &TopologyGraph, dev: NodeIndex) -> Result<Chain, TopologyError> {
             return Ok(chain);
         }
     }
-    Err(TopologyError::PcieNotATree {
-        node: node_label(g, dev),
-    })
+    Err(TopologyError::PcieNotATree { node: node_label(g, dev) })
 }
 
 /// The host-path class and bottleneck between two devices, given their chains.
@@ -499,10 +460,7 @@ impl TopologyGraph {
     /// Precomputes the GPU matrix: per pair the NVLink or host-path bandwidth and
     /// class, per GPU its NUMA node, PCIe root, host, NVLink domain and clique, and
     /// the GPU-to-NIC classes. Done once per machine shape.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one pass: index the graph, then fill the pair and NIC tables"
-    )]
+    #[expect(clippy::too_many_lines, reason = "one pass: index the graph, then fill the pair and NIC tables")]
     pub fn matrix(&self) -> Result<GpuMatrix, TopologyError> {
         if let Some(index) = self.unknown_node() {
             return Err(TopologyError::UnknownNode { index });
@@ -526,15 +484,10 @@ impl TopologyGraph {
             return Err(TopologyError::NoGpus);
         }
         if count > MAX_GPUS {
-            return Err(TopologyError::TooManyGpus {
-                count,
-                max: MAX_GPUS,
-            });
+            return Err(TopologyError::TooManyGpus { count, max: MAX_GPUS });
         }
         if nic_nodes.len() > MAX_NICS {
-            return Err(TopologyError::TooManyNics {
-                count: nic_nodes.len(),
-            });
+            return Err(TopologyError::TooManyNics { count: nic_nodes.len() });
         }
         gpu_nodes.sort_unstable_by_key(|(i, _)| *i);
         if let Some(w) = gpu_nodes.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -552,9 +505,7 @@ impl TopologyGraph {
             .collect();
         ids.sort_unstable();
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-            return Err(TopologyError::DuplicateGpuId {
-                id: w[0].to_owned(),
-            });
+            return Err(TopologyError::DuplicateGpuId { id: w[0].to_owned() });
         }
 
         // Widest path between CPU/NUMA nodes of one host over inter-socket links.
@@ -583,12 +534,7 @@ impl TopologyGraph {
             }
         }
         // Dense lookups from node index to position, instead of linear scans.
-        let bound = graph
-            .node_indices()
-            .map(NodeIndex::index)
-            .max()
-            .unwrap_or(0)
-            + 1;
+        let bound = graph.node_indices().map(NodeIndex::index).max().unwrap_or(0) + 1;
         let mut cpu_at = vec![usize::MAX; bound];
         for (i, n) in cpus.iter().enumerate() {
             cpu_at[n.index()] = i;
@@ -603,27 +549,15 @@ impl TopologyGraph {
         }
         let widest_cpu_path = |a: NodeIndex, b: NodeIndex| -> u32 {
             let (i, j) = (cpu_at[a.index()], cpu_at[b.index()]);
-            if i == usize::MAX || j == usize::MAX {
-                0
-            } else {
-                cpu_w[i * ncpu + j]
-            }
+            if i == usize::MAX || j == usize::MAX { 0 } else { cpu_w[i * ncpu + j] }
         };
 
-        let gpu_chains = gpu_nodes
-            .iter()
-            .map(|(_, n)| chain_of(self, *n))
-            .collect::<Result<Vec<_>, _>>()?;
-        let nic_chains = nic_nodes
-            .iter()
-            .map(|n| chain_of(self, *n))
-            .collect::<Result<Vec<_>, _>>()?;
+        let gpu_chains = gpu_nodes.iter().map(|(_, n)| chain_of(self, *n)).collect::<Result<Vec<_>, _>>()?;
+        let nic_chains = nic_nodes.iter().map(|n| chain_of(self, *n)).collect::<Result<Vec<_>, _>>()?;
 
         let cpu_facts = |chain: &Chain| -> (u32, u32) {
             match chain.cpu().and_then(|c| graph.node_weight(c)) {
-                Some(Node::Cpu {
-                    numa_node, host, ..
-                }) => (*numa_node, *host),
+                Some(Node::Cpu { numa_node, host, .. }) => (*numa_node, *host),
                 _ => (0, 0),
             }
         };
@@ -686,16 +620,9 @@ impl TopologyGraph {
                         host: host.map(|h| h.0),
                     }
                 } else if let Some((class, bw)) = host {
-                    PairLink {
-                        bandwidth_mbps: bw,
-                        class,
-                        host: Some(class),
-                    }
+                    PairLink { bandwidth_mbps: bw, class, host: Some(class) }
                 } else {
-                    return Err(TopologyError::UnreachableGpu {
-                        a: gpu_nodes[i].0,
-                        b: gpu_nodes[j].0,
-                    });
+                    return Err(TopologyError::UnreachableGpu { a: gpu_nodes[i].0, b: gpu_nodes[j].0 });
                 };
                 pairs.push(link);
             }
@@ -735,11 +662,7 @@ impl TopologyGraph {
             .filter_map(|(n, chain)| match graph.node_weight(*n) {
                 Some(Node::Nic(nic)) => {
                     let (numa, host) = cpu_facts(chain);
-                    Some(Nic {
-                        name: nic.name.clone(),
-                        numa_node: numa,
-                        host,
-                    })
+                    Some(Nic { name: nic.name.clone(), numa_node: numa, host })
                 }
                 _ => None,
             })
@@ -766,13 +689,7 @@ mod tests {
 
     #[test]
     fn closeness_orders_host_paths() {
-        let order = [
-            HopClass::Pix,
-            HopClass::Pxb,
-            HopClass::Phb,
-            HopClass::Node,
-            HopClass::Sys,
-        ];
+        let order = [HopClass::Pix, HopClass::Pxb, HopClass::Phb, HopClass::Node, HopClass::Sys];
         for w in order.windows(2) {
             assert!(w[0].host_closeness() > w[1].host_closeness());
         }

@@ -36,10 +36,7 @@
 //! objective (see [`search`](crate::topology::search)) exactly for up to 16 GPUs and with a proven bound
 //! beyond.
 
-#![expect(
-    clippy::doc_markdown,
-    reason = "NVLink, PCIe, NVSwitch and NUMA are product names, not code"
-)]
+#![expect(clippy::doc_markdown, reason = "NVLink, PCIe, NVSwitch and NUMA are product names, not code")]
 
 pub mod attributes;
 pub mod error;
@@ -50,8 +47,7 @@ pub mod parse;
 pub mod search;
 
 pub use attributes::{
-    AttributeValue, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, gpu_attributes,
-    score_against, topology_score,
+    AttributeValue, MAX_SCORE, NUMA_NODE_ATTRIBUTE, PCIE_ROOT_ATTRIBUTE, gpu_attributes, score_against, topology_score,
 };
 pub use error::{ParseError, ParseErrorKind, TopologyError};
 pub use graph::{Edge, Gpu, Nic, Node, NvLinkGen, PcieGen, TopologyGraph};

@@ -35,11 +35,7 @@ pub struct ParseOptions {
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        Self {
-            nvlink: NvLinkGen::V4,
-            pcie: PcieGen::Gen4,
-            pcie_width: 16,
-        }
+        Self { nvlink: NvLinkGen::V4, pcie: PcieGen::Gen4, pcie_width: 16 }
     }
 }
 
@@ -97,8 +93,7 @@ fn err(line: usize, column: usize, kind: ParseErrorKind) -> ParseError {
 }
 
 fn is_gpu_name(s: &str) -> bool {
-    s.strip_prefix("GPU")
-        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    s.strip_prefix("GPU").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A plausible NIC column name: `NIC<n>` or an RDMA/netdev name such as `mlx5_0`.
@@ -109,8 +104,7 @@ fn is_nic_name(s: &str) -> bool {
     !s.contains("GPU")
         && !s.contains("NIC")
         && s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn parse_cpu_list(s: &str) -> Option<Vec<RangeInclusive<u32>>> {
@@ -136,16 +130,10 @@ fn find(root: &mut [usize], mut x: usize) -> usize {
 }
 
 /// Parses `nvidia-smi topo -m` output (see the module docs).
-#[expect(
-    clippy::too_many_lines,
-    reason = "one linear pass over the text, kept in one place"
-)]
+#[expect(clippy::too_many_lines, reason = "one linear pass over the text, kept in one place")]
 pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
-    let Some(header_at) = lines
-        .iter()
-        .position(|l| cells(l).any(|(_, c)| c == "GPU0"))
-    else {
+    let Some(header_at) = lines.iter().position(|l| cells(l).any(|(_, c)| c == "GPU0")) else {
         return Err(err(1, 1, ParseErrorKind::MissingHeader));
     };
     let header_line = header_at + 1;
@@ -161,52 +149,28 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
                 let kind = match (w, second) {
                     ("CPU", Some("Affinity")) => AffinityCol::Cpu,
                     ("NUMA", Some("Affinity")) => AffinityCol::Numa,
-                    ("GPU", Some("NUMA")) if words.next().map(|(_, s)| s) == Some("ID") => {
-                        AffinityCol::GpuNuma
-                    }
+                    ("GPU", Some("NUMA")) if words.next().map(|(_, s)| s) == Some("ID") => AffinityCol::GpuNuma,
                     _ => {
-                        return Err(err(
-                            header_line,
-                            col,
-                            ParseErrorKind::BadHeader(w.to_owned()),
-                        ));
+                        return Err(err(header_line, col, ParseErrorKind::BadHeader(w.to_owned())));
                     }
                 };
                 affinity.push(kind);
             }
             _ if !affinity.is_empty() => {
-                return Err(err(
-                    header_line,
-                    col,
-                    ParseErrorKind::BadHeader(w.to_owned()),
-                ));
+                return Err(err(header_line, col, ParseErrorKind::BadHeader(w.to_owned())));
             }
             _ if is_gpu_name(w) || is_nic_name(w) => devices.push(w),
             _ => {
-                return Err(err(
-                    header_line,
-                    col,
-                    ParseErrorKind::BadHeader(w.to_owned()),
-                ));
+                return Err(err(header_line, col, ParseErrorKind::BadHeader(w.to_owned())));
             }
         }
     }
     let gpu_count = devices.iter().take_while(|d| is_gpu_name(d)).count();
     for (i, d) in devices.iter().enumerate() {
-        let bad = if i < gpu_count {
-            *d != format!("GPU{i}")
-        } else {
-            is_gpu_name(d)
-        };
+        let bad = if i < gpu_count { *d != format!("GPU{i}") } else { is_gpu_name(d) };
         if bad {
-            let col = cells(lines[header_at])
-                .find(|(_, c)| c == d)
-                .map_or(1, |(c, _)| c);
-            return Err(err(
-                header_line,
-                col,
-                ParseErrorKind::BadHeader((*d).to_owned()),
-            ));
+            let col = cells(lines[header_at]).find(|(_, c)| c == d).map_or(1, |(c, _)| c);
+            return Err(err(header_line, col, ParseErrorKind::BadHeader((*d).to_owned())));
         }
     }
     let nd = devices.len();
@@ -216,10 +180,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
             header_line,
             1,
             ParseErrorKind::Topology(if gpu_count > MAX_GPUS {
-                super::TopologyError::TooManyGpus {
-                    count: gpu_count,
-                    max: MAX_GPUS,
-                }
+                super::TopologyError::TooManyGpus { count: gpu_count, max: MAX_GPUS }
             } else {
                 super::TopologyError::TooManyNics { count: nic_count }
             }),
@@ -238,61 +199,32 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
             next_line += 1;
         }
         let Some(line) = lines.get(next_line) else {
-            return Err(err(
-                lines.len() + 1,
-                1,
-                ParseErrorKind::Truncated {
-                    expected: nd,
-                    found: r,
-                },
-            ));
+            return Err(err(lines.len() + 1, 1, ParseErrorKind::Truncated { expected: nd, found: r }));
         };
         let ln = next_line + 1;
         next_line += 1;
         let row: Vec<(usize, &str)> = cells(line).collect();
         let Some(&(lcol, label)) = row.first() else {
-            return Err(err(
-                ln,
-                1,
-                ParseErrorKind::Truncated {
-                    expected: nd,
-                    found: r,
-                },
-            ));
+            return Err(err(ln, 1, ParseErrorKind::Truncated { expected: nd, found: r }));
         };
         if label != *name {
             return Err(err(
                 ln,
                 lcol,
-                ParseErrorKind::RowLabel {
-                    expected: (*name).to_owned(),
-                    found: label.to_owned(),
-                },
+                ParseErrorKind::RowLabel { expected: (*name).to_owned(), found: label.to_owned() },
             ));
         }
         let extra_allowed = if r < gpu_count { affinity.len() } else { 0 };
         let found = row.len() - 1;
         if found < nd || found > nd + extra_allowed {
             let col = row.get(nd + 1).or(row.last()).map_or(1, |(c, _)| *c);
-            return Err(err(
-                ln,
-                col,
-                ParseErrorKind::RowLength {
-                    row: label.to_owned(),
-                    expected: nd,
-                    found,
-                },
-            ));
+            return Err(err(ln, col, ParseErrorKind::RowLength { row: label.to_owned(), expected: nd, found }));
         }
         for (c, &(col, cell)) in row[1..=nd].iter().enumerate() {
             let class: HopClass = cell.parse().map_err(|_| {
                 // An affinity value where a link cell belongs: the row is short.
                 let kind = if cell == "N/A" || cell.starts_with(|ch: char| ch.is_ascii_digit()) {
-                    ParseErrorKind::RowLength {
-                        row: label.to_owned(),
-                        expected: nd,
-                        found: c,
-                    }
+                    ParseErrorKind::RowLength { row: label.to_owned(), expected: nd, found: c }
                 } else {
                     ParseErrorKind::BadCell(cell.to_owned())
                 };
@@ -310,17 +242,18 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
             for (&(col, cell), kind) in row[nd + 1..].iter().zip(&affinity) {
                 match kind {
                     AffinityCol::Cpu => {
-                        cpu = parse_cpu_list(cell).ok_or_else(|| {
-                            err(ln, col, ParseErrorKind::BadAffinity(cell.to_owned()))
-                        })?;
+                        cpu = parse_cpu_list(cell)
+                            .ok_or_else(|| err(ln, col, ParseErrorKind::BadAffinity(cell.to_owned())))?;
                     }
                     AffinityCol::Numa => {
                         if cell != "N/A" {
                             // `0-1` style ranges appear on some systems; keep the first.
                             let first = cell.split([',', '-']).next().unwrap_or(cell);
-                            numa = Some(first.parse::<u32>().map_err(|_| {
-                                err(ln, col, ParseErrorKind::BadAffinity(cell.to_owned()))
-                            })?);
+                            numa = Some(
+                                first
+                                    .parse::<u32>()
+                                    .map_err(|_| err(ln, col, ParseErrorKind::BadAffinity(cell.to_owned())))?,
+                            );
                         }
                     }
                     AffinityCol::GpuNuma => {}
@@ -337,29 +270,16 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
             let (x, y) = (classes[a * nd + b], classes[b * nd + a]);
             if x != y {
                 let (ln, col) = positions[b * nd + a];
-                return Err(err(
-                    ln,
-                    col,
-                    ParseErrorKind::Asymmetric {
-                        cell: y.to_string(),
-                        mirror: x.to_string(),
-                    },
-                ));
+                return Err(err(ln, col, ParseErrorKind::Asymmetric { cell: y.to_string(), mirror: x.to_string() }));
             }
         }
     }
 
     // NIC names from the legend, if any (`  NIC0: mlx5_0`).
-    let mut nic_names: Vec<String> = devices[gpu_count..]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    let mut nic_names: Vec<String> = devices[gpu_count..].iter().map(|s| (*s).to_owned()).collect();
     for line in &lines[next_line..] {
         if let Some((k, v)) = line.trim().split_once(':')
-            && let Some(i) = k
-                .trim()
-                .strip_prefix("NIC")
-                .and_then(|d| d.parse::<usize>().ok())
+            && let Some(i) = k.trim().strip_prefix("NIC").and_then(|d| d.parse::<usize>().ok())
             && i < nic_names.len()
             && devices[gpu_count + i] == k.trim()
         {
@@ -375,11 +295,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
         for b in 0..gpu_count {
             let class = classes[a * nd + b];
             pairs.push(match class {
-                HopClass::SelfLink => PairLink {
-                    bandwidth_mbps: 0,
-                    class,
-                    host: Some(HopClass::SelfLink),
-                },
+                HopClass::SelfLink => PairLink { bandwidth_mbps: 0, class, host: Some(HopClass::SelfLink) },
                 HopClass::NvLink(n) => PairLink {
                     bandwidth_mbps: opts.nvlink.link_mbps() * u32::from(n),
                     class,
@@ -388,11 +304,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
                         _ => HopClass::Sys,
                     }),
                 },
-                _ => PairLink {
-                    bandwidth_mbps: pcie_mbps,
-                    class,
-                    host: Some(class),
-                },
+                _ => PairLink { bandwidth_mbps: pcie_mbps, class, host: Some(class) },
             });
         }
     }
@@ -400,10 +312,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
     let mut root: Vec<usize> = (0..nd).collect();
     for a in 0..nd {
         for b in (a + 1)..nd {
-            if matches!(
-                classes[a * nd + b],
-                HopClass::Pix | HopClass::Pxb | HopClass::Phb
-            ) {
+            if matches!(classes[a * nd + b], HopClass::Pix | HopClass::Pxb | HopClass::Phb) {
                 let (ra, rb) = (find(&mut root, a), find(&mut root, b));
                 root[ra.max(rb)] = ra.min(rb);
             }
@@ -432,11 +341,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
                 .find(|&g| !matches!(classes[g * nd + gpu_count + j], HopClass::Sys))
                 .and_then(numa_of)
                 .unwrap_or(0);
-            Nic {
-                name,
-                numa_node: numa,
-                host: 0,
-            }
+            Nic { name, numa_node: numa, host: 0 }
         })
         .collect();
     let mut nic_class = Vec::with_capacity(gpu_count * nic_count);
@@ -445,17 +350,7 @@ pub fn parse_topo(text: &str, opts: &ParseOptions) -> Result<ParsedTopo, ParseEr
             nic_class.push(Some(classes[g * nd + gpu_count + j]));
         }
     }
-    let matrix = GpuMatrix::assemble(
-        "nvidia-smi topo -m".to_owned(),
-        gpus,
-        nics,
-        pairs,
-        nic_class,
-    )
-    .map_err(|e| err(header_line, 1, ParseErrorKind::Topology(e)))?;
-    Ok(ParsedTopo {
-        matrix,
-        cpu_affinity,
-        numa_affinity,
-    })
+    let matrix = GpuMatrix::assemble("nvidia-smi topo -m".to_owned(), gpus, nics, pairs, nic_class)
+        .map_err(|e| err(header_line, 1, ParseErrorKind::Topology(e)))?;
+    Ok(ParsedTopo { matrix, cpu_affinity, numa_affinity })
 }

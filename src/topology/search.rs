@@ -145,11 +145,7 @@ pub struct Objective {
 impl Objective {
     /// Smallest pairwise bandwidth in MB/s per direction, `None` for one GPU.
     pub const fn min_bandwidth_mbps(self) -> Option<u64> {
-        if self.min_weight == u64::MAX {
-            None
-        } else {
-            Some(self.min_weight >> 16)
-        }
+        if self.min_weight == u64::MAX { None } else { Some(self.min_weight >> 16) }
     }
 
     /// Sum of pairwise bandwidths in MB/s per direction.
@@ -198,15 +194,7 @@ struct Best {
 }
 
 impl Best {
-    const NONE: Self = Self {
-        set: 0,
-        obj: Objective {
-            min_weight: 0,
-            sum_weight: 0,
-        },
-        frag: u64::MAX,
-        found: false,
-    };
+    const NONE: Self = Self { set: 0, obj: Objective { min_weight: 0, sum_weight: 0 }, frag: u64::MAX, found: false };
 
     /// Whether `(obj, frag, set)` beats the incumbent.
     fn beaten_by(&self, obj: Objective, frag: u64, set: u128, use_frag: bool) -> bool {
@@ -217,11 +205,7 @@ impl Best {
             Ordering::Greater => true,
             Ordering::Less => false,
             Ordering::Equal => {
-                let f = if use_frag {
-                    frag.cmp(&self.frag).reverse()
-                } else {
-                    Ordering::Equal
-                };
+                let f = if use_frag { frag.cmp(&self.frag).reverse() } else { Ordering::Equal };
                 match f {
                     Ordering::Greater => true,
                     Ordering::Less => false,
@@ -277,11 +261,7 @@ impl Ctx<'_> {
                 }
             }
             if self.opts.fragmentation_aware {
-                self.frag[a] = GpuSet(free)
-                    .iter()
-                    .filter(|&b| b != a)
-                    .map(|b| row[b])
-                    .sum();
+                self.frag[a] = GpuSet(free).iter().filter(|&b| b != a).map(|b| row[b]).sum();
             }
         }
     }
@@ -292,17 +272,8 @@ impl Ctx<'_> {
 
     fn dfs(&mut self, start: usize, depth: usize, set: u128, cur: Objective, frag: u64) {
         if depth == self.k {
-            if self
-                .best
-                .beaten_by(cur, frag, set, self.opts.fragmentation_aware)
-                && self.nic_ok(set)
-            {
-                self.best = Best {
-                    set,
-                    obj: cur,
-                    frag,
-                    found: true,
-                };
+            if self.best.beaten_by(cur, frag, set, self.opts.fragmentation_aware) && self.nic_ok(set) {
+                self.best = Best { set, obj: cur, frag, found: true };
             }
             return;
         }
@@ -332,10 +303,7 @@ impl Ctx<'_> {
             }
             if self.best.found {
                 let ub_min = if after > 0 { mn.min(self.wmax) } else { mn };
-                let ub = Objective {
-                    min_weight: ub_min,
-                    sum_weight: sm.saturating_add(later_cap),
-                };
+                let ub = Objective { min_weight: ub_min, sum_weight: sm.saturating_add(later_cap) };
                 match ub.cmp(&self.best.obj) {
                     Ordering::Less => continue,
                     Ordering::Equal if !self.opts.fragmentation_aware => {
@@ -351,10 +319,7 @@ impl Ctx<'_> {
                 idx + 1,
                 depth + 1,
                 set | (1 << g),
-                Objective {
-                    min_weight: mn,
-                    sum_weight: sm,
-                },
+                Objective { min_weight: mn, sum_weight: sm },
                 frag + self.frag[g],
             );
             if self.aborted {
@@ -419,9 +384,7 @@ impl Ctx<'_> {
                 nh += 1;
             }
         }
-        let too_big = host_mask[..nh]
-            .iter()
-            .any(|m| m.count_ones() as usize > MAX_HOST);
+        let too_big = host_mask[..nh].iter().any(|m| m.count_ones() as usize > MAX_HOST);
         (nh >= 2 && !too_big).then_some((host_mask, nh))
     }
 
@@ -447,16 +410,7 @@ impl Ctx<'_> {
                     continue;
                 }
                 let mut sub = self.restricted(mask);
-                sub.dfs(
-                    0,
-                    0,
-                    0,
-                    Objective {
-                        min_weight: u64::MAX,
-                        sum_weight: 0,
-                    },
-                    0,
-                );
+                sub.dfs(0, 0, 0, Objective { min_weight: u64::MAX, sum_weight: 0 }, 0);
                 self.nodes += sub.nodes;
                 let b = sub.best;
                 if b.found && self.best.beaten_by(b.obj, b.frag, b.set, use_frag) {
@@ -533,10 +487,7 @@ impl Ctx<'_> {
         let Some((_, frag, set)) = dp[k] else {
             return false;
         };
-        let mut obj = Objective {
-            min_weight: u64::MAX,
-            sum_weight: 0,
-        };
+        let mut obj = Objective { min_weight: u64::MAX, sum_weight: 0 };
         for a in GpuSet(set).iter() {
             for b in GpuSet(set).iter().filter(|&b| b > a) {
                 let w = self.m.weight(a, b);
@@ -544,12 +495,7 @@ impl Ctx<'_> {
                 obj.sum_weight += w;
             }
         }
-        self.best = Best {
-            set,
-            obj,
-            frag,
-            found: true,
-        };
+        self.best = Best { set, obj, frag, found: true };
         true
     }
 
@@ -564,10 +510,7 @@ impl Ctx<'_> {
             let mut gsum = [0u64; MAX_GPUS];
             let mut taken = [false; MAX_GPUS];
             let mut set = 1u128 << seed;
-            let mut cur = Objective {
-                min_weight: u64::MAX,
-                sum_weight: 0,
-            };
+            let mut cur = Objective { min_weight: u64::MAX, sum_weight: 0 };
             let mut frag = self.frag[seed];
             taken[s] = true;
             let mut last = seed;
@@ -581,16 +524,12 @@ impl Ctx<'_> {
                     let w = row[self.cand[j] as usize];
                     gmin[j] = gmin[j].min(w);
                     gsum[j] += w;
-                    let obj = Objective {
-                        min_weight: cur.min_weight.min(gmin[j]),
-                        sum_weight: cur.sum_weight + gsum[j],
-                    };
+                    let obj =
+                        Objective { min_weight: cur.min_weight.min(gmin[j]), sum_weight: cur.sum_weight + gsum[j] };
                     let f = self.frag[self.cand[j] as usize];
                     let better = match pick {
                         None => true,
-                        Some((_, po, pf)) => {
-                            obj > po || (obj == po && self.opts.fragmentation_aware && f < pf)
-                        }
+                        Some((_, po, pf)) => obj > po || (obj == po && self.opts.fragmentation_aware && f < pf),
                     };
                     if better {
                         pick = Some((j, obj, f));
@@ -604,17 +543,10 @@ impl Ctx<'_> {
                 frag += f;
             }
             if set.count_ones() as usize == k
-                && self
-                    .best
-                    .beaten_by(cur, frag, set, self.opts.fragmentation_aware)
+                && self.best.beaten_by(cur, frag, set, self.opts.fragmentation_aware)
                 && self.nic_ok(set)
             {
-                self.best = Best {
-                    set,
-                    obj: cur,
-                    frag,
-                    found: true,
-                };
+                self.best = Best { set, obj: cur, frag, found: true };
             }
         }
     }
@@ -677,10 +609,7 @@ impl Ctx<'_> {
             tops.select_nth_unstable_by(k - 1, |x, y| y.cmp(x));
         }
         let ub_sum = tops[..k.min(nc)].iter().sum::<u64>() / 2;
-        Objective {
-            min_weight: if k == 1 { u64::MAX } else { ub_min },
-            sum_weight: ub_sum,
-        }
+        Objective { min_weight: if k == 1 { u64::MAX } else { ub_min }, sum_weight: ub_sum }
     }
 
     fn core_survives(&self, t: u64) -> bool {
@@ -690,9 +619,7 @@ impl Ctx<'_> {
         let mut alive = [true; MAX_GPUS];
         for (a, d) in deg.iter_mut().enumerate().take(nc) {
             let row = self.m.weight_row(self.cand[a] as usize);
-            *d = (0..nc)
-                .filter(|&b| b != a && row[self.cand[b] as usize] >= t)
-                .count();
+            *d = (0..nc).filter(|&b| b != a && row[self.cand[b] as usize] >= t).count();
         }
         let mut count = nc;
         let mut changed = true;
@@ -765,21 +692,13 @@ fn nic_matching(m: &GpuMatrix, set: u128, free_nics: u128) -> Option<SmallVec<[(
 /// assert!(p.exact);
 /// assert_eq!(p.objective.min_bandwidth_mbps(), Some(25_000)); // every pair NVLinked
 /// ```
-pub fn best_subset(
-    m: &GpuMatrix,
-    free: u128,
-    k: usize,
-    opts: &SearchOptions,
-) -> Result<Placement, TopologyError> {
+pub fn best_subset(m: &GpuMatrix, free: u128, k: usize, opts: &SearchOptions) -> Result<Placement, TopologyError> {
     if k == 0 {
         return Err(TopologyError::ZeroRequest);
     }
     let extra = free & !m.all();
     if extra != 0 {
-        return Err(TopologyError::FreeMaskOutOfRange {
-            index: extra.trailing_zeros(),
-            count: m.len(),
-        });
+        return Err(TopologyError::FreeMaskOutOfRange { index: extra.trailing_zeros(), count: m.len() });
     }
     let mut eligible = free;
     if opts.nic_aligned {
@@ -794,10 +713,7 @@ pub fn best_subset(
         return Err(if opts.nic_aligned && k <= free.count_ones() as usize {
             TopologyError::NoNicAlignedSet { requested: k }
         } else {
-            TopologyError::NotEnoughFree {
-                requested: k,
-                free: nc,
-            }
+            TopologyError::NotEnoughFree { requested: k, free: nc }
         });
     }
     let outcome = if opts.numa_aligned {
@@ -822,12 +738,7 @@ pub fn best_subset(
             merged = Some(match merged {
                 None => o,
                 Some(cur) => {
-                    let take = cur.best.beaten_by(
-                        o.best.obj,
-                        o.best.frag,
-                        o.best.set,
-                        opts.fragmentation_aware,
-                    );
+                    let take = cur.best.beaten_by(o.best.obj, o.best.frag, o.best.set, opts.fragmentation_aware);
                     Outcome {
                         best: if take { o.best } else { cur.best },
                         exact: cur.exact && o.exact,
@@ -842,19 +753,12 @@ pub fn best_subset(
         run(m, eligible, free, k, opts).ok_or(TopologyError::NoNicAlignedSet { requested: k })?
     };
     let best = outcome.best;
-    let nics = if opts.nic_aligned {
-        nic_matching(m, best.set, opts.free_nics).unwrap_or_default()
-    } else {
-        SmallVec::new()
-    };
+    let nics =
+        if opts.nic_aligned { nic_matching(m, best.set, opts.free_nics).unwrap_or_default() } else { SmallVec::new() };
     Ok(Placement {
         gpus: GpuSet(best.set),
         objective: best.obj,
-        bound: if outcome.exact {
-            best.obj
-        } else {
-            outcome.bound
-        },
+        bound: if outcome.exact { best.obj } else { outcome.bound },
         exact: outcome.exact,
         nics,
         nodes_visited: outcome.nodes,
@@ -871,13 +775,7 @@ struct Outcome {
 
 /// Searches `k` of the `eligible` GPUs (fragmentation measured against `free`);
 /// `None` when no eligible set passes the NIC check.
-fn run(
-    m: &GpuMatrix,
-    eligible: u128,
-    free: u128,
-    k: usize,
-    opts: &SearchOptions,
-) -> Option<Outcome> {
+fn run(m: &GpuMatrix, eligible: u128, free: u128, k: usize, opts: &SearchOptions) -> Option<Outcome> {
     let nc = eligible.count_ones() as usize;
     let mut ctx = Ctx {
         m,
@@ -894,10 +792,7 @@ fn run(
         aborted: false,
     };
     ctx.prepare(eligible, free);
-    let start = Objective {
-        min_weight: u64::MAX,
-        sum_weight: 0,
-    };
+    let start = Objective { min_weight: u64::MAX, sum_weight: 0 };
     let (exact, bound) = if nc <= opts.exact_up_to {
         ctx.dfs(0, 0, 0, start, 0);
         (true, None)
@@ -917,11 +812,7 @@ fn run(
     ctx.best.found.then(|| Outcome {
         best: ctx.best,
         exact,
-        bound: if exact {
-            ctx.best.obj
-        } else {
-            bound.unwrap_or(ctx.best.obj)
-        },
+        bound: if exact { ctx.best.obj } else { bound.unwrap_or(ctx.best.obj) },
         nodes: ctx.nodes,
     })
 }
@@ -932,10 +823,7 @@ pub fn objective_of(m: &GpuMatrix, set: GpuSet) -> Option<Objective> {
     if set.is_empty() || set.0 & !m.all() != 0 {
         return None;
     }
-    let mut obj = Objective {
-        min_weight: u64::MAX,
-        sum_weight: 0,
-    };
+    let mut obj = Objective { min_weight: u64::MAX, sum_weight: 0 };
     for a in set.iter() {
         for b in set.iter().filter(|&b| b > a) {
             let w = m.weight(a, b);
