@@ -5,6 +5,7 @@
 //! the AddPod/RemovePod extensions, namespace selectors, args, and a score-range
 //! property.
 
+use std::alloc::System;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -22,6 +23,10 @@ use schedkit::plugins::inter_pod_affinity::{
 };
 use schedkit::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 use LabelOperator::{DoesNotExist, Exists, In, NotIn};
 
@@ -955,4 +960,63 @@ proptest! {
             }
         }
     }
+}
+
+// ---- Filter and Score allocate nothing per node ----
+
+/// Allocations while `f` runs, the smallest of several tries (other tests of this
+/// binary allocate concurrently; per-node allocation would show in every try).
+fn fewest_allocations(mut f: impl FnMut()) -> usize {
+    (0..20)
+        .map(|_| {
+            let region = Region::new(GLOBAL);
+            f();
+            region.change().allocations
+        })
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+#[test]
+fn filter_and_score_do_not_allocate_per_node() {
+    let nodes = schedkit::trace::synthetic_nodes(500);
+    let pods: Vec<Pod> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let b = labelled(&format!("p{i}"), "default", &[("app", if i % 2 == 0 { "a" } else { "b" })])
+                .node_name(n.name());
+            if i % 7 == 0 {
+                b.with(required_anti(vec![term_in("app", "kubernetes.io/hostname", &["z"])])).build()
+            } else {
+                b.build()
+            }
+        })
+        .collect();
+    let snap = snapshot(&nodes, &pods);
+    let pl = plugin();
+    let pod = PodInfo::new(
+        labelled("in", "default", &[("app", "c")])
+            .with(affinity(
+                vec![term_in("app", "topology.kubernetes.io/region", &["a"])],
+                vec![weighted(10, term_in("app", "topology.kubernetes.io/zone", &["b"]))],
+                vec![term_in("app", "kubernetes.io/hostname", &["none"])],
+                vec![weighted(5, term_in("app", "kubernetes.io/hostname", &["a"]))],
+            ))
+            .build(),
+    )
+    .unwrap();
+    let idx: Vec<usize> = (0..snap.len()).collect();
+    let mut state = CycleState::new();
+    assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
+    assert!(pl.pre_score(&mut state, &pod, NodeList::new(&snap, &idx)).is_success());
+    let mut passed = 0;
+    let filter =
+        fewest_allocations(|| passed = snap.nodes().iter().filter(|n| pl.filter(&state, &pod, n).is_success()).count());
+    assert_eq!(passed, 500, "every node passes, so every call takes the success path");
+    let mut total = 0;
+    let score =
+        fewest_allocations(|| total = snap.nodes().iter().map(|n| pl.score(&state, &pod, n).unwrap()).sum::<i64>());
+    assert_ne!(total, 0);
+    assert_eq!((filter, score), (0, 0), "allocations over 500 Filter / Score calls");
 }

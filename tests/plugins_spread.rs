@@ -4,6 +4,7 @@
 //! `test/integration/scheduler/filters/filters_test.go`), the AddPod/RemovePod
 //! extensions, args validation, and a skew property.
 
+use std::alloc::System;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -22,6 +23,10 @@ use schedkit::plugins::pod_topology_spread::{
 use schedkit::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 use smallvec::SmallVec;
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 use UnsatisfiableConstraintAction::{DoNotSchedule, ScheduleAnyway};
 
@@ -779,4 +784,56 @@ proptest! {
             prop_assert!((0..=MAX_NODE_SCORE).contains(&s), "{}", s);
         }
     }
+}
+
+// ---- Filter and Score allocate nothing per node ----
+
+/// Allocations while `f` runs, the smallest of several tries: other tests of this
+/// binary allocate concurrently, but a plugin that allocated per node would show at
+/// least one allocation per node in every try.
+fn fewest_allocations(mut f: impl FnMut()) -> usize {
+    (0..20)
+        .map(|_| {
+            let region = Region::new(GLOBAL);
+            f();
+            region.change().allocations
+        })
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+#[test]
+fn filter_and_score_do_not_allocate_per_node() {
+    let nodes = schedkit::trace::synthetic_nodes(500);
+    let pods: Vec<Pod> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| PodBuilder::new(&format!("p{i}")).node_name(n.name()).label("foo", "").build())
+        .collect();
+    let snap = snapshot(&nodes, &pods);
+    let pl = plugin();
+    let pod = PodInfo::new(
+        incoming(
+            &[("foo", "")],
+            vec![
+                spread(5, "topology.kubernetes.io/zone", DoNotSchedule, Some(exists("foo"))),
+                spread(1, HOST, ScheduleAnyway, Some(exists("foo"))),
+            ],
+        )
+        .build(),
+    )
+    .unwrap();
+    let idx: Vec<usize> = (0..snap.len()).collect();
+    let mut state = CycleState::new();
+    assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
+    assert!(pl.pre_score(&mut state, &pod, NodeList::new(&snap, &idx)).is_success());
+    let mut passed = 0;
+    let filter =
+        fewest_allocations(|| passed = snap.nodes().iter().filter(|n| pl.filter(&state, &pod, n).is_success()).count());
+    assert_eq!(passed, 500, "every node passes, so every call takes the success path");
+    let mut total = 0;
+    let score =
+        fewest_allocations(|| total = snap.nodes().iter().map(|n| pl.score(&state, &pod, n).unwrap()).sum::<i64>());
+    assert!(total > 0);
+    assert_eq!((filter, score), (0, 0), "allocations over 500 Filter / Score calls");
 }
