@@ -5,12 +5,14 @@ pub mod default_binder;
 pub mod gpu_topology;
 pub mod helper;
 pub mod image_locality;
+pub mod inter_pod_affinity;
 pub mod names;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 
 use std::sync::Arc;
@@ -46,6 +48,16 @@ pub fn default_registry() -> Registry {
             .map(|p| Arc::new(p) as Arc<dyn Plugin>)
             .map_err(|e| e.to_string())
     });
+    add(names::POD_TOPOLOGY_SPREAD, |a, h| {
+        pod_topology_spread::PodTopologySpread::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::INTER_POD_AFFINITY, |a, h| {
+        inter_pod_affinity::InterPodAffinity::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
     add(names::IMAGE_LOCALITY, |_, h| Ok(Arc::new(image_locality::ImageLocality::new(h.clone()))));
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r
@@ -63,6 +75,8 @@ pub const DEFAULT_PLUGINS: &[(&str, Option<i64>)] = &[
     (names::NODE_AFFINITY, Some(2)),
     (names::NODE_PORTS, None),
     (names::NODE_RESOURCES_FIT, Some(1)),
+    (names::POD_TOPOLOGY_SPREAD, Some(2)),
+    (names::INTER_POD_AFFINITY, Some(2)),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, Some(1)),
     (names::IMAGE_LOCALITY, Some(1)),
     (names::DEFAULT_BINDER, None),
