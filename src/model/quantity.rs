@@ -74,7 +74,10 @@ pub struct Quantity {
 
 impl Quantity {
     /// Zero, in decimal format.
-    pub const ZERO: Quantity = Quantity { nanos: 0, format: QuantityFormat::DecimalSi };
+    pub const ZERO: Quantity = Quantity {
+        nanos: 0,
+        format: QuantityFormat::DecimalSi,
+    };
 
     /// Parses Kubernetes quantity syntax.
     pub fn parse(text: &str) -> Result<Quantity, QuantityError> {
@@ -83,17 +86,26 @@ impl Quantity {
 
     /// A whole-unit quantity (`Quantity::from_int(3)` is `3`).
     pub const fn from_int(value: i64) -> Quantity {
-        Quantity { nanos: value as i128 * NANO, format: QuantityFormat::DecimalSi }
+        Quantity {
+            nanos: value as i128 * NANO,
+            format: QuantityFormat::DecimalSi,
+        }
     }
 
     /// A quantity of thousandths (`Quantity::from_milli(500)` is `500m`).
     pub const fn from_milli(milli: i64) -> Quantity {
-        Quantity { nanos: milli as i128 * 1_000_000, format: QuantityFormat::DecimalSi }
+        Quantity {
+            nanos: milli as i128 * 1_000_000,
+            format: QuantityFormat::DecimalSi,
+        }
     }
 
     /// A byte count displayed with binary suffixes (`Quantity::from_bytes(1024)` is `1Ki`).
     pub const fn from_bytes(bytes: i64) -> Quantity {
-        Quantity { nanos: bytes as i128 * NANO, format: QuantityFormat::BinarySi }
+        Quantity {
+            nanos: bytes as i128 * NANO,
+            format: QuantityFormat::BinarySi,
+        }
     }
 
     /// The exact value in nano-units (10^-9).
@@ -141,19 +153,47 @@ impl Quantity {
     /// Exact sum; `None` on overflow. Keeps the left operand's format.
     pub fn checked_add(&self, other: &Quantity) -> Option<Quantity> {
         let nanos = self.nanos.checked_add(other.nanos)?;
-        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
+            nanos,
+            format: self.format,
+        })
     }
 
     /// Exact difference; `None` on overflow. Keeps the left operand's format.
     pub fn checked_sub(&self, other: &Quantity) -> Option<Quantity> {
         let nanos = self.nanos.checked_sub(other.nanos)?;
-        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
+            nanos,
+            format: self.format,
+        })
+    }
+
+    /// Exact product with an integer; `None` on overflow. Keeps the format (upstream
+    /// `Quantity.Mul`, used by the CEL quantity library's `mul`).
+    pub fn checked_mul_int(&self, factor: i64) -> Option<Quantity> {
+        let nanos = self.nanos.checked_mul(i128::from(factor))?;
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
+            nanos,
+            format: self.format,
+        })
+    }
+
+    /// The value as an `i64` when it is a whole number that fits (upstream `AsInt64`).
+    pub fn as_i64_exact(&self) -> Option<i64> {
+        if self.nanos % NANO == 0 {
+            i64::try_from(self.nanos / NANO).ok()
+        } else {
+            None
+        }
     }
 
     /// The same value with another display format.
     #[must_use]
     pub const fn with_format(self, format: QuantityFormat) -> Quantity {
-        Quantity { nanos: self.nanos, format }
+        Quantity {
+            nanos: self.nanos,
+            format,
+        }
     }
 }
 
@@ -218,7 +258,11 @@ impl TryFrom<&str> for Quantity {
 }
 
 fn syntax(text: &str, column: usize, reason: &'static str) -> QuantityError {
-    QuantityError::Syntax { text: text.to_owned(), column: column + 1, reason }
+    QuantityError::Syntax {
+        text: text.to_owned(),
+        column: column + 1,
+        reason,
+    }
 }
 
 fn parse(text: &str) -> Result<Quantity, QuantityError> {
@@ -271,12 +315,18 @@ fn parse(text: &str) -> Result<Quantity, QuantityError> {
     let (suffix_exp, format) = parse_suffix(text, i)?;
     let nanos = match suffix_exp {
         Exp::Ten(e) => to_nanos(mantissa, scale + e, nonzero_dropped),
-        Exp::Two(e) => to_nanos(mantissa, scale, nonzero_dropped)
-            .and_then(|n| n.checked_mul(1i128 << e)),
+        Exp::Two(e) => {
+            to_nanos(mantissa, scale, nonzero_dropped).and_then(|n| n.checked_mul(1i128 << e))
+        }
     }
     .filter(|n| n.abs() <= MAX_NANOS)
-    .ok_or_else(|| QuantityError::OutOfRange { text: text.to_owned() })?;
-    Ok(Quantity { nanos: if negative { -nanos } else { nanos }, format })
+    .ok_or_else(|| QuantityError::OutOfRange {
+        text: text.to_owned(),
+    })?;
+    Ok(Quantity {
+        nanos: if negative { -nanos } else { nanos },
+        format,
+    })
 }
 
 enum Exp {
@@ -319,10 +369,16 @@ fn parse_suffix(text: &str, at: usize) -> Result<(Exp, QuantityFormat), Quantity
                 .parse()
                 .ok()
                 .filter(|e: &i32| e.abs() <= 60)
-                .ok_or_else(|| QuantityError::OutOfRange { text: text.to_owned() })?;
+                .ok_or_else(|| QuantityError::OutOfRange {
+                    text: text.to_owned(),
+                })?;
             Ok((Exp::Ten(e), QuantityFormat::DecimalExponent))
         }
-        _ => Err(syntax(text, at, "expected a suffix (n, u, m, k, M, G, T, P, E, Ki..Ei) or an exponent")),
+        _ => Err(syntax(
+            text,
+            at,
+            "expected a suffix (n, u, m, k, M, G, T, P, E, Ki..Ei) or an exponent",
+        )),
     }
 }
 
@@ -337,7 +393,11 @@ fn to_nanos(mantissa: i128, exp: i32, dropped: bool) -> Option<i128> {
         match f {
             Some(f) => {
                 let q = mantissa / f;
-                Some(if mantissa % f != 0 || dropped { q + 1 } else { q })
+                Some(if mantissa % f != 0 || dropped {
+                    q + 1
+                } else {
+                    q
+                })
             }
             None => Some(i128::from(mantissa != 0 || dropped)),
         }
@@ -348,9 +408,7 @@ impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.nanos;
         let mut format = self.format;
-        if format == QuantityFormat::BinarySi
-            && (n.abs() < 1024 * NANO || n % NANO != 0)
-        {
+        if format == QuantityFormat::BinarySi && (n.abs() < 1024 * NANO || n % NANO != 0) {
             format = QuantityFormat::DecimalSi;
         }
         if n == 0 {
@@ -374,7 +432,11 @@ impl fmt::Display for Quantity {
             exp += 3;
         }
         if format == QuantityFormat::DecimalExponent {
-            return if exp == 0 { write!(f, "{m}") } else { write!(f, "{m}e{exp}") };
+            return if exp == 0 {
+                write!(f, "{m}")
+            } else {
+                write!(f, "{m}e{exp}")
+            };
         }
         // SI suffixes stop at E (10^18); larger exponents fold into the mantissa.
         while exp > 18 {
@@ -418,7 +480,10 @@ impl<'de> Deserialize<'de> for Quantity {
                 Ok(Quantity::from_int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Quantity, E> {
-                Ok(Quantity { nanos: i128::from(v) * NANO, format: QuantityFormat::DecimalSi })
+                Ok(Quantity {
+                    nanos: i128::from(v) * NANO,
+                    format: QuantityFormat::DecimalSi,
+                })
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Quantity, E> {
                 // Go through text so rounding matches the string form.
@@ -438,7 +503,7 @@ mod tests {
     }
 
     /// Cases from upstream `TestQuantityParse` and `TestQuantityCanonicalize`
-    /// (apimachinery/pkg/api/resource/quantity_test.go): input, canonical output.
+    /// (`apimachinery/pkg/api/resource/quantity_test.go`): input, canonical output.
     #[test]
     fn canonical_forms_match_upstream() {
         let table = [
@@ -546,7 +611,10 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("column 3"));
-        assert!(matches!("1e99".parse::<Quantity>(), Err(QuantityError::OutOfRange { .. })));
+        assert!(matches!(
+            "1e99".parse::<Quantity>(),
+            Err(QuantityError::OutOfRange { .. })
+        ));
         assert!(matches!(
             "99999999999999999999999999999999999999999".parse::<Quantity>(),
             Err(QuantityError::OutOfRange { .. })
