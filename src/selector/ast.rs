@@ -281,7 +281,14 @@ impl Expr {
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let p = op.precedence();
-                lhs.write_at(f, p)?;
+                // `&&`/`||` chains are balanced by the parser, so a nested chain on
+                // either side is parenthesised to read back as the same tree.
+                let lp = if matches!(op, BinaryOp::And | BinaryOp::Or) {
+                    p + 1
+                } else {
+                    p
+                };
+                lhs.write_at(f, lp)?;
                 write!(f, " {} ", op.symbol())?;
                 rhs.write_at(f, p + 1)
             }

@@ -333,11 +333,14 @@ impl Lexer<'_> {
             b'*' => (Tok::Star, 1),
             b'/' => (Tok::Slash, 1),
             b'%' => (Tok::Percent, 1),
-            b'?' if matches!(self.peek(1), b'.' | b'[') => {
-                return Err(self.err(start, "optional field selection is not supported"));
-            }
             b'?' => (Tok::Question, 1),
             b':' => (Tok::Colon, 1),
+            b'.' | b'[' if self.peek(1) == b'?' => {
+                return Err(self.err(
+                    start,
+                    "optional field selection and indexing are not supported",
+                ));
+            }
             b'.' => (Tok::Dot, 1),
             b',' => (Tok::Comma, 1),
             b'[' => (Tok::LBracket, 1),

@@ -88,9 +88,12 @@ pub const MAX_COST: u64 = 1_000_000;
 /// `CELSelectorExpressionMaxLength` (10 KiB).
 pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 
-/// Deepest accepted nesting of the expression tree (parser recursion and tree depth);
-/// the default recursion limit of cel-go's parser.
-pub const MAX_NESTING_DEPTH: usize = 250;
+/// Deepest accepted nesting of the expression tree (parser recursion and tree depth).
+/// cel-go's parser allows 250 levels of recursion; schedkit stops at 100 so that
+/// compiling and evaluating stay well inside a 2 MiB thread stack even in unoptimised
+/// builds. Chains of `&&` and `||` are balanced (as cel-go does), so 100 levels hold
+/// far more conditions than fit in [`MAX_EXPRESSION_LENGTH`].
+pub const MAX_NESTING_DEPTH: usize = 100;
 
 /// Limits applied by [`Selector::compile_with`]; [`Limits::default`] is upstream's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,6 +91,36 @@ pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
     }
 }
 
+/// Builds a balanced tree of `op` over `terms` (`ops[i]` is the position of the operator
+/// between `terms[i]` and `terms[i + 1]`), splitting like cel-go's `balancer`.
+fn balance(op: BinaryOp, terms: Vec<Expr>, ops: &[usize]) -> Expr {
+    fn build(
+        op: BinaryOp,
+        terms: &mut [Option<Expr>],
+        ops: &[usize],
+        lo: usize,
+        hi: usize,
+    ) -> Expr {
+        if lo == hi {
+            return terms[lo].take().unwrap_or_else(|| node(ExprKind::Null, 0));
+        }
+        let mid = (lo + hi).div_ceil(2);
+        let lhs = build(op, terms, ops, lo, mid - 1);
+        let rhs = build(op, terms, ops, mid, hi);
+        node(
+            ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            ops[mid - 1],
+        )
+    }
+    let n = terms.len();
+    let mut slots: Vec<Option<Expr>> = terms.into_iter().map(Some).collect();
+    build(op, &mut slots, ops, 0, n - 1)
+}
+
 struct Parser<'s> {
     src: &'s str,
     tokens: Vec<Token>,
@@ -186,23 +216,35 @@ impl Parser<'_> {
         })
     }
 
-    /// Left-associative binary levels from `prec` (2 = `||`) up to 6 (multiplicative).
-    fn binary(&mut self, prec: u8) -> Result<Expr, SelectorError> {
-        if prec > 6 {
-            return self.unary();
-        }
-        let mut lhs = self.binary(prec + 1)?;
-        while let Some(op) = self.binop().filter(|op| op.precedence() == prec) {
-            let pos = self.bump().start;
-            let rhs = self.binary(prec + 1)?;
-            lhs = node(
-                ExprKind::Binary {
-                    op,
-                    lhs: Box::new(lhs),
-                    rhs: Box::new(rhs),
-                },
-                pos,
-            );
+    /// Binary operators binding at least as tightly as `min_prec` (2 = `||`, 6 =
+    /// multiplicative), by precedence climbing: left-associative, one stack frame per
+    /// nesting level rather than one per precedence level. Chains of `||` or `&&` are
+    /// built as balanced trees, as cel-go's parser does: the operators are associative
+    /// (also in their error handling), and a balanced tree keeps long chains shallow.
+    fn binary(&mut self, min_prec: u8) -> Result<Expr, SelectorError> {
+        let mut lhs = self.unary()?;
+        while let Some(op) = self.binop().filter(|op| op.precedence() >= min_prec) {
+            let prec = op.precedence();
+            if matches!(op, BinaryOp::And | BinaryOp::Or) {
+                let mut terms = vec![lhs];
+                let mut ops = Vec::new();
+                while self.binop() == Some(op) {
+                    ops.push(self.bump().start);
+                    terms.push(self.binary(prec + 1)?);
+                }
+                lhs = balance(op, terms, &ops);
+            } else {
+                let pos = self.bump().start;
+                let rhs = self.binary(prec + 1)?;
+                lhs = node(
+                    ExprKind::Binary {
+                        op,
+                        lhs: Box::new(lhs),
+                        rhs: Box::new(rhs),
+                    },
+                    pos,
+                );
+            }
         }
         Ok(lhs)
     }
@@ -306,9 +348,7 @@ impl Parser<'_> {
                 }
                 Tok::LBracket => {
                     let pos = self.bump().start;
-                    self.enter()?;
                     let index = self.expr()?;
-                    self.depth -= 1;
                     self.expect(&Tok::RBracket, "']'")?;
                     e = node(
                         ExprKind::Index {
@@ -329,7 +369,6 @@ impl Parser<'_> {
     /// Comma-separated expressions up to `close` (consumed); a trailing comma is allowed
     /// in lists, not in calls.
     fn expr_list(&mut self, close: &Tok) -> Result<Vec<Expr>, SelectorError> {
-        self.enter()?;
         let mut items = Vec::new();
         if self.peek() != close {
             loop {
@@ -346,7 +385,6 @@ impl Parser<'_> {
         }
         let what = if close == &Tok::RParen { "')'" } else { "']'" };
         self.expect(close, what)?;
-        self.depth -= 1;
         Ok(items)
     }
 
@@ -375,9 +413,7 @@ impl Parser<'_> {
             }
             Tok::Ident(name) => return self.ident_or_call(name, pos),
             Tok::LParen => {
-                self.enter()?;
                 let e = self.expr()?;
-                self.depth -= 1;
                 self.expect(&Tok::RParen, "')'")?;
                 return Ok(e);
             }
@@ -407,7 +443,6 @@ impl Parser<'_> {
     }
 
     fn map_entries(&mut self) -> Result<Vec<(Expr, Expr)>, SelectorError> {
-        self.enter()?;
         let mut entries = Vec::new();
         while self.peek() != &Tok::RBrace {
             let k = self.expr()?;
@@ -421,7 +456,6 @@ impl Parser<'_> {
             }
         }
         self.expect(&Tok::RBrace, "'}'")?;
-        self.depth -= 1;
         Ok(entries)
     }
 }
