@@ -42,7 +42,7 @@ impl From<bool> for Tri {
 /// Per-evaluation state: the device, loop/bind variables and the running cost.
 pub(crate) struct Ctx<'a> {
     /// The error of the last [`Tri::Err`].
-    pub(crate) fault: Option<Fault>,
+    pub(crate) fault: Option<EvalErrorKind>,
     pub(crate) device: &'a Device,
     pub(crate) locals: SmallVec<[Value<'a>; 2]>,
     pub(crate) cost: u64,
@@ -78,11 +78,17 @@ fn attr_value(v: &AttributeValue) -> Value<'_> {
     reason = "errors travel boxed to keep results small"
 )]
 fn missing(key: AttributeKey, capacity: bool) -> Fault {
-    Box::new(EvalErrorKind::NoSuchKey {
+    Box::new(missing_kind(key, capacity))
+}
+
+/// The error of a missing compiled attribute; built without allocating, so a missing
+/// attribute whose error is absorbed by `||`/`&&` costs no allocation either.
+fn missing_kind(key: AttributeKey, capacity: bool) -> EvalErrorKind {
+    EvalErrorKind::NoSuchKey {
         key: Cow::Borrowed(key.id().as_str()),
         domain: Some(key.domain().as_str()),
         capacity,
-    })
+    }
 }
 
 #[expect(
@@ -558,7 +564,7 @@ impl<'a> Ctx<'a> {
                         self.cost += 4;
                         match self.device.capacity(*k) {
                             Some(c) => c.cmp(q),
-                            None => return self.fail(missing(*k, true)),
+                            None => return self.fail(missing_kind(*k, true)),
                         }
                     }
                     (Operand::Attr(k), Operand::Const(Const::Semver(v))) => {
@@ -568,24 +574,24 @@ impl<'a> Ctx<'a> {
                             Some(other) => {
                                 let l = attr_value(other);
                                 let r = Value::Semver(Ver::Borrowed(v));
-                                return self.fail(overload(f.name(), &[&l, &r]));
+                                return self.fail(*overload(f.name(), &[&l, &r]));
                             }
-                            None => return self.fail(missing(*k, false)),
+                            None => return self.fail(missing_kind(*k, false)),
                         }
                     }
                     (a, b) => {
                         let l = match self.operand(a) {
                             Ok(v) => v,
-                            Err(e) => return self.fail(e),
+                            Err(e) => return self.fail(*e),
                         };
                         let r = match self.operand(b) {
                             Ok(v) => v,
-                            Err(e) => return self.fail(e),
+                            Err(e) => return self.fail(*e),
                         };
                         match (&l, &r) {
                             (Value::Quantity(x), Value::Quantity(y)) => x.cmp(y),
                             (Value::Semver(x), Value::Semver(y)) => (**x).cmp(&**y),
-                            _ => return self.fail(overload(f.name(), &[&l, &r])),
+                            _ => return self.fail(*overload(f.name(), &[&l, &r])),
                         }
                     }
                 };
@@ -595,7 +601,7 @@ impl<'a> Ctx<'a> {
                 if let (Operand::Attr(k), Operand::Const(c)) = (&ops.0, &ops.1) {
                     self.cost += 4;
                     let Some(a) = self.device.attribute(*k) else {
-                        return self.fail(missing(*k, false));
+                        return self.fail(missing_kind(*k, false));
                     };
                     let eq = if let (AttributeValue::String(x), Const::Str(y)) = (a, c) {
                         self.cost += (x.len().min(y.len()) as u64).div_ceil(10);
@@ -621,7 +627,7 @@ impl<'a> Ctx<'a> {
     }
 
     #[cold]
-    fn fail(&mut self, e: Fault) -> Tri {
+    fn fail(&mut self, e: EvalErrorKind) -> Tri {
         self.fault = Some(e);
         Tri::Err
     }
@@ -629,8 +635,8 @@ impl<'a> Ctx<'a> {
     fn test_value(&mut self, n: &'a Node, op: &'static str) -> Tri {
         match self.eval(n) {
             Ok(Value::Bool(b)) => Tri::from(b),
-            Ok(other) => self.fail(overload(op, &[&other])),
-            Err(e) => self.fail(e),
+            Ok(other) => self.fail(*overload(op, &[&other])),
+            Err(e) => self.fail(*e),
         }
     }
 
@@ -639,7 +645,9 @@ impl<'a> Ctx<'a> {
         match self.test(n, "_&&_") {
             Tri::True => Ok(true),
             Tri::False => Ok(false),
-            Tri::Err => Err(self.fault.take().unwrap_or_else(|| overload("_&&_", &[]))),
+            Tri::Err => Err(Box::new(
+                self.fault.take().unwrap_or_else(|| *overload("_&&_", &[])),
+            )),
         }
     }
 
