@@ -167,6 +167,8 @@ fn literals() {
         "'''x\ny''' == \"x\\ny\"",
         "r\"\\n\" == \"\\\\n\"",
         "R'\\d' == '\\\\d'",
+        // A backslash in a raw string is literal and does not protect a quote.
+        "r'a\\' == 'a\\\\'",
         "b\"abc\" == bytes(\"abc\")",
         "size(b\"\\xff\") == 1",
         "size(b\"\\377\\000\") == 2",
@@ -444,6 +446,10 @@ fn type_errors_name_the_expression_and_types() {
     }
     let e = compile_err("true && device.driver + 1 == 'a'");
     assert_eq!(e.position(), Some((1, 23)), "at the '+' operator");
+    assert!(
+        e.to_string().contains("in `device.driver + 1`"),
+        "names the sub-expression: {e}"
+    );
 }
 
 #[test]

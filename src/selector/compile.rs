@@ -227,7 +227,15 @@ fn ceil_tenth(n: u64) -> u64 {
 }
 
 impl Compiler<'_> {
+    /// A type error at `e`, naming the sub-expression (printed, shortened if long).
     fn type_err(&self, e: &Expr, message: impl Into<String>) -> SelectorError {
+        let mut message = message.into();
+        if !matches!(e.kind, ExprKind::Ident(_)) {
+            let text = e.to_string();
+            let short: String = text.chars().take(80).collect();
+            let ellipsis = if short.len() < text.len() { "..." } else { "" };
+            message = format!("{message} in `{short}{ellipsis}`");
+        }
         SelectorError::type_error(self.src, e.pos, message)
     }
 

@@ -379,19 +379,6 @@ impl Lexer<'_> {
                 self.escape(&mut out, bytes)?;
                 continue;
             }
-            if c == b'\\' && raw {
-                // In a raw string a backslash is literal, but it still keeps the quote
-                // after it from closing the literal.
-                out.push(c);
-                self.pos += 1;
-                if let Some(&next) = self.bytes.get(self.pos) {
-                    if next == q && !triple {
-                        out.push(next);
-                        self.pos += 1;
-                    }
-                }
-                continue;
-            }
             out.push(c);
             self.pos += 1;
         }
