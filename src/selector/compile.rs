@@ -800,8 +800,12 @@ impl Compiler<'_> {
                 ));
             };
             let o = self.expr(operand)?;
+            let operand_cost = o.cost;
             let mut r = self.select(arg, o, field, true)?;
             r.ty = Ty::Bool;
+            // Kubernetes prices a presence test at 0 (`PresenceTestHasCost(false)` in
+            // `k8s.io/apiserver/pkg/cel/environment/base.go`).
+            r.cost = operand_cost;
             return Ok(r);
         }
         // cel.bind(var, init, body)

@@ -402,11 +402,11 @@ impl<'a> Ctx<'a> {
                     .ok_or_else(|| missing(*key, true))
             }
             Node::HasAttr(key) => {
-                self.cost += 4;
+                self.cost += 3;
                 Ok(Value::Bool(self.device.attribute(*key).is_some()))
             }
             Node::HasCap(key) => {
-                self.cost += 4;
+                self.cost += 3;
                 Ok(Value::Bool(self.device.capacity(*key).is_some()))
             }
             Node::HasAttrDomain(dom) => {
@@ -615,11 +615,11 @@ impl<'a> Ctx<'a> {
                 self.test_value(n, op)
             }
             Node::HasAttr(key) => {
-                self.cost += 4;
+                self.cost += 3;
                 Tri::from(self.device.attribute(*key).is_some())
             }
             Node::HasCap(key) => {
-                self.cost += 4;
+                self.cost += 3;
                 Tri::from(self.device.capacity(*key).is_some())
             }
             _ => self.test_value(n, op),

@@ -7,8 +7,8 @@
 //! - the CEL standard library: `size`, `contains`, `startsWith`, `endsWith`, `matches`,
 //!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`;
 //! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
-//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `reverse`,
-//!   `strings.quote`;
+//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`
+//!   (`reverse` arrived in version 3, which Kubernetes does not enable);
 //! - `k8s.io/apiserver/pkg/cel/library/lists.go`: `isSorted`, `sum`, `min`, `max`,
 //!   `indexOf`, `lastIndexOf` on lists;
 //! - `library/regex.go`: `find`, `findAll`;
@@ -60,7 +60,6 @@ pub(crate) enum Func {
     Substring,
     Trim,
     Join,
-    Reverse,
     Quote,
     IsSorted,
     Sum,
@@ -116,7 +115,6 @@ impl Func {
             Func::Substring => "substring",
             Func::Trim => "trim",
             Func::Join => "join",
-            Func::Reverse => "reverse",
             Func::Quote => "strings.quote",
             Func::IsSorted => "isSorted",
             Func::Sum => "sum",
@@ -282,7 +280,6 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
             Func::Join,
             vec![m(vec![list(S)], S), m(vec![list(S), S], S)],
         ),
-        "reverse" => (Func::Reverse, vec![m(vec![S], S)]),
         "strings.quote" => (Func::Quote, vec![g(vec![S], S)]),
         "isSorted" => (Func::IsSorted, vec![m(vec![list(Dyn)], Bool)]),
         "sum" => (
@@ -383,7 +380,6 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64]) -> u64 {
         | Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
-        | Func::Reverse
         | Func::Quote
         | Func::Substring
         | Func::CharAt
@@ -409,7 +405,6 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         | Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
-        | Func::Reverse
         | Func::Substring
         | Func::Find => s(0),
         Func::Split | Func::FindAll => s(0).saturating_add(1),
@@ -641,7 +636,6 @@ pub(crate) fn call<'a>(
             V::string(chars[start..end].iter().collect())
         }
         (Func::Trim, Some(V::Str(s)), None, None) => V::string(s.trim().to_owned()),
-        (Func::Reverse, Some(V::Str(s)), None, None) => V::string(s.chars().rev().collect()),
         (Func::Quote, Some(V::Str(s)), None, None) => V::string(quote(s)),
         (Func::Join, Some(V::List(l)), sep, None) => {
             let sep: &str = match sep {
