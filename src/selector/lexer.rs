@@ -289,9 +289,12 @@ impl Lexer<'_> {
         }
         if is_float {
             let text = &self.src[start..self.pos];
+            // Out-of-range literals are errors, as in cel-go (Go's ParseFloat range error).
             let v: f64 = text
                 .parse()
-                .map_err(|_| self.err(start, format!("invalid double literal '{text}'")))?;
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| self.err(start, format!("invalid double literal '{text}'")))?;
             self.push(Tok::Double(v), start);
             return Ok(());
         }
