@@ -146,6 +146,47 @@ fn macros_absorb_errors_like_their_expansion() {
     t("{'a': 1, 'b': 2}.all(k, k in ['a', 'b'])");
     t("[[1], [2, 3]].all(l, l.all(x, x > 0))");
     t("cel.bind(x, 2, x * x == 4)");
+}
+
+#[test]
+fn two_variable_comprehensions() {
+    // cel-go ext.TwoVarComprehensions, part of the Kubernetes environment since 1.32.
+    for src in [
+        "[10, 20].all(i, v, v == (i + 1) * 10)",
+        "[1, 2, 3].exists(i, v, i == 2 && v == 3)",
+        "[1, 2, 3].existsOne(i, v, v > 2)",
+        "{'a': 1, 'b': 2}.all(k, v, v > 0 && k != '')",
+        "[1, 2].transformList(i, v, i * v) == [0, 2]",
+        "[1, 2, 3].transformList(i, v, v > 1, v * 2) == [4, 6]",
+        "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",
+        "[5, 6].transformMap(i, v, v > 5, v) == {1: 6}",
+    ] {
+        t(src);
+    }
+    let d = device(
+        "dra.example.com",
+        &[("n", A::I(3)), ("s", A::S("x"))],
+        &[("mem", "1Gi")],
+    );
+    let attrs = r#"device.attributes["dra.example.com"]"#;
+    assert_eq!(
+        eval(&format!("{attrs}.exists(k, v, k == 'n' && v == 3)"), &d),
+        Ok(true)
+    );
+    assert_eq!(
+        eval("device.attributes.all(d, m, m.size() == 2)", &d),
+        Ok(true)
+    );
+    let caps = r#"device.capacity["dra.example.com"]"#;
+    assert_eq!(
+        eval(
+            &format!("{caps}.all(k, q, q.isGreaterThan(quantity('1Mi')))"),
+            &d
+        ),
+        Ok(true)
+    );
+    let e = compile_err("[1].all(x, x, true)");
+    assert!(e.to_string().contains("must differ"), "{e}");
     t("has({'a': 1}.a) && !has({'a': 1}.b)");
 }
 

@@ -52,6 +52,10 @@ pub(crate) enum LoopKind {
     Map,
     Filter,
     MapFilter,
+    /// `transformMap(k, v, t)`
+    TransformMap,
+    /// `transformMap(k, v, filter, t)`
+    TransformMapFilter,
 }
 
 /// A comprehension macro, evaluated natively.
@@ -60,6 +64,9 @@ pub(crate) struct Loop {
     pub(crate) kind: LoopKind,
     pub(crate) range: Node,
     pub(crate) var: usize,
+    /// The second variable of a two-variable comprehension (cel-go
+    /// `ext.TwoVarComprehensions`): the value, with `var` the index or key.
+    pub(crate) var2: Option<usize>,
     /// The predicate (`all`, `exists`, `exists_one`, `filter`, the filter of a 3-argument `map`).
     pub(crate) pred: Option<Node>,
     /// The transform (map).
@@ -836,16 +843,25 @@ impl Compiler<'_> {
         // Comprehension macros.
         if let Some(t) = target {
             let kind = match (function, args.len()) {
-                ("all", 2) => Some(LoopKind::All),
-                ("exists", 2) => Some(LoopKind::Exists),
-                ("exists_one", 2) => Some(LoopKind::ExistsOne),
-                ("map", 2) => Some(LoopKind::Map),
-                ("map", 3) => Some(LoopKind::MapFilter),
-                ("filter", 2) => Some(LoopKind::Filter),
+                ("all", 2) => Some((LoopKind::All, false)),
+                ("exists", 2) => Some((LoopKind::Exists, false)),
+                ("exists_one", 2) => Some((LoopKind::ExistsOne, false)),
+                ("map", 2) => Some((LoopKind::Map, false)),
+                ("map", 3) => Some((LoopKind::MapFilter, false)),
+                ("filter", 2) => Some((LoopKind::Filter, false)),
+                // Two-variable comprehensions (cel-go ext.TwoVarComprehensions, in the
+                // Kubernetes environment since 1.32).
+                ("all", 3) => Some((LoopKind::All, true)),
+                ("exists", 3) => Some((LoopKind::Exists, true)),
+                ("existsOne", 3) => Some((LoopKind::ExistsOne, true)),
+                ("transformList", 3) => Some((LoopKind::Map, true)),
+                ("transformList", 4) => Some((LoopKind::MapFilter, true)),
+                ("transformMap", 3) => Some((LoopKind::TransformMap, true)),
+                ("transformMap", 4) => Some((LoopKind::TransformMapFilter, true)),
                 _ => None,
             };
-            if let Some(kind) = kind {
-                return self.comprehension(e, t, kind, args);
+            if let Some((kind, two)) = kind {
+                return self.comprehension(e, t, kind, two, args);
             }
         }
         // Namespaced global functions: sets.contains(...), strings.quote(...).
@@ -945,18 +961,24 @@ impl Compiler<'_> {
         })
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "binding, typing and costing one macro read best together"
+    )]
     fn comprehension(
         &mut self,
         e: &Expr,
         range: &Expr,
         kind: LoopKind,
+        two: bool,
         args: &[Expr],
     ) -> Result<Out, SelectorError> {
         let r = self.expr(range)?;
-        let var_ty = match &r.ty {
-            Ty::List(el) => (**el).clone(),
-            Ty::Map(k, _) => (**k).clone(),
-            Ty::Dyn => Ty::Dyn,
+        let (var_ty, value_ty) = match &r.ty {
+            Ty::List(el) if two => (Ty::Int, (**el).clone()),
+            Ty::List(el) => ((**el).clone(), Ty::Dyn),
+            Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
+            Ty::Dyn => (Ty::Dyn, Ty::Dyn),
             t => {
                 return Err(self.type_err(range, format!("expression of type '{t}' cannot be the range of a comprehension (must be list, map, or dynamic)")));
             }
@@ -968,19 +990,40 @@ impl Compiler<'_> {
                 "iteration variable overwrites accumulator variable",
             ));
         }
-        let var = self.bind_var(name, var_ty, r.elem_size);
+        let var = self.bind_var(name, var_ty.clone(), r.elem_size);
+        let mut var2 = None;
+        if two {
+            let name2 = match self.var_name(&args[1], e) {
+                Ok(n) => n,
+                Err(err) => {
+                    self.scopes.pop();
+                    return Err(err);
+                }
+            };
+            if name2 == name {
+                self.scopes.pop();
+                return Err(self.type_err(&args[1], "the two iteration variables must differ"));
+            }
+            var2 = Some(self.bind_var(name2, value_ty, bounds::MAX_VALUE_LEN));
+        }
+        let body = &args[usize::from(two)..];
         let compiled = (|| -> Result<(Option<Out>, Option<Out>), SelectorError> {
             Ok(match kind {
-                LoopKind::Map => (None, Some(self.expr(&args[1])?)),
-                LoopKind::MapFilter => (Some(self.expr(&args[1])?), Some(self.expr(&args[2])?)),
-                _ => (Some(self.expr(&args[1])?), None),
+                LoopKind::Map | LoopKind::TransformMap => (None, Some(self.expr(&body[1])?)),
+                LoopKind::MapFilter | LoopKind::TransformMapFilter => {
+                    (Some(self.expr(&body[1])?), Some(self.expr(&body[2])?))
+                }
+                _ => (Some(self.expr(&body[1])?), None),
             })
         })();
+        if two {
+            self.scopes.pop();
+        }
         self.scopes.pop();
         let (pred, transform) = compiled?;
         if let Some(p) = &pred {
             if !Ty::Bool.accepts(&p.ty) {
-                let at = &args[1];
+                let at = &body[1];
                 return Err(self.type_err(
                     at,
                     format!(
@@ -998,9 +1041,9 @@ impl Compiler<'_> {
             LoopKind::All => add(3, p),
             LoopKind::Exists => add(4, p),
             LoopKind::ExistsOne => add(2, p),
-            LoopKind::Map => add(12, t),
+            LoopKind::Map | LoopKind::TransformMap => add(12, t),
             LoopKind::Filter => add(13, p),
-            LoopKind::MapFilter => add(add(12, p), t),
+            LoopKind::MapFilter | LoopKind::TransformMapFilter => add(add(12, p), t),
         };
         let tail = match kind {
             LoopKind::All | LoopKind::Exists => 1,
@@ -1013,6 +1056,10 @@ impl Compiler<'_> {
                 let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
                 (Ty::list(tr), transform.as_ref().map_or(64, |o| o.size))
             }
+            LoopKind::TransformMap | LoopKind::TransformMapFilter => {
+                let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
+                (Ty::map(var_ty, tr), r.elem_size)
+            }
             LoopKind::Filter => (r.ty.clone(), r.elem_size),
             _ => (Ty::Bool, 0),
         };
@@ -1021,6 +1068,7 @@ impl Compiler<'_> {
             kind,
             range: r.node,
             var,
+            var2,
             pred: pred.map(|o| o.node),
             transform: transform.map(|o| o.node),
         }));
@@ -1080,6 +1128,7 @@ fn macro_name(kind: LoopKind) -> &'static str {
         LoopKind::Exists => "exists",
         LoopKind::ExistsOne => "exists_one",
         LoopKind::Map | LoopKind::MapFilter => "map",
+        LoopKind::TransformMap | LoopKind::TransformMapFilter => "transformMap",
         LoopKind::Filter => "filter",
     }
 }

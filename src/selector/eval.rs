@@ -65,12 +65,7 @@ fn overload(function: &'static str, args: &[&Value<'_>]) -> Fault {
 }
 
 fn attr_value(v: &AttributeValue) -> Value<'_> {
-    match v {
-        AttributeValue::Int(i) => Value::Int(*i),
-        AttributeValue::Bool(b) => Value::Bool(*b),
-        AttributeValue::String(s) => Value::str(s),
-        AttributeValue::Version(v) => Value::Semver(Ver::Borrowed(v)),
-    }
+    Value::from_attribute(v)
 }
 
 #[expect(
@@ -737,7 +732,14 @@ impl<'a> Ctx<'a> {
     #[inline(never)]
     fn eval_loop(&mut self, lp: &'a Loop) -> R<'a> {
         let range = self.eval(&lp.range)?;
-        let Some(items) = range.iter_items() else {
+        let items = if lp.var2.is_some() {
+            range.iter_pairs()
+        } else {
+            range
+                .iter_items()
+                .map(|v| v.into_iter().map(|x| (x, Value::Null)).collect())
+        };
+        let Some(items) = items else {
             return Err(EvalErrorKind::InvalidArgument {
                 function: "comprehension",
                 message: format!("got '{}', expected iterable type", range.type_name()),
@@ -747,13 +749,20 @@ impl<'a> Ctx<'a> {
         let mut first_err: Option<Fault> = None;
         let mut count = 0u64;
         let mut acc: Vec<Value<'a>> = Vec::new();
-        for item in items {
+        let mut entries: Vec<(Value<'a>, Value<'a>)> = Vec::new();
+        for (item, value) in items {
             self.set_local(lp.var, item.clone());
+            if let Some(slot) = lp.var2 {
+                self.set_local(slot, value);
+            }
             let step = match lp.kind {
                 LoopKind::All => 3,
                 LoopKind::Exists => 4,
                 LoopKind::ExistsOne => 2,
-                LoopKind::Map | LoopKind::MapFilter => 12,
+                LoopKind::Map
+                | LoopKind::MapFilter
+                | LoopKind::TransformMap
+                | LoopKind::TransformMapFilter => 12,
                 LoopKind::Filter => 13,
             };
             self.charge(step)?;
@@ -780,7 +789,11 @@ impl<'a> Ctx<'a> {
                     Some(Ok(other)) => return Err(overload("_?_:_", &[&other])),
                     Some(Err(e)) => return Err(e),
                 },
-                LoopKind::Filter | LoopKind::MapFilter | LoopKind::Map => {
+                LoopKind::Filter
+                | LoopKind::MapFilter
+                | LoopKind::Map
+                | LoopKind::TransformMap
+                | LoopKind::TransformMapFilter => {
                     let keep = match pred {
                         None => true,
                         Some(Ok(Value::Bool(b))) => b,
@@ -790,9 +803,16 @@ impl<'a> Ctx<'a> {
                     if keep {
                         let v = match &lp.transform {
                             Some(t) => self.eval(t)?,
-                            None => item,
+                            None => item.clone(),
                         };
-                        acc.push(v);
+                        if matches!(
+                            lp.kind,
+                            LoopKind::TransformMap | LoopKind::TransformMapFilter
+                        ) {
+                            entries.push((item, v));
+                        } else {
+                            acc.push(v);
+                        }
                     }
                 }
             }
@@ -803,6 +823,9 @@ impl<'a> Ctx<'a> {
                 None => Ok(Value::Bool(lp.kind == LoopKind::All)),
             },
             LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
+            LoopKind::TransformMap | LoopKind::TransformMapFilter => {
+                Ok(Value::Map(Rc::new(entries)))
+            }
             _ => Ok(Value::List(Rc::new(acc))),
         }
     }

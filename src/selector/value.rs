@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use super::device::{Device, Symbol};
+use super::device::{AttributeValue, Device, Symbol};
 use super::semver::Semver;
 use crate::model::Quantity;
 
@@ -142,6 +142,67 @@ impl<'a> Value<'a> {
             Value::AttrDomain(_, None) | Value::CapDomain(_, None) => Vec::new(),
             _ => return None,
         })
+    }
+
+    /// (index, element) of a list or (key, value) of a map, for two-variable
+    /// comprehensions.
+    pub(crate) fn iter_pairs(&self) -> Option<Vec<(Value<'a>, Value<'a>)>> {
+        Some(match self {
+            Value::List(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+            Value::Map(m) => m.as_ref().clone(),
+            Value::Attributes(d) => self
+                .iter_items()?
+                .into_iter()
+                .map(|k| {
+                    let dom = if let Value::Str(s) = &k {
+                        Symbol::lookup(s)
+                    } else {
+                        None
+                    };
+                    (k, Value::AttrDomain(d, dom))
+                })
+                .collect(),
+            Value::Capacity(d) => self
+                .iter_items()?
+                .into_iter()
+                .map(|k| {
+                    let dom = if let Value::Str(s) = &k {
+                        Symbol::lookup(s)
+                    } else {
+                        None
+                    };
+                    (k, Value::CapDomain(d, dom))
+                })
+                .collect(),
+            Value::AttrDomain(d, Some(dom)) => d
+                .attributes()
+                .iter()
+                .filter(|(k, _)| k.domain() == *dom)
+                .map(|(k, v)| (Value::str(k.id().as_str()), Value::from_attribute(v)))
+                .collect(),
+            Value::CapDomain(d, Some(dom)) => d
+                .capacities()
+                .iter()
+                .filter(|(k, _)| k.domain() == *dom)
+                .map(|(k, q)| (Value::str(k.id().as_str()), Value::Quantity(*q)))
+                .collect(),
+            Value::AttrDomain(_, None) | Value::CapDomain(_, None) => Vec::new(),
+            _ => return None,
+        })
+    }
+
+    /// The value of a device attribute, borrowed.
+    pub(crate) fn from_attribute(v: &'a AttributeValue) -> Value<'a> {
+        match v {
+            AttributeValue::Int(i) => Value::Int(*i),
+            AttributeValue::Bool(b) => Value::Bool(*b),
+            AttributeValue::String(s) => Value::str(s),
+            AttributeValue::Version(v) => Value::Semver(Ver::Borrowed(v)),
+        }
     }
 
     /// Number of elements, keys or characters (`size()`), if the value has a size.
