@@ -298,6 +298,32 @@ fn dynamic_attribute_types() {
         eval(r#"device.attributes["other.example.com"].size() == 0"#, &d),
         Ok(true)
     );
+    // Type values tell dynamic attribute types apart.
+    assert_eq!(
+        eval(
+            &format!("type({ex}.n) == int && type({ex}.s) == string"),
+            &d
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        eval(&format!("type({ex}.b) != int && type({ex}.b) == bool"), &d),
+        Ok(true)
+    );
+    assert_eq!(
+        eval(
+            "type(int) == type && type([1]) == list && type(null) == null_type",
+            &d
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        eval(
+            "type(quantity('1')) == type(quantity('2')) && type(1u) == uint",
+            &d
+        ),
+        Ok(true)
+    );
     // A non-bool result is an error, as upstream's "could not be converted to bool".
     let e = eval(&format!("dyn({ex}.n)"), &d).unwrap_err();
     assert_eq!(e.kind, EvalErrorKind::NotBool("int"));

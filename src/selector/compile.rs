@@ -33,6 +33,7 @@ pub(crate) mod bounds {
 #[derive(Debug, Clone)]
 pub(crate) enum Const {
     Null,
+    Type(&'static str),
     Bool(bool),
     Int(i64),
     Uint(u64),
@@ -273,6 +274,8 @@ impl Compiler<'_> {
                     out(Node::Local(s.slot), s.ty.clone(), 1, s.size)
                 } else if name == "device" {
                     out(Node::Device, Ty::Device, 1, 0)
+                } else if let Some(t) = type_name(name) {
+                    out(Node::Const(Const::Type(t)), Ty::Type, 0, 0)
                 } else {
                     return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
                 }
@@ -1120,6 +1123,24 @@ fn clone_leaf(n: &Node) -> Option<Operand> {
         Node::Cap(k) => Some(Operand::Cap(*k)),
         _ => None,
     }
+}
+
+/// The type denoted by an identifier (`int`, `string`, ...), for `type(x) == int`.
+fn type_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "int" => "int",
+        "uint" => "uint",
+        "double" => "double",
+        "bool" => "bool",
+        "string" => "string",
+        "bytes" => "bytes",
+        "list" => "list",
+        "map" => "map",
+        "null_type" => "null_type",
+        "type" => "type",
+        "dyn" => "dyn",
+        _ => return None,
+    })
 }
 
 fn macro_name(kind: LoopKind) -> &'static str {

@@ -310,6 +310,7 @@ fn arith<'a>(op: BinaryOp, l: &Value<'a>, r: &Value<'a>) -> R<'a> {
 fn const_value(c: &Const) -> Value<'_> {
     match c {
         Const::Null => Value::Null,
+        Const::Type(t) => Value::Type(t),
         Const::Bool(b) => Value::Bool(*b),
         Const::Int(i) => Value::Int(*i),
         Const::Uint(u) => Value::Uint(*u),

@@ -5,7 +5,8 @@
 //! `k8s.io/dynamic-resource-allocation/cel/compile.go`. Implemented here:
 //!
 //! - the CEL standard library: `size`, `contains`, `startsWith`, `endsWith`, `matches`,
-//!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`;
+//!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`, and
+//!   `type` (with the type identifiers `int`, `string`, ... as values);
 //! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
 //!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`
 //!   (`reverse` arrived in version 3, which Kubernetes does not enable);
@@ -50,6 +51,7 @@ pub(crate) enum Func {
     ToBool,
     ToBytes,
     Dyn,
+    TypeOf,
     CharAt,
     IndexOf,
     LastIndexOf,
@@ -105,6 +107,7 @@ impl Func {
             Func::ToBool => "bool",
             Func::ToBytes => "bytes",
             Func::Dyn => "dyn",
+            Func::TypeOf => "type",
             Func::CharAt => "charAt",
             Func::IndexOf => "indexOf",
             Func::LastIndexOf => "lastIndexOf",
@@ -244,6 +247,7 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
             vec![g(vec![Bytes], Bytes), g(vec![S], Bytes)],
         ),
         "dyn" => (Func::Dyn, vec![g(vec![Dyn], Dyn)]),
+        "type" => (Func::TypeOf, vec![g(vec![Dyn], Ty::Type)]),
         "charAt" => (Func::CharAt, vec![m(vec![S, Int], S)]),
         "indexOf" => (
             Func::IndexOf,
@@ -563,6 +567,7 @@ pub(crate) fn call<'a>(
             _ => return Err(no()),
         },
         (Func::Dyn, Some(v), None, None) => v.clone(),
+        (Func::TypeOf, Some(v), None, None) => V::Type(v.type_name()),
         (Func::CharAt, Some(V::Str(s)), Some(V::Int(i)), None) => {
             let i = idx(*i, "charAt")?;
             let n = s.chars().count();

@@ -33,6 +33,20 @@
 //! - Attribute values are dynamically typed: `device.attributes["d"].x == "a"` is simply
 //!   `false` when `x` is an int, but `device.attributes["d"].x > "a"` is then an error.
 //!
+//! The environment (see `functions.rs` for the full list, each with its upstream source):
+//! the CEL standard library with macros (`has`, `all`, `exists`, `exists_one`, `map`,
+//! `filter`), `cel.bind`, two-variable comprehensions (`all`, `exists`, `existsOne`,
+//! `transformList`, `transformMap`), `type()` and type values, cel-go's string
+//! extensions (version 2), sets, and the Kubernetes list, regex (`find`, `findAll`),
+//! quantity and semver libraries.
+//!
+//! Not implemented (an expression using them is refused at compile time with
+//! "undeclared reference"): string `format`, optional types (`a.?b`, `optional.of`),
+//! timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
+//! libraries, `transformMapEntry`, and the alpha list-type attributes
+//! (`DRAListTypeAttributes`: list values and `includes`) and
+//! `device.allowMultipleAllocations` (`DRAConsumableCapacity`).
+//!
 //! ```
 //! use schedkit::model::Quantity;
 //! use schedkit::selector::{AttributeValue, Device, Selector};

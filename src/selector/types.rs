@@ -9,6 +9,8 @@ use std::fmt;
 pub(crate) enum Ty {
     Dyn,
     Null,
+    /// The type of type values (`int`, `type(x)`).
+    Type,
     Bool,
     Int,
     Uint,
@@ -69,6 +71,7 @@ impl fmt::Display for Ty {
         match self {
             Ty::Dyn => f.write_str("dyn"),
             Ty::Null => f.write_str("null_type"),
+            Ty::Type => f.write_str("type"),
             Ty::Bool => f.write_str("bool"),
             Ty::Int => f.write_str("int"),
             Ty::Uint => f.write_str("uint"),

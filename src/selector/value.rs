@@ -47,6 +47,8 @@ impl Deref for Ver<'_> {
 #[derive(Debug, Clone)]
 pub(crate) enum Value<'a> {
     Null,
+    /// A type value (`int`, `type(x)`), by its CEL name.
+    Type(&'static str),
     Bool(bool),
     Int(i64),
     Uint(u64),
@@ -82,6 +84,7 @@ impl<'a> Value<'a> {
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::Null => "null_type",
+            Value::Type(_) => "type",
             Value::Bool(_) => "bool",
             Value::Int(_) => "int",
             Value::Uint(_) => "uint",
@@ -236,6 +239,7 @@ impl<'a> Value<'a> {
 pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
+        (Value::Type(x), Value::Type(y)) => x == y,
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => **x == **y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
