@@ -35,9 +35,19 @@ fn bench(c: &mut Criterion) {
     let sel = Selector::compile(H100).expect("compiles");
     assert!(sel.matches(&device).expect("evaluates"));
 
+    let typical = Selector::compile(TYPICAL).expect("compiles");
+    let device = device.with_attribute(
+        "driverVersion",
+        AttributeValue::Version(schedkit::selector::Semver::parse("550.54.15").expect("valid")),
+    );
+    assert!(typical.matches(&device).expect("evaluates"));
+
     let mut group = c.benchmark_group("selector");
     group.bench_function("eval/h100", |b| {
         b.iter(|| black_box(&sel).matches(black_box(&device)));
+    });
+    group.bench_function("eval/typical", |b| {
+        b.iter(|| black_box(&typical).matches(black_box(&device)));
     });
     group.bench_function("compile/h100", |b| {
         b.iter(|| Selector::compile(black_box(H100)));

@@ -46,3 +46,12 @@ fn long_and_chains_are_balanced() {
     assert_eq!(s.matches(&Device::new("d", "x")), Ok(true));
     assert!(parser::tree_depth(&parse(&src).unwrap()) < 20);
 }
+
+#[test]
+fn selectors_and_devices_are_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Selector>();
+    assert_send_sync::<Device>();
+    assert_send_sync::<SelectorError>();
+    assert_send_sync::<EvalError>();
+}
