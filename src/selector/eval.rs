@@ -594,6 +594,13 @@ impl<'a> Ctx<'a> {
                 Tri::from(accept[(o as i8 + 1) as usize])
             }
             Node::Binary(cmp @ (BinaryOp::Eq | BinaryOp::Ne), ops) => {
+                if let (Operand::Node(Node::Driver), Operand::Const(Const::Str(y))) =
+                    (&ops.0, &ops.1)
+                {
+                    let x = self.device.driver();
+                    self.cost += 2 + (x.len().min(y.len()) as u64).div_ceil(10);
+                    return Tri::from((x == &**y) == (*cmp == BinaryOp::Eq));
+                }
                 if let (Operand::Attr(k), Operand::Const(c)) = (&ops.0, &ops.1) {
                     self.cost += 4;
                     let Some(a) = self.device.attribute(*k) else {
