@@ -10,13 +10,13 @@
 //! This module accepts the same expressions as Kubernetes v1.36 (resource.k8s.io/v1),
 //! gives the same answers, and evaluates them in nanoseconds:
 //!
-//! - [`Selector::compile`] parses (cel-spec grammar, precedence and associativity),
+//! - [`Selector::compile`](crate::selector::Selector::compile) parses (cel-spec grammar, precedence and associativity),
 //!   type-checks against the DRA environment of
 //!   `k8s.io/dynamic-resource-allocation/cel/compile.go`, estimates the worst-case cost
 //!   with cel-go's cost model and the resource.k8s.io size bounds, refuses expressions
-//!   over [`MAX_COST`], and resolves `device.attributes["domain"].name` to an interned
-//!   [`AttributeKey`].
-//! - [`Selector::matches`] evaluates against a [`Device`]. Comparisons, boolean logic,
+//!   over [`MAX_COST`](crate::selector::MAX_COST), and resolves `device.attributes["domain"].name` to an interned
+//!   [`AttributeKey`](crate::selector::AttributeKey).
+//! - [`Selector::matches`](crate::selector::Selector::matches) evaluates against a [`Device`](crate::selector::Device). Comparisons, boolean logic,
 //!   quantity and semver comparisons allocate nothing; attribute lookups compare
 //!   integers.
 //!
