@@ -568,3 +568,30 @@ fn limits() {
     assert!(Selector::compile_with(r#"device.driver == "dra.example.com""#, small).is_err());
     assert!(Selector::compile_with(r#"device.driver == """#, small).is_ok());
 }
+
+#[test]
+fn cost_estimates_follow_the_upstream_formulas() {
+    // Hand-computed with cel-go checker/cost.go and k8s library/cost.go: identifiers and
+    // selections 1, list literals 10, strings 0.1 per character (rounded up), regexes
+    // 0.25 per pattern character times the traversal of the string plus one.
+    let cases = [
+        ("device.driver.startsWith('gpu')", 2 + 1),
+        ("device.driver.contains('nvidia')", 2 + 7),
+        ("device.attributes['d'].s.lowerAscii() == 'x'", 4 + 7 + 1),
+        ("'a' + 'b' == 'ab'", 1 + 1),
+        ("[1, 2] + [3] == [1, 2, 3]", 10 + 10 + 1 + 10 + 1),
+        ("['a', 'b'].join('-') == 'a-b'", 10 + 1 + 1),
+        ("[3, 1].isSorted()", 10 + 2),
+        ("['b', 'a'].isSorted()", 10 + 2 * (1 + 1)),
+        ("device.attributes['d'].s.find('[0-9]+') == ''", 4 + 7 * 2),
+        ("has(device.attributes['d'].s)", 3),
+        ("'s' in device.attributes['d']", 4),
+    ];
+    for (src, want) in cases {
+        assert_eq!(
+            Selector::compile(src).unwrap().estimated_cost(),
+            want,
+            "{src}"
+        );
+    }
+}

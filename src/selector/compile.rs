@@ -744,11 +744,14 @@ impl Compiler<'_> {
                 if !ok {
                     return Err(bad(self));
                 }
+                // cel-go: concatenating strings or bytes traverses both (0.1 per
+                // character); concatenating lists is O(1).
                 let (c, size) = match ty {
-                    Ty::String | Ty::Bytes | Ty::List(_) => {
+                    Ty::String | Ty::Bytes => {
                         let s = add(l.size, r.size);
-                        (ceil_tenth(s).max(1), s)
+                        (ceil_tenth(s), s)
                     }
+                    Ty::List(_) => (1, add(l.size, r.size)),
                     _ => (1, 0),
                 };
                 let elem_size = l.elem_size.max(r.elem_size);
@@ -910,7 +913,15 @@ impl Compiler<'_> {
         };
         let result = functions::refine_result(f, &tys, result);
         let sizes: Vec<u64> = outs.iter().map(|o| o.size).collect();
-        let mut cost = functions::call_cost(f, &sizes);
+        let shape = match outs.first().map(|o| &o.ty) {
+            Some(Ty::List(el)) if member => functions::Shape {
+                list_receiver: true,
+                str_elem: matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn)
+                    .then_some(outs[0].elem_size),
+            },
+            _ => functions::Shape::default(),
+        };
+        let mut cost = functions::call_cost(f, &sizes, shape);
         for o in &outs {
             cost = add(cost, o.cost);
         }

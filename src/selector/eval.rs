@@ -668,7 +668,11 @@ impl<'a> Ctx<'a> {
             | Func::CompareTo => 1,
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
-                functions::call_cost(f, &sizes)
+                let shape = functions::Shape {
+                    list_receiver: matches!(vals.first(), Some(Value::List(_))),
+                    str_elem: None,
+                };
+                functions::call_cost(f, &sizes, shape)
             }
         };
         self.charge(cost)?;

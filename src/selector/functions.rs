@@ -365,35 +365,56 @@ fn ceil_mul(size: u64, factor: f64) -> u64 {
     }
 }
 
-/// Worst-case cost of one call given the maximum sizes of its arguments (receiver
-/// first), following cel-go's `checker/cost.go` and Kubernetes' `library/cost.go`:
-/// string traversals cost 0.1 per character, regexes 0.25 per pattern character times
-/// the traversal, list scans 1 per element, everything else 1.
-pub(crate) fn call_cost(f: Func, sizes: &[u64]) -> u64 {
+/// What the cost of a list function depends on besides sizes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Shape {
+    /// The receiver is a list (`indexOf` on a list rather than a string).
+    pub(crate) list_receiver: bool,
+    /// The receiver's elements are strings or bytes of at most this size.
+    pub(crate) str_elem: Option<u64>,
+}
+
+/// Cost of one call given the sizes of its arguments (receiver first), excluding the
+/// cost of evaluating the arguments. The formulas are upstream's: cel-go
+/// `checker/cost.go` (`startsWith`, `endsWith`, `contains`, `matches`, `strings.quote`,
+/// conversions between strings and bytes; 1 for everything else) and Kubernetes
+/// `k8s.io/apiserver/pkg/cel/library/cost.go` (`lowerAscii`, `upperAscii`, `substring`,
+/// `trim`, `replace`, `split`, `join`, `find`, `findAll`, the list functions, the
+/// quantity functions). Strings cost 0.1 per character, regexes 0.25 per pattern
+/// character times the traversal. `sets.*` (not priced by either) is charged the
+/// product of the list sizes.
+pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
     let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
+    let t = |n: u64| ceil_mul(n, 0.1);
+    let per_element = 1u64.saturating_add(shape.str_elem.map_or(0, t));
     match f {
         Func::Matches | Func::Find | Func::FindAll => {
-            ceil_mul(s(0), 0.1).saturating_mul(ceil_mul(s(1), 0.25))
+            t(s(0).saturating_add(1)).saturating_mul(ceil_mul(s(1), 0.25))
         }
-        Func::Split | Func::Replace | Func::Join => {
-            ceil_mul(s(0), 0.2).saturating_add(1).saturating_sub(1)
+        Func::Split | Func::Replace => ceil_mul(s(0), 0.2),
+        Func::Join => {
+            let n = s(0);
+            let chars = n
+                .saturating_mul(shape.str_elem.unwrap_or(0))
+                .saturating_add(s(1).saturating_mul(n.saturating_sub(1)));
+            t(chars)
         }
-        Func::Contains
-        | Func::StartsWith
-        | Func::EndsWith
-        | Func::LowerAscii
+        Func::Contains => t(s(0)).saturating_mul(t(s(1))),
+        Func::StartsWith | Func::EndsWith => t(s(1)),
+        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => {
+            s(0).saturating_mul(per_element)
+        }
+        Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
-        | Func::Quote
         | Func::Substring
-        | Func::CharAt
+        | Func::Quote
+        | Func::ToBytes
         | Func::IndexOf
-        | Func::LastIndexOf
-        | Func::ToString
-        | Func::ToBytes => ceil_mul(s(0), 0.1).saturating_add(1),
-        Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_add(1),
+        | Func::LastIndexOf => t(s(0)),
+        Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => {
-            s(0).saturating_mul(s(1)).saturating_add(1)
+            s(0).saturating_mul(s(1)).max(1)
         }
         _ => 1,
     }
