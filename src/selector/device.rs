@@ -109,6 +109,14 @@ pub enum AttributeValue {
     Version(Semver),
 }
 
+impl AttributeValue {
+    /// A `version` attribute from its text (strict semver.org 2.0.0, as resource.k8s.io
+    /// validates `VersionValue`).
+    pub fn version(text: &str) -> Result<AttributeValue, super::semver::SemverError> {
+        Semver::parse(text).map(AttributeValue::Version)
+    }
+}
+
 /// A device ready for selector evaluation. Build it once per device (the DRA module does
 /// this when a `ResourceSlice` changes) and evaluate any number of selectors against it.
 ///

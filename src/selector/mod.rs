@@ -249,5 +249,12 @@ impl Selector {
     }
 }
 
+impl std::fmt::Display for Selector {
+    /// The expression text, as compiled.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
 #[cfg(test)]
 mod tests;

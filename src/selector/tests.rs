@@ -55,3 +55,11 @@ fn selectors_and_devices_are_shareable_across_threads() {
     assert_send_sync::<SelectorError>();
     assert_send_sync::<EvalError>();
 }
+
+#[test]
+fn version_attributes_parse_strictly() {
+    assert!(AttributeValue::version("1.2.3-rc.1").is_ok());
+    assert!(AttributeValue::version("v1.2").is_err());
+    let s = Selector::compile("device.driver == 'x'").unwrap();
+    assert_eq!(s.to_string(), "device.driver == 'x'");
+}
