@@ -5,8 +5,8 @@
 //!
 //! Not replayed: the list-type attribute cases (`includes`, `list-of-*`,
 //! `macro-on-list-*`, `in-operator-on-list`; feature gate `DRAListTypeAttributes`,
-//! alpha) and the consumable-capacity cases (`allow_multiple_allocations*`, gate
-//! `DRAConsumableCapacity`).
+//! alpha) and `allow_multiple_allocations_disabled` (schedkit always offers
+//! `device.allowMultipleAllocations`, as Kubernetes does with `DRAConsumableCapacity`).
 
 #[path = "support/selector.rs"]
 mod support;
@@ -264,6 +264,23 @@ fn upstream_test_cel_cases() {
             ),
             (got, want) => panic!("{}: got {got:?}, want {want:?}", c.name),
         }
+    }
+}
+
+#[test]
+fn upstream_allow_multiple_allocations_cases() {
+    // TestCEL "allow_multiple_allocations", "allow_multiple_allocations_default",
+    // "allow_multiple_allocations_false": cost 3 each.
+    let d = device("dra.example.com", &[], &[]);
+    for (src, allow, want) in [
+        ("device.allowMultipleAllocations == true", true, true),
+        ("device.allowMultipleAllocations == false", false, true),
+        ("device.allowMultipleAllocations == false", true, false),
+    ] {
+        let sel = Selector::compile(src).unwrap();
+        assert_eq!(sel.estimated_cost(), 3, "{src}");
+        let dev = d.clone().with_allow_multiple_allocations(allow);
+        assert_eq!(sel.matches(&dev), Ok(want), "{src} with {allow}");
     }
 }
 

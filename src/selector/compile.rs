@@ -471,15 +471,31 @@ impl Compiler<'_> {
                     elem_size: bounds::MAX_DOMAIN_LEN,
                     ..out(Node::Capacity, Ty::capacity(), cost, bounds::MAX_ATTRIBUTES)
                 },
+                // resource.k8s.io/v1 `Device.AllowMultipleAllocations` (consumable
+                // capacity); false when the driver does not set it.
+                "allowMultipleAllocations" => out(
+                    Node::Select {
+                        operand: Box::new(Node::Device),
+                        field: field.into(),
+                        test: false,
+                    },
+                    Ty::Bool,
+                    cost,
+                    1,
+                ),
                 _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
             }),
             (Ty::Device, _) => {
-                if !matches!(field, "driver" | "attributes" | "capacity") {
+                if !matches!(
+                    field,
+                    "driver" | "attributes" | "capacity" | "allowMultipleAllocations"
+                ) {
                     return Err(self.type_err(e, format!("undefined field '{field}'")));
                 }
                 let ty = match field {
                     "driver" => Ty::String,
                     "attributes" => Ty::attributes(),
+                    "allowMultipleAllocations" => Ty::Bool,
                     _ => Ty::capacity(),
                 };
                 let ty = if test { Ty::Bool } else { ty };

@@ -137,6 +137,7 @@ pub struct Device {
     name: Box<str>,
     driver: Box<str>,
     driver_domain: Symbol,
+    allow_multiple_allocations: bool,
     /// Sorted by key; at most a few dozen entries, scanned linearly.
     attributes: Vec<(AttributeKey, AttributeValue)>,
     capacity: Vec<(AttributeKey, Quantity)>,
@@ -149,6 +150,7 @@ impl Device {
             name: name.into(),
             driver: driver.into(),
             driver_domain: Symbol::intern(driver),
+            allow_multiple_allocations: false,
             attributes: Vec::new(),
             capacity: Vec::new(),
         }
@@ -185,6 +187,19 @@ impl Device {
             Ok(i) => self.capacity[i].1 = value,
             Err(i) => self.capacity.insert(i, (key, value)),
         }
+    }
+
+    /// Sets `device.allowMultipleAllocations` (resource.k8s.io/v1
+    /// `Device.AllowMultipleAllocations`, consumable capacity); false by default.
+    #[must_use]
+    pub fn with_allow_multiple_allocations(mut self, allow: bool) -> Device {
+        self.allow_multiple_allocations = allow;
+        self
+    }
+
+    /// Whether the device may be allocated to several claims at once.
+    pub fn allow_multiple_allocations(&self) -> bool {
+        self.allow_multiple_allocations
     }
 
     /// The device's name.

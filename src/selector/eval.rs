@@ -124,7 +124,10 @@ fn lookup_cap<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> R
 fn select_str<'a>(container: &Value<'a>, key: &str, test: bool) -> R<'a> {
     match container {
         Value::Device(d) => Ok(match (key, test) {
-            ("driver" | "attributes" | "capacity", true) => Value::Bool(true),
+            ("driver" | "attributes" | "capacity" | "allowMultipleAllocations", true) => {
+                Value::Bool(true)
+            }
+            ("allowMultipleAllocations", false) => Value::Bool(d.allow_multiple_allocations()),
             ("driver", false) => Value::str(d.driver()),
             ("attributes", false) => Value::Attributes(d),
             ("capacity", false) => Value::Capacity(d),

@@ -10,13 +10,13 @@
 //! This module accepts the same expressions as Kubernetes v1.36 (resource.k8s.io/v1),
 //! gives the same answers, and evaluates them in nanoseconds:
 //!
-//! - [`Selector::compile`](crate::selector::Selector::compile) parses (cel-spec grammar, precedence and associativity),
+//! - [`Selector::compile`] parses (cel-spec grammar, precedence and associativity),
 //!   type-checks against the DRA environment of
 //!   `k8s.io/dynamic-resource-allocation/cel/compile.go`, estimates the worst-case cost
 //!   with cel-go's cost model and the resource.k8s.io size bounds, refuses expressions
-//!   over [`MAX_COST`](crate::selector::MAX_COST), and resolves `device.attributes["domain"].name` to an interned
-//!   [`AttributeKey`](crate::selector::AttributeKey).
-//! - [`Selector::matches`](crate::selector::Selector::matches) evaluates against a [`Device`](crate::selector::Device). Comparisons, boolean logic,
+//!   over [`MAX_COST`], and resolves `device.attributes["domain"].name` to an interned
+//!   [`AttributeKey`].
+//! - [`Selector::matches`] evaluates against a [`Device`]. Comparisons, boolean logic,
 //!   quantity and semver comparisons allocate nothing; attribute lookups compare
 //!   integers.
 //!
@@ -40,12 +40,19 @@
 //! extensions (version 2), sets, and the Kubernetes list, regex (`find`, `findAll`),
 //! quantity and semver libraries.
 //!
-//! Not implemented (an expression using them is refused at compile time with
+//! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): string `format`, optional types (`a.?b`, `optional.of`),
 //! timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
 //! libraries, `transformMapEntry`, and the alpha list-type attributes
-//! (`DRAListTypeAttributes`: list values and `includes`) and
-//! `device.allowMultipleAllocations` (`DRAConsumableCapacity`).
+//! (`DRAListTypeAttributes`: list values and `includes`). Optional-type syntax is a
+//! syntax error. `device.allowMultipleAllocations` is always available, as with the
+//! `DRAConsumableCapacity` gate on.
+//!
+//! [`Selector::compile`]: crate::selector::Selector::compile
+//! [`Selector::matches`]: crate::selector::Selector::matches
+//! [`MAX_COST`]: crate::selector::MAX_COST
+//! [`AttributeKey`]: crate::selector::AttributeKey
+//! [`Device`]: crate::selector::Device
 //!
 //! ```
 //! use schedkit::model::Quantity;
