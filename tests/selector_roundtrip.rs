@@ -63,14 +63,20 @@ fn expr() -> impl Strategy<Value = Expr> {
     leaf().prop_recursive(5, 48, 4, |inner| {
         let b = |x: Expr| Box::new(x);
         prop_oneof![
-            (inner.clone(), ident()).prop_map(move |(o, field)| e(ExprKind::Select {
-                operand: b(o),
-                field
-            })),
-            (inner.clone(), inner.clone()).prop_map(move |(o, i)| e(ExprKind::Index {
-                operand: b(o),
-                index: b(i)
-            })),
+            (inner.clone(), ident(), any::<bool>()).prop_map(move |(o, field, optional)| e(
+                ExprKind::Select {
+                    operand: b(o),
+                    field,
+                    optional
+                }
+            )),
+            (inner.clone(), inner.clone(), any::<bool>()).prop_map(move |(o, i, optional)| e(
+                ExprKind::Index {
+                    operand: b(o),
+                    index: b(i),
+                    optional
+                }
+            )),
             (
                 prop::option::of(inner.clone()),
                 ident(),
@@ -134,6 +140,7 @@ fn canonical_trees_print_and_parse_exactly() {
         "1.0e-300 == 5e-324",
         "\"tab\\tquote\\\"\" + '\\u0001'",
         "a && b && c && d",
+        "a.?b[?c].d[e]",
     ] {
         let t = parse(src).unwrap();
         assert_eq!(parse(&t.to_string()).unwrap(), t, "{src} printed as {t}");

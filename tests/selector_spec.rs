@@ -456,7 +456,6 @@ fn syntax_errors_point_at_the_token() {
         ("a ? b", 6),
         ("x == #", 6),
         ("if", 1),
-        ("a.?b", 2),
         ("Msg{a: 1}", 4),
         ("{1: 2", 6),
     ] {
@@ -567,6 +566,71 @@ fn limits() {
     };
     assert!(Selector::compile_with(r#"device.driver == "dra.example.com""#, small).is_err());
     assert!(Selector::compile_with(r#"device.driver == """#, small).is_ok());
+}
+
+#[test]
+fn optional_types() {
+    // cel-go optional types (`cel.OptionalTypes`, in the Kubernetes environment since
+    // 1.28): a missing attribute read with `.?` is `optional.none()`, not an error.
+    let d = device(
+        "dra.example.com",
+        &[("model", A::S("a100")), ("n", A::I(2))],
+        &[("mem", "1Gi")],
+    );
+    let ex = r#"device.attributes["dra.example.com"]"#;
+    for (src, want) in [
+        (format!("{ex}.?model.orValue('') == 'a100'"), true),
+        (format!("{ex}.?missing.orValue('none') == 'none'"), true),
+        (
+            format!("!{ex}.?missing.hasValue() && {ex}.?n.hasValue()"),
+            true,
+        ),
+        (format!("{ex}[?'n'].value() == 2"), true),
+        (
+            format!("device.attributes[?'other.example.com'].?x.orValue(0) == 0"),
+            true,
+        ),
+        (
+            format!(
+                "device.capacity['dra.example.com'].?mem.value().isGreaterThan(quantity('1Mi'))"
+            ),
+            true,
+        ),
+        (
+            "optional.of(1).value() == 1 && !optional.none().hasValue()".to_owned(),
+            true,
+        ),
+        (
+            "optional.none().or(optional.of(2)).value() == 2".to_owned(),
+            true,
+        ),
+        (
+            "!optional.ofNonZeroValue('').hasValue() && optional.ofNonZeroValue(3).hasValue()"
+                .to_owned(),
+            true,
+        ),
+        (
+            "[1, 2][?5].orValue(0) == 0 && [1, 2][?1].value() == 2".to_owned(),
+            true,
+        ),
+        (
+            "{'a': {'b': 1}}.?a.b.value() == 1 && !{'a': {'b': 1}}.?x.b.hasValue()".to_owned(),
+            true,
+        ),
+        (
+            "optional.of(1) == optional.of(1) && optional.none() == optional.none()".to_owned(),
+            true,
+        ),
+    ] {
+        assert_eq!(eval(&src, &d), Ok(want), "{src}");
+    }
+    let e = eval("optional.none().value() == 1", &d).unwrap_err();
+    assert!(e.to_string().contains("optional.none() dereference"), "{e}");
+    assert!(matches!(compile_err("[?1]"), SelectorError::Syntax { .. }));
+    assert!(matches!(
+        compile_err("a.?b()"),
+        SelectorError::Syntax { .. }
+    ));
 }
 
 #[test]

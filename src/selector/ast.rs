@@ -143,19 +143,23 @@ pub enum ExprKind {
     Bytes(Vec<u8>),
     /// A variable or a namespace (`device`, `cel`).
     Ident(String),
-    /// `operand.field`
+    /// `operand.field`, or `operand.?field` (optional selection)
     Select {
         /// The value selected from.
         operand: Box<Expr>,
         /// The field name.
         field: String,
+        /// `.?`: an optional selection, `optional.none()` when the field is absent.
+        optional: bool,
     },
-    /// `operand[index]`
+    /// `operand[index]`, or `operand[?index]` (optional indexing)
     Index {
         /// The list or map.
         operand: Box<Expr>,
         /// The index or key.
         index: Box<Expr>,
+        /// `[?`: an optional index, `optional.none()` when the key is absent.
+        optional: bool,
     },
     /// `function(args)` or `target.function(args)`
     Call {
@@ -224,6 +228,7 @@ impl Expr {
         }
     }
 
+    #[expect(clippy::too_many_lines, reason = "one arm per node kind")]
     fn write_bare(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             ExprKind::Null => f.write_str("null"),
@@ -234,13 +239,21 @@ impl Expr {
             ExprKind::String(s) => write_string(f, s),
             ExprKind::Bytes(b) => write_bytes(f, b),
             ExprKind::Ident(name) => f.write_str(name),
-            ExprKind::Select { operand, field } => {
+            ExprKind::Select {
+                operand,
+                field,
+                optional,
+            } => {
                 operand.write_at(f, PREC_MEMBER)?;
-                write!(f, ".{field}")
+                write!(f, "{}{field}", if *optional { ".?" } else { "." })
             }
-            ExprKind::Index { operand, index } => {
+            ExprKind::Index {
+                operand,
+                index,
+                optional,
+            } => {
                 operand.write_at(f, PREC_MEMBER)?;
-                f.write_str("[")?;
+                f.write_str(if *optional { "[?" } else { "[" })?;
                 index.write_at(f, 0)?;
                 f.write_str("]")
             }

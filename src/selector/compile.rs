@@ -107,6 +107,17 @@ pub(crate) enum Node {
         field: Box<str>,
         test: bool,
     },
+    /// `operand.?field`, or a selection on an optional value: `optional.none()` when
+    /// the operand is none or lacks the field.
+    OptSelect {
+        operand: Box<Node>,
+        field: Box<str>,
+    },
+    /// `operand[?index]`, or an index into an optional value.
+    OptIndex {
+        operand: Box<Node>,
+        index: Box<Node>,
+    },
     Index {
         operand: Box<Node>,
         index: Box<Node>,
@@ -280,14 +291,30 @@ impl Compiler<'_> {
                     return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
                 }
             }
-            ExprKind::Select { operand, field } => {
+            ExprKind::Select {
+                operand,
+                field,
+                optional,
+            } => {
                 let o = self.expr(operand)?;
-                self.select(e, o, field, false)?
+                if *optional || matches!(o.ty, Ty::Optional(_)) {
+                    self.optional_select(e, o, field)?
+                } else {
+                    self.select(e, o, field, false)?
+                }
             }
-            ExprKind::Index { operand, index } => {
+            ExprKind::Index {
+                operand,
+                index,
+                optional,
+            } => {
                 let o = self.expr(operand)?;
                 let i = self.expr(index)?;
-                self.index(e, o, i)?
+                if *optional || matches!(o.ty, Ty::Optional(_)) {
+                    self.optional_index(e, o, i)?
+                } else {
+                    self.index(e, o, i)?
+                }
             }
             ExprKind::Call {
                 target,
@@ -601,6 +628,67 @@ impl Compiler<'_> {
         }
     }
 
+    /// `o.?field` (cel-go optional types): the field's type wrapped in `optional_type`.
+    fn optional_select(&mut self, e: &Expr, o: Out, field: &str) -> Result<Out, SelectorError> {
+        let inner = match &o.ty {
+            Ty::Optional(t) => (**t).clone(),
+            t => t.clone(),
+        };
+        let ty = match inner {
+            Ty::Map(k, v) if k.accepts(&Ty::String) => *v,
+            Ty::Dyn => Ty::Dyn,
+            Ty::Device => match field {
+                "driver" => Ty::String,
+                "attributes" => Ty::attributes(),
+                "capacity" => Ty::capacity(),
+                "allowMultipleAllocations" => Ty::Bool,
+                _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
+            },
+            t => {
+                return Err(
+                    self.type_err(e, format!("type '{t}' does not support field selection"))
+                );
+            }
+        };
+        let size = match &ty {
+            Ty::Map(..) => bounds::MAX_ATTRIBUTES,
+            _ => bounds::MAX_VALUE_LEN,
+        };
+        let node = Node::OptSelect {
+            operand: Box::new(o.node),
+            field: field.into(),
+        };
+        Ok(out(node, Ty::Optional(Box::new(ty)), add(o.cost, 1), size))
+    }
+
+    /// `o[?i]`: the element's type wrapped in `optional_type`.
+    fn optional_index(&mut self, e: &Expr, o: Out, i: Out) -> Result<Out, SelectorError> {
+        let inner = match &o.ty {
+            Ty::Optional(t) => (**t).clone(),
+            t => t.clone(),
+        };
+        let ty = match inner {
+            Ty::List(el) if matches!(i.ty, Ty::Int | Ty::Uint | Ty::Dyn) => *el,
+            Ty::Map(k, v) if k.accepts(&i.ty) => *v,
+            Ty::Dyn => Ty::Dyn,
+            t => return Err(self.no_overload(e, "_[?_]", None, &[&t, &i.ty])),
+        };
+        let size = match &ty {
+            Ty::Map(..) => bounds::MAX_ATTRIBUTES,
+            _ => bounds::MAX_VALUE_LEN,
+        };
+        let node = Node::OptIndex {
+            operand: Box::new(o.node),
+            index: Box::new(i.node),
+        };
+        Ok(out(
+            node,
+            Ty::Optional(Box::new(ty)),
+            add(add(o.cost, i.cost), 1),
+            size,
+        ))
+    }
+
     fn index(&mut self, e: &Expr, o: Out, i: Out) -> Result<Out, SelectorError> {
         let cost = add(add(o.cost, i.cost), 1);
         match o.ty.clone() {
@@ -822,7 +910,7 @@ impl Compiler<'_> {
             let [arg] = args else {
                 return Err(self.type_err(e, "has() takes exactly one argument"));
             };
-            let ExprKind::Select { operand, field } = &arg.kind else {
+            let ExprKind::Select { operand, field, .. } = &arg.kind else {
                 return Err(self.type_err(
                     arg,
                     "invalid argument to has() macro: expected a field selection",
@@ -889,7 +977,8 @@ impl Compiler<'_> {
         // Namespaced global functions: sets.contains(...), strings.quote(...).
         let (target, name) = match target.map(|t| &t.kind) {
             Some(ExprKind::Ident(ns))
-                if (ns == "sets" || ns == "strings") && self.lookup(ns).is_none() =>
+                if matches!(ns.as_str(), "sets" | "strings" | "optional")
+                    && self.lookup(ns).is_none() =>
             {
                 (None, format!("{ns}.{function}"))
             }

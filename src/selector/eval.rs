@@ -425,6 +425,43 @@ impl<'a> Ctx<'a> {
                 self.cost += 1;
                 select_str(&o, field, *test)
             }
+            Node::OptSelect { operand, field } => {
+                let o = self.eval(operand)?;
+                self.cost += 1;
+                let container = match o {
+                    Value::Optional(None) => return Ok(Value::Optional(None)),
+                    Value::Optional(Some(v)) => (*v).clone(),
+                    other => other,
+                };
+                match select_str(&container, field, true)? {
+                    Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(
+                        &container, field, false,
+                    )?)))),
+                    _ => Ok(Value::Optional(None)),
+                }
+            }
+            Node::OptIndex {
+                operand,
+                index: key,
+            } => {
+                let o = self.eval(operand)?;
+                let k = self.eval(key)?;
+                self.cost += 1;
+                let container = match o {
+                    Value::Optional(None) => return Ok(Value::Optional(None)),
+                    Value::Optional(Some(v)) => (*v).clone(),
+                    other => other,
+                };
+                let present = match &container {
+                    Value::List(_) => index(&container, &k).is_ok(),
+                    _ => contains(&container, &k)?,
+                };
+                if present {
+                    Ok(Value::Optional(Some(Rc::new(index(&container, &k)?))))
+                } else {
+                    Ok(Value::Optional(None))
+                }
+            }
             Node::Index {
                 operand,
                 index: key,

@@ -18,7 +18,9 @@
 //!   `sub`, `mul`;
 //! - `library/semverlib.go`: `semver`, `isSemver` (each with the optional normalise
 //!   flag), `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`;
-//! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`.
+//! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`;
+//! - cel-go optional types: `optional.of`, `optional.none`, `optional.ofNonZeroValue`,
+//!   `hasValue`, `value`, `orValue`, `or`.
 
 use std::cmp::Ordering;
 use std::rc::Rc;
@@ -89,6 +91,13 @@ pub(crate) enum Func {
     SetsContains,
     SetsEquivalent,
     SetsIntersects,
+    HasValue,
+    OptValue,
+    OrValue,
+    Or,
+    OptionalOf,
+    OptionalNone,
+    OptionalOfNonZero,
 }
 
 impl Func {
@@ -145,6 +154,13 @@ impl Func {
             Func::SetsContains => "sets.contains",
             Func::SetsEquivalent => "sets.equivalent",
             Func::SetsIntersects => "sets.intersects",
+            Func::HasValue => "hasValue",
+            Func::OptValue => "value",
+            Func::OrValue => "orValue",
+            Func::Or => "or",
+            Func::OptionalOf => "optional.of",
+            Func::OptionalNone => "optional.none",
+            Func::OptionalOfNonZero => "optional.ofNonZeroValue",
         }
     }
 }
@@ -182,6 +198,7 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
     use Ty::{Bool, Bytes, Double, Dyn, Int, Quantity as Q, Semver as V, String as S, Uint};
     let list = Ty::list;
     let map_dd = || Ty::map(Dyn, Dyn);
+    let opt = |t: Ty| Ty::Optional(Box::new(t));
     Some(match name {
         "size" => (
             Func::Size,
@@ -343,6 +360,14 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
             Func::SetsIntersects,
             vec![g(vec![list(Dyn), list(Dyn)], Bool)],
         ),
+        // cel-go optional types (`cel.OptionalTypes`, Kubernetes 1.28+).
+        "hasValue" => (Func::HasValue, vec![m(vec![opt(Dyn)], Bool)]),
+        "value" => (Func::OptValue, vec![m(vec![opt(Dyn)], Dyn)]),
+        "orValue" => (Func::OrValue, vec![m(vec![opt(Dyn), Dyn], Dyn)]),
+        "or" => (Func::Or, vec![m(vec![opt(Dyn), opt(Dyn)], opt(Dyn))]),
+        "optional.of" => (Func::OptionalOf, vec![g(vec![Dyn], opt(Dyn))]),
+        "optional.none" => (Func::OptionalNone, vec![g(vec![], opt(Dyn))]),
+        "optional.ofNonZeroValue" => (Func::OptionalOfNonZero, vec![g(vec![Dyn], opt(Dyn))]),
         _ => return None,
     })
 }
@@ -352,6 +377,12 @@ pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
     match (f, args.first()) {
         (Func::Min | Func::Max, Some(Ty::List(e))) => (**e).clone(),
         (Func::Dyn, _) => Ty::Dyn,
+        (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
+        (Func::OrValue, Some(Ty::Optional(t))) => {
+            args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn)
+        }
+        (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
+        (Func::OptionalOf | Func::OptionalOfNonZero, Some(t)) => Ty::Optional(Box::new(t.clone())),
         _ => result,
     }
 }
@@ -781,6 +812,39 @@ pub(crate) fn call<'a>(
         ),
         (Func::SetsIntersects, Some(V::List(a)), Some(V::List(b)), None) => {
             V::Bool(b.iter().any(|x| a.iter().any(|y| equals(x, y))))
+        }
+        (Func::HasValue, Some(V::Optional(o)), None, None) => V::Bool(o.is_some()),
+        (Func::OptValue, Some(V::Optional(o)), None, None) => match o {
+            Some(v) => (**v).clone(),
+            None => return Err(invalid("value", "optional.none() dereference")),
+        },
+        (Func::OrValue, Some(V::Optional(o)), Some(d), None) => match o {
+            Some(v) => (**v).clone(),
+            None => d.clone(),
+        },
+        (Func::Or, Some(V::Optional(o)), Some(other @ V::Optional(_)), None) => {
+            if o.is_some() {
+                V::Optional(o.clone())
+            } else {
+                other.clone()
+            }
+        }
+        (Func::OptionalOf, Some(v), None, None) => V::Optional(Some(Rc::new(v.clone()))),
+        (Func::OptionalNone, None, None, None) => V::Optional(None),
+        (Func::OptionalOfNonZero, Some(v), None, None) => {
+            let zero = match v {
+                V::Null => true,
+                V::Bool(b) => !b,
+                V::Int(i) => *i == 0,
+                V::Uint(u) => *u == 0,
+                V::Double(d) => *d == 0.0,
+                V::Str(s) => s.is_empty(),
+                V::Bytes(b) => b.is_empty(),
+                V::List(l) => l.is_empty(),
+                V::Map(m) => m.is_empty(),
+                _ => false,
+            };
+            V::Optional(if zero { None } else { Some(Rc::new(v.clone())) })
         }
         _ => return Err(no()),
     })

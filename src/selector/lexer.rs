@@ -35,8 +35,12 @@ pub(crate) enum Tok {
     Question,
     Colon,
     Dot,
+    /// `.?`
+    DotQuestion,
     Comma,
     LBracket,
+    /// `[?`
+    LBracketQuestion,
     RBracket,
     LParen,
     RParen,
@@ -83,6 +87,8 @@ impl Tok {
             Tok::Percent => "%",
             Tok::Colon => ":",
             Tok::Dot => ".",
+            Tok::DotQuestion => ".?",
+            Tok::LBracketQuestion => "[?",
             Tok::Comma => ",",
             Tok::LBracket => "[",
             Tok::RBracket => "]",
@@ -338,12 +344,8 @@ impl Lexer<'_> {
             b'%' => (Tok::Percent, 1),
             b'?' => (Tok::Question, 1),
             b':' => (Tok::Colon, 1),
-            b'.' | b'[' if self.peek(1) == b'?' => {
-                return Err(self.err(
-                    start,
-                    "optional field selection and indexing are not supported",
-                ));
-            }
+            b'.' if self.peek(1) == b'?' => (Tok::DotQuestion, 2),
+            b'[' if self.peek(1) == b'?' => (Tok::LBracketQuestion, 2),
             b'.' => (Tok::Dot, 1),
             b',' => (Tok::Comma, 1),
             b'[' => (Tok::LBracket, 1),

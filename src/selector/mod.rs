@@ -36,17 +36,17 @@
 //! The environment (see `functions.rs` for the full list, each with its upstream source):
 //! the CEL standard library with macros (`has`, `all`, `exists`, `exists_one`, `map`,
 //! `filter`), `cel.bind`, two-variable comprehensions (`all`, `exists`, `existsOne`,
-//! `transformList`, `transformMap`), `type()` and type values, cel-go's string
-//! extensions (version 2), sets, and the Kubernetes list, regex (`find`, `findAll`),
-//! quantity and semver libraries.
+//! `transformList`, `transformMap`), `type()` and type values, optional types (`a.?b`,
+//! `m[?k]`, `optional.of`/`none`/`ofNonZeroValue`, `hasValue`, `value`, `orValue`,
+//! `or`), cel-go's string extensions (version 2), sets, and the Kubernetes list, regex
+//! (`find`, `findAll`), quantity and semver libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
-//! "undeclared reference"): string `format`, optional types (`a.?b`, `optional.of`),
-//! timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
+//! "undeclared reference"): string `format`, optional list and map entries (`[?x]`,
+//! `{?k: v}`), timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
 //! libraries, `transformMapEntry`, and the alpha list-type attributes
-//! (`DRAListTypeAttributes`: list values and `includes`). Optional-type syntax is a
-//! syntax error. `device.allowMultipleAllocations` is always available, as with the
-//! `DRAConsumableCapacity` gate on.
+//! (`DRAListTypeAttributes`: list values and `includes`). `device.allowMultipleAllocations`
+//! is always available, as with the `DRAConsumableCapacity` gate on.
 //!
 //! [`Selector::compile`]: crate::selector::Selector::compile
 //! [`Selector::matches`]: crate::selector::Selector::matches

@@ -57,7 +57,7 @@ pub(crate) fn tree_depth(root: &Expr) -> usize {
 pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
     match &e.kind {
         ExprKind::Select { operand, .. } | ExprKind::Unary { operand, .. } => f(operand),
-        ExprKind::Index { operand, index } => {
+        ExprKind::Index { operand, index, .. } => {
             f(operand);
             f(index);
         }
@@ -313,8 +313,8 @@ impl Parser<'_> {
     fn member_suffix(&mut self, mut e: Expr) -> Result<Expr, SelectorError> {
         loop {
             match self.peek() {
-                Tok::Dot => {
-                    self.bump();
+                Tok::Dot | Tok::DotQuestion => {
+                    let optional = self.bump().tok == Tok::DotQuestion;
                     let t = self.bump();
                     let Tok::Ident(field) = t.tok else {
                         return Err(self.err(
@@ -326,6 +326,11 @@ impl Parser<'_> {
                         ));
                     };
                     if self.peek() == &Tok::LParen {
+                        if optional {
+                            return Err(
+                                self.err(self.start(), "a method cannot be called with '.?'")
+                            );
+                        }
                         self.bump();
                         let args = self.expr_list(&Tok::RParen)?;
                         e = node(
@@ -341,21 +346,24 @@ impl Parser<'_> {
                             ExprKind::Select {
                                 operand: Box::new(e),
                                 field,
+                                optional,
                             },
                             t.start,
                         );
                     }
                 }
-                Tok::LBracket => {
-                    let pos = self.bump().start;
+                Tok::LBracket | Tok::LBracketQuestion => {
+                    let open = self.bump();
+                    let optional = open.tok == Tok::LBracketQuestion;
                     let index = self.expr()?;
                     self.expect(&Tok::RBracket, "']'")?;
                     e = node(
                         ExprKind::Index {
                             operand: Box::new(e),
                             index: Box::new(index),
+                            optional,
                         },
-                        pos,
+                        open.start,
                     );
                 }
                 Tok::LBrace if matches!(e.kind, ExprKind::Ident(_) | ExprKind::Select { .. }) => {
@@ -418,6 +426,9 @@ impl Parser<'_> {
                 return Ok(e);
             }
             Tok::LBracket => ExprKind::List(self.expr_list(&Tok::RBracket)?),
+            Tok::LBracketQuestion => {
+                return Err(self.err(pos, "optional list elements are not supported"));
+            }
             Tok::LBrace => ExprKind::Map(self.map_entries()?),
             other => {
                 return Err(self.err(pos, format!("unexpected {}", other.describe())));

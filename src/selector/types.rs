@@ -22,6 +22,8 @@ pub(crate) enum Ty {
     Quantity,
     Semver,
     Device,
+    /// `optional_type(T)` (cel-go optional types, enabled in Kubernetes since 1.28).
+    Optional(Box<Ty>),
 }
 
 impl Ty {
@@ -47,7 +49,7 @@ impl Ty {
     pub(crate) fn accepts(&self, arg: &Ty) -> bool {
         match (self, arg) {
             (Ty::Dyn, _) | (_, Ty::Dyn) => true,
-            (Ty::List(a), Ty::List(b)) => a.accepts(b),
+            (Ty::List(a), Ty::List(b)) | (Ty::Optional(a), Ty::Optional(b)) => a.accepts(b),
             (Ty::Map(ka, va), Ty::Map(kb, vb)) => ka.accepts(kb) && va.accepts(vb),
             (a, b) => a == b,
         }
@@ -59,6 +61,7 @@ impl Ty {
         match (self, other) {
             (Ty::Dyn, _) | (_, Ty::Dyn) => Some(Ty::Dyn),
             (Ty::List(a), Ty::List(b)) => Some(Ty::list(a.join(b)?)),
+            (Ty::Optional(a), Ty::Optional(b)) => Some(Ty::Optional(Box::new(a.join(b)?))),
             (Ty::Map(ka, va), Ty::Map(kb, vb)) => Some(Ty::map(ka.join(kb)?, va.join(vb)?)),
             (a, b) if a == b => Some(a.clone()),
             _ => None,
@@ -83,6 +86,7 @@ impl fmt::Display for Ty {
             Ty::Quantity => f.write_str("kubernetes.Quantity"),
             Ty::Semver => f.write_str("kubernetes.Semver"),
             Ty::Device => f.write_str("kubernetes.DRADevice"),
+            Ty::Optional(t) => write!(f, "optional_type({t})"),
         }
     }
 }

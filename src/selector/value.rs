@@ -59,6 +59,8 @@ pub(crate) enum Value<'a> {
     Semver(Ver<'a>),
     List(Rc<Vec<Value<'a>>>),
     Map(Rc<Vec<(Value<'a>, Value<'a>)>>),
+    /// An optional value (`optional.of(x)`, `optional.none()`).
+    Optional(Option<Rc<Value<'a>>>),
     /// The `device` variable.
     Device(&'a Device),
     /// `device.attributes`: domain -> (id -> value).
@@ -85,6 +87,7 @@ impl<'a> Value<'a> {
         match self {
             Value::Null => "null_type",
             Value::Type(_) => "type",
+            Value::Optional(_) => "optional_type",
             Value::Bool(_) => "bool",
             Value::Int(_) => "int",
             Value::Uint(_) => "uint",
@@ -240,6 +243,11 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
         (Value::Type(x), Value::Type(y)) => x == y,
+        (Value::Optional(x), Value::Optional(y)) => match (x, y) {
+            (None, None) => true,
+            (Some(a), Some(b)) => equals(a, b),
+            _ => false,
+        },
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => **x == **y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
