@@ -587,13 +587,12 @@ fn optional_types() {
         ),
         (format!("{ex}[?'n'].value() == 2"), true),
         (
-            format!("device.attributes[?'other.example.com'].?x.orValue(0) == 0"),
+            "device.attributes[?'other.example.com'].?x.orValue(0) == 0".to_owned(),
             true,
         ),
         (
-            format!(
-                "device.capacity['dra.example.com'].?mem.value().isGreaterThan(quantity('1Mi'))"
-            ),
+            "device.capacity['dra.example.com'].?mem.value().isGreaterThan(quantity('1Mi'))"
+                .to_owned(),
             true,
         ),
         (
