@@ -17,16 +17,10 @@ const TYPICAL: &str = r#"device.driver == "gpu.nvidia.com" && device.attributes[
 
 fn h100() -> Device {
     Device::new("node-1/gpu-0", "gpu.nvidia.com")
-        .with_attribute(
-            "productName",
-            AttributeValue::String("NVIDIA H100 80GB HBM3".into()),
-        )
+        .with_attribute("productName", AttributeValue::String("NVIDIA H100 80GB HBM3".into()))
         .with_attribute("architecture", AttributeValue::String("Hopper".into()))
         .with_attribute("index", AttributeValue::Int(0))
-        .with_attribute(
-            "uuid",
-            AttributeValue::String("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f".into()),
-        )
+        .with_attribute("uuid", AttributeValue::String("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f".into()))
         .with_capacity("memory", Quantity::parse("80Gi").expect("valid quantity"))
 }
 
@@ -60,33 +54,18 @@ fn bench(c: &mut Criterion) {
     // once, so only evaluation is measured, as for schedkit above.
     let program = cel::Program::compile(H100).expect("cel compiles");
     let mut ctx = cel::Context::default().with_all();
-    let memory = cel::Program::compile(r#"quantity("80Gi")"#)
-        .expect("compiles")
-        .execute(&ctx)
-        .expect("quantity");
+    let memory = cel::Program::compile(r#"quantity("80Gi")"#).expect("compiles").execute(&ctx).expect("quantity");
     let attrs: HashMap<String, cel::Value> = HashMap::from([
-        (
-            "productName".to_owned(),
-            cel::Value::from("NVIDIA H100 80GB HBM3"),
-        ),
+        ("productName".to_owned(), cel::Value::from("NVIDIA H100 80GB HBM3")),
         ("architecture".to_owned(), cel::Value::from("Hopper")),
         ("index".to_owned(), cel::Value::Int(0)),
-        (
-            "uuid".to_owned(),
-            cel::Value::from("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f"),
-        ),
+        ("uuid".to_owned(), cel::Value::from("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f")),
     ]);
     let caps: HashMap<String, cel::Value> = HashMap::from([("memory".to_owned(), memory)]);
     let dev: HashMap<String, cel::Value> = HashMap::from([
         ("driver".to_owned(), cel::Value::from("gpu.nvidia.com")),
-        (
-            "attributes".to_owned(),
-            HashMap::from([("gpu.nvidia.com".to_owned(), attrs)]).into(),
-        ),
-        (
-            "capacity".to_owned(),
-            HashMap::from([("gpu.nvidia.com".to_owned(), caps)]).into(),
-        ),
+        ("attributes".to_owned(), HashMap::from([("gpu.nvidia.com".to_owned(), attrs)]).into()),
+        ("capacity".to_owned(), HashMap::from([("gpu.nvidia.com".to_owned(), caps)]).into()),
     ]);
     ctx.add_variable_from_value("device", dev);
     assert_eq!(program.execute(&ctx), Ok(cel::Value::Bool(true)));

@@ -13,16 +13,10 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
 #[test]
 fn evaluation_allocates_nothing_on_common_paths() {
     let gpu = Device::new("node-1/gpu-0", "gpu.nvidia.com")
-        .with_attribute(
-            "productName",
-            AttributeValue::String("NVIDIA H100 80GB HBM3".into()),
-        )
+        .with_attribute("productName", AttributeValue::String("NVIDIA H100 80GB HBM3".into()))
         .with_attribute("index", AttributeValue::Int(2))
         .with_attribute("mig", AttributeValue::Bool(false))
-        .with_attribute(
-            "driverVersion",
-            AttributeValue::Version(Semver::parse("550.54.15").unwrap()),
-        )
+        .with_attribute("driverVersion", AttributeValue::Version(Semver::parse("550.54.15").unwrap()))
         .with_capacity("memory", Quantity::parse("80Gi").unwrap());
     let exprs = [
         r#"device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0"#,

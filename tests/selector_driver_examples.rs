@@ -34,31 +34,19 @@ fn nvidia_device_classes() {
         "gpu.nvidia.com",
         &[
             ("type", A::S("mig")),
-            (
-                "parentUUID",
-                A::S("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f"),
-            ),
+            ("parentUUID", A::S("GPU-4f4a7a39-1a2b-4c5d-8e9f-0a1b2c3d4e5f")),
             ("profile", A::S("1g.10gb")),
             ("productName", A::S("NVIDIA H100 80GB HBM3")),
             ("index", A::I(0)),
         ],
         &[("memory", "9856Mi"), ("multiprocessors", "16")],
     );
-    let channel = device(
-        "compute-domain.nvidia.com",
-        &[("type", A::S("channel")), ("id", A::I(0))],
-        &[],
-    );
-    let example = device(
-        "gpu.example.com",
-        &[("model", A::S("LATEST-GPU-MODEL")), ("index", A::I(0))],
-        &[("memory", "80Gi")],
-    );
+    let channel = device("compute-domain.nvidia.com", &[("type", A::S("channel")), ("id", A::I(0))], &[]);
+    let example =
+        device("gpu.example.com", &[("model", A::S("LATEST-GPU-MODEL")), ("index", A::I(0))], &[("memory", "80Gi")]);
 
-    let gpu_class =
-        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'";
-    let mig_class =
-        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'";
+    let gpu_class = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'";
+    let mig_class = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'";
     let imex_class = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'";
     let example_class = "device.driver == 'gpu.example.com'";
     let issue = r#"device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0"#;

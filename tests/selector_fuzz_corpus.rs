@@ -13,10 +13,7 @@ fn seed_corpus_and_its_mutations_never_panic() {
     let devices = exercise::devices();
     let mut seeds = 0;
     let mut inputs = 0;
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .expect("seed corpus exists")
-        .flatten()
-        .collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("seed corpus exists").flatten().collect();
     entries.sort_by_key(std::fs::DirEntry::path);
     for entry in entries {
         let data = std::fs::read(entry.path()).expect("readable seed");
@@ -40,16 +37,9 @@ fn random_mutations_of_the_seeds_never_panic() {
     // bytes of the seeds. (Run for minutes in release while developing: no findings
     // after the out-of-range double literal fix.)
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed/selector");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .expect("seed corpus exists")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("seed corpus exists").flatten().map(|e| e.path()).collect();
     paths.sort();
-    let seeds: Vec<Vec<u8>> = paths
-        .iter()
-        .map(|p| std::fs::read(p).expect("readable seed"))
-        .collect();
+    let seeds: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).expect("readable seed")).collect();
     let devices = exercise::devices();
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
@@ -63,11 +53,7 @@ fn random_mutations_of_the_seeds_never_panic() {
     for _ in 0..20_000 {
         let mut s = seeds[pick(next(), seeds.len())].clone();
         for _ in 0..=next() % 5 {
-            let pos = if s.is_empty() {
-                0
-            } else {
-                pick(next(), s.len())
-            };
+            let pos = if s.is_empty() { 0 } else { pick(next(), s.len()) };
             let byte = alphabet[pick(next(), alphabet.len())];
             match next() % 4 {
                 0 if !s.is_empty() => {

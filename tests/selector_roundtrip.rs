@@ -11,18 +11,8 @@ fn e(kind: ExprKind) -> Expr {
 }
 
 fn ident() -> impl Strategy<Value = String> {
-    prop::sample::select(vec![
-        "a",
-        "b",
-        "device",
-        "x",
-        "cel",
-        "has",
-        "size",
-        "_y1",
-        "attributes",
-    ])
-    .prop_map(str::to_owned)
+    prop::sample::select(vec!["a", "b", "device", "x", "cel", "has", "size", "_y1", "attributes"])
+        .prop_map(str::to_owned)
 }
 
 fn leaf() -> impl Strategy<Value = Expr> {
@@ -31,9 +21,7 @@ fn leaf() -> impl Strategy<Value = Expr> {
         any::<bool>().prop_map(|b| e(ExprKind::Bool(b))),
         any::<i64>().prop_map(|v| e(ExprKind::Int(v))),
         any::<u64>().prop_map(|v| e(ExprKind::Uint(v))),
-        any::<f64>()
-            .prop_filter("finite", |v| v.is_finite())
-            .prop_map(|v| e(ExprKind::Double(v))),
+        any::<f64>().prop_filter("finite", |v| v.is_finite()).prop_map(|v| e(ExprKind::Double(v))),
         any::<String>().prop_map(|s| e(ExprKind::String(s))),
         prop::collection::vec(any::<u8>(), 0..6).prop_map(|b| e(ExprKind::Bytes(b))),
         ident().prop_map(|n| e(ExprKind::Ident(n))),
@@ -63,48 +51,32 @@ fn expr() -> impl Strategy<Value = Expr> {
     leaf().prop_recursive(5, 48, 4, |inner| {
         let b = |x: Expr| Box::new(x);
         prop_oneof![
-            (inner.clone(), ident(), any::<bool>()).prop_map(move |(o, field, optional)| e(
-                ExprKind::Select {
-                    operand: b(o),
-                    field,
-                    optional
-                }
-            )),
-            (inner.clone(), inner.clone(), any::<bool>()).prop_map(move |(o, i, optional)| e(
-                ExprKind::Index {
-                    operand: b(o),
-                    index: b(i),
-                    optional
-                }
-            )),
-            (
-                prop::option::of(inner.clone()),
-                ident(),
-                prop::collection::vec(inner.clone(), 0..3)
-            )
-                .prop_map(move |(t, function, args)| e(ExprKind::Call {
-                    target: t.map(Box::new),
-                    function,
-                    args
-                })),
+            (inner.clone(), ident(), any::<bool>()).prop_map(move |(o, field, optional)| e(ExprKind::Select {
+                operand: b(o),
+                field,
+                optional
+            })),
+            (inner.clone(), inner.clone(), any::<bool>()).prop_map(move |(o, i, optional)| e(ExprKind::Index {
+                operand: b(o),
+                index: b(i),
+                optional
+            })),
+            (prop::option::of(inner.clone()), ident(), prop::collection::vec(inner.clone(), 0..3))
+                .prop_map(move |(t, function, args)| e(ExprKind::Call { target: t.map(Box::new), function, args })),
             (prop::bool::ANY, inner.clone()).prop_map(move |(not, o)| e(ExprKind::Unary {
                 op: if not { UnaryOp::Not } else { UnaryOp::Neg },
                 operand: b(o)
             })),
-            (binop(), inner.clone(), inner.clone()).prop_map(move |(op, l, r)| e(
-                ExprKind::Binary {
-                    op,
-                    lhs: b(l),
-                    rhs: b(r)
-                }
-            )),
-            (inner.clone(), inner.clone(), inner.clone()).prop_map(move |(c, t, o)| e(
-                ExprKind::Conditional {
-                    cond: b(c),
-                    then: b(t),
-                    otherwise: b(o)
-                }
-            )),
+            (binop(), inner.clone(), inner.clone()).prop_map(move |(op, l, r)| e(ExprKind::Binary {
+                op,
+                lhs: b(l),
+                rhs: b(r)
+            })),
+            (inner.clone(), inner.clone(), inner.clone()).prop_map(move |(c, t, o)| e(ExprKind::Conditional {
+                cond: b(c),
+                then: b(t),
+                otherwise: b(o)
+            })),
             prop::collection::vec(inner.clone(), 0..3).prop_map(|v| e(ExprKind::List(v))),
             prop::collection::vec((inner.clone(), inner), 0..3).prop_map(|v| e(ExprKind::Map(v))),
         ]

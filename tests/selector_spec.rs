@@ -69,14 +69,8 @@ fn associativity_table() {
     assert_eq!(cond, selector::parse("a ? b : (c ? d : e)").unwrap());
     assert_ne!(cond, selector::parse("(a ? b : c) ? d : e").unwrap());
     // Repeated unary operators fold like cel-go: an even run cancels.
-    assert_eq!(
-        selector::parse("!!a").unwrap(),
-        selector::parse("a").unwrap()
-    );
-    assert_eq!(
-        selector::parse("---a").unwrap(),
-        selector::parse("-a").unwrap()
-    );
+    assert_eq!(selector::parse("!!a").unwrap(), selector::parse("a").unwrap());
+    assert_eq!(selector::parse("---a").unwrap(), selector::parse("-a").unwrap());
 }
 
 /// An expression that fails for the empty device: a missing attribute.
@@ -115,10 +109,7 @@ fn logical_operators_absorb_errors_commutatively() {
 fn conditional_evaluates_one_branch() {
     t(&format!("true ? true : {E}"));
     t(&format!("false ? {E} : true"));
-    assert!(matches!(
-        err(&format!("{E} ? true : true")),
-        EvalErrorKind::NoSuchKey { .. }
-    ));
+    assert!(matches!(err(&format!("{E} ? true : true")), EvalErrorKind::NoSuchKey { .. }));
 }
 
 #[test]
@@ -126,18 +117,9 @@ fn macros_absorb_errors_like_their_expansion() {
     // exists: a true element decides; all: a false element decides.
     t("[0, 1].exists(x, 1 / x == 1)");
     f("[0, 1].all(x, 1 / x == 2)");
-    assert_eq!(
-        err("[0, 1].all(x, 1 / x == 1)"),
-        EvalErrorKind::DivisionByZero
-    );
-    assert_eq!(
-        err("[0, 1].exists(x, 1 / x == 2)"),
-        EvalErrorKind::DivisionByZero
-    );
-    assert_eq!(
-        err("[0, 1].exists_one(x, 1 / x == 1)"),
-        EvalErrorKind::DivisionByZero
-    );
+    assert_eq!(err("[0, 1].all(x, 1 / x == 1)"), EvalErrorKind::DivisionByZero);
+    assert_eq!(err("[0, 1].exists(x, 1 / x == 2)"), EvalErrorKind::DivisionByZero);
+    assert_eq!(err("[0, 1].exists_one(x, 1 / x == 1)"), EvalErrorKind::DivisionByZero);
     t("[1, 2, 3].exists_one(x, x == 2)");
     f("[1, 2, 2].exists_one(x, x == 2)");
     t("[1, 2, 3].map(x, x * 2) == [2, 4, 6]");
@@ -163,28 +145,12 @@ fn two_variable_comprehensions() {
     ] {
         t(src);
     }
-    let d = device(
-        "dra.example.com",
-        &[("n", A::I(3)), ("s", A::S("x"))],
-        &[("mem", "1Gi")],
-    );
+    let d = device("dra.example.com", &[("n", A::I(3)), ("s", A::S("x"))], &[("mem", "1Gi")]);
     let attrs = r#"device.attributes["dra.example.com"]"#;
-    assert_eq!(
-        eval(&format!("{attrs}.exists(k, v, k == 'n' && v == 3)"), &d),
-        Ok(true)
-    );
-    assert_eq!(
-        eval("device.attributes.all(d, m, m.size() == 2)", &d),
-        Ok(true)
-    );
+    assert_eq!(eval(&format!("{attrs}.exists(k, v, k == 'n' && v == 3)"), &d), Ok(true));
+    assert_eq!(eval("device.attributes.all(d, m, m.size() == 2)", &d), Ok(true));
     let caps = r#"device.capacity["dra.example.com"]"#;
-    assert_eq!(
-        eval(
-            &format!("{caps}.all(k, q, q.isGreaterThan(quantity('1Mi')))"),
-            &d
-        ),
-        Ok(true)
-    );
+    assert_eq!(eval(&format!("{caps}.all(k, q, q.isGreaterThan(quantity('1Mi')))"), &d), Ok(true));
     let e = compile_err("[1].all(x, x, true)");
     assert!(e.to_string().contains("must differ"), "{e}");
     t("has({'a': 1}.a) && !has({'a': 1}.b)");
@@ -227,28 +193,16 @@ fn literals() {
 
 #[test]
 fn arithmetic_is_checked() {
-    assert_eq!(
-        err("9223372036854775807 + 1 > 0"),
-        EvalErrorKind::Overflow("_+_")
-    );
-    assert_eq!(
-        err("-9223372036854775808 - 1 > 0"),
-        EvalErrorKind::Overflow("_-_")
-    );
-    assert_eq!(
-        err("-9223372036854775808 / -1 > 0"),
-        EvalErrorKind::Overflow("_/_")
-    );
+    assert_eq!(err("9223372036854775807 + 1 > 0"), EvalErrorKind::Overflow("_+_"));
+    assert_eq!(err("-9223372036854775808 - 1 > 0"), EvalErrorKind::Overflow("_-_"));
+    assert_eq!(err("-9223372036854775808 / -1 > 0"), EvalErrorKind::Overflow("_/_"));
     assert_eq!(err("1 / 0 > 0"), EvalErrorKind::DivisionByZero);
     assert_eq!(err("1 % 0 > 0"), EvalErrorKind::DivisionByZero);
     assert_eq!(err("0u - 1u > 0u"), EvalErrorKind::Overflow("_-_"));
     t("-7 / 2 == -3 && -7 % 2 == -1");
     t("1.0 / 0.0 > 1e308");
     t("[1, 2][5 - 4] == 2");
-    assert!(matches!(
-        err("[1][1] == 1"),
-        EvalErrorKind::IndexOutOfRange { index: 1, size: 1 }
-    ));
+    assert!(matches!(err("[1][1] == 1"), EvalErrorKind::IndexOutOfRange { index: 1, size: 1 }));
 }
 
 #[test]
@@ -264,19 +218,12 @@ fn equality_and_ordering_across_types() {
     f("0.0 / 0.0 < 1.0");
     // Ordering of strings, bytes and bools.
     t("'a' < 'b' && b'a' < b'b' && false < true");
-    assert!(matches!(
-        err("dyn(1) < 'a'"),
-        EvalErrorKind::NoSuchOverload { .. }
-    ));
+    assert!(matches!(err("dyn(1) < 'a'"), EvalErrorKind::NoSuchOverload { .. }));
 }
 
 #[test]
 fn dynamic_attribute_types() {
-    let d = device(
-        "dra.example.com",
-        &[("n", A::I(3)), ("s", A::S("x")), ("b", A::B(false))],
-        &[],
-    );
+    let d = device("dra.example.com", &[("n", A::I(3)), ("s", A::S("x")), ("b", A::B(false))], &[]);
     let ex = r#"device.attributes["dra.example.com"]"#;
     assert_eq!(eval(&format!("{ex}.n == \"3\""), &d), Ok(false));
     assert_eq!(eval(&format!("{ex}.n != \"3\""), &d), Ok(true));
@@ -285,45 +232,15 @@ fn dynamic_attribute_types() {
     assert_eq!(eval(&format!("!{ex}.b"), &d), Ok(true));
     assert!(eval(&format!("{ex}.n > \"a\""), &d).is_err());
     assert!(eval(&format!("{ex}.s && true"), &d).is_err());
-    assert_eq!(
-        eval(&format!("has({ex}.n) && !has({ex}.zzz)"), &d),
-        Ok(true)
-    );
-    assert_eq!(
-        eval(&format!("'n' in {ex} && !('zzz' in {ex})"), &d),
-        Ok(true)
-    );
+    assert_eq!(eval(&format!("has({ex}.n) && !has({ex}.zzz)"), &d), Ok(true));
+    assert_eq!(eval(&format!("'n' in {ex} && !('zzz' in {ex})"), &d), Ok(true));
     assert_eq!(eval(&format!("{ex}.size() == 3"), &d), Ok(true));
-    assert_eq!(
-        eval(r#"device.attributes["other.example.com"].size() == 0"#, &d),
-        Ok(true)
-    );
+    assert_eq!(eval(r#"device.attributes["other.example.com"].size() == 0"#, &d), Ok(true));
     // Type values tell dynamic attribute types apart.
-    assert_eq!(
-        eval(
-            &format!("type({ex}.n) == int && type({ex}.s) == string"),
-            &d
-        ),
-        Ok(true)
-    );
-    assert_eq!(
-        eval(&format!("type({ex}.b) != int && type({ex}.b) == bool"), &d),
-        Ok(true)
-    );
-    assert_eq!(
-        eval(
-            "type(int) == type && type([1]) == list && type(null) == null_type",
-            &d
-        ),
-        Ok(true)
-    );
-    assert_eq!(
-        eval(
-            "type(quantity('1')) == type(quantity('2')) && type(1u) == uint",
-            &d
-        ),
-        Ok(true)
-    );
+    assert_eq!(eval(&format!("type({ex}.n) == int && type({ex}.s) == string"), &d), Ok(true));
+    assert_eq!(eval(&format!("type({ex}.b) != int && type({ex}.b) == bool"), &d), Ok(true));
+    assert_eq!(eval("type(int) == type && type([1]) == list && type(null) == null_type", &d), Ok(true));
+    assert_eq!(eval("type(quantity('1')) == type(quantity('2')) && type(1u) == uint", &d), Ok(true));
     // A non-bool result is an error, as upstream's "could not be converted to bool".
     let e = eval(&format!("dyn({ex}.n)"), &d).unwrap_err();
     assert_eq!(e.kind, EvalErrorKind::NotBool("int"));
@@ -356,14 +273,8 @@ fn string_extension_library() {
     ] {
         t(src);
     }
-    assert!(matches!(
-        err("'abc'.substring(2, 1) == ''"),
-        EvalErrorKind::InvalidArgument { .. }
-    ));
-    assert!(matches!(
-        err("int('x') == 1"),
-        EvalErrorKind::InvalidArgument { .. }
-    ));
+    assert!(matches!(err("'abc'.substring(2, 1) == ''"), EvalErrorKind::InvalidArgument { .. }));
+    assert!(matches!(err("int('x') == 1"), EvalErrorKind::InvalidArgument { .. }));
 }
 
 #[test]
@@ -402,14 +313,8 @@ fn quantity_library() {
     ] {
         t(src);
     }
-    assert!(matches!(
-        err("quantity('500m').asInteger() == 0"),
-        EvalErrorKind::InvalidArgument { .. }
-    ));
-    assert!(matches!(
-        err("quantity('1.2.3') == quantity('1')"),
-        EvalErrorKind::InvalidArgument { .. }
-    ));
+    assert!(matches!(err("quantity('500m').asInteger() == 0"), EvalErrorKind::InvalidArgument { .. }));
+    assert!(matches!(err("quantity('1.2.3') == quantity('1')"), EvalErrorKind::InvalidArgument { .. }));
 }
 
 #[test]
@@ -429,10 +334,7 @@ fn semver_library() {
     ] {
         t(src);
     }
-    assert!(matches!(
-        err("semver('200K').major() == 0"),
-        EvalErrorKind::InvalidArgument { .. }
-    ));
+    assert!(matches!(err("semver('200K').major() == 0"), EvalErrorKind::InvalidArgument { .. }));
 }
 
 #[test]
@@ -470,45 +372,27 @@ fn syntax_errors_point_at_the_token() {
 #[test]
 fn type_errors_name_the_expression_and_types() {
     let cases = [
-        (
-            "device.driver + 1 == 'a'",
-            "found no matching overload for '_+_' applied to '(string, int)'",
-        ),
+        ("device.driver + 1 == 'a'", "found no matching overload for '_+_' applied to '(string, int)'"),
         ("device.foo == 1", "undefined field 'foo'"),
         ("foo", "undeclared reference to 'foo'"),
-        (
-            "noSuchFunction(1)",
-            "undeclared reference to 'noSuchFunction'",
-        ),
-        (
-            "quantity(1).isInteger()",
-            "found no matching overload for 'quantity' applied to '(int)'",
-        ),
+        ("noSuchFunction(1)", "undeclared reference to 'noSuchFunction'"),
+        ("quantity(1).isInteger()", "found no matching overload for 'quantity' applied to '(int)'"),
         (
             r#"device.capacity["d"].m.compareTo(semver("1.0.0")) == 0"#,
             "found no matching overload for 'compareTo' applied to 'kubernetes.Quantity.(kubernetes.Semver)'",
         ),
-        (
-            "1 == 1.0",
-            "found no matching overload for '_==_' applied to '(int, double)'",
-        ),
+        ("1 == 1.0", "found no matching overload for '_==_' applied to '(int, double)'"),
         ("[1, 'a'].size() == 2", "list elements must have one type"),
         ("'a' ? true : false", "condition of '?:' must be bool"),
         ("true ? 1 : 'a'", "different types"),
-        (
-            "device.driver",
-            "must evaluate to bool or the unknown type, not string",
-        ),
+        ("device.driver", "must evaluate to bool or the unknown type, not string"),
         ("1.all(x, x)", "cannot be the range of a comprehension"),
         ("[1].all(x, x)", "predicate of 'all' must be bool, not int"),
         ("[1].all(1, true)", "simple identifier"),
         ("has(device)", "invalid argument to has() macro"),
         ("!1", "'!_' applied to '(int)'"),
         // ext.Strings version 3 is not part of the Kubernetes environment.
-        (
-            "'abc'.reverse() == 'cba'",
-            "undeclared reference to 'reverse'",
-        ),
+        ("'abc'.reverse() == 'cba'", "undeclared reference to 'reverse'"),
     ];
     for (src, want) in cases {
         let e = compile_err(src);
@@ -517,53 +401,29 @@ fn type_errors_name_the_expression_and_types() {
     }
     let e = compile_err("true && device.driver + 1 == 'a'");
     assert_eq!(e.position(), Some((1, 23)), "at the '+' operator");
-    assert!(
-        e.to_string().contains("in `device.driver + 1`"),
-        "names the sub-expression: {e}"
-    );
+    assert!(e.to_string().contains("in `device.driver + 1`"), "names the sub-expression: {e}");
 }
 
 #[test]
 fn limits() {
     let long = format!("device.driver == '{}'", "x".repeat(10 * 1024));
-    assert!(matches!(
-        compile_err(&long),
-        SelectorError::TooLong { limit: 10240, .. }
-    ));
+    assert!(matches!(compile_err(&long), SelectorError::TooLong { limit: 10240, .. }));
     let deep = format!("{}true{}", "(".repeat(300), ")".repeat(300));
-    assert_eq!(
-        compile_err(&deep),
-        SelectorError::TooDeep {
-            limit: selector::MAX_NESTING_DEPTH
-        }
-    );
+    assert_eq!(compile_err(&deep), SelectorError::TooDeep { limit: selector::MAX_NESTING_DEPTH });
     let chain = vec!["1"; 400].join(" + ") + " > 0";
-    assert_eq!(
-        compile_err(&chain),
-        SelectorError::TooDeep {
-            limit: selector::MAX_NESTING_DEPTH
-        }
-    );
+    assert_eq!(compile_err(&chain), SelectorError::TooDeep { limit: selector::MAX_NESTING_DEPTH });
     let lists = format!("{}1{} == 1", "[".repeat(300), "]".repeat(300));
     assert!(matches!(compile_err(&lists), SelectorError::TooDeep { .. }));
     // Regexes are compiled once, with a size limit.
     let e = compile_err("'a'.matches('(a{1000}){1000}')");
     assert!(matches!(e, SelectorError::Regex { column: 13, .. }), "{e}");
-    assert!(matches!(
-        compile_err("'a'.matches('(')"),
-        SelectorError::Regex { .. }
-    ));
+    assert!(matches!(compile_err("'a'.matches('(')"), SelectorError::Regex { .. }));
     // A dynamic pattern is checked when it is used.
     let d = device("d", &[("p", A::S("("))], &[]);
     let r = eval(r#"'a'.matches(device.attributes["d"].p)"#, &d);
-    assert!(
-        matches!(r, Err(ref e) if matches!(e.kind, EvalErrorKind::InvalidArgument { function: "matches", .. }))
-    );
+    assert!(matches!(r, Err(ref e) if matches!(e.kind, EvalErrorKind::InvalidArgument { function: "matches", .. })));
     // Custom limits.
-    let small = Limits {
-        max_cost: 3,
-        ..Limits::default()
-    };
+    let small = Limits { max_cost: 3, ..Limits::default() };
     assert!(Selector::compile_with(r#"device.driver == "dra.example.com""#, small).is_err());
     assert!(Selector::compile_with(r#"device.driver == """#, small).is_ok());
 }
@@ -572,64 +432,28 @@ fn limits() {
 fn optional_types() {
     // cel-go optional types (`cel.OptionalTypes`, in the Kubernetes environment since
     // 1.28): a missing attribute read with `.?` is `optional.none()`, not an error.
-    let d = device(
-        "dra.example.com",
-        &[("model", A::S("a100")), ("n", A::I(2))],
-        &[("mem", "1Gi")],
-    );
+    let d = device("dra.example.com", &[("model", A::S("a100")), ("n", A::I(2))], &[("mem", "1Gi")]);
     let ex = r#"device.attributes["dra.example.com"]"#;
     for (src, want) in [
         (format!("{ex}.?model.orValue('') == 'a100'"), true),
         (format!("{ex}.?missing.orValue('none') == 'none'"), true),
-        (
-            format!("!{ex}.?missing.hasValue() && {ex}.?n.hasValue()"),
-            true,
-        ),
+        (format!("!{ex}.?missing.hasValue() && {ex}.?n.hasValue()"), true),
         (format!("{ex}[?'n'].value() == 2"), true),
-        (
-            "device.attributes[?'other.example.com'].?x.orValue(0) == 0".to_owned(),
-            true,
-        ),
-        (
-            "device.capacity['dra.example.com'].?mem.value().isGreaterThan(quantity('1Mi'))"
-                .to_owned(),
-            true,
-        ),
-        (
-            "optional.of(1).value() == 1 && !optional.none().hasValue()".to_owned(),
-            true,
-        ),
-        (
-            "optional.none().or(optional.of(2)).value() == 2".to_owned(),
-            true,
-        ),
-        (
-            "!optional.ofNonZeroValue('').hasValue() && optional.ofNonZeroValue(3).hasValue()"
-                .to_owned(),
-            true,
-        ),
-        (
-            "[1, 2][?5].orValue(0) == 0 && [1, 2][?1].value() == 2".to_owned(),
-            true,
-        ),
-        (
-            "{'a': {'b': 1}}.?a.b.value() == 1 && !{'a': {'b': 1}}.?x.b.hasValue()".to_owned(),
-            true,
-        ),
-        (
-            "optional.of(1) == optional.of(1) && optional.none() == optional.none()".to_owned(),
-            true,
-        ),
+        ("device.attributes[?'other.example.com'].?x.orValue(0) == 0".to_owned(), true),
+        ("device.capacity['dra.example.com'].?mem.value().isGreaterThan(quantity('1Mi'))".to_owned(), true),
+        ("optional.of(1).value() == 1 && !optional.none().hasValue()".to_owned(), true),
+        ("optional.none().or(optional.of(2)).value() == 2".to_owned(), true),
+        ("!optional.ofNonZeroValue('').hasValue() && optional.ofNonZeroValue(3).hasValue()".to_owned(), true),
+        ("[1, 2][?5].orValue(0) == 0 && [1, 2][?1].value() == 2".to_owned(), true),
+        ("{'a': {'b': 1}}.?a.b.value() == 1 && !{'a': {'b': 1}}.?x.b.hasValue()".to_owned(), true),
+        ("optional.of(1) == optional.of(1) && optional.none() == optional.none()".to_owned(), true),
     ] {
         assert_eq!(eval(&src, &d), Ok(want), "{src}");
     }
     let e = eval("optional.none().value() == 1", &d).unwrap_err();
     assert!(e.to_string().contains("optional.none() dereference"), "{e}");
     assert!(matches!(compile_err("[?1]"), SelectorError::Syntax { .. }));
-    assert!(matches!(
-        compile_err("a.?b()"),
-        SelectorError::Syntax { .. }
-    ));
+    assert!(matches!(compile_err("a.?b()"), SelectorError::Syntax { .. }));
 }
 
 #[test]
@@ -651,10 +475,6 @@ fn cost_estimates_follow_the_upstream_formulas() {
         ("'s' in device.attributes['d']", 4),
     ];
     for (src, want) in cases {
-        assert_eq!(
-            Selector::compile(src).unwrap().estimated_cost(),
-            want,
-            "{src}"
-        );
+        assert_eq!(Selector::compile(src).unwrap().estimated_cost(), want, "{src}");
     }
 }

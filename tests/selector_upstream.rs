@@ -32,15 +32,7 @@ fn case(
     expect: Result<bool, &'static str>,
     cost: u64,
 ) -> Case {
-    Case {
-        name,
-        expr,
-        driver,
-        attrs: Vec::new(),
-        caps: Vec::new(),
-        expect,
-        cost,
-    }
+    Case { name, expr, driver, attrs: Vec::new(), caps: Vec::new(), expect, cost }
 }
 
 impl Case {
@@ -245,23 +237,14 @@ fn cases() -> Vec<Case> {
 #[test]
 fn upstream_test_cel_cases() {
     for c in cases() {
-        let sel = Selector::compile(c.expr)
-            .unwrap_or_else(|e| panic!("{}: unexpected compile error: {e}", c.name));
+        let sel = Selector::compile(c.expr).unwrap_or_else(|e| panic!("{}: unexpected compile error: {e}", c.name));
         assert_eq!(sel.estimated_cost(), c.cost, "{}: cost estimate", c.name);
         let d = device(c.driver, &c.attrs, &c.caps);
         let (got, actual) = sel.matches_with_cost(&d);
-        assert!(
-            actual <= sel.estimated_cost(),
-            "{}: actual cost {actual} above estimate",
-            c.name
-        );
+        assert!(actual <= sel.estimated_cost(), "{}: actual cost {actual} above estimate", c.name);
         match (got, c.expect) {
             (Ok(m), Ok(want)) => assert_eq!(m, want, "{}", c.name),
-            (Err(e), Err(want)) => assert!(
-                e.to_string().contains(want),
-                "{}: error {e} lacks {want:?}",
-                c.name
-            ),
+            (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: error {e} lacks {want:?}", c.name),
             (got, want) => panic!("{}: got {got:?}, want {want:?}", c.name),
         }
     }
@@ -288,28 +271,14 @@ fn upstream_allow_multiple_allocations_cases() {
 fn upstream_syntax_error() {
     // TestCEL "syntax-error".
     let err = Selector::compile("?!").unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SelectorError::Syntax {
-                line: 1,
-                column: 1,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SelectorError::Syntax { line: 1, column: 1, .. }), "{err}");
 }
 
 #[test]
 fn upstream_type_error() {
     // TestCEL "type-error".
     let err = Selector::compile("1").unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("must evaluate to bool or the unknown type, not int"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("must evaluate to bool or the unknown type, not int"), "{err}");
 }
 
 #[test]
@@ -318,13 +287,7 @@ fn upstream_expensive_is_refused_at_compile_time() {
     // "actual cost limit exceeded"; validation of resource.k8s.io objects refuses such
     // an expression up front, which is what compile does here.
     let err = Selector::compile(EXPENSIVE).unwrap_err();
-    assert_eq!(
-        err,
-        SelectorError::CostLimitExceeded {
-            estimated: 85_555_551,
-            limit: MAX_COST
-        }
-    );
+    assert_eq!(err, SelectorError::CostLimitExceeded { estimated: 85_555_551, limit: MAX_COST });
 }
 
 #[test]
@@ -334,16 +297,11 @@ fn runtime_cost_limit_stops_devices_beyond_the_api_bounds() {
     // runtime limit still stops it, as cel-go's CostLimit does upstream.
     let src = r#"device.attributes["dra.example.com"].all(x, x != "")"#;
     let est = Selector::compile(src).unwrap().estimated_cost();
-    let limits = schedkit::selector::Limits {
-        max_cost: est,
-        ..Default::default()
-    };
+    let limits = schedkit::selector::Limits { max_cost: est, ..Default::default() };
     let sel = Selector::compile_with(src, limits).unwrap();
     let names: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
     let attrs: Vec<(&str, A)> = names.iter().map(|n| (n.as_str(), A::B(true))).collect();
-    let err = sel
-        .matches(&device("dra.example.com", &attrs, &[]))
-        .unwrap_err();
+    let err = sel.matches(&device("dra.example.com", &attrs, &[])).unwrap_err();
     assert_eq!(err.kind, EvalErrorKind::CostLimitExceeded { limit: est });
     assert!(err.to_string().contains("actual cost limit exceeded"));
 }
@@ -351,14 +309,10 @@ fn runtime_cost_limit_stops_devices_beyond_the_api_bounds() {
 #[test]
 fn missing_attribute_error_names_attribute_and_device() {
     let d = device("dra.example.com", &[], &[]);
-    let err =
-        support::eval(r#"device.attributes["dra.example.com"].model == "x""#, &d).unwrap_err();
+    let err = support::eval(r#"device.attributes["dra.example.com"].model == "x""#, &d).unwrap_err();
     assert_eq!(err.device, "test-device");
     assert!(
         matches!(&err.kind, EvalErrorKind::NoSuchKey { key, domain: Some("dra.example.com"), capacity: false } if key == "model")
     );
-    assert_eq!(
-        err.to_string(),
-        r#"device "test-device": no such key: model in device.attributes["dra.example.com"]"#
-    );
+    assert_eq!(err.to_string(), r#"device "test-device": no such key: model in device.attributes["dra.example.com"]"#);
 }

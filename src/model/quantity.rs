@@ -74,10 +74,7 @@ pub struct Quantity {
 
 impl Quantity {
     /// Zero, in decimal format.
-    pub const ZERO: Quantity = Quantity {
-        nanos: 0,
-        format: QuantityFormat::DecimalSi,
-    };
+    pub const ZERO: Quantity = Quantity { nanos: 0, format: QuantityFormat::DecimalSi };
 
     /// Parses Kubernetes quantity syntax.
     pub fn parse(text: &str) -> Result<Quantity, QuantityError> {
@@ -86,26 +83,17 @@ impl Quantity {
 
     /// A whole-unit quantity (`Quantity::from_int(3)` is `3`).
     pub const fn from_int(value: i64) -> Quantity {
-        Quantity {
-            nanos: value as i128 * NANO,
-            format: QuantityFormat::DecimalSi,
-        }
+        Quantity { nanos: value as i128 * NANO, format: QuantityFormat::DecimalSi }
     }
 
     /// A quantity of thousandths (`Quantity::from_milli(500)` is `500m`).
     pub const fn from_milli(milli: i64) -> Quantity {
-        Quantity {
-            nanos: milli as i128 * 1_000_000,
-            format: QuantityFormat::DecimalSi,
-        }
+        Quantity { nanos: milli as i128 * 1_000_000, format: QuantityFormat::DecimalSi }
     }
 
     /// A byte count displayed with binary suffixes (`Quantity::from_bytes(1024)` is `1Ki`).
     pub const fn from_bytes(bytes: i64) -> Quantity {
-        Quantity {
-            nanos: bytes as i128 * NANO,
-            format: QuantityFormat::BinarySi,
-        }
+        Quantity { nanos: bytes as i128 * NANO, format: QuantityFormat::BinarySi }
     }
 
     /// The exact value in nano-units (10^-9).
@@ -153,47 +141,31 @@ impl Quantity {
     /// Exact sum; `None` on overflow. Keeps the left operand's format.
     pub fn checked_add(&self, other: &Quantity) -> Option<Quantity> {
         let nanos = self.nanos.checked_add(other.nanos)?;
-        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
-            nanos,
-            format: self.format,
-        })
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
     }
 
     /// Exact difference; `None` on overflow. Keeps the left operand's format.
     pub fn checked_sub(&self, other: &Quantity) -> Option<Quantity> {
         let nanos = self.nanos.checked_sub(other.nanos)?;
-        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
-            nanos,
-            format: self.format,
-        })
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
     }
 
     /// Exact product with an integer; `None` on overflow. Keeps the format (upstream
     /// `Quantity.Mul`, used by the CEL quantity library's `mul`).
     pub fn checked_mul_int(&self, factor: i64) -> Option<Quantity> {
         let nanos = self.nanos.checked_mul(i128::from(factor))?;
-        (nanos.abs() <= MAX_NANOS).then_some(Quantity {
-            nanos,
-            format: self.format,
-        })
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
     }
 
     /// The value as an `i64` when it is a whole number that fits (upstream `AsInt64`).
     pub fn as_i64_exact(&self) -> Option<i64> {
-        if self.nanos % NANO == 0 {
-            i64::try_from(self.nanos / NANO).ok()
-        } else {
-            None
-        }
+        if self.nanos % NANO == 0 { i64::try_from(self.nanos / NANO).ok() } else { None }
     }
 
     /// The same value with another display format.
     #[must_use]
     pub const fn with_format(self, format: QuantityFormat) -> Quantity {
-        Quantity {
-            nanos: self.nanos,
-            format,
-        }
+        Quantity { nanos: self.nanos, format }
     }
 }
 
@@ -258,11 +230,7 @@ impl TryFrom<&str> for Quantity {
 }
 
 fn syntax(text: &str, column: usize, reason: &'static str) -> QuantityError {
-    QuantityError::Syntax {
-        text: text.to_owned(),
-        column: column + 1,
-        reason,
-    }
+    QuantityError::Syntax { text: text.to_owned(), column: column + 1, reason }
 }
 
 fn parse(text: &str) -> Result<Quantity, QuantityError> {
@@ -315,18 +283,11 @@ fn parse(text: &str) -> Result<Quantity, QuantityError> {
     let (suffix_exp, format) = parse_suffix(text, i)?;
     let nanos = match suffix_exp {
         Exp::Ten(e) => to_nanos(mantissa, scale + e, nonzero_dropped),
-        Exp::Two(e) => {
-            to_nanos(mantissa, scale, nonzero_dropped).and_then(|n| n.checked_mul(1i128 << e))
-        }
+        Exp::Two(e) => to_nanos(mantissa, scale, nonzero_dropped).and_then(|n| n.checked_mul(1i128 << e)),
     }
     .filter(|n| n.abs() <= MAX_NANOS)
-    .ok_or_else(|| QuantityError::OutOfRange {
-        text: text.to_owned(),
-    })?;
-    Ok(Quantity {
-        nanos: if negative { -nanos } else { nanos },
-        format,
-    })
+    .ok_or_else(|| QuantityError::OutOfRange { text: text.to_owned() })?;
+    Ok(Quantity { nanos: if negative { -nanos } else { nanos }, format })
 }
 
 enum Exp {
@@ -369,16 +330,10 @@ fn parse_suffix(text: &str, at: usize) -> Result<(Exp, QuantityFormat), Quantity
                 .parse()
                 .ok()
                 .filter(|e: &i32| e.abs() <= 60)
-                .ok_or_else(|| QuantityError::OutOfRange {
-                    text: text.to_owned(),
-                })?;
+                .ok_or_else(|| QuantityError::OutOfRange { text: text.to_owned() })?;
             Ok((Exp::Ten(e), QuantityFormat::DecimalExponent))
         }
-        _ => Err(syntax(
-            text,
-            at,
-            "expected a suffix (n, u, m, k, M, G, T, P, E, Ki..Ei) or an exponent",
-        )),
+        _ => Err(syntax(text, at, "expected a suffix (n, u, m, k, M, G, T, P, E, Ki..Ei) or an exponent")),
     }
 }
 
@@ -393,11 +348,7 @@ fn to_nanos(mantissa: i128, exp: i32, dropped: bool) -> Option<i128> {
         match f {
             Some(f) => {
                 let q = mantissa / f;
-                Some(if mantissa % f != 0 || dropped {
-                    q + 1
-                } else {
-                    q
-                })
+                Some(if mantissa % f != 0 || dropped { q + 1 } else { q })
             }
             None => Some(i128::from(mantissa != 0 || dropped)),
         }
@@ -432,11 +383,7 @@ impl fmt::Display for Quantity {
             exp += 3;
         }
         if format == QuantityFormat::DecimalExponent {
-            return if exp == 0 {
-                write!(f, "{m}")
-            } else {
-                write!(f, "{m}e{exp}")
-            };
+            return if exp == 0 { write!(f, "{m}") } else { write!(f, "{m}e{exp}") };
         }
         // SI suffixes stop at E (10^18); larger exponents fold into the mantissa.
         while exp > 18 {
@@ -480,10 +427,7 @@ impl<'de> Deserialize<'de> for Quantity {
                 Ok(Quantity::from_int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Quantity, E> {
-                Ok(Quantity {
-                    nanos: i128::from(v) * NANO,
-                    format: QuantityFormat::DecimalSi,
-                })
+                Ok(Quantity { nanos: i128::from(v) * NANO, format: QuantityFormat::DecimalSi })
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Quantity, E> {
                 // Go through text so rounding matches the string form.
@@ -591,9 +535,9 @@ mod tests {
     #[test]
     fn invalid_inputs_are_errors() {
         for bad in [
-            "", "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-",
-            "1e", "1e+", " 1", "1 ", "1 Gi", "1Gib", "Ki", "-", "+", ".", "1..", "--1", "1e1.5",
-            "1ee3", "0x10", "1kk", "e3", "1GI", "1e 3", "1mm",
+            "", "1.1.M", "1+1.0M", "0.1mi", "0.1am", "aoeu", ".5i", "1i", "-3.01i", "-3.01e-", "1e", "1e+", " 1", "1 ",
+            "1 Gi", "1Gib", "Ki", "-", "+", ".", "1..", "--1", "1e1.5", "1ee3", "0x10", "1kk", "e3", "1GI", "1e 3",
+            "1mm",
         ] {
             assert!(bad.parse::<Quantity>().is_err(), "{bad:?} must not parse");
         }
@@ -611,10 +555,7 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("column 3"));
-        assert!(matches!(
-            "1e99".parse::<Quantity>(),
-            Err(QuantityError::OutOfRange { .. })
-        ));
+        assert!(matches!("1e99".parse::<Quantity>(), Err(QuantityError::OutOfRange { .. })));
         assert!(matches!(
             "99999999999999999999999999999999999999999".parse::<Quantity>(),
             Err(QuantityError::OutOfRange { .. })

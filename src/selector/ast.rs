@@ -54,13 +54,7 @@ impl BinaryOp {
         match self {
             BinaryOp::Or => 2,
             BinaryOp::And => 3,
-            BinaryOp::Eq
-            | BinaryOp::Ne
-            | BinaryOp::Lt
-            | BinaryOp::Le
-            | BinaryOp::Gt
-            | BinaryOp::Ge
-            | BinaryOp::In => 4,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::In => 4,
             BinaryOp::Add | BinaryOp::Sub => 5,
             BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => 6,
         }
@@ -239,29 +233,17 @@ impl Expr {
             ExprKind::String(s) => write_string(f, s),
             ExprKind::Bytes(b) => write_bytes(f, b),
             ExprKind::Ident(name) => f.write_str(name),
-            ExprKind::Select {
-                operand,
-                field,
-                optional,
-            } => {
+            ExprKind::Select { operand, field, optional } => {
                 operand.write_at(f, PREC_MEMBER)?;
                 write!(f, "{}{field}", if *optional { ".?" } else { "." })
             }
-            ExprKind::Index {
-                operand,
-                index,
-                optional,
-            } => {
+            ExprKind::Index { operand, index, optional } => {
                 operand.write_at(f, PREC_MEMBER)?;
                 f.write_str(if *optional { "[?" } else { "[" })?;
                 index.write_at(f, 0)?;
                 f.write_str("]")
             }
-            ExprKind::Call {
-                target,
-                function,
-                args,
-            } => {
+            ExprKind::Call { target, function, args } => {
                 if let Some(t) = target {
                     t.write_at(f, PREC_MEMBER)?;
                     f.write_str(".")?;
@@ -296,20 +278,12 @@ impl Expr {
                 let p = op.precedence();
                 // `&&`/`||` chains are balanced by the parser, so a nested chain on
                 // either side is parenthesised to read back as the same tree.
-                let lp = if matches!(op, BinaryOp::And | BinaryOp::Or) {
-                    p + 1
-                } else {
-                    p
-                };
+                let lp = if matches!(op, BinaryOp::And | BinaryOp::Or) { p + 1 } else { p };
                 lhs.write_at(f, lp)?;
                 write!(f, " {} ", op.symbol())?;
                 rhs.write_at(f, p + 1)
             }
-            ExprKind::Conditional {
-                cond,
-                then,
-                otherwise,
-            } => {
+            ExprKind::Conditional { cond, then, otherwise } => {
                 cond.write_at(f, PREC_CONDITIONAL + 1)?;
                 f.write_str(" ? ")?;
                 then.write_at(f, PREC_CONDITIONAL + 1)?;
@@ -354,19 +328,11 @@ fn write_double(f: &mut fmt::Formatter<'_>, v: f64) -> fmt::Result {
         return f.write_str("(0.0 / 0.0)");
     }
     if v.is_infinite() {
-        return f.write_str(if v > 0.0 {
-            "(1.0 / 0.0)"
-        } else {
-            "(-1.0 / 0.0)"
-        });
+        return f.write_str(if v > 0.0 { "(1.0 / 0.0)" } else { "(-1.0 / 0.0)" });
     }
     // `{:?}` keeps a `.0` or exponent, so the text lexes as a double again.
     let text = format!("{v:?}");
-    if text.contains(['.', 'e', 'E']) {
-        f.write_str(&text)
-    } else {
-        write!(f, "{text}.0")
-    }
+    if text.contains(['.', 'e', 'E']) { f.write_str(&text) } else { write!(f, "{text}.0") }
 }
 
 fn write_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {

@@ -162,10 +162,7 @@ pub(crate) enum Operand {
     Node(Node),
 }
 
-#[expect(
-    clippy::unnecessary_box_returns,
-    reason = "every caller stores the pair boxed in a node"
-)]
+#[expect(clippy::unnecessary_box_returns, reason = "every caller stores the pair boxed in a node")]
 fn operands(l: Node, r: Node) -> Box<(Operand, Operand)> {
     Box::new((operand(l), operand(r)))
 }
@@ -199,13 +196,7 @@ struct Out {
 }
 
 fn out(node: Node, ty: Ty, cost: u64, size: u64) -> Out {
-    Out {
-        node,
-        ty,
-        cost,
-        size,
-        elem_size: bounds::MAX_VALUE_LEN,
-    }
+    Out { node, ty, cost, size, elem_size: bounds::MAX_VALUE_LEN }
 }
 
 struct Scope {
@@ -223,18 +214,9 @@ struct Compiler<'s> {
 
 /// Type-checks and compiles a parsed expression.
 pub(crate) fn compile(src: &str, expr: &Expr) -> Result<Compiled, SelectorError> {
-    let mut c = Compiler {
-        src,
-        scopes: Vec::new(),
-        slots: 0,
-    };
+    let mut c = Compiler { src, scopes: Vec::new(), slots: 0 };
     let o = c.expr(expr)?;
-    Ok(Compiled {
-        root: o.node,
-        ty: o.ty,
-        max_cost: o.cost,
-        slots: c.slots,
-    })
+    Ok(Compiled { root: o.node, ty: o.ty, max_cost: o.cost, slots: c.slots })
 }
 
 fn add(a: u64, b: u64) -> u64 {
@@ -274,12 +256,7 @@ impl Compiler<'_> {
                 let n = s.chars().count() as u64;
                 out(Node::Const(Const::Str(s.as_str().into())), Ty::String, 0, n)
             }
-            ExprKind::Bytes(b) => out(
-                Node::Const(Const::Bytes(b.as_slice().into())),
-                Ty::Bytes,
-                0,
-                b.len() as u64,
-            ),
+            ExprKind::Bytes(b) => out(Node::Const(Const::Bytes(b.as_slice().into())), Ty::Bytes, 0, b.len() as u64),
             ExprKind::Ident(name) => {
                 if let Some(s) = self.lookup(name) {
                     out(Node::Local(s.slot), s.ty.clone(), 1, s.size)
@@ -291,11 +268,7 @@ impl Compiler<'_> {
                     return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
                 }
             }
-            ExprKind::Select {
-                operand,
-                field,
-                optional,
-            } => {
+            ExprKind::Select { operand, field, optional } => {
                 let o = self.expr(operand)?;
                 if *optional || matches!(o.ty, Ty::Optional(_)) {
                     self.optional_select(e, o, field)?
@@ -303,11 +276,7 @@ impl Compiler<'_> {
                     self.select(e, o, field, false)?
                 }
             }
-            ExprKind::Index {
-                operand,
-                index,
-                optional,
-            } => {
+            ExprKind::Index { operand, index, optional } => {
                 let o = self.expr(operand)?;
                 let i = self.expr(index)?;
                 if *optional || matches!(o.ty, Ty::Optional(_)) {
@@ -316,11 +285,7 @@ impl Compiler<'_> {
                     self.index(e, o, i)?
                 }
             }
-            ExprKind::Call {
-                target,
-                function,
-                args,
-            } => self.call(e, target.as_deref(), function, args)?,
+            ExprKind::Call { target, function, args } => self.call(e, target.as_deref(), function, args)?,
             ExprKind::Unary { op, operand } => {
                 let o = self.expr(operand)?;
                 match op {
@@ -343,28 +308,17 @@ impl Compiler<'_> {
                 let r = self.expr(rhs)?;
                 self.binary(e, *op, l, r)?
             }
-            ExprKind::Conditional {
-                cond,
-                then,
-                otherwise,
-            } => {
+            ExprKind::Conditional { cond, then, otherwise } => {
                 let c = self.expr(cond)?;
                 if !Ty::Bool.accepts(&c.ty) {
-                    return Err(self.type_err(
-                        cond,
-                        format!("the condition of '?:' must be bool, not {}", c.ty),
-                    ));
+                    return Err(self.type_err(cond, format!("the condition of '?:' must be bool, not {}", c.ty)));
                 }
                 let t = self.expr(then)?;
                 let o = self.expr(otherwise)?;
                 let Some(ty) = t.ty.join(&o.ty) else {
-                    return Err(self.type_err(
-                        e,
-                        format!(
-                            "the branches of '?:' have different types: {} and {}",
-                            t.ty, o.ty
-                        ),
-                    ));
+                    return Err(
+                        self.type_err(e, format!("the branches of '?:' have different types: {} and {}", t.ty, o.ty))
+                    );
                 };
                 let size = t.size.max(o.size);
                 out(
@@ -386,10 +340,7 @@ impl Compiler<'_> {
                         Some(t) => t.join(&o.ty).ok_or_else(|| {
                             self.type_err(
                                 item,
-                                format!(
-                                    "list elements must have one type: expected {t}, found {}",
-                                    o.ty
-                                ),
+                                format!("list elements must have one type: expected {t}, found {}", o.ty),
                             )
                         })?,
                     });
@@ -398,13 +349,7 @@ impl Compiler<'_> {
                     nodes.push(o.node);
                 }
                 let n = nodes.len() as u64;
-                Out {
-                    node: Node::List(nodes.into()),
-                    ty: Ty::list(ty.unwrap_or(Ty::Dyn)),
-                    cost,
-                    size: n,
-                    elem_size,
-                }
+                Out { node: Node::List(nodes.into()), ty: Ty::list(ty.unwrap_or(Ty::Dyn)), cost, size: n, elem_size }
             }
             ExprKind::Map(entries) => {
                 let mut nodes = Vec::with_capacity(entries.len());
@@ -421,25 +366,13 @@ impl Compiler<'_> {
                     kt = Some(match kt {
                         None => ko.ty.clone(),
                         Some(t) => t.join(&ko.ty).ok_or_else(|| {
-                            self.type_err(
-                                k,
-                                format!(
-                                    "map keys must have one type: expected {t}, found {}",
-                                    ko.ty
-                                ),
-                            )
+                            self.type_err(k, format!("map keys must have one type: expected {t}, found {}", ko.ty))
                         })?,
                     });
                     vt = Some(match vt {
                         None => vo.ty.clone(),
                         Some(t) => t.join(&vo.ty).ok_or_else(|| {
-                            self.type_err(
-                                v,
-                                format!(
-                                    "map values must have one type: expected {t}, found {}",
-                                    vo.ty
-                                ),
-                            )
+                            self.type_err(v, format!("map values must have one type: expected {t}, found {}", vo.ty))
                         })?,
                     });
                     cost = add(add(cost, ko.cost), vo.cost);
@@ -458,26 +391,13 @@ impl Compiler<'_> {
         })
     }
 
-    fn no_overload(
-        &self,
-        e: &Expr,
-        function: &str,
-        target: Option<&Ty>,
-        args: &[&Ty],
-    ) -> SelectorError {
-        let args = args
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+    fn no_overload(&self, e: &Expr, function: &str, target: Option<&Ty>, args: &[&Ty]) -> SelectorError {
+        let args = args.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         let applied = match target {
             Some(t) => format!("{t}.({args})"),
             None => format!("({args})"),
         };
-        self.type_err(
-            e,
-            format!("found no matching overload for '{function}' applied to '{applied}'"),
-        )
+        self.type_err(e, format!("found no matching overload for '{function}' applied to '{applied}'"))
     }
 
     fn select(&mut self, e: &Expr, o: Out, field: &str, test: bool) -> Result<Out, SelectorError> {
@@ -487,12 +407,7 @@ impl Compiler<'_> {
                 "driver" => out(Node::Driver, Ty::String, cost, bounds::MAX_DRIVER_LEN),
                 "attributes" => Out {
                     elem_size: bounds::MAX_DOMAIN_LEN,
-                    ..out(
-                        Node::Attributes,
-                        Ty::attributes(),
-                        cost,
-                        bounds::MAX_ATTRIBUTES,
-                    )
+                    ..out(Node::Attributes, Ty::attributes(), cost, bounds::MAX_ATTRIBUTES)
                 },
                 "capacity" => Out {
                     elem_size: bounds::MAX_DOMAIN_LEN,
@@ -501,11 +416,7 @@ impl Compiler<'_> {
                 // resource.k8s.io/v1 `Device.AllowMultipleAllocations` (consumable
                 // capacity); false when the driver does not set it.
                 "allowMultipleAllocations" => out(
-                    Node::Select {
-                        operand: Box::new(Node::Device),
-                        field: field.into(),
-                        test: false,
-                    },
+                    Node::Select { operand: Box::new(Node::Device), field: field.into(), test: false },
                     Ty::Bool,
                     cost,
                     1,
@@ -513,10 +424,7 @@ impl Compiler<'_> {
                 _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
             }),
             (Ty::Device, _) => {
-                if !matches!(
-                    field,
-                    "driver" | "attributes" | "capacity" | "allowMultipleAllocations"
-                ) {
+                if !matches!(field, "driver" | "attributes" | "capacity" | "allowMultipleAllocations") {
                     return Err(self.type_err(e, format!("undefined field '{field}'")));
                 }
                 let ty = match field {
@@ -526,37 +434,17 @@ impl Compiler<'_> {
                     _ => Ty::capacity(),
                 };
                 let ty = if test { Ty::Bool } else { ty };
-                Ok(out(
-                    Node::Select {
-                        operand: Box::new(o.node),
-                        field: field.into(),
-                        test,
-                    },
-                    ty,
-                    cost,
-                    64,
-                ))
+                Ok(out(Node::Select { operand: Box::new(o.node), field: field.into(), test }, ty, cost, 64))
             }
             (Ty::Map(k, v), _) => {
                 if !k.accepts(&Ty::String) {
                     return Err(self.type_err(e, format!("field selection on a map with {k} keys")));
                 }
                 let v = (**v).clone();
-                Ok(Self::map_lookup(
-                    o,
-                    Node::Const(Const::Str(field.into())),
-                    Some(field),
-                    v,
-                    cost,
-                    test,
-                ))
+                Ok(Self::map_lookup(o, Node::Const(Const::Str(field.into())), Some(field), v, cost, test))
             }
             (Ty::Dyn, _) => Ok(out(
-                Node::Select {
-                    operand: Box::new(o.node),
-                    field: field.into(),
-                    test,
-                },
+                Node::Select { operand: Box::new(o.node), field: field.into(), test },
                 if test { Ty::Bool } else { Ty::Dyn },
                 cost,
                 bounds::MAX_VALUE_LEN,
@@ -572,24 +460,14 @@ impl Compiler<'_> {
         match (&o.node, const_key) {
             (Node::Attributes, Some(d)) if !test => {
                 let sym = Symbol::intern(d);
-                Out {
-                    elem_size,
-                    ..out(Node::AttrDomain(sym), v, cost, bounds::MAX_ATTRIBUTES)
-                }
+                Out { elem_size, ..out(Node::AttrDomain(sym), v, cost, bounds::MAX_ATTRIBUTES) }
             }
             (Node::Capacity, Some(d)) if !test => {
                 let sym = Symbol::intern(d);
-                Out {
-                    elem_size,
-                    ..out(Node::CapDomain(sym), v, cost, bounds::MAX_ATTRIBUTES)
-                }
+                Out { elem_size, ..out(Node::CapDomain(sym), v, cost, bounds::MAX_ATTRIBUTES) }
             }
-            (Node::Attributes, Some(d)) => {
-                out(Node::HasAttrDomain(Symbol::intern(d)), Ty::Bool, cost, 0)
-            }
-            (Node::Capacity, Some(d)) => {
-                out(Node::HasCapDomain(Symbol::intern(d)), Ty::Bool, cost, 0)
-            }
+            (Node::Attributes, Some(d)) => out(Node::HasAttrDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
+            (Node::Capacity, Some(d)) => out(Node::HasCapDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
             (Node::AttrDomain(dom), Some(id)) => {
                 let key = AttributeKey::new(*dom, Symbol::intern(id));
                 if test {
@@ -600,11 +478,7 @@ impl Compiler<'_> {
             }
             (Node::CapDomain(dom), Some(id)) => {
                 let key = AttributeKey::new(*dom, Symbol::intern(id));
-                if test {
-                    out(Node::HasCap(key), Ty::Bool, cost, 0)
-                } else {
-                    out(Node::Cap(key), v, cost, 0)
-                }
+                if test { out(Node::HasCap(key), Ty::Bool, cost, 0) } else { out(Node::Cap(key), v, cost, 0) }
             }
             _ => {
                 let size = match &v {
@@ -613,15 +487,8 @@ impl Compiler<'_> {
                 };
                 let ty = if test { Ty::Bool } else { v };
                 let node = match const_key {
-                    Some(field) => Node::Select {
-                        operand: Box::new(o.node),
-                        field: field.into(),
-                        test,
-                    },
-                    None => Node::Index {
-                        operand: Box::new(o.node),
-                        index: Box::new(key),
-                    },
+                    Some(field) => Node::Select { operand: Box::new(o.node), field: field.into(), test },
+                    None => Node::Index { operand: Box::new(o.node), index: Box::new(key) },
                 };
                 out(node, ty, cost, size)
             }
@@ -645,19 +512,14 @@ impl Compiler<'_> {
                 _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
             },
             t => {
-                return Err(
-                    self.type_err(e, format!("type '{t}' does not support field selection"))
-                );
+                return Err(self.type_err(e, format!("type '{t}' does not support field selection")));
             }
         };
         let size = match &ty {
             Ty::Map(..) => bounds::MAX_ATTRIBUTES,
             _ => bounds::MAX_VALUE_LEN,
         };
-        let node = Node::OptSelect {
-            operand: Box::new(o.node),
-            field: field.into(),
-        };
+        let node = Node::OptSelect { operand: Box::new(o.node), field: field.into() };
         Ok(out(node, Ty::Optional(Box::new(ty)), add(o.cost, 1), size))
     }
 
@@ -677,16 +539,8 @@ impl Compiler<'_> {
             Ty::Map(..) => bounds::MAX_ATTRIBUTES,
             _ => bounds::MAX_VALUE_LEN,
         };
-        let node = Node::OptIndex {
-            operand: Box::new(o.node),
-            index: Box::new(i.node),
-        };
-        Ok(out(
-            node,
-            Ty::Optional(Box::new(ty)),
-            add(add(o.cost, i.cost), 1),
-            size,
-        ))
+        let node = Node::OptIndex { operand: Box::new(o.node), index: Box::new(i.node) };
+        Ok(out(node, Ty::Optional(Box::new(ty)), add(add(o.cost, i.cost), 1), size))
     }
 
     fn index(&mut self, e: &Expr, o: Out, i: Out) -> Result<Out, SelectorError> {
@@ -697,15 +551,7 @@ impl Compiler<'_> {
                     return Err(self.no_overload(e, "_[_]", None, &[&o.ty, &i.ty]));
                 }
                 let size = o.elem_size;
-                Ok(out(
-                    Node::Index {
-                        operand: Box::new(o.node),
-                        index: Box::new(i.node),
-                    },
-                    *el,
-                    cost,
-                    size,
-                ))
+                Ok(out(Node::Index { operand: Box::new(o.node), index: Box::new(i.node) }, *el, cost, size))
             }
             Ty::Map(k, v) => {
                 if !k.accepts(&i.ty) {
@@ -715,20 +561,10 @@ impl Compiler<'_> {
                     Node::Const(Const::Str(s)) => Some(s.to_string()),
                     _ => None,
                 };
-                Ok(Self::map_lookup(
-                    o,
-                    i.node,
-                    const_key.as_deref(),
-                    *v,
-                    cost,
-                    false,
-                ))
+                Ok(Self::map_lookup(o, i.node, const_key.as_deref(), *v, cost, false))
             }
             Ty::Dyn => Ok(out(
-                Node::Index {
-                    operand: Box::new(o.node),
-                    index: Box::new(i.node),
-                },
+                Node::Index { operand: Box::new(o.node), index: Box::new(i.node) },
                 Ty::Dyn,
                 cost,
                 bounds::MAX_VALUE_LEN,
@@ -759,42 +595,24 @@ impl Compiler<'_> {
                 if l.ty.join(&r.ty).is_none() {
                     return Err(bad(self));
                 }
-                let c = if matches!(l.ty, Ty::String | Ty::Bytes)
-                    || matches!(r.ty, Ty::String | Ty::Bytes)
-                {
+                let c = if matches!(l.ty, Ty::String | Ty::Bytes) || matches!(r.ty, Ty::String | Ty::Bytes) {
                     ceil_tenth(l.size.min(r.size))
                 } else {
                     1
                 };
-                Ok(out(
-                    Node::Binary(op, operands(l.node, r.node)),
-                    Ty::Bool,
-                    add(base, c),
-                    0,
-                ))
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
             }
             BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
                 let ok = (numeric(&l.ty) && numeric(&r.ty))
-                    || l.ty
-                        .join(&r.ty)
-                        .is_some_and(|t| matches!(t, Ty::String | Ty::Bytes | Ty::Bool | Ty::Dyn));
+                    || l.ty.join(&r.ty).is_some_and(|t| matches!(t, Ty::String | Ty::Bytes | Ty::Bool | Ty::Dyn));
                 if !ok {
                     return Err(bad(self));
                 }
-                let c = if matches!(l.ty, Ty::String | Ty::Bytes) {
-                    ceil_tenth(l.size.min(r.size))
-                } else {
-                    1
-                };
+                let c = if matches!(l.ty, Ty::String | Ty::Bytes) { ceil_tenth(l.size.min(r.size)) } else { 1 };
                 if let Some(node) = compare_to_test(op, &l.node, &r.node) {
                     return Ok(out(node, Ty::Bool, add(base, c), 0));
                 }
-                Ok(out(
-                    Node::Binary(op, operands(l.node, r.node)),
-                    Ty::Bool,
-                    add(base, c),
-                    0,
-                ))
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
             }
             BinaryOp::In => {
                 let c = match &r.ty {
@@ -808,40 +626,24 @@ impl Compiler<'_> {
                     let fast = match &r.node {
                         Node::Attributes => Some(Node::HasAttrDomain(Symbol::intern(key))),
                         Node::Capacity => Some(Node::HasCapDomain(Symbol::intern(key))),
-                        Node::AttrDomain(d) => {
-                            Some(Node::HasAttr(AttributeKey::new(*d, Symbol::intern(key))))
-                        }
-                        Node::CapDomain(d) => {
-                            Some(Node::HasCap(AttributeKey::new(*d, Symbol::intern(key))))
-                        }
+                        Node::AttrDomain(d) => Some(Node::HasAttr(AttributeKey::new(*d, Symbol::intern(key)))),
+                        Node::CapDomain(d) => Some(Node::HasCap(AttributeKey::new(*d, Symbol::intern(key)))),
                         _ => None,
                     };
                     if let Some(node) = fast {
                         return Ok(out(node, Ty::Bool, cost, 0));
                     }
                 }
-                Ok(out(
-                    Node::Binary(op, operands(l.node, r.node)),
-                    Ty::Bool,
-                    cost,
-                    0,
-                ))
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, cost, 0))
             }
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
                 let Some(ty) = l.ty.join(&r.ty) else {
                     return Err(bad(self));
                 };
                 let ok = match op {
-                    BinaryOp::Add => matches!(
-                        ty,
-                        Ty::Int
-                            | Ty::Uint
-                            | Ty::Double
-                            | Ty::String
-                            | Ty::Bytes
-                            | Ty::List(_)
-                            | Ty::Dyn
-                    ),
+                    BinaryOp::Add => {
+                        matches!(ty, Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::List(_) | Ty::Dyn)
+                    }
                     BinaryOp::Rem => matches!(ty, Ty::Int | Ty::Uint | Ty::Dyn),
                     _ => matches!(ty, Ty::Int | Ty::Uint | Ty::Double | Ty::Dyn),
                 };
@@ -859,15 +661,7 @@ impl Compiler<'_> {
                     _ => (1, 0),
                 };
                 let elem_size = l.elem_size.max(r.elem_size);
-                Ok(Out {
-                    elem_size,
-                    ..out(
-                        Node::Binary(op, operands(l.node, r.node)),
-                        ty,
-                        add(base, c),
-                        size,
-                    )
-                })
+                Ok(Out { elem_size, ..out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, c), size) })
             }
         }
     }
@@ -875,46 +669,26 @@ impl Compiler<'_> {
     fn bind_var(&mut self, name: &str, ty: Ty, size: u64) -> usize {
         let slot = self.scopes.len();
         self.slots = self.slots.max(slot + 1);
-        self.scopes.push(Scope {
-            name: name.to_owned(),
-            slot,
-            ty,
-            size,
-        });
+        self.scopes.push(Scope { name: name.to_owned(), slot, ty, size });
         slot
     }
 
     fn var_name<'e>(&self, e: &'e Expr, call: &Expr) -> Result<&'e str, SelectorError> {
         match &e.kind {
             ExprKind::Ident(n) => Ok(n),
-            _ => Err(self.type_err(
-                call,
-                "the first argument of a macro must be a simple identifier",
-            )),
+            _ => Err(self.type_err(call, "the first argument of a macro must be a simple identifier")),
         }
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "macros and ordinary calls share argument handling"
-    )]
-    fn call(
-        &mut self,
-        e: &Expr,
-        target: Option<&Expr>,
-        function: &str,
-        args: &[Expr],
-    ) -> Result<Out, SelectorError> {
+    #[expect(clippy::too_many_lines, reason = "macros and ordinary calls share argument handling")]
+    fn call(&mut self, e: &Expr, target: Option<&Expr>, function: &str, args: &[Expr]) -> Result<Out, SelectorError> {
         // has(x.f)
         if target.is_none() && function == "has" {
             let [arg] = args else {
                 return Err(self.type_err(e, "has() takes exactly one argument"));
             };
             let ExprKind::Select { operand, field, .. } = &arg.kind else {
-                return Err(self.type_err(
-                    arg,
-                    "invalid argument to has() macro: expected a field selection",
-                ));
+                return Err(self.type_err(arg, "invalid argument to has() macro: expected a field selection"));
             };
             let o = self.expr(operand)?;
             let operand_cost = o.cost;
@@ -939,11 +713,7 @@ impl Compiler<'_> {
                 let b = b?;
                 let cost = add(add(10, i.cost), b.cost);
                 return Ok(out(
-                    Node::Bind {
-                        slot,
-                        init: Box::new(i.node),
-                        body: Box::new(b.node),
-                    },
+                    Node::Bind { slot, init: Box::new(i.node), body: Box::new(b.node) },
                     b.ty,
                     cost,
                     b.size,
@@ -977,8 +747,7 @@ impl Compiler<'_> {
         // Namespaced global functions: sets.contains(...), strings.quote(...).
         let (target, name) = match target.map(|t| &t.kind) {
             Some(ExprKind::Ident(ns))
-                if matches!(ns.as_str(), "sets" | "strings" | "optional")
-                    && self.lookup(ns).is_none() =>
+                if matches!(ns.as_str(), "sets" | "strings" | "optional") && self.lookup(ns).is_none() =>
             {
                 (None, format!("{ns}.{function}"))
             }
@@ -1021,8 +790,7 @@ impl Compiler<'_> {
         let shape = match outs.first().map(|o| &o.ty) {
             Some(Ty::List(el)) if member => functions::Shape {
                 list_receiver: true,
-                str_elem: matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn)
-                    .then_some(outs[0].elem_size),
+                str_elem: matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn).then_some(outs[0].elem_size),
             },
             _ => functions::Shape::default(),
         };
@@ -1043,47 +811,20 @@ impl Compiler<'_> {
         let nodes: Vec<Node> = outs.into_iter().map(|o| o.node).collect();
         let node = match (f, <[Node; 2]>::try_from(nodes)) {
             (Func::IsGreaterThan | Func::IsLessThan, Ok([a, b])) => {
-                let accept = if f == Func::IsGreaterThan {
-                    [false, false, true]
-                } else {
-                    [true, false, false]
-                };
-                Node::OrdTest {
-                    f,
-                    operands: operands(a, b),
-                    accept,
-                    extra_cost: 1,
-                }
+                let accept = if f == Func::IsGreaterThan { [false, false, true] } else { [true, false, false] };
+                Node::OrdTest { f, operands: operands(a, b), accept, extra_cost: 1 }
             }
             (_, Ok(two)) => {
                 let nodes = Vec::from(two);
-                fold(f, &nodes).unwrap_or(Node::Call {
-                    f,
-                    args: nodes.into(),
-                    regex,
-                })
+                fold(f, &nodes).unwrap_or(Node::Call { f, args: nodes.into(), regex })
             }
-            (_, Err(nodes)) => fold(f, &nodes).unwrap_or(Node::Call {
-                f,
-                args: nodes.into(),
-                regex,
-            }),
+            (_, Err(nodes)) => fold(f, &nodes).unwrap_or(Node::Call { f, args: nodes.into(), regex }),
         };
-        let elem = if matches!(f, Func::Split | Func::FindAll) {
-            sizes.first().copied().unwrap_or(0)
-        } else {
-            64
-        };
-        Ok(Out {
-            elem_size: elem,
-            ..out(node, result, cost, size)
-        })
+        let elem = if matches!(f, Func::Split | Func::FindAll) { sizes.first().copied().unwrap_or(0) } else { 64 };
+        Ok(Out { elem_size: elem, ..out(node, result, cost, size) })
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "binding, typing and costing one macro read best together"
-    )]
+    #[expect(clippy::too_many_lines, reason = "binding, typing and costing one macro read best together")]
     fn comprehension(
         &mut self,
         e: &Expr,
@@ -1104,10 +845,7 @@ impl Compiler<'_> {
         };
         let name = self.var_name(&args[0], e)?;
         if name == "__result__" {
-            return Err(self.type_err(
-                &args[0],
-                "iteration variable overwrites accumulator variable",
-            ));
+            return Err(self.type_err(&args[0], "iteration variable overwrites accumulator variable"));
         }
         let var = self.bind_var(name, var_ty.clone(), r.elem_size);
         let mut var2 = None;
@@ -1143,14 +881,9 @@ impl Compiler<'_> {
         if let Some(p) = &pred {
             if !Ty::Bool.accepts(&p.ty) {
                 let at = &body[1];
-                return Err(self.type_err(
-                    at,
-                    format!(
-                        "the predicate of '{}' must be bool, not {}",
-                        macro_name(kind),
-                        p.ty
-                    ),
-                ));
+                return Err(
+                    self.type_err(at, format!("the predicate of '{}' must be bool, not {}", macro_name(kind), p.ty))
+                );
             }
         }
         let n = r.size;
@@ -1191,24 +924,13 @@ impl Compiler<'_> {
             pred: pred.map(|o| o.node),
             transform: transform.map(|o| o.node),
         }));
-        Ok(Out {
-            elem_size,
-            ..out(node, ty, cost, size)
-        })
+        Ok(Out { elem_size, ..out(node, ty, cost, size) })
     }
 }
 
 /// `a.compareTo(b) OP k` with a constant `k` becomes one ordering test.
 fn compare_to_test(op: BinaryOp, l: &Node, r: &Node) -> Option<Node> {
-    let (
-        Node::Call {
-            f: Func::CompareTo,
-            args,
-            ..
-        },
-        Node::Const(Const::Int(k)),
-    ) = (l, r)
-    else {
+    let (Node::Call { f: Func::CompareTo, args, .. }, Node::Const(Const::Int(k))) = (l, r) else {
         return None;
     };
     if args.len() != 2 {
@@ -1223,12 +945,7 @@ fn compare_to_test(op: BinaryOp, l: &Node, r: &Node) -> Option<Node> {
     });
     let a = clone_leaf(&args[0])?;
     let b = clone_leaf(&args[1])?;
-    Some(Node::OrdTest {
-        f: Func::CompareTo,
-        operands: Box::new((a, b)),
-        accept,
-        extra_cost: 2,
-    })
+    Some(Node::OrdTest { f: Func::CompareTo, operands: Box::new((a, b)), accept, extra_cost: 2 })
 }
 
 /// Leaves that can move into an [`Operand`] (the rest keeps the general path).
@@ -1275,18 +992,14 @@ fn macro_name(kind: LoopKind) -> &'static str {
 /// upstream reports it.
 fn fold(f: Func, args: &[Node]) -> Option<Node> {
     match (f, args) {
-        (Func::Quantity, [Node::Const(Const::Str(s))]) => Quantity::parse(s)
-            .ok()
-            .map(|q| Node::Const(Const::Quantity(q))),
-        (Func::Semver, [Node::Const(Const::Str(s))]) => Semver::parse(s)
-            .ok()
-            .map(|v| Node::Const(Const::Semver(Box::new(v)))),
+        (Func::Quantity, [Node::Const(Const::Str(s))]) => {
+            Quantity::parse(s).ok().map(|q| Node::Const(Const::Quantity(q)))
+        }
+        (Func::Semver, [Node::Const(Const::Str(s))]) => {
+            Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
+        }
         (Func::Semver, [Node::Const(Const::Str(s)), Node::Const(Const::Bool(norm))]) => {
-            let v = if *norm {
-                Semver::parse_normalized(s)
-            } else {
-                Semver::parse(s)
-            };
+            let v = if *norm { Semver::parse_normalized(s) } else { Semver::parse(s) };
             v.ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
         }
         _ => None,

@@ -28,12 +28,8 @@ struct Interner {
     names: Vec<&'static str>,
 }
 
-static INTERNER: LazyLock<RwLock<Interner>> = LazyLock::new(|| {
-    RwLock::new(Interner {
-        ids: AHashMap::new(),
-        names: Vec::new(),
-    })
-});
+static INTERNER: LazyLock<RwLock<Interner>> =
+    LazyLock::new(|| RwLock::new(Interner { ids: AHashMap::new(), names: Vec::new() }));
 
 impl Symbol {
     /// Interns `name`, adding it on first use.
@@ -59,12 +55,7 @@ impl Symbol {
 
     /// The interned text.
     pub fn as_str(self) -> &'static str {
-        INTERNER
-            .read()
-            .names
-            .get(self.0 as usize)
-            .copied()
-            .unwrap_or("")
+        INTERNER.read().names.get(self.0 as usize).copied().unwrap_or("")
     }
 }
 

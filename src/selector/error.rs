@@ -85,32 +85,17 @@ pub enum SelectorError {
 impl SelectorError {
     pub(crate) fn syntax(src: &str, at: usize, message: impl Into<String>) -> Self {
         let (line, column, snippet) = locate(src, at);
-        SelectorError::Syntax {
-            line,
-            column,
-            message: message.into(),
-            snippet,
-        }
+        SelectorError::Syntax { line, column, message: message.into(), snippet }
     }
 
     pub(crate) fn type_error(src: &str, at: usize, message: impl Into<String>) -> Self {
         let (line, column, snippet) = locate(src, at);
-        SelectorError::Type {
-            line,
-            column,
-            message: message.into(),
-            snippet,
-        }
+        SelectorError::Type { line, column, message: message.into(), snippet }
     }
 
     pub(crate) fn regex(src: &str, at: usize, message: impl Into<String>) -> Self {
         let (line, column, snippet) = locate(src, at);
-        SelectorError::Regex {
-            line,
-            column,
-            message: message.into(),
-            snippet,
-        }
+        SelectorError::Regex { line, column, message: message.into(), snippet }
     }
 
     /// The 1-based (line, column) of the error, where it has one.

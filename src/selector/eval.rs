@@ -49,18 +49,11 @@ pub(crate) struct Ctx<'a> {
     pub(crate) limit: u64,
 }
 
-#[expect(
-    clippy::unnecessary_box_returns,
-    reason = "errors travel boxed to keep results small"
-)]
+#[expect(clippy::unnecessary_box_returns, reason = "errors travel boxed to keep results small")]
 fn overload(function: &'static str, args: &[&Value<'_>]) -> Fault {
     Box::new(EvalErrorKind::NoSuchOverload {
         function,
-        args: args
-            .iter()
-            .map(|v| v.type_name())
-            .collect::<Vec<_>>()
-            .join(", "),
+        args: args.iter().map(|v| v.type_name()).collect::<Vec<_>>().join(", "),
     })
 }
 
@@ -68,10 +61,7 @@ fn attr_value(v: &AttributeValue) -> Value<'_> {
     Value::from_attribute(v)
 }
 
-#[expect(
-    clippy::unnecessary_box_returns,
-    reason = "errors travel boxed to keep results small"
-)]
+#[expect(clippy::unnecessary_box_returns, reason = "errors travel boxed to keep results small")]
 fn missing(key: AttributeKey, capacity: bool) -> Fault {
     Box::new(missing_kind(key, capacity))
 }
@@ -79,17 +69,10 @@ fn missing(key: AttributeKey, capacity: bool) -> Fault {
 /// The error of a missing compiled attribute; built without allocating, so a missing
 /// attribute whose error is absorbed by `||`/`&&` costs no allocation either.
 fn missing_kind(key: AttributeKey, capacity: bool) -> EvalErrorKind {
-    EvalErrorKind::NoSuchKey {
-        key: Cow::Borrowed(key.id().as_str()),
-        domain: Some(key.domain().as_str()),
-        capacity,
-    }
+    EvalErrorKind::NoSuchKey { key: Cow::Borrowed(key.id().as_str()), domain: Some(key.domain().as_str()), capacity }
 }
 
-#[expect(
-    clippy::unnecessary_box_returns,
-    reason = "errors travel boxed to keep results small"
-)]
+#[expect(clippy::unnecessary_box_returns, reason = "errors travel boxed to keep results small")]
 fn missing_named(key: &str, domain: Option<Symbol>, capacity: bool) -> Fault {
     Box::new(EvalErrorKind::NoSuchKey {
         key: Cow::Owned(key.to_owned()),
@@ -99,9 +82,7 @@ fn missing_named(key: &str, domain: Option<Symbol>, capacity: bool) -> Fault {
 }
 
 fn lookup_attr<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> R<'a> {
-    let found = dom
-        .zip(Symbol::lookup(id))
-        .and_then(|(dom, id)| d.attribute(AttributeKey::new(dom, id)));
+    let found = dom.zip(Symbol::lookup(id)).and_then(|(dom, id)| d.attribute(AttributeKey::new(dom, id)));
     match (found, test) {
         (f, true) => Ok(Value::Bool(f.is_some())),
         (Some(v), false) => Ok(attr_value(v)),
@@ -110,9 +91,7 @@ fn lookup_attr<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> 
 }
 
 fn lookup_cap<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> R<'a> {
-    let found = dom
-        .zip(Symbol::lookup(id))
-        .and_then(|(dom, id)| d.capacity(AttributeKey::new(dom, id)));
+    let found = dom.zip(Symbol::lookup(id)).and_then(|(dom, id)| d.capacity(AttributeKey::new(dom, id)));
     match (found, test) {
         (f, true) => Ok(Value::Bool(f.is_some())),
         (Some(q), false) => Ok(Value::Quantity(*q)),
@@ -124,9 +103,7 @@ fn lookup_cap<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> R
 fn select_str<'a>(container: &Value<'a>, key: &str, test: bool) -> R<'a> {
     match container {
         Value::Device(d) => Ok(match (key, test) {
-            ("driver" | "attributes" | "capacity" | "allowMultipleAllocations", true) => {
-                Value::Bool(true)
-            }
+            ("driver" | "attributes" | "capacity" | "allowMultipleAllocations", true) => Value::Bool(true),
             ("allowMultipleAllocations", false) => Value::Bool(d.allow_multiple_allocations()),
             ("driver", false) => Value::str(d.driver()),
             ("attributes", false) => Value::Attributes(d),
@@ -160,18 +137,14 @@ fn select_str<'a>(container: &Value<'a>, key: &str, test: bool) -> R<'a> {
         Value::AttrDomain(d, dom) => lookup_attr(d, *dom, key, test),
         Value::CapDomain(d, dom) => lookup_cap(d, *dom, key, test),
         Value::Map(m) => {
-            let found = m
-                .iter()
-                .find(|(k, _)| matches!(k, Value::Str(s) if &**s == key));
+            let found = m.iter().find(|(k, _)| matches!(k, Value::Str(s) if &**s == key));
             match (found, test) {
                 (f, true) => Ok(Value::Bool(f.is_some())),
                 (Some((_, v)), false) => Ok(v.clone()),
-                (None, false) => Err(EvalErrorKind::NoSuchKey {
-                    key: Cow::Owned(key.to_owned()),
-                    domain: None,
-                    capacity: false,
+                (None, false) => {
+                    Err(EvalErrorKind::NoSuchKey { key: Cow::Owned(key.to_owned()), domain: None, capacity: false }
+                        .into())
                 }
-                .into()),
             }
         }
         other => Err(overload(if test { "has" } else { "_._" }, &[other])),
@@ -194,31 +167,13 @@ fn index<'a>(container: &Value<'a>, key: &Value<'a>) -> R<'a> {
                 .ok()
                 .and_then(|u| l.get(u))
                 .cloned()
-                .ok_or(
-                    EvalErrorKind::IndexOutOfRange {
-                        index: i,
-                        size: l.len(),
-                    }
-                    .into(),
-                )
+                .ok_or(EvalErrorKind::IndexOutOfRange { index: i, size: l.len() }.into())
         }
-        (Value::Map(m), k) => m
-            .iter()
-            .find(|(mk, _)| equals(mk, k))
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| {
-                Box::new(EvalErrorKind::NoSuchKey {
-                    key: Cow::Owned(display_key(k)),
-                    domain: None,
-                    capacity: false,
-                })
-            }),
+        (Value::Map(m), k) => m.iter().find(|(mk, _)| equals(mk, k)).map(|(_, v)| v.clone()).ok_or_else(|| {
+            Box::new(EvalErrorKind::NoSuchKey { key: Cow::Owned(display_key(k)), domain: None, capacity: false })
+        }),
         (
-            Value::Device(_)
-            | Value::Attributes(_)
-            | Value::Capacity(_)
-            | Value::AttrDomain(..)
-            | Value::CapDomain(..),
+            Value::Device(_) | Value::Attributes(_) | Value::Capacity(_) | Value::AttrDomain(..) | Value::CapDomain(..),
             Value::Str(s),
         ) => select_str(container, s, false),
         _ => Err(overload("_[_]", &[container, key])),
@@ -239,25 +194,15 @@ fn contains<'a>(container: &Value<'a>, needle: &Value<'a>) -> Result<bool, Fault
     Ok(match (container, needle) {
         (Value::List(l), n) => l.iter().any(|e| equals(e, n)),
         (Value::Map(m), n) => m.iter().any(|(k, _)| equals(k, n)),
-        (Value::Attributes(d), Value::Str(s)) => {
-            Symbol::lookup(s).is_some_and(|x| d.has_attribute_domain(x))
-        }
-        (Value::Capacity(d), Value::Str(s)) => {
-            Symbol::lookup(s).is_some_and(|x| d.has_capacity_domain(x))
-        }
+        (Value::Attributes(d), Value::Str(s)) => Symbol::lookup(s).is_some_and(|x| d.has_attribute_domain(x)),
+        (Value::Capacity(d), Value::Str(s)) => Symbol::lookup(s).is_some_and(|x| d.has_capacity_domain(x)),
         (Value::AttrDomain(d, dom), Value::Str(s)) => {
             matches!(lookup_attr(d, *dom, s, true), Ok(Value::Bool(true)))
         }
         (Value::CapDomain(d, dom), Value::Str(s)) => {
             matches!(lookup_cap(d, *dom, s, true), Ok(Value::Bool(true)))
         }
-        (
-            Value::Attributes(_)
-            | Value::Capacity(_)
-            | Value::AttrDomain(..)
-            | Value::CapDomain(..),
-            _,
-        ) => false,
+        (Value::Attributes(_) | Value::Capacity(_) | Value::AttrDomain(..) | Value::CapDomain(..), _) => false,
         _ => return Err(overload("@in", &[needle, container])),
     })
 }
@@ -351,10 +296,7 @@ impl<'a> Ctx<'a> {
         self.locals[slot] = v;
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one arm per node kind keeps the hot loop in one function"
-    )]
+    #[expect(clippy::too_many_lines, reason = "one arm per node kind keeps the hot loop in one function")]
     pub(crate) fn eval(&mut self, n: &'a Node) -> R<'a> {
         match n {
             Node::Const(c) => Ok(const_value(c)),
@@ -388,17 +330,11 @@ impl<'a> Ctx<'a> {
             }
             Node::Attr(key) => {
                 self.cost += 4;
-                self.device
-                    .attribute(*key)
-                    .map(attr_value)
-                    .ok_or_else(|| missing(*key, false))
+                self.device.attribute(*key).map(attr_value).ok_or_else(|| missing(*key, false))
             }
             Node::Cap(key) => {
                 self.cost += 4;
-                self.device
-                    .capacity(*key)
-                    .map(|q| Value::Quantity(*q))
-                    .ok_or_else(|| missing(*key, true))
+                self.device.capacity(*key).map(|q| Value::Quantity(*q)).ok_or_else(|| missing(*key, true))
             }
             Node::HasAttr(key) => {
                 self.cost += 3;
@@ -416,11 +352,7 @@ impl<'a> Ctx<'a> {
                 self.cost += 3;
                 Ok(Value::Bool(self.device.has_capacity_domain(*dom)))
             }
-            Node::Select {
-                operand,
-                field,
-                test,
-            } => {
+            Node::Select { operand, field, test } => {
                 let o = self.eval(operand)?;
                 self.cost += 1;
                 select_str(&o, field, *test)
@@ -434,16 +366,11 @@ impl<'a> Ctx<'a> {
                     other => other,
                 };
                 match select_str(&container, field, true)? {
-                    Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(
-                        &container, field, false,
-                    )?)))),
+                    Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(&container, field, false)?)))),
                     _ => Ok(Value::Optional(None)),
                 }
             }
-            Node::OptIndex {
-                operand,
-                index: key,
-            } => {
+            Node::OptIndex { operand, index: key } => {
                 let o = self.eval(operand)?;
                 let k = self.eval(key)?;
                 self.cost += 1;
@@ -462,10 +389,7 @@ impl<'a> Ctx<'a> {
                     Ok(Value::Optional(None))
                 }
             }
-            Node::Index {
-                operand,
-                index: key,
-            } => {
+            Node::Index { operand, index: key } => {
                 let o = self.eval(operand)?;
                 let k = self.eval(key)?;
                 self.cost += 1;
@@ -484,17 +408,12 @@ impl<'a> Ctx<'a> {
                 let v = self.eval(x)?;
                 self.cost += 1;
                 match v {
-                    Value::Int(i) => i
-                        .checked_neg()
-                        .map(Value::Int)
-                        .ok_or(EvalErrorKind::Overflow("-_").into()),
+                    Value::Int(i) => i.checked_neg().map(Value::Int).ok_or(EvalErrorKind::Overflow("-_").into()),
                     Value::Double(d) => Ok(Value::Double(-d)),
                     other => Err(overload("-_", &[&other])),
                 }
             }
-            Node::And(..) | Node::Or(..) | Node::OrdTest { .. } => {
-                self.eval_bool(n).map(Value::Bool)
-            }
+            Node::And(..) | Node::Or(..) | Node::OrdTest { .. } => self.eval_bool(n).map(Value::Bool),
             Node::Cond(c, t, e) => match self.eval(c)? {
                 Value::Bool(true) => self.eval(t),
                 Value::Bool(false) => self.eval(e),
@@ -523,17 +442,11 @@ impl<'a> Ctx<'a> {
             Operand::Const(c) => Ok(const_value(c)),
             Operand::Attr(key) => {
                 self.cost += 4;
-                self.device
-                    .attribute(*key)
-                    .map(attr_value)
-                    .ok_or_else(|| missing(*key, false))
+                self.device.attribute(*key).map(attr_value).ok_or_else(|| missing(*key, false))
             }
             Operand::Cap(key) => {
                 self.cost += 4;
-                self.device
-                    .capacity(*key)
-                    .map(|q| Value::Quantity(*q))
-                    .ok_or_else(|| missing(*key, true))
+                self.device.capacity(*key).map(|q| Value::Quantity(*q)).ok_or_else(|| missing(*key, true))
             }
             Operand::Node(n) => self.eval(n),
         }
@@ -551,11 +464,7 @@ impl<'a> Ctx<'a> {
                 if l == Tri::False {
                     return Tri::False;
                 }
-                let saved = if l == Tri::Err {
-                    self.fault.take()
-                } else {
-                    None
-                };
+                let saved = if l == Tri::Err { self.fault.take() } else { None };
                 match (l, self.test(b, "_&&_")) {
                     (_, Tri::False) => Tri::False,
                     (Tri::True, r) => r,
@@ -572,11 +481,7 @@ impl<'a> Ctx<'a> {
                 if l == Tri::True {
                     return Tri::True;
                 }
-                let saved = if l == Tri::Err {
-                    self.fault.take()
-                } else {
-                    None
-                };
+                let saved = if l == Tri::Err { self.fault.take() } else { None };
                 match (l, self.test(b, "_||_")) {
                     (_, Tri::True) => Tri::True,
                     (Tri::False, r) => r,
@@ -588,12 +493,7 @@ impl<'a> Ctx<'a> {
                     }
                 }
             }
-            Node::OrdTest {
-                f,
-                operands,
-                accept,
-                extra_cost,
-            } => {
+            Node::OrdTest { f, operands, accept, extra_cost } => {
                 self.cost += extra_cost;
                 let o = match (&operands.0, &operands.1) {
                     (Operand::Cap(k), Operand::Const(Const::Quantity(q))) => {
@@ -634,9 +534,7 @@ impl<'a> Ctx<'a> {
                 Tri::from(accept[(o as i8 + 1) as usize])
             }
             Node::Binary(cmp @ (BinaryOp::Eq | BinaryOp::Ne), ops) => {
-                if let (Operand::Node(Node::Driver), Operand::Const(Const::Str(y))) =
-                    (&ops.0, &ops.1)
-                {
+                if let (Operand::Node(Node::Driver), Operand::Const(Const::Str(y))) = (&ops.0, &ops.1) {
                     let x = self.device.driver();
                     self.cost += 2 + (x.len().min(y.len()) as u64).div_ceil(10);
                     return Tri::from((x == &**y) == (*cmp == BinaryOp::Eq));
@@ -688,9 +586,7 @@ impl<'a> Ctx<'a> {
         match self.test(n, "_&&_") {
             Tri::True => Ok(true),
             Tri::False => Ok(false),
-            Tri::Err => Err(Box::new(
-                self.fault.take().unwrap_or_else(|| *overload("_&&_", &[])),
-            )),
+            Tri::Err => Err(Box::new(self.fault.take().unwrap_or_else(|| *overload("_&&_", &[])))),
         }
     }
 
@@ -701,17 +597,11 @@ impl<'a> Ctx<'a> {
             vals.push(self.eval(a)?);
         }
         let cost = match f {
-            Func::Quantity
-            | Func::Semver
-            | Func::IsGreaterThan
-            | Func::IsLessThan
-            | Func::CompareTo => 1,
+            Func::Quantity | Func::Semver | Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo => 1,
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
-                let shape = functions::Shape {
-                    list_receiver: matches!(vals.first(), Some(Value::List(_))),
-                    str_elem: None,
-                };
+                let shape =
+                    functions::Shape { list_receiver: matches!(vals.first(), Some(Value::List(_))), str_elem: None };
                 functions::call_cost(f, &sizes, shape)
             }
         };
@@ -787,9 +677,7 @@ impl<'a> Ctx<'a> {
         let items = if lp.var2.is_some() {
             range.iter_pairs()
         } else {
-            range
-                .iter_items()
-                .map(|v| v.into_iter().map(|x| (x, Value::Null)).collect())
+            range.iter_items().map(|v| v.into_iter().map(|x| (x, Value::Null)).collect())
         };
         let Some(items) = items else {
             return Err(EvalErrorKind::InvalidArgument {
@@ -811,10 +699,7 @@ impl<'a> Ctx<'a> {
                 LoopKind::All => 3,
                 LoopKind::Exists => 4,
                 LoopKind::ExistsOne => 2,
-                LoopKind::Map
-                | LoopKind::MapFilter
-                | LoopKind::TransformMap
-                | LoopKind::TransformMapFilter => 12,
+                LoopKind::Map | LoopKind::MapFilter | LoopKind::TransformMap | LoopKind::TransformMapFilter => 12,
                 LoopKind::Filter => 13,
             };
             self.charge(step)?;
@@ -857,10 +742,7 @@ impl<'a> Ctx<'a> {
                             Some(t) => self.eval(t)?,
                             None => item.clone(),
                         };
-                        if matches!(
-                            lp.kind,
-                            LoopKind::TransformMap | LoopKind::TransformMapFilter
-                        ) {
+                        if matches!(lp.kind, LoopKind::TransformMap | LoopKind::TransformMapFilter) {
                             entries.push((item, v));
                         } else {
                             acc.push(v);
@@ -875,9 +757,7 @@ impl<'a> Ctx<'a> {
                 None => Ok(Value::Bool(lp.kind == LoopKind::All)),
             },
             LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
-            LoopKind::TransformMap | LoopKind::TransformMapFilter => {
-                Ok(Value::Map(Rc::new(entries)))
-            }
+            LoopKind::TransformMap | LoopKind::TransformMapFilter => Ok(Value::Map(Rc::new(entries))),
             _ => Ok(Value::List(Rc::new(acc))),
         }
     }

@@ -173,27 +173,16 @@ pub(crate) struct Sig {
 }
 
 fn m(params: Vec<Ty>, result: Ty) -> Sig {
-    Sig {
-        member: true,
-        params,
-        result,
-    }
+    Sig { member: true, params, result }
 }
 
 fn g(params: Vec<Ty>, result: Ty) -> Sig {
-    Sig {
-        member: false,
-        params,
-        result,
-    }
+    Sig { member: false, params, result }
 }
 
 /// The function named `name` (qualified names like `sets.contains` included) and its
 /// overloads, or `None` if the environment has no such function.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one table row per overload reads best as one match"
-)]
+#[expect(clippy::too_many_lines, reason = "one table row per overload reads best as one match")]
 pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
     use Ty::{Bool, Bytes, Double, Dyn, Int, Quantity as Q, Semver as V, String as S, Uint};
     let list = Ty::list;
@@ -216,36 +205,14 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "contains" => (Func::Contains, vec![m(vec![S, S], Bool)]),
         "startsWith" => (Func::StartsWith, vec![m(vec![S, S], Bool)]),
         "endsWith" => (Func::EndsWith, vec![m(vec![S, S], Bool)]),
-        "matches" => (
-            Func::Matches,
-            vec![m(vec![S, S], Bool), g(vec![S, S], Bool)],
-        ),
-        "int" => (
-            Func::ToInt,
-            vec![
-                g(vec![Int], Int),
-                g(vec![Uint], Int),
-                g(vec![Double], Int),
-                g(vec![S], Int),
-            ],
-        ),
-        "uint" => (
-            Func::ToUint,
-            vec![
-                g(vec![Uint], Uint),
-                g(vec![Int], Uint),
-                g(vec![Double], Uint),
-                g(vec![S], Uint),
-            ],
-        ),
+        "matches" => (Func::Matches, vec![m(vec![S, S], Bool), g(vec![S, S], Bool)]),
+        "int" => (Func::ToInt, vec![g(vec![Int], Int), g(vec![Uint], Int), g(vec![Double], Int), g(vec![S], Int)]),
+        "uint" => {
+            (Func::ToUint, vec![g(vec![Uint], Uint), g(vec![Int], Uint), g(vec![Double], Uint), g(vec![S], Uint)])
+        }
         "double" => (
             Func::ToDouble,
-            vec![
-                g(vec![Double], Double),
-                g(vec![Int], Double),
-                g(vec![Uint], Double),
-                g(vec![S], Double),
-            ],
+            vec![g(vec![Double], Double), g(vec![Int], Double), g(vec![Uint], Double), g(vec![S], Double)],
         ),
         "string" => (
             Func::ToString,
@@ -259,81 +226,35 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
             ],
         ),
         "bool" => (Func::ToBool, vec![g(vec![Bool], Bool), g(vec![S], Bool)]),
-        "bytes" => (
-            Func::ToBytes,
-            vec![g(vec![Bytes], Bytes), g(vec![S], Bytes)],
-        ),
+        "bytes" => (Func::ToBytes, vec![g(vec![Bytes], Bytes), g(vec![S], Bytes)]),
         "dyn" => (Func::Dyn, vec![g(vec![Dyn], Dyn)]),
         "type" => (Func::TypeOf, vec![g(vec![Dyn], Ty::Type)]),
         "charAt" => (Func::CharAt, vec![m(vec![S, Int], S)]),
-        "indexOf" => (
-            Func::IndexOf,
-            vec![
-                m(vec![S, S], Int),
-                m(vec![S, S, Int], Int),
-                m(vec![list(Dyn), Dyn], Int),
-            ],
-        ),
-        "lastIndexOf" => (
-            Func::LastIndexOf,
-            vec![
-                m(vec![S, S], Int),
-                m(vec![S, S, Int], Int),
-                m(vec![list(Dyn), Dyn], Int),
-            ],
-        ),
+        "indexOf" => (Func::IndexOf, vec![m(vec![S, S], Int), m(vec![S, S, Int], Int), m(vec![list(Dyn), Dyn], Int)]),
+        "lastIndexOf" => {
+            (Func::LastIndexOf, vec![m(vec![S, S], Int), m(vec![S, S, Int], Int), m(vec![list(Dyn), Dyn], Int)])
+        }
         "lowerAscii" => (Func::LowerAscii, vec![m(vec![S], S)]),
         "upperAscii" => (Func::UpperAscii, vec![m(vec![S], S)]),
-        "replace" => (
-            Func::Replace,
-            vec![m(vec![S, S, S], S), m(vec![S, S, S, Int], S)],
-        ),
-        "split" => (
-            Func::Split,
-            vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))],
-        ),
-        "substring" => (
-            Func::Substring,
-            vec![m(vec![S, Int], S), m(vec![S, Int, Int], S)],
-        ),
+        "replace" => (Func::Replace, vec![m(vec![S, S, S], S), m(vec![S, S, S, Int], S)]),
+        "split" => (Func::Split, vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))]),
+        "substring" => (Func::Substring, vec![m(vec![S, Int], S), m(vec![S, Int, Int], S)]),
         "trim" => (Func::Trim, vec![m(vec![S], S)]),
-        "join" => (
-            Func::Join,
-            vec![m(vec![list(S)], S), m(vec![list(S), S], S)],
-        ),
+        "join" => (Func::Join, vec![m(vec![list(S)], S), m(vec![list(S), S], S)]),
         "strings.quote" => (Func::Quote, vec![g(vec![S], S)]),
         "isSorted" => (Func::IsSorted, vec![m(vec![list(Dyn)], Bool)]),
-        "sum" => (
-            Func::Sum,
-            vec![
-                m(vec![list(Int)], Int),
-                m(vec![list(Uint)], Uint),
-                m(vec![list(Double)], Double),
-            ],
-        ),
+        "sum" => (Func::Sum, vec![m(vec![list(Int)], Int), m(vec![list(Uint)], Uint), m(vec![list(Double)], Double)]),
         "min" => (Func::Min, vec![m(vec![list(Dyn)], Dyn)]),
         "max" => (Func::Max, vec![m(vec![list(Dyn)], Dyn)]),
         "find" => (Func::Find, vec![m(vec![S, S], S)]),
-        "findAll" => (
-            Func::FindAll,
-            vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))],
-        ),
+        "findAll" => (Func::FindAll, vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))]),
         "quantity" => (Func::Quantity, vec![g(vec![S], Q)]),
         "isQuantity" => (Func::IsQuantity, vec![g(vec![S], Bool)]),
         // Declared as a global overload upstream; the member form is accepted too.
         "sign" => (Func::Sign, vec![g(vec![Q], Int), m(vec![Q], Int)]),
-        "isGreaterThan" => (
-            Func::IsGreaterThan,
-            vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)],
-        ),
-        "isLessThan" => (
-            Func::IsLessThan,
-            vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)],
-        ),
-        "compareTo" => (
-            Func::CompareTo,
-            vec![m(vec![Q, Q], Int), m(vec![V, V], Int)],
-        ),
+        "isGreaterThan" => (Func::IsGreaterThan, vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)]),
+        "isLessThan" => (Func::IsLessThan, vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)]),
+        "compareTo" => (Func::CompareTo, vec![m(vec![Q, Q], Int), m(vec![V, V], Int)]),
         "asApproximateFloat" => (Func::AsApproximateFloat, vec![m(vec![Q], Double)]),
         "asInteger" => (Func::AsInteger, vec![m(vec![Q], Int)]),
         "isInteger" => (Func::IsInteger, vec![m(vec![Q], Bool)]),
@@ -341,25 +262,13 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "sub" => (Func::Sub, vec![m(vec![Q, Q], Q), m(vec![Q, Int], Q)]),
         "mul" => (Func::Mul, vec![m(vec![Q, Int], Q)]),
         "semver" => (Func::Semver, vec![g(vec![S], V), g(vec![S, Bool], V)]),
-        "isSemver" => (
-            Func::IsSemver,
-            vec![g(vec![S], Bool), g(vec![S, Bool], Bool)],
-        ),
+        "isSemver" => (Func::IsSemver, vec![g(vec![S], Bool), g(vec![S, Bool], Bool)]),
         "major" => (Func::Major, vec![m(vec![V], Int)]),
         "minor" => (Func::Minor, vec![m(vec![V], Int)]),
         "patch" => (Func::Patch, vec![m(vec![V], Int)]),
-        "sets.contains" => (
-            Func::SetsContains,
-            vec![g(vec![list(Dyn), list(Dyn)], Bool)],
-        ),
-        "sets.equivalent" => (
-            Func::SetsEquivalent,
-            vec![g(vec![list(Dyn), list(Dyn)], Bool)],
-        ),
-        "sets.intersects" => (
-            Func::SetsIntersects,
-            vec![g(vec![list(Dyn), list(Dyn)], Bool)],
-        ),
+        "sets.contains" => (Func::SetsContains, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
+        "sets.equivalent" => (Func::SetsEquivalent, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
+        "sets.intersects" => (Func::SetsIntersects, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
         // cel-go optional types (`cel.OptionalTypes`, Kubernetes 1.28+).
         "hasValue" => (Func::HasValue, vec![m(vec![opt(Dyn)], Bool)]),
         "value" => (Func::OptValue, vec![m(vec![opt(Dyn)], Dyn)]),
@@ -378,9 +287,7 @@ pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
         (Func::Min | Func::Max, Some(Ty::List(e))) => (**e).clone(),
         (Func::Dyn, _) => Ty::Dyn,
         (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
-        (Func::OrValue, Some(Ty::Optional(t))) => {
-            args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn)
-        }
+        (Func::OrValue, Some(Ty::Optional(t))) => args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn),
         (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
         (Func::OptionalOf | Func::OptionalOfNonZero, Some(t)) => Ty::Optional(Box::new(t.clone())),
         _ => result,
@@ -389,11 +296,7 @@ pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
 
 fn ceil_mul(size: u64, factor: f64) -> u64 {
     let v = (size as f64 * factor).ceil();
-    if v >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        v as u64
-    }
+    if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
 }
 
 /// What the cost of a list function depends on besides sizes.
@@ -419,22 +322,17 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
     let t = |n: u64| ceil_mul(n, 0.1);
     let per_element = 1u64.saturating_add(shape.str_elem.map_or(0, t));
     match f {
-        Func::Matches | Func::Find | Func::FindAll => {
-            t(s(0).saturating_add(1)).saturating_mul(ceil_mul(s(1), 0.25))
-        }
+        Func::Matches | Func::Find | Func::FindAll => t(s(0).saturating_add(1)).saturating_mul(ceil_mul(s(1), 0.25)),
         Func::Split | Func::Replace => ceil_mul(s(0), 0.2),
         Func::Join => {
             let n = s(0);
-            let chars = n
-                .saturating_mul(shape.str_elem.unwrap_or(0))
-                .saturating_add(s(1).saturating_mul(n.saturating_sub(1)));
+            let chars =
+                n.saturating_mul(shape.str_elem.unwrap_or(0)).saturating_add(s(1).saturating_mul(n.saturating_sub(1)));
             t(chars)
         }
         Func::Contains => t(s(0)).saturating_mul(t(s(1))),
         Func::StartsWith | Func::EndsWith => t(s(1)),
-        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => {
-            s(0).saturating_mul(per_element)
-        }
+        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => s(0).saturating_mul(per_element),
         Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
@@ -444,9 +342,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
-        Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => {
-            s(0).saturating_mul(s(1)).max(1)
-        }
+        Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
         _ => 1,
     }
 }
@@ -476,21 +372,11 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
 type R<'a> = Result<Value<'a>, EvalErrorKind>;
 
 fn overload(function: &'static str, args: &[Value<'_>]) -> EvalErrorKind {
-    EvalErrorKind::NoSuchOverload {
-        function,
-        args: args
-            .iter()
-            .map(Value::type_name)
-            .collect::<Vec<_>>()
-            .join(", "),
-    }
+    EvalErrorKind::NoSuchOverload { function, args: args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ") }
 }
 
 fn invalid(function: &'static str, message: impl Into<String>) -> EvalErrorKind {
-    EvalErrorKind::InvalidArgument {
-        function,
-        message: message.into(),
-    }
+    EvalErrorKind::InvalidArgument { function, message: message.into() }
 }
 
 /// Compiles a regex with the size limit.
@@ -509,16 +395,8 @@ fn idx(i: i64, what: &'static str) -> Result<usize, EvalErrorKind> {
 /// Applies `f` to `args` (receiver first for member calls). `name` is the source name,
 /// for messages. `regex` is the precompiled pattern for `matches`/`find`/`findAll` when
 /// the pattern was a constant.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one arm per function keeps dispatch in one place"
-)]
-pub(crate) fn call<'a>(
-    f: Func,
-    name: &'static str,
-    args: &[Value<'a>],
-    regex: Option<&Regex>,
-) -> R<'a> {
+#[expect(clippy::too_many_lines, reason = "one arm per function keeps dispatch in one place")]
+pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: Option<&Regex>) -> R<'a> {
     use Value as V;
     let a0 = args.first();
     let a1 = args.get(1);
@@ -531,11 +409,7 @@ pub(crate) fn call<'a>(
         (Func::EndsWith, Some(V::Str(s)), Some(V::Str(t)), None) => V::Bool(s.ends_with(&**t)),
         (Func::Matches, Some(V::Str(s)), Some(V::Str(p)), None) => match regex {
             Some(re) => V::Bool(re.is_match(s)),
-            None => V::Bool(
-                compile_regex(p)
-                    .map_err(|e| invalid("matches", e))?
-                    .is_match(s),
-            ),
+            None => V::Bool(compile_regex(p).map_err(|e| invalid("matches", e))?.is_match(s)),
         },
         (Func::Find, Some(V::Str(s)), Some(V::Str(p)), None) => {
             let owned;
@@ -560,36 +434,23 @@ pub(crate) fn call<'a>(
                 owned = compile_regex(p).map_err(|e| invalid("findAll", e))?;
                 &owned
             };
-            let take = if limit < 0 {
-                usize::MAX
-            } else {
-                limit as usize
-            };
-            let found: Vec<Value<'a>> = re
-                .find_iter(s)
-                .take(take)
-                .map(|m| V::string(m.as_str().to_owned()))
-                .collect();
+            let take = if limit < 0 { usize::MAX } else { limit as usize };
+            let found: Vec<Value<'a>> = re.find_iter(s).take(take).map(|m| V::string(m.as_str().to_owned())).collect();
             V::List(Rc::new(found))
         }
         (Func::ToInt, Some(v), None, None) => V::Int(to_int(v).ok_or_else(|| match v {
-            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => {
-                invalid("int", "value out of range or not a number")
-            }
+            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => invalid("int", "value out of range or not a number"),
             _ => no(),
         })?),
         (Func::ToUint, Some(v), None, None) => V::Uint(to_uint(v).ok_or_else(|| match v {
-            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => {
-                invalid("uint", "value out of range or not a number")
-            }
+            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => invalid("uint", "value out of range or not a number"),
             _ => no(),
         })?),
         (Func::ToDouble, Some(v), None, None) => V::Double(match v {
             V::Double(d) => *d,
             V::Int(i) => *i as f64,
             V::Uint(u) => *u as f64,
-            V::Str(s) => parse_double(s)
-                .ok_or_else(|| invalid("double", format!("cannot parse {:?}", &**s)))?,
+            V::Str(s) => parse_double(s).ok_or_else(|| invalid("double", format!("cannot parse {:?}", &**s)))?,
             _ => return Err(no()),
         }),
         (Func::ToString, Some(v), None, None) => match v {
@@ -598,10 +459,9 @@ pub(crate) fn call<'a>(
             V::Uint(u) => V::string(u.to_string()),
             V::Double(d) => V::string(format_double(*d)),
             V::Bool(b) => V::str(if *b { "true" } else { "false" }),
-            V::Bytes(b) => V::string(
-                String::from_utf8(b.to_vec())
-                    .map_err(|_| invalid("string", "bytes are not valid UTF-8"))?,
-            ),
+            V::Bytes(b) => {
+                V::string(String::from_utf8(b.to_vec()).map_err(|_| invalid("string", "bytes are not valid UTF-8"))?)
+            }
             _ => return Err(no()),
         },
         (Func::ToBool, Some(v), None, None) => match v {
@@ -662,11 +522,7 @@ pub(crate) fn call<'a>(
                 Some(V::Int(n)) => *n,
                 Some(_) => return Err(no()),
             };
-            V::string(if n < 0 {
-                s.replace(&**from, to)
-            } else {
-                s.replacen(&**from, to, n as usize)
-            })
+            V::string(if n < 0 { s.replace(&**from, to) } else { s.replacen(&**from, to, n as usize) })
         }
         (Func::Split, Some(V::Str(s)), Some(V::Str(sep)), n) => {
             let n = match n {
@@ -685,10 +541,7 @@ pub(crate) fn call<'a>(
                 Some(_) => return Err(no()),
             };
             if start > end || end > chars.len() {
-                return Err(invalid(
-                    "substring",
-                    format!("invalid range {start}..{end}"),
-                ));
+                return Err(invalid("substring", format!("invalid range {start}..{end}")));
             }
             V::string(chars[start..end].iter().collect())
         }
@@ -723,11 +576,7 @@ pub(crate) fn call<'a>(
         }
         (Func::Sum, Some(V::List(l)), None, None) => sum(l).ok_or_else(no)??,
         (Func::Min | Func::Max, Some(V::List(l)), None, None) => {
-            let want = if f == Func::Min {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            };
+            let want = if f == Func::Min { Ordering::Less } else { Ordering::Greater };
             let Some(first) = l.first() else {
                 return Err(invalid(name, "list is empty"));
             };
@@ -759,10 +608,9 @@ pub(crate) fn call<'a>(
             }
         }
         (Func::AsApproximateFloat, Some(V::Quantity(q)), None, None) => V::Double(q.as_f64()),
-        (Func::AsInteger, Some(V::Quantity(q)), None, None) => V::Int(
-            q.as_i64_exact()
-                .ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?,
-        ),
+        (Func::AsInteger, Some(V::Quantity(q)), None, None) => {
+            V::Int(q.as_i64_exact().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
+        }
         (Func::IsInteger, Some(V::Quantity(q)), None, None) => V::Bool(q.as_i64_exact().is_some()),
         (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(other), None) => {
             let other = match other {
@@ -770,34 +618,23 @@ pub(crate) fn call<'a>(
                 V::Int(i) => Quantity::from_int(*i),
                 _ => return Err(no()),
             };
-            let r = if f == Func::Add {
-                q.checked_add(&other)
-            } else {
-                q.checked_sub(&other)
-            };
+            let r = if f == Func::Add { q.checked_add(&other) } else { q.checked_sub(&other) };
             V::Quantity(r.ok_or(EvalErrorKind::Overflow(name))?)
         }
-        (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => V::Quantity(
-            q.checked_mul_int(*k)
-                .ok_or(EvalErrorKind::Overflow("mul"))?,
-        ),
+        (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => {
+            V::Quantity(q.checked_mul_int(*k).ok_or(EvalErrorKind::Overflow("mul"))?)
+        }
         (Func::Semver | Func::IsSemver, Some(V::Str(s)), norm, None) => {
             let normalize = match norm {
                 None => false,
                 Some(V::Bool(b)) => *b,
                 Some(_) => return Err(no()),
             };
-            let parsed = if normalize {
-                Semver::parse_normalized(s)
-            } else {
-                Semver::parse(s)
-            };
+            let parsed = if normalize { Semver::parse_normalized(s) } else { Semver::parse(s) };
             if f == Func::IsSemver {
                 V::Bool(parsed.is_ok())
             } else {
-                V::Semver(Ver::Shared(Rc::new(
-                    parsed.map_err(|e| invalid("semver", e.to_string()))?,
-                )))
+                V::Semver(Ver::Shared(Rc::new(parsed.map_err(|e| invalid("semver", e.to_string()))?)))
             }
         }
         (Func::Major, Some(V::Semver(v)), None, None) => V::Int(v.major as i64),
@@ -807,8 +644,7 @@ pub(crate) fn call<'a>(
             V::Bool(b.iter().all(|x| a.iter().any(|y| equals(x, y))))
         }
         (Func::SetsEquivalent, Some(V::List(a)), Some(V::List(b)), None) => V::Bool(
-            b.iter().all(|x| a.iter().any(|y| equals(x, y)))
-                && a.iter().all(|x| b.iter().any(|y| equals(x, y))),
+            b.iter().all(|x| a.iter().any(|y| equals(x, y))) && a.iter().all(|x| b.iter().any(|y| equals(x, y))),
         ),
         (Func::SetsIntersects, Some(V::List(a)), Some(V::List(b)), None) => {
             V::Bool(b.iter().any(|x| a.iter().any(|y| equals(x, y))))
@@ -965,8 +801,7 @@ fn to_uint(v: &Value<'_>) -> Option<u64> {
     match v {
         Value::Uint(u) => Some(*u),
         Value::Int(i) => u64::try_from(*i).ok(),
-        Value::Double(d) => (d.is_finite() && *d > -1.0 && *d < 18_446_744_073_709_551_615.0)
-            .then(|| d.trunc() as u64),
+        Value::Double(d) => (d.is_finite() && *d > -1.0 && *d < 18_446_744_073_709_551_615.0).then(|| d.trunc() as u64),
         Value::Str(s) => s.parse().ok(),
         _ => None,
     }
@@ -987,11 +822,7 @@ pub(crate) fn format_double(d: f64) -> String {
         return "NaN".to_owned();
     }
     if d.is_infinite() {
-        return if d > 0.0 {
-            "+Inf".to_owned()
-        } else {
-            "-Inf".to_owned()
-        };
+        return if d > 0.0 { "+Inf".to_owned() } else { "-Inf".to_owned() };
     }
     let sci = format!("{d:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));

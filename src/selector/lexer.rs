@@ -132,12 +132,7 @@ const RESERVED: &[&str] = &[
 
 /// Splits `src` into tokens, ending with [`Tok::Eof`].
 pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, SelectorError> {
-    let mut lx = Lexer {
-        src,
-        bytes: src.as_bytes(),
-        pos: 0,
-        out: Vec::new(),
-    };
+    let mut lx = Lexer { src, bytes: src.as_bytes(), pos: 0, out: Vec::new() };
     lx.run()?;
     Ok(lx.out)
 }
@@ -159,11 +154,7 @@ impl Lexer<'_> {
     }
 
     fn push(&mut self, tok: Tok, start: usize) {
-        self.out.push(Token {
-            tok,
-            start,
-            end: self.pos,
-        });
+        self.out.push(Token { tok, start, end: self.pos });
     }
 
     fn run(&mut self) -> Result<(), SelectorError> {
@@ -439,8 +430,7 @@ impl Lexer<'_> {
             // Hex and octal escapes are byte values in a bytes literal.
             out.push(code as u8);
         } else {
-            let ch = char::from_u32(code)
-                .ok_or_else(|| self.err(at, "escape is not a valid Unicode code point"))?;
+            let ch = char::from_u32(code).ok_or_else(|| self.err(at, "escape is not a valid Unicode code point"))?;
             let mut buf = [0u8; 4];
             out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
         }
@@ -449,10 +439,7 @@ impl Lexer<'_> {
 
     fn hex_digits(&mut self, at: usize, n: usize) -> Result<u32, SelectorError> {
         let end = self.pos + n;
-        let digits = self
-            .src
-            .get(self.pos..end)
-            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let digits = self.src.get(self.pos..end).filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
         let Some(digits) = digits else {
             return Err(self.err(at, format!("escape needs {n} hexadecimal digits")));
         };

@@ -72,10 +72,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![expect(
-    clippy::many_single_char_names,
-    reason = "operator code reads best with l/r/a/b/e names as in the CEL spec"
-)]
+#![expect(clippy::many_single_char_names, reason = "operator code reads best with l/r/a/b/e names as in the CEL spec")]
 
 mod ast;
 mod compile;
@@ -130,11 +127,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_cost: MAX_COST,
-            max_length: MAX_EXPRESSION_LENGTH,
-            max_depth: MAX_NESTING_DEPTH,
-        }
+        Limits { max_cost: MAX_COST, max_length: MAX_EXPRESSION_LENGTH, max_depth: MAX_NESTING_DEPTH }
     }
 }
 
@@ -154,10 +147,7 @@ pub struct Selector {
 /// Parses an expression without checking it, e.g. to pretty-print it.
 pub fn parse(src: &str) -> Result<Expr, SelectorError> {
     if src.len() > MAX_EXPRESSION_LENGTH {
-        return Err(SelectorError::TooLong {
-            length: src.len(),
-            limit: MAX_EXPRESSION_LENGTH,
-        });
+        return Err(SelectorError::TooLong { length: src.len(), limit: MAX_EXPRESSION_LENGTH });
     }
     parser::parse(src, MAX_NESTING_DEPTH)
 }
@@ -171,10 +161,7 @@ impl Selector {
     /// Compiles `src` with explicit limits.
     pub fn compile_with(src: &str, limits: Limits) -> Result<Selector, SelectorError> {
         if src.len() > limits.max_length {
-            return Err(SelectorError::TooLong {
-                length: src.len(),
-                limit: limits.max_length,
-            });
+            return Err(SelectorError::TooLong { length: src.len(), limit: limits.max_length });
         }
         let expr = parser::parse(src, limits.max_depth)?;
         let c = compile::compile(src, &expr)?;
@@ -186,10 +173,7 @@ impl Selector {
             ));
         }
         if c.max_cost > limits.max_cost {
-            return Err(SelectorError::CostLimitExceeded {
-                estimated: c.max_cost,
-                limit: limits.max_cost,
-            });
+            return Err(SelectorError::CostLimitExceeded { estimated: c.max_cost, limit: limits.max_cost });
         }
         let bool_root = matches!(c.root, Node::And(..) | Node::Or(..) | Node::OrdTest { .. });
         Ok(Selector {
@@ -221,13 +205,7 @@ impl Selector {
 
     /// Like [`Selector::matches`], also returning the actual cost (cel-go units).
     pub fn matches_with_cost(&self, device: &Device) -> (Result<bool, EvalError>, u64) {
-        let mut cx = eval::Ctx {
-            fault: None,
-            device,
-            locals: SmallVec::new(),
-            cost: 0,
-            limit: self.cost_limit,
-        };
+        let mut cx = eval::Ctx { fault: None, device, locals: SmallVec::new(), cost: 0, limit: self.cost_limit };
         if self.slots > cx.locals.inline_size() {
             cx.locals.reserve(self.slots);
         }
@@ -241,18 +219,12 @@ impl Selector {
             }
         };
         let r = match r {
-            Ok(_) if cx.cost > self.cost_limit => Err(Box::new(EvalErrorKind::CostLimitExceeded {
-                limit: self.cost_limit,
-            })),
+            Ok(_) if cx.cost > self.cost_limit => {
+                Err(Box::new(EvalErrorKind::CostLimitExceeded { limit: self.cost_limit }))
+            }
             r => r,
         };
-        (
-            r.map_err(|kind| EvalError {
-                kind: *kind,
-                device: device.name().to_owned(),
-            }),
-            cx.cost,
-        )
+        (r.map_err(|kind| EvalError { kind: *kind, device: device.name().to_owned() }), cx.cost)
     }
 }
 

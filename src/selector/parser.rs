@@ -24,13 +24,7 @@ use super::lexer::{Tok, Token, tokenize};
 /// depth of the resulting tree.
 pub(crate) fn parse(src: &str, max_depth: usize) -> Result<Expr, SelectorError> {
     let tokens = tokenize(src)?;
-    let mut p = Parser {
-        src,
-        tokens,
-        pos: 0,
-        depth: 0,
-        max_depth,
-    };
+    let mut p = Parser { src, tokens, pos: 0, depth: 0, max_depth };
     let e = p.expr()?;
     if p.peek() != &Tok::Eof {
         let t = p.tokens[p.pos].clone();
@@ -71,11 +65,7 @@ pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
             f(lhs);
             f(rhs);
         }
-        ExprKind::Conditional {
-            cond,
-            then,
-            otherwise,
-        } => {
+        ExprKind::Conditional { cond, then, otherwise } => {
             f(cond);
             f(then);
             f(otherwise);
@@ -94,27 +84,14 @@ pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
 /// Builds a balanced tree of `op` over `terms` (`ops[i]` is the position of the operator
 /// between `terms[i]` and `terms[i + 1]`), splitting like cel-go's `balancer`.
 fn balance(op: BinaryOp, terms: Vec<Expr>, ops: &[usize]) -> Expr {
-    fn build(
-        op: BinaryOp,
-        terms: &mut [Option<Expr>],
-        ops: &[usize],
-        lo: usize,
-        hi: usize,
-    ) -> Expr {
+    fn build(op: BinaryOp, terms: &mut [Option<Expr>], ops: &[usize], lo: usize, hi: usize) -> Expr {
         if lo == hi {
             return terms[lo].take().unwrap_or_else(|| node(ExprKind::Null, 0));
         }
         let mid = (lo + hi).div_ceil(2);
         let lhs = build(op, terms, ops, lo, mid - 1);
         let rhs = build(op, terms, ops, mid, hi);
-        node(
-            ExprKind::Binary {
-                op,
-                lhs: Box::new(lhs),
-                rhs: Box::new(rhs),
-            },
-            ops[mid - 1],
-        )
+        node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, ops[mid - 1])
     }
     let n = terms.len();
     let mut slots: Vec<Option<Expr>> = terms.into_iter().map(Some).collect();
@@ -166,9 +143,7 @@ impl Parser<'_> {
     fn enter(&mut self) -> Result<(), SelectorError> {
         self.depth += 1;
         if self.depth > self.max_depth {
-            return Err(SelectorError::TooDeep {
-                limit: self.max_depth,
-            });
+            return Err(SelectorError::TooDeep { limit: self.max_depth });
         }
         Ok(())
     }
@@ -182,11 +157,7 @@ impl Parser<'_> {
             self.expect(&Tok::Colon, "':'")?;
             let otherwise = self.expr()?;
             Ok(node(
-                ExprKind::Conditional {
-                    cond: Box::new(cond),
-                    then: Box::new(then),
-                    otherwise: Box::new(otherwise),
-                },
+                ExprKind::Conditional { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
                 pos,
             ))
         } else {
@@ -236,14 +207,7 @@ impl Parser<'_> {
             } else {
                 let pos = self.bump().start;
                 let rhs = self.binary(prec + 1)?;
-                lhs = node(
-                    ExprKind::Binary {
-                        op,
-                        lhs: Box::new(lhs),
-                        rhs: Box::new(rhs),
-                    },
-                    pos,
-                );
+                lhs = node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, pos);
             }
         }
         Ok(lhs)
@@ -279,30 +243,14 @@ impl Parser<'_> {
                 let lit = self.member_suffix(node(kind, lit_pos.saturating_sub(1)))?;
                 count -= 1;
                 return Ok(if count % 2 == 1 {
-                    node(
-                        ExprKind::Unary {
-                            op,
-                            operand: Box::new(lit),
-                        },
-                        pos,
-                    )
+                    node(ExprKind::Unary { op, operand: Box::new(lit) }, pos)
                 } else {
                     lit
                 });
             }
         }
         let operand = self.member()?;
-        Ok(if count % 2 == 1 {
-            node(
-                ExprKind::Unary {
-                    op,
-                    operand: Box::new(operand),
-                },
-                pos,
-            )
-        } else {
-            operand
-        })
+        Ok(if count % 2 == 1 { node(ExprKind::Unary { op, operand: Box::new(operand) }, pos) } else { operand })
     }
 
     fn member(&mut self) -> Result<Expr, SelectorError> {
@@ -319,37 +267,18 @@ impl Parser<'_> {
                     let Tok::Ident(field) = t.tok else {
                         return Err(self.err(
                             t.start,
-                            format!(
-                                "expected a field or method name after '.', found {}",
-                                t.tok.describe()
-                            ),
+                            format!("expected a field or method name after '.', found {}", t.tok.describe()),
                         ));
                     };
                     if self.peek() == &Tok::LParen {
                         if optional {
-                            return Err(
-                                self.err(self.start(), "a method cannot be called with '.?'")
-                            );
+                            return Err(self.err(self.start(), "a method cannot be called with '.?'"));
                         }
                         self.bump();
                         let args = self.expr_list(&Tok::RParen)?;
-                        e = node(
-                            ExprKind::Call {
-                                target: Some(Box::new(e)),
-                                function: field,
-                                args,
-                            },
-                            t.start,
-                        );
+                        e = node(ExprKind::Call { target: Some(Box::new(e)), function: field, args }, t.start);
                     } else {
-                        e = node(
-                            ExprKind::Select {
-                                operand: Box::new(e),
-                                field,
-                                optional,
-                            },
-                            t.start,
-                        );
+                        e = node(ExprKind::Select { operand: Box::new(e), field, optional }, t.start);
                     }
                 }
                 Tok::LBracket | Tok::LBracketQuestion => {
@@ -357,14 +286,7 @@ impl Parser<'_> {
                     let optional = open.tok == Tok::LBracketQuestion;
                     let index = self.expr()?;
                     self.expect(&Tok::RBracket, "']'")?;
-                    e = node(
-                        ExprKind::Index {
-                            operand: Box::new(e),
-                            index: Box::new(index),
-                            optional,
-                        },
-                        open.start,
-                    );
+                    e = node(ExprKind::Index { operand: Box::new(e), index: Box::new(index), optional }, open.start);
                 }
                 Tok::LBrace if matches!(e.kind, ExprKind::Ident(_) | ExprKind::Select { .. }) => {
                     return Err(self.err(self.start(), "message construction is not supported"));
@@ -441,14 +363,7 @@ impl Parser<'_> {
         if self.peek() == &Tok::LParen {
             self.bump();
             let args = self.expr_list(&Tok::RParen)?;
-            return Ok(node(
-                ExprKind::Call {
-                    target: None,
-                    function: name,
-                    args,
-                },
-                pos,
-            ));
+            return Ok(node(ExprKind::Call { target: None, function: name, args }, pos));
         }
         Ok(node(ExprKind::Ident(name), pos))
     }

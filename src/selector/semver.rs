@@ -45,10 +45,7 @@ impl Semver {
     /// Strict parse, like blang `semver.Parse`: `MAJOR.MINOR.PATCH[-PRE][+BUILD]`, no
     /// leading zeros in numbers, no `v` prefix.
     pub fn parse(text: &str) -> Result<Semver, SemverError> {
-        let bad = |reason| SemverError {
-            text: text.to_owned(),
-            reason,
-        };
+        let bad = |reason| SemverError { text: text.to_owned(), reason };
         if text.is_empty() {
             return Err(bad("empty version string"));
         }
@@ -62,9 +59,7 @@ impl Semver {
         };
         let mut parts = core.split('.');
         let mut num = |name| -> Result<u64, SemverError> {
-            let p = parts
-                .next()
-                .ok_or_else(|| bad("expected MAJOR.MINOR.PATCH"))?;
+            let p = parts.next().ok_or_else(|| bad("expected MAJOR.MINOR.PATCH"))?;
             numeric(p).ok_or_else(|| bad(name))
         };
         let major = num("invalid major version")?;
@@ -73,22 +68,16 @@ impl Semver {
         if parts.next().is_some() {
             return Err(bad("expected MAJOR.MINOR.PATCH"));
         }
-        let mut v = Semver {
-            major,
-            minor,
-            patch,
-            pre: Vec::new(),
-            build: Vec::new(),
-        };
+        let mut v = Semver { major, minor, patch, pre: Vec::new(), build: Vec::new() };
         if let Some(pre) = pre {
             for id in pre.split('.') {
                 if id.is_empty() || !id.bytes().all(is_ident_byte) {
                     return Err(bad("invalid pre-release identifier"));
                 }
                 if id.bytes().all(|b| b.is_ascii_digit()) {
-                    v.pre.push(PreRelease::Numeric(numeric(id).ok_or_else(|| {
-                        bad("numeric pre-release identifier has a leading zero")
-                    })?));
+                    v.pre.push(PreRelease::Numeric(
+                        numeric(id).ok_or_else(|| bad("numeric pre-release identifier has a leading zero"))?,
+                    ));
                 } else {
                     v.pre.push(PreRelease::Alpha(id.to_owned()));
                 }
@@ -132,10 +121,7 @@ impl Semver {
                 parts.push("0".to_owned());
             }
         }
-        Semver::parse(&parts.join(".")).map_err(|e| SemverError {
-            text: text.to_owned(),
-            reason: e.reason,
-        })
+        Semver::parse(&parts.join(".")).map_err(|e| SemverError { text: text.to_owned(), reason: e.reason })
     }
 }
 
@@ -144,8 +130,7 @@ fn is_ident_byte(b: u8) -> bool {
 }
 
 fn numeric(p: &str) -> Option<u64> {
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || (p.len() > 1 && p.starts_with('0'))
-    {
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || (p.len() > 1 && p.starts_with('0')) {
         return None;
     }
     p.parse().ok()
@@ -155,9 +140,8 @@ impl Ord for Semver {
     /// semver.org precedence: numbers, then "no pre-release" above any pre-release, then
     /// pre-release identifiers left to right (numeric below alphanumeric); build ignored.
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.major, self.minor, self.patch)
-            .cmp(&(other.major, other.minor, other.patch))
-            .then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
+        (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch)).then_with(|| {
+            match (self.pre.is_empty(), other.pre.is_empty()) {
                 (true, true) => Ordering::Equal,
                 (true, false) => Ordering::Greater,
                 (false, true) => Ordering::Less,
@@ -175,7 +159,8 @@ impl Ord for Semver {
                     }
                     self.pre.len().cmp(&other.pre.len())
                 }
-            })
+            }
+        })
     }
 }
 
@@ -220,23 +205,12 @@ mod tests {
         // Examples from the doc comment of k8s.io/apiserver/pkg/cel/library/semverlib.go.
         assert!(Semver::parse("1.0.0").is_ok());
         assert!(Semver::parse("0.1.0-alpha.1").is_ok());
-        for bad in [
-            "200K", "Three", "Mi", "v1.0", "1.0", "01.1.1", "1.0.0-01", "1.0.0-", "1.0.0+",
-        ] {
+        for bad in ["200K", "Three", "Mi", "v1.0", "1.0", "01.1.1", "1.0.0-01", "1.0.0-", "1.0.0+"] {
             assert!(Semver::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(
-            Semver::parse_normalized("v1.0.0").unwrap().to_string(),
-            "1.0.0"
-        );
-        assert_eq!(
-            Semver::parse_normalized("1.0").unwrap().to_string(),
-            "1.0.0"
-        );
-        assert_eq!(
-            Semver::parse_normalized("01.01.01").unwrap().to_string(),
-            "1.1.1"
-        );
+        assert_eq!(Semver::parse_normalized("v1.0.0").unwrap().to_string(), "1.0.0");
+        assert_eq!(Semver::parse_normalized("1.0").unwrap().to_string(), "1.0.0");
+        assert_eq!(Semver::parse_normalized("01.01.01").unwrap().to_string(), "1.1.1");
         assert!(Semver::parse_normalized("1.0-rc1").is_err());
     }
 
@@ -257,18 +231,8 @@ mod tests {
             "2.1.1",
         ];
         for w in chain.windows(2) {
-            assert!(
-                Semver::parse(w[0]).unwrap() < Semver::parse(w[1]).unwrap(),
-                "{} < {}",
-                w[0],
-                w[1]
-            );
+            assert!(Semver::parse(w[0]).unwrap() < Semver::parse(w[1]).unwrap(), "{} < {}", w[0], w[1]);
         }
-        assert_eq!(
-            Semver::parse("1.0.0+a")
-                .unwrap()
-                .cmp(&Semver::parse("1.0.0+b").unwrap()),
-            Ordering::Equal
-        );
+        assert_eq!(Semver::parse("1.0.0+a").unwrap().cmp(&Semver::parse("1.0.0+b").unwrap()), Ordering::Equal);
     }
 }

@@ -26,17 +26,9 @@ fn deepest_accepted_nesting_fits_a_small_stack() {
             let _ = s.matches(&d);
         }
         let deeper = format!("{}true{}", "(".repeat(n + 200), ")".repeat(n + 200));
-        assert!(matches!(
-            Selector::compile(&deeper),
-            Err(SelectorError::TooDeep { .. })
-        ));
+        assert!(matches!(Selector::compile(&deeper), Err(SelectorError::TooDeep { .. })));
     };
-    std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(run)
-        .unwrap()
-        .join()
-        .unwrap();
+    std::thread::Builder::new().stack_size(2 << 20).spawn(run).unwrap().join().unwrap();
 }
 
 #[test]

@@ -154,21 +154,13 @@ impl<'a> Value<'a> {
     /// comprehensions.
     pub(crate) fn iter_pairs(&self) -> Option<Vec<(Value<'a>, Value<'a>)>> {
         Some(match self {
-            Value::List(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
-                .collect(),
+            Value::List(l) => l.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v.clone())).collect(),
             Value::Map(m) => m.as_ref().clone(),
             Value::Attributes(d) => self
                 .iter_items()?
                 .into_iter()
                 .map(|k| {
-                    let dom = if let Value::Str(s) = &k {
-                        Symbol::lookup(s)
-                    } else {
-                        None
-                    };
+                    let dom = if let Value::Str(s) = &k { Symbol::lookup(s) } else { None };
                     (k, Value::AttrDomain(d, dom))
                 })
                 .collect(),
@@ -176,11 +168,7 @@ impl<'a> Value<'a> {
                 .iter_items()?
                 .into_iter()
                 .map(|k| {
-                    let dom = if let Value::Str(s) = &k {
-                        Symbol::lookup(s)
-                    } else {
-                        None
-                    };
+                    let dom = if let Value::Str(s) = &k { Symbol::lookup(s) } else { None };
                     (k, Value::CapDomain(d, dom))
                 })
                 .collect(),
@@ -218,16 +206,8 @@ impl<'a> Value<'a> {
             Value::Bytes(b) => b.len(),
             Value::List(l) => l.len(),
             Value::Map(m) => m.len(),
-            Value::AttrDomain(d, Some(dom)) => d
-                .attributes()
-                .iter()
-                .filter(|(k, _)| k.domain() == *dom)
-                .count(),
-            Value::CapDomain(d, Some(dom)) => d
-                .capacities()
-                .iter()
-                .filter(|(k, _)| k.domain() == *dom)
-                .count(),
+            Value::AttrDomain(d, Some(dom)) => d.attributes().iter().filter(|(k, _)| k.domain() == *dom).count(),
+            Value::CapDomain(d, Some(dom)) => d.capacities().iter().filter(|(k, _)| k.domain() == *dom).count(),
             Value::AttrDomain(_, None) | Value::CapDomain(_, None) => 0,
             Value::Attributes(_) | Value::Capacity(_) => self.iter_items().map_or(0, |v| v.len()),
             _ => return None,
@@ -253,19 +233,16 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::Quantity(x), Value::Quantity(y)) => x == y,
         (Value::Semver(x), Value::Semver(y)) => **x == **y,
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q))
-        }
+        (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)),
         (Value::Map(x), Value::Map(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.iter().any(|(k2, v2)| equals(k, k2) && equals(v, v2)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equals(k, k2) && equals(v, v2)))
         }
         (Value::Device(x), Value::Device(y))
         | (Value::Attributes(x), Value::Attributes(y))
         | (Value::Capacity(x), Value::Capacity(y)) => std::ptr::eq(*x, *y),
-        (Value::AttrDomain(x, dx), Value::AttrDomain(y, dy))
-        | (Value::CapDomain(x, dx), Value::CapDomain(y, dy)) => std::ptr::eq(*x, *y) && dx == dy,
+        (Value::AttrDomain(x, dx), Value::AttrDomain(y, dy)) | (Value::CapDomain(x, dx), Value::CapDomain(y, dy)) => {
+            std::ptr::eq(*x, *y) && dx == dy
+        }
         _ => numeric_cmp(a, b) == Some(Ordering::Equal),
     }
 }
@@ -277,16 +254,8 @@ pub(crate) fn numeric_cmp(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
         (Value::Uint(x), Value::Uint(y)) => Some(x.cmp(y)),
         (Value::Double(x), Value::Double(y)) => x.partial_cmp(y),
-        (Value::Int(x), Value::Uint(y)) => Some(if *x < 0 {
-            Ordering::Less
-        } else {
-            (*x as u64).cmp(y)
-        }),
-        (Value::Uint(x), Value::Int(y)) => Some(if *y < 0 {
-            Ordering::Greater
-        } else {
-            x.cmp(&(*y as u64))
-        }),
+        (Value::Int(x), Value::Uint(y)) => Some(if *x < 0 { Ordering::Less } else { (*x as u64).cmp(y) }),
+        (Value::Uint(x), Value::Int(y)) => Some(if *y < 0 { Ordering::Greater } else { x.cmp(&(*y as u64)) }),
         (Value::Int(x), Value::Double(y)) => cmp_i_d(*x, *y),
         (Value::Double(x), Value::Int(y)) => cmp_i_d(*y, *x).map(Ordering::reverse),
         (Value::Uint(x), Value::Double(y)) => cmp_u_d(*x, *y),
@@ -308,10 +277,7 @@ fn cmp_i_d(i: i64, d: f64) -> Option<Ordering> {
     }
     let t = d.trunc();
     let ti = t as i64;
-    Some(
-        i.cmp(&ti)
-            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
-    )
+    Some(i.cmp(&ti).then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)))
 }
 
 fn cmp_u_d(u: u64, d: f64) -> Option<Ordering> {
@@ -326,28 +292,21 @@ fn cmp_u_d(u: u64, d: f64) -> Option<Ordering> {
     }
     let t = d.trunc();
     let tu = t as u64;
-    Some(
-        u.cmp(&tu)
-            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
-    )
+    Some(u.cmp(&tu).then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)))
 }
 
 /// Ordering for `<`, `<=`, `>`, `>=`: numbers (cross-type), strings, bytes, bools.
 /// `None` means no overload (an error), except for NaN where every comparison is false;
 /// that case returns `Some(None)`.
-#[expect(
-    clippy::option_option,
-    reason = "outer None: no overload; inner None: unordered (NaN)"
-)]
+#[expect(clippy::option_option, reason = "outer None: no overload; inner None: unordered (NaN)")]
 pub(crate) fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Option<Ordering>> {
     Some(match (a, b) {
         (Value::Str(x), Value::Str(y)) => Some((**x).cmp(&**y)),
         (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
-        (
-            Value::Int(_) | Value::Uint(_) | Value::Double(_),
-            Value::Int(_) | Value::Uint(_) | Value::Double(_),
-        ) => numeric_cmp(a, b),
+        (Value::Int(_) | Value::Uint(_) | Value::Double(_), Value::Int(_) | Value::Uint(_) | Value::Double(_)) => {
+            numeric_cmp(a, b)
+        }
         _ => return None,
     })
 }

@@ -21,9 +21,7 @@ pub fn device(driver: &str, attrs: &[(&str, A)], caps: &[(&str, &str)]) -> Devic
             A::I(i) => AttributeValue::Int(*i),
             A::B(b) => AttributeValue::Bool(*b),
             A::S(s) => AttributeValue::String((*s).into()),
-            A::V(s) => AttributeValue::Version(
-                schedkit::selector::Semver::parse(s).expect("valid version"),
-            ),
+            A::V(s) => AttributeValue::Version(schedkit::selector::Semver::parse(s).expect("valid version")),
         };
         d.set_attribute(name, v);
     }
@@ -35,9 +33,7 @@ pub fn device(driver: &str, attrs: &[(&str, A)], caps: &[(&str, &str)]) -> Devic
 
 /// Compiles and evaluates `src` against `d`, panicking on compile errors.
 pub fn eval(src: &str, d: &Device) -> Result<bool, EvalError> {
-    Selector::compile(src)
-        .unwrap_or_else(|e| panic!("{src}: {e}"))
-        .matches(d)
+    Selector::compile(src).unwrap_or_else(|e| panic!("{src}: {e}")).matches(d)
 }
 
 /// Evaluates `src` against an empty device.

@@ -20,25 +20,16 @@ pub fn devices() -> Vec<Device> {
     vec![
         Device::new("empty", ""),
         Device::new("gpu", "gpu.nvidia.com")
-            .with_attribute(
-                "productName",
-                AttributeValue::String("NVIDIA H100 80GB HBM3".into()),
-            )
+            .with_attribute("productName", AttributeValue::String("NVIDIA H100 80GB HBM3".into()))
             .with_attribute("index", AttributeValue::Int(3))
             .with_attribute("mig", AttributeValue::Bool(true))
             .with_attribute("driverVersion", v("550.54.15"))
-            .with_attribute(
-                "dra.example.com/name",
-                AttributeValue::String("fish".into()),
-            )
+            .with_attribute("dra.example.com/name", AttributeValue::String("fish".into()))
             .with_capacity("memory", q("80Gi"))
             .with_capacity("dra.example.com/name", q("1Mi")),
         Device::new("example", "dra.example.com")
             .with_attribute("name", AttributeValue::Int(-1))
-            .with_attribute(
-                "services",
-                AttributeValue::String("some_example_value".into()),
-            )
+            .with_attribute("services", AttributeValue::String("some_example_value".into()))
             .with_attribute("version", v("1.0.0-rc.1"))
             .with_capacity("quantity", q("500m")),
     ]
