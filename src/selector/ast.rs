@@ -222,7 +222,6 @@ impl Expr {
         }
     }
 
-    #[expect(clippy::too_many_lines, reason = "one arm per node kind")]
     fn write_bare(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             ExprKind::Null => f.write_str("null"),

@@ -573,7 +573,6 @@ impl Compiler<'_> {
         }
     }
 
-    #[expect(clippy::too_many_lines, reason = "operator table")]
     fn binary(&mut self, e: &Expr, op: BinaryOp, l: Out, r: Out) -> Result<Out, SelectorError> {
         let base = add(l.cost, r.cost);
         let fname = op.function_name();
@@ -824,7 +823,6 @@ impl Compiler<'_> {
         Ok(Out { elem_size: elem, ..out(node, result, cost, size) })
     }
 
-    #[expect(clippy::too_many_lines, reason = "binding, typing and costing one macro read best together")]
     fn comprehension(
         &mut self,
         e: &Expr,

@@ -182,7 +182,6 @@ fn g(params: Vec<Ty>, result: Ty) -> Sig {
 
 /// The function named `name` (qualified names like `sets.contains` included) and its
 /// overloads, or `None` if the environment has no such function.
-#[expect(clippy::too_many_lines, reason = "one table row per overload reads best as one match")]
 pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
     use Ty::{Bool, Bytes, Double, Dyn, Int, Quantity as Q, Semver as V, String as S, Uint};
     let list = Ty::list;
