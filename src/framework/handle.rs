@@ -1,9 +1,13 @@
 //! What plugins may reach besides their arguments (upstream `framework.Handle`).
+//!
+//! Besides the clock, snapshot and waiting pods, the handle carries preemption's
+//! services (nominated pods, PodDisruptionBudgets, the caller's evictor).
 
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use super::preemption::PreemptionServices;
 use super::{Clock, RealClock, WaitingPods};
 use crate::snapshot::Snapshot;
 
@@ -18,6 +22,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     snapshot: RwLock<Arc<Snapshot>>,
     waiting: WaitingPods,
+    preemption: PreemptionServices,
 }
 
 impl Default for Handle {
@@ -40,6 +45,7 @@ impl Handle {
                 clock,
                 snapshot: RwLock::new(Arc::new(Snapshot::default())),
                 waiting: WaitingPods::default(),
+                preemption: PreemptionServices::default(),
             }),
         }
     }
@@ -62,6 +68,12 @@ impl Handle {
     /// Pods waiting at Permit.
     pub fn waiting_pods(&self) -> &WaitingPods {
         &self.inner.waiting
+    }
+
+    /// Preemption's shared services: nominated pods, PodDisruptionBudgets and the
+    /// caller's [`super::Evictor`].
+    pub fn preemption(&self) -> &PreemptionServices {
+        &self.inner.preemption
     }
 
     /// Takes the snapshot out for an in-place update (leaving an empty one), so the

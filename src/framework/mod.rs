@@ -1,10 +1,12 @@
 //! The contract: [`Status`], [`CycleState`], the plugin traits, [`Profile`] and
-//! [`Registry`], the [`Handle`] plugins reach the world through, and the clock.
+//! [`Registry`], the [`Handle`] plugins reach the world through, the clock, and the
+//! [`preemption`] evaluator preemption plugins share.
 
 mod clock;
 mod cycle_state;
 mod handle;
 mod interface;
+pub mod preemption;
 mod profile;
 pub(crate) mod runtime;
 mod status;
@@ -19,6 +21,10 @@ pub use interface::{
     PermitDecision, PermitPlugin, Plugin, PostBindPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
     PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueSortPlugin,
     QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
+};
+pub use preemption::{
+    DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
+    RecordingEvictor, RunningProfile,
 };
 pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,

@@ -2,6 +2,7 @@
 //! [`default_registry`] of their factories, and kube-scheduler's default profile.
 
 pub mod default_binder;
+pub mod default_preemption;
 pub mod gpu_topology;
 pub mod helper;
 pub mod image_locality;
@@ -59,6 +60,9 @@ pub fn default_registry() -> Registry {
             .map_err(|e| e.to_string())
     });
     add(names::IMAGE_LOCALITY, |_, h| Ok(Arc::new(image_locality::ImageLocality::new(h.clone()))));
+    add(names::DEFAULT_PREEMPTION, |a, h| {
+        default_preemption::DefaultPreemption::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+    });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r
 }
