@@ -69,6 +69,11 @@ impl NominatedPods {
     pub fn is_empty(&self) -> bool {
         self.node_of.is_empty()
     }
+
+    /// Every nominated pod (grouped by node, in no particular order of nodes).
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.by_node.values().flatten()
+    }
 }
 
 /// Which pods are nominated to which nodes (upstream's `PodNominator`, kept here
