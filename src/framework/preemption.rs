@@ -647,16 +647,17 @@ pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<usize> {
     if candidates.is_empty() {
         return None;
     }
-    let score_fns: [&dyn Fn(&Candidate) -> f64; 5] = [
-        &|c| -(c.victims.num_pdb_violations as f64),
-        &|c| -f64::from(c.victims.pods.first().map_or(i32::MIN, |p| p.priority())),
-        &|c| -(c.victims.pods.iter().map(|p| i64::from(p.priority()) + (i64::from(i32::MAX) + 1)).sum::<i64>() as f64),
-        &|c| -(c.victims.pods.len() as f64),
-        &|c| earliest_start_of_highest_priority(&c.victims.pods),
+    let score_fns: [&dyn Fn(&Candidate) -> i128; 5] = [
+        &|c| -(c.victims.num_pdb_violations as i128),
+        &|c| -i128::from(c.victims.pods.first().map_or(i32::MIN, |p| p.priority())),
+        &|c| -c.victims.pods.iter().map(|p| i128::from(p.priority()) + (i128::from(i32::MAX) + 1)).sum::<i128>(),
+        &|c| -(c.victims.pods.len() as i128),
+        // Nanoseconds, as upstream's UnixNano; `as` saturates (no start = latest).
+        &|c| (earliest_start_of_highest_priority(&c.victims.pods) * 1e9) as i128,
     ];
     let mut pool: Vec<usize> = (0..candidates.len()).collect();
     for f in score_fns {
-        let mut best = f64::NEG_INFINITY;
+        let mut best = i128::MIN;
         let mut selected = Vec::new();
         for &i in &pool {
             let s = f(&candidates[i]);

@@ -97,7 +97,10 @@ pub struct DefaultPreemption {
 
 impl std::fmt::Debug for DefaultPreemption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DefaultPreemption").field("args", &self.args).field("offset", &self.offset).finish()
+        f.debug_struct("DefaultPreemption")
+            .field("args", &self.args)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
     }
 }
 
@@ -105,7 +108,7 @@ impl DefaultPreemption {
     /// A plugin with validated args.
     pub fn new(args: DefaultPreemptionArgs, handle: Handle) -> Result<Self, String> {
         args.validate()?;
-        Ok(DefaultPreemption { args, handle, offset: Offset::Random, rng: AtomicU64::new(0x5eed_0f_d1ce) })
+        Ok(DefaultPreemption { args, handle, offset: Offset::Random, rng: AtomicU64::new(0x005e_ed0f_d1ce) })
     }
 
     /// From config args (absent: upstream's defaults).

@@ -69,7 +69,7 @@ pub struct CapacityScheduling {
 
 impl std::fmt::Debug for CapacityScheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CapacityScheduling").field("quotas", &self.quotas.read().iter().count()).finish()
+        f.debug_struct("CapacityScheduling").field("quotas", &self.quotas.read().iter().count()).finish_non_exhaustive()
     }
 }
 
@@ -158,7 +158,6 @@ impl PreFilterPlugin for CapacityScheduling {
         let quotas = self.quotas();
         let pfs = self.nominated_requests(pod, &quotas);
         let verdict = match quotas.get(pod.namespace) {
-            None => Status::SUCCESS,
             Some(q) if q.used_over_max_with(&pfs.in_quota_with_req) => Status::unschedulable(format!(
                 "Pod {} is rejected in Prefilter because ElasticQuota {} is more than Max",
                 pod.pod.key(),
@@ -168,7 +167,8 @@ impl PreFilterPlugin for CapacityScheduling {
                 "Pod {} is rejected in Prefilter because total ElasticQuota used is more than min",
                 pod.pod.key()
             )),
-            Some(_) => Status::SUCCESS,
+            // No quota for the namespace (upstream: success, "skipCapacityScheduling"), or within bounds.
+            _ => Status::SUCCESS,
         };
         state.write(QuotaSnapshot(quotas));
         state.write(pfs);
