@@ -643,3 +643,93 @@ fn bad_pdbs_are_rejected() {
 fn registered() {
     assert!(schedkit::plugins::default_registry().contains("DefaultPreemption"));
 }
+
+fn spread_profile(handle: &Handle) -> Arc<Profile> {
+    Arc::new(
+        Profile::builder("default-scheduler")
+            .plugin(Fit::from_config(None).unwrap())
+            .plugin(schedkit::plugins::pod_topology_spread::PodTopologySpread::from_config(None, handle).unwrap())
+            .plugin(schedkit::plugins::inter_pod_affinity::InterPodAffinity::from_config(None, handle).unwrap())
+            .plugin(DefaultPreemption::new(all(), handle.clone()).unwrap().with_offset(Offset::Zero))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn search_with(prof: &Arc<Profile>, handle: &Handle, snap: &Snapshot, preemptor: Pod) -> CandidateSearch {
+    let plugin = DefaultPreemption::new(all(), handle.clone()).unwrap().with_offset(Offset::Zero);
+    let pod = PodInfo::new(preemptor).unwrap();
+    let (state, _) = pre_filter_state(prof, &pod, snap);
+    let statuses = filter_statuses(prof, &state, &pod, snap);
+    let cx = PreemptionContext {
+        profile: prof,
+        state: &state,
+        pod: &pod,
+        snapshot: snap,
+        statuses: &statuses,
+        handle,
+        nominated: None,
+    };
+    find_candidates(&plugin, &cx)
+}
+
+fn foo(name: &str, node: &str, prio: i32, cpu: &str, start: f64) -> Pod {
+    started(PodBuilder::new(name).node_name(node).priority(prio).cpu(cpu).label("app", "foo").build(), start)
+}
+
+/// Upstream `TestDryRunPreemption`, "preemption to resolve pod topology spread filter
+/// failure" (after): the dry run's RemovePod/AddPod extensions keep PodTopologySpread's
+/// zone counts right, so removing pods from the crowded zone makes the skew fit, and
+/// the reprieve keeps as many as the skew allows.
+#[test]
+fn dry_run_resolves_topology_spread_through_extensions() {
+    let handle = Handle::default();
+    let prof = spread_profile(&handle);
+    let snap = snapshot(
+        vec![
+            NodeBuilder::new("node-a").cpu("8").zone("zone1").build(),
+            NodeBuilder::new("node-x").cpu("1").zone("zone2").build(),
+        ],
+        vec![
+            foo("a1", "node-a", LOW, "1", 1.0),
+            foo("a2", "node-a", LOW, "1", 2.0),
+            foo("x1", "node-x", HIGH + 1, "1", 1.0),
+        ],
+    );
+    let preemptor = PodBuilder::new("p").priority(HIGH).cpu("1").label("app", "foo").with(|p| {
+        p.spec.topology_spread_constraints = vec![
+            serde_json::from_str(
+                r#"{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",
+                "labelSelector":{"matchLabels":{"app":"foo"}}}"#,
+            )
+            .unwrap(),
+        ];
+    });
+    let s = search_with(&prof, &handle, &snap, preemptor.build());
+    assert_eq!(summarize(&s), v(&[("node-a", &["a2"], 0)]), "{:?}", s.failed);
+}
+
+/// Upstream `TestDryRunPreemption`, "pod with anti-affinity is preempted" (after): a
+/// lower-priority pod whose required anti-affinity rejects the preemptor is the
+/// victim; InterPodAffinity's RemovePod extension forgets its term in the dry run.
+#[test]
+fn dry_run_evicts_the_pod_whose_anti_affinity_blocks() {
+    let handle = Handle::default();
+    let prof = spread_profile(&handle);
+    let blocker = PodBuilder::new("blocker").node_name("node1").priority(LOW).cpu("1").with(|p| {
+        p.spec.affinity = Some(
+            serde_json::from_str(
+                r#"{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+                    {"labelSelector":{"matchLabels":{"app":"foo"}},"topologyKey":"kubernetes.io/hostname"}]}}"#,
+            )
+            .unwrap(),
+        );
+    });
+    let snap = snapshot(
+        vec![NodeBuilder::new("node1").cpu("8").label("kubernetes.io/hostname", "node1").build()],
+        vec![blocker.build(), foo("bystander", "node1", LOW, "1", 1.0)],
+    );
+    let s =
+        search_with(&prof, &handle, &snap, PodBuilder::new("p").priority(HIGH).cpu("1").label("app", "foo").build());
+    assert_eq!(summarize(&s), v(&[("node1", &["blocker"], 0)]), "{:?}", s.failed);
+}
