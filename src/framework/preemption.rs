@@ -426,8 +426,8 @@ impl<'a> DryRun<'a> {
     }
 
     /// Removes `victim` from the node copy and runs RemovePod extensions.
-    pub fn remove_pod(&mut self, victim: &PodInfo) -> Result<(), Status> {
-        if self.node.remove_pod(&victim.uid).is_none() {
+    pub fn remove_pod(&mut self, victim: &Arc<PodInfo>) -> Result<(), Status> {
+        if self.node.remove_pod_info(victim).is_none() {
             return Err(Status::error(format!(
                 "dry run: pod {} is not on node {}",
                 victim.pod.key(),
