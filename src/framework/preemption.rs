@@ -477,8 +477,13 @@ pub fn more_important(a: &PodInfo, b: &PodInfo) -> bool {
     pod_start_time(a) < pod_start_time(b)
 }
 
-fn importance_order(a: &Arc<PodInfo>, b: &Arc<PodInfo>) -> std::cmp::Ordering {
-    b.priority().cmp(&a.priority()).then_with(|| pod_start_time(a).total_cmp(&pod_start_time(b)))
+/// Sorts by [`more_important`] (stable), reading each pod's priority and start time
+/// once rather than once per comparison.
+fn sort_most_important_first(pods: &mut Vec<Arc<PodInfo>>) {
+    let mut keyed: Vec<(i32, f64, Arc<PodInfo>)> =
+        pods.drain(..).map(|p| (p.priority(), pod_start_time(&p), p)).collect();
+    keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.total_cmp(&b.1)));
+    pods.extend(keyed.into_iter().map(|(_, _, p)| p));
 }
 
 /// PodDisruptionBudgets with the disruptions each allows now.
@@ -599,7 +604,7 @@ pub fn reprieve(
     pdbs: &PdbBudgets,
     mut still_ok: impl FnMut(&DryRun<'_>) -> bool,
 ) -> Result<Victims, Status> {
-    potential.sort_by(importance_order);
+    sort_most_important_first(&mut potential);
     let (violating, non_violating) = pdbs.split(potential);
     let mut out = Victims::default();
     let mixed = !violating.is_empty() && !non_violating.is_empty();
@@ -617,7 +622,7 @@ pub fn reprieve(
         }
     }
     if mixed {
-        out.pods.sort_by(importance_order);
+        sort_most_important_first(&mut out.pods);
     }
     Ok(out)
 }
