@@ -733,3 +733,39 @@ fn dry_run_evicts_the_pod_whose_anti_affinity_blocks() {
         search_with(&prof, &handle, &snap, PodBuilder::new("p").priority(HIGH).cpu("1").label("app", "foo").build());
     assert_eq!(summarize(&s), v(&[("node1", &["blocker"], 0)]), "{:?}", s.failed);
 }
+
+/// Upstream `evaluateNominatedNode` (schedule_one.go): a nominated pod goes to its
+/// nominated node when it fits there, even if another node now scores higher.
+#[test]
+fn nominated_node_is_tried_first() {
+    let handle = Handle::default();
+    let evictor = Arc::new(RecordingEvictor::default());
+    handle.preemption().set_evictor(evictor.clone());
+    let prof = Profile::builder("default-scheduler")
+        .plugin(Fit::from_config(None).unwrap())
+        .plugin(schedkit::framework::ScoreFn::new(
+            "PreferNode2",
+            |_, _, n| if n.node().name() == "node2" { 100 } else { 0 },
+        ))
+        .plugin(
+            DefaultPreemption::new(DefaultPreemptionArgs::default(), handle.clone()).unwrap().with_offset(Offset::Zero),
+        )
+        .build()
+        .unwrap();
+    let mut s = Scheduler::builder().profile(prof).handle(handle).parallelism(1).tie_break(TieBreak::First).build();
+    s.add_node(node("node1", "4")).unwrap();
+    s.add_node(node("node2", "4")).unwrap();
+    for p in [running("low", "node1", LOW, "4"), running("mid", "node2", MID, "4")] {
+        s.cache().lock().add_pod(Arc::new(PodInfo::new(p).unwrap())).unwrap();
+    }
+    let err = s.schedule_pod(PodBuilder::new("p").priority(HIGH).cpu("4").build()).unwrap_err();
+    assert_eq!(nominated(&err), Some("node1"));
+    for (_, uid) in evictor.take() {
+        s.cache().lock().remove_pod(&uid).unwrap();
+    }
+    // node2 frees up too and scores higher, but the pod keeps its nominated room.
+    s.cache().lock().remove_pod("default/mid").unwrap();
+    assert_eq!(s.schedule_pod(PodBuilder::new("p").priority(HIGH).cpu("4").build()).unwrap().node(), "node1");
+    // A pod without a nomination follows the scores.
+    assert_eq!(s.schedule_pod(PodBuilder::new("q").priority(HIGH).cpu("1").build()).unwrap().node(), "node2");
+}

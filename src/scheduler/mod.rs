@@ -428,6 +428,12 @@ impl Scheduler {
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
 
+        // A pod nominated by an earlier preemption tries its nominated node first
+        // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
+        if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref()) {
+            return Ok((state, node));
+        }
+
         // Candidate nodes: all, or those PreFilter narrowed to (in snapshot order).
         let bufs = &mut self.bufs;
         bufs.feasible.clear();
@@ -479,6 +485,37 @@ impl Scheduler {
         self.score(profile, &state, pod, snap).map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
         let best = self.select_host(snap);
         Ok((state, snap.nodes()[best].node().name().to_owned()))
+    }
+
+    /// The pod's nominated node (the nominator's record, else
+    /// `status.nominatedNodeName`) if it is in the snapshot, allowed by PreFilter, and
+    /// passes Filter counting other nominated pods.
+    fn nominated_node_fits(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        narrowed: Option<&ahash::AHashSet<crate::model::Symbol>>,
+    ) -> Option<String> {
+        let nominator = self.handle.preemption().nominator();
+        let name = nominator.nominated_node(&pod.uid).or_else(|| {
+            let n = &pod.pod.status.nominated_node_name;
+            if n.is_empty() { None } else { crate::model::Symbol::lookup(n) }
+        })?;
+        let idx = snap.index_of(name)?;
+        if narrowed.is_some_and(|n| !n.contains(&name)) {
+            return None;
+        }
+        let nominated = nominator.snapshot();
+        let guard = runtime::FilterGuard::new(profile);
+        let ok = guard
+            .run(|current| {
+                run_filters_with_nominated(profile, state, pod, &snap.nodes()[idx], nominated.as_deref(), current)
+                    .is_success()
+            })
+            .unwrap_or(false);
+        ok.then(|| name.as_str().to_owned())
     }
 
     /// Fills `bufs.feasible`/`bufs.failed`; returns how many nodes were processed.
