@@ -188,3 +188,17 @@ fn bad_quotas_are_typed_errors() {
     let err = schedkit::plugins::default_registry().build_profile(&cfg, &h).unwrap_err();
     assert!(err.to_string().contains("greater than max"), "{err}");
 }
+
+/// Upstream `EventsToRegister`: pod deletions and quota changes requeue rejected pods.
+#[test]
+fn registers_quota_events() {
+    use schedkit::framework::{ActionType, EventResource};
+    let p = Profile::builder("x").plugin(CapacityScheduling::new(&[], Handle::default()).unwrap()).build().unwrap();
+    let events: Vec<_> = p.enqueue_extensions().iter().flat_map(|e| e.plugin.events_to_register()).collect();
+    assert!(
+        events.iter().any(|e| e.event.resource == EventResource::ElasticQuota && e.event.action == ActionType::ALL)
+    );
+    assert!(
+        events.iter().any(|e| e.event.resource == EventResource::AssignedPod && e.event.action == ActionType::DELETE)
+    );
+}

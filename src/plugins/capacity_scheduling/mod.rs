@@ -33,8 +33,9 @@ use crate::framework::preemption::{
     self, DryRun, PdbBudgets, PreemptionContext, PreemptionStrategy, RunningProfile, Victims, is_terminating,
 };
 use crate::framework::{
-    CycleState, ExtensionPoints, Handle, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreFilterExtensions,
-    PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
+    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
+    Handle, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreFilterExtensions, PreFilterPlugin,
+    PreFilterResult, ReservePlugin, Status,
 };
 use crate::model::{PreemptionPolicy, Resources};
 use crate::plugins::names;
@@ -149,7 +150,24 @@ impl Plugin for CapacityScheduling {
         names::CAPACITY_SCHEDULING
     }
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_filter(self.clone()).post_filter(self.clone()).reserve(self);
+        points.pre_filter(self.clone()).post_filter(self.clone()).reserve(self.clone()).enqueue(self);
+    }
+}
+
+impl EnqueueExtensions for CapacityScheduling {
+    /// Upstream `EventsToRegister`: a deleted pod frees quota; any quota change may
+    /// admit pods.
+    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
+        vec![
+            ClusterEventWithHint {
+                event: ClusterEvent { resource: EventResource::AssignedPod, action: ActionType::DELETE },
+                hint: None,
+            },
+            ClusterEventWithHint {
+                event: ClusterEvent { resource: EventResource::ElasticQuota, action: ActionType::ALL },
+                hint: None,
+            },
+        ]
     }
 }
 
