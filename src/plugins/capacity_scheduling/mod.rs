@@ -313,7 +313,9 @@ impl PreemptionStrategy for CapacityScheduling {
     /// Upstream's capacity `SelectVictimsOnNode` on the shared [`DryRun`]: potential
     /// victims by the quota rules (least important first, re-reading usage as each is
     /// removed), the pod must fit and stay within its quota's `max` and the sum of
-    /// mins, then the shared reprieve — which also keeps those two quota bounds.
+    /// mins, then the shared reprieve — where a reprieved pod that would break either
+    /// bound (counting nominated pods) becomes a victim. Upstream's reprieve can
+    /// remove such a pod twice when it also fails Filter; here it is one victim.
     fn select_victims_on_node(
         &self,
         cx: &PreemptionContext<'_>,
@@ -376,16 +378,16 @@ impl PreemptionStrategy for CapacityScheduling {
             let over_max = now.get(pod.namespace).is_some_and(|q| q.used_over_max_with(&pfs.in_quota_with_req));
             !over_max && !now.aggregated_used_over_min_with(&pfs.all_with_req)
         };
-        if !within_quota(dry) {
-            let msg = if quotas_now(dry)
-                .and_then(|n| n.get(pod.namespace).map(|q| q.used_over_max_with(&pfs.in_quota_with_req)))
-                .unwrap_or(false)
+        // Upstream checks the bare pod request here (and the nominated-inclusive sums
+        // during the reprieve), with this one message for both bounds.
+        if with_quota {
+            let now = quotas_now(dry).ok_or_else(missing_state)?;
+            let req = &pod.requests;
+            if now.get(pod.namespace).is_some_and(|q| q.used_over_max_with(req))
+                || now.aggregated_used_over_min_with(req)
             {
-                "global quota max exceeded"
-            } else {
-                "total quota used exceeded min"
-            };
-            return Err(Status::unschedulable(msg));
+                return Err(Status::unschedulable("global quota max exceeded"));
+            }
         }
         preemption::reprieve(dry, potential, pdbs, within_quota)
     }
