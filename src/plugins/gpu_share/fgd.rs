@@ -1,0 +1,147 @@
+//! FGD: fragmentation gradient descent (simulator `pkg/simulator/plugin/fgd_score.go`).
+//!
+//! Score = `int64(sigmoid((frag_before - frag_after) / 1000) * 100)`, where frag is the
+//! node's fragmentation under the typical pods ([`super::frag::node_frag`]) before and
+//! after placing the pod. A sharing pod is tried on every device with room and scores
+//! the best one (the first on ties), which is also the device Reserve takes. No
+//! normalisation (scores are already 0..=100).
+//!
+//! The node's current fragmentation is cached by node and generation (the cache bumps a
+//! node's generation whenever its pods change, and Reserve changes devices only then),
+//! so a cycle computes only the "after" side for most nodes.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+use smallvec::SmallVec;
+
+use super::frag::{free_after, node_frag};
+use super::{GpuRequest, GpuState, NodeGpus, TypicalPods, cpu_left, request_of};
+use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, Plugin, ScorePlugin, Status};
+use crate::model::Symbol;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// Name of [`Fgd`].
+pub const NAME: &str = "FGDScore";
+
+/// The FGD Score plugin.
+pub struct Fgd {
+    state: Arc<GpuState>,
+    typical: Arc<TypicalPods>,
+    before: RwLock<AHashMap<Symbol, (u64, f64)>>,
+}
+
+impl Fgd {
+    /// FGD over `state`, for the workload `typical`.
+    pub fn new(state: Arc<GpuState>, typical: Arc<TypicalPods>) -> Fgd {
+        Fgd { state, typical, before: RwLock::new(AHashMap::new()) }
+    }
+
+    fn frag_before(&self, node: &NodeInfo, gpus: &NodeGpus, cpu: i64) -> f64 {
+        let key = node.name();
+        if let Some(&(g, f)) = self.before.read().get(&key)
+            && g == node.generation()
+        {
+            return f;
+        }
+        let f = node_frag(&self.typical, gpus.model, cpu, &gpus.free);
+        self.before.write().insert(key, (node.generation(), f));
+        f
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The simulator's score for a fragmentation change (truncated toward zero).
+pub(crate) fn frag_score(before: f64, after: f64) -> i64 {
+    (sigmoid((before - after) / 1000.0) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// The best device for a sharing pod and its score, given the node's fragmentation now.
+fn best_share_device_with(
+    typical: &TypicalPods,
+    gpus: &NodeGpus,
+    before: f64,
+    cpu_after: i64,
+    req: &GpuRequest,
+) -> Option<(usize, i64)> {
+    let mut best: Option<(usize, i64)> = None;
+    // Devices with the same free milli give the same node state: score each value once.
+    let mut seen: SmallVec<[(u32, i64); 8]> = SmallVec::new();
+    let mut free: SmallVec<[u32; 8]> = gpus.free.clone();
+    for (i, &f) in gpus.free.iter().enumerate() {
+        if f < req.milli {
+            continue;
+        }
+        let score = if let Some(&(_, s)) = seen.iter().find(|(v, _)| *v == f) {
+            s
+        } else {
+            free[i] = f - req.milli;
+            let after = node_frag(typical, gpus.model, cpu_after, &free);
+            free[i] = f;
+            let s = frag_score(before, after);
+            seen.push((f, s));
+            s
+        };
+        if best.is_none_or(|(_, b)| score > b) {
+            best = Some((i, score));
+        }
+    }
+    best
+}
+
+/// FGD's device choice for a sharing pod on a node (the simulator's
+/// `allocateGpuIdBasedOnFGDScore`).
+pub(crate) fn best_share_device(
+    typical: &TypicalPods,
+    gpus: &NodeGpus,
+    cpu_left: i64,
+    pod_cpu: i64,
+    req: &GpuRequest,
+) -> Option<(usize, i64)> {
+    let before = node_frag(typical, gpus.model, cpu_left, &gpus.free);
+    best_share_device_with(typical, gpus, before, cpu_left - pod_cpu, req)
+}
+
+impl Plugin for Fgd {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
+        points.score(self);
+    }
+}
+
+impl ScorePlugin for Fgd {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let req = request_of(state, pod);
+        let pod_cpu = pod.non_zero_requests.milli_cpu;
+        let cpu = cpu_left(node);
+        self.state.with_node(node, |gpus| {
+            if let Some(r) = &req
+                && !r.accepts_model(gpus.model)
+            {
+                return Err(Status::error(format!("node {} has no GPU model the pod accepts", node.node().name())));
+            }
+            let before = self.frag_before(node, gpus, cpu);
+            match &req {
+                Some(r) if r.is_share() => {
+                    Ok(best_share_device_with(&self.typical, gpus, before, cpu - pod_cpu, r).map_or(0, |(_, s)| s))
+                }
+                _ => {
+                    // `NodeResource.Sub`: unchanged when the pod doesn't fit.
+                    let none = GpuRequest::default();
+                    let r = req.as_ref().unwrap_or(&none);
+                    let after = match free_after(&gpus.free, r) {
+                        Some(free) if cpu >= pod_cpu => node_frag(&self.typical, gpus.model, cpu - pod_cpu, &free),
+                        _ => before,
+                    };
+                    Ok(frag_score(before, after))
+                }
+            }
+        })
+    }
+}
