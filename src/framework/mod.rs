@@ -5,6 +5,7 @@ mod clock;
 mod cycle_state;
 mod handle;
 mod interface;
+pub mod metrics;
 mod profile;
 pub(crate) mod runtime;
 mod status;
@@ -13,6 +14,7 @@ mod waiting_pods;
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
 pub use handle::Handle;
+pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,
     ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus,

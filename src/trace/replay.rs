@@ -95,6 +95,16 @@ pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: 
     out
 }
 
+/// Node names as the authors' simulator renames them before a run: a seeded random
+/// 4-digit prefix, `<prefix>-<name>`. Since score ties go to the smallest name, this makes
+/// the tie-break a seeded random (but fixed) node order rather than the trace's order,
+/// which groups nodes by GPU model. (Their prefixes come from Go's `math/rand`; these
+/// from SplitMix64.)
+pub fn prefixed_names(nodes: &[TraceNode], seed: u64) -> Vec<String> {
+    let mut rng = seed ^ 0x0a4e_5eed;
+    nodes.iter().map(|n| format!("{:04}-{}", splitmix(&mut rng) % 10_000, n.name)).collect()
+}
+
 /// What happened to one arriving pod, and the cluster after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
