@@ -25,7 +25,7 @@ fn fgd_matches_the_authors_simulator_pod_by_pod() {
     let nodes = load_nodes(format!("{DATA}/openb_node_list_gpu_node.csv")).unwrap();
     let trace = load_pods(format!("{DATA}/openb_pod_list_default.csv")).unwrap();
     let typical = Arc::new(TypicalPods::from_pods(&trace));
-    assert_eq!(typical.pods.len(), 35, "the peer run's target workload has 35 typical pods");
+    assert_eq!(typical.pods().len(), 35, "the peer run's target workload has 35 typical pods");
 
     let prefix = csv(&format!("{DATA}/peer_default_tune1.3_seed42/node_name_prefix.csv"));
     let sim_name: std::collections::HashMap<String, String> =

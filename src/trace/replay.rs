@@ -234,6 +234,7 @@ impl Replay {
             }
             let sym = Symbol::intern(node.name());
             frag.push(gpus_frag(&typical, &NodeGpus::from_node(&node), n.cpu_milli));
+            state.add_node(&node);
             scheduler.add_node(node)?;
             names_out.push(sym);
             index.insert(sym, i);

@@ -6,9 +6,10 @@
 //! the best one (the first on ties), which is also the device Reserve takes. No
 //! normalisation (scores are already 0..=100).
 //!
-//! The node's current fragmentation is cached by node and generation (the cache bumps a
-//! node's generation whenever its pods change, and Reserve changes devices only then),
-//! so a cycle computes only the "after" side for most nodes.
+//! Fragmentation is a pure function of (GPU model, free CPU, multiset of free device
+//! milli) for a given workload, and many nodes share a state (a cluster has hundreds of
+//! idle nodes of one shape), so results are memoised by that key: most Score calls are
+//! two hash lookups. The memo is cleared when it reaches [`MEMO_LIMIT`] entries.
 
 use std::sync::Arc;
 
@@ -25,28 +26,50 @@ use crate::snapshot::{NodeInfo, PodInfo};
 /// Name of [`Fgd`].
 pub const NAME: &str = "FGDScore";
 
+/// Entries the fragmentation memo may hold before it is cleared.
+pub const MEMO_LIMIT: usize = 1 << 20;
+
+/// A node state as fragmentation sees it: model, free CPU, sorted free milli per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FragKey {
+    model: Symbol,
+    cpu: i64,
+    len: u8,
+    free: [u16; 8],
+}
+
 /// The FGD Score plugin.
 pub struct Fgd {
     state: Arc<GpuState>,
     typical: Arc<TypicalPods>,
-    before: RwLock<AHashMap<Symbol, (u64, f64)>>,
+    memo: RwLock<AHashMap<FragKey, f64>>,
 }
 
 impl Fgd {
     /// FGD over `state`, for the workload `typical`.
     pub fn new(state: Arc<GpuState>, typical: Arc<TypicalPods>) -> Fgd {
-        Fgd { state, typical, before: RwLock::new(AHashMap::new()) }
+        Fgd { state, typical, memo: RwLock::new(AHashMap::new()) }
     }
 
-    fn frag_before(&self, node: &NodeInfo, gpus: &NodeGpus, cpu: i64) -> f64 {
-        let key = node.name();
-        if let Some(&(g, f)) = self.before.read().get(&key)
-            && g == node.generation()
-        {
+    /// `node_frag`, memoised (nodes with more than 8 devices are computed directly).
+    fn frag(&self, model: Symbol, cpu: i64, free: &[u32]) -> f64 {
+        if free.len() > 8 || free.iter().any(|&f| f > u32::from(u16::MAX)) {
+            return node_frag(&self.typical, model, cpu, free);
+        }
+        let mut key = FragKey { model, cpu, len: free.len() as u8, free: [0; 8] };
+        for (k, &f) in key.free.iter_mut().zip(free) {
+            *k = f as u16;
+        }
+        key.free[..free.len()].sort_unstable();
+        if let Some(&f) = self.memo.read().get(&key) {
             return f;
         }
-        let f = node_frag(&self.typical, gpus.model, cpu, &gpus.free);
-        self.before.write().insert(key, (node.generation(), f));
+        let f = node_frag(&self.typical, model, cpu, free);
+        let mut memo = self.memo.write();
+        if memo.len() >= MEMO_LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, f);
         f
     }
 }
@@ -62,7 +85,7 @@ pub(crate) fn frag_score(before: f64, after: f64) -> i64 {
 
 /// The best device for a sharing pod and its score, given the node's fragmentation now.
 fn best_share_device_with(
-    typical: &TypicalPods,
+    frag: impl Fn(Symbol, i64, &[u32]) -> f64,
     gpus: &NodeGpus,
     before: f64,
     cpu_after: i64,
@@ -80,7 +103,7 @@ fn best_share_device_with(
             s
         } else {
             free[i] = f - req.milli;
-            let after = node_frag(typical, gpus.model, cpu_after, &free);
+            let after = frag(gpus.model, cpu_after, &free);
             free[i] = f;
             let s = frag_score(before, after);
             seen.push((f, s));
@@ -103,7 +126,7 @@ pub(crate) fn best_share_device(
     req: &GpuRequest,
 ) -> Option<(usize, i64)> {
     let before = node_frag(typical, gpus.model, cpu_left, &gpus.free);
-    best_share_device_with(typical, gpus, before, cpu_left - pod_cpu, req)
+    best_share_device_with(|m, c, f| node_frag(typical, m, c, f), gpus, before, cpu_left - pod_cpu, req)
 }
 
 impl Plugin for Fgd {
@@ -126,17 +149,16 @@ impl ScorePlugin for Fgd {
             {
                 return Err(Status::error(format!("node {} has no GPU model the pod accepts", node.node().name())));
             }
-            let before = self.frag_before(node, gpus, cpu);
+            let before = self.frag(gpus.model, cpu, &gpus.free);
             match &req {
-                Some(r) if r.is_share() => {
-                    Ok(best_share_device_with(&self.typical, gpus, before, cpu - pod_cpu, r).map_or(0, |(_, s)| s))
-                }
+                Some(r) if r.is_share() => Ok(best_share_device_with(|m, c, f| self.frag(m, c, f), gpus, before, cpu - pod_cpu, r)
+                    .map_or(0, |(_, s)| s)),
                 _ => {
                     // `NodeResource.Sub`: unchanged when the pod doesn't fit.
                     let none = GpuRequest::default();
                     let r = req.as_ref().unwrap_or(&none);
                     let after = match free_after(&gpus.free, r) {
-                        Some(free) if cpu >= pod_cpu => node_frag(&self.typical, gpus.model, cpu - pod_cpu, &free),
+                        Some(free) if cpu >= pod_cpu => self.frag(gpus.model, cpu - pod_cpu, &free),
                         _ => before,
                     };
                     Ok(frag_score(before, after))

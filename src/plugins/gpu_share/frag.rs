@@ -27,8 +27,11 @@ pub struct TypicalPod {
 /// The target workload FGD optimises for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TypicalPods {
-    /// The pods, most popular first.
-    pub pods: Vec<TypicalPod>,
+    pods: Vec<TypicalPod>,
+    /// The distinct GPU milli of the pods (so a node's devices are scanned once per
+    /// distinct value, not once per pod), and each pod's index into it.
+    millis: Vec<u32>,
+    slot: Vec<usize>,
 }
 
 /// Key of a pod's resource shape, ordered as the simulator's `PodResource.Less`.
@@ -41,6 +44,20 @@ struct Shape {
 }
 
 impl TypicalPods {
+    /// A target workload from its pods (popularities should sum to 1).
+    pub fn new(pods: Vec<TypicalPod>) -> TypicalPods {
+        let mut millis: Vec<u32> = pods.iter().map(|p| p.gpu.milli).filter(|&m| m > 0).collect();
+        millis.sort_unstable();
+        millis.dedup();
+        let slot = pods.iter().map(|p| millis.binary_search(&p.gpu.milli).unwrap_or(usize::MAX)).collect();
+        TypicalPods { pods, millis, slot }
+    }
+
+    /// The pods, most popular first.
+    pub fn pods(&self) -> &[TypicalPod] {
+        &self.pods
+    }
+
     /// The typical pods of a workload, as the simulator's `GetTypicalPods` with the
     /// paper's settings (CPU-only pods included, popularity threshold 95%, step 1, no
     /// GPU weighting): shapes `(cpu, gpu milli, gpu count, models)` counted, sorted by
@@ -98,7 +115,7 @@ impl TypicalPods {
                 freq,
             })
             .collect();
-        TypicalPods { pods }
+        TypicalPods::new(pods)
     }
 }
 
@@ -130,8 +147,21 @@ pub fn node_frag(typical: &TypicalPods, model: Symbol, cpu_left: i64, free: &[u3
     if total == 0 {
         return 0.0;
     }
+    // Per distinct milli m: devices with at least m free, and free milli on the others.
+    let mut fit: SmallVec<[(usize, i64); 16]> = SmallVec::new();
+    for &m in &typical.millis {
+        let (mut n, mut small) = (0usize, 0i64);
+        for &f in free {
+            if f >= m {
+                n += 1;
+            } else {
+                small += i64::from(f);
+            }
+        }
+        fit.push((n, small));
+    }
     let mut data = [0.0f64; 7];
-    for t in &typical.pods {
+    for (t, &slot) in typical.pods.iter().zip(&typical.slot) {
         let freq = t.freq;
         if !(0.0..=1.0).contains(&freq) {
             continue;
@@ -142,7 +172,7 @@ pub fn node_frag(typical: &TypicalPods, model: Symbol, cpu_left: i64, free: &[u3
         } else if !t.gpu.accepts_model(model) {
             NO_ACCESS
         } else {
-            let fits = free.iter().filter(|&&f| f >= t.gpu.milli).count() >= t.gpu.count as usize;
+            let fits = fit[slot].0 >= t.gpu.count as usize;
             match (fits, cpu_ok) {
                 (true, true) => Q3_SATISFIED,
                 (true, false) => Q4_LACK_CPU,
@@ -151,7 +181,7 @@ pub fn node_frag(typical: &TypicalPods, model: Symbol, cpu_left: i64, free: &[u3
             }
         };
         if kind == Q3_SATISFIED {
-            let frag: i64 = free.iter().filter(|&&f| f < t.gpu.milli).map(|&f| i64::from(f)).sum();
+            let frag = fit[slot].1;
             data[Q2_LACK_GPU] += freq * frag as f64;
             data[Q3_SATISFIED] += freq * (total - frag) as f64;
         } else {

@@ -182,8 +182,9 @@ pub struct NodeGpus {
 impl NodeGpus {
     /// All devices of `node` free.
     pub fn from_node(node: &Node) -> NodeGpus {
-        let count = node.status.allocatable.get_str(GPU_COUNT_RESOURCE).map_or(0, crate::model::Quantity::value);
-        let model = node.metadata.labels.get(Symbol::intern(GPU_MODEL_LABEL)).unwrap_or_default();
+        let (count_key, model_key) = *KEYS;
+        let count = node.status.allocatable.get(count_key).map_or(0, crate::model::Quantity::value);
+        let model = node.metadata.labels.get(model_key).unwrap_or_default();
         NodeGpus { model, free: std::iter::repeat_n(MILLI, count.clamp(0, 64) as usize).collect(), tags: SmallVec::new() }
     }
 
@@ -215,6 +216,10 @@ impl NodeGpus {
         (d.len() == count as usize).then_some(d)
     }
 }
+
+/// Interned [`GPU_COUNT_RESOURCE`] and [`GPU_MODEL_LABEL`].
+static KEYS: std::sync::LazyLock<(Symbol, Symbol)> =
+    std::sync::LazyLock::new(|| (Symbol::intern(GPU_COUNT_RESOURCE), Symbol::intern(GPU_MODEL_LABEL)));
 
 /// A pod's recorded allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,6 +295,27 @@ impl GpuState {
             None => {
                 drop(inner);
                 f(&NodeGpus::from_node(node.node()))
+            }
+        }
+    }
+
+    /// Adds `node` with all its devices free, or refreshes its count and model (keeping
+    /// allocations when the count is unchanged). Optional, since a node the table hasn't
+    /// seen counts as all free, but it spares Filter and Score reading the node's GPU
+    /// count and model on every call.
+    pub fn add_node(&self, node: &Node) {
+        let fresh = NodeGpus::from_node(node);
+        let mut inner = self.inner.write();
+        match inner.nodes.entry(Symbol::intern(node.name())) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let g = e.get_mut();
+                g.model = fresh.model;
+                if g.free.len() != fresh.free.len() {
+                    g.free = fresh.free;
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(fresh);
             }
         }
     }
