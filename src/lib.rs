@@ -47,6 +47,8 @@ pub mod plugins;
 pub mod scheduler;
 pub mod snapshot;
 pub mod testing;
+/// GPU topology graphs, `nvidia-smi topo -m` parsing and topology-aware GPU set selection.
+pub mod topology;
 pub mod trace;
 
 /// The names most programs need.

@@ -2,9 +2,11 @@
 //! (upstream's `plugin_execution_duration_seconds`), opt-in.
 //!
 //! Give a [`LatencyRecorder`] to `SchedulerBuilder::latency_recorder`; the scheduler then
-//! times every plugin call of a sampled cycle (PreFilter, Filter per node, PreScore,
-//! Score per node, NormalizeScore, Reserve, Permit) and records it in the plugin's
-//! histogram. Like upstream (`pluginMetricsSamplePercent = 10`) it samples cycles, by
+//! times every plugin call of a sampled cycle and records it in the plugin's histogram:
+//! PreFilter, Filter (per node), PreScore, Score (per batched `score_nodes` call, i.e.
+//! all feasible nodes of the cycle, or one chunk of them when Score runs in parallel),
+//! NormalizeScore, Reserve and Permit. The binding cycle (PreBind, Bind, PostBind) is
+//! not timed. Like upstream (`pluginMetricsSamplePercent = 10`) it samples cycles, by
 //! default one in ten, since reading the clock around every Filter call costs more than
 //! many Filter plugins do; [`LatencyRecorder::every_cycle`] records all. Without a
 //! recorder the cycle only tests an `Option` once per cycle and per plugin call.

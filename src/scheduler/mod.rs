@@ -160,6 +160,8 @@ struct Buffers {
     feasible: Vec<usize>,
     failed: Vec<(usize, Status)>,
     scores: Vec<NodeScore>,
+    /// Names of the feasible nodes, gathered once per cycle for every Score plugin.
+    names: Vec<crate::model::Symbol>,
     totals: Vec<i64>,
 }
 
@@ -385,10 +387,13 @@ impl Scheduler {
             }
             _ => None,
         };
+        // Take the snapshot out of the handle so the in-place update doesn't copy it,
+        // then publish it again for plugins that read it through the handle.
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
+        self.handle.put_snapshot(snap.clone());
         let result = self.cycle(&profile, &snap, pod);
-        self.handle.put_snapshot(snap);
+        drop(snap);
         let (mut state, node) = result?;
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
         Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
@@ -555,21 +560,29 @@ impl Scheduler {
         let nodes = snap.nodes();
         let timers = self.timers.as_deref().map(|t| &t.filter);
         let mut processed = 0;
-        for i in 0..n_cand {
-            if bufs.feasible.len() >= to_find {
-                break;
+        let mut at = 0;
+        let guard = runtime::FilterGuard::new(profile);
+        let outcome = guard.run(|current| {
+            for i in 0..n_cand {
+                if bufs.feasible.len() >= to_find {
+                    break;
+                }
+                let idx = cand(i, &bufs.candidates);
+                at = idx;
+                processed += 1;
+                let s = match timers {
+                    None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                    Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                };
+                if s.is_success() {
+                    bufs.feasible.push(idx);
+                } else {
+                    bufs.failed.push((idx, s));
+                }
             }
-            let idx = cand(i, &bufs.candidates);
-            processed += 1;
-            let s = match timers {
-                None => runtime::run_filters(profile, state, pod, &nodes[idx]),
-                Some(_) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], timers),
-            };
-            if s.is_success() {
-                bufs.feasible.push(idx);
-            } else {
-                bufs.failed.push((idx, s));
-            }
+        });
+        if let Err(s) = outcome {
+            bufs.failed.push((at, s));
         }
         processed
     }
@@ -585,6 +598,8 @@ impl Scheduler {
         }
         bufs.totals.resize(n, 0);
         let nodes = snap.nodes();
+        bufs.names.clear();
+        bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
         let timers = self.timers.as_deref();
         for (pi, sp) in profile.score.iter().enumerate() {
             let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
@@ -592,7 +607,7 @@ impl Scheduler {
                 continue;
             }
             bufs.scores.clear();
-            bufs.scores.extend(bufs.feasible.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
+            bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
             #[cfg(feature = "parallel")]
             let done = if let Some(pool) = &self.pool
                 && n >= self.config.parallel_min_nodes
@@ -605,13 +620,12 @@ impl Scheduler {
             #[cfg(not(feature = "parallel"))]
             let done = false;
             if !done {
-                for (out, &i) in bufs.scores.iter_mut().zip(&bufs.feasible) {
-                    out.score = timed(score_timer, || {
-                        runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i]))
-                    })
-                    .and_then(|r| r)
-                    .map_err(|s| s.with_plugin(sp.name))?;
-                }
+                let nodes = NodeList::new(snap, &bufs.feasible);
+                timed(score_timer, || {
+                    runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
+                })
+                .and_then(|r| r)
+                .map_err(|s| s.with_plugin(sp.name))?;
             }
             let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
             let s = timed(norm_timer, || {
@@ -697,7 +711,7 @@ mod parallel {
     use super::{Buffers, runtime};
     use crate::framework::metrics::{Histogram, PointTimers, timed};
     use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
-    use crate::snapshot::{PodInfo, Snapshot};
+    use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
     /// One chunk's feasible nodes, failures, and nodes processed.
     type ChunkResult = (Vec<usize>, Vec<(usize, Status)>, usize);
@@ -732,20 +746,31 @@ mod parallel {
                     let mut ok = Vec::new();
                     let mut bad = Vec::new();
                     let mut processed = 0;
-                    for i in c * chunk..((c + 1) * chunk).min(n_cand) {
-                        if found.load(Ordering::Relaxed) >= to_find {
-                            break;
+                    let mut at = 0;
+                    let guard = runtime::FilterGuard::new(profile);
+                    let outcome = guard.run(|current| {
+                        for i in c * chunk..((c + 1) * chunk).min(n_cand) {
+                            if found.load(Ordering::Relaxed) >= to_find {
+                                break;
+                            }
+                            let k = (start + i) % n_cand;
+                            let idx = if narrowed { candidates[k] } else { k };
+                            at = idx;
+                            processed += 1;
+                            let s = match timers {
+                                None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                                Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                            };
+                            if s.is_success() {
+                                found.fetch_add(1, Ordering::Relaxed);
+                                ok.push(idx);
+                            } else {
+                                bad.push((idx, s));
+                            }
                         }
-                        let k = (start + i) % n_cand;
-                        let idx = if narrowed { candidates[k] } else { k };
-                        processed += 1;
-                        let s = runtime::run_filters_timed(profile, state, pod, &nodes[idx], timers);
-                        if s.is_success() {
-                            found.fetch_add(1, Ordering::Relaxed);
-                            ok.push(idx);
-                        } else {
-                            bad.push((idx, s));
-                        }
+                    });
+                    if let Err(s) = outcome {
+                        bad.push((at, s));
                     }
                     (ok, bad, processed)
                 })
@@ -773,16 +798,12 @@ mod parallel {
         timer: Option<&Histogram>,
     ) -> Result<(), Status> {
         let chunk = chunk_len(feasible.len(), pool.current_num_threads());
-        let nodes = snap.nodes();
         pool.install(|| {
             out.par_chunks_mut(chunk).zip(feasible.par_chunks(chunk)).try_for_each(|(o, f)| {
-                for (slot, &i) in o.iter_mut().zip(f) {
-                    slot.score =
-                        timed(timer, || runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i])))
-                            .and_then(|r| r)
-                            .map_err(|s| s.with_plugin(sp.name))?;
-                }
-                Ok(())
+                let nodes = NodeList::new(snap, f);
+                timed(timer, || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o)))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(sp.name))
             })
         })
     }

@@ -12,7 +12,7 @@
 //! let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,1000,1024,1,1000\n").unwrap();
 //! let typical = std::sync::Arc::new(TypicalPods::from_pods(&pods));
 //! let mut replay = Replay::new(&nodes, None, typical, Policy::Fgd, 42).unwrap();
-//! for a in tuned_arrivals(&pods, 2000, 1.0, 42) {
+//! for a in tuned_arrivals(&pods, 2000, 0.5, 42) { // below the trace's own demand: no copies
 //!     let step = replay.step(&pods[a.pod], &a.name);
 //!     assert!(step.node.is_some());
 //! }
@@ -26,11 +26,11 @@ use ahash::AHashMap;
 use smallvec::SmallVec;
 
 use super::{TraceNode, TracePod};
-use crate::framework::{FilterFn, Handle, Plugin, Status};
+use crate::framework::{Handle, Plugin};
 use crate::model::Symbol;
 use crate::plugins::gpu_share::frag::gpus_frag;
 use crate::plugins::gpu_share::{GpuState, NodeGpus, Policy, ReservedDevices, TypicalPods};
-use crate::plugins::names::NODE_RESOURCES_FIT;
+use crate::plugins::node_resources::{Fit, FitArgs};
 use crate::scheduler::{Scheduler, TieBreak};
 use crate::snapshot::PodInfo;
 
@@ -142,22 +142,11 @@ pub enum ReplayError {
     },
 }
 
-/// The cpu/memory/pod-count filter the paper's runs use beside GpuShareFit (upstream
-/// NodeResourcesFit's Filter on native resources).
+/// The default filter the paper's runs use beside GpuShareFit: upstream
+/// NodeResourcesFit (cpu, memory, pod count) with default args; [`Policy::profile`]
+/// disables its Score.
 pub fn node_resources_fit() -> Arc<dyn Plugin> {
-    Arc::new(FilterFn::new(NODE_RESOURCES_FIT, |_, pod, node| {
-        let a = node.allocatable();
-        let r = node.requested();
-        if r.allowed_pod_number + 1 > a.allowed_pod_number {
-            Status::unschedulable("Too many pods")
-        } else if r.milli_cpu + pod.requests.milli_cpu > a.milli_cpu {
-            Status::unschedulable("Insufficient cpu")
-        } else if r.memory + pod.requests.memory > a.memory {
-            Status::unschedulable("Insufficient memory")
-        } else {
-            Status::SUCCESS
-        }
-    }))
+    Arc::new(Fit::new(&FitArgs::default()).expect("default NodeResourcesFit args are valid"))
 }
 
 /// A trace replay in progress: a scheduler with one policy's profile over the trace's

@@ -69,9 +69,9 @@ impl TypicalPods {
     /// use schedkit::plugins::gpu_share::TypicalPods;
     /// let pods = [(4000, 500, 1, ""), (4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, "")];
     /// let t = TypicalPods::from_shapes(pods.iter().map(|&(c, m, n, s)| (c, m, n, s)), 95.0);
-    /// assert_eq!(t.pods.len(), 3);
-    /// assert_eq!(t.pods[0].gpu.milli, 500);
-    /// assert!((t.pods[0].freq - 0.5).abs() < 1e-12);
+    /// assert_eq!(t.pods().len(), 3);
+    /// assert_eq!(t.pods()[0].gpu.milli, 500);
+    /// assert!((t.pods()[0].freq - 0.5).abs() < 1e-12);
     /// ```
     pub fn from_shapes<'a>(pods: impl IntoIterator<Item = (i64, u32, u32, &'a str)>, threshold_pct: f64) -> TypicalPods {
         let mut counts: ahash::AHashMap<Shape, f64> = ahash::AHashMap::new();

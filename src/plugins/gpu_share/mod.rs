@@ -594,8 +594,9 @@ impl Policy {
     }
 
     /// The profile of the paper's runs for this policy: GpuShareFit (with the policy's
-    /// device choice) and `filters` (e.g. NodeResourcesFit), then the policy as the only
-    /// Score plugin. `seed` drives the random policy.
+    /// device choice) and `filters` (e.g. NodeResourcesFit; their PreScore and Score are
+    /// disabled), then the policy as the only Score plugin. `seed` drives the random
+    /// policy.
     pub fn profile(
         self,
         name: &str,
@@ -612,7 +613,11 @@ impl Policy {
         };
         let mut b = crate::framework::Profile::builder(name).plugin(GpuShareFit::new(state.clone(), handle.clone(), select));
         for f in filters {
-            b = b.plugin_arc(f, 1);
+            let name = f.name().to_owned();
+            b = b
+                .plugin_arc(f, 1)
+                .disable(&name, crate::framework::ExtensionPoint::PreScore)
+                .disable(&name, crate::framework::ExtensionPoint::Score);
         }
         b = match self {
             Policy::Random => b.plugin(RandomScore::new(seed)),
