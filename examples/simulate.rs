@@ -127,9 +127,11 @@ fn parse_args() -> Result<Option<Args>, String> {
             }
             "--tune" => {
                 let v = value("--tune")?;
-                a.tune = v.parse().ok().filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 10.0).ok_or_else(|| {
-                    format!("bad --tune {v:?} (a ratio in (0, 10])")
-                })?;
+                a.tune = v
+                    .parse()
+                    .ok()
+                    .filter(|t: &f64| t.is_finite() && *t > 0.0 && *t <= 10.0)
+                    .ok_or_else(|| format!("bad --tune {v:?} (a ratio in (0, 10])"))?;
             }
             "--profile-every" => {
                 let v = value("--profile-every")?;
@@ -263,7 +265,9 @@ fn run_policy(
         alloc_end: aend / n,
         frag_ratio_end: fend / n,
         pods_per_sec: timed_pods as f64 / timed.as_secs_f64().max(1e-9),
-        pods_per_cpu_sec: cpu.filter(|c| !c.is_zero() && args.profile_every == 0).map(|c| all_pods as f64 / c.as_secs_f64()),
+        pods_per_cpu_sec: cpu
+            .filter(|c| !c.is_zero() && args.profile_every == 0)
+            .map(|c| all_pods as f64 / c.as_secs_f64()),
         curve,
         latency: recorder.report(),
     })
@@ -345,57 +349,57 @@ fn print_summary(args: &Args, nodes: usize, pods: usize, results: &[PolicyResult
 const COLORS: [&str; 6] = ["#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728"];
 
 fn svg(results: &[PolicyResult]) -> String {
-    let (w, h, l, r, t, b) = (720.0, 480.0, 60.0, 170.0, 20.0, 50.0);
-    let (pw, ph) = (w - l - r, h - t - b);
-    let x = |v: f64| l + v / 130.0 * pw;
-    let y = |v: f64| t + ph - v / 100.0 * ph;
+    let (width, height, left, right, top, bottom) = (720.0, 480.0, 60.0, 170.0, 20.0, 50.0);
+    let (pw, ph) = (width - left - right, height - top - bottom);
+    let px = |v: f64| left + v / 130.0 * pw;
+    let py = |v: f64| top + ph - v / 100.0 * ph;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
     );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(s, r#"<rect width="{width}" height="{height}" fill="white"/>"#);
     for v in (0..=130).step_by(10) {
-        let xv = x(f64::from(v));
-        let _ = writeln!(s, r##"<line x1="{xv}" y1="{t}" x2="{xv}" y2="{}" stroke="#eee"/>"##, t + ph);
-        let _ = writeln!(s, r#"<text x="{xv}" y="{}" text-anchor="middle">{v}</text>"#, t + ph + 16.0);
+        let xv = px(f64::from(v));
+        let _ = writeln!(s, r##"<line x1="{xv}" y1="{top}" x2="{xv}" y2="{}" stroke="#eee"/>"##, top + ph);
+        let _ = writeln!(s, r#"<text x="{xv}" y="{}" text-anchor="middle">{v}</text>"#, top + ph + 16.0);
     }
     for v in (0..=100).step_by(10) {
-        let yv = y(f64::from(v));
-        let _ = writeln!(s, r##"<line x1="{l}" y1="{yv}" x2="{}" y2="{yv}" stroke="#eee"/>"##, l + pw);
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{v}</text>"#, l - 6.0, yv + 4.0);
+        let yv = py(f64::from(v));
+        let _ = writeln!(s, r##"<line x1="{left}" y1="{yv}" x2="{}" y2="{yv}" stroke="#eee"/>"##, left + pw);
+        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{v}</text>"#, left - 6.0, yv + 4.0);
     }
     let _ = writeln!(
         s,
         r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#bbb" stroke-dasharray="4 4"/>"##,
-        x(0.0),
-        y(0.0),
-        x(100.0),
-        y(100.0)
+        px(0.0),
+        py(0.0),
+        px(100.0),
+        py(100.0)
     );
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">arrived GPU demand (% of capacity)</text>"#,
-        l + pw / 2.0,
-        h - 10.0
+        left + pw / 2.0,
+        height - 10.0
     );
     let _ = writeln!(
         s,
         r#"<text transform="translate(16 {}) rotate(-90)" text-anchor="middle">allocated GPU (% of capacity)</text>"#,
-        t + ph / 2.0
+        top + ph / 2.0
     );
     for (i, res) in results.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
+        let color = COLORS[i % COLORS.len()];
         let pts: Vec<String> =
-            res.curve.iter().enumerate().map(|(k, v)| format!("{:.1},{:.1}", x(k as f64), y(*v))).collect();
-        let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, pts.join(" "));
-        let ly = t + 20.0 + i as f64 * 20.0;
+            res.curve.iter().enumerate().map(|(k, v)| format!("{:.1},{:.1}", px(k as f64), py(*v))).collect();
+        let _ = writeln!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, pts.join(" "));
+        let ly = top + 20.0 + i as f64 * 20.0;
         let _ = writeln!(
             s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"/><text x="{}" y="{}">{} ({:.1}%)</text>"#,
-            l + pw + 15.0,
-            l + pw + 40.0,
-            l + pw + 46.0,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}">{} ({:.1}%)</text>"#,
+            left + pw + 15.0,
+            left + pw + 40.0,
+            left + pw + 46.0,
             ly + 4.0,
             res.policy.name(),
             res.alloc_130

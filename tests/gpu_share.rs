@@ -21,9 +21,12 @@ fn node(name: &str, cpu: i64, gpus: u32, model: &str) -> TraceNode {
 }
 
 fn pod(name: &str, cpu: i64, num_gpu: u32, gpu_milli: u32, spec: &str) -> TracePod {
-    let mut p = parse_pods("t", &format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{name},{cpu},1024,{num_gpu},{gpu_milli}\n"))
-        .unwrap()
-        .remove(0);
+    let mut p = parse_pods(
+        "t",
+        &format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{name},{cpu},1024,{num_gpu},{gpu_milli}\n"),
+    )
+    .unwrap()
+    .remove(0);
     if !spec.is_empty() {
         p.gpu_spec = spec.split('|').map(str::to_owned).collect();
     }
@@ -42,7 +45,8 @@ fn rig(policy: Policy, seed: u64) -> Rig {
     let typical = Arc::new(TypicalPods::from_shapes([(4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, "")], 95.0));
     let state = GpuState::new();
     let handle = Handle::default();
-    let profile = policy.profile("default-scheduler", &state, &handle, &typical, seed, vec![node_resources_fit()]).unwrap();
+    let profile =
+        policy.profile("default-scheduler", &state, &handle, &typical, seed, vec![node_resources_fit()]).unwrap();
     let sched = Scheduler::builder()
         .profile(profile)
         .handle(handle)
@@ -199,7 +203,9 @@ fn policy_scores_follow_the_simulator_formulas() {
     assert_eq!(score(&GpuPacking::new(state.clone()), &pod("c", 4000, 0, 0, ""), &ni), 0);
     // A model constraint the node doesn't meet is refused by GpuShareFit's own check.
     let t4_only = GpuRequest::from_pod(&pod("m", 1, 1, 500, "T4").to_pod()).unwrap().unwrap();
-    assert!(!t4_only.accepts_model(ni.node().metadata.labels.get_str(GPU_MODEL_LABEL).map(schedkit::model::Symbol::intern).unwrap()));
+    assert!(!t4_only.accepts_model(
+        ni.node().metadata.labels.get_str(GPU_MODEL_LABEL).map(schedkit::model::Symbol::intern).unwrap()
+    ));
     let _ = (GPU_COUNT_LABEL, GPU_MILLI_LABEL);
 }
 
@@ -211,11 +217,9 @@ fn replay(nodes: &[TraceNode], pods: &[TracePod], typical: &[TracePod], policy: 
         .map(|p| {
             let s = r.step(p, &p.name);
             match s.node {
-                Some(i) => format!(
-                    "{}:{}",
-                    nodes[i].name,
-                    s.devices.iter().map(u8::to_string).collect::<Vec<_>>().join("-")
-                ),
+                Some(i) => {
+                    format!("{}:{}", nodes[i].name, s.devices.iter().map(u8::to_string).collect::<Vec<_>>().join("-"))
+                }
                 None => "-".into(),
             }
         })

@@ -46,7 +46,11 @@ fn fgd_matches_the_authors_simulator_pod_by_pod() {
             memory_mib: o[4].parse().unwrap(),
             num_gpu: o[5].parse().unwrap(),
             gpu_milli: o[6].parse().unwrap(),
-            gpu_spec: o.get(7).filter(|s| !s.is_empty()).map(|s| s.split('|').map(str::to_owned).collect()).unwrap_or_default(),
+            gpu_spec: o
+                .get(7)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.split('|').map(str::to_owned).collect())
+                .unwrap_or_default(),
             qos: None,
             phase: None,
             creation_time: None,

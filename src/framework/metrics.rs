@@ -53,7 +53,7 @@ fn bucket_of(ns: u64) -> usize {
     if ns < LINEAR {
         return ns as usize;
     }
-    let e = 63 - ns.leading_zeros(); // >= 6
+    let e = ns.ilog2(); // >= 6
     let sub = ((ns >> (e - SUB_BITS)) as usize) & (SUB - 1);
     LINEAR as usize + (e as usize - 6) * SUB + sub
 }
@@ -130,7 +130,7 @@ impl Histogram {
     /// Summary statistics.
     pub fn summary(&self) -> (u64, Duration, Duration, Duration, Duration, Duration) {
         let n = self.count();
-        let mean = if n == 0 { 0 } else { self.sum.load(Ordering::Relaxed) / n };
+        let mean = self.sum.load(Ordering::Relaxed).checked_div(n).unwrap_or(0);
         (
             n,
             Duration::from_nanos(mean),

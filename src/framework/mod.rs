@@ -14,7 +14,6 @@ mod waiting_pods;
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
 pub use handle::Handle;
-pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,
     ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus,
@@ -22,6 +21,7 @@ pub use interface::{
     PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueSortPlugin,
     QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
+pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,

@@ -69,7 +69,7 @@ fn splitmix(state: &mut u64) -> u64 {
 /// simulator uses Go's `math/rand`; this uses SplitMix64, so orders differ from theirs
 /// for the same seed, not in distribution.)
 pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: u64) -> Vec<Arrival> {
-    let mut rng = seed ^ 0x5eed_0f_a7c2;
+    let mut rng = seed ^ 0x005e_ed0f_a7c2;
     let mut order: Vec<usize> = (0..pods.len()).collect();
     for i in (1..order.len()).rev() {
         let j = (splitmix(&mut rng) % (i as u64 + 1)) as usize;
@@ -163,7 +163,10 @@ pub struct Replay {
 
 impl std::fmt::Debug for Replay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replay").field("nodes", &self.names.len()).field("arrived_milli", &self.arrived_milli).finish()
+        f.debug_struct("Replay")
+            .field("nodes", &self.names.len())
+            .field("arrived_milli", &self.arrived_milli)
+            .finish_non_exhaustive()
     }
 }
 
@@ -270,7 +273,8 @@ impl Replay {
         let result = self.scheduler.schedule_one(info);
         let (node, devices) = match result {
             Ok(binding) => {
-                let devices = binding.cycle_state().read::<ReservedDevices>().map(|r| r.devices.clone()).unwrap_or_default();
+                let devices =
+                    binding.cycle_state().read::<ReservedDevices>().map(|r| r.devices.clone()).unwrap_or_default();
                 let node = binding.node().to_owned();
                 match binding.run() {
                     Ok(_) => (Some(node), devices),

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use super::{GpuState, MAX_SPEC_CPU, MAX_SPEC_GPU, cpu_left, request_of};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
+};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`BestFit`].
@@ -53,15 +55,15 @@ impl ScorePlugin for BestFit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let req = request_of(state, pod);
         let gpu_req = req.as_ref().map_or(0, super::GpuRequest::total_milli);
-        let free_cpu = cpu_left(node);
+        let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
-        let free_gpu = self.state.with_node(node, super::NodeGpus::total_free);
-        if free_cpu < pod_cpu || free_gpu < gpu_req {
+        let gpu_avail = self.state.with_node(node, super::NodeGpus::total_free);
+        if cpu_avail < pod_cpu || gpu_avail < gpu_req {
             return Err(Status::error(format!("BestFit: pod does not fit node {}", node.node().name())));
         }
         let mut score = 0.0;
-        score += (free_cpu - pod_cpu) as f64 / MAX_SPEC_CPU * 0.5;
-        score += (free_gpu - gpu_req) as f64 / MAX_SPEC_GPU * 0.5;
+        score += (cpu_avail - pod_cpu) as f64 / MAX_SPEC_CPU * 0.5;
+        score += (gpu_avail - gpu_req) as f64 / MAX_SPEC_GPU * 0.5;
         Ok(((1.0 - score) * MAX_NODE_SCORE as f64) as i64)
     }
 

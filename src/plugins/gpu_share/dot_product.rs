@@ -2,7 +2,7 @@
 //! `pkg/simulator/plugin/dot_product_score.go`) with the paper's settings: dimensions
 //! merged (`[cpu, total gpu]`), normalised by the max spec (128 cores, 8 GPUs).
 //!
-//! Score `int64(100 * (1 - (free_cpu/128k * req_cpu/128k + free_gpu/8k * req_gpu/8k) / 2))`:
+//! Score `int64(100 * (1 - (cpu_avail/128k * req_cpu/128k + gpu_avail/8k * req_gpu/8k) / 2))`:
 //! the node whose free vector aligns least with the request is preferred, leaving
 //! aligned capacity for later. A node with too little CPU scores 0. No normalisation.
 //! Device: the fullest one that fits (`gpuSelMethod: best`).
@@ -40,15 +40,15 @@ impl Plugin for DotProduct {
 impl ScorePlugin for DotProduct {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let gpu_req = request_of(state, pod).map_or(0, |r| r.total_milli());
-        let free_cpu = cpu_left(node);
+        let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
-        if free_cpu < pod_cpu {
+        if cpu_avail < pod_cpu {
             return Ok(MIN_NODE_SCORE);
         }
-        let free_gpu = self.state.with_node(node, super::NodeGpus::total_free);
+        let gpu_avail = self.state.with_node(node, super::NodeGpus::total_free);
         let mut dot = 0.0;
-        dot += (free_cpu as f64 / MAX_SPEC_CPU) * (pod_cpu as f64 / MAX_SPEC_CPU);
-        dot += (free_gpu as f64 / MAX_SPEC_GPU) * (gpu_req as f64 / MAX_SPEC_GPU);
+        dot += (cpu_avail as f64 / MAX_SPEC_CPU) * (pod_cpu as f64 / MAX_SPEC_CPU);
+        dot += (gpu_avail as f64 / MAX_SPEC_GPU) * (gpu_req as f64 / MAX_SPEC_GPU);
         let score = 1.0 - dot / 2.0;
         Ok((MAX_NODE_SCORE as f64 * score) as i64)
     }

@@ -151,12 +151,14 @@ impl ScorePlugin for Fgd {
             }
             let before = self.frag(gpus.model, cpu, &gpus.free);
             match &req {
-                Some(r) if r.is_share() => Ok(best_share_device_with(|m, c, f| self.frag(m, c, f), gpus, before, cpu - pod_cpu, r)
-                    .map_or(0, |(_, s)| s)),
+                Some(r) if r.is_share() => {
+                    Ok(best_share_device_with(|m, c, f| self.frag(m, c, f), gpus, before, cpu - pod_cpu, r)
+                        .map_or(0, |(_, s)| s))
+                }
                 _ => {
                     // `NodeResource.Sub`: unchanged when the pod doesn't fit.
-                    let none = GpuRequest::default();
-                    let r = req.as_ref().unwrap_or(&none);
+                    let no_gpu = GpuRequest::default();
+                    let r = req.as_ref().unwrap_or(&no_gpu);
                     let after = match free_after(&gpus.free, r) {
                         Some(free) if cpu >= pod_cpu => self.frag(gpus.model, cpu - pod_cpu, &free),
                         _ => before,

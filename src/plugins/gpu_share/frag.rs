@@ -73,7 +73,10 @@ impl TypicalPods {
     /// assert_eq!(t.pods()[0].gpu.milli, 500);
     /// assert!((t.pods()[0].freq - 0.5).abs() < 1e-12);
     /// ```
-    pub fn from_shapes<'a>(pods: impl IntoIterator<Item = (i64, u32, u32, &'a str)>, threshold_pct: f64) -> TypicalPods {
+    pub fn from_shapes<'a>(
+        pods: impl IntoIterator<Item = (i64, u32, u32, &'a str)>,
+        threshold_pct: f64,
+    ) -> TypicalPods {
         let mut counts: ahash::AHashMap<Shape, f64> = ahash::AHashMap::new();
         let mut total = 0.0;
         for (cpu, milli, count, models) in pods {
@@ -162,8 +165,8 @@ pub fn node_frag(typical: &TypicalPods, model: Symbol, cpu_left: i64, free: &[u3
     }
     let mut data = [0.0f64; 7];
     for (t, &slot) in typical.pods.iter().zip(&typical.slot) {
-        let freq = t.freq;
-        if !(0.0..=1.0).contains(&freq) {
+        let weight = t.freq;
+        if !(0.0..=1.0).contains(&weight) {
             continue;
         }
         let cpu_ok = cpu_left >= t.cpu_milli;
@@ -182,10 +185,10 @@ pub fn node_frag(typical: &TypicalPods, model: Symbol, cpu_left: i64, free: &[u3
         };
         if kind == Q3_SATISFIED {
             let frag = fit[slot].1;
-            data[Q2_LACK_GPU] += freq * frag as f64;
-            data[Q3_SATISFIED] += freq * (total - frag) as f64;
+            data[Q2_LACK_GPU] += weight * frag as f64;
+            data[Q3_SATISFIED] += weight * (total - frag) as f64;
         } else {
-            data[kind] += freq * total as f64;
+            data[kind] += weight * total as f64;
         }
     }
     let mut out = 0.0;

@@ -1,6 +1,6 @@
 //! GPU sharing: a node's GPUs are individual devices, each with free milli-GPU (1000 =
 //! a whole GPU); a pod asks for `count` whole GPUs, or a share (`milli < 1000`, count
-//! 1) of one GPU, optionally restricted to GPU models. This is the model of the
+//! one) of one GPU, optionally restricted to GPU models. This is the model of the
 //! USENIX ATC'23 paper "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
 //! Fragmentation Gradient Descent" (Weng et al.) and of its public simulator
 //! (`hkust-adsl/kubernetes-scheduler-simulator`, whose `Open-Gpu-Share` plugin this
@@ -185,7 +185,11 @@ impl NodeGpus {
         let (count_key, model_key) = *KEYS;
         let count = node.status.allocatable.get(count_key).map_or(0, crate::model::Quantity::value);
         let model = node.metadata.labels.get(model_key).unwrap_or_default();
-        NodeGpus { model, free: std::iter::repeat_n(MILLI, count.clamp(0, 64) as usize).collect(), tags: SmallVec::new() }
+        NodeGpus {
+            model,
+            free: std::iter::repeat_n(MILLI, count.clamp(0, 64) as usize).collect(),
+            tags: SmallVec::new(),
+        }
     }
 
     /// Number of devices.
@@ -211,8 +215,14 @@ impl NodeGpus {
 
     /// The first `count` fully free devices (the simulator's `AllocateExclusiveGpuId`).
     pub fn exclusive_devices(&self, count: u32) -> Option<SmallVec<[u8; 8]>> {
-        let d: SmallVec<[u8; 8]> =
-            self.free.iter().enumerate().filter(|&(_, &f)| f == MILLI).map(|(i, _)| i as u8).take(count as usize).collect();
+        let d: SmallVec<[u8; 8]> = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|&(_, &f)| f == MILLI)
+            .map(|(i, _)| i as u8)
+            .take(count as usize)
+            .collect();
         (d.len() == count as usize).then_some(d)
     }
 }
@@ -290,13 +300,11 @@ impl GpuState {
     #[inline]
     pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
         let inner = self.inner.read();
-        match inner.nodes.get(&node.name()) {
-            Some(g) => f(g),
-            None => {
-                drop(inner);
-                f(&NodeGpus::from_node(node.node()))
-            }
+        if let Some(g) = inner.nodes.get(&node.name()) {
+            return f(g);
         }
+        drop(inner);
+        f(&NodeGpus::from_node(node.node()))
     }
 
     /// Adds `node` with all its devices free, or refreshes its count and model (keeping
@@ -351,7 +359,11 @@ impl GpuState {
         for (k, &d) in devices.iter().enumerate() {
             let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
             if !ok {
-                return Err(GpuError::DoesNotFit { node: node.name().to_owned(), device: d as usize, milli: req.milli });
+                return Err(GpuError::DoesNotFit {
+                    node: node.name().to_owned(),
+                    device: d as usize,
+                    milli: req.milli,
+                });
             }
         }
         for &d in devices {
@@ -611,7 +623,8 @@ impl Policy {
             Policy::Fgd => DeviceSelect::Fgd(typical.clone()),
             _ => DeviceSelect::BestFit,
         };
-        let mut b = crate::framework::Profile::builder(name).plugin(GpuShareFit::new(state.clone(), handle.clone(), select));
+        let mut b =
+            crate::framework::Profile::builder(name).plugin(GpuShareFit::new(state.clone(), handle.clone(), select));
         for f in filters {
             let name = f.name().to_owned();
             b = b
