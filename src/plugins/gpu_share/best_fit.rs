@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use super::{GpuState, MAX_SPEC_CPU, MAX_SPEC_GPU, cpu_left, request_of};
+use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left, score_batch, score_one};
 use crate::framework::{
     CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
 };
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`BestFit`].
 pub const NAME: &str = "BestFitScore";
@@ -51,13 +51,22 @@ pub(crate) fn min_max_normalize(scores: &mut [NodeScore]) {
     }
 }
 
-impl ScorePlugin for BestFit {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let req = request_of(state, pod);
-        let gpu_req = req.as_ref().map_or(0, super::GpuRequest::total_milli);
+impl ViewScore for BestFit {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let gpu_req = req.map_or(0, GpuRequest::total_milli);
         let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
-        let gpu_avail = self.state.with_node(node, super::NodeGpus::total_free);
+        let gpu_avail = view.with_node(node, super::NodeGpus::total_free);
         if cpu_avail < pod_cpu || gpu_avail < gpu_req {
             return Err(Status::error(format!("BestFit: pod does not fit node {}", node.node().name())));
         }
@@ -65,6 +74,22 @@ impl ScorePlugin for BestFit {
         score += (cpu_avail - pod_cpu) as f64 / MAX_SPEC_CPU * 0.5;
         score += (gpu_avail - gpu_req) as f64 / MAX_SPEC_GPU * 0.5;
         Ok(((1.0 - score) * MAX_NODE_SCORE as f64) as i64)
+    }
+}
+
+impl ScorePlugin for BestFit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
     }
 
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {

@@ -9,9 +9,11 @@
 
 use std::sync::Arc;
 
-use super::{GpuState, MAX_SPEC_CPU, MAX_SPEC_GPU, cpu_left, request_of};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin, ScorePlugin, Status};
-use crate::snapshot::{NodeInfo, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left, score_batch, score_one};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
+};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`DotProduct`].
 pub const NAME: &str = "DotProductScore";
@@ -37,19 +39,45 @@ impl Plugin for DotProduct {
     }
 }
 
-impl ScorePlugin for DotProduct {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let gpu_req = request_of(state, pod).map_or(0, |r| r.total_milli());
+impl ViewScore for DotProduct {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let gpu_req = req.map_or(0, GpuRequest::total_milli);
         let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
         if cpu_avail < pod_cpu {
             return Ok(MIN_NODE_SCORE);
         }
-        let gpu_avail = self.state.with_node(node, super::NodeGpus::total_free);
+        let gpu_avail = view.with_node(node, super::NodeGpus::total_free);
         let mut dot = 0.0;
         dot += (cpu_avail as f64 / MAX_SPEC_CPU) * (pod_cpu as f64 / MAX_SPEC_CPU);
         dot += (gpu_avail as f64 / MAX_SPEC_GPU) * (gpu_req as f64 / MAX_SPEC_GPU);
         let score = 1.0 - dot / 2.0;
         Ok((MAX_NODE_SCORE as f64 * score) as i64)
+    }
+}
+
+impl ScorePlugin for DotProduct {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -18,10 +18,10 @@ use parking_lot::RwLock;
 use smallvec::SmallVec;
 
 use super::frag::{free_after, node_frag};
-use super::{GpuRequest, GpuState, NodeGpus, TypicalPods, cpu_left, request_of};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, Plugin, ScorePlugin, Status};
+use super::{GpuRequest, GpuState, GpuView, NodeGpus, TypicalPods, ViewScore, cpu_left, score_batch, score_one};
+use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status};
 use crate::model::Symbol;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`Fgd`].
 pub const NAME: &str = "FGDScore";
@@ -138,19 +138,28 @@ impl Plugin for Fgd {
     }
 }
 
-impl ScorePlugin for Fgd {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let req = request_of(state, pod);
+impl ViewScore for Fgd {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
         let pod_cpu = pod.non_zero_requests.milli_cpu;
         let cpu = cpu_left(node);
-        self.state.with_node(node, |gpus| {
-            if let Some(r) = &req
+        view.with_node(node, |gpus| {
+            if let Some(r) = req
                 && !r.accepts_model(gpus.model)
             {
                 return Err(Status::error(format!("node {} has no GPU model the pod accepts", node.node().name())));
             }
             let before = self.frag(gpus.model, cpu, &gpus.free);
-            match &req {
+            match req {
                 Some(r) if r.is_share() => {
                     Ok(best_share_device_with(|m, c, f| self.frag(m, c, f), gpus, before, cpu - pod_cpu, r)
                         .map_or(0, |(_, s)| s))
@@ -158,7 +167,7 @@ impl ScorePlugin for Fgd {
                 _ => {
                     // `NodeResource.Sub`: unchanged when the pod doesn't fit.
                     let no_gpu = GpuRequest::default();
-                    let r = req.as_ref().unwrap_or(&no_gpu);
+                    let r = req.unwrap_or(&no_gpu);
                     let after = match free_after(&gpus.free, r) {
                         Some(free) if cpu >= pod_cpu => self.frag(gpus.model, cpu - pod_cpu, &free),
                         _ => before,
@@ -167,5 +176,21 @@ impl ScorePlugin for Fgd {
                 }
             }
         })
+    }
+}
+
+impl ScorePlugin for Fgd {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -11,9 +11,11 @@
 
 use std::sync::Arc;
 
-use super::{GpuState, MAX_SPEC_GPU, request_of};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin, ScorePlugin, Status};
-use crate::snapshot::{NodeInfo, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_GPU, ViewScore, score_batch, score_one};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
+};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`GpuClustering`].
 pub const NAME: &str = "GpuClusteringScore";
@@ -39,12 +41,22 @@ impl Plugin for GpuClustering {
     }
 }
 
-impl ScorePlugin for GpuClustering {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(req) = request_of(state, pod) else { return Ok(MIN_NODE_SCORE) };
+impl ViewScore for GpuClustering {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        _pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let Some(req) = req else { return Ok(MIN_NODE_SCORE) };
         let tag = req.affinity_tag();
         let max_gpu = MAX_SPEC_GPU as i64;
-        Ok(self.state.with_node(node, |g| {
+        Ok(view.with_node(node, |g| {
             let used = MAX_NODE_SCORE / 4 * (max_gpu - g.total_free()) / max_gpu;
             let same = g.tags.iter().any(|&(t, n)| t == tag && n > 0);
             let kinds = g.tags.iter().filter(|&&(_, n)| n > 0).count();
@@ -55,5 +67,21 @@ impl ScorePlugin for GpuClustering {
                 (false, _) => used,
             }
         }))
+    }
+}
+
+impl ScorePlugin for GpuClustering {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -11,9 +11,11 @@
 
 use std::sync::Arc;
 
-use super::{GpuState, MILLI, request_of};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin, ScorePlugin, Status};
-use crate::snapshot::{NodeInfo, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MILLI, ViewScore, score_batch, score_one};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
+};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`GpuPacking`].
 pub const NAME: &str = "GpuPackingScore";
@@ -39,10 +41,20 @@ impl Plugin for GpuPacking {
     }
 }
 
-impl ScorePlugin for GpuPacking {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let Some(req) = request_of(state, pod) else { return Ok(MIN_NODE_SCORE) };
-        self.state.with_node(node, |g| {
+impl ViewScore for GpuPacking {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        _pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let Some(req) = req else { return Ok(MIN_NODE_SCORE) };
+        view.with_node(node, |g| {
             let fully_free = g.fully_free() as i64;
             if fully_free == g.count() as i64 {
                 return Ok((MAX_NODE_SCORE / 3 - fully_free).max(fully_free));
@@ -72,5 +84,21 @@ impl ScorePlugin for GpuPacking {
             }
             Ok((MAX_NODE_SCORE - ratio / 10).max(MAX_NODE_SCORE / 2))
         })
+    }
+}
+
+impl ScorePlugin for GpuPacking {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
     }
 }

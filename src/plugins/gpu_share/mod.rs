@@ -299,12 +299,13 @@ impl GpuState {
     /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
     #[inline]
     pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
-        let inner = self.inner.read();
-        if let Some(g) = inner.nodes.get(&node.name()) {
-            return f(g);
-        }
-        drop(inner);
-        f(&NodeGpus::from_node(node.node()))
+        self.view().with_node(node, f)
+    }
+
+    /// A read view of the table, for looking at many nodes under one lock (Score
+    /// batches). Don't hold it across Reserve.
+    pub fn view(&self) -> GpuView<'_> {
+        GpuView(self.inner.read())
     }
 
     /// Adds `node` with all its devices free, or refreshes its count and model (keeping
@@ -397,6 +398,67 @@ impl GpuState {
         }
         Some(a)
     }
+}
+
+/// A read view of a [`GpuState`].
+pub struct GpuView<'a>(parking_lot::RwLockReadGuard<'a, Inner>);
+
+impl std::fmt::Debug for GpuView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuView").field("nodes", &self.0.nodes.len()).finish()
+    }
+}
+
+impl GpuView<'_> {
+    /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
+    #[inline]
+    pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
+        match self.0.nodes.get(&node.name()) {
+            Some(g) => f(g),
+            None => f(&NodeGpus::from_node(node.node())),
+        }
+    }
+}
+
+/// A policy Score plugin scoring one node given a table view and the pod's request,
+/// so `score` and the batched `score_nodes` share one body.
+pub(crate) trait ViewScore {
+    fn gpu_state(&self) -> &GpuState;
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status>;
+}
+
+/// `ScorePlugin::score` of a [`ViewScore`].
+pub(crate) fn score_one<T: ViewScore>(
+    p: &T,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Result<i64, Status> {
+    let req = request_of(state, pod);
+    p.score_in(&p.gpu_state().view(), req.as_ref(), pod, node)
+}
+
+/// `ScorePlugin::score_nodes` of a [`ViewScore`]: the request read and the table locked
+/// once per batch.
+pub(crate) fn score_batch<T: ViewScore>(
+    p: &T,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: crate::snapshot::NodeList<'_>,
+    scores: &mut [crate::framework::NodeScore],
+) -> Result<(), Status> {
+    let req = request_of(state, pod);
+    let view = p.gpu_state().view();
+    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+        slot.score = p.score_in(&view, req.as_ref(), pod, node)?;
+    }
+    Ok(())
 }
 
 /// SplitMix64, seeded: for RandomScore and random device choice.
