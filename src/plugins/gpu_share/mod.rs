@@ -270,9 +270,63 @@ pub enum GpuError {
     },
 }
 
+/// Node GPU entries stored densely in insertion order, found through a slot array
+/// indexed by the node name's symbol id (node names are interned when nodes are added,
+/// so their ids are small; larger ids go through a hash map). Filter walks the nodes in
+/// snapshot order, which is insertion order here, so lookups stay in cache.
+#[derive(Default)]
+struct NodeTable {
+    slots: Vec<u32>,
+    overflow: AHashMap<Symbol, u32>,
+    entries: Vec<NodeGpus>,
+}
+
+/// Symbol ids below this get a direct slot (4 bytes each).
+const DIRECT_SLOTS: usize = 1 << 20;
+
+impl NodeTable {
+    #[inline]
+    fn index(&self, name: Symbol) -> Option<usize> {
+        let id = name.id() as usize;
+        let i = if id < DIRECT_SLOTS { *self.slots.get(id)? } else { *self.overflow.get(&name)? };
+        (i != u32::MAX).then_some(i as usize)
+    }
+
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<&NodeGpus> {
+        self.index(name).map(|i| &self.entries[i])
+    }
+
+    fn get_mut(&mut self, name: Symbol) -> Option<&mut NodeGpus> {
+        self.index(name).map(|i| &mut self.entries[i])
+    }
+
+    fn get_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> &mut NodeGpus {
+        if let Some(i) = self.index(name) {
+            return &mut self.entries[i];
+        }
+        let i = self.entries.len();
+        self.entries.push(f());
+        let id = name.id() as usize;
+        if id < DIRECT_SLOTS {
+            if self.slots.len() <= id {
+                self.slots.resize(id + 1, u32::MAX);
+            }
+            self.slots[id] = i as u32;
+        } else {
+            self.overflow.insert(name, i as u32);
+        }
+        &mut self.entries[i]
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    nodes: AHashMap<Symbol, NodeGpus>,
+    nodes: NodeTable,
     allocs: AHashMap<Arc<str>, Allocation>,
     used_milli: i64,
 }
@@ -315,23 +369,20 @@ impl GpuState {
     pub fn add_node(&self, node: &Node) {
         let fresh = NodeGpus::from_node(node);
         let mut inner = self.inner.write();
-        match inner.nodes.entry(Symbol::intern(node.name())) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                let g = e.get_mut();
-                g.model = fresh.model;
-                if g.free.len() != fresh.free.len() {
-                    g.free = fresh.free;
-                }
+        let name = Symbol::intern(node.name());
+        if let Some(g) = inner.nodes.get_mut(name) {
+            g.model = fresh.model;
+            if g.free.len() != fresh.free.len() {
+                g.free = fresh.free;
             }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(fresh);
-            }
+        } else {
+            inner.nodes.get_or_insert_with(name, || fresh);
         }
     }
 
     /// A copy of a node's devices, if the table has seen the node.
     pub fn node(&self, name: &str) -> Option<NodeGpus> {
-        self.inner.read().nodes.get(&Symbol::lookup(name)?).cloned()
+        self.inner.read().nodes.get(Symbol::lookup(name)?).cloned()
     }
 
     /// The pod's allocation.
@@ -356,7 +407,7 @@ impl GpuState {
             return Err(GpuError::AlreadyAllocated(uid.to_owned()));
         }
         let name = Symbol::intern(node.name());
-        let gpus = inner.nodes.entry(name).or_insert_with(|| NodeGpus::from_node(node));
+        let gpus = inner.nodes.get_or_insert_with(name, || NodeGpus::from_node(node));
         for (k, &d) in devices.iter().enumerate() {
             let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
             if !ok {
@@ -385,7 +436,7 @@ impl GpuState {
         let mut inner = self.inner.write();
         let a = inner.allocs.remove(uid)?;
         inner.used_milli -= i64::from(a.milli) * a.devices.len() as i64;
-        if let Some(g) = inner.nodes.get_mut(&a.node) {
+        if let Some(g) = inner.nodes.get_mut(a.node) {
             for &d in &a.devices {
                 g.free[d as usize] += a.milli;
             }
@@ -413,7 +464,7 @@ impl GpuView<'_> {
     /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
     #[inline]
     pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
-        match self.0.nodes.get(&node.name()) {
+        match self.0.nodes.get(node.name()) {
             Some(g) => f(g),
             None => f(&NodeGpus::from_node(node.node())),
         }
