@@ -239,6 +239,12 @@ impl Replay {
         &self.scheduler
     }
 
+    /// The scheduler, keeping the cluster as the replay left it (e.g. to bench cycles
+    /// on a partly filled cluster).
+    pub fn into_scheduler(self) -> Scheduler {
+        self.scheduler
+    }
+
     /// The GPU device table.
     pub fn gpu_state(&self) -> &Arc<GpuState> {
         &self.state
