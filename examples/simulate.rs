@@ -158,6 +158,8 @@ struct PolicyResult {
     pods_per_cpu_sec: Option<f64>,
     curve: Vec<f64>,
     latency: LatencyReport,
+    /// Wall time of the cycles the recorder sampled.
+    sampled: Duration,
 }
 
 struct Progress {
@@ -195,7 +197,7 @@ fn run_policy(
     let capacity = gpu_capacity_milli(nodes);
     let recorder = Arc::new(LatencyRecorder::sampling(args.profile_every.max(1)));
     let (mut scheduled, mut failed, mut a100, mut a130, mut aend, mut fend) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    let (mut timed_pods, mut timed) = (0usize, Duration::ZERO);
+    let (mut timed_pods, mut timed, mut sampled) = (0usize, Duration::ZERO, Duration::ZERO);
     let (mut all_pods, mut cpu) = (0usize, Some(Duration::ZERO));
     let mut curve = vec![0.0; 131];
     for &seed in &args.seeds {
@@ -220,7 +222,9 @@ fn run_policy(
         let cpu_start = thread_cpu_time();
         for (k, (info, demand)) in infos.iter().enumerate() {
             let step = replay.step_info(info, *demand);
-            if !replay.scheduler().last_cycle_sampled() {
+            if replay.scheduler().last_cycle_sampled() {
+                sampled += step.elapsed;
+            } else {
                 timed_pods += 1;
                 timed += step.elapsed;
             }
@@ -270,6 +274,7 @@ fn run_policy(
             .map(|c| all_pods as f64 / c.as_secs_f64()),
         curve,
         latency: recorder.report(),
+        sampled,
     })
 }
 
@@ -281,7 +286,7 @@ fn thread_cpu_time() -> Option<Duration> {
 }
 
 fn us(d: Duration) -> String {
-    format!("{:.1}", d.as_nanos() as f64 / 1000.0)
+    format!("{:.2}", d.as_nanos() as f64 / 1000.0)
 }
 
 fn print_summary(args: &Args, nodes: usize, pods: usize, results: &[PolicyResult]) {
@@ -328,7 +333,30 @@ fn print_summary(args: &Args, nodes: usize, pods: usize, results: &[PolicyResult
     println!("replay loop (cycle + bookkeeping) per second of this thread's CPU time, shown with");
     println!("--profile-every 0 (Linux only).");
     if results.iter().any(|r| !r.latency.entries.is_empty()) {
-        println!("\nper-plugin latency (µs, sampled cycles):");
+        println!("\nwhere a sampled cycle's time goes (Filter: every Filter call; Score: PreScore, Score,");
+        println!("NormalizeScore; the rest: snapshot, selection, assume, Reserve, binding, timing itself):");
+        for r in results {
+            let total = r.sampled.as_secs_f64();
+            if total <= 0.0 {
+                continue;
+            }
+            let sum = |points: &[&str]| -> f64 {
+                r.latency
+                    .entries
+                    .iter()
+                    .filter(|e| points.contains(&e.point))
+                    .map(|e| e.mean.as_secs_f64() * e.count as f64)
+                    .sum()
+            };
+            let filter = sum(&["PreFilter", "Filter"]) / total * 100.0;
+            let score = sum(&["PreScore", "Score", "NormalizeScore"]) / total * 100.0;
+            println!(
+                "{:<14} Filter {filter:>5.1}%  Score {score:>5.1}%  rest {:>5.1}%",
+                r.policy.name(),
+                100.0 - filter - score
+            );
+        }
+        println!("\nper-plugin latency (µs, sampled cycles; Score is one call per cycle over all feasible nodes):");
         println!("{:<14} {:<20} {:<15} {:>10} {:>8} {:>8}", "policy", "plugin", "point", "calls", "p50", "p99");
         for r in results {
             for e in &r.latency.entries {

@@ -362,6 +362,42 @@ mod tests {
     }
 
     #[test]
+    fn the_scheduler_samples_one_cycle_in_n_and_times_every_plugin_of_it() {
+        use crate::framework::{FilterFn, Profile, ScoreFn, Status};
+        use crate::scheduler::Scheduler;
+        use crate::testing::{NodeBuilder, PodBuilder};
+        let profile = Profile::builder("default-scheduler")
+            .plugin(FilterFn::new("F", |_, _, _| Status::SUCCESS))
+            .plugin(ScoreFn::new("S", |_, _, _| 1))
+            .build()
+            .unwrap();
+        let rec = Arc::new(LatencyRecorder::sampling(5));
+        let mut s = Scheduler::builder().profile(profile).parallelism(1).latency_recorder(rec.clone()).build();
+        for i in 0..3 {
+            s.add_node(NodeBuilder::new(&format!("n{i}")).cpu("8").build()).unwrap();
+        }
+        let mut sampled = 0;
+        for i in 0..10 {
+            let b = s.schedule_pod(PodBuilder::new(&format!("p{i}")).build()).unwrap();
+            sampled += usize::from(s.last_cycle_sampled());
+            b.run().unwrap();
+        }
+        assert_eq!(sampled, 2);
+        let r = rec.report();
+        assert_eq!(r.get("F", "Filter").unwrap().count, 6, "3 nodes x 2 sampled cycles");
+        assert_eq!(r.get("S", "Score").unwrap().count, 2, "one batch per sampled cycle");
+        assert!(r.to_string().lines().count() >= 3);
+        rec.reset();
+        assert!(rec.report().entries.is_empty());
+        // No recorder: nothing sampled.
+        let profile = Profile::builder("default-scheduler").build().unwrap();
+        let mut s = Scheduler::builder().profile(profile).build();
+        s.add_node(NodeBuilder::new("n").cpu("8").build()).unwrap();
+        s.schedule_pod(PodBuilder::new("p").build()).unwrap().run().unwrap();
+        assert!(!s.last_cycle_sampled() && s.latency_recorder().is_none());
+    }
+
+    #[test]
     fn quantiles_follow_the_data() {
         let h = Histogram::default();
         for i in 1..=1000u64 {
