@@ -1,5 +1,7 @@
 //! PreFilter state (domain counts and critical paths) against upstream
 //! `TestPreFilterState` (`podtopologyspread/filtering_test.go`).
+// Table rows are tuples, as upstream's tables are structs of cases.
+#![allow(clippy::type_complexity)]
 
 use std::sync::Arc;
 
