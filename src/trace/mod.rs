@@ -5,7 +5,5 @@ mod openb;
 pub mod replay;
 mod synthetic;
 
-pub use openb::{
-    SharedPods, TraceError, TraceNode, TracePod, gpu_capacity_milli, load_nodes, load_pods, parse_nodes, parse_pods,
-};
+pub use openb::{TraceError, TraceNode, TracePod, gpu_capacity_milli, load_nodes, load_pods, parse_nodes, parse_pods};
 pub use synthetic::{SyntheticCluster, synthetic_nodes};

@@ -8,7 +8,6 @@
 //! row is an error naming the file, the 1-based line and the 1-based column.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -350,6 +349,3 @@ pub fn parse_pods(file: &str, text: &str) -> Result<Vec<TracePod>, TraceError> {
 pub fn gpu_capacity_milli(nodes: &[TraceNode]) -> i64 {
     nodes.iter().map(|n| i64::from(n.gpus) * 1000).sum()
 }
-
-/// Shared handle to a loaded trace, for cheap cloning between runs.
-pub type SharedPods = Arc<[TracePod]>;
