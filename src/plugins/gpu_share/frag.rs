@@ -10,7 +10,7 @@
 
 use smallvec::SmallVec;
 
-use super::{GpuRequest, MILLI, NodeGpus};
+use super::{GpuRequest, NodeGpus};
 use crate::model::Symbol;
 
 /// A typical pod: CPU, GPU request and models, with its popularity (0..=1).
@@ -229,6 +229,3 @@ pub fn free_after(free: &[u32], req: &GpuRequest) -> Option<SmallVec<[u32; 8]>> 
 pub fn gpus_frag(typical: &TypicalPods, gpus: &NodeGpus, cpu_left: i64) -> f64 {
     node_frag(typical, gpus.model, cpu_left, &gpus.free)
 }
-
-/// `1000`, as f64, for callers converting milli to GPUs.
-pub const MILLI_F64: f64 = MILLI as f64;
