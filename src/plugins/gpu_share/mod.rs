@@ -14,10 +14,16 @@
 //! picks the devices (by the profile's [`DeviceSelect`]) and records them in the table and
 //! in the [`CycleState`] ([`ReservedDevices`]); Unreserve gives back exactly what Reserve
 //! took. A node missing from the table has all its GPUs free (its count and model come
-//! from the node: allocatable [`GPU_COUNT_RESOURCE`], label [`GPU_MODEL_LABEL`]). Pods
-//! bound outside the scheduler are recorded with [`GpuState::allocate`] and released with
-//! [`GpuState::release`] when they go; remove or add them in the scheduler's cache at the
-//! same time, since policies cache per-node values by the node's generation.
+//! from the node: allocatable [`GPU_COUNT_RESOURCE`], label [`GPU_MODEL_LABEL`]);
+//! [`GpuState::add_node`] registers nodes up front so Filter doesn't read them from the
+//! node each time. Pods bound outside the scheduler are recorded with
+//! [`GpuState::allocate`] and released with [`GpuState::release`] when they go (remove
+//! or add them in the scheduler's cache at the same time).
+//!
+//! The alternative, an extension slot on `NodeInfo`, would put device state in the
+//! snapshot's copy-on-write machinery for every user; this keeps the core unchanged and
+//! the cost on the plugins that use it. The price: the table is the plugin's, so it is
+//! not part of a preemption dry run's cloned state.
 //!
 //! # Pods
 //!
@@ -29,8 +35,10 @@
 //!
 //! One Score plugin per policy of the paper: [`Fgd`], [`BestFit`], [`DotProduct`],
 //! [`GpuPacking`], [`GpuClustering`], [`RandomScore`]; [`Policy`] builds the profile the
-//! paper's experiments use (GpuShareFit + NodeResourcesFit-style cpu/memory filter + one
-//! policy, with that policy's device selection).
+//! paper's experiments use (GpuShareFit + NodeResourcesFit's Filter + one policy, with
+//! that policy's device selection). Each file cites the simulator file it follows; the
+//! integer truncations and BestFit's min-max normalisation are the simulator's, and
+//! `tests/trace_peer.rs` checks FGD against a run of the simulator pod by pod.
 
 mod best_fit;
 mod dot_product;
