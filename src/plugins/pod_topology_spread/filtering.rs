@@ -17,7 +17,7 @@ use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 /// necessarily the second minimum. Two suffice because a preemption dry run only
 /// changes pods of one node on its own copy of the state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CriticalPaths([(Symbol, i64); 2]);
+pub(crate) struct CriticalPaths(pub(crate) [(Symbol, i64); 2]);
 
 impl CriticalPaths {
     fn new() -> Self {

@@ -60,6 +60,8 @@
 mod common;
 mod filtering;
 mod scoring;
+#[cfg(test)]
+mod tests;
 mod workloads;
 
 use std::sync::Arc;
