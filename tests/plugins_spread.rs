@@ -837,3 +837,90 @@ fn filter_and_score_do_not_allocate_per_node() {
     assert!(total > 0);
     assert_eq!((filter, score), (0, 0), "allocations over 500 Filter / Score calls");
 }
+
+// ---- Both plugins in a real scheduling cycle ----
+
+/// Binds by doing nothing, so assumed pods stay in the cache.
+struct NoopBinder;
+
+impl schedkit::framework::Plugin for NoopBinder {
+    fn name(&self) -> &str {
+        "NoopBinder"
+    }
+    fn register(self: Arc<Self>, points: &mut schedkit::framework::ExtensionPoints) {
+        points.bind(self);
+    }
+}
+
+impl schedkit::framework::BindPlugin for NoopBinder {
+    fn bind(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> schedkit::framework::Status {
+        schedkit::framework::Status::SUCCESS
+    }
+}
+
+#[test]
+fn scheduler_keeps_spread_and_anti_affinity() {
+    use schedkit::plugins::inter_pod_affinity::{
+        ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, InterPodAffinity, InterPodAffinityArgs,
+    };
+    let h = Handle::default();
+    let profile = schedkit::framework::Profile::builder("default-scheduler")
+        .weighted(plugin(), 2)
+        .weighted(InterPodAffinity::new(InterPodAffinityArgs::default(), &h).unwrap(), 2)
+        .plugin(NoopBinder)
+        .build()
+        .unwrap();
+    let mut s = schedkit::scheduler::Scheduler::builder().profile(profile).parallelism(1).build();
+    for i in 0..9 {
+        let name = format!("n{i}");
+        s.add_node(node(&name, &[("topology.kubernetes.io/zone", &format!("z{}", i % 3)), (HOST, &name)])).unwrap();
+    }
+    let zone_of = |n: &str| n[1..].parse::<usize>().unwrap() % 3;
+
+    // Zone spread, maxSkew 1: after every placement the zones differ by at most one.
+    let mut per_zone = [0i64; 3];
+    for i in 0..12 {
+        let pod = incoming(
+            &[("app", "web")],
+            vec![spread(1, "topology.kubernetes.io/zone", DoNotSchedule, Some(exists("app")))],
+        )
+        .with(|p| p.metadata.name = format!("web-{i}"))
+        .build();
+        let b = s.schedule_pod(pod).unwrap();
+        per_zone[zone_of(b.node())] += 1;
+        b.run().unwrap();
+        assert!(per_zone.iter().max().unwrap() - per_zone.iter().min().unwrap() <= 1, "{per_zone:?}");
+    }
+
+    // Required anti-affinity per host: nine db pods on nine hosts, the tenth fits nowhere.
+    let db = |i: usize| {
+        PodBuilder::new(&format!("db-{i}"))
+            .label("role", "db")
+            .with(|p| {
+                p.spec.affinity = Some(Affinity {
+                    pod_anti_affinity: Some(schedkit::model::PodAffinity {
+                        required: vec![schedkit::model::PodAffinityTerm {
+                            label_selector: Some(exists("role")),
+                            topology_key: Symbol::intern(HOST),
+                            ..Default::default()
+                        }],
+                        preferred: vec![],
+                    }),
+                    ..Default::default()
+                });
+            })
+            .build()
+    };
+    let mut hosts = Vec::new();
+    for i in 0..9 {
+        let b = s.schedule_pod(db(i)).unwrap();
+        hosts.push(b.node().to_owned());
+        b.run().unwrap();
+    }
+    hosts.sort();
+    hosts.dedup();
+    assert_eq!(hosts.len(), 9);
+    let err = s.schedule_pod(db(9)).err().unwrap();
+    let reasons = err.fit_error().unwrap().reason_histogram();
+    assert_eq!(reasons.get(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH), Some(&9), "{reasons:?}");
+}
