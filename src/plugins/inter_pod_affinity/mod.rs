@@ -56,6 +56,7 @@
 //! ```
 
 mod filtering;
+mod hints;
 mod scoring;
 mod terms;
 
@@ -63,9 +64,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventResource, ExtensionPoints, Handle, Plugin,
-};
+use crate::framework::{ExtensionPoints, Handle, Plugin};
 use crate::plugins::names;
 
 pub use terms::NamespaceLabels;
@@ -185,28 +184,5 @@ impl Plugin for InterPodAffinity {
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
         points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
-    }
-}
-
-impl EnqueueExtensions for InterPodAffinity {
-    /// Upstream `EventsToRegister`: assigned pods added, relabelled or deleted;
-    /// nodes added, relabelled or re-tainted.
-    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        vec![
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::AssignedPod,
-                    action: ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
-                },
-                hint: None,
-            },
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::Node,
-                    action: ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
-                },
-                hint: None,
-            },
-        ]
     }
 }

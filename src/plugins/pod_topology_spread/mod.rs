@@ -59,6 +59,7 @@
 
 mod common;
 mod filtering;
+mod hints;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -68,9 +69,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventResource, ExtensionPoints, Handle, Plugin,
-};
+use crate::framework::{ExtensionPoints, Handle, Plugin};
 use crate::model::{Symbol, TopologySpreadConstraint, UnsatisfiableConstraintAction};
 use crate::plugins::names;
 use crate::snapshot::PodInfo;
@@ -312,31 +311,5 @@ impl Plugin for PodTopologySpread {
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
         points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
-    }
-}
-
-impl EnqueueExtensions for PodTopologySpread {
-    /// Upstream `EventsToRegister`: assigned pods added, relabelled or deleted, and
-    /// nodes added, deleted, relabelled or re-tainted.
-    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        vec![
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::AssignedPod,
-                    action: ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
-                },
-                hint: None,
-            },
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::Node,
-                    action: ActionType::ADD
-                        | ActionType::DELETE
-                        | ActionType::UPDATE_NODE_LABEL
-                        | ActionType::UPDATE_NODE_TAINT,
-                },
-                hint: None,
-            },
-        ]
     }
 }
