@@ -159,6 +159,34 @@ impl InterPodAffinity {
         InterPodAffinity::from_config(args, handle).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
     }
 
+    /// A registry factory whose plugins read `namespaces` (the registry the embedding
+    /// program keeps current), for config-built profiles that use namespace selectors.
+    ///
+    /// ```
+    /// use schedkit::framework::{Handle, ProfileConfig, Registry};
+    /// use schedkit::model::Labels;
+    /// use schedkit::plugins::{inter_pod_affinity::{InterPodAffinity, NamespaceLabels}, names};
+    /// let namespaces = NamespaceLabels::default();
+    /// let mut registry = Registry::new();
+    /// registry.register(names::INTER_POD_AFFINITY, InterPodAffinity::factory_with(namespaces.clone())).unwrap();
+    /// namespaces.set("team-a", Labels::from_pairs([("team", "a")]));
+    /// let cfg: ProfileConfig = serde_json::from_str(r#"{
+    ///     "plugins": {"multiPoint": {"enabled": [{"name": "InterPodAffinity", "weight": 2}]}},
+    ///     "pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 10}}]
+    /// }"#).unwrap();
+    /// let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+    /// assert_eq!(profile.score_plugins(), [("InterPodAffinity", 2)]);
+    /// ```
+    pub fn factory_with(
+        namespaces: NamespaceLabels,
+    ) -> impl Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static {
+        move |args, handle| {
+            InterPodAffinity::from_config(args, handle)
+                .map(|p| Arc::new(p.with_namespaces(namespaces.clone())) as Arc<dyn Plugin>)
+                .map_err(|e| e.to_string())
+        }
+    }
+
     /// Reads namespace labels for `namespaceSelector` from `namespaces`.
     #[must_use]
     pub fn with_namespaces(mut self, namespaces: NamespaceLabels) -> Self {

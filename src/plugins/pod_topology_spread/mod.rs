@@ -269,6 +269,31 @@ impl PodTopologySpread {
         PodTopologySpread::from_config(args, handle).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
     }
 
+    /// A registry factory whose plugins find default-constraint selectors in
+    /// `workloads` (the registry the embedding program keeps current).
+    ///
+    /// ```
+    /// use schedkit::framework::{Handle, ProfileConfig, Registry};
+    /// use schedkit::plugins::{names, pod_topology_spread::{PodTopologySpread, WorkloadSelectors}};
+    /// let mut registry = Registry::new();
+    /// registry.register(names::POD_TOPOLOGY_SPREAD, PodTopologySpread::factory_with(WorkloadSelectors::default())).unwrap();
+    /// let cfg: ProfileConfig = serde_json::from_str(r#"{
+    ///     "plugins": {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 2}]}},
+    ///     "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]
+    /// }"#).unwrap();
+    /// let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+    /// assert_eq!(profile.filter_plugins(), ["PodTopologySpread"]);
+    /// ```
+    pub fn factory_with(
+        workloads: WorkloadSelectors,
+    ) -> impl Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static {
+        move |args, handle| {
+            PodTopologySpread::from_config(args, handle)
+                .map(|p| Arc::new(p.with_workloads(workloads.clone())) as Arc<dyn Plugin>)
+                .map_err(|e| e.to_string())
+        }
+    }
+
     /// Uses `workloads` to find the selector of default constraints.
     #[must_use]
     pub fn with_workloads(mut self, workloads: WorkloadSelectors) -> Self {
