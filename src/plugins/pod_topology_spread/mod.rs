@@ -18,9 +18,12 @@
 //!   select it ([`WorkloadSelectors`]); when nothing selects it, the plugin skips it.
 //!
 //! Cost: PreFilter and PreScore return Skip without touching any pod when the pod
-//! has no constraints of their kind; otherwise each walks every node's pods once per
-//! cycle. Filter and Score are O(constraints) hash look-ups per node and allocate
-//! nothing.
+//! has no constraints of their kind. Otherwise PreScore walks every node's pods once
+//! per cycle, and PreFilter walks the node list once per cycle but recounts pods only
+//! on nodes whose `NodeInfo` changed since the last pod with the same constraints
+//! (a small per-plugin memo of the last few workloads' counts, beyond upstream; the
+//! counts are exactly upstream's). Filter and Score are O(constraints) hash look-ups
+//! per node and allocate nothing.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -60,6 +63,7 @@
 mod common;
 mod filtering;
 mod hints;
+mod memo;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -233,6 +237,7 @@ pub struct PodTopologySpread {
     system_defaulted: bool,
     workloads: WorkloadSelectors,
     hostname: Symbol,
+    memo: memo::CountMemo,
 }
 
 impl PodTopologySpread {
@@ -249,6 +254,7 @@ impl PodTopologySpread {
             system_defaulted,
             workloads: WorkloadSelectors::default(),
             hostname: Symbol::intern(LABEL_HOSTNAME),
+            memo: memo::CountMemo::default(),
         })
     }
 

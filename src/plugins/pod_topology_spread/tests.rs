@@ -261,3 +261,84 @@ fn node_inclusion_policy_table() {
         [(vec![("zone1", 0), ("zone2", 1)], [0, 1]), (vec![("node-a", 0), ("node-b", 2), ("node-x", 1)], [0, 1])]
     );
 }
+
+/// The cross-cycle memo gives exactly the counts of a fresh plugin while pods come
+/// and go, nodes are relabelled, added and removed, and more workloads than the
+/// memo holds take turns.
+#[test]
+fn memo_matches_a_fresh_count_after_changes() {
+    use crate::snapshot::Cache;
+    let mut cache = Cache::new();
+    let mk_node = |i: u64, zone: u64| {
+        let name = format!("n{i}");
+        node(&name, &[("zone", &format!("z{zone}")), ("node", &name)], i % 5 == 0)
+    };
+    for i in 0..12 {
+        cache.add_node(mk_node(i, i % 3)).unwrap();
+    }
+    let workloads: Vec<Pod> = (0..6)
+        .map(|w| {
+            let honor = if w % 2 == 0 { Some(Honor) } else { None };
+            let key = if w % 3 == 0 { "node" } else { "zone" };
+            incoming(vec![
+                tsc(1, "zone", DoNotSchedule, exists(if w < 3 { "foo" } else { "bar" }), (None, honor)),
+                tsc(1, key, DoNotSchedule, exists("foo"), NONE),
+            ])
+            .with(move |p| {
+                if w == 5 {
+                    p.spec.node_selector.insert(Symbol::intern("zone"), Symbol::intern("z1"));
+                }
+            })
+            .build()
+        })
+        .map(|p| PodInfo::new(p).unwrap().pod.as_ref().clone())
+        .collect();
+    let pl = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
+    let mut snap = Snapshot::default();
+    let mut seed: u64 = 42;
+    let mut next = |m: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % m
+    };
+    let mut pods: Vec<String> = Vec::new();
+    let mut nodes: Vec<u64> = (0..12).collect();
+    let mut next_node = 12;
+    for round in 0..200 {
+        match next(6) {
+            0..=2 => {
+                let n = nodes[next(nodes.len() as u64) as usize];
+                let label = if next(2) == 0 { "foo" } else { "bar" };
+                let name = format!("p{round}");
+                let p = on(&name, &format!("n{n}"), &[(label, "")]);
+                cache.add_pod(Arc::new(PodInfo::new(p).unwrap())).unwrap();
+                pods.push(format!("default/{name}"));
+            }
+            3 if !pods.is_empty() => {
+                let uid = pods.swap_remove(next(pods.len() as u64) as usize);
+                let _ = cache.remove_pod(&uid);
+            }
+            4 => {
+                let n = nodes[next(nodes.len() as u64) as usize];
+                cache.update_node(mk_node(n, next(4))).unwrap();
+            }
+            _ => {
+                if next(2) == 0 && nodes.len() > 3 {
+                    let n = nodes.swap_remove(next(nodes.len() as u64) as usize);
+                    cache.remove_node(&format!("n{n}")).unwrap();
+                } else {
+                    cache.add_node(mk_node(next_node, next(3))).unwrap();
+                    nodes.push(next_node);
+                    next_node += 1;
+                }
+            }
+        }
+        cache.update_snapshot(&mut snap);
+        // Mostly the first workloads (memo hits), sometimes others (misses, evictions).
+        let w = if next(4) == 0 { next(6) } else { next(2) } as usize;
+        let pod = PodInfo::new(workloads[w].clone()).unwrap();
+        let fresh = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
+        let got = pl.pre_filter_state(&pod, &snap).unwrap();
+        let want = fresh.pre_filter_state(&pod, &snap).unwrap();
+        assert_eq!(summary(&got), summary(&want), "round {round}");
+    }
+}
