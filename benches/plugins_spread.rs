@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use schedkit::model::{
     Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm, Symbol, TopologySpreadConstraint,
@@ -122,11 +122,20 @@ fn bench_spread(c: &mut Criterion) {
         b.iter(|| snap.nodes().iter().map(|n| pl.score(black_box(&state), &pod, n).unwrap_or(0)).sum::<i64>());
     });
     g.throughput(Throughput::Elements(1));
+    // Later pods of the workload on an unchanged cluster: the memo's steady state.
     g.bench_function("pre_filter_5000_nodes", |b| {
         b.iter(|| {
             let mut s = CycleState::new();
             pl.pre_filter(&mut s, &pod, black_box(&snap)).1.is_success()
         });
+    });
+    // The first pod of a workload: nothing memoized, every node's pods counted.
+    g.bench_function("pre_filter_5000_nodes_cold", |b| {
+        b.iter_batched(
+            || PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap(),
+            |fresh| fresh.pre_filter(&mut CycleState::new(), &pod, black_box(&snap)).1.is_success(),
+            BatchSize::SmallInput,
+        );
     });
     g.bench_function("pre_score_5000_nodes", |b| {
         b.iter(|| {
