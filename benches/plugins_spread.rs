@@ -131,7 +131,7 @@ fn bench_spread(c: &mut Criterion) {
     });
     // The first pod of a workload: nothing memoized, every node's pods counted.
     g.bench_function("pre_filter_5000_nodes_cold", |b| {
-        b.iter_batched(
+        b.iter_batched_ref(
             || PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap(),
             |fresh| fresh.pre_filter(&mut CycleState::new(), &pod, black_box(&snap)).1.is_success(),
             BatchSize::SmallInput,
