@@ -109,7 +109,9 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return None;
         }
-        let counts = self.memo.domain_counts(pod, &constraints, snapshot);
+        let counts: Vec<AHashMap<Symbol, i64>> = self.memo.with_domains(pod, &constraints, snapshot, true, |d| {
+            d.iter().map(|m| m.iter().map(|(&v, &(n, _))| (v, n)).collect()).collect()
+        });
         let critical = counts
             .iter()
             .map(|m| {

@@ -27,10 +27,11 @@ struct MemoKey {
     /// Only set when affinity is honored (`node_selector` says whether it is).
     required_affinity: Option<NodeSelector>,
     tolerations: Option<Vec<Toleration>>,
+    require_all: bool,
 }
 
 impl MemoKey {
-    fn new(pod: &PodInfo, constraints: &[Constraint]) -> Self {
+    fn new(pod: &PodInfo, constraints: &[Constraint], require_all: bool) -> Self {
         let spec = &pod.pod.spec;
         let affinity = constraints.iter().any(|c| c.honor_node_affinity);
         let taints = constraints.iter().any(|c| c.honor_node_taints);
@@ -40,6 +41,7 @@ impl MemoKey {
             node_selector: affinity.then(|| spec.node_selector.clone()),
             required_affinity: if affinity { pod.pod.node_affinity().and_then(|a| a.required.clone()) } else { None },
             tolerations: taints.then(|| spec.tolerations.clone()),
+            require_all,
         }
     }
 }
@@ -75,9 +77,9 @@ impl Entry {
     }
 }
 
-fn contribution(constraints: &[Constraint], pod: &PodInfo, node: &NodeInfo) -> Contribution {
+fn contribution(constraints: &[Constraint], pod: &PodInfo, node: &NodeInfo, require_all: bool) -> Contribution {
     let labels = &node.node().metadata.labels;
-    if !node_has_all_keys(labels, constraints) {
+    if require_all && !node_has_all_keys(labels, constraints) {
         return constraints.iter().map(|_| None).collect();
     }
     constraints
@@ -106,16 +108,21 @@ impl Clone for CountMemo {
 }
 
 impl CountMemo {
-    /// Upstream `TpValueToMatchNum` for `pod` over `snapshot`: domain -> matching pods,
-    /// per constraint, recounting only nodes whose `NodeInfo` changed since this
-    /// workload's last cycle.
-    pub(crate) fn domain_counts(
+    /// Calls `f` with, per constraint, domain -> (matching pods, eligible nodes) for
+    /// `pod` over every node of `snapshot` (upstream `calPreFilterState`'s
+    /// `TpValueToMatchNum`, or PreScore's all-node count with `require_all` false for
+    /// system defaults), recounting only nodes whose `NodeInfo` changed since this
+    /// workload's last cycle. A node without a constraint's key counts in the `""`
+    /// domain when `require_all` is false, as upstream.
+    pub(crate) fn with_domains<R>(
         &self,
         pod: &PodInfo,
         constraints: &[Constraint],
         snapshot: &Snapshot,
-    ) -> Vec<AHashMap<Symbol, i64>> {
-        let key = MemoKey::new(pod, constraints);
+        require_all: bool,
+        f: impl FnOnce(&[AHashMap<Symbol, (i64, u32)>]) -> R,
+    ) -> R {
+        let key = MemoKey::new(pod, constraints, require_all);
         let mut guard = self.entries.lock();
         let (clock, entries) = &mut *guard;
         *clock += 1;
@@ -152,7 +159,7 @@ impl CountMemo {
                 let old = std::mem::take(old);
                 entry.apply(&old, -1);
             }
-            let new = contribution(constraints, pod, node);
+            let new = contribution(constraints, pod, node, require_all);
             entry.apply(&new, 1);
             if i < entry.nodes.len() {
                 entry.nodes[i] = (node.clone(), new);
@@ -160,6 +167,6 @@ impl CountMemo {
                 entry.nodes.push((node.clone(), new));
             }
         }
-        entry.domains.iter().map(|m| m.iter().map(|(&v, &(n, _))| (v, n)).collect()).collect()
+        f(&entry.domains)
     }
 }

@@ -18,12 +18,12 @@
 //!   select it ([`WorkloadSelectors`]); when nothing selects it, the plugin skips it.
 //!
 //! Cost: PreFilter and PreScore return Skip without touching any pod when the pod
-//! has no constraints of their kind. Otherwise PreScore walks every node's pods once
-//! per cycle, and PreFilter walks the node list once per cycle but recounts pods only
-//! on nodes whose `NodeInfo` changed since the last pod with the same constraints
-//! (a small per-plugin memo of the last few workloads' counts, beyond upstream; the
-//! counts are exactly upstream's). Filter and Score are O(constraints) hash look-ups
-//! per node and allocate nothing.
+//! has no constraints of their kind. Otherwise each walks the node list once per
+//! cycle but recounts pods only on nodes whose `NodeInfo` changed since the last pod
+//! with the same constraints (a small per-plugin memo of the last few workloads'
+//! counts, beyond upstream; the counts are exactly upstream's), and PreScore counts
+//! the candidates' own pods for hostname constraints. Filter and Score are
+//! O(constraints) hash look-ups per node and allocate nothing.
 //!
 //! ```
 //! use std::sync::Arc;

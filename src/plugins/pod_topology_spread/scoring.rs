@@ -74,22 +74,18 @@ impl PodTopologySpread {
                 ((size + 2) as f64).ln()
             })
             .collect();
-        for node in all.nodes() {
-            let labels = &node.node().metadata.labels;
-            if require_all && !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if is_hostname[i] || !c.includes_node(&pod.pod, node) {
+        // Matching pods of the candidates' domains over every node (hostname counts
+        // were taken above, per candidate).
+        self.memo.with_domains(pod, &constraints, all, require_all, |domains| {
+            for (i, m) in counts.iter_mut().enumerate() {
+                if is_hostname[i] {
                     continue;
                 }
-                let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
-                // Only domains of candidate nodes are counted.
-                if let Some(n) = counts[i].get_mut(&value) {
-                    *n += c.count_on(node, pod.namespace);
+                for (value, n) in m.iter_mut() {
+                    *n = domains[i].get(value).map_or(0, |d| d.0);
                 }
             }
-        }
+        });
         Some(PreScoreState { constraints: constraints.into(), ignored, counts, weights, is_hostname })
     }
 }

@@ -262,38 +262,90 @@ fn node_inclusion_policy_table() {
     );
 }
 
-/// The cross-cycle memo gives exactly the counts of a fresh plugin while pods come
-/// and go, nodes are relabelled, added and removed, and more workloads than the
-/// memo holds take turns.
+/// PreScore's counts per constraint, ignored nodes and weights (as bits), sorted.
+type ScoreSummary = (Vec<Vec<(&'static str, i64)>>, Vec<&'static str>, Vec<u64>);
+
+/// PreScore's state, sorted for comparison.
+fn score_summary(s: &super::scoring::PreScoreState) -> ScoreSummary {
+    let counts = s
+        .counts
+        .iter()
+        .map(|m| {
+            let mut v: Vec<_> = m.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let mut ignored: Vec<_> = s.ignored.iter().map(|k| k.as_str()).collect();
+    ignored.sort_unstable();
+    (counts, ignored, s.weights.iter().map(|w| w.to_bits()).collect())
+}
+
+/// The cross-cycle memo gives exactly the counts of a fresh plugin, for PreFilter
+/// and PreScore, while pods come and go, nodes are relabelled, added and removed,
+/// and more workloads than the memo holds take turns.
 #[test]
+#[expect(clippy::too_many_lines, reason = "one randomized scenario")]
 fn memo_matches_a_fresh_count_after_changes() {
-    use crate::snapshot::Cache;
+    use super::WorkloadSelectors;
+    use crate::snapshot::{Cache, NodeList};
     let mut cache = Cache::new();
     let mk_node = |i: u64, zone: u64| {
         let name = format!("n{i}");
-        node(&name, &[("zone", &format!("z{zone}")), ("node", &name)], i % 5 == 0)
+        let z = format!("z{zone}");
+        let mut labels = vec![("zone", z.as_str()), ("node", name.as_str()), ("kubernetes.io/hostname", name.as_str())];
+        if i % 2 == 0 {
+            labels.push(("topology.kubernetes.io/zone", z.as_str()));
+        }
+        node(&name, &labels, i % 5 == 0)
     };
     for i in 0..12 {
         cache.add_node(mk_node(i, i % 3)).unwrap();
     }
-    let workloads: Vec<Pod> = (0..6)
-        .map(|w| {
-            let honor = if w % 2 == 0 { Some(Honor) } else { None };
-            let key = if w % 3 == 0 { "node" } else { "zone" };
-            incoming(vec![
-                tsc(1, "zone", DoNotSchedule, exists(if w < 3 { "foo" } else { "bar" }), (None, honor)),
-                tsc(1, key, DoNotSchedule, exists("foo"), NONE),
-            ])
-            .with(move |p| {
-                if w == 5 {
-                    p.spec.node_selector.insert(Symbol::intern("zone"), Symbol::intern("z1"));
-                }
+    let honor_taints = (None, Some(Honor));
+    let host = "kubernetes.io/hostname";
+    let workloads: Vec<Pod> = vec![
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("foo"), NONE),
+            tsc(1, "node", DoNotSchedule, exists("foo"), honor_taints),
+        ])
+        .build(),
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("bar"), NONE),
+            tsc(2, "zone", ScheduleAnyway, exists("foo"), NONE),
+        ])
+        .build(),
+        incoming(vec![
+            tsc(1, "zone", ScheduleAnyway, exists("foo"), honor_taints),
+            tsc(1, host, ScheduleAnyway, exists("foo"), NONE),
+        ])
+        .build(),
+        incoming(vec![tsc(1, "node", DoNotSchedule, exists("foo"), NONE)])
+            .with(|p| {
+                p.spec.node_selector.insert(Symbol::intern("zone"), Symbol::intern("z1"));
             })
-            .build()
-        })
-        .map(|p| PodInfo::new(p).unwrap().pod.as_ref().clone())
-        .collect();
-    let pl = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
+            .build(),
+        // No constraints: the system defaults, through a Service selecting foo.
+        PodBuilder::new("p").label("foo", "").build(),
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("foo"), honor_taints),
+            tsc(1, "node", ScheduleAnyway, exists("bar"), NONE),
+        ])
+        .build(),
+    ];
+    let services = WorkloadSelectors::default();
+    services.set(
+        "default",
+        "svc",
+        super::WorkloadKind::Service,
+        LabelSelector::from_labels(Labels::from_pairs([("foo", "")])),
+    );
+    let new_plugin = || {
+        PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default())
+            .unwrap()
+            .with_workloads(services.clone())
+    };
+    let pl = new_plugin();
     let mut snap = Snapshot::default();
     let mut seed: u64 = 42;
     let mut next = |m: u64| {
@@ -303,7 +355,7 @@ fn memo_matches_a_fresh_count_after_changes() {
     let mut pods: Vec<String> = Vec::new();
     let mut nodes: Vec<u64> = (0..12).collect();
     let mut next_node = 12;
-    for round in 0..200 {
+    for round in 0..300 {
         match next(6) {
             0..=2 => {
                 let n = nodes[next(nodes.len() as u64) as usize];
@@ -334,11 +386,20 @@ fn memo_matches_a_fresh_count_after_changes() {
         }
         cache.update_snapshot(&mut snap);
         // Mostly the first workloads (memo hits), sometimes others (misses, evictions).
-        let w = if next(4) == 0 { next(6) } else { next(2) } as usize;
+        let w = if next(3) == 0 { next(6) } else { next(3) } as usize;
         let pod = PodInfo::new(workloads[w].clone()).unwrap();
-        let fresh = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
-        let got = pl.pre_filter_state(&pod, &snap).unwrap();
-        let want = fresh.pre_filter_state(&pod, &snap).unwrap();
-        assert_eq!(summary(&got), summary(&want), "round {round}");
+        let fresh = new_plugin();
+        let got = pl.pre_filter_state(&pod, &snap);
+        let want = fresh.pre_filter_state(&pod, &snap);
+        assert_eq!(got.as_ref().map(summary), want.as_ref().map(summary), "PreFilter, round {round}, workload {w}");
+        let offset = next(3) as usize;
+        let idx: Vec<usize> = (0..snap.len()).filter(|i| (i + offset) % 3 != 0).collect();
+        let got = pl.pre_score_state(&pod, NodeList::new(&snap, &idx));
+        let want = fresh.pre_score_state(&pod, NodeList::new(&snap, &idx));
+        assert_eq!(
+            got.as_ref().map(score_summary),
+            want.as_ref().map(score_summary),
+            "PreScore, round {round}, workload {w}"
+        );
     }
 }
