@@ -19,10 +19,13 @@
 //!   `mismatchLabelKeys` are applied here, since no API server merges them.
 //!
 //! Cost: PreFilter scans only pods with required anti-affinity when the incoming
-//! pod has no required terms, and Skips when none of them applies; PreScore scans
-//! only pods with affinity when the pod has no preferred terms. Each scan happens
-//! once per cycle. Filter is O(required terms + node labels) and Score
-//! O(topology keys), both allocation-free.
+//! pod has no required terms, and Skips when none of them applies; with required
+//! terms it walks the node list once per cycle but recounts pods only on nodes whose
+//! `NodeInfo` changed since the last pod with the same terms (a small memo of the
+//! last few workloads' counts, beyond upstream; the counts are exactly upstream's).
+//! PreScore scans only pods with affinity when the pod has no preferred terms, and
+//! every pod once per cycle when it has. Filter is O(required terms + node labels)
+//! and Score O(topology keys), both allocation-free.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -57,8 +60,11 @@
 
 mod filtering;
 mod hints;
+mod memo;
 mod scoring;
 mod terms;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -133,6 +139,7 @@ impl InterPodAffinityArgs {
 pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     namespaces: NamespaceLabels,
+    memo: memo::TermMemo,
 }
 
 impl InterPodAffinity {
@@ -140,7 +147,7 @@ impl InterPodAffinity {
     /// [`NamespaceLabels`] until one is attached with [`InterPodAffinity::with_namespaces`].
     pub fn new(args: InterPodAffinityArgs, _handle: &Handle) -> Result<Self, InterPodAffinityArgsError> {
         args.validate()?;
-        Ok(InterPodAffinity { args, namespaces: NamespaceLabels::default() })
+        Ok(InterPodAffinity { args, namespaces: NamespaceLabels::default(), memo: memo::TermMemo::default() })
     }
 
     /// Builds the plugin from config args (`None`: the defaults).
