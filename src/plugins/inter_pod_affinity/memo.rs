@@ -13,6 +13,7 @@ use ahash::AHashMap;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
+use super::scoring::{ScoreContext, ScoreMap};
 use super::terms::ResolvedTerm;
 use crate::model::Symbol;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -161,5 +162,131 @@ impl TermMemo {
             }
         }
         (entry.affinity_counts.clone(), entry.anti_counts.clone())
+    }
+}
+
+/// One node's share of the PreScore sums: `(topology key, node's value, summed
+/// weight, number of term matches)`.
+type ScoreContribution = SmallVec<[(Symbol, Symbol, i64, u32); 2]>;
+
+fn score_contribution(ctx: &ScoreContext, pod: &PodInfo, node: &NodeInfo) -> ScoreContribution {
+    let labels = &node.node().metadata.labels;
+    let mut out = ScoreContribution::new();
+    if labels.is_empty() {
+        return out;
+    }
+    for existing in node.pods() {
+        ctx.process(pod, existing, |key, delta| {
+            let Some(value) = labels.get(key) else { return };
+            match out.iter_mut().find(|e| e.0 == key) {
+                Some(e) => {
+                    e.2 += delta;
+                    e.3 += 1;
+                }
+                None => out.push((key, value, delta, 1)),
+            }
+        });
+    }
+    out
+}
+
+#[derive(Debug)]
+struct ScoreEntry {
+    ctx: ScoreContext,
+    nodes: Vec<(Arc<NodeInfo>, ScoreContribution)>,
+    /// `(key, value)` -> (summed weight, matches); an entry lives while it has matches.
+    sums: AHashMap<(Symbol, Symbol), (i64, u32)>,
+    last_used: u64,
+}
+
+impl ScoreEntry {
+    fn apply(&mut self, c: &ScoreContribution, sign: i64) {
+        for &(key, value, delta, matches) in c {
+            let e = self.sums.entry((key, value)).or_insert((0, 0));
+            e.0 += sign * delta;
+            if sign > 0 {
+                e.1 += matches;
+            } else {
+                e.1 = e.1.saturating_sub(matches);
+                if e.1 == 0 {
+                    self.sums.remove(&(key, value));
+                }
+            }
+        }
+    }
+}
+
+/// PreScore sums of a few workloads (pods with preferred terms), kept across cycles.
+#[derive(Debug, Default)]
+pub(crate) struct ScoreMemo {
+    entries: Mutex<(u64, Vec<ScoreEntry>)>,
+}
+
+impl Clone for ScoreMemo {
+    /// A clone starts empty (the sums are a cache, not state).
+    fn clone(&self) -> Self {
+        ScoreMemo::default()
+    }
+}
+
+impl ScoreMemo {
+    /// Upstream PreScore's `topologyScore` over every pod of `snapshot` for a pod with
+    /// preferred terms, recounting only nodes whose `NodeInfo` changed since the last
+    /// pod with the same `ctx`.
+    pub(crate) fn scores(&self, ctx: &ScoreContext, pod: &PodInfo, snapshot: &Snapshot) -> ScoreMap {
+        let mut guard = self.entries.lock();
+        let (clock, entries) = &mut *guard;
+        *clock += 1;
+        let idx = if let Some(i) = entries.iter().position(|e| e.ctx == *ctx) {
+            i
+        } else {
+            if entries.len() >= CAPACITY
+                && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, e)| e.last_used).map(|(i, _)| i)
+            {
+                entries.swap_remove(lru);
+            }
+            entries.push(ScoreEntry {
+                ctx: ctx.clone(),
+                nodes: Vec::with_capacity(snapshot.len()),
+                sums: AHashMap::new(),
+                last_used: 0,
+            });
+            entries.len() - 1
+        };
+        let entry = &mut entries[idx];
+        entry.last_used = *clock;
+        let nodes = snapshot.nodes();
+        while entry.nodes.len() > nodes.len() {
+            if let Some((_, old)) = entry.nodes.pop() {
+                entry.apply(&old, -1);
+            }
+        }
+        for (i, node) in nodes.iter().enumerate() {
+            if let Some((cached, old)) = entry.nodes.get_mut(i) {
+                if Arc::ptr_eq(cached, node) {
+                    continue;
+                }
+                let old = std::mem::take(old);
+                entry.apply(&old, -1);
+            }
+            let new = score_contribution(&entry.ctx, pod, node);
+            entry.apply(&new, 1);
+            if i < entry.nodes.len() {
+                entry.nodes[i] = (node.clone(), new);
+            } else {
+                entry.nodes.push((node.clone(), new));
+            }
+        }
+        let mut out = ScoreMap::default();
+        for (&(key, value), &(sum, _)) in &entry.sums {
+            let i = if let Some(i) = out.0.iter().position(|(k, _)| *k == key) {
+                i
+            } else {
+                out.0.push((key, AHashMap::new()));
+                out.0.len() - 1
+            };
+            out.0[i].1.insert(value, sum);
+        }
+        out
     }
 }

@@ -23,9 +23,10 @@
 //! terms it walks the node list once per cycle but recounts pods only on nodes whose
 //! `NodeInfo` changed since the last pod with the same terms (a small memo of the
 //! last few workloads' counts, beyond upstream; the counts are exactly upstream's).
-//! PreScore scans only pods with affinity when the pod has no preferred terms, and
-//! every pod once per cycle when it has. Filter is O(required terms + node labels)
-//! and Score O(topology keys), both allocation-free.
+//! PreScore scans only pods with affinity when the pod has no preferred terms; with
+//! preferred terms it sums over every pod through the same kind of memo. Filter is
+//! O(required terms + node labels) and Score O(topology keys), both
+//! allocation-free.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -140,6 +141,7 @@ pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     namespaces: NamespaceLabels,
     memo: memo::TermMemo,
+    score_memo: memo::ScoreMemo,
 }
 
 impl InterPodAffinity {
@@ -147,7 +149,12 @@ impl InterPodAffinity {
     /// [`NamespaceLabels`] until one is attached with [`InterPodAffinity::with_namespaces`].
     pub fn new(args: InterPodAffinityArgs, _handle: &Handle) -> Result<Self, InterPodAffinityArgsError> {
         args.validate()?;
-        Ok(InterPodAffinity { args, namespaces: NamespaceLabels::default(), memo: memo::TermMemo::default() })
+        Ok(InterPodAffinity {
+            args,
+            namespaces: NamespaceLabels::default(),
+            memo: memo::TermMemo::default(),
+            score_memo: memo::ScoreMemo::default(),
+        })
     }
 
     /// Builds the plugin from config args (`None`: the defaults).

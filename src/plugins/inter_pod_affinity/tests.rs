@@ -1,10 +1,10 @@
-//! The cross-cycle term memo against fresh counts.
+//! The cross-cycle memos (PreFilter term counts, PreScore sums) against fresh counts.
 
 use std::sync::Arc;
 
 use super::{InterPodAffinity, InterPodAffinityArgs, NamespaceLabels};
 use crate::framework::Handle;
-use crate::model::{Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm, Symbol};
+use crate::model::{Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm, Symbol, WeightedPodAffinityTerm};
 use crate::snapshot::{Cache, PodInfo, Snapshot};
 use crate::testing::{NodeBuilder, PodBuilder};
 
@@ -14,6 +14,10 @@ fn term(app: &str, key: &str) -> PodAffinityTerm {
         topology_key: Symbol::intern(key),
         ..Default::default()
     }
+}
+
+fn weighted(weight: i32, t: PodAffinityTerm) -> WeightedPodAffinityTerm {
+    WeightedPodAffinityTerm { weight, pod_affinity_term: t }
 }
 
 fn with_terms(name: &str, app: &str, affinity: Vec<PodAffinityTerm>, anti: Vec<PodAffinityTerm>) -> PodBuilder {
@@ -26,9 +30,10 @@ fn with_terms(name: &str, app: &str, affinity: Vec<PodAffinityTerm>, anti: Vec<P
     })
 }
 
-/// Incoming-term counts from the memo equal a fresh plugin's while pods come and
-/// go, nodes are relabelled, added and removed, and workloads take turns.
+/// Incoming-term counts and PreScore sums from the memos equal a fresh plugin's
+/// while pods come and go, nodes are relabelled, added and removed, and workloads take turns.
 #[test]
+#[expect(clippy::too_many_lines, reason = "one randomized scenario")]
 fn memo_matches_a_fresh_count_after_changes() {
     let mut cache = Cache::new();
     let mk_node = |i: u64, zone: u64| {
@@ -51,7 +56,23 @@ fn memo_matches_a_fresh_count_after_changes() {
         with_terms("w5", "db", vec![term("db", "host")], vec![term("web", "zone")]),
     ]
     .into_iter()
-    .map(|b| PodInfo::new(b.build()).unwrap())
+    .enumerate()
+    .map(|(i, b)| {
+        // Preferred terms on some workloads, so PreScore scans (and memoizes) every pod.
+        let b = b.with(move |p| {
+            let a = p.spec.affinity.get_or_insert_with(Default::default);
+            if i % 2 == 0 {
+                a.pod_affinity.get_or_insert_with(Default::default).preferred.push(weighted(7, term("db", "zone")));
+            }
+            if i % 3 == 0 {
+                a.pod_anti_affinity
+                    .get_or_insert_with(Default::default)
+                    .preferred
+                    .push(weighted(3, term("web", "host")));
+            }
+        });
+        PodInfo::new(b.build()).unwrap()
+    })
     .collect();
     let new_plugin = || {
         InterPodAffinity::new(InterPodAffinityArgs::default(), &Handle::default())
@@ -75,10 +96,19 @@ fn memo_matches_a_fresh_count_after_changes() {
                 let n = nodes[next(nodes.len() as u64) as usize];
                 let name = format!("p{round}");
                 let app = apps[next(4) as usize];
-                let b = if next(4) == 0 {
-                    with_terms(&name, app, vec![], vec![term(apps[next(4) as usize], "host")])
-                } else {
-                    PodBuilder::new(&name).label("app", app)
+                let b = match next(6) {
+                    0 => with_terms(&name, app, vec![], vec![term(apps[next(4) as usize], "host")]),
+                    1 => with_terms(&name, app, vec![term(apps[next(4) as usize], "zone")], vec![]),
+                    2 => PodBuilder::new(&name).label("app", app).with(|p| {
+                        p.spec.affinity = Some(Affinity {
+                            pod_anti_affinity: Some(PodAffinity {
+                                required: vec![],
+                                preferred: vec![weighted(4, term("cache", "zone"))],
+                            }),
+                            ..Default::default()
+                        });
+                    }),
+                    _ => PodBuilder::new(&name).label("app", app),
                 };
                 cache.add_pod(Arc::new(PodInfo::new(b.node_name(&format!("n{n}")).build()).unwrap())).unwrap();
                 pods.push(format!("default/{name}"));
@@ -108,5 +138,23 @@ fn memo_matches_a_fresh_count_after_changes() {
         let want = new_plugin().pre_filter_state(&workloads[w], &snap);
         let key = |s: &super::filtering::PreFilterState| (s.affinity.clone(), s.anti.clone(), s.existing_anti.clone());
         assert_eq!(got.as_ref().map(key), want.as_ref().map(key), "round {round}, workload {w}");
+        let idx: Vec<usize> = (0..snap.len()).collect();
+        let got = pl.pre_score_state(&workloads[w], crate::snapshot::NodeList::new(&snap, &idx));
+        let want = new_plugin().pre_score_state(&workloads[w], crate::snapshot::NodeList::new(&snap, &idx));
+        let sorted = |s: &super::scoring::PreScoreState| {
+            let mut v: Vec<(&str, Vec<(&str, i64)>)> = s
+                .topology_score
+                .0
+                .iter()
+                .map(|(k, m)| {
+                    let mut e: Vec<_> = m.iter().map(|(v, &n)| (v.as_str(), n)).collect();
+                    e.sort_unstable();
+                    (k.as_str(), e)
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(got.as_ref().map(sorted), want.as_ref().map(sorted), "PreScore, round {round}, workload {w}");
     }
 }
