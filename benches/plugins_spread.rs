@@ -199,6 +199,22 @@ fn bench_interpod(c: &mut Criterion) {
             pl.pre_score(&mut s, &pod, NodeList::new(black_box(&snap), &all)).is_success()
         });
     });
+    // The first pod of a workload: nothing memoized, every pod visited.
+    let fresh = || InterPodAffinity::new(InterPodAffinityArgs::default(), &Handle::default()).unwrap();
+    g.bench_function("pre_filter_5000_nodes_cold", |b| {
+        b.iter_batched_ref(
+            fresh,
+            |pl| pl.pre_filter(&mut CycleState::new(), &pod, black_box(&snap)).1.is_success(),
+            BatchSize::SmallInput,
+        );
+    });
+    g.bench_function("pre_score_5000_nodes_cold", |b| {
+        b.iter_batched_ref(
+            fresh,
+            |pl| pl.pre_score(&mut CycleState::new(), &pod, NodeList::new(black_box(&snap), &all)).is_success(),
+            BatchSize::SmallInput,
+        );
+    });
     // A pod with no terms: PreFilter only visits pods with required anti-affinity.
     let bare = PodInfo::new(PodBuilder::new("bare").label("app", "web-1").build()).unwrap();
     g.bench_function("pre_filter_no_terms", |b| {
