@@ -93,9 +93,15 @@ impl Entry {
 }
 
 /// A few workloads' counts (least recently used evicted first).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct TermMemo {
     entries: Mutex<(u64, Vec<Entry>)>,
+}
+
+impl std::fmt::Debug for TermMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TermMemo").field("workloads", &self.entries.lock().1.len()).finish()
+    }
 }
 
 const CAPACITY: usize = 4;
@@ -217,9 +223,15 @@ impl ScoreEntry {
 }
 
 /// PreScore sums of a few workloads (pods with preferred terms), kept across cycles.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct ScoreMemo {
     entries: Mutex<(u64, Vec<ScoreEntry>)>,
+}
+
+impl std::fmt::Debug for ScoreMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScoreMemo").field("workloads", &self.entries.lock().1.len()).finish()
+    }
 }
 
 impl Clone for ScoreMemo {

@@ -92,9 +92,15 @@ fn contribution(constraints: &[Constraint], pod: &PodInfo, node: &NodeInfo, requ
 }
 
 /// A few workloads' domain counts (least recently used evicted first).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct CountMemo {
     entries: Mutex<(u64, Vec<Entry>)>,
+}
+
+impl std::fmt::Debug for CountMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountMemo").field("workloads", &self.entries.lock().1.len()).finish()
+    }
 }
 
 /// How many workloads' counts are kept.
