@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, PreScorePlugin, ScorePlugin};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use schedkit::model::{
     Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm, Symbol, TopologySpreadConstraint,
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
@@ -121,6 +121,10 @@ fn bench_spread(c: &mut Criterion) {
     g.bench_function("score", |b| {
         b.iter(|| snap.nodes().iter().map(|n| pl.score(black_box(&state), &pod, n).unwrap_or(0)).sum::<i64>());
     });
+    let mut out: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    g.bench_function("score_nodes", |b| {
+        b.iter(|| pl.score_nodes(black_box(&state), &pod, NodeList::new(&snap, &all), &mut out).is_ok());
+    });
     g.throughput(Throughput::Elements(1));
     // Later pods of the workload on an unchanged cluster: the memo's steady state.
     g.bench_function("pre_filter_5000_nodes", |b| {
@@ -185,6 +189,10 @@ fn bench_interpod(c: &mut Criterion) {
     bench_filter(&mut g, &snap, &state, &pod, &pl);
     g.bench_function("score", |b| {
         b.iter(|| snap.nodes().iter().map(|n| pl.score(black_box(&state), &pod, n).unwrap_or(0)).sum::<i64>());
+    });
+    let mut out: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    g.bench_function("score_nodes", |b| {
+        b.iter(|| pl.score_nodes(black_box(&state), &pod, NodeList::new(&snap, &all), &mut out).is_ok());
     });
     g.throughput(Throughput::Elements(1));
     g.bench_function("pre_filter_5000_nodes", |b| {

@@ -675,6 +675,10 @@ fn scores(pl: &InterPodAffinity, pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Opt
     assert!(st.is_success(), "{st:?}");
     let mut out: Vec<NodeScore> =
         snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: pl.score(&state, &pod, n).unwrap() }).collect();
+    // The batch entry point gives the same raw scores.
+    let mut batch: Vec<NodeScore> = out.iter().map(|s| NodeScore { name: s.name, score: -1 }).collect();
+    pl.score_nodes(&state, &pod, NodeList::new(&snap, &idx), &mut batch).unwrap();
+    assert_eq!(batch, out);
     assert!(pl.normalize(&state, &pod, &mut out).is_success());
     Some(out.into_iter().map(|s| (s.name.as_str().to_owned(), s.score)).collect())
 }

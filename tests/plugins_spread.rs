@@ -462,6 +462,10 @@ fn scores(pl: &PodTopologySpread, pod: &Pod, candidates: &[Node], failed: &[Node
             NodeScore { name: n.name(), score: pl.score(&state, &pod, n).unwrap() }
         })
         .collect();
+    // The batch entry point gives the same raw scores.
+    let mut batch: Vec<NodeScore> = out.iter().map(|s| NodeScore { name: s.name, score: -1 }).collect();
+    pl.score_nodes(&state, &pod, NodeList::new(&snap, &idx), &mut batch).unwrap();
+    assert_eq!(batch, out);
     assert!(pl.normalize(&state, &pod, &mut out).is_success());
     out.into_iter().map(|s| (s.name.as_str().to_owned(), s.score)).collect()
 }

@@ -33,6 +33,19 @@ impl ScoreMap {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Upstream `Score`: the sum of the node's domains' scores.
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let labels = &node.node().metadata.labels;
+        let mut score = 0;
+        for (key, values) in &self.0 {
+            if let Some(v) = labels.get(*key) {
+                score += values.get(&v).copied().unwrap_or(0);
+            }
+        }
+        score
+    }
 }
 
 /// What Score reads (upstream `preScoreState`).
@@ -160,14 +173,24 @@ impl ScorePlugin for InterPodAffinity {
         let Some(s) = state.read::<PreScoreState>() else {
             return Err(Status::error("reading \"PreScoreInterPodAffinity\" from cycleState: not found"));
         };
-        let labels = &node.node().metadata.labels;
-        let mut score = 0;
-        for (key, values) in &s.topology_score.0 {
-            if let Some(v) = labels.get(*key) {
-                score += values.get(&v).copied().unwrap_or(0);
-            }
+        Ok(s.topology_score.score(node))
+    }
+
+    /// [`ScorePlugin::score`] for a batch, reading the PreScore state once.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let Some(s) = state.read::<PreScoreState>() else {
+            return Err(Status::error("reading \"PreScoreInterPodAffinity\" from cycleState: not found"));
+        };
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = s.topology_score.score(node);
         }
-        Ok(score)
+        Ok(())
     }
 
     /// Upstream `NormalizeScore`: `int64(100 * (score - min) / (max - min))` in
