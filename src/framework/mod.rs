@@ -26,5 +26,5 @@ pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
 };
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Status};
 pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};
