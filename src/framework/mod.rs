@@ -6,6 +6,7 @@ mod clock;
 mod cycle_state;
 mod handle;
 mod interface;
+pub mod metrics;
 pub mod preemption;
 mod profile;
 pub(crate) mod runtime;
@@ -22,6 +23,7 @@ pub use interface::{
     PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueSortPlugin,
     QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
+pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use preemption::{
     DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
     RecordingEvictor, RunningProfile,
@@ -30,5 +32,5 @@ pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
 };
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Status};
 pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};

@@ -902,7 +902,7 @@ fn no_candidates_message(num_nodes: usize, failed: &[(usize, Status)]) -> String
     let mut h: BTreeMap<String, usize> = BTreeMap::new();
     for (_, s) in failed {
         for r in s.reasons() {
-            *h.entry(r.clone()).or_default() += 1;
+            *h.entry(r.to_string()).or_default() += 1;
         }
     }
     let rest = num_nodes.saturating_sub(failed.len());

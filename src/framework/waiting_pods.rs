@@ -59,7 +59,7 @@ impl WaitingPod {
     pub fn reject(&self, plugin: &'static str, reason: &str) {
         let mut s = self.state.lock();
         if s.rejected.is_none() {
-            s.rejected = Some(Status::unschedulable(reason).with_plugin(plugin));
+            s.rejected = Some(Status::unschedulable(reason.to_owned()).with_plugin(plugin));
         }
         self.cond.notify_all();
     }

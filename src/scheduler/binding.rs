@@ -82,6 +82,11 @@ impl BindingCycle {
         &self.inner().pod
     }
 
+    /// The cycle state the scheduling cycle left (e.g. what Reserve recorded).
+    pub fn cycle_state(&self) -> &CycleState {
+        &self.inner().state
+    }
+
     /// Whether a Permit plugin is holding the pod.
     pub fn is_waiting(&self) -> bool {
         self.inner().waiting.is_some()
@@ -115,7 +120,7 @@ impl BindingCycle {
     /// Gives up on the binding: unreserve in reverse order and forget the pod.
     pub fn abort(mut self, reason: &str) -> BindError {
         let mut i = self.inner.take().expect("a BindingCycle is consumed by run or abort");
-        fail(&mut i, Status::unschedulable(reason))
+        fail(&mut i, Status::unschedulable(reason.to_owned()))
     }
 }
 
