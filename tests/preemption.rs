@@ -604,9 +604,10 @@ fn failed_eviction_keeps_the_nomination_and_the_cache() {
     assert_eq!(s.sched.cache().lock().pod_count(), 1);
 }
 
-/// Without an evictor the plugin says so instead of nominating silently.
+/// Without an evictor the plugin says so and nominates nothing (a default profile
+/// with DefaultPreemption but no evictor behaves like one without preemption).
 #[test]
-fn no_evictor_is_an_error() {
+fn no_evictor_means_no_nomination() {
     let handle = Handle::default();
     let prof = profile(&handle, DefaultPreemptionArgs::default(), Offset::Zero);
     let plugin = DefaultPreemption::new(DefaultPreemptionArgs::default(), handle.clone()).unwrap();
@@ -624,9 +625,17 @@ fn no_evictor_is_an_error() {
         nominated: None,
     };
     let (r, st) = preempt(&plugin, &cx);
-    assert_eq!(st.code(), Code::Error);
+    assert_eq!(st.code(), Code::Unschedulable);
     assert!(st.message().contains("no Evictor is configured"), "{}", st.message());
-    assert_eq!(r.and_then(|r| r.nominated_node_name).as_deref(), Some("node1"));
+    assert!(r.is_none());
+    // Through the scheduler: a fit error that says why, nothing nominated.
+    let mut s = Scheduler::builder().profile((*prof).clone()).handle(handle.clone()).parallelism(1).build();
+    s.add_node(node("node1", "4")).unwrap();
+    s.cache().lock().add_pod(Arc::new(PodInfo::new(running("low", "node1", LOW, "4")).unwrap())).unwrap();
+    let err = s.schedule_pod(PodBuilder::new("p").priority(HIGH).cpu("4").build()).unwrap_err();
+    assert_eq!(nominated(&err), None);
+    assert!(err.to_string().contains("no Evictor is configured"), "{err}");
+    assert!(handle.preemption().nominator().is_empty());
 }
 
 /// Bad PDBs are typed errors when handed to the handle.

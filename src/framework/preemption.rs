@@ -186,7 +186,8 @@ pub enum PreemptionError {
         /// The evictor's reason.
         reason: String,
     },
-    /// No evictor was set on the handle ([`PreemptionServices::set_evictor`]).
+    /// No evictor was set on the handle ([`PreemptionServices::set_evictor`]): the
+    /// pod is not nominated and PostFilter reports `Unschedulable` with this message.
     #[error("preemption found victims for pod {preemptor} on node {node} but no Evictor is configured")]
     NoEvictor {
         /// `namespace/name` of the preemptor.
@@ -839,9 +840,10 @@ pub fn find_candidates(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext
 
 /// Upstream `Evaluator.Preempt`: eligibility, candidates, the pick, eviction.
 /// Returns the nominated node with `Success`; `Unschedulable` when preemption can't
-/// help (with upstream's per-node reasons); `Error` when a dry run or the eviction
-/// fails — after a failed eviction the result still names the node, and the
-/// scheduler keeps the pod nominated there.
+/// help (with upstream's per-node reasons) or when no [`Evictor`] is configured (so a
+/// profile with a preemption plugin but no evictor behaves as one without, and says
+/// so); `Error` when a dry run or the eviction fails — after a failed eviction the
+/// result still names the node, and the scheduler keeps the pod nominated there.
 pub fn preempt(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext<'_>) -> (Option<PostFilterResult>, Status) {
     let nominator = cx.handle.preemption().nominator();
     let nominated_status = cx.nominated_node_name().and_then(|n| cx.status_of(n));
@@ -864,10 +866,12 @@ pub fn preempt(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext<'_>) ->
     let c = &search.candidates[best];
     let node = c.node.as_str();
     let result = Some(PostFilterResult { nominated_node_name: Some(node.to_owned()) });
-    if let Err(e) = prepare_candidate(cx, c) {
-        return (result, Status::error(e.to_string()));
+    match prepare_candidate(cx, c) {
+        Ok(()) => (result, Status::SUCCESS),
+        // Nothing was evicted: don't nominate (the room would never come), say why.
+        Err(e @ PreemptionError::NoEvictor { .. }) => (None, Status::unschedulable(e.to_string())),
+        Err(e) => (result, Status::error(e.to_string())),
     }
-    (result, Status::SUCCESS)
 }
 
 /// Upstream `prepareCandidate`: evict the victims, then drop the nominations of
