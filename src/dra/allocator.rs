@@ -397,8 +397,12 @@ impl Search<'_> {
     }
 
     fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32) -> bool {
-        // One device serves one request of the pod, unless both sides are admin access.
-        if self.picks.iter().any(|p| p.dev == d && (!(admin && p.admin) || (p.claim == c && p.request == r))) {
+        // One device serves one claim of the pod; separate claims may share it when either
+        // asks for admin access, which never marks a device in use (upstream
+        // "separate-claims-share-device-admin-access",
+        // "admin-access-claims-device-allocating-for-non-admin-access" and
+        // "all-devices-some-allocating-admin-access").
+        if self.picks.iter().any(|p| p.dev == d && (p.claim == c || (!admin && !p.admin))) {
             return false;
         }
         let e = &self.world.devices[d as usize];

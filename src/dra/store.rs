@@ -594,6 +594,12 @@ impl PodClaims {
         Ok(())
     }
 
+    /// Whether allocation depends on node labels (some device is reachable through a
+    /// node selector).
+    pub fn needs_node_labels(&self) -> bool {
+        !self.plans.is_empty() && self.world.has_selector_scoped()
+    }
+
     /// Keys of claims the pod still needs allocated.
     pub fn to_allocate(&self) -> impl Iterator<Item = &str> {
         self.plans.iter().map(|p| p.claim.key.as_str())

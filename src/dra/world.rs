@@ -288,6 +288,11 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
 }
 
 impl World {
+    /// Whether any device is reachable through a node selector.
+    pub fn has_selector_scoped(&self) -> bool {
+        self.shared.iter().any(|&d| matches!(self.devices[d as usize].scope, Scope::Selector(_)))
+    }
+
     /// Whether a device can be reached from a node.
     #[inline]
     pub fn reachable(&self, dev: u32, node: Symbol, labels: &Labels) -> bool {

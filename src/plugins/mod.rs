@@ -2,6 +2,7 @@
 //! [`default_registry`] of their factories, and kube-scheduler's default profile.
 
 pub mod default_binder;
+pub mod dynamic_resources;
 pub mod gpu_topology;
 pub mod helper;
 pub mod image_locality;
