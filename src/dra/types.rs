@@ -9,10 +9,36 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NodeSelector, ObjectMeta, Quantity, TaintEffect, Toleration};
+use crate::model::{NodeSelector, Quantity, TaintEffect, Toleration};
 
 /// The API version these types serialize as.
 pub const API_VERSION: &str = "resource.k8s.io/v1";
+
+/// Object metadata as the API server returns it: the fields DRA reads are typed, every
+/// other field (`resourceVersion`, `ownerReferences`, timestamps, ...) is kept as JSON so
+/// a manifest round-trips unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    /// Name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Namespace (claims and templates; empty means `default`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Uid.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Every other metadata field, carried as is.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
 
 /// `ResourceSlice`: devices one driver publishes for one pool (or a part of it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
