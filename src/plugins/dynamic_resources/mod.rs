@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
 use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
+    ActionType, ClusterEvent, Code, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
     FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin, PreEnqueuePlugin,
     PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
 };
@@ -90,6 +90,21 @@ impl DynamicResources {
     pub fn store(&self) -> &Arc<DraStore> {
         &self.store
     }
+
+    /// Why the pod's claims don't fit, node by node (schedkit extension): one
+    /// [`Diagnosis`] per node that can't take them, e.g. `node-7: cannot allocate all
+    /// claims; claim ns/c, request gpus: 3 of 8 requested devices available (3 match)`.
+    /// Empty when the pod has no claims or they fit everywhere.
+    pub fn diagnose(&self, pod: &PodInfo, snapshot: &Snapshot) -> Result<Vec<Diagnosis>, GatherError> {
+        let Some(claims) = self.store.gather(&pod.pod)? else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for n in snapshot.nodes() {
+            if let Err(d) = claims.fits(n.name(), &n.node().metadata.labels)? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
 }
 
 impl Plugin for DynamicResources {
@@ -141,9 +156,16 @@ impl PreFilterPlugin for DynamicResources {
     }
 }
 
-/// Filter's verdict for one node.
+/// Upstream's Filter reason, first, so the "0/N nodes are available" histogram groups nodes.
+pub const REASON_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+
+/// Filter's verdict for one node: upstream's reason, then one reason per problem (without
+/// the node name, so identical nodes share a histogram line; the node is the status's key).
 fn diagnosis_status(d: &Diagnosis) -> Status {
-    Status::unschedulable(d.to_string())
+    let mut reasons = Vec::with_capacity(d.problems.len() + 1);
+    reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    reasons.extend(d.problems.iter().map(ToString::to_string));
+    Status::with_reasons(Code::Unschedulable, reasons)
 }
 
 impl FilterPlugin for DynamicResources {
