@@ -86,7 +86,9 @@ fn filter(c: &mut Criterion) {
         let (_, s) = plugin.pre_filter(&mut state, &p, &snapshot);
         assert!(s.is_success());
         assert!(plugin.filter(&state, &p, &node).is_success());
-        c.bench_function(&format!("dra/filter/{id}"), |b| b.iter(|| black_box(plugin.filter(&state, &p, black_box(&node)))));
+        c.bench_function(&format!("dra/filter/{id}"), |b| {
+            b.iter(|| black_box(plugin.filter(&state, &p, black_box(&node))));
+        });
     }
 }
 

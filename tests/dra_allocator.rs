@@ -30,7 +30,7 @@ fn slice_on(name: &str, node: &str, pool: &str, driver: &str, devices: Vec<Value
         "metadata": {"name": name},
         "spec": {"driver": driver, "nodeName": node,
                  "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
-                 "devices": devices}
+                 "devices": Value::Array(devices)}
     })
 }
 
@@ -45,7 +45,7 @@ fn request(name: &str, class: &str, count: i64) -> Value {
 fn claim(name: &str, requests: Vec<Value>, constraints: Vec<Value>) -> ResourceClaim {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"devices": {"requests": requests, "constraints": constraints}}
+        "spec": {"devices": {"requests": Value::Array(requests), "constraints": Value::Array(constraints)}}
     }))
     .unwrap()
 }
@@ -92,8 +92,11 @@ impl World {
     }
 }
 
-/// `(request, driver, pool, device)` per result, per claim.
-fn picked(r: &Result<NodeResult, GatherError>) -> Option<Vec<Vec<(String, String, String, String)>>> {
+/// `(request, driver, pool, device)`.
+type Row = (String, String, String, String);
+
+/// One row per result, per claim; `None` when the claims don't fit.
+fn picked(r: &Result<NodeResult, GatherError>) -> Option<Vec<Vec<Row>>> {
     match r.as_ref().expect("no allocation error") {
         NodeResult::Fit(list) => Some(
             list.iter()
@@ -128,8 +131,9 @@ fn classes_ab() -> Vec<DeviceClass> {
 #[test]
 fn simple() {
     // upstream "simple"
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
     let res = w.run(&names);
     assert_eq!(picked(&res), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
     // localNodeSelector(node1): pinned to the node by metadata.name.
@@ -185,13 +189,15 @@ fn devices_split_across_different_slices() {
 #[test]
 fn not_enough_suitable_devices_and_no_slices() {
     // upstream "not-enough-suitable-devices" and "no-slices"
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![
-            claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
-            claim("claim-1", vec![request("req-1", "class-a", 1)], vec![]),
-        ]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![
+                claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+                claim("claim-1", vec![request("req-1", "class-a", 1)], vec![]),
+            ]);
     assert_eq!(picked(&w.run(&names)), None);
-    let (w, names) = World::new(&classes_ab(), vec![]).claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![]).claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
     assert_eq!(picked(&w.run(&names)), None);
 }
 
@@ -232,7 +238,11 @@ fn all_devices_of_the_incomplete_pool() {
     // upstream "all-devices-of-the-incomplete-pool"
     let mut s = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
     s["spec"]["pool"]["resourceSliceCount"] = json!(2);
-    let (w, names) = World::new(&classes_ab(), vec![s]).claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], vec![])]);
+    let (w, names) = World::new(&classes_ab(), vec![s]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
     let err = w.run(&names).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -247,7 +257,8 @@ fn incomplete_pool_serves_exact_count() {
     // "This does not matter yet as long the incomplete pool has some matching device").
     let mut s = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
     s["spec"]["pool"]["resourceSliceCount"] = json!(2);
-    let (w, names) = World::new(&classes_ab(), vec![s]).claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![s]).claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
     assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
 }
 
@@ -293,7 +304,8 @@ fn all_devices_no_solution_and_reversed() {
             claims.reverse();
         }
         let (w, names) =
-            World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])]).claims(claims);
+            World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+                .claims(claims);
         assert_eq!(picked(&w.run(&names)), None);
     }
 }
@@ -303,9 +315,14 @@ fn all_devices_slice_without_devices_and_no_slices() {
     // upstream "all-devices-slice-without-devices", "all-devices-no-slices"
     let empty = json!({"metadata": {"name": "slice-1"}, "spec": {"driver": DRIVER_A, "nodeName": "node-1",
         "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1}}});
-    let (w, names) = World::new(&classes_ab(), vec![empty]).claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], vec![])]);
+    let (w, names) = World::new(&classes_ab(), vec![empty]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
     assert_eq!(picked(&w.run(&names)), None);
-    let (w, names) = World::new(&classes_ab(), vec![]).claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![]).claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], vec![])]);
     assert_eq!(picked(&w.run(&names)), None);
 }
 
@@ -353,8 +370,11 @@ fn admin_access_cases() {
     );
     // upstream "all-devices-some-allocating-admin-access": within one claim, the All
     // request can't also take the device the first request holds.
-    let (w, names) = World::new(&classes_ab(), two())
-        .claims(vec![claim("claim-0", vec![admin(request("req-0", "class-a", 1)), admin(all_request("req-1", "class-a"))], vec![])]);
+    let (w, names) = World::new(&classes_ab(), two()).claims(vec![claim(
+        "claim-0",
+        vec![admin(request("req-0", "class-a", 1)), admin(all_request("req-1", "class-a"))],
+        vec![],
+    )]);
     assert_eq!(picked(&w.run(&names)), None);
     // upstream "separate-claims-share-device-admin-access"
     let (w, names) = World::new(&classes_ab(), two()).claims(vec![
@@ -375,26 +395,31 @@ fn admin_access_cases() {
         Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")], vec![r("req-0", DRIVER_A, "pool-1", "device-1")]])
     );
     // upstream "admin-access-enabled": every device allocated, admin still gets one.
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![
-            allocated("other", &[(DRIVER_A, "pool-1", "device-1"), (DRIVER_A, "pool-1", "device-2")]),
-            claim("claim-0", vec![admin(request("req-0", "class-a", 1))], vec![]),
-        ]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![
+                allocated("other", &[(DRIVER_A, "pool-1", "device-1"), (DRIVER_A, "pool-1", "device-2")]),
+                claim("claim-0", vec![admin(request("req-0", "class-a", 1))], vec![]),
+            ]);
     assert_eq!(picked(&w.run(&names[1..])), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
 }
 
 #[test]
 fn already_allocated_devices() {
     // upstream "already-allocated-devices"
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![
-            allocated("other", &[(DRIVER_A, "pool-1", "device-1"), (DRIVER_A, "pool-1", "device-2")]),
-            claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
-        ]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![
+                allocated("other", &[(DRIVER_A, "pool-1", "device-1"), (DRIVER_A, "pool-1", "device-2")]),
+                claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+            ]);
     let res = w.run(&names[1..]);
     assert_eq!(picked(&res), None);
     let NodeResult::NoFit(d) = res.unwrap() else { unreachable!() };
-    assert_eq!(d.to_string(), "node-1: cannot allocate all claims; claim default/claim-0, request req-0: 0 of 1 requested devices available (1 match)");
+    assert_eq!(
+        d.to_string(),
+        "node-1: cannot allocate all claims; claim default/claim-0, request req-0: 0 of 1 requested devices available (1 match)"
+    );
 }
 
 #[test]
@@ -406,8 +431,11 @@ fn network_attached_devices() {
     };
     let labels = |r: &str| -> Labels { serde_json::from_value(json!({"region": r})).unwrap() };
     // upstream "network-attached-device"
-    let (w, names) = World::new(&classes_ab(), vec![net("slice-1", "pool-1", region("region-1"))])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) = World::new(&classes_ab(), vec![net("slice-1", "pool-1", region("region-1"))]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
     let res = w.run_on(&names, "node-1", &labels("region-1"));
     assert_eq!(picked(&res), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
     assert_eq!(serde_json::to_value(allocations(&res)[0].node_selector.as_ref().unwrap()).unwrap(), region("region-1"));
@@ -416,7 +444,10 @@ fn network_attached_devices() {
     // upstream "local-and-network-attached-devices": any local device pins the node.
     let (w, names) = World::new(
         &classes_ab(),
-        vec![net("slice-1", "pool-1", region("region-1")), slice_on("slice-2", "node-1", "pool-2", DRIVER_A, vec![dev("device-1")])],
+        vec![
+            net("slice-1", "pool-1", region("region-1")),
+            slice_on("slice-2", "node-1", "pool-2", DRIVER_A, vec![dev("device-1")]),
+        ],
     )
     .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 2)], vec![])]);
     let res = w.run_on(&names, "node-1", &labels("region-1"));
@@ -430,8 +461,11 @@ fn network_attached_devices() {
     let planet = json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "planet", "operator": "In", "values": ["earth"]}]}]});
     let all = json!({"metadata": {"name": "slice-all"}, "spec": {"driver": DRIVER_A, "allNodes": true,
         "pool": {"name": "pool-2", "generation": 1, "resourceSliceCount": 1}, "devices": [dev("device-1")]}});
-    let (w, names) = World::new(&classes_ab(), vec![net("slice-1", "pool-1", region("region-1")), all, net("slice-3", "pool-3", planet)])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 3)], vec![])]);
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![net("slice-1", "pool-1", region("region-1")), all, net("slice-3", "pool-3", planet)],
+    )
+    .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 3)], vec![])]);
     let lbl: Labels = serde_json::from_value(json!({"region": "region-1", "planet": "earth"})).unwrap();
     let res = w.run_on(&names, "node-1", &lbl);
     let sel = serde_json::to_value(allocations(&res)[0].node_selector.as_ref().unwrap()).unwrap();
@@ -459,7 +493,9 @@ fn several_different_drivers() {
 }
 
 fn attrs(name: &str, a: Value) -> Value {
-    json!({"name": name, "attributes": a})
+    let mut d = json!({"name": name});
+    d["attributes"] = a;
+    d
 }
 
 #[test]
@@ -473,7 +509,13 @@ fn with_constraint() {
         .collect();
     let (w, names) = World::new(
         &classes_ab(),
-        vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![attrs("device-1", a.clone()), attrs("device-2", a)])],
+        vec![slice_on(
+            "slice-1",
+            "node-1",
+            "pool-1",
+            DRIVER_A,
+            vec![attrs("device-1", a.clone()), attrs("device-2", a)],
+        )],
     )
     .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1), request("req-1", "class-a", 1)], cons)]);
     assert_eq!(
@@ -485,12 +527,13 @@ fn with_constraint() {
 #[test]
 fn with_constraint_non_existent_attribute() {
     // upstream "with-constraint-non-existent-attribute"
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![claim(
-            "claim-0",
-            vec![request("req-0", "class-a", 1)],
-            vec![json!({"matchAttribute": "driver-a/nonExistentAttribute"})],
-        )]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![claim(
+                "claim-0",
+                vec![request("req-0", "class-a", 1)],
+                vec![json!({"matchAttribute": "driver-a/nonExistentAttribute"})],
+            )]);
     let res = w.run(&names);
     assert_eq!(picked(&res), None);
     let NodeResult::NoFit(d) = res.unwrap() else { unreachable!() };
@@ -502,8 +545,9 @@ fn with_constraint_not_matching_int_attribute() {
     // upstream "with-constraint-not-matching-int-attribute" and "...-all-devices"
     let devices = vec![attrs("device-1", json!({"numa": {"int": 1}})), attrs("device-2", json!({"numa": {"int": 2}}))];
     let cons = vec![json!({"matchAttribute": "driver-a/numa"})];
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices.clone())])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 2)], cons.clone())]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices.clone())])
+            .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 2)], cons.clone())]);
     assert_eq!(picked(&w.run(&names)), None);
     let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)])
         .claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], cons)]);
@@ -518,11 +562,10 @@ fn with_constraint_backtracks_to_a_matching_set() {
         attrs("device-2", json!({"numa": {"int": 1}})),
         attrs("device-3", json!({"numa": {"int": 1}})),
     ];
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)]).claims(vec![claim(
-        "claim-0",
-        vec![request("req-0", "class-a", 2)],
-        vec![json!({"matchAttribute": "driver-a/numa"})],
-    )]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)]).claims(vec![
+            claim("claim-0", vec![request("req-0", "class-a", 2)], vec![json!({"matchAttribute": "driver-a/numa"})]),
+        ]);
     assert_eq!(
         picked(&w.run(&names)),
         Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-2"), r("req-0", DRIVER_A, "pool-1", "device-3")]])
@@ -537,11 +580,10 @@ fn distinct_attribute() {
         attrs("device-2", json!({"numa": {"int": 0}})),
         attrs("device-3", json!({"numa": {"int": 1}})),
     ];
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)]).claims(vec![claim(
-        "claim-0",
-        vec![request("req-0", "class-a", 2)],
-        vec![json!({"distinctAttribute": "driver-a/numa"})],
-    )]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)]).claims(vec![
+            claim("claim-0", vec![request("req-0", "class-a", 2)], vec![json!({"distinctAttribute": "driver-a/numa"})]),
+        ]);
     assert_eq!(
         picked(&w.run(&names)),
         Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), r("req-0", DRIVER_A, "pool-1", "device-3")]])
@@ -549,7 +591,9 @@ fn distinct_attribute() {
 }
 
 fn first_available(name: &str, subs: Vec<Value>) -> Value {
-    json!({"name": name, "firstAvailable": subs})
+    let mut r = json!({"name": name});
+    r["firstAvailable"] = Value::Array(subs);
+    r
 }
 
 fn sub(name: &str, class: &str, count: i64) -> Value {
@@ -562,8 +606,13 @@ fn prioritized_list_cases() {
     let mut s0 = sub("subreq-0", "class-a", 1);
     s0["allocationMode"] = json!("All");
     s0.as_object_mut().unwrap().remove("count");
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")])])
-        .claims(vec![claim("claim-0", vec![first_available("req-0", vec![s0.clone(), sub("subreq-1", "class-b", 1)])], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")])])
+            .claims(vec![claim(
+                "claim-0",
+                vec![first_available("req-0", vec![s0.clone(), sub("subreq-1", "class-b", 1)])],
+                vec![],
+            )]);
     assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0/subreq-1", DRIVER_B, "pool-2", "device-1")]]));
     // upstream "all-devices-some-allocated-prioritized-list"
     let (w, names) = World::new(
@@ -579,12 +628,13 @@ fn prioritized_list_cases() {
     ]);
     assert_eq!(picked(&w.run(&names[1..])), Some(vec![vec![r("req-0/subreq-1", DRIVER_B, "pool-2", "device-1")]]));
     // upstream "prioritized-list-too-many-in-first-subrequest"
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
-        .claims(vec![claim(
-            "claim-0",
-            vec![first_available("req-0", vec![sub("subreq-0", "class-b", 500), sub("subreq-1", "class-a", 1)])],
-            vec![],
-        )]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")])])
+            .claims(vec![claim(
+                "claim-0",
+                vec![first_available("req-0", vec![sub("subreq-0", "class-b", 500), sub("subreq-1", "class-a", 1)])],
+                vec![],
+            )]);
     assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0/subreq-1", DRIVER_A, "pool-1", "device-1")]]));
 }
 
@@ -614,7 +664,10 @@ fn prioritized_list_with_backtracking() {
     )]);
     assert_eq!(
         picked(&w.run(&names)),
-        Some(vec![vec![r("req-0/subreq-1", DRIVER_A, "pool-2", "device-2"), r("req-1", DRIVER_A, "pool-1", "device-1")]])
+        Some(vec![vec![
+            r("req-0/subreq-1", DRIVER_A, "pool-2", "device-2"),
+            r("req-1", DRIVER_A, "pool-1", "device-1")
+        ]])
     );
 }
 
@@ -639,8 +692,9 @@ fn partition_slice(devices: Vec<Value>) -> Value {
 #[test]
 fn partitionable_devices() {
     // upstream "partitionable-devices-single-device"
-    let (w, names) = World::new(&classes_ab(), vec![partition_slice(vec![partition("device-1", "4Gi")]), counters_slice("8Gi")])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![partition_slice(vec![partition("device-1", "4Gi")]), counters_slice("8Gi")])
+            .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
     assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
     // upstream "partitionable-devices-prioritized-list": 4Gi + 6Gi exceed 8Gi, so the
     // second request falls back to the other 4Gi partition.
@@ -652,14 +706,25 @@ fn partitionable_devices() {
     let (w, names) = World::new(
         &classes_ab(),
         vec![
-            partition_slice(vec![partition("device-1", "4Gi"), partition("device-2", "6Gi"), partition("device-3", "4Gi")]),
+            partition_slice(vec![
+                partition("device-1", "4Gi"),
+                partition("device-2", "6Gi"),
+                partition("device-3", "4Gi"),
+            ]),
             counters_slice("8Gi"),
         ],
     )
-    .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1), first_available("req-1", vec![s0, s1])], vec![])]);
+    .claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1), first_available("req-1", vec![s0, s1])],
+        vec![],
+    )]);
     assert_eq!(
         picked(&w.run(&names)),
-        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), r("req-1/subreq-1", DRIVER_A, "pool-1", "device-3")]])
+        Some(vec![vec![
+            r("req-0", DRIVER_A, "pool-1", "device-1"),
+            r("req-1/subreq-1", DRIVER_A, "pool-1", "device-3")
+        ]])
     );
 }
 
@@ -670,7 +735,11 @@ fn partitionable_devices_full_gpu_and_mig_exclusive() {
     let (w, names) = World::new(
         &classes_ab(),
         vec![
-            partition_slice(vec![partition("gpu-0", "8Gi"), partition("gpu-0-mig-0", "4Gi"), partition("gpu-0-mig-1", "4Gi")]),
+            partition_slice(vec![
+                partition("gpu-0", "8Gi"),
+                partition("gpu-0-mig-0", "4Gi"),
+                partition("gpu-0-mig-1", "4Gi"),
+            ]),
             counters_slice("8Gi"),
         ],
     )
@@ -699,8 +768,9 @@ fn device_taints() {
     // upstream "tainted-device" family (allocator_test: device taints): NoSchedule and
     // NoExecute block unless tolerated; the toleration is recorded in the result.
     let devices = vec![tainted("device-1", "NoSchedule"), tainted("device-2", "NoExecute")];
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices.clone())])
-        .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let (w, names) =
+        World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices.clone())])
+            .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
     assert_eq!(picked(&w.run(&names)), None);
     let mut req = request("req-0", "class-a", 2);
     req["exactly"]["tolerations"] = json!([{"key": "example.com/taint", "operator": "Exists"}]);
@@ -719,11 +789,12 @@ fn step_budget_stops_a_pathological_search() {
     // schedkit: 40 devices with pairwise different values and a matchAttribute over 8 of
     // them: C(40, 8) = 76,904,685 combinations; the budget stops it with an error.
     let devices: Vec<Value> = (0..40).map(|i| attrs(&format!("device-{i}"), json!({"numa": {"int": i}}))).collect();
-    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)]).claims(vec![
-        claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
-        claim("claim-1", vec![request("req-0", "class-a", 8)], vec![json!({"distinctAttribute": "driver-a/numa"})]),
-        claim("claim-2", vec![request("req-0", "class-a", 8)], vec![json!({"matchAttribute": "driver-a/numa"})]),
-    ]);
+    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)])
+        .claims(vec![
+            claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+            claim("claim-1", vec![request("req-0", "class-a", 8)], vec![json!({"distinctAttribute": "driver-a/numa"})]),
+            claim("claim-2", vec![request("req-0", "class-a", 8)], vec![json!({"matchAttribute": "driver-a/numa"})]),
+        ]);
     w.store.set_step_budget(10_000);
     let err = w.run(&names).unwrap_err();
     assert_eq!(err, GatherError::Alloc(AllocError::BudgetExceeded { budget: 10_000 }));
@@ -743,7 +814,13 @@ fn pluggable_chooser_reorders_candidates() {
     // schedkit: the chooser decides which of several fitting sets is taken.
     let (w, names) = World::new(
         &classes_ab(),
-        vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1"), dev("device-2"), dev("device-3")])],
+        vec![slice_on(
+            "slice-1",
+            "node-1",
+            "pool-1",
+            DRIVER_A,
+            vec![dev("device-1"), dev("device-2"), dev("device-3")],
+        )],
     )
     .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 2)], vec![])]);
     w.store.set_chooser(Some(std::sync::Arc::new(Reverse)));
@@ -771,5 +848,8 @@ fn diagnosis_counts_matching_devices() {
             wanted: Some(8)
         }]
     );
-    assert_eq!(d.to_string(), "node-7: cannot allocate all claims; claim default/claim-0, request gpus: 3 of 8 requested devices available (3 match)");
+    assert_eq!(
+        d.to_string(),
+        "node-7: cannot allocate all claims; claim default/claim-0, request gpus: 3 of 8 requested devices available (3 match)"
+    );
 }

@@ -123,14 +123,16 @@ fn hundred_nodes_eight_gpus_mixed_claims() {
     let mut placed = Vec::new();
     // Largest first: without a DRA Score plugin (upstream has none either) the default
     // profile spreads pods, and 8-GPU claims need whole nodes.
-    let mut pods: Vec<(i64, &str)> = (0..100).map(|i| (counts[i % 4], if (i / 4) % 2 == 0 { H100 } else { A100 })).collect();
+    let mut pods: Vec<(i64, &str)> =
+        (0..100).map(|i| (counts[i % 4], if (i / 4) % 2 == 0 { H100 } else { A100 })).collect();
     pods.sort_by_key(|(c, _)| std::cmp::Reverse(*c));
     for (i, &(count, model)) in pods.iter().enumerate() {
         // A100 domains hold 4 GPUs: an 8-GPU A100 claim can't match the domain.
         let match_domain = count > 1 && !(model == A100 && count == 8);
         let claim = format!("claim-{i}");
         store.add_claim(gpu_claim(&claim, count, model, match_domain)).unwrap();
-        let b = sched.schedule_pod(pod_with_claim(&format!("pod-{i}"), &claim)).unwrap_or_else(|e| panic!("pod-{i}: {e}"));
+        let b =
+            sched.schedule_pod(pod_with_claim(&format!("pod-{i}"), &claim)).unwrap_or_else(|e| panic!("pod-{i}: {e}"));
         let node = b.node().to_owned();
         b.run().unwrap();
         placed.push((claim, node, count, model, match_domain));

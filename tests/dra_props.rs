@@ -141,10 +141,8 @@ proptest! {
                     let _ = s.reserve(&pod(p), &format!("uid-{p}"), &format!("node-{n}"), &Labels::default()).unwrap();
                 }
                 Op::Unreserve(p) => s.unreserve(&format!("uid-{p}")),
-                Op::Bind(p) if p < claims.len() => {
-                    if !s.inflight(&format!("uid-{p}")).is_empty() {
-                        s.commit(&pod(p), &format!("uid-{p}"));
-                    }
+                Op::Bind(p) if p < claims.len() && !s.inflight(&format!("uid-{p}")).is_empty() => {
+                    s.commit(&pod(p), &format!("uid-{p}"));
                 }
                 Op::Deallocate(p) if p < claims.len() => {
                     s.deallocate("default", &format!("claim-{p}"));

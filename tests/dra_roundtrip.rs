@@ -69,7 +69,8 @@ fn classes_templates_and_claims_round_trip() {
         assert_eq!(templates.len(), n, "{file}");
     }
     let d = docs("dra-example-driver-prioritized-alternatives.yaml");
-    let t: ResourceClaimTemplate = serde_json::from_value(d.iter().find(|v| v["kind"] == "ResourceClaimTemplate").unwrap().clone()).unwrap();
+    let t: ResourceClaimTemplate =
+        serde_json::from_value(d.iter().find(|v| v["kind"] == "ResourceClaimTemplate").unwrap().clone()).unwrap();
     assert_eq!(t.spec.spec.devices.requests[0].first_available.len(), 3);
 }
 
@@ -84,5 +85,8 @@ fn website_claim_with_misindented_selector_is_rejected_with_its_name() {
     store.add_class(serde_json::from_value(docs("k8s-website-deviceclass.yaml")[0].clone()).unwrap()).unwrap();
     let err = store.add_claim(claim).unwrap_err();
     assert!(matches!(err, DraError::BadSelector { .. }), "{err}");
-    assert!(err.to_string().contains("ResourceClaim default/example-resource-claim, request single-gpu-claim"), "{err}");
+    assert!(
+        err.to_string().contains("ResourceClaim default/example-resource-claim, request single-gpu-claim"),
+        "{err}"
+    );
 }

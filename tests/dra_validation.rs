@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use schedkit::dra::{AllocError, DraError, DraStore, GatherError, ResourceClaim, ResourceSlice};
 use schedkit::model::Labels;
 
-
 fn store() -> DraStore {
     let s = DraStore::new();
     s.add_class(
@@ -18,23 +17,30 @@ fn store() -> DraStore {
 }
 
 fn claim(requests: Value, constraints: Value) -> ResourceClaim {
-    serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "ns"},
-        "spec": {"devices": {"requests": requests, "constraints": constraints}}}))
-    .unwrap()
+    let mut v = json!({"metadata": {"name": "c", "namespace": "ns"}, "spec": {"devices": {}}});
+    v["spec"]["devices"]["requests"] = requests;
+    v["spec"]["devices"]["constraints"] = constraints;
+    serde_json::from_value(v).unwrap()
 }
 
 fn slice(spec: Value) -> ResourceSlice {
-    serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": spec})).unwrap()
+    let mut v = json!({"metadata": {"name": "s"}});
+    v["spec"] = spec;
+    serde_json::from_value(v).unwrap()
 }
 
 fn base_spec(devices: Value) -> Value {
-    json!({"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-        "devices": devices})
+    let mut v = json!({"driver": "gpu.example.com", "nodeName": "n",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}});
+    v["devices"] = devices;
+    v
 }
 
 #[test]
 fn missing_device_class() {
-    let err = store().add_claim(claim(json!([{"name": "r", "exactly": {"deviceClassName": "nope"}}]), json!([]))).unwrap_err();
+    let err = store()
+        .add_claim(claim(json!([{"name": "r", "exactly": {"deviceClassName": "nope"}}]), json!([])))
+        .unwrap_err();
     assert_eq!(err, DraError::MissingDeviceClass { claim: "ns/c".into(), request: "r".into(), class: "nope".into() });
     assert_eq!(err.to_string(), "ResourceClaim ns/c: request r: DeviceClass \"nope\" not found");
 }
@@ -64,8 +70,9 @@ fn selector_that_fails_to_compile_names_the_claim_and_position() {
 #[test]
 fn count_zero_and_negative() {
     for count in [0, -3] {
-        let err =
-            store().add_claim(claim(json!([{"name": "r", "exactly": {"deviceClassName": "gpu", "count": count}}]), json!([]))).unwrap_err();
+        let err = store()
+            .add_claim(claim(json!([{"name": "r", "exactly": {"deviceClassName": "gpu", "count": count}}]), json!([])))
+            .unwrap_err();
         assert_eq!(err, DraError::InvalidCount { claim: "ns/c".into(), request: "r".into(), count });
     }
 }
@@ -75,9 +82,21 @@ fn structural_claim_errors() {
     let s = store();
     let cases = [
         (json!([{"name": "r"}]), json!([]), "exactly one of exactly and firstAvailable"),
-        (json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}, {"name": "r", "exactly": {"deviceClassName": "gpu"}}]), json!([]), "repeated"),
-        (json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}]), json!([{"matchAttribute": "gpu.example.com/numa", "requests": ["zz"]}]), "unknown request"),
-        (json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}]), json!([{"matchAttribute": "numa"}]), "fully qualified"),
+        (
+            json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}, {"name": "r", "exactly": {"deviceClassName": "gpu"}}]),
+            json!([]),
+            "repeated",
+        ),
+        (
+            json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}]),
+            json!([{"matchAttribute": "gpu.example.com/numa", "requests": ["zz"]}]),
+            "unknown request",
+        ),
+        (
+            json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}]),
+            json!([{"matchAttribute": "numa"}]),
+            "fully qualified",
+        ),
         (json!([{"name": "r", "exactly": {"deviceClassName": "gpu"}}]), json!([{}]), "exactly one of matchAttribute"),
     ];
     for (requests, constraints, want) in cases {
@@ -117,9 +136,12 @@ fn counters_consumed_beyond_capacity() {
 #[test]
 fn bad_attributes_and_node_selection() {
     let s = store();
-    let err = s.add_slice(slice(base_spec(json!([{"name": "g", "attributes": {"v": {"int": 1, "string": "x"}}}])))).unwrap_err();
+    let err = s
+        .add_slice(slice(base_spec(json!([{"name": "g", "attributes": {"v": {"int": 1, "string": "x"}}}]))))
+        .unwrap_err();
     assert!(err.to_string().contains("exactly one of int, bool, string, version"), "{err}");
-    let err = s.add_slice(slice(base_spec(json!([{"name": "g", "attributes": {"v": {"version": "1.0"}}}])))).unwrap_err();
+    let err =
+        s.add_slice(slice(base_spec(json!([{"name": "g", "attributes": {"v": {"version": "1.0"}}}])))).unwrap_err();
     assert!(err.to_string().contains("bad version"), "{err}");
     let mut spec = base_spec(json!([{"name": "g"}]));
     spec["allNodes"] = json!(true);

@@ -262,6 +262,10 @@ pub(crate) fn run(
 
 type Cands = SmallVec<[u32; 16]>;
 
+#[expect(
+    clippy::many_single_char_names,
+    reason = "search indices read as in the module docs: slot i, claim c, request r, alternative a, device d"
+)]
 impl Search<'_> {
     fn slot(&mut self, i: usize) -> Result<bool, AllocError> {
         let Some(&(c, r)) = self.slots.get(i) else { return Ok(true) };
@@ -350,7 +354,17 @@ impl Search<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn pick(&mut self, i: usize, c: u16, r: u16, a: u16, admin: bool, cands: &[u32], from: usize, left: u32) -> Result<bool, AllocError> {
+    fn pick(
+        &mut self,
+        i: usize,
+        c: u16,
+        r: u16,
+        a: u16,
+        admin: bool,
+        cands: &[u32],
+        from: usize,
+        left: u32,
+    ) -> Result<bool, AllocError> {
         if left == 0 {
             return self.slot(i + 1);
         }
@@ -477,7 +491,10 @@ impl Search<'_> {
             let req = &claim.requests[r as usize];
             problems.push(Problem::TooFewDevices {
                 claim: claim.key.clone(),
-                request: req.alternatives.get(st.best_alt as usize).map_or_else(|| req.name.clone(), |a| a.result_name.clone()),
+                request: req
+                    .alternatives
+                    .get(st.best_alt as usize)
+                    .map_or_else(|| req.name.clone(), |a| a.result_name.clone()),
                 matching: st.best_matching,
                 available: st.best_available,
                 wanted: st.wanted,

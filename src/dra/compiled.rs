@@ -30,7 +30,7 @@ pub(crate) fn compile_selectors(object: &str, list: &[DeviceSelector]) -> Result
                 object: object.to_owned(),
                 index,
                 expression: expr.to_owned(),
-                source,
+                source: Box::new(source),
             })
         })
         .collect()
@@ -45,7 +45,10 @@ impl CompiledClass {
         }
         for s in &class.spec.selectors {
             if s.cel.is_none() {
-                return Err(DraError::InvalidClass { class: name.clone(), reason: "a selector has no cel expression".into() });
+                return Err(DraError::InvalidClass {
+                    class: name.clone(),
+                    reason: "a selector has no cel expression".into(),
+                });
             }
         }
         let selectors = compile_selectors(&format!("DeviceClass {name}"), &class.spec.selectors)?;
@@ -132,7 +135,10 @@ struct Raw<'a> {
 
 impl CompiledClaim {
     /// Validates and compiles a claim. `class` resolves device class names.
-    pub fn new(claim: ResourceClaim, class: impl Fn(&str) -> Option<Arc<CompiledClass>>) -> Result<CompiledClaim, DraError> {
+    pub fn new(
+        claim: ResourceClaim,
+        class: impl Fn(&str) -> Option<Arc<CompiledClass>>,
+    ) -> Result<CompiledClaim, DraError> {
         let key = format!("{}/{}", ns_or_default(&claim.metadata.namespace), claim.metadata.name);
         let invalid = |reason: String| DraError::InvalidClaim { claim: key.clone(), reason };
         if claim.metadata.name.is_empty() {
@@ -161,7 +167,10 @@ impl CompiledClaim {
                     let mut v = Vec::new();
                     for s in &r.first_available {
                         if s.name.is_empty() || !sub_names.insert(s.name.as_str()) {
-                            return Err(invalid(format!("request {}: subrequest name {:?} is empty or repeated", r.name, s.name)));
+                            return Err(invalid(format!(
+                                "request {}: subrequest name {:?} is empty or repeated",
+                                r.name, s.name
+                            )));
                         }
                         v.push(Raw {
                             name: &s.name,
@@ -176,7 +185,12 @@ impl CompiledClaim {
                     }
                     v
                 }
-                _ => return Err(invalid(format!("request {}: exactly one of exactly and firstAvailable must be set", r.name))),
+                _ => {
+                    return Err(invalid(format!(
+                        "request {}: exactly one of exactly and firstAvailable must be set",
+                        r.name
+                    )));
+                }
             };
             let sub = !r.first_available.is_empty();
             let mut alternatives = Vec::with_capacity(raws.len());
@@ -199,7 +213,8 @@ impl CompiledClaim {
                         Some(c as u32)
                     }
                 };
-                let selectors = compile_selectors(&format!("ResourceClaim {key}, request {result_name}"), raw.selectors)?;
+                let selectors =
+                    compile_selectors(&format!("ResourceClaim {key}, request {result_name}"), raw.selectors)?;
                 let mut cache_suffix = cls.key.to_string();
                 for s in &selectors {
                     cache_suffix.push('\u{1}');
@@ -207,7 +222,7 @@ impl CompiledClaim {
                 }
                 let capacity = raw
                     .capacity
-                    .map(|c| c.requests.iter().map(|(k, v)| (AttributeKey::qualified(k, ""), v.clone())).collect())
+                    .map(|c| c.requests.iter().map(|(k, v)| (AttributeKey::qualified(k, ""), *v)).collect())
                     .unwrap_or_default();
                 alternatives.push(Alternative {
                     result_name,
@@ -227,7 +242,11 @@ impl CompiledClaim {
             let (kind, attr) = match (&c.match_attribute, &c.distinct_attribute) {
                 (Some(a), None) => (ConstraintKind::Match, a),
                 (None, Some(a)) => (ConstraintKind::Distinct, a),
-                _ => return Err(invalid("a constraint needs exactly one of matchAttribute and distinctAttribute".into())),
+                _ => {
+                    return Err(invalid(
+                        "a constraint needs exactly one of matchAttribute and distinctAttribute".into(),
+                    ));
+                }
             };
             if !attr.contains('/') {
                 return Err(invalid(format!("constraint attribute {attr:?} must be fully qualified (domain/name)")));

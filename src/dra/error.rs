@@ -27,7 +27,7 @@ pub enum DraError {
         /// The expression.
         expression: String,
         /// The compiler's error, with its position.
-        source: SelectorError,
+        source: Box<SelectorError>,
     },
     /// ExactCount with a count below 1.
     #[error("ResourceClaim {claim}: request {request}: count must be at least 1, got {count}")]
@@ -59,23 +59,10 @@ pub enum DraError {
     },
     /// A device consumes more of a counter than its counter set holds.
     #[error(
-        "ResourceSlice {slice}: device {device} consumes {consumed} of counter {counter} in set {set}, \
-         more than its capacity {capacity}"
+        "ResourceSlice {}: device {} consumes {} of counter {} in set {}, more than its capacity {}",
+        .0.slice, .0.device, .0.consumed, .0.counter, .0.set, .0.capacity
     )]
-    CounterOverCapacity {
-        /// The slice.
-        slice: String,
-        /// The device.
-        device: String,
-        /// The counter set.
-        set: String,
-        /// The counter.
-        counter: String,
-        /// What the device consumes.
-        consumed: String,
-        /// What the set holds (`0` when the counter is not in the set).
-        capacity: String,
-    },
+    CounterOverCapacity(Box<CounterOverCapacity>),
     /// Another structural problem in a slice (node selection, attributes, counter sets).
     #[error("ResourceSlice {slice}: {reason}")]
     InvalidSlice {
@@ -97,6 +84,23 @@ pub enum DraError {
     ClaimNotFound(String),
 }
 
+/// The details of [`DraError::CounterOverCapacity`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterOverCapacity {
+    /// The slice.
+    pub slice: String,
+    /// The device.
+    pub device: String,
+    /// The counter set.
+    pub set: String,
+    /// The counter.
+    pub counter: String,
+    /// What the device consumes.
+    pub consumed: String,
+    /// What the set holds (`0` when the counter is not in the set).
+    pub capacity: String,
+}
+
 /// Why allocation stopped with an error rather than a plain "does not fit" (upstream
 /// returns these as errors from `Allocate`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,7 +114,9 @@ pub enum AllocError {
     },
     /// An `All` request would take devices from a pool whose slices are being updated
     /// (upstream: "asks for all devices, but resource pool ... is currently being updated").
-    #[error("claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently being updated")]
+    #[error(
+        "claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently being updated"
+    )]
     PoolIncomplete {
         /// `namespace/name`.
         claim: String,

@@ -16,7 +16,7 @@ mod world;
 
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
 pub use compiled::{CompiledClaim, CompiledClass};
-pub use error::{AllocError, DraError};
+pub use error::{AllocError, CounterOverCapacity, DraError};
 pub use store::{Audit, DraStore, GatherError, NodeResult, PodClaims, claim_name_for};
 pub use types::*;
 pub use world::DeviceId;

@@ -55,7 +55,7 @@ struct Inner {
 pub struct DraStore {
     inner: RwLock<Inner>,
     /// Selector results per (world generation, class + request selectors).
-    match_cache: Mutex<(u64, AHashMap<String, Arc<Vec<u64>>>)>,
+    match_cache: Mutex<MatchCache>,
 }
 
 impl Default for DraStore {
@@ -63,6 +63,9 @@ impl Default for DraStore {
         DraStore::new()
     }
 }
+
+/// Selector match bitsets per class + request selectors, for one world generation.
+type MatchCache = (u64, AHashMap<String, Arc<Vec<u64>>>);
 
 /// A pod's claims resolved for one cycle (what PreFilter stores in the cycle state).
 #[derive(Debug, Clone)]
@@ -125,7 +128,11 @@ impl DraStore {
     /// An empty store.
     pub fn new() -> DraStore {
         DraStore {
-            inner: RwLock::new(Inner { budget: DEFAULT_STEP_BUDGET, world: Arc::new(World::default()), ..Inner::default() }),
+            inner: RwLock::new(Inner {
+                budget: DEFAULT_STEP_BUDGET,
+                world: Arc::new(World::default()),
+                ..Inner::default()
+            }),
             match_cache: Mutex::new((0, AHashMap::new())),
         }
     }
@@ -232,7 +239,10 @@ impl DraStore {
     pub fn instantiate_template(&self, pod: &Pod, pc: &PodResourceClaim) -> Result<String, DraError> {
         let ns = &pod.metadata.namespace;
         let Some(t) = pc.resource_claim_template_name.as_ref() else {
-            return Err(DraError::InvalidClaim { claim: pc.name.clone(), reason: "no resourceClaimTemplateName".into() });
+            return Err(DraError::InvalidClaim {
+                claim: pc.name.clone(),
+                reason: "no resourceClaimTemplateName".into(),
+            });
         };
         let template = self
             .inner
@@ -267,7 +277,8 @@ impl DraStore {
             return u.clone();
         }
         let w = &inner.world;
-        let mut u = InUse { devices: vec![0; w.devices.len().div_ceil(64)], counters: vec![0; w.counter_capacity.len()] };
+        let mut u =
+            InUse { devices: vec![0; w.devices.len().div_ceil(64)], counters: vec![0; w.counter_capacity.len()] };
         let mut mark = |a: &AllocationResult| {
             for r in &a.devices.results {
                 if r.admin_access == Some(true) {
@@ -302,7 +313,12 @@ impl DraStore {
         u
     }
 
-    fn matches(&self, world: &World, classes: &AHashMap<String, Arc<CompiledClass>>, claim: &CompiledClaim) -> Result<ClaimPlan, AllocError> {
+    fn matches(
+        &self,
+        world: &World,
+        classes: &AHashMap<String, Arc<CompiledClass>>,
+        claim: &CompiledClaim,
+    ) -> Result<ClaimPlan, AllocError> {
         let mut cache = self.match_cache.lock();
         if cache.0 != world.generation {
             *cache = (world.generation, AHashMap::new());
@@ -329,7 +345,11 @@ impl DraStore {
                         for (i, e) in world.devices.iter().enumerate() {
                             // An evaluation error is a non-match (upstream fails the allocation
                             // with the error; see the report of differences).
-                            let ok = class.selectors.iter().chain(alt.selectors.iter()).all(|s| s.matches(&e.device) == Ok(true));
+                            let ok = class
+                                .selectors
+                                .iter()
+                                .chain(alt.selectors.iter())
+                                .all(|s| s.matches(&e.device) == Ok(true));
                             if ok {
                                 bits[i / 64] |= 1 << (i % 64);
                             }
@@ -399,7 +419,9 @@ impl DraStore {
         let claims = self.gather_locked(&mut inner, pod, Some(pod_uid))?;
         let result = claims.allocate(node, labels)?;
         if let NodeResult::Fit(list) = &result {
-            inner.inflight.insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
+            inner
+                .inflight
+                .insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
             inner.alloc_gen += 1;
         }
         Ok(result)
@@ -517,7 +539,12 @@ impl DraStore {
 
     /// Allocates the named claims (namespace/name) on a node without reserving anything:
     /// the allocator on its own, as upstream's `Allocator.Allocate` (tests, what-if tools).
-    pub fn allocate_claims(&self, claims: &[(&str, &str)], node: &str, labels: &Labels) -> Result<NodeResult, GatherError> {
+    pub fn allocate_claims(
+        &self,
+        claims: &[(&str, &str)],
+        node: &str,
+        labels: &Labels,
+    ) -> Result<NodeResult, GatherError> {
         let mut pod = Pod::default();
         pod.metadata.name = "allocate".into();
         if let Some((ns, _)) = claims.first() {
@@ -556,7 +583,16 @@ impl PodClaims {
         if self.plans.is_empty() {
             return Ok(Ok(()));
         }
-        match allocator::run(&self.world, &self.in_use, &self.plans, &self.slots, node, labels, self.chooser.as_deref(), self.budget)? {
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            &self.plans,
+            &self.slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
         }
@@ -568,7 +604,16 @@ impl PodClaims {
         if let Err(d) = self.fits_allocated(sym, labels) {
             return Ok(NodeResult::NoFit(d));
         }
-        match allocator::run(&self.world, &self.in_use, &self.plans, &self.slots, sym, labels, self.chooser.as_deref(), self.budget)? {
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            &self.plans,
+            &self.slots,
+            sym,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
             Outcome::Fit(picks) => {
                 let results = allocator::results(&self.world, &self.plans, &picks, sym);
                 Ok(NodeResult::Fit(self.plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))

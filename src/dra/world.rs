@@ -102,7 +102,9 @@ fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -
         + usize::from(a.string.is_some())
         + usize::from(a.version.is_some());
     if set != 1 {
-        return Err(bad(format!("device {device}: attribute {name}: exactly one of int, bool, string, version must be set")));
+        return Err(bad(format!(
+            "device {device}: attribute {name}: exactly one of int, bool, string, version must be set"
+        )));
     }
     if let Some(i) = a.int {
         return Ok(AttributeValue::Int(i));
@@ -119,12 +121,13 @@ fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -
 
 /// Builds the selector's view of one published device.
 pub(crate) fn selector_device(slice: &str, driver: &str, d: &DeviceSpec) -> Result<Device, DraError> {
-    let mut dev = Device::new(&d.name, driver).with_allow_multiple_allocations(d.allow_multiple_allocations == Some(true));
+    let mut dev =
+        Device::new(&d.name, driver).with_allow_multiple_allocations(d.allow_multiple_allocations == Some(true));
     for (name, a) in &d.attributes {
         dev.set_attribute(name, attribute_value(slice, &d.name, name, a)?);
     }
     for (name, c) in &d.capacity {
-        dev.set_capacity(name, c.value.clone());
+        dev.set_capacity(name, c.value);
     }
     Ok(dev)
 }
@@ -164,7 +167,9 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
         }
         selector_device(name, &spec.driver, d)?;
         if spec.per_device_node_selection == Some(true) {
-            let n = usize::from(d.node_name.is_some()) + usize::from(d.node_selector.is_some()) + usize::from(d.all_nodes == Some(true));
+            let n = usize::from(d.node_name.is_some())
+                + usize::from(d.node_selector.is_some())
+                + usize::from(d.all_nodes == Some(true));
             if n != 1 {
                 return Err(bad(&format!(
                     "device {}: with perDeviceNodeSelection exactly one of nodeName, nodeSelector, allNodes must be set",
@@ -179,14 +184,14 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
                 let cap = set.counters.get(counter).map(|x| &x.value);
                 let over = cap.is_none_or(|cap| milli(&amount.value) > milli(cap));
                 if over {
-                    return Err(DraError::CounterOverCapacity {
+                    return Err(DraError::CounterOverCapacity(Box::new(super::error::CounterOverCapacity {
                         slice: name.clone(),
                         device: d.name.clone(),
                         set: c.counter_set.clone(),
                         counter: counter.clone(),
                         consumed: amount.value.to_string(),
                         capacity: cap.map_or_else(|| "0".to_owned(), ToString::to_string),
-                    });
+                    })));
                 }
             }
         }
@@ -308,7 +313,9 @@ impl World {
     pub fn for_each_on_node(&self, node: Symbol, labels: &Labels, mut f: impl FnMut(u32)) {
         let local: &[u32] = self.node_local.get(&node).map_or(&[], |v| v.as_slice());
         if self.shared.is_empty() {
-            local.iter().for_each(|&d| f(d));
+            for &d in local {
+                f(d);
+            }
             return;
         }
         let (mut i, mut j) = (0, 0);
@@ -332,7 +339,8 @@ impl World {
 /// `allocator.go`, device taints, KEP-5055).
 #[inline]
 pub(crate) fn taint_blocks(t: &Taint, tolerations: &[crate::model::Toleration]) -> bool {
-    matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute) && !tolerations.iter().any(|tol| tol.tolerates(t))
+    matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+        && !tolerations.iter().any(|tol| tol.tolerates(t))
 }
 
 /// An attribute key for a constraint's fully qualified name.

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
 use crate::framework::{
-    ActionType, ClusterEvent, Code, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
-    FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin, PreEnqueuePlugin,
-    PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
+    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventResource,
+    ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
+    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
 };
 use crate::model::{Node, Symbol};
 use crate::plugins::names;
@@ -71,7 +71,6 @@ impl std::fmt::Debug for DynamicResources {
 /// What PreFilter leaves for Filter (cloned by reference count only).
 #[derive(Debug, Clone)]
 struct DraState(Arc<PodClaims>, Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>);
-
 
 impl DynamicResources {
     /// The plugin over a shared store, writing statuses only to the store.
@@ -138,19 +137,26 @@ fn alloc_error(e: &AllocError) -> Status {
 }
 
 impl PreFilterPlugin for DynamicResources {
-    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> (Option<PreFilterResult>, Status) {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
         match self.store.gather(&pod.pod) {
             Ok(None) => (None, Status::SKIP),
             Ok(Some(claims)) => {
                 // Reserve only gets a node name; when devices are reachable through node
                 // selectors it needs the node's labels, so keep the nodes (by reference).
-                let nodes = claims.needs_node_labels().then(|| {
-                    Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect())
-                });
+                let nodes = claims
+                    .needs_node_labels()
+                    .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
                 state.write(DraState(Arc::new(claims), nodes));
                 (None, Status::SUCCESS)
             }
-            Err(GatherError::MissingClaim(key)) => (None, Status::unresolvable(format!("waiting for ResourceClaim {key}"))),
+            Err(GatherError::MissingClaim(key)) => {
+                (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
+            }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
         }
     }
@@ -254,7 +260,8 @@ impl PreBindPlugin for DynamicResources {
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else {
                 return Status::unresolvable(format!("ResourceClaim {name} was deleted"));
             };
-            let key = format!("{}/{name}", if p.metadata.namespace.is_empty() { "default" } else { &p.metadata.namespace });
+            let key =
+                format!("{}/{name}", if p.metadata.namespace.is_empty() { "default" } else { &p.metadata.namespace });
             let mut updated = (*claim).clone();
             let status = updated.status.get_or_insert_with(Default::default);
             if let Some((_, a)) = inflight.iter().find(|(k, _)| *k == key) {
