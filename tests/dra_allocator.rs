@@ -853,3 +853,31 @@ fn diagnosis_counts_matching_devices() {
         "node-7: cannot allocate all claims; claim default/claim-0, request gpus: 3 of 8 requested devices available (3 match)"
     );
 }
+
+#[test]
+fn topology_chooser_takes_the_best_connected_set() {
+    // schedkit: on a DGX-1 (hybrid cube-mesh) with GPU 1 taken, upstream order would take
+    // 0, 2, 3, 4; the topology chooser takes the set best_subset proves best.
+    use schedkit::topology::{GpuSet, SearchOptions, best_subset, machines, objective_of};
+    let matrix = machines::dgx1_v100().matrix().unwrap();
+    let devices: Vec<Value> = (0..8).map(|i| attrs(&format!("gpu-{i}"), json!({"index": {"int": i}}))).collect();
+    let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)])
+        .claims(vec![
+            allocated("taken", &[(DRIVER_A, "pool-1", "gpu-1")]),
+            claim("claim-0", vec![request("req-0", "class-a", 4)], vec![]),
+        ]);
+    let upstream: Vec<String> = picked(&w.run(&names[1..])).unwrap()[0].iter().map(|r| r.3.clone()).collect();
+    assert_eq!(upstream, ["gpu-0", "gpu-2", "gpu-3", "gpu-4"]);
+    w.store
+        .set_chooser(Some(std::sync::Arc::new(schedkit::dra::TopologyChooser::new(matrix.clone(), "driver-a/index"))));
+    let got: Vec<usize> = picked(&w.run(&names[1..])).unwrap()[0]
+        .iter()
+        .map(|r| r.3.trim_start_matches("gpu-").parse().unwrap())
+        .collect();
+    let best = best_subset(&matrix, 0xff & !0b10, 4, &SearchOptions::default()).unwrap();
+    let got_set = GpuSet::from_indices(got.iter().copied());
+    assert_eq!(got_set, best.gpus);
+    let up_set = GpuSet::from_indices([0, 2, 3, 4]);
+    assert_ne!(got_set, up_set, "the chooser changed the pick");
+    assert!(objective_of(&matrix, got_set) > objective_of(&matrix, up_set));
+}

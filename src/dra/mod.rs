@@ -8,6 +8,7 @@
 //! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
 
 mod allocator;
+mod chooser;
 mod compiled;
 mod error;
 mod store;
@@ -15,6 +16,7 @@ mod types;
 mod world;
 
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
+pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass};
 pub use error::{AllocError, CounterOverCapacity, DraError};
 pub use store::{Audit, DraStore, GatherError, NodeResult, PodClaims, claim_name_for};
