@@ -317,7 +317,7 @@ impl DraStore {
         &self,
         world: &World,
         classes: &AHashMap<String, Arc<CompiledClass>>,
-        claim: &CompiledClaim,
+        claim: &Arc<CompiledClaim>,
     ) -> Result<ClaimPlan, AllocError> {
         let mut cache = self.match_cache.lock();
         if cache.0 != world.generation {
@@ -363,7 +363,7 @@ impl DraStore {
             matches.push(per_alt);
             class_config.push(cfg_alt);
         }
-        Ok(ClaimPlan { claim: Arc::new(claim.clone()), matches, class_config })
+        Ok(ClaimPlan { claim: claim.clone(), matches, class_config })
     }
 
     /// Resolves the pod's claims for a cycle: claims to allocate get compiled plans,
