@@ -804,7 +804,7 @@ fn step_budget_stops_a_pathological_search() {
 struct Reverse;
 
 impl DeviceChooser for Reverse {
-    fn reorder(&self, _request: &str, _count: Option<u32>, candidates: &mut [u32], view: &CandidateView<'_>) {
+    fn reorder(&self, _request: &str, _count: Option<u32>, candidates: &mut [u32], view: CandidateView<'_>) {
         candidates.sort_by_key(|&c| std::cmp::Reverse(view.id(c).device.as_str()));
     }
 }

@@ -160,14 +160,24 @@ fn class_removed_after_load_is_an_error_not_a_panic() {
 }
 
 #[test]
-fn selector_runtime_errors_are_non_matches() {
-    // A selector reading an attribute the device lacks errors at evaluation; the device
-    // simply doesn't match (see the report for the difference from upstream).
+fn selector_runtime_errors_fail_allocation_as_upstream() {
+    // upstream allocator.go: a selector that errors on a device (here: reading an
+    // attribute the device lacks without has()) fails the allocation with the error.
     let s = store();
     s.add_slice(slice(base_spec(json!([{"name": "g"}])))).unwrap();
     s.add_claim(claim(
         json!([{"name": "r", "exactly": {"deviceClassName": "gpu",
             "selectors": [{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model == \"x\""}}]}}]),
+        json!([]),
+    ))
+    .unwrap();
+    let err = s.allocate_claims(&[("ns", "c")], "n", &Labels::default()).unwrap_err();
+    assert!(matches!(err, GatherError::Alloc(AllocError::SelectorRuntime { .. })), "{err}");
+    assert!(err.to_string().starts_with("claim ns/c, request r: selector #0: CEL runtime error"), "{err}");
+    // Guarded with has(), the same device is simply not selected.
+    s.add_claim(claim(
+        json!([{"name": "r", "exactly": {"deviceClassName": "gpu",
+            "selectors": [{"cel": {"expression": "has(device.attributes[\"gpu.example.com\"].model) && device.attributes[\"gpu.example.com\"].model == \"x\""}}]}}]),
         json!([]),
     ))
     .unwrap();

@@ -52,7 +52,7 @@ pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
 /// not allocate.
 pub trait DeviceChooser: Send + Sync + fmt::Debug {
     /// Reorders `candidates` for a request wanting `count` devices (`None`: All).
-    fn reorder(&self, request: &str, count: Option<u32>, candidates: &mut [u32], view: &CandidateView<'_>);
+    fn reorder(&self, request: &str, count: Option<u32>, candidates: &mut [u32], view: CandidateView<'_>);
 }
 
 /// What a [`DeviceChooser`] may read about candidates.
@@ -61,9 +61,9 @@ pub struct CandidateView<'a> {
     world: &'a World,
 }
 
-impl CandidateView<'_> {
+impl<'a> CandidateView<'a> {
     /// The device as selectors see it (attributes, capacity).
-    pub fn device(&self, candidate: u32) -> &Device {
+    pub fn device(&self, candidate: u32) -> &'a Device {
         &self.world.devices[candidate as usize].device
     }
 
@@ -93,10 +93,20 @@ impl InUse {
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimPlan {
     pub claim: Arc<CompiledClaim>,
-    /// `[request][alternative]` -> bitset over the world's devices.
-    pub matches: Vec<Vec<Arc<Vec<u64>>>>,
+    /// `[request][alternative]` -> which of the world's devices the selectors match.
+    pub matches: Vec<Vec<Arc<SelectorMatches>>>,
     /// Class configs per `[request][alternative]` (driver config from the class).
     pub class_config: Vec<Vec<Vec<super::types::DeviceClassConfiguration>>>,
+}
+
+/// The devices a class's and a request's selectors match, evaluated once per world
+/// generation and shared by every claim with the same class and selectors.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SelectorMatches {
+    /// Bit per world device.
+    pub bits: Vec<u64>,
+    /// Devices on which a selector failed at run time, with upstream's error text.
+    pub errors: Vec<(u32, String)>,
 }
 
 #[inline]
@@ -278,8 +288,15 @@ impl Search<'_> {
             let mut incomplete = None;
             let mut invalid = None;
             let world = self.world;
+            let mut runtime_error = None;
             world.for_each_on_node(self.node, self.labels, |d| {
-                if !bit(matches, d) {
+                if !bit(&matches.bits, d) {
+                    if !matches.errors.is_empty()
+                        && runtime_error.is_none()
+                        && let Some((_, e)) = matches.errors.iter().find(|(x, _)| *x == d)
+                    {
+                        runtime_error = Some(e.clone());
+                    }
                     return;
                 }
                 let e = &world.devices[d as usize];
@@ -304,6 +321,13 @@ impl Search<'_> {
                 }
                 cands.push(d);
             });
+            if let Some(message) = runtime_error {
+                return Err(AllocError::SelectorRuntime {
+                    claim: plan.claim.key.clone(),
+                    request: alt.result_name.clone(),
+                    message,
+                });
+            }
             let available = cands.len() as u32;
             let st = &mut self.stats[i];
             let enough = match alt.count {
@@ -340,7 +364,7 @@ impl Search<'_> {
                 continue;
             }
             if let Some(ch) = self.chooser {
-                ch.reorder(&alt.result_name, alt.count, &mut cands, &CandidateView { world: self.world });
+                ch.reorder(&alt.result_name, alt.count, &mut cands, CandidateView { world: self.world });
             }
             let ok = match alt.count {
                 Some(n) => self.pick(i, c, r, a as u16, alt.admin, &cands, 0, n)?,

@@ -38,7 +38,7 @@ impl TopologyChooser {
         self
     }
 
-    fn gpu_index(&self, view: &CandidateView<'_>, c: u32) -> Option<usize> {
+    fn gpu_index(&self, view: CandidateView<'_>, c: u32) -> Option<usize> {
         match view.device(c).attribute(self.index) {
             Some(AttributeValue::Int(i)) if (0..128).contains(i) && (*i as usize) < self.matrix.len() => {
                 Some(*i as usize)
@@ -49,7 +49,7 @@ impl TopologyChooser {
 }
 
 impl DeviceChooser for TopologyChooser {
-    fn reorder(&self, _request: &str, count: Option<u32>, candidates: &mut [u32], view: &CandidateView<'_>) {
+    fn reorder(&self, _request: &str, count: Option<u32>, candidates: &mut [u32], view: CandidateView<'_>) {
         let Some(k) = count.filter(|&k| k > 1) else { return };
         let mut free = 0u128;
         for &c in candidates.iter() {

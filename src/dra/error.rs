@@ -138,6 +138,18 @@ pub enum AllocError {
         /// Why.
         reason: String,
     },
+    /// A selector failed while evaluating a device on the node (upstream
+    /// `allocator.go`: "selector #i: CEL runtime error"), e.g. it reads an attribute the
+    /// device lacks without `has()`.
+    #[error("claim {claim}, request {request}: {message}")]
+    SelectorRuntime {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// Which selector and the evaluator's error.
+        message: String,
+    },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use parking_lot::{Mutex, RwLock};
 
-use super::allocator::{self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome};
+use super::allocator::{
+    self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome, SelectorMatches,
+};
 use super::compiled::{CompiledClaim, CompiledClass, ns_or_default};
 use super::error::{AllocError, DraError};
 use super::types::{
@@ -65,7 +67,7 @@ impl Default for DraStore {
 }
 
 /// Selector match bitsets per class + request selectors, for one world generation.
-type MatchCache = (u64, AHashMap<String, Arc<Vec<u64>>>);
+type MatchCache = (u64, AHashMap<String, Arc<SelectorMatches>>);
 
 /// A pod's claims resolved for one cycle (what PreFilter stores in the cycle state).
 #[derive(Debug, Clone)]
@@ -341,20 +343,37 @@ impl DraStore {
                     .1
                     .entry(key)
                     .or_insert_with(|| {
-                        let mut bits = vec![0u64; world.devices.len().div_ceil(64)];
+                        let mut m =
+                            SelectorMatches { bits: vec![0u64; world.devices.len().div_ceil(64)], errors: Vec::new() };
+                        // Class selectors first, then the request's, stopping at the first
+                        // false or error, as upstream's `isSelectable`.
+                        let class_n = class.selectors.len();
                         for (i, e) in world.devices.iter().enumerate() {
-                            // An evaluation error is a non-match (upstream fails the allocation
-                            // with the error; see the report of differences).
-                            let ok = class
-                                .selectors
-                                .iter()
-                                .chain(alt.selectors.iter())
-                                .all(|s| s.matches(&e.device) == Ok(true));
+                            let mut ok = true;
+                            for (j, sel) in class.selectors.iter().chain(alt.selectors.iter()).enumerate() {
+                                match sel.matches(&e.device) {
+                                    Ok(true) => {}
+                                    Ok(false) => {
+                                        ok = false;
+                                        break;
+                                    }
+                                    Err(err) => {
+                                        let whose = if j < class_n {
+                                            format!("class {}: selector #{j}", class.class.metadata.name)
+                                        } else {
+                                            format!("selector #{}", j - class_n)
+                                        };
+                                        m.errors.push((i as u32, format!("{whose}: CEL runtime error: {err}")));
+                                        ok = false;
+                                        break;
+                                    }
+                                }
+                            }
                             if ok {
-                                bits[i / 64] |= 1 << (i % 64);
+                                m.bits[i / 64] |= 1 << (i % 64);
                             }
                         }
-                        Arc::new(bits)
+                        Arc::new(m)
                     })
                     .clone();
                 per_alt.push(set);
