@@ -90,3 +90,29 @@ fn website_claim_with_misindented_selector_is_rejected_with_its_name() {
         "{err}"
     );
 }
+
+#[test]
+fn live_claim_status_fields_round_trip() {
+    // Fields schedkit does not interpret (consumable capacity, binding conditions,
+    // timestamps, per-device status) survive a load and save.
+    let doc = serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "shared-gpu-claim", "namespace": "default", "resourceVersion": "77"},
+        "spec": {"devices": {"requests": [{"name": "gpu-request",
+            "exactly": {"deviceClassName": "gpu.example.com", "capacity": {"requests": {"memory": "4Gi"}}}}]}},
+        "status": {
+            "allocation": {
+                "allocationTimestamp": "2026-01-01T00:00:00Z",
+                "devices": {"results": [{"request": "gpu-request", "driver": "gpu.example.com", "pool": "worker-1",
+                    "device": "gpu-0", "consumedCapacity": {"memory": "4Gi"}, "shareID": "1a2b3c",
+                    "bindingConditions": ["DeviceAttached"]}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["worker-1"]}]}]}
+            },
+            "reservedFor": [{"resource": "pods", "name": "pod0", "uid": "u-1"}],
+            "devices": [{"driver": "gpu.example.com", "pool": "worker-1", "device": "gpu-0", "conditions": []}]
+        }
+    });
+    let claim: ResourceClaim = round_trip(&doc);
+    let a = claim.status.as_ref().unwrap().allocation.as_ref().unwrap();
+    assert_eq!(a.devices.results[0].other["shareID"], "1a2b3c");
+}

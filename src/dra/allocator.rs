@@ -584,6 +584,7 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 device: e.id.device.as_str().to_owned(),
                 admin_access: alt.admin.then_some(true),
                 tolerations: alt.tolerations.clone(),
+                other: std::collections::BTreeMap::new(),
             });
             if !seen_alts.contains(&(p.request, p.alt)) {
                 seen_alts.push((p.request, p.alt));
@@ -630,7 +631,11 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 }
             }
         };
-        out.push(AllocationResult { devices: DeviceAllocationResult { results, config }, node_selector });
+        out.push(AllocationResult {
+            devices: DeviceAllocationResult { results, config },
+            node_selector,
+            other: std::collections::BTreeMap::new(),
+        });
     }
     out
 }

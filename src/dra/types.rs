@@ -84,6 +84,10 @@ pub struct ResourceSliceSpec {
     /// Counter sets that partitionable devices consume from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_counters: Vec<CounterSet>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `ResourcePool`.
@@ -140,6 +144,10 @@ pub struct DeviceSpec {
     /// Whether the device binds to the node (carried, not evaluated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binds_to_node: Option<bool>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `DeviceAttribute`: exactly one of the values is set.
@@ -387,6 +395,10 @@ pub struct ExactDeviceRequest {
     /// Consumable capacity wanted from each device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `DeviceSubRequest`.
@@ -412,6 +424,10 @@ pub struct DeviceSubRequest {
     /// Consumable capacity wanted from each device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `CapacityRequirements`.
@@ -460,6 +476,10 @@ pub struct ResourceClaimStatus {
     /// The pods using the claim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reserved_for: Vec<ResourceClaimConsumerReference>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `ResourceClaimConsumerReference`.
@@ -487,6 +507,10 @@ pub struct AllocationResult {
     /// The nodes where the allocation is usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<NodeSelector>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `DeviceAllocationResult`.
@@ -502,7 +526,7 @@ pub struct DeviceAllocationResult {
 }
 
 /// `DeviceRequestAllocationResult`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceRequestAllocationResult {
     /// The request (`request` or `request/subrequest`).
@@ -519,6 +543,10 @@ pub struct DeviceRequestAllocationResult {
     /// The tolerations that applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
+    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 /// `DeviceAllocationConfiguration`.
