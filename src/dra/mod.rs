@@ -1,10 +1,10 @@
 //! Dynamic Resource Allocation: the `resource.k8s.io/v1` objects, the shared
-//! [`DraStore`], and the structured allocator (upstream
+//! [`DraStore`](crate::dra::DraStore), and the structured allocator (upstream
 //! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`).
 //!
-//! Load slices, classes and claims into a [`DraStore`] (each is validated and compiled
-//! once, with typed [`DraError`]s), then either call the allocator directly
-//! ([`DraStore::allocate_claims`]) or register the
+//! Load slices, classes and claims into a [`DraStore`](crate::dra::DraStore) (each is validated and compiled
+//! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly
+//! ([`DraStore::allocate_claims`](crate::dra::DraStore::allocate_claims)) or register the
 //! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
 
 mod allocator;
