@@ -1,6 +1,7 @@
 //! Helpers shared by built-in plugins (upstream `framework/plugins/helper`).
 
-use crate::framework::NodeScore;
+use crate::framework::{CycleState, NodeScore, StateData};
+use crate::snapshot::{NodeInfo, NodeList};
 
 /// Scales scores so the highest becomes `max` (and, with `reverse`, flips them so the
 /// lowest raw score gets `max`), with upstream's integer arithmetic
@@ -40,4 +41,26 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]
 pub fn is_extended_resource_name(name: &str) -> bool {
     let native = !name.contains('/') || name.contains("kubernetes.io/");
     !native && !name.starts_with("requests.")
+}
+
+/// Scores a batch of nodes with a plugin's PreScore state `T`, read once for the
+/// batch (or built by `fallback` when PreScore didn't run, e.g. a direct call).
+/// The body of most built-ins' `ScorePlugin::score_nodes`.
+pub fn score_batch<T: StateData>(
+    state: &CycleState,
+    nodes: NodeList<'_>,
+    scores: &mut [NodeScore],
+    fallback: impl FnOnce() -> T,
+    score: impl Fn(&T, &NodeInfo) -> i64,
+) {
+    let computed;
+    let s = if let Some(s) = state.read::<T>() {
+        s
+    } else {
+        computed = fallback();
+        &computed
+    };
+    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+        slot.score = score(s, node);
+    }
 }

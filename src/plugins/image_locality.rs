@@ -9,6 +9,7 @@ use crate::framework::{
     CycleState, ExtensionPoints, Handle, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::model::Symbol;
+use crate::plugins::helper::score_batch;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -114,24 +115,7 @@ impl ScorePlugin for ImageLocality {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        let computed;
-        let images = if let Some(s) = state.read::<PodImages>() {
-            s
-        } else {
-            computed = self.pod_images(pod);
-            &computed
-        };
-        if images.images.is_empty() {
-            // None of the pod's images is on any node: every node scores the same.
-            let zero = calculate_priority(0, images.containers);
-            for s in scores.iter_mut() {
-                s.score = zero;
-            }
-            return Ok(());
-        }
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            slot.score = score_node(images, node);
-        }
+        score_batch(state, nodes, scores, || self.pod_images(pod), score_node);
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod default_binder;
 pub mod dynamic_resources;
+pub mod gpu_share;
 pub mod gpu_topology;
 pub mod helper;
 pub mod image_locality;

@@ -11,6 +11,7 @@ use crate::framework::{
 };
 use crate::model::{Taint, TaintEffect, Toleration};
 use crate::plugins::helper::default_normalize_score;
+use crate::plugins::helper::score_batch;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -91,16 +92,13 @@ impl ScorePlugin for TaintToleration {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        let computed;
-        let tolerations = if let Some(t) = state.read::<PreferTolerations>() {
-            &t.0
-        } else {
-            computed = prefer_tolerations(pod);
-            &computed
-        };
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            slot.score = count_intolerable(node, tolerations);
-        }
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || PreferTolerations(prefer_tolerations(pod)),
+            |t, n| count_intolerable(n, &t.0),
+        );
         Ok(())
     }
 

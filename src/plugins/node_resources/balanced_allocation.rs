@@ -11,6 +11,7 @@ use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_r
 use crate::framework::{
     CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
 };
+use crate::plugins::helper::score_batch;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -122,16 +123,15 @@ impl ScorePlugin for BalancedAllocation {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        let computed;
-        let reqs = if let Some(s) = state.read::<BalancedState>() {
-            &s.0
-        } else {
-            computed = self.scored.pod_requests(pod, true);
-            &computed
-        };
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            slot.score = self.score_with(reqs, node);
-        }
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || BalancedState(self.scored.pod_requests(pod, true)),
+            |s, n| {
+                if s.0.iter().all(|&r| r == 0) { 0 } else { self.score_with(&s.0, n) }
+            },
+        );
         Ok(())
     }
 }

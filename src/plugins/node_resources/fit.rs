@@ -16,6 +16,7 @@ use crate::framework::{
 };
 use crate::model::Symbol;
 use crate::plugins::helper::is_extended_resource_name;
+use crate::plugins::helper::score_batch;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
@@ -283,16 +284,13 @@ impl ScorePlugin for Fit {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        let computed;
-        let reqs = if let Some(s) = state.read::<FitScoreState>() {
-            &s.0
-        } else {
-            computed = self.scored.pod_requests(pod, false);
-            &computed
-        };
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            slot.score = self.score_one(reqs, node);
-        }
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || FitScoreState(self.scored.pod_requests(pod, false)),
+            |s, n| self.score_one(&s.0, n),
+        );
         Ok(())
     }
 }
