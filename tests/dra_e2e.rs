@@ -277,3 +277,18 @@ fn diagnose_reports_each_node() {
         ]
     );
 }
+
+#[test]
+fn claim_events_requeue_only_pods_using_the_claim() {
+    use schedkit::framework::{EnqueueExtensions, EventObject, EventResource, QueueingHint};
+    use schedkit::plugins::dynamic_resources::claim_event_hint;
+    let pod = PodInfo::new(pod_with_claim("p", "mine")).unwrap();
+    assert_eq!(claim_event_hint(&pod, &EventObject::Custom("default/mine".into())), QueueingHint::Queue);
+    assert_eq!(claim_event_hint(&pod, &EventObject::Custom("default/other".into())), QueueingHint::Skip);
+    assert_eq!(claim_event_hint(&pod, &EventObject::Custom("team-a/mine".into())), QueueingHint::Skip);
+    let plugin = DynamicResources::new(store_with_class());
+    let events = plugin.events_to_register();
+    let resources: Vec<_> = events.iter().map(|e| e.event.resource).collect();
+    assert_eq!(resources, [EventResource::ResourceClaim, EventResource::ResourceSlice, EventResource::DeviceClass]);
+    assert!(events[0].hint.is_some());
+}

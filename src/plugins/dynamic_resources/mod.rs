@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
 use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventResource,
+    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject, EventResource,
     ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, Status,
+    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, ReservePlugin, Status,
 };
 use crate::model::{Node, Symbol};
 use crate::plugins::names;
@@ -284,12 +284,32 @@ impl PreBindPlugin for DynamicResources {
     }
 }
 
+/// Queueing hint for ResourceClaim events (upstream `isSchedulableAfterClaimChange`):
+/// a claim event requeues only pods that use the claim. The caller names the claim in
+/// `EventObject::Custom("namespace/name")`; any other object requeues.
+pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
+    let EventObject::Custom(key) = event else { return QueueingHint::Queue };
+    let p = &pod.pod;
+    let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
+    let uses = p.spec.resource_claims.iter().any(|pc| {
+        let name = claim_name_for(p, pc);
+        key.strip_prefix(ns).and_then(|rest| rest.strip_prefix('/')) == Some(name.as_str())
+    });
+    if uses { QueueingHint::Queue } else { QueueingHint::Skip }
+}
+
 impl EnqueueExtensions for DynamicResources {
+    /// ResourceClaim add/update (hinted by [`claim_event_hint`]), ResourceSlice and
+    /// DeviceClass add/update (always requeue, as upstream for slices).
     fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        let ev = |resource| ClusterEventWithHint {
+        let ev = |resource, hint| ClusterEventWithHint {
             event: ClusterEvent { resource, action: ActionType::ADD | ActionType::UPDATE },
-            hint: None,
+            hint,
         };
-        vec![ev(EventResource::ResourceClaim), ev(EventResource::ResourceSlice), ev(EventResource::DeviceClass)]
+        vec![
+            ev(EventResource::ResourceClaim, Some(Arc::new(claim_event_hint) as QueueingHintFn)),
+            ev(EventResource::ResourceSlice, None),
+            ev(EventResource::DeviceClass, None),
+        ]
     }
 }
