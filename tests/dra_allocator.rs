@@ -881,3 +881,147 @@ fn topology_chooser_takes_the_best_connected_set() {
     assert_ne!(got_set, up_set, "the chooser changed the pick");
     assert!(objective_of(&matrix, got_set) > objective_of(&matrix, up_set));
 }
+
+fn mem_sel(q: &str) -> Value {
+    json!([{"cel": {"expression": format!("device.capacity[\"{DRIVER_A}\"].memory.compareTo(quantity(\"{q}\")) >= 0")}}])
+}
+
+fn mem_dev(name: &str, memory: &str, version: Option<&str>) -> Value {
+    let mut d = json!({"name": name, "capacity": {"memory": {"value": memory}}});
+    if let Some(v) = version {
+        d["attributes"] = json!({"driverVersion": {"version": v}});
+    }
+    d
+}
+
+fn sub_sel(name: &str, count: i64, q: &str) -> Value {
+    let mut s = sub(name, "class-a", count);
+    s["selectors"] = mem_sel(q);
+    s
+}
+
+#[test]
+fn prioritized_list_subrequests_with_expressions() {
+    // upstream "prioritized-list-subrequests-with-expressions"
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![slice_on(
+            "slice-1",
+            "node-1",
+            "pool-1",
+            DRIVER_A,
+            vec![mem_dev("device-1", "2Gi", None), mem_dev("device-2", "2Gi", None), mem_dev("device-3", "1Gi", None)],
+        )],
+    )
+    .claims(vec![claim(
+        "claim-0",
+        vec![
+            json!({"name": "req-0", "exactly": {"deviceClassName": "class-a", "selectors": mem_sel("1Gi")}}),
+            first_available("req-1", vec![sub_sel("subreq-0", 1, "4Gi"), sub_sel("subreq-1", 2, "2Gi")]),
+        ],
+        vec![],
+    )]);
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![
+            r("req-0", DRIVER_A, "pool-1", "device-3"),
+            r("req-1/subreq-1", DRIVER_A, "pool-1", "device-1"),
+            r("req-1/subreq-1", DRIVER_A, "pool-1", "device-2"),
+        ]])
+    );
+}
+
+#[test]
+fn prioritized_list_subrequests_with_constraints_ref_parent_and_sub_request() {
+    // upstream "prioritized-list-subrequests-with-constraints-ref-parent-request" and
+    // "prioritized-list-subrequests-with-constraints-ref-sub-request"
+    let version = json!({"matchAttribute": format!("{DRIVER_A}/driverVersion")});
+    for (refs, pool2, want) in [
+        (
+            json!(["req-0", "req-1"]),
+            vec![mem_dev("device-2", "2Gi", Some("2.0.0")), mem_dev("device-3", "1Gi", Some("1.0.0"))],
+            r("req-1/subreq-1", DRIVER_A, "pool-2", "device-3"),
+        ),
+        (
+            json!(["req-0", "req-1/subreq-0"]),
+            vec![mem_dev("device-2", "2Gi", Some("2.0.0"))],
+            r("req-1/subreq-1", DRIVER_A, "pool-2", "device-2"),
+        ),
+    ] {
+        let mut c = version.clone();
+        c["requests"] = refs;
+        let (w, names) = World::new(
+            &classes_ab(),
+            vec![
+                slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![mem_dev("device-1", "8Gi", Some("1.0.0"))]),
+                slice_on("slice-2", "node-1", "pool-2", DRIVER_A, pool2),
+            ],
+        )
+        .claims(vec![claim(
+            "claim-0",
+            vec![
+                json!({"name": "req-0", "exactly": {"deviceClassName": "class-a", "selectors": mem_sel("8Gi")}}),
+                first_available("req-1", vec![sub_sel("subreq-0", 1, "2Gi"), sub_sel("subreq-1", 1, "1Gi")]),
+            ],
+            vec![c],
+        )]);
+        assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), want]]));
+    }
+}
+
+#[test]
+fn prioritized_list_allocation_mode_all_multiple_requests() {
+    // upstream "prioritized-list-allocation-mode-all-multiple-requests" and
+    // "prioritized-list-subrequests-with-allocation-mode-all"
+    let mut all = sub("subreq-0", "class-a", 1);
+    all["allocationMode"] = json!("All");
+    all.as_object_mut().unwrap().remove("count");
+    let two = || vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1"), dev("device-2")])];
+    let (w, names) = World::new(&classes_ab(), two()).claims(vec![claim(
+        "claim-0",
+        vec![
+            request("req-0", "class-a", 1),
+            first_available("req-1", vec![all.clone(), sub("subreq-1", "class-a", 1)]),
+        ],
+        vec![],
+    )]);
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![
+            r("req-0", DRIVER_A, "pool-1", "device-1"),
+            r("req-1/subreq-1", DRIVER_A, "pool-1", "device-2")
+        ]])
+    );
+    let (w, names) = World::new(&classes_ab(), two()).claims(vec![
+        allocated("other", &[(DRIVER_A, "pool-1", "device-1")]),
+        claim("claim-0", vec![first_available("req-0", vec![all, sub("subreq-1", "class-a", 1)])], vec![]),
+    ]);
+    assert_eq!(picked(&w.run(&names[1..])), Some(vec![vec![r("req-0/subreq-1", DRIVER_A, "pool-1", "device-2")]]));
+}
+
+#[test]
+fn prioritized_list_multi_request() {
+    // upstream "prioritized-list-multi-request"
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![
+            slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![mem_dev("device-1", "8Gi", None)]),
+            slice_on("slice-2", "node-1", "pool-2", DRIVER_A, vec![mem_dev("device-2", "4Gi", None)]),
+        ],
+    )
+    .claims(vec![claim(
+        "claim-0",
+        vec![
+            json!({"name": "req-1", "exactly": {"deviceClassName": "class-a", "selectors": mem_sel("8Gi")}}),
+            first_available("req-0", vec![sub_sel("subreq-0", 1, "8Gi"), sub_sel("subreq-1", 1, "4Gi")]),
+        ],
+        vec![],
+    )]);
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![
+            r("req-1", DRIVER_A, "pool-1", "device-1"),
+            r("req-0/subreq-1", DRIVER_A, "pool-2", "device-2")
+        ]])
+    );
+}
