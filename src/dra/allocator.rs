@@ -37,7 +37,7 @@ use super::types::{
 };
 use super::world::{DeviceId, Scope, World, taint_blocks};
 use crate::model::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
-use crate::selector::Device;
+use crate::selector::{AttributeKey, Device};
 
 /// Steps the search may take per node before giving up with an error.
 pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
@@ -79,6 +79,8 @@ pub(crate) struct InUse {
     pub devices: Vec<u64>,
     /// Consumed per counter (milli-units).
     pub counters: Vec<i128>,
+    /// Consumed capacity of multi-allocatable devices: `(device, share index)` -> milli.
+    pub shared: ahash::AHashMap<(u32, usize), i128>,
 }
 
 impl InUse {
@@ -122,6 +124,8 @@ pub(crate) struct Pick {
     pub alt: u16,
     pub dev: u32,
     pub admin: bool,
+    /// Consumable-capacity entries this pick pushed (multi-allocatable devices).
+    pub shares: u8,
 }
 
 pub(crate) type Picks = SmallVec<[Pick; 16]>;
@@ -230,6 +234,7 @@ struct Search<'a> {
     chooser: Option<&'a dyn DeviceChooser>,
     picks: Picks,
     deltas: SmallVec<[(u32, i128); 8]>,
+    share_deltas: SmallVec<[(u32, usize, i128); 4]>,
     steps: u64,
     budget: u64,
     stats: SmallVec<[SlotStats; 8]>,
@@ -259,6 +264,7 @@ pub(crate) fn run(
         chooser,
         picks: SmallVec::new(),
         deltas: SmallVec::new(),
+        share_deltas: SmallVec::new(),
         steps: 0,
         budget,
         stats: smallvec::smallvec![SlotStats::default(); slots.len()],
@@ -303,7 +309,9 @@ impl Search<'_> {
                 if e.taints.iter().any(|t| taint_blocks(t, &alt.tolerations)) {
                     return;
                 }
-                if !alt.capacity.iter().all(|(k, q)| e.device.capacity(*k).is_some_and(|have| have >= q)) {
+                if !alt.capacity.iter().all(|(k, q)| {
+                    e.device.capacity(AttributeKey::qualified(k, e.device.driver())).is_some_and(|have| have >= q)
+                }) {
                     return;
                 }
                 matching += 1;
@@ -440,10 +448,25 @@ impl Search<'_> {
         // "separate-claims-share-device-admin-access",
         // "admin-access-claims-device-allocating-for-non-admin-access" and
         // "all-devices-some-allocating-admin-access").
-        if self.picks.iter().any(|p| p.dev == d && (p.claim == c || (!admin && !p.admin))) {
+        let e = &self.world.devices[d as usize];
+        if !e.multi && self.picks.iter().any(|p| p.dev == d && (p.claim == c || (!admin && !p.admin))) {
             return false;
         }
-        let e = &self.world.devices[d as usize];
+        let mut share_amounts: SmallVec<[(usize, i128); 2]> = SmallVec::new();
+        if e.multi && !admin {
+            let alt = &self.plans[c as usize].claim.requests[r as usize].alternatives[a as usize];
+            let Some(amounts) = e.consumption(&alt.capacity) else { return false };
+            for &(si, amount) in &amounts {
+                let pending: i128 =
+                    self.share_deltas.iter().filter(|(x, y, _)| *x == d && *y == si).map(|(_, _, v)| *v).sum();
+                let used = self.in_use.shared.get(&(d, si)).copied().unwrap_or(0) + pending + amount;
+                if used > e.shares[si].value {
+                    self.rejected[c as usize] |= 1 << 63;
+                    return false;
+                }
+            }
+            share_amounts = amounts;
+        }
         if !admin {
             for &(ci, amount) in &e.consumes {
                 let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
@@ -491,16 +514,20 @@ impl Search<'_> {
                 self.deltas.push((ci, amount));
             }
         }
-        self.picks.push(Pick { claim: c, request: r, alt: a, dev: d, admin });
+        for &(si, amount) in &share_amounts {
+            self.share_deltas.push((d, si, amount));
+        }
+        self.picks.push(Pick { claim: c, request: r, alt: a, dev: d, admin, shares: share_amounts.len() as u8 });
         true
     }
 
     fn undo(&mut self) {
-        if let Some(p) = self.picks.pop()
-            && !p.admin
-        {
-            let n = self.world.devices[p.dev as usize].consumes.len();
-            self.deltas.truncate(self.deltas.len().saturating_sub(n));
+        if let Some(p) = self.picks.pop() {
+            self.share_deltas.truncate(self.share_deltas.len().saturating_sub(p.shares as usize));
+            if !p.admin {
+                let n = self.world.devices[p.dev as usize].consumes.len();
+                self.deltas.truncate(self.deltas.len().saturating_sub(n));
+            }
         }
     }
 
@@ -553,6 +580,59 @@ impl Search<'_> {
     }
 }
 
+/// A quantity in milli-units as Kubernetes would print it: the largest binary suffix
+/// that divides it, else a plain integer, else milli-units.
+fn quantity_text(milli: i128) -> String {
+    if milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    let v = milli / 1000;
+    for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+        let unit = 1i128 << shift;
+        if v != 0 && v % unit == 0 {
+            return format!("{}{suffix}", v / unit);
+        }
+    }
+    v.to_string()
+}
+
+/// `consumedCapacity` and `shareID` for a result on a multi-allocatable device
+/// (consumable capacity, KEP-5075); empty for exclusive devices and admin access.
+fn share_fields(
+    e: &super::world::DevEntry,
+    alt: &super::compiled::Alternative,
+    claim: &str,
+    admin: bool,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut other = std::collections::BTreeMap::new();
+    if !e.multi || admin {
+        return other;
+    }
+    let Some(amounts) = e.consumption(&alt.capacity) else { return other };
+    let mut consumed = serde_json::Map::new();
+    for (si, milli) in amounts {
+        let text = quantity_text(milli);
+        consumed.insert(e.shares[si].name.clone(), serde_json::Value::String(text));
+    }
+    other.insert("consumedCapacity".to_owned(), serde_json::Value::Object(consumed));
+    // A stable UID-shaped id per (claim, request, device); upstream generates a random UID.
+    let mut h = ahash::AHasher::default();
+    std::hash::Hash::hash(&(claim, &alt.result_name, e.id.to_string()), &mut h);
+    let a = std::hash::Hasher::finish(&h);
+    std::hash::Hash::hash(&a, &mut h);
+    let b = std::hash::Hasher::finish(&h);
+    let id = format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    );
+    other.insert("shareID".to_owned(), serde_json::Value::String(id));
+    other
+}
+
 /// Builds each claim's `AllocationResult` from the picks (upstream
 /// `allocator.go`, `createNodeSelector` for the node selector: any node-local device pins
 /// the allocation to the node; otherwise the selectors of network-attached devices are
@@ -584,7 +664,7 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 device: e.id.device.as_str().to_owned(),
                 admin_access: alt.admin.then_some(true),
                 tolerations: alt.tolerations.clone(),
-                other: std::collections::BTreeMap::new(),
+                other: share_fields(e, alt, &plan.claim.key, p.admin),
             });
             if !seen_alts.contains(&(p.request, p.alt)) {
                 seen_alts.push((p.request, p.alt));

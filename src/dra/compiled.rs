@@ -69,7 +69,8 @@ pub(crate) struct Alternative {
     pub count: Option<u32>,
     pub admin: bool,
     pub tolerations: Vec<Toleration>,
-    pub capacity: Vec<(AttributeKey, Quantity)>,
+    /// Capacity requests by name as written (qualified per device's driver when used).
+    pub capacity: Vec<(String, Quantity)>,
     /// Class key + request selectors: the selector-match cache key.
     pub cache_suffix: String,
 }
@@ -220,10 +221,8 @@ impl CompiledClaim {
                     cache_suffix.push('\u{1}');
                     cache_suffix.push_str(s.source());
                 }
-                let capacity = raw
-                    .capacity
-                    .map(|c| c.requests.iter().map(|(k, v)| (AttributeKey::qualified(k, ""), *v)).collect())
-                    .unwrap_or_default();
+                let capacity =
+                    raw.capacity.map(|c| c.requests.iter().map(|(k, v)| (k.clone(), *v)).collect()).unwrap_or_default();
                 alternatives.push(Alternative {
                     result_name,
                     class: raw.class.to_owned(),

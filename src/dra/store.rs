@@ -108,7 +108,9 @@ pub enum NodeResult {
 pub struct Audit {
     /// Devices held by more than one non-admin allocation.
     pub double_allocated: Vec<DeviceId>,
-    /// Counters consumed beyond their capacity (`driver/pool/set/counter`).
+    /// Counters consumed beyond their capacity (`driver/pool/set/counter`), and
+    /// consumable capacities of shared devices consumed beyond their value
+    /// (`driver/pool/device/capacity/name`).
     pub overdrawn_counters: Vec<String>,
 }
 
@@ -120,6 +122,20 @@ pub fn claim_name_for(pod: &Pod, pc: &PodResourceClaim) -> String {
         Some(n) => n.clone(),
         None => format!("{}-{}", pod.metadata.name, pc.name),
     }
+}
+
+/// What a result on a multi-allocatable device consumes, from its `consumedCapacity`.
+fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocationResult) -> Vec<(usize, i128)> {
+    let Some(map) = r.other.get("consumedCapacity").and_then(|v| v.as_object()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, q) in map {
+        let key = crate::selector::AttributeKey::qualified(name, e.device.driver());
+        let amount = q.as_str().and_then(|t| crate::model::Quantity::parse(t).ok()).map(|q| world::milli(&q));
+        if let (Some(si), Some(amount)) = (e.shares.iter().position(|s| s.key == key), amount) {
+            out.push((si, amount));
+        }
+    }
+    out
 }
 
 fn claim_key(ns: &str, name: &str) -> String {
@@ -279,8 +295,11 @@ impl DraStore {
             return u.clone();
         }
         let w = &inner.world;
-        let mut u =
-            InUse { devices: vec![0; w.devices.len().div_ceil(64)], counters: vec![0; w.counter_capacity.len()] };
+        let mut u = InUse {
+            devices: vec![0; w.devices.len().div_ceil(64)],
+            counters: vec![0; w.counter_capacity.len()],
+            shared: AHashMap::new(),
+        };
         let mut mark = |a: &AllocationResult| {
             for r in &a.devices.results {
                 if r.admin_access == Some(true) {
@@ -288,6 +307,13 @@ impl DraStore {
                 }
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
                 if let Some(&d) = w.index.get(&id) {
+                    let e = &w.devices[d as usize];
+                    if e.multi {
+                        for (si, amount) in consumed_capacity(e, r) {
+                            *u.shared.entry((d, si)).or_default() += amount;
+                        }
+                        continue;
+                    }
                     u.devices[(d / 64) as usize] |= 1 << (d % 64);
                     for &(c, amount) in &w.devices[d as usize].consumes {
                         u.counters[c as usize] += amount;
@@ -534,9 +560,18 @@ impl DraStore {
             .collect();
         all.extend(inner.inflight.values().flat_map(|l| l.iter().map(|(_, a)| &**a)));
         let mut counters = vec![0i128; w.counter_capacity.len()];
+        let mut shared: AHashMap<(u32, usize), i128> = AHashMap::new();
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
+                if let Some(&d) = w.index.get(&id)
+                    && w.devices[d as usize].multi
+                {
+                    for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
+                        *shared.entry((d, si)).or_default() += amount;
+                    }
+                    continue;
+                }
                 *count.entry(id).or_default() += 1;
                 if let Some(&d) = w.index.get(&id) {
                     for &(c, amount) in &w.devices[d as usize].consumes {
@@ -547,12 +582,19 @@ impl DraStore {
         }
         let mut double_allocated: Vec<DeviceId> = count.into_iter().filter(|(_, n)| *n > 1).map(|(d, _)| d).collect();
         double_allocated.sort();
-        let overdrawn_counters = counters
+        let mut overdrawn_counters: Vec<String> = counters
             .iter()
             .enumerate()
             .filter(|(i, v)| **v > w.counter_capacity[*i])
             .map(|(i, _)| w.counter_names[i].clone())
             .collect();
+        for ((d, si), used) in shared {
+            let e = &w.devices[d as usize];
+            if used > e.shares[si].value {
+                overdrawn_counters.push(format!("{}/capacity/{}", e.id, e.shares[si].name));
+            }
+        }
+        overdrawn_counters.sort();
         Audit { double_allocated, overdrawn_counters }
     }
 

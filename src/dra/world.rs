@@ -59,6 +59,92 @@ pub(crate) struct DevEntry {
     pub consumes: SmallVec<[(u32, i128); 4]>,
     /// A consumed counter set is missing from the pool: the device can't be allocated.
     pub counters_missing: bool,
+    /// `allowMultipleAllocations`: shared by allocations that consume its capacity.
+    pub multi: bool,
+    /// With `multi`: each capacity, its total and request policy (consumable capacity,
+    /// KEP-5075).
+    pub shares: SmallVec<[ShareCap; 2]>,
+}
+
+/// One consumable capacity of a multi-allocatable device.
+#[derive(Debug, Clone)]
+pub(crate) struct ShareCap {
+    pub key: AttributeKey,
+    pub name: String,
+    pub value: i128,
+    pub policy: Option<Policy>,
+}
+
+/// `CapacityRequestPolicy`, in milli-units.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policy {
+    pub default: Option<i128>,
+    pub min: Option<i128>,
+    pub max: Option<i128>,
+    pub step: Option<i128>,
+    pub values: Vec<i128>,
+}
+
+impl Policy {
+    /// The amount a request consumes, or `None` when it violates the policy (upstream
+    /// `CapacityRequestPolicy` semantics: below `min` rounds up to `min`, then up to the
+    /// next `step`; above `max` violates; with `validValues`, the smallest value at least
+    /// the request, none violates).
+    pub fn apply(&self, requested: Option<i128>, full: i128) -> Option<i128> {
+        let Some(req) = requested.or(self.default) else { return Some(full) };
+        if !self.values.is_empty() {
+            return self.values.iter().copied().find(|&v| v >= req);
+        }
+        let mut amount = req;
+        if let Some(min) = self.min {
+            amount = amount.max(min);
+            if let Some(step) = self.step.filter(|&s| s > 0) {
+                let over = amount - min;
+                amount = min + (over + step - 1) / step * step;
+            }
+        }
+        if self.max.is_some_and(|max| amount > max) {
+            return None;
+        }
+        Some(amount)
+    }
+}
+
+fn parse_milli(v: &serde_json::Value) -> Option<i128> {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    Quantity::parse(&text).ok().map(|q| milli(&q))
+}
+
+/// Parses a `requestPolicy` (JSON) into a [`Policy`].
+pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
+    let q = |field: &serde_json::Value, what: &str| {
+        parse_milli(field).ok_or_else(|| format!("requestPolicy.{what}: not a quantity"))
+    };
+    let mut p = Policy::default();
+    if let Some(d) = v.get("default") {
+        p.default = Some(q(d, "default")?);
+    }
+    if let Some(r) = v.get("validRange") {
+        if let Some(x) = r.get("min") {
+            p.min = Some(q(x, "validRange.min")?);
+        }
+        if let Some(x) = r.get("max") {
+            p.max = Some(q(x, "validRange.max")?);
+        }
+        if let Some(x) = r.get("step") {
+            p.step = Some(q(x, "validRange.step")?);
+        }
+    }
+    if let Some(vals) = v.get("validValues").and_then(|x| x.as_array()) {
+        for x in vals {
+            p.values.push(q(x, "validValues")?);
+        }
+    }
+    Ok(p)
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +252,17 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
             });
         }
         selector_device(name, &spec.driver, d)?;
+        for (cname, c) in &d.capacity {
+            if let Some(rp) = &c.request_policy {
+                if d.allow_multiple_allocations != Some(true) {
+                    return Err(bad(&format!(
+                        "device {}: capacity {cname}: requestPolicy needs allowMultipleAllocations: true",
+                        d.name
+                    )));
+                }
+                parse_policy(rp).map_err(|e| bad(&format!("device {}: capacity {cname}: {e}", d.name)))?;
+            }
+        }
         if spec.per_device_node_selection == Some(true) {
             let n = usize::from(d.node_name.is_some())
                 + usize::from(d.node_selector.is_some())
@@ -284,7 +381,31 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
                     Scope::Selector(_) | Scope::All => w.shared.push(idx),
                 }
-                w.devices.push(DevEntry { id, pool: pool_idx, device, scope, taints, consumes, counters_missing });
+                let multi = d.allow_multiple_allocations == Some(true);
+                let shares = if multi {
+                    d.capacity
+                        .iter()
+                        .map(|(cname, c)| ShareCap {
+                            key: AttributeKey::qualified(cname, &driver),
+                            name: cname.clone(),
+                            value: milli(&c.value),
+                            policy: c.request_policy.as_ref().and_then(|p| parse_policy(p).ok()),
+                        })
+                        .collect()
+                } else {
+                    SmallVec::new()
+                };
+                w.devices.push(DevEntry {
+                    id,
+                    pool: pool_idx,
+                    device,
+                    scope,
+                    taints,
+                    consumes,
+                    counters_missing,
+                    multi,
+                    shares,
+                });
             }
         }
         w.pools.push(entry);
@@ -332,6 +453,27 @@ impl World {
                 }
             }
         }
+    }
+}
+
+impl DevEntry {
+    /// What an allocation for a request asking `requests` consumes from each capacity of
+    /// this multi-allocatable device (`(share index, milli-units)`), or `None` when the
+    /// request violates a policy.
+    pub fn consumption(&self, requests: &[(String, Quantity)]) -> Option<SmallVec<[(usize, i128); 2]>> {
+        let mut out = SmallVec::new();
+        for (i, sc) in self.shares.iter().enumerate() {
+            let requested = requests
+                .iter()
+                .find(|(k, _)| AttributeKey::qualified(k, self.device.driver()) == sc.key)
+                .map(|(_, q)| milli(q));
+            let amount = match &sc.policy {
+                Some(p) => p.apply(requested, sc.value)?,
+                None => requested.unwrap_or(sc.value),
+            };
+            out.push((i, amount));
+        }
+        Some(out)
     }
 }
 
