@@ -16,6 +16,9 @@ const DRIVER: &str = "gpu.example.com";
 struct NodeSpec {
     gpus: Vec<i64>, // attribute "kind" per device
     partitioned: bool,
+    /// Devices allow multiple allocations with 8Gi of consumable memory (when not
+    /// partitioned).
+    shared: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -25,6 +28,8 @@ struct ClaimSpec {
     admin: bool,
     kind: Option<i64>,
     match_kind: bool,
+    /// Consumable memory asked for, in Gi.
+    memory: Option<u8>,
 }
 
 #[derive(Debug, Clone)]
@@ -36,12 +41,27 @@ enum Op {
 }
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
-    (prop::collection::vec(0i64..3, 1..6), any::<bool>()).prop_map(|(gpus, partitioned)| NodeSpec { gpus, partitioned })
+    (prop::collection::vec(0i64..3, 1..6), any::<bool>(), any::<bool>())
+        .prop_map(|(gpus, partitioned, shared)| NodeSpec { gpus, partitioned, shared: shared && !partitioned })
 }
 
 fn claim_spec() -> impl Strategy<Value = ClaimSpec> {
-    (1i64..4, prop::bool::weighted(0.15), prop::bool::weighted(0.15), prop::option::of(0i64..3), any::<bool>())
-        .prop_map(|(count, all, admin, kind, match_kind)| ClaimSpec { count, all, admin, kind, match_kind })
+    (
+        1i64..4,
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.15),
+        prop::option::of(0i64..3),
+        any::<bool>(),
+        prop::option::of(1u8..7),
+    )
+        .prop_map(|(count, all, admin, kind, match_kind, memory)| ClaimSpec {
+            count,
+            all,
+            admin,
+            kind,
+            match_kind,
+            memory,
+        })
 }
 
 fn op(pods: usize, nodes: usize) -> impl Strategy<Value = Op> {
@@ -67,6 +87,9 @@ fn slice(i: usize, n: &NodeSpec) -> ResourceSlice {
                 devices.push(json!({"name": format!("gpu-{j}-half-{h}"), "attributes": {"kind": {"int": kind}},
                     "consumesCounters": consumes("4Gi")}));
             }
+        } else if n.shared {
+            devices.push(json!({"name": format!("gpu-{j}"), "attributes": {"kind": {"int": kind}},
+                "allowMultipleAllocations": true, "capacity": {"memory": {"value": "8Gi"}}}));
         } else {
             devices.push(json!({"name": format!("gpu-{j}"), "attributes": {"kind": {"int": kind}}}));
         }
@@ -86,6 +109,9 @@ fn claim(i: usize, c: &ClaimSpec) -> ResourceClaim {
     }
     if c.admin {
         exactly["adminAccess"] = json!(true);
+    }
+    if let Some(gi) = c.memory {
+        exactly["capacity"] = json!({"requests": {"memory": format!("{gi}Gi")}});
     }
     if let Some(k) = c.kind {
         exactly["selectors"] = json!([{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].kind == {k}")}}]);
@@ -155,9 +181,10 @@ proptest! {
 
     #[test]
     fn all_gets_every_matching_device(node in node_spec(), kind in 0i64..3, taken in prop::option::of(0usize..5)) {
-        let mut claims = vec![ClaimSpec { count: 1, all: true, admin: false, kind: Some(kind), match_kind: false }];
+        let node = NodeSpec { shared: false, ..node };
+        let mut claims = vec![ClaimSpec { count: 1, all: true, admin: false, kind: Some(kind), match_kind: false, memory: None }];
         if taken.is_some() {
-            claims.push(ClaimSpec { count: 1, all: false, admin: false, kind: None, match_kind: false });
+            claims.push(ClaimSpec { count: 1, all: false, admin: false, kind: None, match_kind: false, memory: None });
         }
         let s = store(std::slice::from_ref(&node), &claims);
         let mut held: BTreeSet<String> = BTreeSet::new();
