@@ -15,6 +15,13 @@
 //! enumerates combinations in the same lexicographic order, so its first solution is the
 //! one upstream finds, with fewer steps.
 //!
+//! # Shared devices
+//!
+//! A device with `allowMultipleAllocations` is never held exclusively: each allocation
+//! consumes part of its capacities under the capacity's `requestPolicy` (KEP-5075) and
+//! the result records `consumedCapacity` and a `shareID`. schedkit does not charge shared
+//! counters for such devices (their counter semantics are not modelled yet).
+//!
 //! # Worst case and budget
 //!
 //! With `n` candidates and `k` devices wanted per slot, a slot explores at most
@@ -467,7 +474,7 @@ impl Search<'_> {
             }
             share_amounts = amounts;
         }
-        if !admin {
+        if !admin && !e.multi {
             for &(ci, amount) in &e.consumes {
                 let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
                 let used = self.in_use.counters.get(ci as usize).copied().unwrap_or(0) + pending + amount;
@@ -509,7 +516,7 @@ impl Search<'_> {
                 }
             }
         }
-        if !admin {
+        if !admin && !e.multi {
             for &(ci, amount) in &e.consumes {
                 self.deltas.push((ci, amount));
             }
@@ -524,7 +531,7 @@ impl Search<'_> {
     fn undo(&mut self) {
         if let Some(p) = self.picks.pop() {
             self.share_deltas.truncate(self.share_deltas.len().saturating_sub(p.shares as usize));
-            if !p.admin {
+            if !p.admin && !self.world.devices[p.dev as usize].multi {
                 let n = self.world.devices[p.dev as usize].consumes.len();
                 self.deltas.truncate(self.deltas.len().saturating_sub(n));
             }
