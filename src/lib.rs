@@ -41,6 +41,8 @@
 //!
 //! Layers point down: [`model`] <- [`snapshot`] <- [`framework`] <- [`scheduler`].
 
+/// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
+pub mod dra;
 pub mod framework;
 pub mod model;
 pub mod plugins;

@@ -4,6 +4,7 @@
 pub mod capacity_scheduling;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod gpu_share;
 pub mod gpu_topology;
 pub mod helper;

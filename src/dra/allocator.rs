@@ -1,0 +1,728 @@
+//! The structured allocator: finds devices on one node for every request of every claim
+//! of a pod, together or not at all (upstream
+//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go` and its
+//! `internal/stable` variant).
+//!
+//! # Search
+//!
+//! Requests are flattened into slots (claim order, then request order). For each slot the
+//! alternatives (`exactly`, or the `firstAvailable` subrequests in order) are tried in
+//! turn; an ExactCount alternative picks `count` devices among the node's candidates in
+//! upstream device order, an `All` alternative takes every matching device and fails if
+//! any is in use. After each pick the claim's constraints (`matchAttribute`,
+//! `distinctAttribute`) and the pool's shared counters are checked; a failure backtracks
+//! to the most recent choice. Upstream enumerates permutations of devices; this search
+//! enumerates combinations in the same lexicographic order, so its first solution is the
+//! one upstream finds, with fewer steps.
+//!
+//! # Shared devices
+//!
+//! A device with `allowMultipleAllocations` is never held exclusively: each allocation
+//! consumes part of its capacities under the capacity's `requestPolicy` (KEP-5075) and
+//! the result records `consumedCapacity` and a `shareID`. schedkit does not charge shared
+//! counters for such devices (their counter semantics are not modelled yet).
+//!
+//! # Worst case and budget
+//!
+//! With `n` candidates and `k` devices wanted per slot, a slot explores at most
+//! `C(n, k)` combinations per alternative, and slots multiply: an unsatisfiable
+//! `matchAttribute` over 8-of-64 devices is 4.4 billion steps. Every device tried counts as
+//! one step; past [`DEFAULT_STEP_BUDGET`] (or the store's configured budget) the search stops
+//! with [`AllocError::BudgetExceeded`] — an error, never a hang. Candidates are pruned
+//! before the search (selectors, taints, capacity, in-use), so realistic claims take a
+//! few dozen steps.
+
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::compiled::{CompiledClaim, ConstraintKind};
+use super::error::AllocError;
+use super::types::{
+    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceRequestAllocationResult,
+};
+use super::world::{DeviceId, Scope, World, taint_blocks};
+use crate::model::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
+use crate::selector::{AttributeKey, Device};
+
+/// Steps the search may take per node before giving up with an error.
+pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
+
+/// Orders the candidates of one request before the search takes the first that fits.
+///
+/// The default (no chooser) keeps upstream's order. A chooser sees each request's
+/// candidate devices on a node (already filtered by selectors, taints and availability)
+/// and may reorder them, e.g. to put the best-connected GPUs first; the search then
+/// takes the first combination, in the new order, that satisfies every constraint.
+/// Called once per request alternative per node in Filter: it must not block and should
+/// not allocate.
+pub trait DeviceChooser: Send + Sync + fmt::Debug {
+    /// Reorders `candidates` for a request wanting `count` devices (`None`: All).
+    fn reorder(&self, request: &str, count: Option<u32>, candidates: &mut [u32], view: CandidateView<'_>);
+}
+
+/// What a [`DeviceChooser`] may read about candidates.
+#[derive(Debug, Clone, Copy)]
+pub struct CandidateView<'a> {
+    world: &'a World,
+}
+
+impl<'a> CandidateView<'a> {
+    /// The device as selectors see it (attributes, capacity).
+    pub fn device(&self, candidate: u32) -> &'a Device {
+        &self.world.devices[candidate as usize].device
+    }
+
+    /// The device's identity.
+    pub fn id(&self, candidate: u32) -> DeviceId {
+        self.world.devices[candidate as usize].id
+    }
+}
+
+/// Devices in use across the cluster: allocated claims and in-flight reservations.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InUse {
+    pub devices: Vec<u64>,
+    /// Consumed per counter (milli-units).
+    pub counters: Vec<i128>,
+    /// Consumed capacity of multi-allocatable devices: `(device, share index)` -> milli.
+    pub shared: ahash::AHashMap<(u32, usize), i128>,
+}
+
+impl InUse {
+    #[inline]
+    pub fn contains(&self, d: u32) -> bool {
+        self.devices.get((d / 64) as usize).is_some_and(|w| w & (1 << (d % 64)) != 0)
+    }
+}
+
+/// A claim ready for this cycle: compiled requests plus, per alternative, the devices
+/// whose class and request selectors match (cached across cycles by the store).
+#[derive(Debug, Clone)]
+pub(crate) struct ClaimPlan {
+    pub claim: Arc<CompiledClaim>,
+    /// `[request][alternative]` -> which of the world's devices the selectors match.
+    pub matches: Vec<Vec<Arc<SelectorMatches>>>,
+    /// Class configs per `[request][alternative]` (driver config from the class).
+    pub class_config: Vec<Vec<Vec<super::types::DeviceClassConfiguration>>>,
+}
+
+/// The devices a class's and a request's selectors match, evaluated once per world
+/// generation and shared by every claim with the same class and selectors.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SelectorMatches {
+    /// Bit per world device.
+    pub bits: Vec<u64>,
+    /// Devices on which a selector failed at run time, with upstream's error text.
+    pub errors: Vec<(u32, String)>,
+}
+
+#[inline]
+fn bit(set: &[u64], d: u32) -> bool {
+    set.get((d / 64) as usize).is_some_and(|w| w & (1 << (d % 64)) != 0)
+}
+
+/// One picked device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pick {
+    pub claim: u16,
+    pub request: u16,
+    pub alt: u16,
+    pub dev: u32,
+    pub admin: bool,
+    /// Consumable-capacity entries this pick pushed (multi-allocatable devices).
+    pub shares: u8,
+}
+
+pub(crate) type Picks = SmallVec<[Pick; 16]>;
+
+/// Why a node can't satisfy the pod's claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// Fewer usable devices than requested.
+    TooFewDevices {
+        /// `namespace/name`.
+        claim: String,
+        /// Request (best alternative).
+        request: String,
+        /// Devices on the node matching the selectors.
+        matching: u32,
+        /// Of those, not in use and tolerating taints.
+        available: u32,
+        /// Wanted (`None`: All, which needs at least one and all free).
+        wanted: Option<u32>,
+    },
+    /// Enough devices exist, but no combination satisfies the claim's constraints or the
+    /// pool's shared counters.
+    Unsatisfiable {
+        /// `namespace/name`.
+        claim: String,
+        /// The constraints that rejected combinations (`constraint matchAttribute X`,
+        /// `shared counters`).
+        causes: Vec<String>,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::TooFewDevices { claim, request, matching, available, wanted } => match wanted {
+                Some(w) => write!(
+                    f,
+                    "claim {claim}, request {request}: {available} of {w} requested devices available ({matching} match)"
+                ),
+                None => write!(
+                    f,
+                    "claim {claim}, request {request}: allocationMode All: {available} of {matching} matching devices available"
+                ),
+            },
+            Problem::Unsatisfiable { claim, causes } => {
+                write!(f, "claim {claim}: ")?;
+                if causes.is_empty() {
+                    return write!(f, "no combination of devices fits");
+                }
+                for (i, c) in causes.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{c} not satisfiable")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Per-node diagnosis of a pod whose claims don't fit (schedkit extension; upstream only
+/// reports "cannot allocate all claims").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnosis {
+    /// The node.
+    pub node: String,
+    /// What failed.
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for Diagnosis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: cannot allocate all claims", self.node)?;
+        for p in &self.problems {
+            write!(f, "; {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What one node run found.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Fit(Picks),
+    NoFit(Diagnosis),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotStats {
+    best_matching: u32,
+    best_available: u32,
+    wanted: Option<u32>,
+    enough: bool,
+    best_alt: u16,
+}
+
+struct Search<'a> {
+    world: &'a World,
+    in_use: &'a InUse,
+    plans: &'a [ClaimPlan],
+    slots: &'a [(u16, u16)],
+    node: Symbol,
+    labels: &'a Labels,
+    chooser: Option<&'a dyn DeviceChooser>,
+    picks: Picks,
+    deltas: SmallVec<[(u32, i128); 8]>,
+    share_deltas: SmallVec<[(u32, usize, i128); 4]>,
+    steps: u64,
+    budget: u64,
+    stats: SmallVec<[SlotStats; 8]>,
+    /// Bit per (claim, constraint index < 63); bit 63 = counters.
+    rejected: SmallVec<[u64; 4]>,
+}
+
+/// Runs the search for `plans` on one node.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    world: &World,
+    in_use: &InUse,
+    plans: &[ClaimPlan],
+    slots: &[(u16, u16)],
+    node: Symbol,
+    labels: &Labels,
+    chooser: Option<&dyn DeviceChooser>,
+    budget: u64,
+) -> Result<Outcome, AllocError> {
+    let mut s = Search {
+        world,
+        in_use,
+        plans,
+        slots,
+        node,
+        labels,
+        chooser,
+        picks: SmallVec::new(),
+        deltas: SmallVec::new(),
+        share_deltas: SmallVec::new(),
+        steps: 0,
+        budget,
+        stats: smallvec::smallvec![SlotStats::default(); slots.len()],
+        rejected: smallvec::smallvec![0; plans.len()],
+    };
+    if s.slot(0)? {
+        return Ok(Outcome::Fit(s.picks));
+    }
+    Ok(Outcome::NoFit(s.diagnose()))
+}
+
+type Cands = SmallVec<[u32; 16]>;
+
+#[expect(
+    clippy::many_single_char_names,
+    reason = "search indices read as in the module docs: slot i, claim c, request r, alternative a, device d"
+)]
+impl Search<'_> {
+    fn slot(&mut self, i: usize) -> Result<bool, AllocError> {
+        let Some(&(c, r)) = self.slots.get(i) else { return Ok(true) };
+        let plan = &self.plans[c as usize];
+        let request = &plan.claim.requests[r as usize];
+        for (a, alt) in request.alternatives.iter().enumerate() {
+            let matches = &plan.matches[r as usize][a];
+            let mut cands = Cands::new();
+            let (mut matching, mut busy) = (0u32, 0u32);
+            let mut incomplete = None;
+            let mut invalid = None;
+            let world = self.world;
+            let mut runtime_error = None;
+            world.for_each_on_node(self.node, self.labels, |d| {
+                if !bit(&matches.bits, d) {
+                    if !matches.errors.is_empty()
+                        && runtime_error.is_none()
+                        && let Some((_, e)) = matches.errors.iter().find(|(x, _)| *x == d)
+                    {
+                        runtime_error = Some(e.clone());
+                    }
+                    return;
+                }
+                let e = &world.devices[d as usize];
+                if e.taints.iter().any(|t| taint_blocks(t, &alt.tolerations)) {
+                    return;
+                }
+                if !alt.capacity.iter().all(|(k, q)| {
+                    e.device.capacity(AttributeKey::qualified(k, e.device.driver())).is_some_and(|have| have >= q)
+                }) {
+                    return;
+                }
+                matching += 1;
+                let pool = &world.pools[e.pool as usize];
+                if pool.incomplete && incomplete.is_none() {
+                    incomplete = Some(pool.label());
+                }
+                if let Some(why) = &pool.invalid {
+                    invalid.get_or_insert_with(|| (pool.label(), why.clone()));
+                    return;
+                }
+                if e.counters_missing || (!alt.admin && self.in_use.contains(d)) {
+                    busy += 1;
+                    return;
+                }
+                cands.push(d);
+            });
+            if let Some(message) = runtime_error {
+                return Err(AllocError::SelectorRuntime {
+                    claim: plan.claim.key.clone(),
+                    request: alt.result_name.clone(),
+                    message,
+                });
+            }
+            let available = cands.len() as u32;
+            let st = &mut self.stats[i];
+            let enough = match alt.count {
+                Some(n) => available >= n,
+                None => busy == 0 && available > 0,
+            };
+            if available >= st.best_available || enough {
+                if !st.enough || enough {
+                    st.best_available = available;
+                    st.best_matching = matching;
+                    st.wanted = alt.count;
+                    st.best_alt = a as u16;
+                }
+                st.enough |= enough;
+            }
+            if alt.count.is_none() {
+                if let Some(pool) = incomplete {
+                    return Err(AllocError::PoolIncomplete {
+                        claim: plan.claim.key.clone(),
+                        request: alt.result_name.clone(),
+                        pool,
+                    });
+                }
+                if let Some((pool, reason)) = invalid {
+                    return Err(AllocError::PoolInvalid {
+                        claim: plan.claim.key.clone(),
+                        request: alt.result_name.clone(),
+                        pool,
+                        reason,
+                    });
+                }
+            }
+            if !enough {
+                continue;
+            }
+            if let Some(ch) = self.chooser {
+                ch.reorder(&alt.result_name, alt.count, &mut cands, CandidateView { world: self.world });
+            }
+            let ok = match alt.count {
+                Some(n) => self.pick(i, c, r, a as u16, alt.admin, &cands, 0, n)?,
+                None => self.take_all(i, c, r, a as u16, alt.admin, &cands)?,
+            };
+            if ok {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pick(
+        &mut self,
+        i: usize,
+        c: u16,
+        r: u16,
+        a: u16,
+        admin: bool,
+        cands: &[u32],
+        from: usize,
+        left: u32,
+    ) -> Result<bool, AllocError> {
+        if left == 0 {
+            return self.slot(i + 1);
+        }
+        let mut k = from;
+        while k + left as usize <= cands.len() {
+            self.steps += 1;
+            if self.steps > self.budget {
+                return Err(AllocError::BudgetExceeded { budget: self.budget });
+            }
+            let d = cands[k];
+            if self.try_add(c, r, a, admin, d) {
+                if self.pick(i, c, r, a, admin, cands, k + 1, left - 1)? {
+                    return Ok(true);
+                }
+                self.undo();
+            }
+            k += 1;
+        }
+        Ok(false)
+    }
+
+    fn take_all(&mut self, i: usize, c: u16, r: u16, a: u16, admin: bool, cands: &[u32]) -> Result<bool, AllocError> {
+        let mut added = 0;
+        let mut ok = true;
+        for &d in cands {
+            self.steps += 1;
+            if self.steps > self.budget {
+                return Err(AllocError::BudgetExceeded { budget: self.budget });
+            }
+            if self.try_add(c, r, a, admin, d) {
+                added += 1;
+            } else {
+                ok = false;
+                break;
+            }
+        }
+        if ok && self.slot(i + 1)? {
+            return Ok(true);
+        }
+        for _ in 0..added {
+            self.undo();
+        }
+        Ok(false)
+    }
+
+    fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32) -> bool {
+        // One device serves one claim of the pod; separate claims may share it when either
+        // asks for admin access, which never marks a device in use (upstream
+        // "separate-claims-share-device-admin-access",
+        // "admin-access-claims-device-allocating-for-non-admin-access" and
+        // "all-devices-some-allocating-admin-access").
+        let e = &self.world.devices[d as usize];
+        if !e.multi && self.picks.iter().any(|p| p.dev == d && (p.claim == c || (!admin && !p.admin))) {
+            return false;
+        }
+        let mut share_amounts: SmallVec<[(usize, i128); 2]> = SmallVec::new();
+        if e.multi && !admin {
+            let alt = &self.plans[c as usize].claim.requests[r as usize].alternatives[a as usize];
+            let Some(amounts) = e.consumption(&alt.capacity) else { return false };
+            for &(si, amount) in &amounts {
+                let pending: i128 =
+                    self.share_deltas.iter().filter(|(x, y, _)| *x == d && *y == si).map(|(_, _, v)| *v).sum();
+                let used = self.in_use.shared.get(&(d, si)).copied().unwrap_or(0) + pending + amount;
+                if used > e.shares[si].value {
+                    self.rejected[c as usize] |= 1 << 63;
+                    return false;
+                }
+            }
+            share_amounts = amounts;
+        }
+        if !admin && !e.multi {
+            for &(ci, amount) in &e.consumes {
+                let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
+                let used = self.in_use.counters.get(ci as usize).copied().unwrap_or(0) + pending + amount;
+                if used > self.world.counter_capacity[ci as usize] {
+                    self.rejected[c as usize] |= 1 << 63;
+                    return false;
+                }
+            }
+        }
+        let plan = &self.plans[c as usize];
+        let claim = &plan.claim;
+        let req = &claim.requests[r as usize];
+        let alt_name = &req.alternatives[a as usize].result_name;
+        for (ci, k) in claim.constraints.iter().enumerate() {
+            if !k.covers(&req.name, alt_name) {
+                continue;
+            }
+            let Some(v) = e.device.attribute(k.attribute) else {
+                self.rejected[c as usize] |= 1 << ci.min(62);
+                return false;
+            };
+            for p in self.picks.iter().filter(|p| p.claim == c) {
+                let preq = &claim.requests[p.request as usize];
+                if !k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name) {
+                    continue;
+                }
+                let other = self.world.devices[p.dev as usize].device.attribute(k.attribute);
+                let same = other == Some(v);
+                let bad = match k.kind {
+                    ConstraintKind::Match => !same,
+                    ConstraintKind::Distinct => same,
+                };
+                if bad {
+                    self.rejected[c as usize] |= 1 << ci.min(62);
+                    return false;
+                }
+                if k.kind == ConstraintKind::Match {
+                    break; // all earlier covered picks share one value
+                }
+            }
+        }
+        if !admin && !e.multi {
+            for &(ci, amount) in &e.consumes {
+                self.deltas.push((ci, amount));
+            }
+        }
+        for &(si, amount) in &share_amounts {
+            self.share_deltas.push((d, si, amount));
+        }
+        self.picks.push(Pick { claim: c, request: r, alt: a, dev: d, admin, shares: share_amounts.len() as u8 });
+        true
+    }
+
+    fn undo(&mut self) {
+        if let Some(p) = self.picks.pop() {
+            self.share_deltas.truncate(self.share_deltas.len().saturating_sub(p.shares as usize));
+            if !p.admin && !self.world.devices[p.dev as usize].multi {
+                let n = self.world.devices[p.dev as usize].consumes.len();
+                self.deltas.truncate(self.deltas.len().saturating_sub(n));
+            }
+        }
+    }
+
+    fn diagnose(&self) -> Diagnosis {
+        let mut problems = Vec::new();
+        for (i, &(c, r)) in self.slots.iter().enumerate() {
+            let st = self.stats[i];
+            if st.enough {
+                continue;
+            }
+            let claim = &self.plans[c as usize].claim;
+            let req = &claim.requests[r as usize];
+            problems.push(Problem::TooFewDevices {
+                claim: claim.key.clone(),
+                request: req
+                    .alternatives
+                    .get(st.best_alt as usize)
+                    .map_or_else(|| req.name.clone(), |a| a.result_name.clone()),
+                matching: st.best_matching,
+                available: st.best_available,
+                wanted: st.wanted,
+            });
+        }
+        if problems.is_empty() {
+            for (c, plan) in self.plans.iter().enumerate() {
+                let bits = self.rejected[c];
+                if bits == 0 {
+                    continue;
+                }
+                let mut causes: Vec<String> = plan
+                    .claim
+                    .constraints
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| bits & (1 << (*i).min(62)) != 0)
+                    .map(|(_, k)| k.describe())
+                    .collect();
+                if bits & (1 << 63) != 0 {
+                    causes.push("shared counters".to_owned());
+                }
+                problems.push(Problem::Unsatisfiable { claim: plan.claim.key.clone(), causes });
+            }
+        }
+        if problems.is_empty()
+            && let Some(plan) = self.plans.first()
+        {
+            problems.push(Problem::Unsatisfiable { claim: plan.claim.key.clone(), causes: Vec::new() });
+        }
+        Diagnosis { node: self.node.as_str().to_owned(), problems }
+    }
+}
+
+/// A quantity in milli-units as Kubernetes would print it: the largest binary suffix
+/// that divides it, else a plain integer, else milli-units.
+fn quantity_text(milli: i128) -> String {
+    if milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    let v = milli / 1000;
+    for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+        let unit = 1i128 << shift;
+        if v != 0 && v % unit == 0 {
+            return format!("{}{suffix}", v / unit);
+        }
+    }
+    v.to_string()
+}
+
+/// `consumedCapacity` and `shareID` for a result on a multi-allocatable device
+/// (consumable capacity, KEP-5075); empty for exclusive devices and admin access.
+fn share_fields(
+    e: &super::world::DevEntry,
+    alt: &super::compiled::Alternative,
+    claim: &str,
+    admin: bool,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut other = std::collections::BTreeMap::new();
+    if !e.multi || admin {
+        return other;
+    }
+    let Some(amounts) = e.consumption(&alt.capacity) else { return other };
+    let mut consumed = serde_json::Map::new();
+    for (si, milli) in amounts {
+        let text = quantity_text(milli);
+        consumed.insert(e.shares[si].name.clone(), serde_json::Value::String(text));
+    }
+    other.insert("consumedCapacity".to_owned(), serde_json::Value::Object(consumed));
+    // A stable UID-shaped id per (claim, request, device); upstream generates a random UID.
+    let mut h = ahash::AHasher::default();
+    std::hash::Hash::hash(&(claim, &alt.result_name, e.id.to_string()), &mut h);
+    let a = std::hash::Hasher::finish(&h);
+    std::hash::Hash::hash(&a, &mut h);
+    let b = std::hash::Hasher::finish(&h);
+    let id = format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    );
+    other.insert("shareID".to_owned(), serde_json::Value::String(id));
+    other
+}
+
+/// Builds each claim's `AllocationResult` from the picks (upstream
+/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device pins
+/// the allocation to the node; otherwise the selectors of network-attached devices are
+/// merged into one term; devices for all nodes add nothing).
+pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: Symbol) -> Vec<AllocationResult> {
+    let mut out = Vec::with_capacity(plans.len());
+    for (c, plan) in plans.iter().enumerate() {
+        let mut results = Vec::new();
+        let mut local = false;
+        let mut selectors: Vec<&Arc<NodeSelector>> = Vec::new();
+        let mut config = Vec::new();
+        let mut seen_alts: SmallVec<[(u16, u16); 4]> = SmallVec::new();
+        for p in picks.iter().filter(|p| p.claim as usize == c) {
+            let alt = &plan.claim.requests[p.request as usize].alternatives[p.alt as usize];
+            let e = &world.devices[p.dev as usize];
+            match &e.scope {
+                Scope::Node(_) => local = true,
+                Scope::Selector(s) => {
+                    if !selectors.iter().any(|x| x == &s) {
+                        selectors.push(s);
+                    }
+                }
+                Scope::All => {}
+            }
+            results.push(DeviceRequestAllocationResult {
+                request: alt.result_name.clone(),
+                driver: e.id.driver.as_str().to_owned(),
+                pool: e.id.pool.as_str().to_owned(),
+                device: e.id.device.as_str().to_owned(),
+                admin_access: alt.admin.then_some(true),
+                tolerations: alt.tolerations.clone(),
+                other: share_fields(e, alt, &plan.claim.key, p.admin),
+            });
+            if !seen_alts.contains(&(p.request, p.alt)) {
+                seen_alts.push((p.request, p.alt));
+                for cfg in &plan.class_config[p.request as usize][p.alt as usize] {
+                    config.push(DeviceAllocationConfiguration {
+                        source: "FromClass".to_owned(),
+                        requests: vec![alt.result_name.clone()],
+                        opaque: cfg.opaque.clone(),
+                    });
+                }
+            }
+        }
+        for (reqs, opaque) in &plan.claim.config {
+            config.push(DeviceAllocationConfiguration {
+                source: "FromClaim".to_owned(),
+                requests: reqs.clone(),
+                opaque: opaque.clone(),
+            });
+        }
+        let node_selector = if local {
+            Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: Vec::new(),
+                    match_fields: vec![NodeSelectorRequirement::new(
+                        crate::model::FIELD_METADATA_NAME,
+                        NodeSelectorOperator::In,
+                        &[node.as_str()],
+                    )],
+                }],
+            })
+        } else {
+            match selectors.as_slice() {
+                [] => None,
+                [one] => Some(NodeSelector::clone(one)),
+                many => {
+                    let mut term = NodeSelectorTerm::default();
+                    for s in many {
+                        if let Some(t) = s.node_selector_terms.first() {
+                            term.match_expressions.extend(t.match_expressions.iter().cloned());
+                            term.match_fields.extend(t.match_fields.iter().cloned());
+                        }
+                    }
+                    Some(NodeSelector { node_selector_terms: vec![term] })
+                }
+            }
+        };
+        out.push(AllocationResult {
+            devices: DeviceAllocationResult { results, config },
+            node_selector,
+            other: std::collections::BTreeMap::new(),
+        });
+    }
+    out
+}

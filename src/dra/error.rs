@@ -1,0 +1,163 @@
+//! Typed errors for DRA objects (load time) and allocation (scheduling time).
+
+use crate::selector::SelectorError;
+
+/// What is wrong with a DRA object handed to a [`DraStore`](super::DraStore). Returned at
+/// load time, so nothing malformed reaches a scheduling cycle.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DraError {
+    /// A request names a device class the store does not have.
+    #[error("ResourceClaim {claim}: request {request}: DeviceClass {class:?} not found")]
+    MissingDeviceClass {
+        /// `namespace/name` of the claim.
+        claim: String,
+        /// The request (or `request/subrequest`).
+        request: String,
+        /// The class named.
+        class: String,
+    },
+    /// A CEL selector does not compile.
+    #[error("{object}: selector #{index} {expression:?}: {source}")]
+    BadSelector {
+        /// `DeviceClass name` or `ResourceClaim ns/name, request r`.
+        object: String,
+        /// Position of the selector in its list.
+        index: usize,
+        /// The expression.
+        expression: String,
+        /// The compiler's error, with its position.
+        source: Box<SelectorError>,
+    },
+    /// ExactCount with a count below 1.
+    #[error("ResourceClaim {claim}: request {request}: count must be at least 1, got {count}")]
+    InvalidCount {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// The count given.
+        count: i64,
+    },
+    /// Another structural problem in a claim (names, exactly-one-of fields, constraints).
+    #[error("ResourceClaim {claim}: {reason}")]
+    InvalidClaim {
+        /// `namespace/name`.
+        claim: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two devices of one pool share a name.
+    #[error("ResourceSlice {slice}: pool {pool}: duplicate device name {device:?}")]
+    DuplicateDevice {
+        /// The slice.
+        slice: String,
+        /// The pool.
+        pool: String,
+        /// The repeated name.
+        device: String,
+    },
+    /// A device consumes more of a counter than its counter set holds.
+    #[error(
+        "ResourceSlice {}: device {} consumes {} of counter {} in set {}, more than its capacity {}",
+        .0.slice, .0.device, .0.consumed, .0.counter, .0.set, .0.capacity
+    )]
+    CounterOverCapacity(Box<CounterOverCapacity>),
+    /// Another structural problem in a slice (node selection, attributes, counter sets).
+    #[error("ResourceSlice {slice}: {reason}")]
+    InvalidSlice {
+        /// The slice.
+        slice: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A device class with an invalid spec other than a selector.
+    #[error("DeviceClass {class}: {reason}")]
+    InvalidClass {
+        /// The class.
+        class: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The named claim is not in the store.
+    #[error("ResourceClaim {0} not found")]
+    ClaimNotFound(String),
+}
+
+/// The details of [`DraError::CounterOverCapacity`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterOverCapacity {
+    /// The slice.
+    pub slice: String,
+    /// The device.
+    pub device: String,
+    /// The counter set.
+    pub set: String,
+    /// The counter.
+    pub counter: String,
+    /// What the device consumes.
+    pub consumed: String,
+    /// What the set holds (`0` when the counter is not in the set).
+    pub capacity: String,
+}
+
+/// Why allocation stopped with an error rather than a plain "does not fit" (upstream
+/// returns these as errors from `Allocate`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// The backtracking search took more steps than its budget.
+    #[error("allocation search exceeded its budget of {budget} steps")]
+    BudgetExceeded {
+        /// The budget.
+        budget: u64,
+    },
+    /// An `All` request would take devices from a pool whose slices are being updated
+    /// (upstream: "asks for all devices, but resource pool ... is currently being updated").
+    #[error(
+        "claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently being updated"
+    )]
+    PoolIncomplete {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// `driver/pool`.
+        pool: String,
+    },
+    /// An `All` request would take devices from an invalid pool (duplicate device names
+    /// across its slices).
+    #[error("claim {claim}, request {request}: resource pool {pool} is invalid: {reason}")]
+    PoolInvalid {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// `driver/pool`.
+        pool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A selector failed while evaluating a device on the node (upstream
+    /// `allocator.go`: "selector #i: CEL runtime error"), e.g. it reads an attribute the
+    /// device lacks without `has()`.
+    #[error("claim {claim}, request {request}: {message}")]
+    SelectorRuntime {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// Which selector and the evaluator's error.
+        message: String,
+    },
+    /// A device class a claim needs was removed after the claim was loaded.
+    #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
+    MissingDeviceClass {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+        /// The class.
+        class: String,
+    },
+}

@@ -1,0 +1,24 @@
+//! Dynamic Resource Allocation: the `resource.k8s.io/v1` objects, the shared
+//! [`DraStore`](crate::dra::DraStore), and the structured allocator (upstream
+//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`).
+//!
+//! Load slices, classes and claims into a [`DraStore`](crate::dra::DraStore) (each is validated and compiled
+//! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly
+//! ([`DraStore::allocate_claims`](crate::dra::DraStore::allocate_claims)) or register the
+//! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
+
+mod allocator;
+mod chooser;
+mod compiled;
+mod error;
+mod store;
+mod types;
+mod world;
+
+pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
+pub use chooser::TopologyChooser;
+pub use compiled::{CompiledClaim, CompiledClass};
+pub use error::{AllocError, CounterOverCapacity, DraError};
+pub use store::{Audit, DraStore, GatherError, NodeResult, PodClaims, claim_name_for};
+pub use types::*;
+pub use world::DeviceId;

@@ -1,0 +1,718 @@
+//! The shared DRA store: slices, classes, claims and in-flight allocations, updated by the
+//! caller and read by the DynamicResources plugin (upstream keeps these in informers plus
+//! the scheduler's `AssumeCache` and in-flight allocation map).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parking_lot::{Mutex, RwLock};
+
+use super::allocator::{
+    self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome, SelectorMatches,
+};
+use super::compiled::{CompiledClaim, CompiledClass, ns_or_default};
+use super::error::{AllocError, DraError};
+use super::types::{
+    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
+    ResourceClaimTemplate, ResourceSlice,
+};
+use super::world::{self, DeviceId, World};
+use crate::model::{Labels, Pod, PodResourceClaim, Symbol};
+
+/// Where a pod's claim stands.
+#[derive(Debug, Clone)]
+pub(crate) struct ClaimEntry {
+    pub compiled: Arc<CompiledClaim>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    slices: BTreeMap<String, Arc<ResourceSlice>>,
+    classes: AHashMap<String, Arc<CompiledClass>>,
+    claims: AHashMap<String, ClaimEntry>,
+    templates: AHashMap<String, Arc<ResourceClaimTemplate>>,
+    /// Pod uid -> (claim key, allocation) reserved in flight.
+    inflight: AHashMap<String, Vec<(String, Arc<AllocationResult>)>>,
+    world: Arc<World>,
+    alloc_gen: u64,
+    in_use: Option<(u64, u64, Arc<InUse>)>,
+    chooser: Option<Arc<dyn DeviceChooser>>,
+    budget: u64,
+}
+
+/// The DRA objects the scheduler needs, behind one lock. Cheap to share (`Arc`).
+///
+/// ```
+/// use schedkit::dra::{DraStore, DeviceClass, ResourceSlice};
+/// let store = DraStore::new();
+/// let class: DeviceClass = serde_json::from_str(r#"{"metadata":{"name":"gpu"},
+///   "spec":{"selectors":[{"cel":{"expression":"device.driver == \"gpu.example.com\""}}]}}"#).unwrap();
+/// store.add_class(class).unwrap();
+/// let bad: DeviceClass = serde_json::from_str(r#"{"metadata":{"name":"bad"},
+///   "spec":{"selectors":[{"cel":{"expression":"device.driver =="}}]}}"#).unwrap();
+/// assert!(store.add_class(bad).unwrap_err().to_string().contains("DeviceClass bad"));
+/// ```
+#[derive(Debug)]
+pub struct DraStore {
+    inner: RwLock<Inner>,
+    /// Selector results per (world generation, class + request selectors).
+    match_cache: Mutex<MatchCache>,
+}
+
+impl Default for DraStore {
+    fn default() -> Self {
+        DraStore::new()
+    }
+}
+
+/// Selector match bitsets per class + request selectors, for one world generation.
+type MatchCache = (u64, AHashMap<String, Arc<SelectorMatches>>);
+
+/// A pod's claims resolved for one cycle (what PreFilter stores in the cycle state).
+#[derive(Debug, Clone)]
+pub struct PodClaims {
+    pub(crate) world: Arc<World>,
+    pub(crate) in_use: Arc<InUse>,
+    pub(crate) plans: Vec<ClaimPlan>,
+    pub(crate) slots: Vec<(u16, u16)>,
+    /// Claims already allocated: their node selectors (None: any node).
+    pub(crate) allocated: Vec<(String, Option<crate::model::NodeSelector>)>,
+    pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
+    pub(crate) budget: u64,
+}
+
+/// Why a pod's claims can't be gathered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatherError {
+    /// A claim the pod names isn't in the store yet.
+    #[error("waiting for ResourceClaim {0}")]
+    MissingClaim(String),
+    /// A class a claim needs was removed.
+    #[error(transparent)]
+    Alloc(#[from] AllocError),
+}
+
+/// What a node run returned.
+#[derive(Debug)]
+pub enum NodeResult {
+    /// The claims fit; allocations in claim order (only claims that needed one).
+    Fit(Vec<(String, AllocationResult)>),
+    /// They don't, and why.
+    NoFit(Diagnosis),
+}
+
+/// Audit of the store's invariants (tests and debugging).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Audit {
+    /// Devices held by more than one non-admin allocation.
+    pub double_allocated: Vec<DeviceId>,
+    /// Counters consumed beyond their capacity (`driver/pool/set/counter`), and
+    /// consumable capacities of shared devices consumed beyond their value
+    /// (`driver/pool/device/capacity/name`).
+    pub overdrawn_counters: Vec<String>,
+}
+
+/// The claim name a pod's claim resolves to: `resourceClaimName`, or for a template the
+/// claim [`DraStore::instantiate_template`] makes (`<pod>-<claim>`; upstream's controller
+/// uses a generated name recorded in the pod status).
+pub fn claim_name_for(pod: &Pod, pc: &PodResourceClaim) -> String {
+    match &pc.resource_claim_name {
+        Some(n) => n.clone(),
+        None => format!("{}-{}", pod.metadata.name, pc.name),
+    }
+}
+
+/// What a result on a multi-allocatable device consumes, from its `consumedCapacity`.
+fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocationResult) -> Vec<(usize, i128)> {
+    let Some(map) = r.other.get("consumedCapacity").and_then(|v| v.as_object()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, q) in map {
+        let key = crate::selector::AttributeKey::qualified(name, e.device.driver());
+        let amount = q.as_str().and_then(|t| crate::model::Quantity::parse(t).ok()).map(|q| world::milli(&q));
+        if let (Some(si), Some(amount)) = (e.shares.iter().position(|s| s.key == key), amount) {
+            out.push((si, amount));
+        }
+    }
+    out
+}
+
+fn claim_key(ns: &str, name: &str) -> String {
+    format!("{}/{name}", ns_or_default(ns))
+}
+
+impl DraStore {
+    /// An empty store.
+    pub fn new() -> DraStore {
+        DraStore {
+            inner: RwLock::new(Inner {
+                budget: DEFAULT_STEP_BUDGET,
+                world: Arc::new(World::default()),
+                ..Inner::default()
+            }),
+            match_cache: Mutex::new((0, AHashMap::new())),
+        }
+    }
+
+    /// Sets the chooser that orders candidates (default: upstream order).
+    pub fn set_chooser(&self, chooser: Option<Arc<dyn DeviceChooser>>) {
+        self.inner.write().chooser = chooser;
+    }
+
+    /// Sets the per-node search step budget (default [`DEFAULT_STEP_BUDGET`]).
+    pub fn set_step_budget(&self, budget: u64) {
+        self.inner.write().budget = budget.max(1);
+    }
+
+    fn rebuild(inner: &mut Inner) {
+        let generation = inner.world.generation + 1;
+        inner.world = Arc::new(world::build(&inner.slices, generation));
+        inner.in_use = None;
+    }
+
+    /// Adds or replaces a slice (by name). Validates it first.
+    pub fn add_slice(&self, slice: ResourceSlice) -> Result<(), DraError> {
+        world::validate_slice(&slice)?;
+        let mut inner = self.inner.write();
+        // Duplicate device names across slices of one pool generation are an error too.
+        let spec = &slice.spec;
+        for other in inner.slices.values() {
+            if other.metadata.name == slice.metadata.name
+                || other.spec.driver != spec.driver
+                || other.spec.pool.name != spec.pool.name
+                || other.spec.pool.generation != spec.pool.generation
+            {
+                continue;
+            }
+            if let Some(d) = spec.devices.iter().find(|d| other.spec.devices.iter().any(|o| o.name == d.name)) {
+                return Err(DraError::DuplicateDevice {
+                    slice: slice.metadata.name.clone(),
+                    pool: spec.pool.name.clone(),
+                    device: d.name.clone(),
+                });
+            }
+        }
+        inner.slices.insert(slice.metadata.name.clone(), Arc::new(slice));
+        Self::rebuild(&mut inner);
+        Ok(())
+    }
+
+    /// Removes a slice.
+    pub fn remove_slice(&self, name: &str) -> bool {
+        let mut inner = self.inner.write();
+        let removed = inner.slices.remove(name).is_some();
+        if removed {
+            Self::rebuild(&mut inner);
+        }
+        removed
+    }
+
+    /// Adds or replaces a device class, compiling its selectors.
+    pub fn add_class(&self, class: DeviceClass) -> Result<(), DraError> {
+        let compiled = CompiledClass::new(class)?;
+        let mut inner = self.inner.write();
+        inner.classes.insert(compiled.class.metadata.name.clone(), Arc::new(compiled));
+        Ok(())
+    }
+
+    /// Removes a device class. Claims already loaded keep their compiled selectors but
+    /// fail to schedule until the class is back.
+    pub fn remove_class(&self, name: &str) -> bool {
+        self.inner.write().classes.remove(name).is_some()
+    }
+
+    /// Adds or replaces a claim: validates it, checks its classes exist and compiles its
+    /// selectors. A claim with `status.allocation` counts as holding its devices.
+    pub fn add_claim(&self, claim: ResourceClaim) -> Result<(), DraError> {
+        let mut inner = self.inner.write();
+        let classes = &inner.classes;
+        let compiled = CompiledClaim::new(claim, |c| classes.get(c).cloned())?;
+        let key = compiled.key.clone();
+        inner.claims.insert(key, ClaimEntry { compiled: Arc::new(compiled) });
+        inner.alloc_gen += 1;
+        Ok(())
+    }
+
+    /// Removes a claim (its devices become free).
+    pub fn remove_claim(&self, namespace: &str, name: &str) -> bool {
+        let mut inner = self.inner.write();
+        inner.alloc_gen += 1;
+        inner.claims.remove(&claim_key(namespace, name)).is_some()
+    }
+
+    /// The claim as stored (with its current status).
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        self.inner.read().claims.get(&claim_key(namespace, name)).map(|e| e.compiled.claim.clone())
+    }
+
+    /// Adds a claim template.
+    pub fn add_template(&self, template: ResourceClaimTemplate) {
+        let key = claim_key(&template.metadata.namespace, &template.metadata.name);
+        self.inner.write().templates.insert(key, Arc::new(template));
+    }
+
+    /// Makes the claim a pod's template reference stands for, as the resourceclaim
+    /// controller does, named [`claim_name_for`]. Returns the claim's name.
+    pub fn instantiate_template(&self, pod: &Pod, pc: &PodResourceClaim) -> Result<String, DraError> {
+        let ns = &pod.metadata.namespace;
+        let Some(t) = pc.resource_claim_template_name.as_ref() else {
+            return Err(DraError::InvalidClaim {
+                claim: pc.name.clone(),
+                reason: "no resourceClaimTemplateName".into(),
+            });
+        };
+        let template = self
+            .inner
+            .read()
+            .templates
+            .get(&claim_key(ns, t))
+            .cloned()
+            .ok_or_else(|| DraError::ClaimNotFound(format!("template {}", claim_key(ns, t))))?;
+        let name = claim_name_for(pod, pc);
+        let mut claim = ResourceClaim { spec: template.spec.spec.clone(), ..ResourceClaim::default() };
+        claim.metadata.name = name.clone();
+        claim.metadata.namespace = ns.clone();
+        self.add_claim(claim)?;
+        Ok(name)
+    }
+
+    /// Whether every claim the pod names is in the store (PreEnqueue).
+    pub fn missing_claim(&self, pod: &Pod) -> Option<String> {
+        let inner = self.inner.read();
+        pod.spec.resource_claims.iter().find_map(|pc| {
+            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
+            (!inner.claims.contains_key(&key)).then_some(key)
+        })
+    }
+
+    fn in_use(inner: &mut Inner, exclude_pod: Option<&str>) -> Arc<InUse> {
+        if exclude_pod.is_none()
+            && let Some((wg, ag, u)) = &inner.in_use
+            && *wg == inner.world.generation
+            && *ag == inner.alloc_gen
+        {
+            return u.clone();
+        }
+        let w = &inner.world;
+        let mut u = InUse {
+            devices: vec![0; w.devices.len().div_ceil(64)],
+            counters: vec![0; w.counter_capacity.len()],
+            shared: AHashMap::new(),
+        };
+        let mut mark = |a: &AllocationResult| {
+            for r in &a.devices.results {
+                if r.admin_access == Some(true) {
+                    continue;
+                }
+                let id = DeviceId::new(&r.driver, &r.pool, &r.device);
+                if let Some(&d) = w.index.get(&id) {
+                    let e = &w.devices[d as usize];
+                    if e.multi {
+                        for (si, amount) in consumed_capacity(e, r) {
+                            *u.shared.entry((d, si)).or_default() += amount;
+                        }
+                        continue;
+                    }
+                    u.devices[(d / 64) as usize] |= 1 << (d % 64);
+                    for &(c, amount) in &w.devices[d as usize].consumes {
+                        u.counters[c as usize] += amount;
+                    }
+                }
+            }
+        };
+        for e in inner.claims.values() {
+            if let Some(a) = e.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                mark(a);
+            }
+        }
+        for (pod, list) in &inner.inflight {
+            if Some(pod.as_str()) == exclude_pod {
+                continue;
+            }
+            for (_, a) in list {
+                mark(a);
+            }
+        }
+        let u = Arc::new(u);
+        if exclude_pod.is_none() {
+            inner.in_use = Some((inner.world.generation, inner.alloc_gen, u.clone()));
+        }
+        u
+    }
+
+    fn matches(
+        &self,
+        world: &World,
+        classes: &AHashMap<String, Arc<CompiledClass>>,
+        claim: &Arc<CompiledClaim>,
+    ) -> Result<ClaimPlan, AllocError> {
+        let mut cache = self.match_cache.lock();
+        if cache.0 != world.generation {
+            *cache = (world.generation, AHashMap::new());
+        }
+        let mut matches = Vec::with_capacity(claim.requests.len());
+        let mut class_config = Vec::with_capacity(claim.requests.len());
+        for r in &claim.requests {
+            let mut per_alt = Vec::with_capacity(r.alternatives.len());
+            let mut cfg_alt = Vec::with_capacity(r.alternatives.len());
+            for alt in &r.alternatives {
+                let Some(class) = classes.get(&alt.class) else {
+                    return Err(AllocError::MissingDeviceClass {
+                        claim: claim.key.clone(),
+                        request: alt.result_name.clone(),
+                        class: alt.class.clone(),
+                    });
+                };
+                let key = format!("{}\u{2}{}", class.key, alt.cache_suffix);
+                let set = cache
+                    .1
+                    .entry(key)
+                    .or_insert_with(|| {
+                        let mut m =
+                            SelectorMatches { bits: vec![0u64; world.devices.len().div_ceil(64)], errors: Vec::new() };
+                        // Class selectors first, then the request's, stopping at the first
+                        // false or error, as upstream's `isSelectable`.
+                        let class_n = class.selectors.len();
+                        for (i, e) in world.devices.iter().enumerate() {
+                            let mut ok = true;
+                            for (j, sel) in class.selectors.iter().chain(alt.selectors.iter()).enumerate() {
+                                match sel.matches(&e.device) {
+                                    Ok(true) => {}
+                                    Ok(false) => {
+                                        ok = false;
+                                        break;
+                                    }
+                                    Err(err) => {
+                                        let whose = if j < class_n {
+                                            format!("class {}: selector #{j}", class.class.metadata.name)
+                                        } else {
+                                            format!("selector #{}", j - class_n)
+                                        };
+                                        m.errors.push((i as u32, format!("{whose}: CEL runtime error: {err}")));
+                                        ok = false;
+                                        break;
+                                    }
+                                }
+                            }
+                            if ok {
+                                m.bits[i / 64] |= 1 << (i % 64);
+                            }
+                        }
+                        Arc::new(m)
+                    })
+                    .clone();
+                per_alt.push(set);
+                cfg_alt.push(class.class.spec.config.clone());
+            }
+            matches.push(per_alt);
+            class_config.push(cfg_alt);
+        }
+        Ok(ClaimPlan { claim: claim.clone(), matches, class_config })
+    }
+
+    /// Resolves the pod's claims for a cycle: claims to allocate get compiled plans,
+    /// allocated ones their node selector. `None` when the pod has no claims.
+    pub fn gather(&self, pod: &Pod) -> Result<Option<PodClaims>, GatherError> {
+        if pod.spec.resource_claims.is_empty() {
+            return Ok(None);
+        }
+        let mut inner = self.inner.write();
+        self.gather_locked(&mut inner, pod, None).map(Some)
+    }
+
+    fn gather_locked(&self, inner: &mut Inner, pod: &Pod, exclude: Option<&str>) -> Result<PodClaims, GatherError> {
+        let in_use = Self::in_use(inner, exclude);
+        let mut plans = Vec::new();
+        let mut allocated = Vec::new();
+        for pc in &pod.spec.resource_claims {
+            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
+            let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
+            let claim = &entry.compiled.claim;
+            if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                allocated.push((key, a.node_selector.clone()));
+                continue;
+            }
+            if plans.iter().any(|p: &ClaimPlan| p.claim.key == key) {
+                continue;
+            }
+            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled)?);
+        }
+        let mut slots = Vec::new();
+        for (c, p) in plans.iter().enumerate() {
+            for r in 0..p.claim.requests.len() {
+                slots.push((c as u16, r as u16));
+            }
+        }
+        Ok(PodClaims {
+            world: inner.world.clone(),
+            in_use,
+            plans,
+            slots,
+            allocated,
+            chooser: inner.chooser.clone(),
+            budget: inner.budget,
+        })
+    }
+
+    /// Allocates the pod's unallocated claims on `node` and holds the devices in flight
+    /// for the pod (Reserve). Idempotent per pod: a second call replaces the first.
+    pub fn reserve(&self, pod: &Pod, pod_uid: &str, node: &str, labels: &Labels) -> Result<NodeResult, GatherError> {
+        let mut inner = self.inner.write();
+        inner.inflight.remove(pod_uid);
+        inner.alloc_gen += 1;
+        let claims = self.gather_locked(&mut inner, pod, Some(pod_uid))?;
+        let result = claims.allocate(node, labels)?;
+        if let NodeResult::Fit(list) = &result {
+            inner
+                .inflight
+                .insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
+            inner.alloc_gen += 1;
+        }
+        Ok(result)
+    }
+
+    /// Drops the pod's in-flight allocations (Unreserve).
+    pub fn unreserve(&self, pod_uid: &str) {
+        let mut inner = self.inner.write();
+        if inner.inflight.remove(pod_uid).is_some() {
+            inner.alloc_gen += 1;
+        }
+    }
+
+    /// The pod's in-flight allocations.
+    pub fn inflight(&self, pod_uid: &str) -> Vec<(String, Arc<AllocationResult>)> {
+        self.inner.read().inflight.get(pod_uid).cloned().unwrap_or_default()
+    }
+
+    /// Records the pod's in-flight allocations in the claims' status and reserves every
+    /// claim of the pod for it (PreBind after the caller accepted the update).
+    pub fn commit(&self, pod: &Pod, pod_uid: &str) -> Vec<Arc<ResourceClaim>> {
+        let mut inner = self.inner.write();
+        let list = inner.inflight.remove(pod_uid).unwrap_or_default();
+        let mut out = Vec::new();
+        for pc in &pod.spec.resource_claims {
+            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
+            let Some(entry) = inner.claims.get_mut(&key) else { continue };
+            let mut claim = (*entry.compiled.claim).clone();
+            let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+            if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
+                status.allocation = Some((**a).clone());
+            }
+            if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
+                status.reserved_for.push(ResourceClaimConsumerReference {
+                    api_group: String::new(),
+                    resource: "pods".into(),
+                    name: pod.metadata.name.clone(),
+                    uid: pod_uid.to_owned(),
+                });
+            }
+            let claim = Arc::new(claim);
+            let mut compiled = (*entry.compiled).clone();
+            compiled.claim = claim.clone();
+            entry.compiled = Arc::new(compiled);
+            out.push(claim);
+        }
+        inner.alloc_gen += 1;
+        out
+    }
+
+    /// Clears a claim's allocation and reservations (deallocation: the claim's devices
+    /// become free). Returns the updated claim.
+    pub fn deallocate(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
+        let mut inner = self.inner.write();
+        let entry = inner.claims.get_mut(&claim_key(namespace, name))?;
+        let mut claim = (*entry.compiled.claim).clone();
+        claim.status = None;
+        let claim = Arc::new(claim);
+        let mut compiled = (*entry.compiled).clone();
+        compiled.claim = claim.clone();
+        entry.compiled = Arc::new(compiled);
+        inner.alloc_gen += 1;
+        Some(claim)
+    }
+
+    /// Removes one pod from a claim's `reservedFor` (the pod finished); the allocation stays
+    /// until [`DraStore::deallocate`], as upstream's controller deallocates separately.
+    pub fn release(&self, namespace: &str, name: &str, pod_uid: &str) {
+        let mut inner = self.inner.write();
+        if let Some(entry) = inner.claims.get_mut(&claim_key(namespace, name)) {
+            let mut claim = (*entry.compiled.claim).clone();
+            if let Some(s) = claim.status.as_mut() {
+                s.reserved_for.retain(|r| r.uid != pod_uid);
+            }
+            let mut compiled = (*entry.compiled).clone();
+            compiled.claim = Arc::new(claim);
+            entry.compiled = Arc::new(compiled);
+        }
+    }
+
+    /// Checks that no device is held twice (admin access excepted) and no counter is
+    /// overdrawn, across allocated claims and in-flight reservations.
+    pub fn audit(&self) -> Audit {
+        let inner = self.inner.read();
+        let w = &inner.world;
+        let mut count: AHashMap<DeviceId, u32> = AHashMap::new();
+        let mut all: Vec<&AllocationResult> = inner
+            .claims
+            .values()
+            .filter_map(|e| e.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()))
+            .collect();
+        all.extend(inner.inflight.values().flat_map(|l| l.iter().map(|(_, a)| &**a)));
+        let mut counters = vec![0i128; w.counter_capacity.len()];
+        let mut shared: AHashMap<(u32, usize), i128> = AHashMap::new();
+        for a in all {
+            for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
+                let id = DeviceId::new(&r.driver, &r.pool, &r.device);
+                if let Some(&d) = w.index.get(&id)
+                    && w.devices[d as usize].multi
+                {
+                    for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
+                        *shared.entry((d, si)).or_default() += amount;
+                    }
+                    continue;
+                }
+                *count.entry(id).or_default() += 1;
+                if let Some(&d) = w.index.get(&id) {
+                    for &(c, amount) in &w.devices[d as usize].consumes {
+                        counters[c as usize] += amount;
+                    }
+                }
+            }
+        }
+        let mut double_allocated: Vec<DeviceId> = count.into_iter().filter(|(_, n)| *n > 1).map(|(d, _)| d).collect();
+        double_allocated.sort();
+        let mut overdrawn_counters: Vec<String> = counters
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| **v > w.counter_capacity[*i])
+            .map(|(i, _)| w.counter_names[i].clone())
+            .collect();
+        for ((d, si), used) in shared {
+            let e = &w.devices[d as usize];
+            if used > e.shares[si].value {
+                overdrawn_counters.push(format!("{}/capacity/{}", e.id, e.shares[si].name));
+            }
+        }
+        overdrawn_counters.sort();
+        Audit { double_allocated, overdrawn_counters }
+    }
+
+    /// Allocates the named claims (namespace/name) on a node without reserving anything:
+    /// the allocator on its own, as upstream's `Allocator.Allocate` (tests, what-if tools).
+    pub fn allocate_claims(
+        &self,
+        claims: &[(&str, &str)],
+        node: &str,
+        labels: &Labels,
+    ) -> Result<NodeResult, GatherError> {
+        let mut pod = Pod::default();
+        pod.metadata.name = "allocate".into();
+        if let Some((ns, _)) = claims.first() {
+            pod.metadata.namespace = (*ns).to_owned();
+        }
+        for (i, (_, name)) in claims.iter().enumerate() {
+            pod.spec.resource_claims.push(PodResourceClaim {
+                name: format!("c{i}"),
+                resource_claim_name: Some((*name).to_owned()),
+                resource_claim_template_name: None,
+            });
+        }
+        let mut inner = self.inner.write();
+        let pc = self.gather_locked(&mut inner, &pod, None)?;
+        Ok(pc.allocate(node, labels)?)
+    }
+}
+
+impl PodClaims {
+    /// Whether every claim fits on a node, without building results (Filter). The
+    /// success path allocates nothing on the heap for up to 16 devices per pod.
+    pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
+        for (key, sel) in &self.allocated {
+            if let Some(sel) = sel
+                && !sel.matches(labels, node)
+            {
+                return Ok(Err(Diagnosis {
+                    node: node.as_str().to_owned(),
+                    problems: vec![allocator::Problem::Unsatisfiable {
+                        claim: key.clone(),
+                        causes: vec!["allocated on other nodes: node selector".to_owned()],
+                    }],
+                }));
+            }
+        }
+        if self.plans.is_empty() {
+            return Ok(Ok(()));
+        }
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            &self.plans,
+            &self.slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(_) => Ok(Ok(())),
+            Outcome::NoFit(d) => Ok(Err(d)),
+        }
+    }
+
+    /// Allocates on a node and builds the results.
+    pub fn allocate(&self, node: &str, labels: &Labels) -> Result<NodeResult, AllocError> {
+        let sym = Symbol::intern(node);
+        if let Err(d) = self.fits_allocated(sym, labels) {
+            return Ok(NodeResult::NoFit(d));
+        }
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            &self.plans,
+            &self.slots,
+            sym,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(picks) => {
+                let results = allocator::results(&self.world, &self.plans, &picks, sym);
+                Ok(NodeResult::Fit(self.plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
+            }
+            Outcome::NoFit(d) => Ok(NodeResult::NoFit(d)),
+        }
+    }
+
+    fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {
+        for (key, sel) in &self.allocated {
+            if let Some(sel) = sel
+                && !sel.matches(labels, node)
+            {
+                return Err(Diagnosis {
+                    node: node.as_str().to_owned(),
+                    problems: vec![allocator::Problem::Unsatisfiable {
+                        claim: key.clone(),
+                        causes: vec!["allocated on other nodes: node selector".to_owned()],
+                    }],
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether allocation depends on node labels (some device is reachable through a
+    /// node selector).
+    pub fn needs_node_labels(&self) -> bool {
+        !self.plans.is_empty() && self.world.has_selector_scoped()
+    }
+
+    /// Keys of claims the pod still needs allocated.
+    pub fn to_allocate(&self) -> impl Iterator<Item = &str> {
+        self.plans.iter().map(|p| p.claim.key.as_str())
+    }
+
+    /// Keys of the pod's claims that are already allocated.
+    pub fn already_allocated(&self) -> impl Iterator<Item = &str> {
+        self.allocated.iter().map(|(k, _)| k.as_str())
+    }
+}

@@ -1,0 +1,491 @@
+//! The devices of every complete-enough pool, flattened once per slice change into the
+//! order the allocator searches (upstream `structured/pools.go`, `GatherPools`).
+//!
+//! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
+//! newest generation (here sorted by slice name, upstream uses informer order, which is
+//! unspecified); within a slice, devices in the order published.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use smallvec::SmallVec;
+
+use super::error::DraError;
+use super::types::{DeviceAttribute, DeviceSpec, ResourceSlice};
+use crate::model::{Labels, NodeSelector, Quantity, Symbol, Taint, TaintEffect};
+use crate::selector::{AttributeKey, AttributeValue, Device};
+
+/// One device's identity: driver, pool, device name (upstream `DeviceID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceId {
+    /// Driver.
+    pub driver: Symbol,
+    /// Pool.
+    pub pool: Symbol,
+    /// Device.
+    pub device: Symbol,
+}
+
+impl DeviceId {
+    /// Interns the three names.
+    pub fn new(driver: &str, pool: &str, device: &str) -> DeviceId {
+        DeviceId { driver: Symbol::intern(driver), pool: Symbol::intern(pool), device: Symbol::intern(device) }
+    }
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.driver.as_str(), self.pool.as_str(), self.device.as_str())
+    }
+}
+
+/// Which nodes can reach a device.
+#[derive(Debug, Clone)]
+pub(crate) enum Scope {
+    Node(Symbol),
+    Selector(Arc<NodeSelector>),
+    All,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct DevEntry {
+    pub id: DeviceId,
+    pub pool: u32,
+    pub device: Device,
+    pub scope: Scope,
+    pub taints: SmallVec<[Taint; 1]>,
+    /// (counter index, amount in milli-units).
+    pub consumes: SmallVec<[(u32, i128); 4]>,
+    /// A consumed counter set is missing from the pool: the device can't be allocated.
+    pub counters_missing: bool,
+    /// `allowMultipleAllocations`: shared by allocations that consume its capacity.
+    pub multi: bool,
+    /// With `multi`: each capacity, its total and request policy (consumable capacity,
+    /// KEP-5075).
+    pub shares: SmallVec<[ShareCap; 2]>,
+}
+
+/// One consumable capacity of a multi-allocatable device.
+#[derive(Debug, Clone)]
+pub(crate) struct ShareCap {
+    pub key: AttributeKey,
+    pub name: String,
+    pub value: i128,
+    pub policy: Option<Policy>,
+}
+
+/// `CapacityRequestPolicy`, in milli-units.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policy {
+    pub default: Option<i128>,
+    pub min: Option<i128>,
+    pub max: Option<i128>,
+    pub step: Option<i128>,
+    pub values: Vec<i128>,
+}
+
+impl Policy {
+    /// The amount a request consumes, or `None` when it violates the policy (upstream
+    /// `CapacityRequestPolicy` semantics: below `min` rounds up to `min`, then up to the
+    /// next `step`; above `max` violates; with `validValues`, the smallest value at least
+    /// the request, none violates).
+    pub fn apply(&self, requested: Option<i128>, full: i128) -> Option<i128> {
+        let Some(req) = requested.or(self.default) else { return Some(full) };
+        if !self.values.is_empty() {
+            return self.values.iter().copied().find(|&v| v >= req);
+        }
+        let mut amount = req;
+        if let Some(min) = self.min {
+            amount = amount.max(min);
+            if let Some(step) = self.step.filter(|&s| s > 0) {
+                let over = amount - min;
+                amount = min + (over + step - 1) / step * step;
+            }
+        }
+        if self.max.is_some_and(|max| amount > max) {
+            return None;
+        }
+        Some(amount)
+    }
+}
+
+fn parse_milli(v: &serde_json::Value) -> Option<i128> {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    Quantity::parse(&text).ok().map(|q| milli(&q))
+}
+
+/// Parses a `requestPolicy` (JSON) into a [`Policy`].
+pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
+    let q = |field: &serde_json::Value, what: &str| {
+        parse_milli(field).ok_or_else(|| format!("requestPolicy.{what}: not a quantity"))
+    };
+    let mut p = Policy::default();
+    if let Some(d) = v.get("default") {
+        p.default = Some(q(d, "default")?);
+    }
+    if let Some(r) = v.get("validRange") {
+        if let Some(x) = r.get("min") {
+            p.min = Some(q(x, "validRange.min")?);
+        }
+        if let Some(x) = r.get("max") {
+            p.max = Some(q(x, "validRange.max")?);
+        }
+        if let Some(x) = r.get("step") {
+            p.step = Some(q(x, "validRange.step")?);
+        }
+    }
+    if let Some(vals) = v.get("validValues").and_then(|x| x.as_array()) {
+        for x in vals {
+            p.values.push(q(x, "validValues")?);
+        }
+    }
+    Ok(p)
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PoolEntry {
+    pub driver: Symbol,
+    pub name: Symbol,
+    pub incomplete: bool,
+    pub invalid: Option<String>,
+}
+
+impl PoolEntry {
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.driver.as_str(), self.name.as_str())
+    }
+}
+
+/// Immutable device view shared by `Arc` with every cycle until the next slice change.
+#[derive(Debug, Default)]
+pub(crate) struct World {
+    pub generation: u64,
+    pub devices: Vec<DevEntry>,
+    pub pools: Vec<PoolEntry>,
+    /// Node-local devices per node, ascending.
+    pub node_local: AHashMap<Symbol, SmallVec<[u32; 8]>>,
+    /// Devices reachable through a node selector or from all nodes, ascending.
+    pub shared: Vec<u32>,
+    /// Counter capacities (milli-units) and names (`driver/pool/set/counter`).
+    pub counter_capacity: Vec<i128>,
+    pub counter_names: Vec<String>,
+    pub index: AHashMap<DeviceId, u32>,
+}
+
+pub(crate) fn milli(q: &Quantity) -> i128 {
+    i128::from(q.milli_value())
+}
+
+fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -> Result<AttributeValue, DraError> {
+    let bad = |reason: String| DraError::InvalidSlice { slice: slice.to_owned(), reason };
+    let set = usize::from(a.int.is_some())
+        + usize::from(a.bool.is_some())
+        + usize::from(a.string.is_some())
+        + usize::from(a.version.is_some());
+    if set != 1 {
+        return Err(bad(format!(
+            "device {device}: attribute {name}: exactly one of int, bool, string, version must be set"
+        )));
+    }
+    if let Some(i) = a.int {
+        return Ok(AttributeValue::Int(i));
+    }
+    if let Some(b) = a.bool {
+        return Ok(AttributeValue::Bool(b));
+    }
+    if let Some(s) = &a.string {
+        return Ok(AttributeValue::String(s.as_str().into()));
+    }
+    let v = a.version.as_deref().unwrap_or_default();
+    AttributeValue::version(v).map_err(|e| bad(format!("device {device}: attribute {name}: bad version {v:?}: {e}")))
+}
+
+/// Builds the selector's view of one published device.
+pub(crate) fn selector_device(slice: &str, driver: &str, d: &DeviceSpec) -> Result<Device, DraError> {
+    let mut dev =
+        Device::new(&d.name, driver).with_allow_multiple_allocations(d.allow_multiple_allocations == Some(true));
+    for (name, a) in &d.attributes {
+        dev.set_attribute(name, attribute_value(slice, &d.name, name, a)?);
+    }
+    for (name, c) in &d.capacity {
+        dev.set_capacity(name, c.value);
+    }
+    Ok(dev)
+}
+
+/// Validates one slice on its own (load-time errors).
+pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
+    let name = &s.metadata.name;
+    let bad = |reason: &str| DraError::InvalidSlice { slice: name.clone(), reason: reason.to_owned() };
+    if name.is_empty() {
+        return Err(bad("metadata.name is empty"));
+    }
+    let spec = &s.spec;
+    if spec.driver.is_empty() {
+        return Err(bad("spec.driver is empty"));
+    }
+    if spec.pool.name.is_empty() {
+        return Err(bad("spec.pool.name is empty"));
+    }
+    if spec.pool.resource_slice_count < 1 {
+        return Err(bad("spec.pool.resourceSliceCount must be at least 1"));
+    }
+    let selections = usize::from(spec.node_name.as_deref().is_some_and(|n| !n.is_empty()))
+        + usize::from(spec.node_selector.is_some())
+        + usize::from(spec.all_nodes == Some(true))
+        + usize::from(spec.per_device_node_selection == Some(true));
+    if selections != 1 && !spec.devices.is_empty() {
+        return Err(bad("exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection must be set"));
+    }
+    let mut seen = ahash::AHashSet::new();
+    for d in &spec.devices {
+        if !seen.insert(d.name.as_str()) {
+            return Err(DraError::DuplicateDevice {
+                slice: name.clone(),
+                pool: spec.pool.name.clone(),
+                device: d.name.clone(),
+            });
+        }
+        selector_device(name, &spec.driver, d)?;
+        for (cname, c) in &d.capacity {
+            if let Some(rp) = &c.request_policy {
+                if d.allow_multiple_allocations != Some(true) {
+                    return Err(bad(&format!(
+                        "device {}: capacity {cname}: requestPolicy needs allowMultipleAllocations: true",
+                        d.name
+                    )));
+                }
+                parse_policy(rp).map_err(|e| bad(&format!("device {}: capacity {cname}: {e}", d.name)))?;
+            }
+        }
+        if spec.per_device_node_selection == Some(true) {
+            let n = usize::from(d.node_name.is_some())
+                + usize::from(d.node_selector.is_some())
+                + usize::from(d.all_nodes == Some(true));
+            if n != 1 {
+                return Err(bad(&format!(
+                    "device {}: with perDeviceNodeSelection exactly one of nodeName, nodeSelector, allNodes must be set",
+                    d.name
+                )));
+            }
+        }
+        // Counters over capacity, against sets defined in this slice.
+        for c in &d.consumes_counters {
+            let Some(set) = spec.shared_counters.iter().find(|s| s.name == c.counter_set) else { continue };
+            for (counter, amount) in &c.counters {
+                let cap = set.counters.get(counter).map(|x| &x.value);
+                let over = cap.is_none_or(|cap| milli(&amount.value) > milli(cap));
+                if over {
+                    return Err(DraError::CounterOverCapacity(Box::new(super::error::CounterOverCapacity {
+                        slice: name.clone(),
+                        device: d.name.clone(),
+                        set: c.counter_set.clone(),
+                        counter: counter.clone(),
+                        consumed: amount.value.to_string(),
+                        capacity: cap.map_or_else(|| "0".to_owned(), ToString::to_string),
+                    })));
+                }
+            }
+        }
+    }
+    let mut sets = ahash::AHashSet::new();
+    for cs in &spec.shared_counters {
+        if !sets.insert(cs.name.as_str()) {
+            return Err(bad(&format!("duplicate counter set {:?}", cs.name)));
+        }
+    }
+    Ok(())
+}
+
+fn scope_of(slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
+    let (name, sel, all) = if slice.spec.per_device_node_selection == Some(true) {
+        (d.node_name.as_deref(), d.node_selector.as_ref(), d.all_nodes == Some(true))
+    } else {
+        (slice.spec.node_name.as_deref(), slice.spec.node_selector.as_ref(), slice.spec.all_nodes == Some(true))
+    };
+    match (name, sel, all) {
+        (Some(n), _, _) if !n.is_empty() => Scope::Node(Symbol::intern(n)),
+        (_, Some(s), _) => Scope::Selector(Arc::new(s.clone())),
+        _ => Scope::All,
+    }
+}
+
+/// Flattens validated slices (by name) into a [`World`].
+pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u64) -> World {
+    // Group by (driver, pool); keep only the newest generation.
+    let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
+    for s in slices.values() {
+        pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
+    }
+    let mut w = World { generation, ..World::default() };
+    for ((driver, pool), all) in pools {
+        let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
+        let current: Vec<&Arc<ResourceSlice>> = all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+        let expected = current.iter().map(|s| s.spec.pool.resource_slice_count).max().unwrap_or(1);
+        let pool_idx = w.pools.len() as u32;
+        let mut entry = PoolEntry {
+            driver: Symbol::intern(&driver),
+            name: Symbol::intern(&pool),
+            incomplete: (current.len() as i64) < expected,
+            invalid: None,
+        };
+        // Counter sets of the whole pool.
+        let mut sets: AHashMap<(&str, &str), u32> = AHashMap::new();
+        for s in &current {
+            for cs in &s.spec.shared_counters {
+                for (cname, c) in &cs.counters {
+                    let idx = w.counter_capacity.len() as u32;
+                    if sets.insert((cs.name.as_str(), cname.as_str()), idx).is_some() {
+                        entry.invalid = Some(format!("counter set {} defined twice", cs.name));
+                    }
+                    w.counter_capacity.push(milli(&c.value));
+                    w.counter_names.push(format!("{driver}/{pool}/{}/{cname}", cs.name));
+                }
+            }
+        }
+        let set_names: ahash::AHashSet<&str> =
+            current.iter().flat_map(|s| s.spec.shared_counters.iter().map(|c| c.name.as_str())).collect();
+        for s in &current {
+            for d in &s.spec.devices {
+                let Ok(device) = selector_device(&s.metadata.name, &driver, d) else { continue };
+                let id = DeviceId::new(&driver, &pool, &d.name);
+                let idx = w.devices.len() as u32;
+                if w.index.insert(id, idx).is_some() {
+                    entry.invalid = Some(format!("duplicate device name {:?}", d.name));
+                }
+                let mut consumes = SmallVec::new();
+                let mut counters_missing = false;
+                for c in &d.consumes_counters {
+                    if !set_names.contains(c.counter_set.as_str()) {
+                        counters_missing = true;
+                    }
+                    for (cname, amount) in &c.counters {
+                        match sets.get(&(c.counter_set.as_str(), cname.as_str())) {
+                            Some(&ci) => consumes.push((ci, milli(&amount.value))),
+                            None => counters_missing = true,
+                        }
+                    }
+                }
+                let taints = d
+                    .taints
+                    .iter()
+                    .map(|t| Taint { key: Symbol::intern(&t.key), value: Symbol::intern(&t.value), effect: t.effect })
+                    .collect();
+                let scope = scope_of(s, d);
+                match &scope {
+                    Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
+                    Scope::Selector(_) | Scope::All => w.shared.push(idx),
+                }
+                let multi = d.allow_multiple_allocations == Some(true);
+                let shares = if multi {
+                    d.capacity
+                        .iter()
+                        .map(|(cname, c)| ShareCap {
+                            key: AttributeKey::qualified(cname, &driver),
+                            name: cname.clone(),
+                            value: milli(&c.value),
+                            policy: c.request_policy.as_ref().and_then(|p| parse_policy(p).ok()),
+                        })
+                        .collect()
+                } else {
+                    SmallVec::new()
+                };
+                w.devices.push(DevEntry {
+                    id,
+                    pool: pool_idx,
+                    device,
+                    scope,
+                    taints,
+                    consumes,
+                    counters_missing,
+                    multi,
+                    shares,
+                });
+            }
+        }
+        w.pools.push(entry);
+    }
+    w
+}
+
+impl World {
+    /// Whether any device is reachable through a node selector.
+    pub fn has_selector_scoped(&self) -> bool {
+        self.shared.iter().any(|&d| matches!(self.devices[d as usize].scope, Scope::Selector(_)))
+    }
+
+    /// Whether a device can be reached from a node.
+    #[inline]
+    pub fn reachable(&self, dev: u32, node: Symbol, labels: &Labels) -> bool {
+        match &self.devices[dev as usize].scope {
+            Scope::Node(n) => *n == node,
+            Scope::Selector(s) => s.matches(labels, node),
+            Scope::All => true,
+        }
+    }
+
+    /// Calls `f` for every device reachable from `node`, in upstream order.
+    #[inline]
+    pub fn for_each_on_node(&self, node: Symbol, labels: &Labels, mut f: impl FnMut(u32)) {
+        let local: &[u32] = self.node_local.get(&node).map_or(&[], |v| v.as_slice());
+        if self.shared.is_empty() {
+            for &d in local {
+                f(d);
+            }
+            return;
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < local.len() || j < self.shared.len() {
+            let take_local = j >= self.shared.len() || (i < local.len() && local[i] < self.shared[j]);
+            if take_local {
+                f(local[i]);
+                i += 1;
+            } else {
+                let d = self.shared[j];
+                j += 1;
+                if self.reachable(d, node, labels) {
+                    f(d);
+                }
+            }
+        }
+    }
+}
+
+impl DevEntry {
+    /// What an allocation for a request asking `requests` consumes from each capacity of
+    /// this multi-allocatable device (`(share index, milli-units)`), or `None` when the
+    /// request violates a policy.
+    pub fn consumption(&self, requests: &[(String, Quantity)]) -> Option<SmallVec<[(usize, i128); 2]>> {
+        let mut out = SmallVec::new();
+        for (i, sc) in self.shares.iter().enumerate() {
+            let requested = requests
+                .iter()
+                .find(|(k, _)| AttributeKey::qualified(k, self.device.driver()) == sc.key)
+                .map(|(_, q)| milli(q));
+            let amount = match &sc.policy {
+                Some(p) => p.apply(requested, sc.value)?,
+                None => requested.unwrap_or(sc.value),
+            };
+            out.push((i, amount));
+        }
+        Some(out)
+    }
+}
+
+/// Whether a taint blocks allocation: only NoSchedule and NoExecute do (upstream
+/// `allocator.go`, device taints, KEP-5055).
+#[inline]
+pub(crate) fn taint_blocks(t: &Taint, tolerations: &[crate::model::Toleration]) -> bool {
+    matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+        && !tolerations.iter().any(|tol| tol.tolerates(t))
+}
+
+/// An attribute key for a constraint's fully qualified name.
+pub(crate) fn constraint_key(name: &str) -> AttributeKey {
+    AttributeKey::qualified(name, "")
+}

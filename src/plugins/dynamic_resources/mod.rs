@@ -1,0 +1,315 @@
+//! DynamicResources: schedules pods with ResourceClaims through the structured allocator
+//! (upstream `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`).
+//!
+//! The DRA objects live in a shared [`DraStore`] that the caller keeps up to date; the
+//! plugin reads it once per cycle in PreFilter and holds devices for pods in flight from
+//! Reserve until PreBind hands the allocation to the caller's [`ClaimStatusWriter`].
+//!
+//! | Point | What it does |
+//! |---|---|
+//! | PreEnqueue | waits until every claim the pod names is in the store |
+//! | PreFilter | gathers claims, classes and devices; Skip for pods without claims |
+//! | Filter | runs the allocator on the node; on failure, a per-node [`Diagnosis`] |
+//! | PostFilter | deallocates an allocated claim reserved for no other pod (upstream) |
+//! | Reserve / Unreserve | holds / releases the devices in flight, so two pods in flight never share one |
+//! | PreBind | writes each claim's allocation and `reservedFor` through the writer, then commits |
+//! | events | ResourceClaim, ResourceSlice, DeviceClass add/update requeue the pod |
+
+use std::sync::Arc;
+
+use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
+use crate::framework::{
+    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject, EventResource,
+    ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
+    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, ReservePlugin, Status,
+};
+use crate::model::{Node, Symbol};
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+
+/// Receives claim status updates, as upstream's plugin writes them to the API server.
+/// Called from PreBind (allocation + `reservedFor`) and PostFilter (deallocation), on
+/// the binding or scheduling thread; an error fails the pod's binding (it is retried).
+pub trait ClaimStatusWriter: Send + Sync {
+    /// Persists `claim` (its `status` is the new one). The store is updated only after
+    /// this returns `Ok`.
+    fn update_status(&self, claim: &ResourceClaim) -> Result<(), String>;
+}
+
+/// A writer that accepts every update (the store alone is the source of truth).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StoreOnly;
+
+impl ClaimStatusWriter for StoreOnly {
+    fn update_status(&self, _claim: &ResourceClaim) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The DynamicResources plugin.
+///
+/// ```
+/// use std::sync::Arc;
+/// use schedkit::dra::DraStore;
+/// use schedkit::plugins::dynamic_resources::DynamicResources;
+/// use schedkit::prelude::*;
+/// let store = Arc::new(DraStore::new());
+/// let profile = Profile::builder("dra").plugin(DynamicResources::new(store)).build().unwrap();
+/// assert!(profile.filter_plugins().contains(&"DynamicResources"));
+/// ```
+pub struct DynamicResources {
+    store: Arc<DraStore>,
+    writer: Arc<dyn ClaimStatusWriter>,
+}
+
+impl std::fmt::Debug for DynamicResources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamicResources").finish_non_exhaustive()
+    }
+}
+
+/// What PreFilter leaves for Filter (cloned by reference count only).
+#[derive(Debug, Clone)]
+struct DraState(Arc<PodClaims>, Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>);
+
+impl DynamicResources {
+    /// The plugin over a shared store, writing statuses only to the store.
+    pub fn new(store: Arc<DraStore>) -> DynamicResources {
+        DynamicResources { store, writer: Arc::new(StoreOnly) }
+    }
+
+    /// The plugin with a writer that persists claim statuses.
+    #[must_use]
+    pub fn with_writer(mut self, writer: Arc<dyn ClaimStatusWriter>) -> DynamicResources {
+        self.writer = writer;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<DraStore> {
+        &self.store
+    }
+
+    /// Why the pod's claims don't fit, node by node (schedkit extension): one
+    /// [`Diagnosis`] per node that can't take them, e.g. `node-7: cannot allocate all
+    /// claims; claim ns/c, request gpus: 3 of 8 requested devices available (3 match)`.
+    /// Empty when the pod has no claims or they fit everywhere.
+    pub fn diagnose(&self, pod: &PodInfo, snapshot: &Snapshot) -> Result<Vec<Diagnosis>, GatherError> {
+        let Some(claims) = self.store.gather(&pod.pod)? else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for n in snapshot.nodes() {
+            if let Err(d) = claims.fits(n.name(), &n.node().metadata.labels)? {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Plugin for DynamicResources {
+    fn name(&self) -> &str {
+        names::DYNAMIC_RESOURCES
+    }
+
+    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
+        points
+            .pre_enqueue(self.clone())
+            .pre_filter(self.clone())
+            .filter(self.clone())
+            .post_filter(self.clone())
+            .reserve(self.clone())
+            .pre_bind(self.clone())
+            .enqueue(self);
+    }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        match self.store.missing_claim(&pod.pod) {
+            None => Status::SUCCESS,
+            Some(key) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+        }
+    }
+}
+
+fn alloc_error(e: &AllocError) -> Status {
+    Status::error(e.to_string())
+}
+
+impl PreFilterPlugin for DynamicResources {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        match self.store.gather(&pod.pod) {
+            Ok(None) => (None, Status::SKIP),
+            Ok(Some(claims)) => {
+                // Reserve only gets a node name; when devices are reachable through node
+                // selectors it needs the node's labels, so keep the nodes (by reference).
+                let nodes = claims
+                    .needs_node_labels()
+                    .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
+                state.write(DraState(Arc::new(claims), nodes));
+                (None, Status::SUCCESS)
+            }
+            Err(GatherError::MissingClaim(key)) => {
+                (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
+            }
+            Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+        }
+    }
+}
+
+/// Upstream's Filter reason, first, so the "0/N nodes are available" histogram groups nodes.
+pub const REASON_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+
+/// Filter's verdict for one node: upstream's reason, then one reason per problem (without
+/// the node name, so identical nodes share a histogram line; the node is the status's key).
+fn diagnosis_status(d: &Diagnosis) -> Status {
+    let mut reasons = Vec::with_capacity(d.problems.len() + 1);
+    reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    reasons.extend(d.problems.iter().map(ToString::to_string));
+    Status::with_reasons(Code::Unschedulable, reasons)
+}
+
+impl FilterPlugin for DynamicResources {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(DraState(claims, _)) = state.read::<DraState>() else {
+            return Status::SUCCESS;
+        };
+        match claims.fits(node.name(), &node.node().metadata.labels) {
+            Ok(Ok(())) => Status::SUCCESS,
+            Ok(Err(d)) => diagnosis_status(&d),
+            Err(e) => alloc_error(&e),
+        }
+    }
+}
+
+impl PostFilterPlugin for DynamicResources {
+    /// Upstream: when no node fits, an allocated claim of the pod that no other pod uses
+    /// is deallocated so the next attempt can allocate it elsewhere.
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot,
+        _statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        if state.read::<DraState>().is_none() {
+            return (None, Status::unresolvable("no ResourceClaims"));
+        }
+        let p = &pod.pod;
+        for pc in &p.spec.resource_claims {
+            let name = claim_name_for(p, pc);
+            let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
+            let Some(status) = claim.status.as_ref() else { continue };
+            if status.allocation.is_none() {
+                continue;
+            }
+            let only_us = status.reserved_for.is_empty()
+                || (status.reserved_for.len() == 1 && status.reserved_for[0].uid == *pod.uid);
+            if !only_us {
+                continue;
+            }
+            let mut cleared = (*claim).clone();
+            cleared.status = None;
+            if let Err(e) = self.writer.update_status(&cleared) {
+                return (None, Status::error(format!("deallocating ResourceClaim {name}: {e}")));
+            }
+            self.store.deallocate(&p.metadata.namespace, &name);
+            return (None, Status::unschedulable("deallocation of ResourceClaim completed"));
+        }
+        (None, Status::unresolvable("still not schedulable"))
+    }
+}
+
+impl ReservePlugin for DynamicResources {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let Some(DraState(_, nodes)) = state.read::<DraState>() else {
+            return Status::SUCCESS;
+        };
+        let node_labels = nodes
+            .as_ref()
+            .and_then(|n| n.get(&Symbol::intern(node)))
+            .map(|n| n.metadata.labels.clone())
+            .unwrap_or_default();
+        match self.store.reserve(&pod.pod, &pod.uid, node, &node_labels) {
+            Ok(NodeResult::Fit(_)) => Status::SUCCESS,
+            Ok(NodeResult::NoFit(d)) => Status::unschedulable(d.to_string()),
+            Err(GatherError::MissingClaim(key)) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+            Err(GatherError::Alloc(e)) => alloc_error(&e),
+        }
+    }
+
+    fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node: &str) {
+        self.store.unreserve(&pod.uid);
+    }
+}
+
+impl PreBindPlugin for DynamicResources {
+    fn pre_bind(&self, state: &mut CycleState, pod: &PodInfo, _node: &str) -> Status {
+        if state.read::<DraState>().is_none() {
+            return Status::SUCCESS;
+        }
+        let p = &pod.pod;
+        let inflight = self.store.inflight(&pod.uid);
+        for pc in &p.spec.resource_claims {
+            let name = claim_name_for(p, pc);
+            let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else {
+                return Status::unresolvable(format!("ResourceClaim {name} was deleted"));
+            };
+            let key =
+                format!("{}/{name}", if p.metadata.namespace.is_empty() { "default" } else { &p.metadata.namespace });
+            let mut updated = (*claim).clone();
+            let status = updated.status.get_or_insert_with(Default::default);
+            if let Some((_, a)) = inflight.iter().find(|(k, _)| *k == key) {
+                status.allocation = Some((**a).clone());
+            }
+            if !status.reserved_for.iter().any(|r| r.uid == *pod.uid) {
+                status.reserved_for.push(crate::dra::ResourceClaimConsumerReference {
+                    api_group: String::new(),
+                    resource: "pods".into(),
+                    name: p.metadata.name.clone(),
+                    uid: pod.uid.to_string(),
+                });
+            }
+            if let Err(e) = self.writer.update_status(&updated) {
+                return Status::error(format!("updating ResourceClaim {name}: {e}"));
+            }
+        }
+        self.store.commit(p, &pod.uid);
+        Status::SUCCESS
+    }
+}
+
+/// Queueing hint for ResourceClaim events (upstream `isSchedulableAfterClaimChange`):
+/// a claim event requeues only pods that use the claim. The caller names the claim in
+/// `EventObject::Custom("namespace/name")`; any other object requeues.
+pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
+    let EventObject::Custom(key) = event else { return QueueingHint::Queue };
+    let p = &pod.pod;
+    let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
+    let uses = p.spec.resource_claims.iter().any(|pc| {
+        let name = claim_name_for(p, pc);
+        key.strip_prefix(ns).and_then(|rest| rest.strip_prefix('/')) == Some(name.as_str())
+    });
+    if uses { QueueingHint::Queue } else { QueueingHint::Skip }
+}
+
+impl EnqueueExtensions for DynamicResources {
+    /// ResourceClaim add/update (hinted by [`claim_event_hint`]), ResourceSlice and
+    /// DeviceClass add/update (always requeue, as upstream for slices).
+    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
+        let ev = |resource, hint| ClusterEventWithHint {
+            event: ClusterEvent { resource, action: ActionType::ADD | ActionType::UPDATE },
+            hint,
+        };
+        vec![
+            ev(EventResource::ResourceClaim, Some(Arc::new(claim_event_hint) as QueueingHintFn)),
+            ev(EventResource::ResourceSlice, None),
+            ev(EventResource::DeviceClass, None),
+        ]
+    }
+}
