@@ -44,6 +44,7 @@
 pub mod framework;
 pub mod model;
 pub mod plugins;
+pub mod queue;
 pub mod scheduler;
 pub mod snapshot;
 pub mod testing;

@@ -64,24 +64,44 @@ impl WaitingPod {
         self.cond.notify_all();
     }
 
+    /// The outcome so far without blocking: `None` while still waiting, else the
+    /// final status (success once every plugin allowed; the rejection; or a timeout
+    /// once a plugin's deadline has passed on `clock`). A resolved pod stays resolved.
+    pub(crate) fn poll(&self, clock: &dyn Clock) -> Option<Status> {
+        Self::resolve(&self.state.lock(), clock.now())
+    }
+
+    fn resolve(s: &WaitState, now: Duration) -> Option<Status> {
+        if let Some(r) = &s.rejected {
+            return Some(r.clone());
+        }
+        let Some((&plugin, &deadline)) = s.pending.iter().min_by_key(|(_, d)| **d) else {
+            return Some(Status::SUCCESS);
+        };
+        (now >= deadline).then(|| {
+            Status::unschedulable(format!("rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"))
+                .with_plugin(plugin)
+        })
+    }
+
+    /// The earliest deadline still pending, while the pod is still waiting.
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
+        let s = self.state.lock();
+        if s.rejected.is_some() {
+            return None;
+        }
+        s.pending.values().min().copied()
+    }
+
     /// Blocks until allowed, rejected, or a plugin's deadline passes on `clock`.
     pub(crate) fn wait(&self, clock: &dyn Clock) -> Status {
         let mut s = self.state.lock();
         loop {
-            if let Some(r) = &s.rejected {
-                return r.clone();
-            }
-            if s.pending.is_empty() {
-                return Status::SUCCESS;
-            }
             let now = clock.now();
-            let (&plugin, &deadline) = s.pending.iter().min_by_key(|(_, d)| **d).expect("pending is non-empty");
-            if now >= deadline {
-                return Status::unschedulable(format!(
-                    "rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"
-                ))
-                .with_plugin(plugin);
+            if let Some(r) = Self::resolve(&s, now) {
+                return r;
             }
+            let deadline = s.pending.values().min().copied().unwrap_or(now);
             self.cond.wait_for(&mut s, clock.real_wait(deadline.saturating_sub(now)));
         }
     }

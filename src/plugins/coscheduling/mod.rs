@@ -1,0 +1,1 @@
+//! Gang scheduling (placeholder while being written).

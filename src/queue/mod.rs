@@ -1,0 +1,874 @@
+//! The scheduling queue (upstream `pkg/scheduler/backend/queue/scheduling_queue.go`):
+//! an active queue ordered by the profile's QueueSort plugin, a backoff queue with
+//! per-pod exponential backoff, an unschedulable pool whose pods come back on
+//! relevant cluster events (queueing hints) or after a maximum stay, and PreEnqueue
+//! gating.
+//!
+//! Every pod the queue holds is in exactly one [`QueueLocation`]. A pod handed out
+//! by [`SchedulingQueue::pop`] is *in flight* until the scheduler reports back with
+//! [`SchedulingQueue::requeue_failed`] or [`SchedulingQueue::done`]; events that
+//! arrive meanwhile are remembered and considered when it fails, as upstream's
+//! in-flight event list, so an event that raced a failing cycle isn't lost.
+//!
+//! Differences from upstream, on purpose:
+//! - Backoff and the unschedulable max stay are checked whenever the queue is
+//!   popped, flushed or asked for its next wake-up, instead of by 1 s / 30 s
+//!   background loops, so on a virtual clock a pod leaves backoff at exactly its
+//!   expiry.
+//! - The backoff queue is never popped early when the active queue is empty
+//!   (upstream's `SchedulerPopFromBackoffQ`): a backoff is always served in full.
+//! - `Pending` rejections are treated like `Unschedulable` ones (no separate
+//!   "queue immediately" strategy).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use schedkit::framework::{Profile, VirtualClock};
+//! use schedkit::plugins::priority_sort::PrioritySort;
+//! use schedkit::queue::{QueueConfig, QueueLocation, SchedulingQueue};
+//! use schedkit::snapshot::PodInfo;
+//! use schedkit::testing::PodBuilder;
+//!
+//! let profile = Arc::new(Profile::builder("default-scheduler").plugin(PrioritySort).build().unwrap());
+//! let clock = VirtualClock::new();
+//! let mut q = SchedulingQueue::new(&[profile], Arc::new(clock.clone()), QueueConfig::default()).unwrap();
+//! q.add(Arc::new(PodInfo::new(PodBuilder::new("low").build()).unwrap())).unwrap();
+//! q.add(Arc::new(PodInfo::new(PodBuilder::new("high").priority(10).build()).unwrap())).unwrap();
+//! let first = q.pop().unwrap();
+//! assert_eq!(first.pod.pod.name(), "high");
+//! // It fails, rejected by a plugin: it waits in the unschedulable pool.
+//! assert_eq!(q.requeue_failed(&first.pod.uid, &["NodeResourcesFit"]).unwrap(), QueueLocation::Unschedulable);
+//! // Five minutes later it comes back (after its 1 s backoff, long expired).
+//! clock.advance(Duration::from_secs(301));
+//! q.flush();
+//! assert_eq!(q.location(&first.pod.uid), Some(QueueLocation::Active));
+//! ```
+
+pub mod events;
+mod heap;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahash::AHashMap;
+use smallvec::SmallVec;
+
+use self::heap::{HeapCtx, IndexedHeap};
+use crate::framework::runtime::guard;
+use crate::framework::{
+    ClusterEvent, ClusterEventWithHint, Clock, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Named,
+    PreEnqueuePlugin, Profile, QueueSortPlugin, QueuedPodInfo, QueueingHint, Status,
+};
+use crate::snapshot::PodInfo;
+
+/// Upstream `DefaultPodInitialBackoffDuration`.
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+/// Upstream `DefaultPodMaxBackoffDuration`.
+pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Upstream `DefaultPodMaxInUnschedulablePodsDuration`.
+pub const DEFAULT_MAX_UNSCHEDULABLE_STAY: Duration = Duration::from_secs(5 * 60);
+
+/// Queue timings (upstream `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and
+/// `podMaxInUnschedulablePodsDuration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Backoff after the first failed attempt; doubled per further attempt.
+    pub initial_backoff: Duration,
+    /// Backoff cap.
+    pub max_backoff: Duration,
+    /// Longest a pod stays in the unschedulable pool without a relevant event.
+    pub max_unschedulable_stay: Duration,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+            max_unschedulable_stay: DEFAULT_MAX_UNSCHEDULABLE_STAY,
+        }
+    }
+}
+
+impl QueueConfig {
+    /// Checks that the initial backoff is positive and not above the maximum, and the
+    /// max stay is positive (upstream's config validation).
+    pub fn validate(&self) -> Result<(), QueueError> {
+        if self.initial_backoff.is_zero() {
+            return Err(QueueError::InvalidConfig("initial backoff must be positive".into()));
+        }
+        if self.max_backoff < self.initial_backoff {
+            return Err(QueueError::InvalidConfig(format!(
+                "max backoff {:?} is below the initial backoff {:?}",
+                self.max_backoff, self.initial_backoff
+            )));
+        }
+        if self.max_unschedulable_stay.is_zero() {
+            return Err(QueueError::InvalidConfig("max unschedulable stay must be positive".into()));
+        }
+        Ok(())
+    }
+
+    /// Backoff after `attempts` attempts, as upstream `calculateBackoffDuration`: none
+    /// before any attempt, then the initial backoff doubled per further attempt, capped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use schedkit::queue::QueueConfig;
+    /// let c = QueueConfig::default();
+    /// let secs: Vec<u64> = (0..7).map(|a| c.backoff(a).as_secs()).collect();
+    /// assert_eq!(secs, [0, 1, 2, 4, 8, 10, 10]);
+    /// ```
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        if attempts == 0 {
+            return Duration::ZERO;
+        }
+        let mut d = self.initial_backoff;
+        for _ in 1..attempts {
+            if d > self.max_backoff.saturating_sub(d) {
+                return self.max_backoff;
+            }
+            d += d;
+        }
+        d.min(self.max_backoff)
+    }
+}
+
+/// Why the queue refused an operation. The queue is unchanged when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// A pod with this uid is already queued (use update).
+    #[error("pod {0} is already in the scheduling queue")]
+    AlreadyQueued(String),
+    /// No queued pod with this uid.
+    #[error("pod {0} is not in the scheduling queue")]
+    NotFound(String),
+    /// The pod was not handed out by `pop`.
+    #[error("pod {0} is not being scheduled")]
+    NotInFlight(String),
+    /// No profile serves the pod's `schedulerName`.
+    #[error("pod {pod}: no profile for scheduler name {scheduler_name:?}")]
+    NoProfile {
+        /// namespace/name.
+        pod: String,
+        /// The name asked for.
+        scheduler_name: String,
+    },
+    /// The pod is already assigned to a node; it belongs in the cache, not the queue.
+    #[error("pod {0} is assigned to a node and can't be queued")]
+    Assigned(String),
+    /// Bad timings.
+    #[error("invalid queue config: {0}")]
+    InvalidConfig(String),
+}
+
+/// Where a queued pod is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueLocation {
+    /// Ready to be popped.
+    Active,
+    /// Waiting out its backoff.
+    Backoff,
+    /// Rejected; waiting for a relevant event or the max stay.
+    Unschedulable,
+    /// Held by a PreEnqueue plugin (upstream keeps these in the unschedulable pool).
+    Gated,
+    /// Popped and being scheduled (or held at Permit, or binding).
+    InFlight,
+}
+
+/// A pod a PreEnqueue plugin holds back, with the plugin and its reason.
+#[derive(Debug, Clone)]
+pub struct GatedPod {
+    /// The pod.
+    pub pod: Arc<PodInfo>,
+    /// The gating plugin.
+    pub plugin: &'static str,
+    /// Its status (reasons say why).
+    pub status: Status,
+}
+
+/// How many pods are where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Active queue.
+    pub active: usize,
+    /// Backoff queue.
+    pub backoff: usize,
+    /// Unschedulable pool (not counting gated pods).
+    pub unschedulable: usize,
+    /// Gated by PreEnqueue.
+    pub gated: usize,
+    /// Popped and not yet reported back.
+    pub in_flight: usize,
+}
+
+struct ProfileHooks {
+    name: String,
+    pre_enqueue: Vec<Named<dyn PreEnqueuePlugin>>,
+    hints: Vec<(&'static str, ClusterEventWithHint)>,
+}
+
+struct Entry {
+    info: QueuedPodInfo,
+    profile: u32,
+    loc: QueueLocation,
+    /// Plugins that rejected the pod last time (upstream `UnschedulablePlugins`).
+    rejectors: SmallVec<[&'static str; 2]>,
+    /// The gating status, while gated.
+    gate: Option<Status>,
+    heap_pos: usize,
+    pool_pos: usize,
+    /// Bumped on every move into backoff or the pool, for the lazily cleaned heaps.
+    seq: u64,
+    /// Event-log position when popped.
+    in_flight_from: usize,
+    /// Deleted while in flight: dropped when it reports back.
+    deleted: bool,
+}
+
+struct Ctx<'a> {
+    slots: &'a mut [Option<Entry>],
+    sort: Option<&'a dyn QueueSortPlugin>,
+}
+
+fn entry(slots: &[Option<Entry>], s: u32) -> &Entry {
+    slots[s as usize].as_ref().expect("heap slots are live")
+}
+
+impl HeapCtx for Ctx<'_> {
+    #[inline]
+    fn less(&self, a: u32, b: u32) -> bool {
+        let (a, b) = (&entry(self.slots, a).info, &entry(self.slots, b).info);
+        match self.sort {
+            Some(sort) => guard("QueueSort", "QueueSort", || sort.less(a, b)).unwrap_or(false),
+            None => {
+                let (pa, pb) = (a.pod.priority(), b.pod.priority());
+                pa > pb || (pa == pb && a.timestamp < b.timestamp)
+            }
+        }
+    }
+    #[inline]
+    fn set_pos(&mut self, slot: u32, pos: usize) {
+        if let Some(e) = self.slots[slot as usize].as_mut() {
+            e.heap_pos = pos;
+        }
+    }
+}
+
+/// The scheduling queue. Not synchronized itself: the scheduler keeps it behind a
+/// mutex shared with its event handle.
+pub struct SchedulingQueue {
+    clock: Arc<dyn Clock>,
+    config: QueueConfig,
+    profiles: Vec<ProfileHooks>,
+    sort: Option<Arc<dyn QueueSortPlugin>>,
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    by_uid: AHashMap<Arc<str>, u32>,
+    active: IndexedHeap,
+    /// (expiry, seq, slot), min first; stale entries skipped.
+    backoff: BinaryHeap<Reverse<(Duration, u64, u32)>>,
+    backoff_len: usize,
+    /// Unschedulable and gated slots.
+    pool: Vec<u32>,
+    /// (entered pool at, seq, slot), min first; stale entries skipped.
+    pool_since: BinaryHeap<Reverse<(Duration, u64, u32)>>,
+    gated_len: usize,
+    in_flight: usize,
+    /// Events received while pods were in flight; index `i` is absolute `events_base + i`.
+    events: Vec<(ClusterEvent, EventObject)>,
+    events_base: usize,
+    seq: u64,
+    nominated: AHashMap<Arc<str>, (Arc<PodInfo>, String)>,
+}
+
+impl std::fmt::Debug for SchedulingQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulingQueue").field("counts", &self.counts()).field("config", &self.config).finish()
+    }
+}
+
+impl SchedulingQueue {
+    /// A queue for pods of `profiles`, ordered by the first profile's QueueSort plugin
+    /// (upstream requires every profile to use the same one; without any, pods are
+    /// ordered as PrioritySort would).
+    pub fn new(profiles: &[Arc<Profile>], clock: Arc<dyn Clock>, config: QueueConfig) -> Result<Self, QueueError> {
+        config.validate()?;
+        let hooks = profiles
+            .iter()
+            .map(|p| ProfileHooks {
+                name: p.name().to_owned(),
+                pre_enqueue: p.pre_enqueue().to_vec(),
+                hints: p
+                    .enqueue_extensions()
+                    .iter()
+                    .flat_map(|e| {
+                        guard(e.name, "EventsToRegister", || e.plugin.events_to_register())
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(move |h| (e.name, h))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(SchedulingQueue {
+            clock,
+            config,
+            profiles: hooks,
+            sort: profiles.first().and_then(|p| p.queue_sort().cloned()),
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_uid: AHashMap::new(),
+            active: IndexedHeap::default(),
+            backoff: BinaryHeap::new(),
+            backoff_len: 0,
+            pool: Vec::new(),
+            pool_since: BinaryHeap::new(),
+            gated_len: 0,
+            in_flight: 0,
+            events: Vec::new(),
+            events_base: 0,
+            seq: 0,
+            nominated: AHashMap::new(),
+        })
+    }
+
+    /// The timings.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    fn e(&self, slot: u32) -> &Entry {
+        entry(&self.slots, slot)
+    }
+
+    fn e_mut(&mut self, slot: u32) -> &mut Entry {
+        self.slots[slot as usize].as_mut().expect("live slot")
+    }
+
+    fn slot_of(&self, uid: &str) -> Option<u32> {
+        self.by_uid.get(uid).copied()
+    }
+
+    fn profile_index(&self, pod: &PodInfo) -> Result<u32, QueueError> {
+        let want = &pod.pod.spec.scheduler_name;
+        let want = if want.is_empty() { DEFAULT_SCHEDULER_NAME } else { want.as_str() };
+        self.profiles.iter().position(|p| p.name == want).map(|i| i as u32).ok_or_else(|| QueueError::NoProfile {
+            pod: pod.pod.key(),
+            scheduler_name: want.to_owned(),
+        })
+    }
+
+    /// Adds a new unscheduled pod: to the active queue, or gated if a PreEnqueue
+    /// plugin says no. Returns where it went.
+    pub fn add(&mut self, pod: Arc<PodInfo>) -> Result<QueueLocation, QueueError> {
+        if !pod.pod.spec.node_name.is_empty() {
+            return Err(QueueError::Assigned(pod.uid.to_string()));
+        }
+        if self.by_uid.contains_key(&pod.uid) {
+            return Err(QueueError::AlreadyQueued(pod.uid.to_string()));
+        }
+        let profile = self.profile_index(&pod)?;
+        let now = self.now();
+        let uid = pod.uid.clone();
+        let e = Entry {
+            info: QueuedPodInfo { pod, timestamp: now, attempts: 0, initial_attempt_timestamp: now },
+            profile,
+            loc: QueueLocation::InFlight,
+            rejectors: SmallVec::new(),
+            gate: None,
+            heap_pos: 0,
+            pool_pos: 0,
+            seq: 0,
+            in_flight_from: 0,
+            deleted: false,
+        };
+        let slot = if let Some(s) = self.free.pop() {
+            self.slots[s as usize] = Some(e);
+            s
+        } else {
+            self.slots.push(Some(e));
+            (self.slots.len() - 1) as u32
+        };
+        self.by_uid.insert(uid, slot);
+        Ok(self.to_active_or_gated(slot))
+    }
+
+    /// Runs PreEnqueue; moves the (detached) slot to active or gated.
+    fn to_active_or_gated(&mut self, slot: u32) -> QueueLocation {
+        let e = self.e(slot);
+        let hooks = &self.profiles[e.profile as usize];
+        let pod = e.info.pod.clone();
+        let mut gate = None;
+        for p in &hooks.pre_enqueue {
+            let s = guard(p.name, "PreEnqueue", || p.plugin.pre_enqueue(&pod)).unwrap_or_else(|s| s);
+            if !s.is_success() {
+                gate = Some(s.with_plugin(p.name));
+                break;
+            }
+        }
+        match gate {
+            None => {
+                self.e_mut(slot).gate = None;
+                self.push_active(slot);
+                QueueLocation::Active
+            }
+            Some(s) => {
+                let plugin = s.plugin().unwrap_or("PreEnqueue");
+                let e = self.e_mut(slot);
+                e.rejectors = smallvec::smallvec![plugin];
+                e.gate = Some(s);
+                self.push_pool(slot, QueueLocation::Gated);
+                QueueLocation::Gated
+            }
+        }
+    }
+
+    fn push_active(&mut self, slot: u32) {
+        self.e_mut(slot).loc = QueueLocation::Active;
+        let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
+        self.active.push(slot, &mut ctx);
+    }
+
+    fn push_backoff(&mut self, slot: u32) {
+        self.seq += 1;
+        let seq = self.seq;
+        let expiry = self.backoff_expiry(slot);
+        let e = self.e_mut(slot);
+        e.loc = QueueLocation::Backoff;
+        e.seq = seq;
+        self.backoff.push(Reverse((expiry, seq, slot)));
+        self.backoff_len += 1;
+    }
+
+    fn push_pool(&mut self, slot: u32, loc: QueueLocation) {
+        self.seq += 1;
+        let seq = self.seq;
+        let since = self.e(slot).info.timestamp;
+        let pos = self.pool.len();
+        let e = self.e_mut(slot);
+        e.loc = loc;
+        e.seq = seq;
+        e.pool_pos = pos;
+        self.pool.push(slot);
+        self.pool_since.push(Reverse((since, seq, slot)));
+        if loc == QueueLocation::Gated {
+            self.gated_len += 1;
+        }
+    }
+
+    /// Takes a slot out of wherever it is (leaving it detached, location unchanged).
+    fn detach(&mut self, slot: u32) {
+        let (loc, heap_pos, pool_pos) = {
+            let e = self.e(slot);
+            (e.loc, e.heap_pos, e.pool_pos)
+        };
+        match loc {
+            QueueLocation::Active => {
+                let pos = heap_pos;
+                let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
+                self.active.remove_at(pos, &mut ctx);
+            }
+            QueueLocation::Backoff => {
+                // The heap entry goes stale: its seq no longer matches.
+                self.backoff_len -= 1;
+                self.e_mut(slot).seq = 0;
+            }
+            QueueLocation::Unschedulable | QueueLocation::Gated => {
+                if loc == QueueLocation::Gated {
+                    self.gated_len -= 1;
+                }
+                let pos = pool_pos;
+                self.pool.swap_remove(pos);
+                if let Some(&moved) = self.pool.get(pos) {
+                    self.e_mut(moved).pool_pos = pos;
+                }
+                self.e_mut(slot).seq = 0;
+            }
+            QueueLocation::InFlight => {}
+        }
+    }
+
+    fn free_slot(&mut self, slot: u32) -> Option<Entry> {
+        let e = self.slots[slot as usize].take()?;
+        self.by_uid.remove(&e.info.pod.uid);
+        self.free.push(slot);
+        Some(e)
+    }
+
+    fn backoff_expiry(&self, slot: u32) -> Duration {
+        let i = &self.e(slot).info;
+        i.timestamp + self.config.backoff(i.attempts)
+    }
+
+    /// Updates a pod in place (upstream `Update`). An active or backing-off pod keeps
+    /// its place (re-sorted); an unschedulable or gated pod is requeued if the change
+    /// is an event its rejecting plugins' hints say may help; a pod in flight gets the
+    /// new object when it reports back. An unknown pod is added.
+    pub fn update(&mut self, pod: Arc<PodInfo>) -> Result<QueueLocation, QueueError> {
+        let Some(slot) = self.slot_of(&pod.uid) else {
+            return self.add(pod);
+        };
+        if !pod.pod.spec.node_name.is_empty() {
+            return Err(QueueError::Assigned(pod.uid.to_string()));
+        }
+        let old = std::mem::replace(&mut self.e_mut(slot).info.pod, pod.clone());
+        let loc = self.e(slot).loc;
+        let event =
+            ClusterEvent { resource: EventResource::UnscheduledPod, action: events::pod_update(&old, &pod) };
+        let obj = EventObject::Pod { old: Some(old), new: Some(pod) };
+        match loc {
+            QueueLocation::Active => {
+                let pos = self.e(slot).heap_pos;
+                let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
+                self.active.fix(pos, &mut ctx);
+                Ok(loc)
+            }
+            QueueLocation::Backoff => Ok(loc),
+            QueueLocation::InFlight => {
+                self.record_event(event, &obj);
+                Ok(loc)
+            }
+            QueueLocation::Unschedulable | QueueLocation::Gated => {
+                if self.worth_requeuing(slot, &event, &obj) == QueueingHint::Queue {
+                    self.detach(slot);
+                    Ok(self.requeue(slot))
+                } else {
+                    Ok(loc)
+                }
+            }
+        }
+    }
+
+    /// Removes a pod from the queue (a pod in flight is dropped when it reports back).
+    /// Returns whether the queue held it.
+    pub fn delete(&mut self, uid: &str) -> bool {
+        let Some(slot) = self.slot_of(uid) else { return false };
+        self.nominated.remove(uid);
+        if self.e(slot).loc == QueueLocation::InFlight {
+            self.e_mut(slot).deleted = true;
+            return true;
+        }
+        self.detach(slot);
+        self.free_slot(slot);
+        true
+    }
+
+    /// Pops the pod to schedule next (after moving pods whose backoff or max stay
+    /// ended), or `None` when nothing is ready. The pod is in flight until
+    /// [`SchedulingQueue::requeue_failed`] or [`SchedulingQueue::done`].
+    pub fn pop(&mut self) -> Option<QueuedPodInfo> {
+        self.flush();
+        let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
+        let slot = self.active.pop(&mut ctx)?;
+        let from = self.events_base + self.events.len();
+        self.in_flight += 1;
+        let e = self.e_mut(slot);
+        e.loc = QueueLocation::InFlight;
+        e.in_flight_from = from;
+        e.info.attempts = e.info.attempts.saturating_add(1);
+        Some(e.info.clone())
+    }
+
+    /// The pod at the head of the active queue, without popping it.
+    pub fn peek(&self) -> Option<&QueuedPodInfo> {
+        self.active.peek().map(|s| &self.e(s).info)
+    }
+
+    fn end_flight(&mut self) {
+        self.in_flight -= 1;
+        if self.in_flight == 0 {
+            self.events_base += self.events.len();
+            self.events.clear();
+        }
+    }
+
+    /// A pod in flight was bound (or is otherwise finished with): forget it.
+    pub fn done(&mut self, uid: &str) -> Result<(), QueueError> {
+        let slot = self.in_flight_slot(uid)?;
+        self.end_flight();
+        self.free_slot(slot);
+        self.nominated.remove(uid);
+        Ok(())
+    }
+
+    fn in_flight_slot(&self, uid: &str) -> Result<u32, QueueError> {
+        let slot = self.slot_of(uid).ok_or_else(|| QueueError::NotFound(uid.to_owned()))?;
+        if self.e(slot).loc != QueueLocation::InFlight {
+            return Err(QueueError::NotInFlight(uid.to_owned()));
+        }
+        Ok(slot)
+    }
+
+    /// A pod in flight failed, rejected by `rejectors` (empty for an error): back to
+    /// the unschedulable pool, or to backoff/active if an event that arrived while it
+    /// was in flight may help it (upstream `AddUnschedulableIfNotPresent`). A pod
+    /// deleted meanwhile is dropped and reported as [`QueueError::NotFound`].
+    pub fn requeue_failed(&mut self, uid: &str, rejectors: &[&'static str]) -> Result<QueueLocation, QueueError> {
+        let slot = self.in_flight_slot(uid)?;
+        if self.e(slot).deleted {
+            self.end_flight();
+            self.free_slot(slot);
+            return Err(QueueError::NotFound(uid.to_owned()));
+        }
+        let now = self.now();
+        let e = self.e_mut(slot);
+        e.info.timestamp = now;
+        e.rejectors = rejectors.iter().copied().collect();
+        e.rejectors.sort_unstable();
+        e.rejectors.dedup();
+        // Upstream `determineSchedulingHintForInFlightPod`: no rejector means an
+        // error, retried after backoff; else any event since the pop may help.
+        let start = self.e(slot).in_flight_from.saturating_sub(self.events_base);
+        let hint = if self.e(slot).rejectors.is_empty()
+            || self.events[start.min(self.events.len())..]
+                .iter()
+                .any(|(ev, obj)| self.worth_requeuing(slot, ev, obj) == QueueingHint::Queue)
+        {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::Skip
+        };
+        self.end_flight();
+        Ok(match hint {
+            QueueingHint::Queue => self.requeue(slot),
+            QueueingHint::Skip => {
+                self.push_pool(slot, QueueLocation::Unschedulable);
+                QueueLocation::Unschedulable
+            }
+        })
+    }
+
+    /// Requeues a detached slot a hint said Queue for (upstream
+    /// `requeuePodViaQueueingHint`): a gated pod re-runs PreEnqueue; else backoff if
+    /// it's still backing off, else active.
+    fn requeue(&mut self, slot: u32) -> QueueLocation {
+        if self.e(slot).gate.is_some() {
+            return self.to_active_or_gated(slot);
+        }
+        if self.backoff_expiry(slot) > self.now() {
+            self.push_backoff(slot);
+            QueueLocation::Backoff
+        } else {
+            self.push_active(slot);
+            QueueLocation::Active
+        }
+    }
+
+    /// Upstream `isPodWorthRequeuing`: a pod no plugin rejected is always worth it, as
+    /// is any pod on a wildcard event; otherwise only if a plugin that rejected it
+    /// registered for the event and its hint (if any) says Queue. A panicking hint
+    /// counts as Queue, as an erroring one does upstream.
+    fn worth_requeuing(&self, slot: u32, event: &ClusterEvent, obj: &EventObject) -> QueueingHint {
+        let e = self.e(slot);
+        if e.rejectors.is_empty() || events::is_wildcard(event) {
+            return QueueingHint::Queue;
+        }
+        for (plugin, reg) in &self.profiles[e.profile as usize].hints {
+            if !event.matches(&reg.event) || !e.rejectors.contains(plugin) {
+                continue;
+            }
+            let hint = match &reg.hint {
+                None => QueueingHint::Queue,
+                Some(f) => guard(plugin, "QueueingHint", || f(&e.info.pod, obj)).unwrap_or(QueueingHint::Queue),
+            };
+            if hint == QueueingHint::Queue {
+                return QueueingHint::Queue;
+            }
+        }
+        QueueingHint::Skip
+    }
+
+    fn record_event(&mut self, event: ClusterEvent, obj: &EventObject) {
+        if self.in_flight > 0 {
+            self.events.push((event, obj.clone()));
+        }
+    }
+
+    /// A cluster event happened: unschedulable and gated pods it may help move to
+    /// backoff or active (upstream `MoveAllToActiveOrBackoffQueue`), and pods in
+    /// flight will consider it if they fail. Returns how many pods moved.
+    pub fn on_event(&mut self, event: ClusterEvent, obj: &EventObject) -> usize {
+        self.record_event(event, obj);
+        let candidates: Vec<u32> = self.pool.clone();
+        let mut moved = 0;
+        for slot in candidates {
+            if self.worth_requeuing(slot, &event, obj) == QueueingHint::Queue {
+                let before = self.e(slot).loc;
+                self.detach(slot);
+                if self.requeue(slot) != before {
+                    moved += 1;
+                }
+            }
+        }
+        moved
+    }
+
+    /// Moves pods (by uid) from the backoff queue or the unschedulable pool straight
+    /// to the active queue, as upstream `Activate` (gated pods re-run PreEnqueue).
+    /// Unknown uids and pods already active or in flight are ignored. Returns how
+    /// many moved.
+    pub fn activate<'a>(&mut self, uids: impl IntoIterator<Item = &'a str>) -> usize {
+        let mut moved = 0;
+        for uid in uids {
+            let Some(slot) = self.slot_of(uid) else { continue };
+            let loc = self.e(slot).loc;
+            match loc {
+                QueueLocation::Backoff | QueueLocation::Unschedulable => {
+                    self.detach(slot);
+                    self.push_active(slot);
+                    moved += 1;
+                }
+                QueueLocation::Gated => {
+                    self.detach(slot);
+                    if self.to_active_or_gated(slot) == QueueLocation::Active {
+                        moved += 1;
+                    }
+                }
+                QueueLocation::Active | QueueLocation::InFlight => {}
+            }
+        }
+        moved
+    }
+
+    /// Moves pods whose backoff ended to the active queue, and pods that stayed in
+    /// the unschedulable pool longer than the max stay to backoff/active (upstream
+    /// `flushBackoffQCompleted` and `flushUnschedulablePodsLeftover`).
+    pub fn flush(&mut self) {
+        let now = self.now();
+        while let Some(&Reverse((expiry, seq, slot))) = self.backoff.peek() {
+            if !self.live(slot, seq, QueueLocation::Backoff) {
+                self.backoff.pop();
+                continue;
+            }
+            if expiry > now {
+                break;
+            }
+            self.backoff.pop();
+            self.detach(slot);
+            self.push_active(slot);
+        }
+        let stay = self.config.max_unschedulable_stay;
+        while let Some(&Reverse((since, seq, slot))) = self.pool_since.peek() {
+            let loc = self.slots[slot as usize].as_ref().map(|e| e.loc);
+            let live = matches!(loc, Some(QueueLocation::Unschedulable | QueueLocation::Gated))
+                && self.e(slot).seq == seq;
+            if !live {
+                self.pool_since.pop();
+                continue;
+            }
+            // Upstream moves pods that stayed strictly longer than the max stay.
+            if now.saturating_sub(since) <= stay {
+                break;
+            }
+            self.pool_since.pop();
+            self.detach(slot);
+            self.requeue(slot);
+        }
+    }
+
+    fn live(&self, slot: u32, seq: u64, loc: QueueLocation) -> bool {
+        self.slots.get(slot as usize).and_then(Option::as_ref).is_some_and(|e| e.loc == loc && e.seq == seq)
+    }
+
+    /// When, on the queue's clock, something next becomes ready by time alone: a
+    /// backoff ending or a pod overstaying in the unschedulable pool. `None` when
+    /// nothing is waiting on time.
+    pub fn next_wakeup(&mut self) -> Option<Duration> {
+        while let Some(&Reverse((_, seq, slot))) = self.backoff.peek() {
+            if self.live(slot, seq, QueueLocation::Backoff) {
+                break;
+            }
+            self.backoff.pop();
+        }
+        while let Some(&Reverse((_, seq, slot))) = self.pool_since.peek() {
+            if self.live(slot, seq, QueueLocation::Unschedulable) || self.live(slot, seq, QueueLocation::Gated) {
+                break;
+            }
+            self.pool_since.pop();
+        }
+        let b = self.backoff.peek().map(|r| r.0.0);
+        let u = self.pool_since.peek().map(|r| r.0.0 + self.config.max_unschedulable_stay + Duration::from_nanos(1));
+        match (b, u) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Where a pod is, if the queue holds it.
+    pub fn location(&self, uid: &str) -> Option<QueueLocation> {
+        self.slot_of(uid).map(|s| self.e(s).loc)
+    }
+
+    /// The queued pod, if the queue holds it.
+    pub fn get(&self, uid: &str) -> Option<&QueuedPodInfo> {
+        self.slot_of(uid).map(|s| &self.e(s).info)
+    }
+
+    /// Plugins that rejected a pod in its last attempt (or its gating plugin).
+    pub fn unschedulable_plugins(&self, uid: &str) -> Vec<&'static str> {
+        self.slot_of(uid).map(|s| self.e(s).rejectors.to_vec()).unwrap_or_default()
+    }
+
+    /// Pods held by PreEnqueue plugins, with the plugin and reason.
+    pub fn gated_pods(&self) -> Vec<GatedPod> {
+        self.pool
+            .iter()
+            .map(|&s| self.e(s))
+            .filter_map(|e| {
+                let s = e.gate.as_ref()?;
+                (e.loc == QueueLocation::Gated).then(|| GatedPod {
+                    pod: e.info.pod.clone(),
+                    plugin: s.plugin().unwrap_or("PreEnqueue"),
+                    status: s.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// How many pods are where.
+    pub fn counts(&self) -> QueueCounts {
+        QueueCounts {
+            active: self.active.len(),
+            backoff: self.backoff_len,
+            unschedulable: self.pool.len() - self.gated_len,
+            gated: self.gated_len,
+            in_flight: self.in_flight,
+        }
+    }
+
+    /// Pods held, in any location.
+    pub fn len(&self) -> usize {
+        self.by_uid.len()
+    }
+
+    /// Whether the queue holds no pod.
+    pub fn is_empty(&self) -> bool {
+        self.by_uid.is_empty()
+    }
+
+    /// Records that preemption nominated `node` for a pod (upstream nominator).
+    pub fn set_nominated(&mut self, pod: Arc<PodInfo>, node: &str) {
+        self.nominated.insert(pod.uid.clone(), (pod, node.to_owned()));
+    }
+
+    /// The node nominated for a pod.
+    pub fn nominated_node(&self, uid: &str) -> Option<&str> {
+        self.nominated.get(uid).map(|(_, n)| n.as_str())
+    }
+
+    /// Pods nominated to `node`.
+    pub fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
+        let mut v: Vec<_> = self.nominated.values().filter(|(_, n)| n == node).map(|(p, _)| p.clone()).collect();
+        v.sort_by(|a, b| a.uid.cmp(&b.uid));
+        v
+    }
+}
