@@ -55,10 +55,11 @@ impl WaitingPod {
         }
     }
 
-    /// Rejects the pod (the first rejection wins).
+    /// Rejects the pod. The first decision wins, as upstream's one-slot signal: a
+    /// second rejection, or a rejection after every plugin allowed, changes nothing.
     pub fn reject(&self, plugin: &'static str, reason: &str) {
         let mut s = self.state.lock();
-        if s.rejected.is_none() {
+        if s.rejected.is_none() && !s.pending.is_empty() {
             s.rejected = Some(Status::unschedulable(reason).with_plugin(plugin));
         }
         self.cond.notify_all();

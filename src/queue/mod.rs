@@ -697,8 +697,19 @@ impl SchedulingQueue {
     /// backoff or active (upstream `MoveAllToActiveOrBackoffQueue`), and pods in
     /// flight will consider it if they fail. Returns how many pods moved.
     pub fn on_event(&mut self, event: ClusterEvent, obj: &EventObject) -> usize {
+        self.move_on_event(event, obj, None)
+    }
+
+    /// [`SchedulingQueue::on_event`], leaving one pod where it is (the pod whose
+    /// failure caused the event).
+    pub fn on_event_except(&mut self, event: ClusterEvent, obj: &EventObject, except: &str) -> usize {
+        let skip = self.slot_of(except);
+        self.move_on_event(event, obj, skip)
+    }
+
+    fn move_on_event(&mut self, event: ClusterEvent, obj: &EventObject, skip: Option<u32>) -> usize {
         self.record_event(event, obj);
-        let candidates: Vec<u32> = self.pool.clone();
+        let candidates: Vec<u32> = self.pool.iter().copied().filter(|&s| Some(s) != skip).collect();
         let mut moved = 0;
         for slot in candidates {
             if self.worth_requeuing(slot, &event, obj) == QueueingHint::Queue {

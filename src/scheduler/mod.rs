@@ -8,6 +8,7 @@
 
 mod binding;
 mod fit_error;
+mod run;
 
 use std::sync::Arc;
 
@@ -15,12 +16,14 @@ use parking_lot::Mutex;
 
 pub use binding::{BindError, BindingCycle};
 pub use fit_error::{Diagnosis, FitError};
+pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SchedulerEvents};
 
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{
     Clock, Code, CycleState, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, RealClock, Status, WaitingPod,
 };
 use crate::model::{Pod, PodError};
+use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
 use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
 
 /// Upstream `minFeasibleNodesToFind`: below this many nodes, all are checked.
@@ -189,6 +192,9 @@ pub struct Scheduler {
     bufs: Buffers,
     #[cfg(feature = "parallel")]
     pool: Option<rayon::ThreadPool>,
+    queue: Arc<Mutex<SchedulingQueue>>,
+    /// Binding cycles held at Permit, resumed by the loop once resolved.
+    parked: Vec<BindingCycle>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -206,6 +212,7 @@ pub struct SchedulerBuilder {
     config: SchedulerConfig,
     clock: Option<Arc<dyn Clock>>,
     handle: Option<Handle>,
+    queue: QueueConfig,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -264,6 +271,13 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Sets the queue's backoff and max-stay timings, checked here.
+    pub fn queue_config(mut self, c: QueueConfig) -> Result<Self, QueueError> {
+        c.validate()?;
+        self.queue = c;
+        Ok(self)
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let handle =
@@ -272,10 +286,16 @@ impl SchedulerBuilder {
         let pool = (self.config.parallelism > 1)
             .then(|| rayon::ThreadPoolBuilder::new().num_threads(self.config.parallelism).build().ok())
             .flatten();
+        let profiles: Vec<Arc<Profile>> = self.profiles.into_iter().map(Arc::new).collect();
+        let queue = SchedulingQueue::new(&profiles, handle.clock_arc(), self.queue)
+            .or_else(|_| SchedulingQueue::new(&profiles, handle.clock_arc(), QueueConfig::default()))
+            .expect("the default queue config is valid");
         Scheduler {
             cache: Arc::new(Mutex::new(Cache::new())),
             handle,
-            profiles: self.profiles.into_iter().map(Arc::new).collect(),
+            profiles,
+            queue: Arc::new(Mutex::new(queue)),
+            parked: Vec::new(),
             rng: Rng(self.config.seed),
             config: self.config,
             next_start: 0,
@@ -289,7 +309,13 @@ impl SchedulerBuilder {
 impl Scheduler {
     /// Starts building a scheduler.
     pub fn builder() -> SchedulerBuilder {
-        SchedulerBuilder { profiles: Vec::new(), config: SchedulerConfig::default(), clock: None, handle: None }
+        SchedulerBuilder {
+            profiles: Vec::new(),
+            config: SchedulerConfig::default(),
+            clock: None,
+            handle: None,
+            queue: QueueConfig::default(),
+        }
     }
 
     /// The shared cache (the caller feeds node and pod events through it).
@@ -312,9 +338,9 @@ impl Scheduler {
         &self.profiles
     }
 
-    /// Adds a node to the cache.
+    /// Adds a node to the cache and tells the queue (a node-added event).
     pub fn add_node(&self, node: crate::model::Node) -> Result<(), CacheError> {
-        self.cache.lock().add_node(node)
+        self.events().add_node(node)
     }
 
     /// The profile serving `pod`.
