@@ -723,28 +723,22 @@ impl SchedulingQueue {
         moved
     }
 
-    /// Moves pods (by uid) from the backoff queue or the unschedulable pool straight
-    /// to the active queue, as upstream `Activate` (gated pods re-run PreEnqueue).
-    /// Unknown uids and pods already active or in flight are ignored. Returns how
-    /// many moved.
+    /// Moves pods (by uid) out of the unschedulable pool, as upstream `Activate`
+    /// (used by plugins through `Handle::activate_pods`): to the active queue, or to
+    /// the backoff queue if their backoff hasn't ended; gated pods re-run PreEnqueue.
+    /// Unlike upstream, activation never cuts a backoff short, so a single-threaded
+    /// loop can't churn forever without the clock moving. Unknown uids and pods
+    /// elsewhere are ignored. Returns how many moved.
     pub fn activate<'a>(&mut self, uids: impl IntoIterator<Item = &'a str>) -> usize {
         let mut moved = 0;
         for uid in uids {
             let Some(slot) = self.slot_of(uid) else { continue };
             let loc = self.e(slot).loc;
-            match loc {
-                QueueLocation::Backoff | QueueLocation::Unschedulable => {
-                    self.detach(slot);
-                    self.push_active(slot);
+            if matches!(loc, QueueLocation::Unschedulable | QueueLocation::Gated) {
+                self.detach(slot);
+                if self.requeue(slot) != loc {
                     moved += 1;
                 }
-                QueueLocation::Gated => {
-                    self.detach(slot);
-                    if self.to_active_or_gated(slot) == QueueLocation::Active {
-                        moved += 1;
-                    }
-                }
-                QueueLocation::Active | QueueLocation::InFlight => {}
             }
         }
         moved

@@ -210,6 +210,9 @@ impl SchedulerEvents {
         if info.pod.spec.node_name.is_empty() {
             self.queue.lock().add(info.clone())?;
             self.observe(|o| o.pod_added(&info));
+            // Gated pods may be waiting for a sibling (e.g. a gang's minMember).
+            let obj = EventObject::Pod { old: None, new: Some(info.clone()) };
+            self.queue.lock().on_event_except(events::UNSCHEDULED_POD_ADD, &obj, &info.uid);
             return Ok(());
         }
         self.cache.lock().add_pod(info.clone())?;
