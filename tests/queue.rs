@@ -24,8 +24,8 @@ fn queue(plugins: Vec<Arc<dyn Plugin>>) -> (SchedulingQueue, VirtualClock) {
         b = b.plugin_arc(p, 1);
     }
     let clock = VirtualClock::new();
-    let q = SchedulingQueue::new(&[Arc::new(b.build().unwrap())], Arc::new(clock.clone()), QueueConfig::default())
-        .unwrap();
+    let q =
+        SchedulingQueue::new(&[Arc::new(b.build().unwrap())], Arc::new(clock.clone()), QueueConfig::default()).unwrap();
     (q, clock)
 }
 
@@ -59,11 +59,11 @@ fn backoff_doubles_from_one_second_to_ten_on_the_virtual_clock() {
         assert_eq!(q.requeue_failed(&p.pod.uid, &[]).unwrap(), QueueLocation::Backoff);
         let start = clock.now();
         let wake = q.next_wakeup().unwrap();
-        clock.set(wake - Duration::from_nanos(1));
+        clock.set(wake.saturating_sub(Duration::from_nanos(1)));
         assert!(q.pop().is_none(), "still backing off 1ns before expiry");
         assert_eq!(q.location(&p.pod.uid), Some(QueueLocation::Backoff));
         clock.set(wake);
-        waited.push((wake - start).as_secs());
+        waited.push(wake.saturating_sub(start).as_secs());
         q.flush();
         assert_eq!(q.location(&p.pod.uid), Some(QueueLocation::Active));
     }

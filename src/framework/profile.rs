@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Handle;
 use super::interface::{
-    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PodObserver, PostBindPlugin,
-    PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin, QueueSortPlugin, ReservePlugin,
-    ScorePlugin,
+    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PodObserver,
+    PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
+    QueueSortPlugin, ReservePlugin, ScorePlugin,
 };
 use crate::model::Symbol;
 

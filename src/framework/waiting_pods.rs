@@ -80,8 +80,10 @@ impl WaitingPod {
             return Some(Status::SUCCESS);
         };
         (now >= deadline).then(|| {
-            Status::unschedulable(format!("rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"))
-                .with_plugin(plugin)
+            Status::unschedulable(format!(
+                "rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"
+            ))
+            .with_plugin(plugin)
         })
     }
 

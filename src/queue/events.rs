@@ -11,7 +11,8 @@ pub const NODE_ADD: ClusterEvent = ClusterEvent { resource: EventResource::Node,
 /// A node was deleted.
 pub const NODE_DELETE: ClusterEvent = ClusterEvent { resource: EventResource::Node, action: ActionType::DELETE };
 /// A pod bound (or assumed) to a node was added.
-pub const ASSIGNED_POD_ADD: ClusterEvent = ClusterEvent { resource: EventResource::AssignedPod, action: ActionType::ADD };
+pub const ASSIGNED_POD_ADD: ClusterEvent =
+    ClusterEvent { resource: EventResource::AssignedPod, action: ActionType::ADD };
 /// A pod bound to a node was deleted (or a reservation was released).
 pub const ASSIGNED_POD_DELETE: ClusterEvent =
     ClusterEvent { resource: EventResource::AssignedPod, action: ActionType::DELETE };

@@ -85,24 +85,24 @@ impl IndexedHeap {
         i != start
     }
 
-    fn down(&mut self, mut i: usize, ctx: &mut impl HeapCtx) {
-        let n = self.items.len();
-        let slot = self.items[i];
+    fn down(&mut self, mut pos: usize, ctx: &mut impl HeapCtx) {
+        let len = self.items.len();
+        let slot = self.items[pos];
         loop {
-            let l = 2 * i + 1;
-            if l >= n {
+            let left = 2 * pos + 1;
+            if left >= len {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && ctx.less(self.items[r], self.items[l]) { r } else { l };
-            if !ctx.less(self.items[c], slot) {
+            let right = left + 1;
+            let child = if right < len && ctx.less(self.items[right], self.items[left]) { right } else { left };
+            if !ctx.less(self.items[child], slot) {
                 break;
             }
-            self.items[i] = self.items[c];
-            ctx.set_pos(self.items[i], i);
-            i = c;
+            self.items[pos] = self.items[child];
+            ctx.set_pos(self.items[pos], pos);
+            pos = child;
         }
-        self.items[i] = slot;
-        ctx.set_pos(slot, i);
+        self.items[pos] = slot;
+        ctx.set_pos(slot, pos);
     }
 }

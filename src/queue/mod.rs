@@ -58,7 +58,7 @@ use smallvec::SmallVec;
 use self::heap::{HeapCtx, IndexedHeap};
 use crate::framework::runtime::guard;
 use crate::framework::{
-    ClusterEvent, ClusterEventWithHint, Clock, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Named,
+    Clock, ClusterEvent, ClusterEventWithHint, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Named,
     PreEnqueuePlugin, Profile, QueueSortPlugin, QueuedPodInfo, QueueingHint, Status,
 };
 use crate::snapshot::PodInfo;
@@ -243,12 +243,11 @@ impl HeapCtx for Ctx<'_> {
     #[inline]
     fn less(&self, a: u32, b: u32) -> bool {
         let (a, b) = (&entry(self.slots, a).info, &entry(self.slots, b).info);
-        match self.sort {
-            Some(sort) => guard("QueueSort", "QueueSort", || sort.less(a, b)).unwrap_or(false),
-            None => {
-                let (pa, pb) = (a.pod.priority(), b.pod.priority());
-                pa > pb || (pa == pb && a.timestamp < b.timestamp)
-            }
+        if let Some(sort) = self.sort {
+            guard("QueueSort", "QueueSort", || sort.less(a, b)).unwrap_or(false)
+        } else {
+            let (pa, pb) = (a.pod.priority(), b.pod.priority());
+            pa > pb || (pa == pb && a.timestamp < b.timestamp)
         }
     }
     #[inline]
@@ -288,7 +287,10 @@ pub struct SchedulingQueue {
 
 impl std::fmt::Debug for SchedulingQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SchedulingQueue").field("counts", &self.counts()).field("config", &self.config).finish()
+        f.debug_struct("SchedulingQueue")
+            .field("counts", &self.counts())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -361,10 +363,11 @@ impl SchedulingQueue {
     fn profile_index(&self, pod: &PodInfo) -> Result<u32, QueueError> {
         let want = &pod.pod.spec.scheduler_name;
         let want = if want.is_empty() { DEFAULT_SCHEDULER_NAME } else { want.as_str() };
-        self.profiles.iter().position(|p| p.name == want).map(|i| i as u32).ok_or_else(|| QueueError::NoProfile {
-            pod: pod.pod.key(),
-            scheduler_name: want.to_owned(),
-        })
+        self.profiles
+            .iter()
+            .position(|p| p.name == want)
+            .map(|i| i as u32)
+            .ok_or_else(|| QueueError::NoProfile { pod: pod.pod.key(), scheduler_name: want.to_owned() })
     }
 
     /// Adds a new unscheduled pod: to the active queue, or gated if a PreEnqueue
@@ -399,11 +402,11 @@ impl SchedulingQueue {
             (self.slots.len() - 1) as u32
         };
         self.by_uid.insert(uid, slot);
-        Ok(self.to_active_or_gated(slot))
+        Ok(self.enqueue_or_gate(slot))
     }
 
     /// Runs PreEnqueue; moves the (detached) slot to active or gated.
-    fn to_active_or_gated(&mut self, slot: u32) -> QueueLocation {
+    fn enqueue_or_gate(&mut self, slot: u32) -> QueueLocation {
         let e = self.e(slot);
         let hooks = &self.profiles[e.profile as usize];
         let pod = e.info.pod.clone();
@@ -522,8 +525,7 @@ impl SchedulingQueue {
         }
         let old = std::mem::replace(&mut self.e_mut(slot).info.pod, pod.clone());
         let loc = self.e(slot).loc;
-        let event =
-            ClusterEvent { resource: EventResource::UnscheduledPod, action: events::pod_update(&old, &pod) };
+        let event = ClusterEvent { resource: EventResource::UnscheduledPod, action: events::pod_update(&old, &pod) };
         let obj = EventObject::Pod { old: Some(old), new: Some(pod) };
         match loc {
             QueueLocation::Active => {
@@ -652,7 +654,7 @@ impl SchedulingQueue {
     /// it's still backing off, else active.
     fn requeue(&mut self, slot: u32) -> QueueLocation {
         if self.e(slot).gate.is_some() {
-            return self.to_active_or_gated(slot);
+            return self.enqueue_or_gate(slot);
         }
         if self.backoff_expiry(slot) > self.now() {
             self.push_backoff(slot);
@@ -764,8 +766,8 @@ impl SchedulingQueue {
         let stay = self.config.max_unschedulable_stay;
         while let Some(&Reverse((since, seq, slot))) = self.pool_since.peek() {
             let loc = self.slots[slot as usize].as_ref().map(|e| e.loc);
-            let live = matches!(loc, Some(QueueLocation::Unschedulable | QueueLocation::Gated))
-                && self.e(slot).seq == seq;
+            let live =
+                matches!(loc, Some(QueueLocation::Unschedulable | QueueLocation::Gated)) && self.e(slot).seq == seq;
             if !live {
                 self.pool_since.pop();
                 continue;

@@ -199,7 +199,7 @@ pub struct PodGroupRegistry {
 
 impl std::fmt::Debug for PodGroupRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PodGroupRegistry").field("groups", &self.inner.lock().len()).finish()
+        f.debug_struct("PodGroupRegistry").field("groups", &self.inner.lock().len()).finish_non_exhaustive()
     }
 }
 
@@ -243,7 +243,11 @@ impl PodGroupRegistry {
     /// Removes a group (its members stay known, as pods of an unknown group).
     pub fn remove(&self, namespace: &str, name: &str) -> Result<PodGroup, PodGroupError> {
         let key = PodGroup::new(namespace, name, 1).key();
-        self.inner.lock().get_mut(&key).and_then(|s| s.spec.take()).ok_or_else(|| PodGroupError::NotFound(key.to_string()))
+        self.inner
+            .lock()
+            .get_mut(&key)
+            .and_then(|s| s.spec.take())
+            .ok_or_else(|| PodGroupError::NotFound(key.to_string()))
     }
 
     /// A registered group.
