@@ -73,6 +73,15 @@ pub struct QueuedPodInfo {
 pub trait QueueSortPlugin: Plugin {
     /// Whether `a` should be scheduled before `b`. Must be a strict weak order.
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+
+    /// An optional fast path: a key such that `less(a, b)` is exactly
+    /// `(key(a), a.timestamp) < (key(b), b.timestamp)` for every pod. When a plugin
+    /// returns `Some` for every pod, the queue orders by the cached keys and never
+    /// calls `less` (PrioritySort returns `-priority`). The default, `None`, always
+    /// uses `less`. Must not change while the pod is queued unless the pod is updated.
+    fn sort_key(&self, _pod: &PodInfo) -> Option<i64> {
+        None
+    }
 }
 
 /// Narrows the nodes a pod may go to, computed in PreFilter

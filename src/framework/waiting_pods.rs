@@ -1,6 +1,7 @@
 //! Pods held at Permit (upstream `waitingPodsMap` in `framework/runtime`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ahash::{AHashMap, AHashSet};
@@ -26,6 +27,8 @@ pub struct WaitingPod {
     node: String,
     state: Mutex<WaitState>,
     cond: Condvar,
+    /// Shared with the registry: bumped whenever a decision is made.
+    epoch: Arc<AtomicU64>,
 }
 
 impl WaitingPod {
@@ -49,8 +52,12 @@ impl WaitingPod {
     /// `plugin` allows the pod; once every waiting plugin has, the pod goes on.
     pub fn allow(&self, plugin: &str) {
         let mut s = self.state.lock();
+        let before = s.pending.len();
         s.pending.retain(|p, _| *p != plugin);
         if s.pending.is_empty() {
+            if before > 0 {
+                self.epoch.fetch_add(1, Ordering::Release);
+            }
             self.cond.notify_all();
         }
     }
@@ -61,6 +68,7 @@ impl WaitingPod {
         let mut s = self.state.lock();
         if s.rejected.is_none() && !s.pending.is_empty() {
             s.rejected = Some(Status::unschedulable(reason).with_plugin(plugin));
+            self.epoch.fetch_add(1, Ordering::Release);
         }
         self.cond.notify_all();
     }
@@ -114,6 +122,7 @@ impl WaitingPod {
 #[derive(Debug, Default)]
 pub struct WaitingPods {
     pods: Mutex<AHashMap<Arc<str>, Arc<WaitingPod>>>,
+    epoch: Arc<AtomicU64>,
 }
 
 impl WaitingPods {
@@ -130,10 +139,17 @@ impl WaitingPods {
             node: node.to_owned(),
             state: Mutex::new(WaitState { pending, rejected: None }),
             cond: Condvar::new(),
+            epoch: self.epoch.clone(),
             pod: pod.clone(),
         });
         self.pods.lock().insert(pod.uid.clone(), wp.clone());
         wp
+    }
+
+    /// Counts allow/reject decisions so far; the scheduler loop re-polls parked
+    /// bindings only when it moved (or a deadline passed).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 
     pub(crate) fn remove(&self, uid: &str) {

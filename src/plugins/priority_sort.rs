@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::framework::{ExtensionPoints, Plugin, QueueSortPlugin, QueuedPodInfo};
 use crate::plugins::names;
+use crate::snapshot::PodInfo;
 
 /// Orders the active queue by priority (descending), then queue timestamp.
 ///
@@ -43,5 +44,10 @@ impl QueueSortPlugin for PrioritySort {
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
         let (pa, pb) = (a.pod.priority(), b.pod.priority());
         pa > pb || (pa == pb && a.timestamp < b.timestamp)
+    }
+
+    #[inline]
+    fn sort_key(&self, pod: &PodInfo) -> Option<i64> {
+        Some(-i64::from(pod.priority()))
     }
 }

@@ -1,18 +1,27 @@
-//! The active queue's heap: slot ids ordered by a QueueSort `less`, with each
-//! entry's position kept in the slab so updates and deletions are O(log n)
-//! (upstream `pkg/scheduler/backend/heap/heap.go`, which keeps a key -> index map).
+//! The active queue's heap (upstream `pkg/scheduler/backend/heap/heap.go`, which
+//! keeps a key -> index map so updates and deletions are O(log n)).
+//!
+//! Items carry the sort key and timestamp inline, so with a keyed QueueSort
+//! (PrioritySort) comparisons touch only this array; positions live in a compact
+//! `Vec<u32>` indexed by slot, so moving an item is a store into a small array
+//! rather than into the pod's (large, cold) queue entry.
 
-/// Where a slot sits in the heap is stored by the caller (`pos_of`/`set_pos`), so the
-/// heap holds only `u32` slot ids and moving one is a plain store.
-#[derive(Debug, Default)]
-pub(crate) struct IndexedHeap {
-    items: Vec<u32>,
+/// One heap item: cached key and timestamp (nanoseconds), and the pod's slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub(crate) key: i64,
+    pub(crate) ts: u64,
+    pub(crate) slot: u32,
 }
 
-/// What the heap needs from its owner: an order and a place to record positions.
-pub(crate) trait HeapCtx {
-    fn less(&self, a: u32, b: u32) -> bool;
-    fn set_pos(&mut self, slot: u32, pos: usize);
+#[derive(Debug, Default)]
+pub(crate) struct IndexedHeap {
+    items: Vec<Item>,
+}
+
+/// The order: by cached key, or by calling the QueueSort plugin on the slots.
+pub(crate) trait Order {
+    fn less(&self, a: &Item, b: &Item) -> bool;
 }
 
 impl IndexedHeap {
@@ -21,88 +30,92 @@ impl IndexedHeap {
     }
 
     pub(crate) fn peek(&self) -> Option<u32> {
-        self.items.first().copied()
+        self.items.first().map(|i| i.slot)
     }
 
-    pub(crate) fn push(&mut self, slot: u32, ctx: &mut impl HeapCtx) {
-        self.items.push(slot);
-        let i = self.items.len() - 1;
-        ctx.set_pos(slot, i);
-        self.up(i, ctx);
+    pub(crate) fn push(&mut self, item: Item, ord: &impl Order, pos: &mut [u32]) {
+        self.items.push(item);
+        self.up(self.items.len() - 1, ord, pos);
     }
 
-    pub(crate) fn pop(&mut self, ctx: &mut impl HeapCtx) -> Option<u32> {
+    pub(crate) fn pop(&mut self, ord: &impl Order, pos: &mut [u32]) -> Option<u32> {
         let n = self.items.len();
         if n == 0 {
             return None;
         }
         self.items.swap(0, n - 1);
-        let top = self.items.pop();
+        let top = self.items.pop().map(|i| i.slot);
         if !self.items.is_empty() {
-            ctx.set_pos(self.items[0], 0);
-            self.down(0, ctx);
+            self.down(0, ord, pos);
         }
         top
     }
 
-    /// Removes the slot at `pos`.
-    pub(crate) fn remove_at(&mut self, pos: usize, ctx: &mut impl HeapCtx) -> Option<u32> {
+    /// Removes the item at `at`.
+    pub(crate) fn remove_at(&mut self, at: usize, ord: &impl Order, pos: &mut [u32]) {
         let n = self.items.len();
-        if pos >= n {
-            return None;
+        if at >= n {
+            return;
         }
-        self.items.swap(pos, n - 1);
-        let out = self.items.pop();
-        if pos < self.items.len() {
-            ctx.set_pos(self.items[pos], pos);
-            self.fix(pos, ctx);
-        }
-        out
-    }
-
-    /// Restores order after the slot at `pos` changed.
-    pub(crate) fn fix(&mut self, pos: usize, ctx: &mut impl HeapCtx) {
-        if pos < self.items.len() && !self.up(pos, ctx) {
-            self.down(pos, ctx);
+        self.items.swap(at, n - 1);
+        self.items.pop();
+        if at < self.items.len() {
+            self.fix(at, ord, pos);
         }
     }
 
-    fn up(&mut self, mut i: usize, ctx: &mut impl HeapCtx) -> bool {
-        let start = i;
-        let slot = self.items[i];
-        while i > 0 {
-            let parent = (i - 1) / 2;
+    /// Replaces the key and timestamp of the item at `at` and restores order.
+    pub(crate) fn rekey(&mut self, at: usize, key: i64, ts: u64, ord: &impl Order, pos: &mut [u32]) {
+        if let Some(i) = self.items.get_mut(at) {
+            i.key = key;
+            i.ts = ts;
+            self.fix(at, ord, pos);
+        }
+    }
+
+    fn fix(&mut self, at: usize, ord: &impl Order, pos: &mut [u32]) {
+        if !self.up(at, ord, pos) {
+            self.down(at, ord, pos);
+        }
+    }
+
+    fn up(&mut self, mut at: usize, ord: &impl Order, pos: &mut [u32]) -> bool {
+        let start = at;
+        let item = self.items[at];
+        while at > 0 {
+            let parent = (at - 1) / 2;
             let p = self.items[parent];
-            if !ctx.less(slot, p) {
+            if !ord.less(&item, &p) {
                 break;
             }
-            self.items[i] = p;
-            ctx.set_pos(p, i);
-            i = parent;
+            self.items[at] = p;
+            pos[p.slot as usize] = at as u32;
+            at = parent;
         }
-        self.items[i] = slot;
-        ctx.set_pos(slot, i);
-        i != start
+        self.items[at] = item;
+        pos[item.slot as usize] = at as u32;
+        at != start
     }
 
-    fn down(&mut self, mut pos: usize, ctx: &mut impl HeapCtx) {
+    fn down(&mut self, mut at: usize, ord: &impl Order, pos: &mut [u32]) {
         let len = self.items.len();
-        let slot = self.items[pos];
+        let item = self.items[at];
         loop {
-            let left = 2 * pos + 1;
+            let left = 2 * at + 1;
             if left >= len {
                 break;
             }
             let right = left + 1;
-            let child = if right < len && ctx.less(self.items[right], self.items[left]) { right } else { left };
-            if !ctx.less(self.items[child], slot) {
+            let child =
+                if right < len && ord.less(&self.items[right], &self.items[left]) { right } else { left };
+            if !ord.less(&self.items[child], &item) {
                 break;
             }
-            self.items[pos] = self.items[child];
-            ctx.set_pos(self.items[pos], pos);
-            pos = child;
+            self.items[at] = self.items[child];
+            pos[self.items[at].slot as usize] = at as u32;
+            at = child;
         }
-        self.items[pos] = slot;
-        ctx.set_pos(slot, pos);
+        self.items[at] = item;
+        pos[item.slot as usize] = at as u32;
     }
 }

@@ -55,7 +55,7 @@ use std::time::Duration;
 use ahash::AHashMap;
 use smallvec::SmallVec;
 
-use self::heap::{HeapCtx, IndexedHeap};
+use self::heap::{IndexedHeap, Item, Order};
 use crate::framework::runtime::guard;
 use crate::framework::{
     Clock, ClusterEvent, ClusterEventWithHint, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Named,
@@ -220,7 +220,6 @@ struct Entry {
     rejectors: SmallVec<[&'static str; 2]>,
     /// The gating status, while gated.
     gate: Option<Status>,
-    heap_pos: usize,
     pool_pos: usize,
     /// Bumped on every move into backoff or the pool, for the lazily cleaned heaps.
     seq: u64,
@@ -230,30 +229,26 @@ struct Entry {
     deleted: bool,
 }
 
-struct Ctx<'a> {
-    slots: &'a mut [Option<Entry>],
-    sort: Option<&'a dyn QueueSortPlugin>,
-}
-
 fn entry(slots: &[Option<Entry>], s: u32) -> &Entry {
-    slots[s as usize].as_ref().expect("heap slots are live")
+    slots[s as usize].as_ref().expect("queued slots are live")
 }
 
-impl HeapCtx for Ctx<'_> {
+struct Ord<'a> {
+    slots: &'a [Option<Entry>],
+    sort: Option<&'a dyn QueueSortPlugin>,
+    keyed: bool,
+}
+
+impl Order for Ord<'_> {
     #[inline]
-    fn less(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (&entry(self.slots, a).info, &entry(self.slots, b).info);
-        if let Some(sort) = self.sort {
-            guard("QueueSort", "QueueSort", || sort.less(a, b)).unwrap_or(false)
-        } else {
-            let (pa, pb) = (a.pod.priority(), b.pod.priority());
-            pa > pb || (pa == pb && a.timestamp < b.timestamp)
+    fn less(&self, a: &Item, b: &Item) -> bool {
+        if self.keyed {
+            return (a.key, a.ts) < (b.key, b.ts);
         }
-    }
-    #[inline]
-    fn set_pos(&mut self, slot: u32, pos: usize) {
-        if let Some(e) = self.slots[slot as usize].as_mut() {
-            e.heap_pos = pos;
+        let (ia, ib) = (&entry(self.slots, a.slot).info, &entry(self.slots, b.slot).info);
+        match self.sort {
+            Some(sort) => guard("QueueSort", "QueueSort", || sort.less(ia, ib)).unwrap_or(false),
+            None => (a.key, a.ts) < (b.key, b.ts),
         }
     }
 }
@@ -269,6 +264,10 @@ pub struct SchedulingQueue {
     free: Vec<u32>,
     by_uid: AHashMap<Arc<str>, u32>,
     active: IndexedHeap,
+    /// Heap position of each slot (meaningful while the slot is active).
+    positions: Vec<u32>,
+    /// Whether the QueueSort plugin gave a sort key for every pod so far.
+    keyed: bool,
     /// (expiry, seq, slot), min first; stale entries skipped.
     backoff: BinaryHeap<Reverse<(Duration, u64, u32)>>,
     backoff_len: usize,
@@ -326,6 +325,8 @@ impl SchedulingQueue {
             free: Vec::new(),
             by_uid: AHashMap::new(),
             active: IndexedHeap::default(),
+            positions: Vec::new(),
+            keyed: true,
             backoff: BinaryHeap::new(),
             backoff_len: 0,
             pool: Vec::new(),
@@ -388,7 +389,6 @@ impl SchedulingQueue {
             loc: QueueLocation::InFlight,
             rejectors: SmallVec::new(),
             gate: None,
-            heap_pos: 0,
             pool_pos: 0,
             seq: 0,
             in_flight_from: 0,
@@ -399,6 +399,7 @@ impl SchedulingQueue {
             s
         } else {
             self.slots.push(Some(e));
+            self.positions.push(0);
             (self.slots.len() - 1) as u32
         };
         self.by_uid.insert(uid, slot);
@@ -435,10 +436,26 @@ impl SchedulingQueue {
         }
     }
 
+    /// The heap item for a slot: its QueueSort key (PrioritySort's `-priority` when
+    /// there is no QueueSort plugin) and timestamp.
+    fn item(&mut self, slot: u32) -> Item {
+        let e = entry(&self.slots, slot);
+        let key = match &self.sort {
+            None => Some(-i64::from(e.info.pod.priority())),
+            Some(s) => guard("QueueSort", "QueueSort", || s.sort_key(&e.info.pod)).ok().flatten(),
+        };
+        let ts = u64::try_from(e.info.timestamp.as_nanos()).unwrap_or(u64::MAX);
+        if key.is_none() {
+            self.keyed = false;
+        }
+        Item { key: key.unwrap_or(0), ts, slot }
+    }
+
     fn push_active(&mut self, slot: u32) {
         self.e_mut(slot).loc = QueueLocation::Active;
-        let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
-        self.active.push(slot, &mut ctx);
+        let item = self.item(slot);
+        let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
+        self.active.push(item, &ord, &mut self.positions);
     }
 
     fn push_backoff(&mut self, slot: u32) {
@@ -470,15 +487,15 @@ impl SchedulingQueue {
 
     /// Takes a slot out of wherever it is (leaving it detached, location unchanged).
     fn detach(&mut self, slot: u32) {
-        let (loc, heap_pos, pool_pos) = {
+        let (loc, pool_pos) = {
             let e = self.e(slot);
-            (e.loc, e.heap_pos, e.pool_pos)
+            (e.loc, e.pool_pos)
         };
         match loc {
             QueueLocation::Active => {
-                let pos = heap_pos;
-                let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
-                self.active.remove_at(pos, &mut ctx);
+                let at = self.positions[slot as usize] as usize;
+                let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
+                self.active.remove_at(at, &ord, &mut self.positions);
             }
             QueueLocation::Backoff => {
                 // The heap entry goes stale: its seq no longer matches.
@@ -529,9 +546,10 @@ impl SchedulingQueue {
         let obj = EventObject::Pod { old: Some(old), new: Some(pod) };
         match loc {
             QueueLocation::Active => {
-                let pos = self.e(slot).heap_pos;
-                let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
-                self.active.fix(pos, &mut ctx);
+                let at = self.positions[slot as usize] as usize;
+                let item = self.item(slot);
+                let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
+                self.active.rekey(at, item.key, item.ts, &ord, &mut self.positions);
                 Ok(loc)
             }
             QueueLocation::Backoff => Ok(loc),
@@ -569,8 +587,8 @@ impl SchedulingQueue {
     /// [`SchedulingQueue::requeue_failed`] or [`SchedulingQueue::done`].
     pub fn pop(&mut self) -> Option<QueuedPodInfo> {
         self.flush();
-        let mut ctx = Ctx { slots: &mut self.slots, sort: self.sort.as_deref() };
-        let slot = self.active.pop(&mut ctx)?;
+        let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
+        let slot = self.active.pop(&ord, &mut self.positions)?;
         let from = self.events_base + self.events.len();
         self.in_flight += 1;
         let e = self.e_mut(slot);

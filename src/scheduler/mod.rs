@@ -195,6 +195,12 @@ pub struct Scheduler {
     queue: Arc<Mutex<SchedulingQueue>>,
     /// Binding cycles held at Permit, resumed by the loop once resolved.
     parked: Vec<BindingCycle>,
+    /// Waiting-pods epoch at the last poll of `parked`.
+    parked_epoch: u64,
+    /// Earliest Permit deadline among `parked` at the last poll (or since added).
+    parked_deadline: Option<std::time::Duration>,
+    /// A poll is due regardless of epoch and deadline.
+    parked_dirty: bool,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -296,6 +302,9 @@ impl SchedulerBuilder {
             profiles,
             queue: Arc::new(Mutex::new(queue)),
             parked: Vec::new(),
+            parked_epoch: 0,
+            parked_deadline: None,
+            parked_dirty: false,
             rng: Rng(self.config.seed),
             config: self.config,
             next_start: 0,

@@ -354,6 +354,11 @@ impl Scheduler {
         let outcome = match result {
             Ok(binding) if binding.is_waiting() => {
                 let node = binding.node().to_owned();
+                if let Some(d) = binding.permit_deadline() {
+                    self.parked_deadline = Some(self.parked_deadline.map_or(d, |p| p.min(d)));
+                }
+                // Another pod's Permit may already have allowed or rejected it.
+                self.parked_dirty = true;
                 self.parked.push(binding);
                 AttemptOutcome::Waiting(node)
             }
@@ -419,8 +424,23 @@ impl Scheduler {
     }
 
     /// Runs every parked binding whose Permit wait is over. Returns the attempts.
+    ///
+    /// Polls the parked bindings only when a waiting pod was allowed or rejected
+    /// since the last poll, a binding was parked, or a Permit deadline passed, so a
+    /// large gang waiting at Permit costs nothing per attempt.
     pub fn resume_waiting(&mut self) -> Vec<Attempt> {
         let mut out = Vec::new();
+        if self.parked.is_empty() {
+            return out;
+        }
+        let epoch = self.handle.waiting_pods().epoch();
+        let now = self.handle.clock().now();
+        let due = self.parked_dirty || epoch != self.parked_epoch || self.parked_deadline.is_some_and(|d| now >= d);
+        if !due {
+            return out;
+        }
+        self.parked_dirty = false;
+        self.parked_epoch = epoch;
         let mut i = 0;
         while i < self.parked.len() {
             if self.parked[i].permit_resolved() {
@@ -432,6 +452,7 @@ impl Scheduler {
                 i += 1;
             }
         }
+        self.parked_deadline = self.parked.iter().filter_map(BindingCycle::permit_deadline).min();
         out
     }
 
