@@ -106,8 +106,7 @@ impl IndexedHeap {
                 break;
             }
             let right = left + 1;
-            let child =
-                if right < len && ord.less(&self.items[right], &self.items[left]) { right } else { left };
+            let child = if right < len && ord.less(&self.items[right], &self.items[left]) { right } else { left };
             if !ord.less(&self.items[child], &item) {
                 break;
             }

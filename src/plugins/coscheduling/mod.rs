@@ -61,12 +61,12 @@ use std::time::Duration;
 pub use registry::{GroupKey, PodGroup, PodGroupError, PodGroupPhase, PodGroupRegistry, PodGroupStatus};
 
 use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
-    Handle, MAX_PERMIT_TIMEOUT, NodeToStatus, PermitDecision, PermitPlugin, Plugin, PodObserver, PostBindPlugin,
-    PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
-    QueuedPodInfo, ReservePlugin, Status,
+    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
+    ExtensionPoints, Handle, MAX_PERMIT_TIMEOUT, NodeToStatus, PermitDecision, PermitPlugin, Plugin, PodObserver,
+    PostBindPlugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
+    QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, Status,
 };
-use crate::model::{POD_GROUP_LABEL, Resources, Symbol};
+use crate::model::Resources;
 use crate::plugins::names;
 use crate::snapshot::{PodInfo, Snapshot};
 
@@ -117,8 +117,6 @@ impl Coscheduling {
         if t.is_zero() || t > MAX_PERMIT_TIMEOUT {
             return Err(PodGroupError::InvalidTimeout { group: "(default permitWaitingTime)".into(), timeout: t });
         }
-        // Make sure the label is interned so `GroupKey::of` finds it.
-        let _ = Symbol::intern(POD_GROUP_LABEL);
         Ok(Coscheduling { handle: handle.clone(), registry, args })
     }
 
@@ -389,10 +387,25 @@ impl PostBindPlugin for Coscheduling {
 }
 
 impl EnqueueExtensions for Coscheduling {
+    /// Pod additions (with a hint: only a sibling's arrival that brings the group to
+    /// `minMember` helps), PodGroup changes, and capacity events.
     fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
         let ev = |resource, action| ClusterEventWithHint { event: ClusterEvent { resource, action }, hint: None };
+        let registry = self.registry.clone();
+        let sibling_added: QueueingHintFn = Arc::new(move |pod: &PodInfo, obj: &EventObject| {
+            let EventObject::Pod { new: Some(new), .. } = obj else { return QueueingHint::Queue };
+            let Some(key) = GroupKey::of(pod) else { return QueueingHint::Queue };
+            if GroupKey::of(new) != Some(key) {
+                return QueueingHint::Skip;
+            }
+            let enough = registry.with(key, |g| g.spec.is_some() && g.members.len() >= g.min_member() as usize);
+            if enough { QueueingHint::Queue } else { QueueingHint::Skip }
+        });
         vec![
-            ev(EventResource::UnscheduledPod, ActionType::ADD),
+            ClusterEventWithHint {
+                event: ClusterEvent { resource: EventResource::UnscheduledPod, action: ActionType::ADD },
+                hint: Some(sibling_added),
+            },
             ev(EventResource::AssignedPod, ActionType::ADD | ActionType::DELETE),
             ev(EventResource::PodGroup, ActionType::ADD | ActionType::UPDATE),
             ev(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE),

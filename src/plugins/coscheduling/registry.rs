@@ -107,7 +107,8 @@ pub struct GroupKey {
 impl GroupKey {
     /// The group a pod names, if any.
     pub fn of(pod: &PodInfo) -> Option<GroupKey> {
-        let label = Symbol::lookup(POD_GROUP_LABEL)?;
+        static LABEL: std::sync::OnceLock<Symbol> = std::sync::OnceLock::new();
+        let label = *LABEL.get_or_init(|| Symbol::intern(POD_GROUP_LABEL));
         let name = pod.pod.metadata.labels.get(label)?;
         (!name.is_empty()).then_some(GroupKey { namespace: pod.namespace, name })
     }
