@@ -289,6 +289,16 @@ proptest! {
             prop_assert_eq!(groups.status("default", &name).unwrap().scheduled, bound);
             bound_total += bound as usize;
         }
+        // No pod is lost: each is bound or back in the queue.
+        for (g, &(min, extra, _, _)) in c.groups.iter().enumerate() {
+            for i in 0..(min + extra) {
+                let st = s.pod_state(&format!("default/g{g}-{i}"));
+                prop_assert!(
+                    matches!(st, Some(PodState::Bound | PodState::Active | PodState::Backoff | PodState::Unschedulable | PodState::Gated)),
+                    "g{}-{} is {:?}", g, i, st
+                );
+            }
+        }
         // Only bound pods hold resources.
         prop_assert_eq!(s.cache().lock().pod_count(), bound_total);
         prop_assert!(s.handle().waiting_pods().is_empty());

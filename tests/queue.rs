@@ -308,6 +308,19 @@ fn permit_timeout_rejects_unreserves_and_restores_the_cache_exactly() {
 }
 
 #[test]
+fn a_permit_wait_beyond_fifteen_minutes_is_capped_like_upstream() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let gate = Arc::new(Gate { timeout: Duration::from_secs(3600), log });
+    let (mut s, clock) = plain_scheduler(vec![Arc::new(Fit::new()), gate]);
+    s.add_node(NodeBuilder::new("n").cpu("4").memory("4Gi").build()).unwrap();
+    s.add_pod(PodBuilder::new("p").cpu("1").build()).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.next_wakeup(), Some(MAX_PERMIT_TIMEOUT));
+    clock.set(MAX_PERMIT_TIMEOUT);
+    assert_eq!(s.run_until_idle().bind_failed, 1);
+}
+
+#[test]
 fn deleting_a_waiting_pod_releases_its_reservation() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let gate = Arc::new(Gate { timeout: Duration::from_secs(10), log: log.clone() });

@@ -393,12 +393,18 @@ impl Scheduler {
 
     /// Runs a binding cycle that won't block, and files the pod accordingly.
     fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
-        let uid = binding.pod().uid.clone();
+        let assumed = binding.pod().clone();
+        let uid = assumed.uid.clone();
         let result = binding.run();
         self.activate_requested();
         match result {
             Ok(pod) => {
-                let _ = self.queue.lock().done(&uid);
+                let mut q = self.queue.lock();
+                let _ = q.done(&uid);
+                // In an embedded loop the binding is the pod's arrival on its node
+                // (upstream learns it from the informer): pods waiting for an
+                // assigned pod (e.g. pod affinity) may move.
+                q.on_event(events::ASSIGNED_POD_ADD, &EventObject::Pod { old: None, new: Some(pod.clone()) });
                 AttemptOutcome::Bound(pod.pod.spec.node_name.clone())
             }
             Err(error) => {
@@ -409,7 +415,7 @@ impl Scheduler {
                 // The reservation is gone: other pods may fit now (upstream moves
                 // pods on `AssignedPodDelete` after a failed binding, but never the
                 // failed pod itself).
-                let obj = EventObject::Pod { old: None, new: None };
+                let obj = EventObject::Pod { old: Some(assumed), new: None };
                 if let Ok(QueueLocation::Unschedulable) = location {
                     q.on_event_except(events::ASSIGNED_POD_DELETE, &obj, &uid);
                 } else {
