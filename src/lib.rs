@@ -46,8 +46,12 @@ pub mod model;
 pub mod plugins;
 pub mod queue;
 pub mod scheduler;
+/// The CEL-compatible DRA device selector language: compile once, match devices in nanoseconds.
+pub mod selector;
 pub mod snapshot;
 pub mod testing;
+/// GPU topology graphs, `nvidia-smi topo -m` parsing and topology-aware GPU set selection.
+pub mod topology;
 pub mod trace;
 
 /// The names most programs need.

@@ -223,6 +223,30 @@ fn a_fit_rejected_pod_returns_on_node_add_or_pod_delete_not_on_a_label_change() 
     assert_eq!(s.pod_state("default/r"), Some(PodState::Backoff));
 }
 
+/// The same with the built-in NodeResourcesFit and its own hints.
+#[test]
+fn the_built_in_node_resources_fit_hints_requeue_on_capacity_only() {
+    use schedkit::plugins::node_resources::{Fit as BuiltinFit, FitArgs};
+    let fit = BuiltinFit::new(&FitArgs::default()).unwrap();
+    let (mut s, clock) = plain_scheduler(vec![Arc::new(fit)]);
+    let ev = s.events();
+    ev.add_node(NodeBuilder::new("n1").cpu("2").memory("4Gi").build()).unwrap();
+    ev.add_pod(PodBuilder::new("hog").cpu("2").build()).unwrap();
+    ev.add_pod(PodBuilder::new("p").cpu("2").build()).unwrap();
+    s.run_until_idle();
+    let (hog, p) = (s.pod_state("default/hog"), s.pod_state("default/p"));
+    let starved = if hog == Some(PodState::Bound) { "default/p" } else { "default/hog" };
+    assert!(hog == Some(PodState::Bound) || p == Some(PodState::Bound));
+    assert_eq!(s.pod_state(starved), Some(PodState::Unschedulable));
+    assert_eq!(s.queue().lock().unschedulable_plugins(starved), ["NodeResourcesFit"]);
+    ev.update_node(NodeBuilder::new("n1").cpu("2").memory("4Gi").label("team", "ml").build()).unwrap();
+    assert_eq!(s.pod_state(starved), Some(PodState::Unschedulable), "a label change doesn't help");
+    ev.add_node(NodeBuilder::new("n2").cpu("4").memory("4Gi").build()).unwrap();
+    assert_eq!(s.pod_state(starved), Some(PodState::Backoff), "a node that fits does");
+    clock.advance(SEC);
+    assert_eq!(s.run_until_idle().bound, 1);
+}
+
 #[test]
 fn the_loop_skips_pods_being_deleted_and_reports_states() {
     let (mut s, _clock) = plain_scheduler(vec![Arc::new(Fit::new())]);

@@ -11,14 +11,17 @@ use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 /// Runs one plugin call; a panic becomes an `Error` status naming the plugin.
 #[inline]
 pub(crate) fn guard<R>(plugin: &'static str, point: &'static str, f: impl FnOnce() -> R) -> Result<R, Status> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "non-string panic payload".to_owned());
-        Status::error(format!("plugin {plugin} panicked in {point}: {msg}")).with_plugin(plugin)
-    })
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_status(plugin, point, payload.as_ref()))
+}
+
+/// The `Error` status for a plugin that panicked with `payload`.
+pub(crate) fn panic_status(plugin: &'static str, point: &'static str, payload: &(dyn std::any::Any + Send)) -> Status {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned());
+    Status::error(format!("plugin {plugin} panicked in {point}: {msg}")).with_plugin(plugin)
 }
 
 fn flatten(plugin: &'static str, point: &'static str, f: impl FnOnce() -> Status) -> Status {
@@ -88,14 +91,24 @@ pub(crate) fn run_pre_filter(
     }
 }
 
-/// Filter on one node: the first failing plugin's status, or success.
+/// Filter on one node: the first failing plugin's status, or success. Not panic
+/// isolated per call (that costs more than the trivial filters it wraps): the
+/// caller runs a whole batch of nodes under one [`FilterGuard`], and `current`
+/// records which plugin is running so a panic can be blamed on it.
 #[inline]
-pub(crate) fn run_filters(profile: &Profile, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+pub(crate) fn run_filters(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    current: &std::cell::Cell<usize>,
+) -> Status {
     for (i, p) in profile.filter.iter().enumerate() {
         if state.skips_filter(i) {
             continue;
         }
-        let s = flatten(p.name, "Filter", || p.plugin.filter(state, pod, node));
+        current.set(i);
+        let s = p.plugin.filter(state, pod, node);
         if !s.is_success() {
             let s = if s.is_rejected() || s.code() == Code::Error {
                 s
@@ -106,6 +119,27 @@ pub(crate) fn run_filters(profile: &Profile, state: &CycleState, pod: &PodInfo, 
         }
     }
     Status::SUCCESS
+}
+
+/// Runs a batch of Filter calls under one panic guard. On a panic, returns the
+/// `Error` status naming the plugin that was running.
+pub(crate) struct FilterGuard<'a> {
+    profile: &'a Profile,
+    /// Index of the Filter plugin running now.
+    pub current: std::cell::Cell<usize>,
+}
+
+impl<'a> FilterGuard<'a> {
+    pub(crate) fn new(profile: &'a Profile) -> Self {
+        FilterGuard { profile, current: std::cell::Cell::new(0) }
+    }
+
+    pub(crate) fn run<R>(&self, f: impl FnOnce(&std::cell::Cell<usize>) -> R) -> Result<R, Status> {
+        catch_unwind(AssertUnwindSafe(|| f(&self.current))).map_err(|payload| {
+            let name = self.profile.filter.get(self.current.get()).map_or("unknown", |p| p.name);
+            panic_status(name, "Filter", payload.as_ref())
+        })
+    }
 }
 
 /// PostFilter: until one succeeds (or errors).

@@ -21,7 +21,7 @@ use super::Symbol;
 /// assert_eq!(l.get(Symbol::intern("missing")), None);
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels(SmallVec<[(Symbol, Symbol); 4]>);
+pub struct Labels(SmallVec<[(Symbol, Symbol); 8]>);
 
 impl Labels {
     /// An empty label set.

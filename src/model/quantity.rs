@@ -150,6 +150,18 @@ impl Quantity {
         (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
     }
 
+    /// Exact product with an integer; `None` on overflow. Keeps the format (upstream
+    /// `Quantity.Mul`, used by the CEL quantity library's `mul`).
+    pub fn checked_mul_int(&self, factor: i64) -> Option<Quantity> {
+        let nanos = self.nanos.checked_mul(i128::from(factor))?;
+        (nanos.abs() <= MAX_NANOS).then_some(Quantity { nanos, format: self.format })
+    }
+
+    /// The value as an `i64` when it is a whole number that fits (upstream `AsInt64`).
+    pub fn as_i64_exact(&self) -> Option<i64> {
+        if self.nanos % NANO == 0 { i64::try_from(self.nanos / NANO).ok() } else { None }
+    }
+
     /// The same value with another display format.
     #[must_use]
     pub const fn with_format(self, format: QuantityFormat) -> Quantity {
@@ -435,7 +447,7 @@ mod tests {
     }
 
     /// Cases from upstream `TestQuantityParse` and `TestQuantityCanonicalize`
-    /// (apimachinery/pkg/api/resource/quantity_test.go): input, canonical output.
+    /// (`apimachinery/pkg/api/resource/quantity_test.go`): input, canonical output.
     #[test]
     fn canonical_forms_match_upstream() {
         let table = [

@@ -1,6 +1,126 @@
-//! Built-in plugins, one module each, named as upstream (see [`names`]).
+//! Built-in plugins, one module each, named as upstream (see [`names`]), the
+//! [`default_registry`] of their factories, and kube-scheduler's default profile.
 
 pub mod coscheduling;
+pub mod default_binder;
+pub mod gpu_topology;
+pub mod helper;
+pub mod image_locality;
+pub mod inter_pod_affinity;
 pub mod names;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_resources;
+pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
+pub mod taint_toleration;
+
+use std::sync::Arc;
+
+use crate::framework::{Handle, Plugin, PluginRef, PluginSetConfig, PluginsConfig, Profile, ProfileConfig, Registry};
+
+/// Every built-in plugin's factory by its upstream name (upstream
+/// `plugins/registry.go`). Plugins read their args as upstream's `...Args` types
+/// (camelCase); absent args mean upstream's defaults.
+///
+/// ```
+/// let r = schedkit::plugins::default_registry();
+/// assert!(r.contains("NodeResourcesFit"));
+/// ```
+pub fn default_registry() -> Registry {
+    type Factory = fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String>;
+    let mut r = Registry::new();
+    let mut add = |name: &str, f: Factory| {
+        r.register(name, f).expect("built-in plugin names are unique");
+    };
+    add(names::SCHEDULING_GATES, |_, _| Ok(Arc::new(scheduling_gates::SchedulingGates)));
+    add(names::PRIORITY_SORT, |_, _| Ok(Arc::new(priority_sort::PrioritySort)));
+    add(names::NODE_UNSCHEDULABLE, |_, _| Ok(Arc::new(node_unschedulable::NodeUnschedulable)));
+    add(names::NODE_NAME, |_, _| Ok(Arc::new(node_name::NodeName)));
+    add(names::NODE_PORTS, |_, _| Ok(Arc::new(node_ports::NodePorts)));
+    add(names::TAINT_TOLERATION, |_, _| Ok(Arc::new(taint_toleration::TaintToleration)));
+    add(names::NODE_AFFINITY, |a, _| {
+        node_affinity::NodeAffinity::from_config(a).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+    });
+    add(names::NODE_RESOURCES_FIT, |a, _| {
+        node_resources::Fit::from_config(a).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+    });
+    add(names::NODE_RESOURCES_BALANCED_ALLOCATION, |a, _| {
+        node_resources::BalancedAllocation::from_config(a)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::POD_TOPOLOGY_SPREAD, |a, h| {
+        pod_topology_spread::PodTopologySpread::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::INTER_POD_AFFINITY, |a, h| {
+        inter_pod_affinity::InterPodAffinity::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::IMAGE_LOCALITY, |_, h| Ok(Arc::new(image_locality::ImageLocality::new(h.clone()))));
+    add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
+    r
+}
+
+/// kube-scheduler's default plugins with their weights, in upstream order
+/// (`pkg/scheduler/apis/config/v1/default_plugins.go`, `getDefaultPlugins`), limited to
+/// the plugins schedkit has: the volume plugins (VolumeRestrictions,
+/// NodeVolumeLimits, VolumeBinding, VolumeZone) are left out because schedkit has
+/// no volume model.
+pub const DEFAULT_PLUGINS: &[(&str, Option<i64>)] = &[
+    (names::SCHEDULING_GATES, None),
+    (names::PRIORITY_SORT, None),
+    (names::NODE_UNSCHEDULABLE, None),
+    (names::NODE_NAME, None),
+    (names::TAINT_TOLERATION, Some(3)),
+    (names::NODE_AFFINITY, Some(2)),
+    (names::NODE_PORTS, None),
+    (names::NODE_RESOURCES_FIT, Some(1)),
+    (names::POD_TOPOLOGY_SPREAD, Some(2)),
+    (names::INTER_POD_AFFINITY, Some(2)),
+    (names::NODE_RESOURCES_BALANCED_ALLOCATION, Some(1)),
+    (names::IMAGE_LOCALITY, Some(1)),
+    (names::DEFAULT_BINDER, None),
+];
+
+/// The default profile as config: every [`DEFAULT_PLUGINS`] entry in `multiPoint`.
+/// Edit it (disable, add, set `pluginConfig`) and build it with
+/// [`default_registry`] to customise the default like a `KubeSchedulerConfiguration`.
+pub fn default_profile_config() -> ProfileConfig {
+    ProfileConfig {
+        plugins: PluginsConfig {
+            multi_point: PluginSetConfig {
+                enabled: DEFAULT_PLUGINS
+                    .iter()
+                    .map(|&(name, weight)| PluginRef { name: name.to_owned(), weight })
+                    .collect(),
+                disabled: Vec::new(),
+            },
+            ..PluginsConfig::default()
+        },
+        ..ProfileConfig::default()
+    }
+}
+
+impl Profile {
+    /// kube-scheduler's default profile (`default-scheduler`), with upstream's plugins,
+    /// order and weights (see [`DEFAULT_PLUGINS`]).
+    ///
+    /// ```
+    /// use schedkit::framework::{Handle, Profile};
+    /// let p = Profile::kube_default(&Handle::default());
+    /// assert_eq!(p.name(), "default-scheduler");
+    /// assert!(p.score_plugins().contains(&("TaintToleration", 3)));
+    /// ```
+    pub fn kube_default(handle: &Handle) -> Profile {
+        default_registry()
+            .build_profile(&default_profile_config(), handle)
+            .expect("the built-in default profile is valid (tested)")
+    }
+}

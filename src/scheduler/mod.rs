@@ -161,6 +161,8 @@ struct Buffers {
     feasible: Vec<usize>,
     failed: Vec<(usize, Status)>,
     scores: Vec<NodeScore>,
+    /// Names of the feasible nodes, gathered once per cycle for every Score plugin.
+    names: Vec<crate::model::Symbol>,
     totals: Vec<i64>,
 }
 
@@ -377,10 +379,13 @@ impl Scheduler {
             .profile_for(&pod.pod)
             .cloned()
             .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
+        // Take the snapshot out of the handle so the in-place update doesn't copy it,
+        // then publish it again for plugins that read it through the handle.
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
+        self.handle.put_snapshot(snap.clone());
         let result = self.cycle(&profile, &snap, pod);
-        self.handle.put_snapshot(snap);
+        drop(snap);
         let (mut state, node) = result?;
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
         Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
@@ -536,18 +541,26 @@ impl Scheduler {
         }
         let nodes = snap.nodes();
         let mut processed = 0;
-        for i in 0..n_cand {
-            if bufs.feasible.len() >= to_find {
-                break;
+        let mut at = 0;
+        let guard = runtime::FilterGuard::new(profile);
+        let outcome = guard.run(|current| {
+            for i in 0..n_cand {
+                if bufs.feasible.len() >= to_find {
+                    break;
+                }
+                let idx = cand(i, &bufs.candidates);
+                at = idx;
+                processed += 1;
+                let s = runtime::run_filters(profile, state, pod, &nodes[idx], current);
+                if s.is_success() {
+                    bufs.feasible.push(idx);
+                } else {
+                    bufs.failed.push((idx, s));
+                }
             }
-            let idx = cand(i, &bufs.candidates);
-            processed += 1;
-            let s = runtime::run_filters(profile, state, pod, &nodes[idx]);
-            if s.is_success() {
-                bufs.feasible.push(idx);
-            } else {
-                bufs.failed.push((idx, s));
-            }
+        });
+        if let Err(s) = outcome {
+            bufs.failed.push((at, s));
         }
         processed
     }
@@ -563,12 +576,14 @@ impl Scheduler {
         }
         bufs.totals.resize(n, 0);
         let nodes = snap.nodes();
+        bufs.names.clear();
+        bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
         for (pi, sp) in profile.score.iter().enumerate() {
             if state.skips_score(pi) {
                 continue;
             }
             bufs.scores.clear();
-            bufs.scores.extend(bufs.feasible.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
+            bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
             #[cfg(feature = "parallel")]
             let done = if let Some(pool) = &self.pool
                 && n >= self.config.parallel_min_nodes
@@ -581,11 +596,10 @@ impl Scheduler {
             #[cfg(not(feature = "parallel"))]
             let done = false;
             if !done {
-                for (out, &i) in bufs.scores.iter_mut().zip(&bufs.feasible) {
-                    out.score = runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i]))
-                        .and_then(|r| r)
-                        .map_err(|s| s.with_plugin(sp.name))?;
-                }
+                let nodes = NodeList::new(snap, &bufs.feasible);
+                runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(sp.name))?;
             }
             let s = runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
                 .unwrap_or_else(|s| s);
@@ -667,7 +681,7 @@ mod parallel {
 
     use super::{Buffers, runtime};
     use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
-    use crate::snapshot::{PodInfo, Snapshot};
+    use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
     /// One chunk's feasible nodes, failures, and nodes processed.
     type ChunkResult = (Vec<usize>, Vec<(usize, Status)>, usize);
@@ -701,20 +715,28 @@ mod parallel {
                     let mut ok = Vec::new();
                     let mut bad = Vec::new();
                     let mut processed = 0;
-                    for i in c * chunk..((c + 1) * chunk).min(n_cand) {
-                        if found.load(Ordering::Relaxed) >= to_find {
-                            break;
+                    let mut at = 0;
+                    let guard = runtime::FilterGuard::new(profile);
+                    let outcome = guard.run(|current| {
+                        for i in c * chunk..((c + 1) * chunk).min(n_cand) {
+                            if found.load(Ordering::Relaxed) >= to_find {
+                                break;
+                            }
+                            let k = (start + i) % n_cand;
+                            let idx = if narrowed { candidates[k] } else { k };
+                            at = idx;
+                            processed += 1;
+                            let s = runtime::run_filters(profile, state, pod, &nodes[idx], current);
+                            if s.is_success() {
+                                found.fetch_add(1, Ordering::Relaxed);
+                                ok.push(idx);
+                            } else {
+                                bad.push((idx, s));
+                            }
                         }
-                        let k = (start + i) % n_cand;
-                        let idx = if narrowed { candidates[k] } else { k };
-                        processed += 1;
-                        let s = runtime::run_filters(profile, state, pod, &nodes[idx]);
-                        if s.is_success() {
-                            found.fetch_add(1, Ordering::Relaxed);
-                            ok.push(idx);
-                        } else {
-                            bad.push((idx, s));
-                        }
+                    });
+                    if let Err(s) = outcome {
+                        bad.push((at, s));
                     }
                     (ok, bad, processed)
                 })
@@ -740,15 +762,12 @@ mod parallel {
         out: &mut [NodeScore],
     ) -> Result<(), Status> {
         let chunk = chunk_len(feasible.len(), pool.current_num_threads());
-        let nodes = snap.nodes();
         pool.install(|| {
             out.par_chunks_mut(chunk).zip(feasible.par_chunks(chunk)).try_for_each(|(o, f)| {
-                for (slot, &i) in o.iter_mut().zip(f) {
-                    slot.score = runtime::guard(sp.name, "Score", || sp.plugin.score(state, pod, &nodes[i]))
-                        .and_then(|r| r)
-                        .map_err(|s| s.with_plugin(sp.name))?;
-                }
-                Ok(())
+                let nodes = NodeList::new(snap, f);
+                runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(sp.name))
             })
         })
     }

@@ -121,6 +121,12 @@ impl<'a> NodeList<'a> {
     pub fn new(snapshot: &'a Snapshot, indices: &'a [usize]) -> Self {
         NodeList { snapshot, indices }
     }
+    /// The snapshot the nodes belong to (every node of the cycle, as upstream
+    /// plugins reach through the shared lister in PreScore).
+    pub fn snapshot(&self) -> &'a Snapshot {
+        self.snapshot
+    }
+
     /// Positions of the nodes in [`Snapshot::nodes`].
     pub fn indices(&self) -> &'a [usize] {
         self.indices

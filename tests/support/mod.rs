@@ -192,4 +192,6 @@ pub fn sym(s: &str) -> Symbol {
     Symbol::intern(s)
 }
 
+pub mod plugins;
+
 pub const LONG: Duration = Duration::from_secs(60);

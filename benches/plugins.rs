@@ -1,0 +1,154 @@
+//! Per-plugin Filter and Score cost over the 5,000-node synthetic cluster, and the
+//! whole default profile per pod.
+//!
+//! `cargo bench --bench plugins` (ids: `plugins/<plugin>/<point>`, `profile/default/...`)
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use schedkit::framework::{
+    CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, Profile, ScorePlugin,
+};
+use schedkit::model::{Pod, TaintEffect};
+use schedkit::plugins::image_locality::ImageLocality;
+use schedkit::plugins::node_affinity::NodeAffinity;
+use schedkit::plugins::node_resources::{BalancedAllocation, BalancedAllocationArgs, Fit, FitArgs};
+use schedkit::plugins::taint_toleration::TaintToleration;
+use schedkit::scheduler::{Scheduler, TieBreak};
+use schedkit::snapshot::{Cache, NodeList, PodInfo, Snapshot};
+use schedkit::testing::PodBuilder;
+use schedkit::trace::synthetic_nodes;
+
+/// The pod the issue describes: requests, a toleration, a node affinity and a zone
+/// spread constraint.
+fn typical_pod(name: &str) -> Pod {
+    let mut pod: Pod = serde_json::from_str(
+        r#"{"spec":{
+          "affinity":{"nodeAffinity":{
+            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
+              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["medium","large"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[
+              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["large"]}]}}]}},
+          "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
+            "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]}}"#,
+    )
+    .expect("valid pod");
+    let built = PodBuilder::new(name)
+        .label("app", "web")
+        .cpu("500m")
+        .memory("1Gi")
+        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
+        .build();
+    pod.metadata = built.metadata;
+    pod.spec.containers = built.spec.containers;
+    pod.spec.tolerations = built.spec.tolerations;
+    pod
+}
+
+fn cluster(n: usize) -> Snapshot {
+    let mut cache = Cache::new();
+    for node in synthetic_nodes(n) {
+        cache.add_node(node).unwrap();
+    }
+    let mut snap = Snapshot::default();
+    cache.update_snapshot(&mut snap);
+    snap
+}
+
+fn bench_filter<P: FilterPlugin + PreFilterPlugin>(
+    c: &mut Criterion,
+    name: &str,
+    p: &P,
+    snap: &Snapshot,
+    pod: &PodInfo,
+) {
+    let mut state = CycleState::new();
+    let _ = p.pre_filter(&mut state, pod, snap);
+    let mut g = c.benchmark_group(format!("plugins/{name}"));
+    g.throughput(Throughput::Elements(snap.len() as u64));
+    g.bench_function("filter_5000_nodes", |b| {
+        b.iter(|| snap.nodes().iter().filter(|n| p.filter(&state, pod, n).is_success()).count());
+    });
+    g.finish();
+}
+
+fn bench_score<P: ScorePlugin + PreScorePlugin>(c: &mut Criterion, name: &str, p: &P, snap: &Snapshot, pod: &PodInfo) {
+    let mut state = CycleState::new();
+    let idx: Vec<usize> = (0..snap.len()).collect();
+    let _ = p.pre_score(&mut state, pod, NodeList::new(snap, &idx));
+    let mut scores: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    let mut g = c.benchmark_group(format!("plugins/{name}"));
+    g.throughput(Throughput::Elements(snap.len() as u64));
+    g.bench_function("score_5000_nodes", |b| {
+        b.iter(|| {
+            for (s, n) in scores.iter_mut().zip(snap.nodes()) {
+                s.score = p.score(&state, pod, n).unwrap_or(0);
+            }
+            let _ = p.normalize(&state, pod, &mut scores);
+            black_box(scores[0].score)
+        });
+    });
+    g.finish();
+}
+
+fn per_plugin(c: &mut Criterion) {
+    let snap = cluster(5000);
+    let pod = PodInfo::new(typical_pod("p")).unwrap();
+    let fit = Fit::new(&FitArgs::default()).unwrap();
+    bench_filter(c, "node_resources_fit", &fit, &snap, &pod);
+    bench_score(c, "node_resources_fit", &fit, &snap, &pod);
+    let na = NodeAffinity::default();
+    bench_filter(c, "node_affinity", &na, &snap, &pod);
+    bench_score(c, "node_affinity", &na, &snap, &pod);
+    let ba = BalancedAllocation::new(&BalancedAllocationArgs::default()).unwrap();
+    bench_score(c, "node_resources_balanced_allocation", &ba, &snap, &pod);
+    let tt = TaintToleration;
+    {
+        let state = CycleState::new();
+        let mut g = c.benchmark_group("plugins/taint_toleration");
+        g.throughput(Throughput::Elements(snap.len() as u64));
+        g.bench_function("filter_5000_nodes", |b| {
+            b.iter(|| snap.nodes().iter().filter(|n| tt.filter(&state, &pod, n).is_success()).count());
+        });
+        g.finish();
+    }
+    bench_score(c, "taint_toleration", &tt, &snap, &pod);
+    let il = ImageLocality::new(Handle::default());
+    bench_score(c, "image_locality", &il, &snap, &pod);
+}
+
+fn default_scheduler(nodes: usize, pct: u32, threads: usize) -> Scheduler {
+    let handle = Handle::default();
+    let s = Scheduler::builder()
+        .profile(Profile::kube_default(&handle))
+        .handle(handle)
+        .percentage_of_nodes_to_score(pct)
+        .parallelism(threads)
+        .tie_break(TieBreak::Random)
+        .build();
+    for n in synthetic_nodes(nodes) {
+        s.add_node(n).unwrap();
+    }
+    s
+}
+
+fn default_profile(c: &mut Criterion) {
+    let pod = Arc::new(PodInfo::new(typical_pod("p")).unwrap());
+    let mut g = c.benchmark_group("profile/default");
+    g.sample_size(20);
+    for &(nodes, pct, threads) in
+        &[(5000, 0, 1), (1000, 100, 1), (5000, 100, 1), (15000, 100, 1), (5000, 100, 2), (15000, 100, 2)]
+    {
+        let mut s = default_scheduler(nodes, pct, threads);
+        let id = format!("{}pct_{threads}thread", if pct == 0 { "adaptive_".to_string() } else { pct.to_string() });
+        g.bench_with_input(BenchmarkId::new(id, nodes), &nodes, |b, _| {
+            b.iter(|| drop(s.schedule_one(&pod).unwrap().abort("bench")));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, per_plugin, default_profile);
+criterion_main!(benches);

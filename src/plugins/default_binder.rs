@@ -1,0 +1,95 @@
+//! DefaultBinder: binds through the embedding scheduler's [`Binder`]
+//! (upstream `plugins/defaultbinder/default_binder.go` posts a Binding to the API
+//! server; here the caller decides what binding means).
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::framework::{BindPlugin, CycleState, ExtensionPoints, Plugin, Status};
+use crate::model::Pod;
+use crate::plugins::names;
+use crate::snapshot::PodInfo;
+
+/// What the embedding scheduler does to bind a pod (an API call, a message, a no-op).
+pub trait Binder: Send + Sync + 'static {
+    /// Binds `pod` to `node`; an `Err` fails the binding cycle (the pod is unreserved
+    /// and retried).
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+}
+
+/// A binder that records bindings in memory (tests, simulations).
+///
+/// ```
+/// use schedkit::plugins::default_binder::{Binder, RecordingBinder};
+/// let b = RecordingBinder::default();
+/// b.bind(&Default::default(), "n1").unwrap();
+/// assert_eq!(b.bindings(), [("default/".to_string(), "n1".to_string())]);
+/// ```
+#[derive(Debug, Default)]
+pub struct RecordingBinder {
+    bindings: Mutex<Vec<(String, String)>>,
+}
+
+impl RecordingBinder {
+    /// `(namespace/name, node)` in binding order.
+    pub fn bindings(&self) -> Vec<(String, String)> {
+        self.bindings.lock().clone()
+    }
+}
+
+impl Binder for RecordingBinder {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        self.bindings.lock().push((pod.key(), node.to_owned()));
+        Ok(())
+    }
+}
+
+impl<B: Binder> Binder for Arc<B> {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        (**self).bind(pod, node)
+    }
+}
+
+/// The DefaultBinder plugin.
+pub struct DefaultBinder {
+    binder: Box<dyn Binder>,
+}
+
+impl std::fmt::Debug for DefaultBinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DefaultBinder").finish_non_exhaustive()
+    }
+}
+
+impl DefaultBinder {
+    /// Binds through `binder`.
+    pub fn new(binder: impl Binder) -> Self {
+        DefaultBinder { binder: Box::new(binder) }
+    }
+}
+
+impl Default for DefaultBinder {
+    /// Records bindings and does nothing else.
+    fn default() -> Self {
+        DefaultBinder::new(RecordingBinder::default())
+    }
+}
+
+impl Plugin for DefaultBinder {
+    fn name(&self) -> &str {
+        names::DEFAULT_BINDER
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.bind(self);
+    }
+}
+
+impl BindPlugin for DefaultBinder {
+    fn bind(&self, _: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        match self.binder.bind(&pod.pod, node) {
+            Ok(()) => Status::SUCCESS,
+            Err(e) => Status::error(format!("binding rejected: {e}")),
+        }
+    }
+}

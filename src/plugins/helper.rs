@@ -1,0 +1,66 @@
+//! Helpers shared by built-in plugins (upstream `framework/plugins/helper`).
+
+use crate::framework::{CycleState, NodeScore, StateData};
+use crate::snapshot::{NodeInfo, NodeList};
+
+/// Scales scores so the highest becomes `max` (and, with `reverse`, flips them so the
+/// lowest raw score gets `max`), with upstream's integer arithmetic
+/// (`helper.DefaultNormalizeScore`, `plugins/helper/normalize_score.go`). All-zero
+/// scores stay 0, or all become `max` when reversed.
+///
+/// ```
+/// use schedkit::framework::NodeScore;
+/// use schedkit::model::Symbol;
+/// use schedkit::plugins::helper::default_normalize_score;
+/// let n = Symbol::intern("n");
+/// let mut s = [NodeScore { name: n, score: 1 }, NodeScore { name: n, score: 3 }];
+/// default_normalize_score(100, false, &mut s);
+/// assert_eq!([s[0].score, s[1].score], [33, 100]);
+/// default_normalize_score(100, true, &mut s);
+/// assert_eq!([s[0].score, s[1].score], [67, 0]);
+/// ```
+pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]) {
+    let max_count = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
+    if max_count == 0 {
+        if reverse {
+            for s in scores.iter_mut() {
+                s.score = max;
+            }
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let v = max * s.score / max_count;
+        s.score = if reverse { max - v } else { v };
+    }
+}
+
+/// Whether a resource name is an extended resource (upstream
+/// `v1helper.IsExtendedResourceName`): not native (it has a `/` outside the
+/// `kubernetes.io/` domain) and not a quota `requests.` name.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native && !name.starts_with("requests.")
+}
+
+/// Scores a batch of nodes with a plugin's PreScore state `T`, read once for the
+/// batch (or built by `fallback` when PreScore didn't run, e.g. a direct call).
+/// The body of most built-ins' `ScorePlugin::score_nodes`.
+pub fn score_batch<T: StateData>(
+    state: &CycleState,
+    nodes: NodeList<'_>,
+    scores: &mut [NodeScore],
+    fallback: impl FnOnce() -> T,
+    score: impl Fn(&T, &NodeInfo) -> i64,
+) {
+    let computed;
+    let s = if let Some(s) = state.read::<T>() {
+        s
+    } else {
+        computed = fallback();
+        &computed
+    };
+    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+        slot.score = score(s, node);
+    }
+}

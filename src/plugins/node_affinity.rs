@@ -1,0 +1,203 @@
+//! NodeAffinity: `nodeSelector`, required and preferred node affinity, and the
+//! scheduler-enforced `addedAffinity` (upstream `plugins/nodeaffinity/node_affinity.go`).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::framework::{
+    CycleState, ExtensionPoints, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status,
+};
+use crate::model::{
+    FIELD_METADATA_NAME, NodeAffinity as NodeAffinitySpec, NodeSelectorOperator, PreferredSchedulingTerm,
+};
+use crate::plugins::helper::default_normalize_score;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
+
+/// Upstream `ErrReasonPod`.
+pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+/// Upstream `errReasonEnforced`.
+pub const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+/// Upstream `errReasonConflict`.
+pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
+
+/// `NodeAffinityArgs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeAffinityArgs {
+    /// Affinity added to every pod this profile schedules.
+    pub added_affinity: Option<NodeAffinitySpec>,
+}
+
+/// The NodeAffinity plugin.
+#[derive(Debug, Clone, Default)]
+pub struct NodeAffinity {
+    added: Option<NodeAffinitySpec>,
+}
+
+/// Invalid NodeAffinity args.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("addedAffinity: {0}")]
+pub struct NodeAffinityArgsError(String);
+
+impl NodeAffinity {
+    /// Builds the plugin, validating `addedAffinity`.
+    pub fn new(args: NodeAffinityArgs) -> Result<Self, NodeAffinityArgsError> {
+        let mut added = args.added_affinity;
+        if let Some(a) = &mut added {
+            if let Some(req) = &mut a.required {
+                for (i, t) in req.node_selector_terms.iter_mut().enumerate() {
+                    t.validate(&format!("requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"))
+                        .map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+                }
+            }
+            for (i, p) in a.preferred.iter_mut().enumerate() {
+                if !(1..=100).contains(&p.weight) {
+                    return Err(NodeAffinityArgsError(format!(
+                        "preferredDuringSchedulingIgnoredDuringExecution[{i}].weight must be in 1..=100, got {}",
+                        p.weight
+                    )));
+                }
+                p.preference
+                    .validate(&format!("preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"))
+                    .map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+            }
+        }
+        Ok(NodeAffinity { added })
+    }
+
+    /// From config args.
+    pub fn from_config(args: Option<&serde_json::Value>) -> Result<Self, NodeAffinityArgsError> {
+        let a = match args {
+            Some(v) => NodeAffinityArgs::deserialize(v).map_err(|e| NodeAffinityArgsError(e.to_string()))?,
+            None => NodeAffinityArgs::default(),
+        };
+        NodeAffinity::new(a)
+    }
+
+    fn added_matches(&self, node: &NodeInfo) -> bool {
+        self.added
+            .as_ref()
+            .and_then(|a| a.required.as_ref())
+            .is_none_or(|r| r.matches(&node.node().metadata.labels, node.name()))
+    }
+
+    fn added_preferred(&self) -> &[PreferredSchedulingTerm] {
+        self.added.as_ref().map_or(&[], |a| a.preferred.as_slice())
+    }
+}
+
+/// Whether the pod's `nodeSelector` and required node affinity match the node
+/// (upstream `RequiredNodeAffinity.Match`).
+pub fn required_affinity_matches(pod: &PodInfo, node: &NodeInfo) -> bool {
+    let labels = &node.node().metadata.labels;
+    if !pod.pod.spec.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+        return false;
+    }
+    pod.pod.node_affinity().and_then(|a| a.required.as_ref()).is_none_or(|r| r.matches(labels, node.name()))
+}
+
+/// Sum of the weights of the preferred terms the node matches.
+fn preferred_score(terms: &[PreferredSchedulingTerm], node: &NodeInfo) -> i64 {
+    terms
+        .iter()
+        .filter(|t| t.preference.matches(&node.node().metadata.labels, node.name()))
+        .map(|t| i64::from(t.weight))
+        .sum()
+}
+
+/// Written when PreFilter ran (the pod has something to match).
+#[derive(Debug, Clone)]
+struct HasRequired;
+
+impl Plugin for NodeAffinity {
+    fn name(&self) -> &str {
+        names::NODE_AFFINITY
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self);
+    }
+}
+
+impl PreFilterPlugin for NodeAffinity {
+    /// Skips pods with nothing to match; narrows the nodes when every required term
+    /// names nodes through `matchFields` on `metadata.name`.
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+        let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
+        let added_required = self.added.as_ref().is_some_and(|a| a.required.is_some());
+        if required.is_none() && !added_required && pod.pod.spec.node_selector.is_empty() {
+            return (None, Status::SKIP);
+        }
+        state.write(HasRequired);
+        let Some(req) = required else { return (None, Status::SUCCESS) };
+        if req.node_selector_terms.is_empty() {
+            return (None, Status::SUCCESS);
+        }
+        let mut union: Option<ahash::AHashSet<crate::model::Symbol>> = None;
+        for t in &req.node_selector_terms {
+            let mut term_nodes: Option<ahash::AHashSet<crate::model::Symbol>> = None;
+            for r in &t.match_fields {
+                if r.key.as_str() == FIELD_METADATA_NAME && r.operator == NodeSelectorOperator::In {
+                    let s: ahash::AHashSet<_> = r.values.iter().copied().collect();
+                    term_nodes = Some(match term_nodes {
+                        None => s,
+                        Some(prev) => prev.intersection(&s).copied().collect(),
+                    });
+                }
+            }
+            // A term without a name constraint allows every node: terms are ORed.
+            let Some(tn) = term_nodes else { return (None, Status::SUCCESS) };
+            union.get_or_insert_with(Default::default).extend(tn);
+        }
+        match union {
+            Some(u) if u.is_empty() => (None, Status::unresolvable(ERR_REASON_CONFLICT)),
+            Some(u) => (Some(PreFilterResult { node_names: Some(u) }), Status::SUCCESS),
+            None => (None, Status::SUCCESS),
+        }
+    }
+}
+
+impl FilterPlugin for NodeAffinity {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !self.added_matches(node) {
+            return Status::unresolvable(ERR_REASON_ENFORCED);
+        }
+        if required_affinity_matches(pod, node) { Status::SUCCESS } else { Status::unresolvable(ERR_REASON_POD) }
+    }
+}
+
+impl PreScorePlugin for NodeAffinity {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+        let pod_pref = pod.pod.node_affinity().is_some_and(|a| !a.preferred.is_empty());
+        if !pod_pref && self.added_preferred().is_empty() { Status::SKIP } else { Status::SUCCESS }
+    }
+}
+
+impl ScorePlugin for NodeAffinity {
+    fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let pod_terms = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
+        Ok(preferred_score(self.added_preferred(), node) + preferred_score(pod_terms, node))
+    }
+
+    fn score_nodes(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let pod_terms = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
+        let added = self.added_preferred();
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = preferred_score(added, node) + preferred_score(pod_terms, node);
+        }
+        Ok(())
+    }
+
+    fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, false, scores);
+        Status::SUCCESS
+    }
+}

@@ -1,0 +1,56 @@
+//! NodePorts: a pod's host ports must be free on the node
+//! (upstream `plugins/nodeports/node_ports.go`).
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
+use crate::plugins::names;
+use crate::snapshot::{HostPort, NodeInfo, PodInfo, Snapshot};
+
+/// Upstream `ErrReason`.
+pub const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// The NodePorts plugin.
+///
+/// PreFilter records the pod's host ports and Skips pods without any (so Filter
+/// doesn't run for them). Like upstream it has no AddPod/RemovePod extensions: its
+/// state is the incoming pod's own ports, which other pods can't change; a dry run's
+/// added or removed pods show up in the node's used ports directly.
+#[derive(Debug, Clone, Default)]
+pub struct NodePorts;
+
+#[derive(Debug, Clone)]
+struct WantedPorts(SmallVec<[HostPort; 2]>);
+
+impl Plugin for NodePorts {
+    fn name(&self) -> &str {
+        names::NODE_PORTS
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.pre_filter(self.clone()).filter(self);
+    }
+}
+
+impl PreFilterPlugin for NodePorts {
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+        if pod.host_ports.is_empty() {
+            return (None, Status::SKIP);
+        }
+        state.write(WantedPorts(pod.host_ports.clone()));
+        (None, Status::SUCCESS)
+    }
+}
+
+/// Whether any wanted port conflicts with one in use (upstream `fitsPorts`).
+pub fn fits_ports(wanted: &[HostPort], node: &NodeInfo) -> bool {
+    !wanted.iter().any(|w| node.used_ports().iter().any(|u| u.conflicts(w)))
+}
+
+impl FilterPlugin for NodePorts {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
+        if fits_ports(wanted, node) { Status::SUCCESS } else { Status::unschedulable(ERR_REASON) }
+    }
+}

@@ -1,0 +1,137 @@
+//! NodeResourcesBalancedAllocation: favour nodes whose resource usage stays balanced
+//! (upstream `noderesources/balanced_allocation.go`).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+use super::ArgsError;
+use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
+use crate::framework::{
+    CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
+};
+use crate::plugins::helper::score_batch;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+
+/// Which balance score to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BalancedScoring {
+    /// Kubernetes v1.36 (kubernetes/kubernetes#135573): score the change in balance
+    /// the pod causes, `50 + (50 + after - before) / 2`, where `before`/`after` are
+    /// the standard-deviation scores without and with the pod. 75 means no change.
+    #[default]
+    ChangeInBalance,
+    /// Releases up to v1.35: the standard-deviation score with the pod placed,
+    /// `(1 - std) * 100`.
+    BalanceAfterPlacement,
+}
+
+/// `NodeResourcesBalancedAllocationArgs`, plus the scoring choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BalancedAllocationArgs {
+    /// Resources to balance (default cpu and memory); weights are ignored, as upstream.
+    pub resources: Vec<ResourceSpec>,
+    /// v1.36 change-in-balance (default) or the older absolute score.
+    pub scoring: BalancedScoring,
+}
+
+impl Default for BalancedAllocationArgs {
+    fn default() -> Self {
+        BalancedAllocationArgs { resources: default_resources(), scoring: BalancedScoring::default() }
+    }
+}
+
+/// The NodeResourcesBalancedAllocation plugin.
+#[derive(Debug, Clone)]
+pub struct BalancedAllocation {
+    scored: ScoredResources,
+    scoring: BalancedScoring,
+}
+
+#[derive(Debug, Clone)]
+struct BalancedState(SmallVec<[i64; 4]>);
+
+impl BalancedAllocation {
+    /// Builds the plugin, validating resource weights.
+    pub fn new(args: &BalancedAllocationArgs) -> Result<Self, ArgsError> {
+        scoring::validate_resources("resources", &args.resources)?;
+        Ok(BalancedAllocation { scored: ScoredResources::new(&args.resources), scoring: args.scoring })
+    }
+
+    /// From config args (absent means defaults).
+    pub fn from_config(args: Option<&serde_json::Value>) -> Result<Self, ArgsError> {
+        let a = match args {
+            Some(v) => BalancedAllocationArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
+            None => BalancedAllocationArgs::default(),
+        };
+        BalancedAllocation::new(&a)
+    }
+
+    fn score_with(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
+        let v = scoring::Values::of(&self.scored, reqs, node, true);
+        match self.scoring {
+            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(v.requested(), v.allocatable()),
+            BalancedScoring::ChangeInBalance => {
+                let (before, after) = scoring::balanced_before_after(&v, reqs);
+                MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
+            }
+        }
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &str {
+        names::NODE_RESOURCES_BALANCED_ALLOCATION
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.pre_score(self.clone()).score(self);
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    /// Skips best-effort pods (nothing requested), as upstream does since
+    /// kubernetes/kubernetes#129138, so they don't pile onto one node.
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+        let reqs = self.scored.pod_requests(pod, true);
+        if reqs.iter().all(|&r| r == 0) {
+            return Status::SKIP;
+        }
+        state.write(BalancedState(reqs));
+        Status::SUCCESS
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        if let Some(s) = state.read::<BalancedState>() {
+            return Ok(self.score_with(&s.0, node));
+        }
+        let reqs = self.scored.pod_requests(pod, true);
+        if reqs.iter().all(|&r| r == 0) {
+            return Ok(0);
+        }
+        Ok(self.score_with(&reqs, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || BalancedState(self.scored.pod_requests(pod, true)),
+            |s, n| {
+                if s.0.iter().all(|&r| r == 0) { 0 } else { self.score_with(&s.0, n) }
+            },
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,339 @@
+//! NodeResourcesFit: does the node have room for the pod's requests, and how good a
+//! fit is it (upstream `noderesources/fit.go`, `resource_allocation.go`).
+
+use std::sync::Arc;
+
+use ahash::AHashSet;
+use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+use super::ArgsError;
+use super::scoring::{self, Resources as ScoredResources, Scorer, ScoringStrategy, ScoringStrategyType};
+use crate::framework::{
+    ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
+    ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
+    ScorePlugin, Status,
+};
+use crate::model::Symbol;
+use crate::plugins::helper::is_extended_resource_name;
+use crate::plugins::helper::score_batch;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
+
+/// `NodeResourcesFitArgs`.
+///
+/// ```
+/// use schedkit::plugins::node_resources::{Fit, FitArgs};
+/// let args: FitArgs = serde_json::from_str(r#"{
+///   "ignoredResources": ["example.com/foo"],
+///   "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}]}
+/// }"#).unwrap();
+/// assert!(Fit::new(&args).is_ok());
+/// let bad: FitArgs = serde_json::from_str(r#"{"scoringStrategy": {"type": "RequestedToCapacityRatio",
+///   "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 5}]}}}"#).unwrap();
+/// assert!(Fit::new(&bad).unwrap_err().to_string().contains("sorted in increasing order"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FitArgs {
+    /// Extended resources Filter ignores.
+    pub ignored_resources: Vec<String>,
+    /// Extended resource groups (the part before `/`) Filter ignores.
+    pub ignored_resource_groups: Vec<String>,
+    /// How Score ranks nodes (default LeastAllocated on cpu and memory).
+    pub scoring_strategy: ScoringStrategy,
+}
+
+/// A resource the node lacks for the pod (upstream `InsufficientResource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsufficientResource {
+    /// Resource name.
+    pub resource: Symbol,
+    /// Upstream's reason text, e.g. `Insufficient cpu`.
+    pub reason: String,
+    /// Requested by the pod.
+    pub requested: i64,
+    /// Already used on the node.
+    pub used: i64,
+    /// Allocatable.
+    pub capacity: i64,
+    /// The pod asks for more than the node has at all: preemption can't help.
+    pub unresolvable: bool,
+}
+
+/// The NodeResourcesFit plugin.
+#[derive(Debug, Clone)]
+pub struct Fit {
+    ignored: AHashSet<Symbol>,
+    ignored_groups: AHashSet<String>,
+    scored: ScoredResources,
+    scorer: Scorer,
+}
+
+/// The pod's requests as Filter needs them (written in PreFilter).
+#[derive(Debug, Clone)]
+struct FitState {
+    milli_cpu: i64,
+    memory: i64,
+    ephemeral_storage: i64,
+    /// Scalar requests not ignored by args, non-zero only.
+    scalar: SmallVec<[(Symbol, i64); 2]>,
+    has_any: bool,
+}
+
+/// The pod's requests in the order of the scored resources (written in PreScore).
+#[derive(Debug, Clone)]
+struct FitScoreState(SmallVec<[i64; 4]>);
+
+impl Fit {
+    /// Builds the plugin, validating the args like upstream `ValidateNodeResourcesFitArgs`.
+    pub fn new(args: &FitArgs) -> Result<Fit, ArgsError> {
+        for (index, g) in args.ignored_resource_groups.iter().enumerate() {
+            if g.contains('/') {
+                return Err(ArgsError::ResourceGroup { index, group: g.clone() });
+            }
+        }
+        scoring::validate_resources("scoringStrategy.resources", &args.scoring_strategy.resources)?;
+        if args.scoring_strategy.kind == ScoringStrategyType::RequestedToCapacityRatio {
+            let shape = args.scoring_strategy.requested_to_capacity_ratio.as_ref().map(|r| r.shape.as_slice());
+            scoring::validate_shape(shape.unwrap_or(&[]))?;
+        }
+        Ok(Fit {
+            ignored: args.ignored_resources.iter().map(|s| Symbol::intern(s)).collect(),
+            ignored_groups: args.ignored_resource_groups.iter().cloned().collect(),
+            scored: ScoredResources::new(&args.scoring_strategy.resources),
+            scorer: Scorer::new(&args.scoring_strategy),
+        })
+    }
+
+    /// From config args (absent means defaults).
+    pub fn from_config(args: Option<&serde_json::Value>) -> Result<Fit, ArgsError> {
+        let a = match args {
+            Some(v) => FitArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
+            None => FitArgs::default(),
+        };
+        Fit::new(&a)
+    }
+
+    fn state_for(&self, pod: &PodInfo) -> FitState {
+        let r = &pod.requests;
+        let scalar: SmallVec<[(Symbol, i64); 2]> = r
+            .scalar
+            .iter()
+            .copied()
+            .filter(|&(name, v)| {
+                if v == 0 {
+                    return false;
+                }
+                let s = name.as_str();
+                if is_extended_resource_name(s) {
+                    let group = s.split('/').next().unwrap_or("");
+                    if self.ignored.contains(&name) || self.ignored_groups.contains(group) {
+                        return false;
+                    }
+                }
+                true
+            })
+            .collect();
+        FitState {
+            milli_cpu: r.milli_cpu,
+            memory: r.memory,
+            ephemeral_storage: r.ephemeral_storage,
+            has_any: r.milli_cpu != 0 || r.memory != 0 || r.ephemeral_storage != 0 || !r.scalar.is_empty(),
+            scalar,
+        }
+    }
+
+    /// Every resource `node` lacks for `pod`, as upstream `fitsRequest` (in its order:
+    /// pods, cpu, memory, ephemeral-storage, then extended resources).
+    pub fn insufficient_resources(&self, pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
+        let mut out = Vec::new();
+        check(&self.state_for(pod), node, |i| out.push(i));
+        out
+    }
+}
+
+/// Reports each resource `node` lacks for the requests in `s` (upstream `fitsRequest`).
+#[inline]
+fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResource)) {
+    let alloc = node.allocatable();
+    let used = node.requested();
+    let pods = node.pods().len() as i64;
+    if pods + 1 > alloc.allowed_pod_number {
+        report(InsufficientResource {
+            resource: Symbol::intern("pods"),
+            reason: "Too many pods".into(),
+            requested: 1,
+            used: pods,
+            capacity: alloc.allowed_pod_number,
+            unresolvable: false,
+        });
+    }
+    if !s.has_any {
+        return;
+    }
+    let mut native = |name: &str, reason: &str, req: i64, a: i64, u: i64| {
+        if req > 0 && req > a - u {
+            report(InsufficientResource {
+                resource: Symbol::intern(name),
+                reason: reason.into(),
+                requested: req,
+                used: u,
+                capacity: a,
+                unresolvable: req > a,
+            });
+        }
+    };
+    native("cpu", "Insufficient cpu", s.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+    native("memory", "Insufficient memory", s.memory, alloc.memory, used.memory);
+    native(
+        "ephemeral-storage",
+        "Insufficient ephemeral-storage",
+        s.ephemeral_storage,
+        alloc.ephemeral_storage,
+        used.ephemeral_storage,
+    );
+    for &(name, req) in &s.scalar {
+        let a = alloc.scalar(name);
+        let u = used.scalar(name);
+        if req > a - u {
+            native(name.as_str(), &format!("Insufficient {name}"), req, a, u);
+        }
+    }
+}
+
+impl Plugin for Fit {
+    fn name(&self) -> &str {
+        names::NODE_RESOURCES_FIT
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
+    }
+}
+
+impl PreFilterPlugin for Fit {
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+        state.write(self.state_for(pod));
+        (None, Status::SUCCESS)
+    }
+}
+
+impl FilterPlugin for Fit {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let computed;
+        let s = if let Some(s) = state.read::<FitState>() {
+            s
+        } else {
+            computed = self.state_for(pod);
+            &computed
+        };
+        // Fast path without allocation: most nodes fit.
+        let alloc = node.allocatable();
+        let used = node.requested();
+        let fits = (node.pods().len() as i64) < alloc.allowed_pod_number
+            && (!s.has_any
+                || ((s.milli_cpu == 0 || s.milli_cpu <= alloc.milli_cpu - used.milli_cpu)
+                    && (s.memory == 0 || s.memory <= alloc.memory - used.memory)
+                    && (s.ephemeral_storage == 0
+                        || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
+                    && s.scalar.iter().all(|&(n, r)| r <= alloc.scalar(n) - used.scalar(n))));
+        if fits {
+            return Status::SUCCESS;
+        }
+        let mut reasons = Vec::new();
+        let mut unresolvable = false;
+        check(s, node, |i| {
+            unresolvable |= i.unresolvable;
+            reasons.push(i.reason);
+        });
+        let code = if unresolvable {
+            crate::framework::Code::UnschedulableAndUnresolvable
+        } else {
+            crate::framework::Code::Unschedulable
+        };
+        Status::with_reasons(code, reasons)
+    }
+}
+
+impl PreScorePlugin for Fit {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+        state.write(FitScoreState(self.scored.pod_requests(pod, false)));
+        Status::SUCCESS
+    }
+}
+
+impl Fit {
+    fn score_one(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
+        let v = scoring::Values::of(&self.scored, reqs, node, false);
+        self.scorer.score(v.requested(), v.allocatable(), &self.scored.weights)
+    }
+}
+
+impl ScorePlugin for Fit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match state.read::<FitScoreState>() {
+            Some(s) => Ok(self.score_one(&s.0, node)),
+            None => Ok(self.score_one(&self.scored.pod_requests(pod, false), node)),
+        }
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || FitScoreState(self.scored.pod_requests(pod, false)),
+            |s, n| self.score_one(&s.0, n),
+        );
+        Ok(())
+    }
+}
+
+impl EnqueueExtensions for Fit {
+    /// Upstream registers pod deletions (resources freed) and node additions or
+    /// allocatable changes, with hints that skip events that can't help.
+    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
+        let this = self.clone();
+        vec![
+            ClusterEventWithHint {
+                event: ClusterEvent { resource: EventResource::AssignedPod, action: ActionType::DELETE },
+                hint: None,
+            },
+            ClusterEventWithHint {
+                event: ClusterEvent {
+                    resource: EventResource::Node,
+                    action: ActionType::ADD | ActionType::UPDATE_NODE_ALLOCATABLE,
+                },
+                hint: Some(Arc::new(move |pod, ev| match ev {
+                    EventObject::Node { new: Some(n), old } => {
+                        let fresh = NodeInfo::new(n.clone());
+                        if !this.insufficient_resources(pod, &fresh).is_empty() {
+                            return QueueingHint::Skip;
+                        }
+                        match old {
+                            None => QueueingHint::Queue,
+                            Some(o) => {
+                                let before = o.status.allocatable.to_resources();
+                                let after = fresh.allocatable();
+                                let r = &pod.requests;
+                                let grew = after.allowed_pod_number > before.allowed_pod_number
+                                    || (r.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
+                                    || (r.memory > 0 && after.memory > before.memory)
+                                    || (r.ephemeral_storage > 0 && after.ephemeral_storage > before.ephemeral_storage)
+                                    || r.scalar.iter().any(|&(k, v)| v > 0 && after.scalar(k) > before.scalar(k));
+                                if grew { QueueingHint::Queue } else { QueueingHint::Skip }
+                            }
+                        }
+                    }
+                    _ => QueueingHint::Queue,
+                })),
+            },
+        ]
+    }
+}

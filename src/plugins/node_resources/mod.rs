@@ -1,0 +1,55 @@
+//! NodeResourcesFit and NodeResourcesBalancedAllocation
+//! (upstream `pkg/scheduler/framework/plugins/noderesources`).
+
+mod balanced_allocation;
+mod fit;
+mod scoring;
+
+pub use balanced_allocation::{BalancedAllocation, BalancedAllocationArgs, BalancedScoring};
+pub use fit::{Fit, FitArgs, InsufficientResource};
+pub use scoring::{
+    MAX_SCORED_RESOURCES, RequestedToCapacityRatioParam, ResourceSpec, ScoringStrategy, ScoringStrategyType,
+    UtilizationShapePoint,
+};
+
+/// Why plugin arguments were rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// A resource weight outside 1..=100.
+    #[error("{path}: resource weight of {resource} must be in 1..=100, got {weight}")]
+    Weight {
+        /// Field path.
+        path: String,
+        /// Resource name.
+        resource: String,
+        /// Weight given.
+        weight: i64,
+    },
+    /// RequestedToCapacityRatio shape points must be sorted and in range.
+    #[error("{path}: {message}")]
+    Shape {
+        /// Field path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An ignored resource group contains `/`.
+    #[error("ignoredResourceGroups[{index}]: {group:?} must not contain \"/\"")]
+    ResourceGroup {
+        /// Position.
+        index: usize,
+        /// The group.
+        group: String,
+    },
+    /// More resources than a score supports.
+    #[error("{path}: at most {max} resources may be scored, got {count}", max = scoring::MAX_SCORED_RESOURCES)]
+    TooManyResources {
+        /// Field path.
+        path: String,
+        /// How many were given.
+        count: usize,
+    },
+    /// The args could not be read.
+    #[error("{0}")]
+    Decode(String),
+}

@@ -1,0 +1,455 @@
+//! The resource-allocation scorers: LeastAllocated, MostAllocated,
+//! RequestedToCapacityRatio and the balanced-allocation score
+//! (upstream `noderesources/{least_allocated,most_allocated,requested_to_capacity_ratio,resource_allocation}.go`).
+
+use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+
+use super::ArgsError;
+use crate::framework::MAX_NODE_SCORE;
+use crate::model::{Symbol, native_names};
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// A resource and its weight in a score.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSpec {
+    /// Resource name (`cpu`, `memory`, `nvidia.com/gpu`...).
+    pub name: String,
+    /// Weight 1..=100 (default 1).
+    #[serde(default = "one")]
+    pub weight: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+impl ResourceSpec {
+    /// A resource with a weight.
+    pub fn new(name: &str, weight: i64) -> Self {
+        ResourceSpec { name: name.to_owned(), weight }
+    }
+}
+
+/// The default scored resources: cpu and memory, weight 1 each.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
+}
+
+/// A point of the RequestedToCapacityRatio function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UtilizationShapePoint {
+    /// Utilization 0..=100 (percent).
+    pub utilization: i64,
+    /// Score 0..=10 (scaled to 0..=100).
+    pub score: i64,
+}
+
+/// Strategy names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ScoringStrategyType {
+    /// Prefer nodes with the most free capacity (the default).
+    #[default]
+    LeastAllocated,
+    /// Prefer the fullest nodes (bin packing).
+    MostAllocated,
+    /// A piecewise-linear function of utilization.
+    RequestedToCapacityRatio,
+}
+
+/// `NodeResourcesFitArgs.scoringStrategy`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoringStrategy {
+    /// The strategy.
+    #[serde(default, rename = "type")]
+    pub kind: ScoringStrategyType,
+    /// Resources and weights (default cpu and memory, 1 each).
+    #[serde(default = "default_resources")]
+    pub resources: Vec<ResourceSpec>,
+    /// Shape for RequestedToCapacityRatio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+/// `requestedToCapacityRatio` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestedToCapacityRatioParam {
+    /// The function's points.
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+impl Default for ScoringStrategy {
+    fn default() -> Self {
+        ScoringStrategy {
+            kind: ScoringStrategyType::LeastAllocated,
+            resources: default_resources(),
+            requested_to_capacity_ratio: None,
+        }
+    }
+}
+
+/// Upstream `MaxCustomPriorityScore`: shape scores are 0..=10.
+const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+const MAX_UTILIZATION: i64 = 100;
+
+pub(crate) fn validate_resources(path: &str, resources: &[ResourceSpec]) -> Result<(), ArgsError> {
+    if resources.len() > MAX_SCORED_RESOURCES {
+        return Err(ArgsError::TooManyResources { path: path.to_owned(), count: resources.len() });
+    }
+    for (i, r) in resources.iter().enumerate() {
+        if !(1..=100).contains(&r.weight) {
+            return Err(ArgsError::Weight {
+                path: format!("{path}[{i}].weight"),
+                resource: r.name.clone(),
+                weight: r.weight,
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_shape(shape: &[UtilizationShapePoint]) -> Result<(), ArgsError> {
+    let path = "scoringStrategy.requestedToCapacityRatio.shape";
+    if shape.is_empty() {
+        return Err(ArgsError::Shape { path: path.into(), message: "at least one point is required".into() });
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION).contains(&p.utilization) {
+            return Err(ArgsError::Shape {
+                path: format!("{path}[{i}].utilization"),
+                message: format!("must be in 0..=100, got {}", p.utilization),
+            });
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&p.score) {
+            return Err(ArgsError::Shape {
+                path: format!("{path}[{i}].score"),
+                message: format!("must be in 0..=10, got {}", p.score),
+            });
+        }
+        if i > 0 && p.utilization <= shape[i - 1].utilization {
+            return Err(ArgsError::Shape {
+                path: format!("{path}[{i}].utilization"),
+                message: format!(
+                    "utilization values must be sorted in increasing order, got {} after {}",
+                    p.utilization,
+                    shape[i - 1].utilization
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Most resources one score may weigh: enough for any real node, and lets the hot
+/// path keep per-node values in fixed arrays instead of allocating.
+pub const MAX_SCORED_RESOURCES: usize = 8;
+
+/// What a scored resource is, resolved once so Score doesn't compare names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Scalar(Symbol),
+}
+
+/// A compiled resource list: kinds and weights.
+#[derive(Debug, Clone)]
+pub(crate) struct Resources {
+    pub kinds: SmallVec<[Kind; 4]>,
+    pub weights: SmallVec<[i64; 4]>,
+}
+
+impl Resources {
+    pub fn new(specs: &[ResourceSpec]) -> Self {
+        let n = native_names();
+        let kind = |name: &str| {
+            let s = Symbol::intern(name);
+            if s == n.cpu {
+                Kind::Cpu
+            } else if s == n.memory {
+                Kind::Memory
+            } else if s == n.ephemeral_storage {
+                Kind::EphemeralStorage
+            } else {
+                Kind::Scalar(s)
+            }
+        };
+        Resources {
+            kinds: specs.iter().map(|r| kind(&r.name)).collect(),
+            weights: specs.iter().map(|r| r.weight).collect(),
+        }
+    }
+
+    /// The pod's request of each resource, with the scoring defaults unless
+    /// `use_requested` (upstream `calculatePodResourceRequestList`).
+    pub fn pod_requests(&self, pod: &PodInfo, use_requested: bool) -> SmallVec<[i64; 4]> {
+        let reqs = if use_requested { &pod.requests } else { &pod.non_zero_requests };
+        self.kinds
+            .iter()
+            .map(|k| match *k {
+                Kind::Cpu => reqs.milli_cpu,
+                Kind::Memory => reqs.memory,
+                Kind::EphemeralStorage => reqs.ephemeral_storage,
+                Kind::Scalar(s) => reqs.scalar(s),
+            })
+            .collect()
+    }
+}
+
+/// `(allocatable, requested-including-the-pod)` of one resource on a node, or `(0, 0)`
+/// to leave it out (upstream `calculateResourceAllocatableRequest`).
+#[inline]
+pub(crate) fn allocatable_and_requested(
+    node: &NodeInfo,
+    kind: Kind,
+    pod_request: i64,
+    use_requested: bool,
+) -> (i64, i64) {
+    let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
+    let alloc = node.allocatable();
+    match kind {
+        Kind::Cpu => (alloc.milli_cpu, requested.milli_cpu + pod_request),
+        Kind::Memory => (alloc.memory, requested.memory + pod_request),
+        Kind::EphemeralStorage => (alloc.ephemeral_storage, node.requested().ephemeral_storage + pod_request),
+        // A scalar resource the pod doesn't ask for is left out of the score.
+        Kind::Scalar(_) if pod_request == 0 => (0, 0),
+        Kind::Scalar(name) => match alloc.scalar.iter().find(|(k, _)| *k == name) {
+            Some(&(_, a)) => (a, node.requested().scalar(name) + pod_request),
+            None => (0, 0),
+        },
+    }
+}
+
+/// Per-node `(requested, allocatable)` values of up to [`MAX_SCORED_RESOURCES`]
+/// resources, on the stack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Values {
+    pub len: usize,
+    pub requested: [i64; MAX_SCORED_RESOURCES],
+    pub allocatable: [i64; MAX_SCORED_RESOURCES],
+}
+
+impl Values {
+    /// Fills the values for `node`; resources left out keep `(0, 0)`.
+    #[inline]
+    pub fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, use_requested: bool) -> Values {
+        let kinds = res.kinds.as_slice();
+        let len = kinds.len().min(MAX_SCORED_RESOURCES).min(pod_requests.len());
+        let mut v = Values { len, requested: [0; MAX_SCORED_RESOURCES], allocatable: [0; MAX_SCORED_RESOURCES] };
+        for ((kind, &pr), (r, a)) in
+            kinds[..len].iter().zip(&pod_requests[..len]).zip(v.requested.iter_mut().zip(v.allocatable.iter_mut()))
+        {
+            let (al, rq) = allocatable_and_requested(node, *kind, pr, use_requested);
+            if al != 0 {
+                *a = al;
+                *r = rq;
+            }
+        }
+        v
+    }
+
+    pub fn requested(&self) -> &[i64] {
+        &self.requested[..self.len]
+    }
+
+    pub fn allocatable(&self) -> &[i64] {
+        &self.allocatable[..self.len]
+    }
+}
+
+/// `sum(f(requested, allocatable) * weight) / sum(weight)` over resources with
+/// allocatable > 0, integer division (upstream least/most allocated scorers).
+#[inline]
+fn weighted_mean(requested: &[i64], allocatable: &[i64], weights: &[i64], f: impl Fn(i64, i64) -> i64) -> i64 {
+    let mut score = 0;
+    let mut weight_sum = 0;
+    for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
+        if a != 0 {
+            score += f(r, a) * w;
+            weight_sum += w;
+        }
+    }
+    if weight_sum == 0 { 0 } else { score / weight_sum }
+}
+
+/// `((capacity - requested) * 100) / capacity`, 0 when over capacity.
+#[inline]
+pub(crate) fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+/// `(requested * 100) / capacity`, with requested capped at capacity.
+#[inline]
+pub(crate) fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+/// The piecewise-linear function (upstream `helper.BuildBrokenLinearFunction`), shape
+/// scores already scaled to 0..=100.
+#[inline]
+pub(crate) fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    for (i, &(u, s)) in shape.iter().enumerate() {
+        if p <= u {
+            if i == 0 {
+                return s;
+            }
+            let (pu, ps) = shape[i - 1];
+            return ps + (s - ps) * (p - pu) / (u - pu);
+        }
+    }
+    shape.last().map_or(0, |&(_, s)| s)
+}
+
+/// A compiled strategy.
+#[derive(Debug, Clone)]
+pub(crate) enum Scorer {
+    Least,
+    Most,
+    Ratio(Vec<(i64, i64)>),
+}
+
+impl Scorer {
+    pub fn new(s: &ScoringStrategy) -> Self {
+        match s.kind {
+            ScoringStrategyType::LeastAllocated => Scorer::Least,
+            ScoringStrategyType::MostAllocated => Scorer::Most,
+            ScoringStrategyType::RequestedToCapacityRatio => Scorer::Ratio(
+                s.requested_to_capacity_ratio
+                    .as_ref()
+                    .map(|r| {
+                        r.shape
+                            .iter()
+                            .map(|p| (p.utilization, p.score * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// The node score over `(requested, allocatable)` pairs with weights.
+    #[inline]
+    pub fn score(&self, requested: &[i64], allocatable: &[i64], weights: &[i64]) -> i64 {
+        match self {
+            Scorer::Least => weighted_mean(requested, allocatable, weights, least_requested_score),
+            Scorer::Most => weighted_mean(requested, allocatable, weights, most_requested_score),
+            Scorer::Ratio(shape) => {
+                let mut node_score = 0i64;
+                let mut weight_sum = 0i64;
+                for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
+                    if a == 0 {
+                        continue;
+                    }
+                    let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
+                    let s = broken_linear(shape, p);
+                    // Upstream counts a resource only when its score is positive.
+                    if s > 0 {
+                        node_score += s * w;
+                        weight_sum += w;
+                    }
+                }
+                if weight_sum == 0 { 0 } else { (node_score as f64 / weight_sum as f64).round() as i64 }
+            }
+        }
+    }
+}
+
+/// `int64((1 - std) * 100)` over the requested fractions (capped at 1), as upstream
+/// `balancedResourceScorer`.
+pub(crate) fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let mut fractions = [0f64; MAX_SCORED_RESOURCES];
+    let mut n = 0;
+    let mut total = 0.0;
+    for (&r, &a) in requested.iter().zip(allocatable) {
+        if a == 0 || n == MAX_SCORED_RESOURCES {
+            continue;
+        }
+        let f = (r as f64 / a as f64).min(1.0);
+        total += f;
+        fractions[n] = f;
+        n += 1;
+    }
+    std_score(&fractions[..n], total)
+}
+
+/// `int64((1 - std) * 100)` of the given fractions.
+#[inline]
+fn std_score(fractions: &[f64], total: f64) -> i64 {
+    let std = match fractions {
+        [a, b] => ((a - b) / 2.0).abs(),
+        f if f.len() > 2 => {
+            let n = f.len() as f64;
+            let mean = total / n;
+            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()
+        }
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// Balanced scores `(without the pod, with it)` in one pass over the values.
+#[inline]
+pub(crate) fn balanced_before_after(v: &Values, pod_requests: &[i64]) -> (i64, i64) {
+    let mut before = [0f64; MAX_SCORED_RESOURCES];
+    let mut after = [0f64; MAX_SCORED_RESOURCES];
+    let (mut n, mut tb, mut ta) = (0, 0.0, 0.0);
+    for ((&r, &a), &p) in v.requested().iter().zip(v.allocatable()).zip(pod_requests) {
+        if a == 0 {
+            continue;
+        }
+        let af = a as f64;
+        let fa = (r as f64 / af).min(1.0);
+        let fb = ((r - p) as f64 / af).min(1.0);
+        ta += fa;
+        tb += fb;
+        after[n] = fa;
+        before[n] = fb;
+        n += 1;
+    }
+    (std_score(&before[..n], tb), std_score(&after[..n], ta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_linear_interpolates_like_upstream() {
+        // Upstream TestBrokenLinearFunction cases (plugins/helper/shape_score_test.go).
+        let shape = [(10, 1), (90, 9)];
+        for (p, want) in
+            [(-10, 1), (0, 1), (9, 1), (10, 1), (15, 1), (19, 1), (20, 2), (89, 8), (90, 9), (99, 9), (100, 9)]
+        {
+            assert_eq!(broken_linear(&shape, p), want, "p={p}");
+        }
+        let shape = [(0, 2), (40, 10), (100, 0)];
+        for (p, want) in [(-10, 2), (0, 2), (20, 6), (30, 8), (40, 10), (70, 5), (100, 0), (110, 0)] {
+            assert_eq!(broken_linear(&shape, p), want, "p={p}");
+        }
+    }
+
+    #[test]
+    fn least_and_most() {
+        assert_eq!(least_requested_score(3000, 4000), 25);
+        assert_eq!(least_requested_score(5000, 4000), 0);
+        assert_eq!(most_requested_score(3000, 4000), 75);
+        assert_eq!(most_requested_score(5000, 4000), 100);
+        assert_eq!(least_requested_score(1, 0), 0);
+    }
+
+    #[test]
+    fn balanced() {
+        assert_eq!(balanced_score(&[3000, 5000], &[4000, 10000]), 87); // |0.75-0.5|/2 = .125
+        assert_eq!(balanced_score(&[1, 1], &[0, 0]), 100);
+        assert_eq!(balanced_score(&[6000, 0], &[4000, 10000]), 50);
+    }
+}

@@ -1,0 +1,41 @@
+//! NodeUnschedulable: cordoned nodes take only pods that tolerate the unschedulable
+//! taint (upstream `plugins/nodeunschedulable/node_unschedulable.go`).
+
+use std::sync::Arc;
+
+use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, Status};
+use crate::model::{Taint, TaintEffect};
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The taint key a cordoned node implies.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// Upstream `ErrReasonUnschedulable`.
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+
+/// The NodeUnschedulable plugin.
+#[derive(Debug, Clone, Default)]
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &str {
+        names::NODE_UNSCHEDULABLE
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.filter(self);
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !node.node().spec.unschedulable {
+            return Status::SUCCESS;
+        }
+        let taint = Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
+        if pod.pod.spec.tolerations.iter().any(|t| t.tolerates(&taint)) {
+            Status::SUCCESS
+        } else {
+            Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! PreFilter, Filter and the AddPod/RemovePod extensions (upstream
+//! `pkg/scheduler/framework/plugins/podtopologyspread/filtering.go`).
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use smallvec::SmallVec;
+
+use super::common::{Constraint, node_has_all_keys};
+use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread};
+use crate::framework::{CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status};
+use crate::model::{Pod, Symbol};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+
+/// The two domains with the fewest matching pods (upstream `criticalPaths`).
+/// `paths[0]` always holds the minimum; `paths[1]` is at least as large but not
+/// necessarily the second minimum. Two suffice because a preemption dry run only
+/// changes pods of one node on its own copy of the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CriticalPaths(pub(crate) [(Symbol, i64); 2]);
+
+impl CriticalPaths {
+    fn new() -> Self {
+        CriticalPaths([(Symbol::EMPTY, i64::from(i32::MAX)); 2])
+    }
+
+    /// Upstream `criticalPaths.update`, same order of comparisons.
+    fn update(&mut self, value: Symbol, num: i64) {
+        let p = &mut self.0;
+        let i = if value == p[0].0 {
+            Some(0)
+        } else if value == p[1].0 {
+            Some(1)
+        } else {
+            None
+        };
+        match i {
+            Some(i) => {
+                p[i].1 = num;
+                if p[0].1 > p[1].1 {
+                    p.swap(0, 1);
+                }
+            }
+            None => {
+                if num < p[0].1 {
+                    p[1] = p[0];
+                    p[0] = (value, num);
+                } else if num < p[1].1 {
+                    p[1] = (value, num);
+                }
+            }
+        }
+    }
+}
+
+/// What Filter reads: per constraint, the matching-pod count of every domain and
+/// the critical paths (upstream `preFilterState`).
+#[derive(Debug, Clone)]
+pub(crate) struct PreFilterState {
+    pub(crate) constraints: Arc<[Constraint]>,
+    /// Domain value -> matching pods, per constraint.
+    pub(crate) counts: Vec<AHashMap<Symbol, i64>>,
+    pub(crate) critical: Vec<CriticalPaths>,
+    /// 1 when the incoming pod matches the constraint's selector, else 0.
+    pub(crate) self_match: SmallVec<[i64; 4]>,
+}
+
+impl PreFilterState {
+    /// Upstream `minMatchNum`: the global minimum, 0 while fewer than minDomains
+    /// domains are eligible.
+    #[inline]
+    fn min_match(&self, i: usize, min_domains: i32) -> i64 {
+        if (self.counts[i].len() as i64) < i64::from(min_domains) { 0 } else { self.critical[i].0[0].1 }
+    }
+
+    /// Upstream `updateWithPod`.
+    fn update_with_pod(
+        &mut self,
+        updated: &PodInfo,
+        preemptor: &Pod,
+        preemptor_ns: Symbol,
+        node: &NodeInfo,
+        delta: i64,
+    ) {
+        if updated.namespace != preemptor_ns {
+            return;
+        }
+        let labels = &node.node().metadata.labels;
+        if !node_has_all_keys(labels, &self.constraints) {
+            return;
+        }
+        for (i, c) in self.constraints.iter().enumerate() {
+            if !c.selects(&updated.pod.metadata.labels) || !c.includes_node(preemptor, node) {
+                continue;
+            }
+            let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
+            let n = self.counts[i].entry(value).or_insert(0);
+            *n += delta;
+            let n = *n;
+            self.critical[i].update(value, n);
+        }
+    }
+}
+
+impl PodTopologySpread {
+    /// Upstream `calPreFilterState`; `None` when the pod has no DoNotSchedule constraints.
+    pub(crate) fn pre_filter_state(&self, pod: &PodInfo, snapshot: &Snapshot) -> Option<PreFilterState> {
+        let constraints = self.constraints(pod, crate::model::UnsatisfiableConstraintAction::DoNotSchedule);
+        if constraints.is_empty() {
+            return None;
+        }
+        let mut counts: Vec<AHashMap<Symbol, i64>> = constraints
+            .iter()
+            .map(|c| AHashMap::with_capacity(if c.topology_key == self.hostname { snapshot.len() } else { 0 }))
+            .collect();
+        for node in snapshot.nodes() {
+            let labels = &node.node().metadata.labels;
+            if !node_has_all_keys(labels, &constraints) {
+                continue;
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                if !c.includes_node(&pod.pod, node) {
+                    continue;
+                }
+                let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
+                *counts[i].entry(value).or_insert(0) += c.count_on(node, pod.namespace);
+            }
+        }
+        let critical = counts
+            .iter()
+            .map(|m| {
+                let mut p = CriticalPaths::new();
+                for (&v, &n) in m {
+                    p.update(v, n);
+                }
+                p
+            })
+            .collect();
+        let self_match = constraints.iter().map(|c| i64::from(c.selects(&pod.pod.metadata.labels))).collect();
+        Some(PreFilterState { constraints: constraints.into(), counts, critical, self_match })
+    }
+}
+
+impl PreFilterPlugin for PodTopologySpread {
+    /// Counts matching pods per domain once for the cycle; Skip when the pod has no
+    /// DoNotSchedule constraints (its own or default ones).
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        match self.pre_filter_state(pod, snapshot) {
+            Some(s) => {
+                state.write(s);
+                (None, Status::SUCCESS)
+            }
+            None => (None, Status::SKIP),
+        }
+    }
+
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        Some(self)
+    }
+}
+
+impl PreFilterExtensions for PodTopologySpread {
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_add: &PodInfo, node: &NodeInfo) -> Status {
+        match state.get_mut::<PreFilterState>() {
+            Some(s) => {
+                s.update_with_pod(pod_to_add, &pod.pod, pod.namespace, node, 1);
+                Status::SUCCESS
+            }
+            None => Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found"),
+        }
+    }
+
+    fn remove_pod(&self, state: &mut CycleState, pod: &PodInfo, pod_to_remove: &PodInfo, node: &NodeInfo) -> Status {
+        match state.get_mut::<PreFilterState>() {
+            Some(s) => {
+                s.update_with_pod(pod_to_remove, &pod.pod, pod.namespace, node, -1);
+                Status::SUCCESS
+            }
+            None => Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found"),
+        }
+    }
+}
+
+impl FilterPlugin for PodTopologySpread {
+    /// `matchNum + selfMatch - globalMin > maxSkew` rejects (Unschedulable); a node
+    /// without a topology key is UnschedulableAndUnresolvable. Allocation-free.
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else {
+            return Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found");
+        };
+        let labels = &node.node().metadata.labels;
+        for (i, c) in s.constraints.iter().enumerate() {
+            let Some(value) = labels.get(c.topology_key) else {
+                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+            };
+            let min = s.min_match(i, c.min_domains);
+            let matching = s.counts[i].get(&value).copied().unwrap_or(0);
+            if matching + s.self_match[i] - min > i64::from(c.max_skew) {
+                return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+            }
+        }
+        Status::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After upstream `TestPreFilterState` critical-path expectations: paths[0] is
+    /// always the minimum as values change.
+    #[test]
+    fn critical_paths_keep_the_minimum() {
+        let (a, b, c) = (Symbol::intern("a"), Symbol::intern("b"), Symbol::intern("c"));
+        let mut p = CriticalPaths::new();
+        p.update(a, 3);
+        p.update(b, 1);
+        p.update(c, 2);
+        assert_eq!(p.0[0], (b, 1));
+        assert_eq!(p.0[1], (c, 2));
+        p.update(b, 4);
+        assert_eq!(p.0[0], (c, 2));
+        p.update(c, 0);
+        assert_eq!(p.0[0], (c, 0));
+    }
+}

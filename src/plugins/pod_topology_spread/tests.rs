@@ -1,0 +1,268 @@
+//! PreFilter state (domain counts and critical paths) against upstream
+//! `TestPreFilterState` (`podtopologyspread/filtering_test.go`).
+// Table rows are tuples, as upstream's tables are structs of cases.
+#![allow(clippy::type_complexity)]
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::filtering::PreFilterState;
+use super::{PodTopologySpread, PodTopologySpreadArgs};
+use crate::framework::Handle;
+use crate::model::{
+    LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, Node, NodeInclusionPolicy, NodeSelector,
+    NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Pod, Symbol, Taint, TaintEffect,
+    TopologySpreadConstraint, UnsatisfiableConstraintAction,
+};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::testing::{NodeBuilder, PodBuilder};
+
+use NodeInclusionPolicy::{Honor, Ignore};
+use UnsatisfiableConstraintAction::{DoNotSchedule, ScheduleAnyway};
+
+fn exists(key: &str) -> Option<LabelSelector> {
+    let req =
+        LabelSelectorRequirement { key: Symbol::intern(key), operator: LabelOperator::Exists, values: SmallVec::new() };
+    LabelSelector::new(Labels::new(), vec![req]).ok()
+}
+
+fn tsc(
+    max_skew: i32,
+    key: &str,
+    action: UnsatisfiableConstraintAction,
+    selector: Option<LabelSelector>,
+    policies: (Option<NodeInclusionPolicy>, Option<NodeInclusionPolicy>),
+) -> TopologySpreadConstraint {
+    TopologySpreadConstraint {
+        max_skew,
+        topology_key: Symbol::intern(key),
+        when_unsatisfiable: action,
+        label_selector: selector,
+        min_domains: None,
+        node_affinity_policy: policies.0,
+        node_taints_policy: policies.1,
+        match_label_keys: Vec::new(),
+    }
+}
+
+fn node(name: &str, labels: &[(&str, &str)], tainted: bool) -> Node {
+    let mut n = labels.iter().fold(NodeBuilder::new(name), |b, (k, v)| b.label(k, v)).build();
+    if tainted {
+        n.spec.taints.push(Taint::new("node.kubernetes.io/unschedulable", "", TaintEffect::NoSchedule));
+    }
+    n
+}
+
+fn zoned(name: &str, zone: &str) -> Node {
+    node(name, &[("zone", zone), ("node", name)], false)
+}
+
+fn on(name: &str, node: &str, labels: &[(&str, &str)]) -> Pod {
+    labels.iter().fold(PodBuilder::new(name).node_name(node), |b, (k, v)| b.label(k, v)).build()
+}
+
+fn state(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> PreFilterState {
+    let snap = Snapshot::from_nodes(nodes.iter().map(|n| {
+        let mut info = NodeInfo::new(Arc::new(n.clone()));
+        for p in pods.iter().filter(|p| p.spec.node_name == n.name()) {
+            info.add_pod(Arc::new(PodInfo::new(p.clone()).unwrap()));
+        }
+        info
+    }));
+    let pl = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
+    pl.pre_filter_state(&PodInfo::new(pod.clone()).unwrap(), &snap).unwrap()
+}
+
+/// Domain counts per constraint, sorted, and the two critical match numbers.
+fn summary(s: &PreFilterState) -> Vec<(Vec<(&'static str, i64)>, [i64; 2])> {
+    s.counts
+        .iter()
+        .zip(&s.critical)
+        .map(|(m, p)| {
+            let mut v: Vec<_> = m.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+            v.sort_unstable();
+            (v, [p.0[0].1, p.0[1].1])
+        })
+        .collect()
+}
+
+fn incoming(constraints: Vec<TopologySpreadConstraint>) -> PodBuilder {
+    PodBuilder::new("p").label("foo", "").with(move |p| p.spec.topology_spread_constraints = constraints)
+}
+
+fn foo_pods(spec: &[(&str, usize)]) -> Vec<Pod> {
+    spec.iter().flat_map(|&(n, k)| (0..k).map(move |i| on(&format!("p-{n}-{i}"), n, &[("foo", "")]))).collect()
+}
+
+fn four() -> Vec<Node> {
+    vec![zoned("node-a", "zone1"), zoned("node-b", "zone1"), zoned("node-x", "zone2"), zoned("node-y", "zone2")]
+}
+
+const NONE: (Option<NodeInclusionPolicy>, Option<NodeInclusionPolicy>) = (None, None);
+
+#[test]
+fn pre_filter_state_table() {
+    let zone_foo = || tsc(1, "zone", DoNotSchedule, exists("foo"), NONE);
+    let node_foo = || tsc(1, "node", DoNotSchedule, exists("foo"), NONE);
+    let p_2102 = foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 2)]);
+
+    // "clean cluster with one spreadConstraint"
+    let bar = LabelSelector::from_labels(Labels::from_pairs([("foo", "bar")]));
+    let s = state(&incoming(vec![tsc(5, "zone", DoNotSchedule, Some(bar), NONE)]).build(), &four(), &[]);
+    assert_eq!(summary(&s), [(vec![("zone1", 0), ("zone2", 0)], [0, 0])]);
+    assert_eq!(s.constraints[0].min_domains, 1);
+    assert!(s.constraints[0].honor_node_affinity && !s.constraints[0].honor_node_taints);
+
+    // "normal case with one spreadConstraint"
+    let s = state(&incoming(vec![zone_foo()]).build(), &four(), &p_2102);
+    assert_eq!(summary(&s), [(vec![("zone1", 3), ("zone2", 2)], [2, 3])]);
+
+    // "normal case with null label selector"
+    let s = state(&incoming(vec![tsc(1, "zone", DoNotSchedule, None, NONE)]).build(), &four(), &p_2102);
+    assert_eq!(summary(&s), [(vec![("zone1", 0), ("zone2", 0)], [0, 0])]);
+
+    // "normal case with one spreadConstraint, on a 3-zone cluster"
+    let mut six = four();
+    six.extend([zoned("node-o", "zone3"), zoned("node-p", "zone3")]);
+    let s = state(&incoming(vec![zone_foo()]).build(), &six, &p_2102);
+    assert_eq!(summary(&s), [(vec![("zone1", 3), ("zone2", 2), ("zone3", 0)], [0, 2])]);
+
+    // "namespace mismatch doesn't count"
+    let mut pods = p_2102.clone();
+    pods[1].metadata.namespace = "ns1".into();
+    pods[3].metadata.namespace = "ns2".into();
+    let s = state(&incoming(vec![zone_foo()]).build(), &four(), &pods);
+    assert_eq!(summary(&s), [(vec![("zone1", 2), ("zone2", 1)], [1, 2])]);
+
+    // "normal case with two spreadConstraints"
+    let pods = foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 4)]);
+    let s = state(&incoming(vec![zone_foo(), node_foo()]).build(), &four(), &pods);
+    assert_eq!(
+        summary(&s),
+        [
+            (vec![("zone1", 3), ("zone2", 4)], [3, 4]),
+            (vec![("node-a", 2), ("node-b", 1), ("node-x", 0), ("node-y", 4)], [0, 1]),
+        ]
+    );
+
+    // "soft spreadConstraints should be bypassed"
+    let three = vec![zoned("node-a", "zone1"), zoned("node-b", "zone1"), zoned("node-y", "zone2")];
+    let soft = |k: &str| tsc(1, k, ScheduleAnyway, exists("foo"), NONE);
+    let s = state(&incoming(vec![soft("zone"), zone_foo(), soft("node"), node_foo()]).build(), &three, &pods);
+    assert_eq!(
+        summary(&s),
+        [(vec![("zone1", 3), ("zone2", 4)], [3, 4]), (vec![("node-a", 2), ("node-b", 1), ("node-y", 4)], [1, 2])]
+    );
+}
+
+#[test]
+fn node_inclusion_policy_table() {
+    let bar = || exists("bar");
+    let abc = |taint_c: bool| {
+        vec![
+            node("node-a", &[("node", "node-a"), ("foo", "")], false),
+            node("node-b", &[("node", "node-b"), ("foo", "")], false),
+            node("node-c", &[("node", "node-c"), ("bar", "")], taint_c),
+        ]
+    };
+    let pods = vec![
+        on("p-a", "node-a", &[("bar", "")]),
+        on("p-b", "node-b", &[("bar", "")]),
+        on("p-c", "node-b", &[("bar", "")]),
+        on("p-d", "node-c", &[]),
+    ];
+    let node_selector = |p: &mut Pod| {
+        p.spec.node_selector.insert(Symbol::intern("foo"), Symbol::intern(""));
+    };
+    let affinity_foo = |p: &mut Pod| {
+        let term = NodeSelectorTerm {
+            match_expressions: vec![NodeSelectorRequirement::new("foo", NodeSelectorOperator::In, &[""])],
+            match_fields: vec![],
+        };
+        p.spec.affinity = Some(crate::model::Affinity {
+            node_affinity: Some(crate::model::NodeAffinity {
+                required: Some(NodeSelector::new(vec![term]).unwrap()),
+                preferred: vec![],
+            }),
+            ..Default::default()
+        });
+    };
+    let two = vec![("node-a", 1), ("node-b", 2)];
+    let three = vec![("node-a", 1), ("node-b", 2), ("node-c", 0)];
+    let cases: Vec<(&str, Pod, bool, Vec<(&str, i64)>, [i64; 2])> = vec![
+        (
+            "NodeAffinityPolicy honored with labelSelectors",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).with(node_selector).build(),
+            false,
+            two.clone(),
+            [1, 2],
+        ),
+        (
+            "NodeAffinityPolicy ignored with labelSelectors",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (Some(Ignore), None))]).with(node_selector).build(),
+            false,
+            three.clone(),
+            [0, 1],
+        ),
+        (
+            "NodeAffinityPolicy honored with nodeAffinity",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).with(affinity_foo).build(),
+            false,
+            two.clone(),
+            [1, 2],
+        ),
+        (
+            "NodeAffinityPolicy ignored with nodeAffinity",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (Some(Ignore), None))]).with(affinity_foo).build(),
+            false,
+            three.clone(),
+            [0, 1],
+        ),
+        (
+            "NodeTaintsPolicy ignored",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).build(),
+            true,
+            three.clone(),
+            [0, 1],
+        ),
+        (
+            "NodeTaintsPolicy honored",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (None, Some(Honor)))]).build(),
+            true,
+            two.clone(),
+            [1, 2],
+        ),
+        (
+            "NodeTaintsPolicy honored with tolerated taints",
+            incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (None, Some(Honor)))])
+                .toleration("node.kubernetes.io/unschedulable", None, None)
+                .build(),
+            true,
+            three.clone(),
+            [0, 1],
+        ),
+    ];
+    for (name, pod, taint_c, counts, critical) in cases {
+        let s = state(&pod, &abc(taint_c), &pods);
+        assert_eq!(summary(&s), [(counts, critical)], "{name}");
+    }
+
+    // "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore"
+    let nodes = vec![
+        node("node-a", &[("zone", "zone1"), ("node", "node-a"), ("foo", "")], false),
+        node("node-b", &[("zone", "zone1"), ("node", "node-b")], false),
+        node("node-x", &[("zone", "zone2"), ("node", "node-x"), ("foo", "")], false),
+    ];
+    let pods = foo_pods(&[("node-b", 2), ("node-x", 1)]);
+    let pod = incoming(vec![
+        tsc(1, "zone", DoNotSchedule, exists("foo"), NONE),
+        tsc(1, "node", DoNotSchedule, exists("foo"), (Some(Ignore), None)),
+    ])
+    .with(node_selector)
+    .build();
+    assert_eq!(
+        summary(&state(&pod, &nodes, &pods)),
+        [(vec![("zone1", 0), ("zone2", 1)], [0, 1]), (vec![("node-a", 0), ("node-b", 2), ("node-x", 1)], [0, 1])]
+    );
+}

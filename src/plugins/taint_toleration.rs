@@ -1,0 +1,110 @@
+//! TaintToleration: untolerated NoSchedule/NoExecute taints filter a node out;
+//! untolerated PreferNoSchedule taints lower its score
+//! (upstream `plugins/tainttoleration/taint_toleration.go`).
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::framework::{
+    CycleState, ExtensionPoints, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
+};
+use crate::model::{Taint, TaintEffect, Toleration};
+use crate::plugins::helper::default_normalize_score;
+use crate::plugins::helper::score_batch;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+
+/// The TaintToleration plugin.
+#[derive(Debug, Clone, Default)]
+pub struct TaintToleration;
+
+/// The pod's tolerations that can tolerate PreferNoSchedule (no effect, or that effect).
+#[derive(Debug, Clone)]
+struct PreferTolerations(SmallVec<[Toleration; 2]>);
+
+/// The first NoSchedule/NoExecute taint of `taints` no toleration tolerates
+/// (upstream `FindMatchingUntoleratedTaint` with `DoNotScheduleTaintsFilterFunc`).
+pub fn find_untolerated_taint<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+        .find(|t| !tolerations.iter().any(|tol| tol.tolerates(t)))
+}
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &str {
+        names::TAINT_TOLERATION
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.filter(self.clone()).pre_score(self.clone()).score(self);
+    }
+}
+
+impl FilterPlugin for TaintToleration {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        match find_untolerated_taint(&node.node().spec.taints, &pod.pod.spec.tolerations) {
+            None => Status::SUCCESS,
+            Some(t) => Status::unresolvable(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value)),
+        }
+    }
+}
+
+fn prefer_tolerations(pod: &PodInfo) -> SmallVec<[Toleration; 2]> {
+    pod.pod
+        .spec
+        .tolerations
+        .iter()
+        .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
+        .cloned()
+        .collect()
+}
+
+fn count_intolerable(node: &NodeInfo, tolerations: &[Toleration]) -> i64 {
+    node.node()
+        .spec
+        .taints
+        .iter()
+        .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations.iter().any(|tol| tol.tolerates(t)))
+        .count() as i64
+}
+
+impl PreScorePlugin for TaintToleration {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+        state.write(PreferTolerations(prefer_tolerations(pod)));
+        Status::SUCCESS
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    /// The number of PreferNoSchedule taints the pod doesn't tolerate.
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(match state.read::<PreferTolerations>() {
+            Some(t) => count_intolerable(node, &t.0),
+            None => count_intolerable(node, &prefer_tolerations(pod)),
+        })
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(
+            state,
+            nodes,
+            scores,
+            || PreferTolerations(prefer_tolerations(pod)),
+            |t, n| count_intolerable(n, &t.0),
+        );
+        Ok(())
+    }
+
+    /// Fewer intolerable taints is better: reversed default normalization.
+    fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, true, scores);
+        Status::SUCCESS
+    }
+}

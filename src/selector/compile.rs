@@ -1,0 +1,1005 @@
+//! Checker and compiler: one pass over the tree that type-checks against the DRA
+//! environment, estimates the worst-case cost, resolves attribute names to interned keys
+//! and emits the evaluation tree ([`Node`]).
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+use super::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+use super::device::{AttributeKey, Symbol};
+use super::error::SelectorError;
+use super::functions::{self, Func, compile_regex};
+use super::semver::Semver;
+use super::types::Ty;
+use crate::model::Quantity;
+
+/// Upper bounds on device data, from resource.k8s.io/v1 validation (`types.go`): they
+/// bound the cost estimate exactly as upstream's `sizeEstimator` does.
+pub(crate) mod bounds {
+    /// `ResourceSliceMaxAttributesAndCapacitiesPerDevice`.
+    pub(crate) const MAX_ATTRIBUTES: u64 = 32;
+    /// `DeviceMaxDomainLength`.
+    pub(crate) const MAX_DOMAIN_LEN: u64 = 63;
+    /// `DeviceMaxIDLength`.
+    pub(crate) const MAX_ID_LEN: u64 = 32;
+    /// `DeviceAttributeMaxValueLength`, also the element bound of an attribute value.
+    pub(crate) const MAX_VALUE_LEN: u64 = 64;
+    /// `DriverNameMaxLength`.
+    pub(crate) const MAX_DRIVER_LEN: u64 = 63;
+}
+
+/// A constant in the evaluation tree.
+#[derive(Debug, Clone)]
+pub(crate) enum Const {
+    Null,
+    Type(&'static str),
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(Box<str>),
+    Bytes(Box<[u8]>),
+    Quantity(Quantity),
+    Semver(Box<Semver>),
+}
+
+/// What a comprehension macro computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoopKind {
+    All,
+    Exists,
+    ExistsOne,
+    Map,
+    Filter,
+    MapFilter,
+    /// `transformMap(k, v, t)`
+    TransformMap,
+    /// `transformMap(k, v, filter, t)`
+    TransformMapFilter,
+}
+
+/// A comprehension macro, evaluated natively.
+#[derive(Debug)]
+pub(crate) struct Loop {
+    pub(crate) kind: LoopKind,
+    pub(crate) range: Node,
+    pub(crate) var: usize,
+    /// The second variable of a two-variable comprehension (cel-go
+    /// `ext.TwoVarComprehensions`): the value, with `var` the index or key.
+    pub(crate) var2: Option<usize>,
+    /// The predicate (`all`, `exists`, `exists_one`, `filter`, the filter of a 3-argument `map`).
+    pub(crate) pred: Option<Node>,
+    /// The transform (map).
+    pub(crate) transform: Option<Node>,
+}
+
+/// The evaluation tree.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Const(Const),
+    Local(usize),
+    Device,
+    /// `device.driver`
+    Driver,
+    /// `device.attributes`
+    Attributes,
+    /// `device.capacity`
+    Capacity,
+    /// `device.attributes["domain"]`
+    AttrDomain(Symbol),
+    /// `device.capacity["domain"]`
+    CapDomain(Symbol),
+    /// `device.attributes["domain"].id` (or `["id"]`): one integer-keyed lookup.
+    Attr(AttributeKey),
+    /// `device.capacity["domain"].id`
+    Cap(AttributeKey),
+    /// `has(device.attributes["d"].id)` or `"id" in device.attributes["d"]`
+    HasAttr(AttributeKey),
+    /// Same for capacity.
+    HasCap(AttributeKey),
+    /// `"d" in device.attributes`
+    HasAttrDomain(Symbol),
+    /// `"d" in device.capacity`
+    HasCapDomain(Symbol),
+    Select {
+        operand: Box<Node>,
+        field: Box<str>,
+        test: bool,
+    },
+    /// `operand.?field`, or a selection on an optional value: `optional.none()` when
+    /// the operand is none or lacks the field.
+    OptSelect {
+        operand: Box<Node>,
+        field: Box<str>,
+    },
+    /// `operand[?index]`, or an index into an optional value.
+    OptIndex {
+        operand: Box<Node>,
+        index: Box<Node>,
+    },
+    Index {
+        operand: Box<Node>,
+        index: Box<Node>,
+    },
+    Call {
+        f: Func,
+        args: Box<[Node]>,
+        regex: Option<Arc<Regex>>,
+    },
+    Not(Box<Node>),
+    Neg(Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Cond(Box<Node>, Box<Node>, Box<Node>),
+    Binary(BinaryOp, Box<(Operand, Operand)>),
+    /// `a.compareTo(b) OP k`, `a.isGreaterThan(b)`, `a.isLessThan(b)` on quantities or
+    /// versions: true when the ordering of `a` against `b` is accepted
+    /// (`accept[0]` for less, `[1]` equal, `[2]` greater).
+    OrdTest {
+        f: Func,
+        operands: Box<(Operand, Operand)>,
+        accept: [bool; 3],
+        extra_cost: u64,
+    },
+    List(Box<[Node]>),
+    Map(Box<[(Node, Node)]>),
+    Loop(Box<Loop>),
+    Bind {
+        slot: usize,
+        init: Box<Node>,
+        body: Box<Node>,
+    },
+}
+
+/// An operand of a binary node: the common leaves are evaluated in place, without a
+/// recursive call.
+#[derive(Debug)]
+pub(crate) enum Operand {
+    Const(Const),
+    Attr(AttributeKey),
+    Cap(AttributeKey),
+    Node(Node),
+}
+
+#[expect(clippy::unnecessary_box_returns, reason = "every caller stores the pair boxed in a node")]
+fn operands(l: Node, r: Node) -> Box<(Operand, Operand)> {
+    Box::new((operand(l), operand(r)))
+}
+
+fn operand(n: Node) -> Operand {
+    match n {
+        Node::Const(c) => Operand::Const(c),
+        Node::Attr(k) => Operand::Attr(k),
+        Node::Cap(k) => Operand::Cap(k),
+        other => Operand::Node(other),
+    }
+}
+
+/// The compiled program.
+pub(crate) struct Compiled {
+    pub(crate) root: Node,
+    pub(crate) ty: Ty,
+    pub(crate) max_cost: u64,
+    pub(crate) slots: usize,
+}
+
+struct Out {
+    node: Node,
+    ty: Ty,
+    /// Worst-case cost.
+    cost: u64,
+    /// Worst-case size: characters of a string, elements of a list or map.
+    size: u64,
+    /// Worst-case size of one element, for loop variables.
+    elem_size: u64,
+}
+
+fn out(node: Node, ty: Ty, cost: u64, size: u64) -> Out {
+    Out { node, ty, cost, size, elem_size: bounds::MAX_VALUE_LEN }
+}
+
+struct Scope {
+    name: String,
+    slot: usize,
+    ty: Ty,
+    size: u64,
+}
+
+struct Compiler<'s> {
+    src: &'s str,
+    scopes: Vec<Scope>,
+    slots: usize,
+}
+
+/// Type-checks and compiles a parsed expression.
+pub(crate) fn compile(src: &str, expr: &Expr) -> Result<Compiled, SelectorError> {
+    let mut c = Compiler { src, scopes: Vec::new(), slots: 0 };
+    let o = c.expr(expr)?;
+    Ok(Compiled { root: o.node, ty: o.ty, max_cost: o.cost, slots: c.slots })
+}
+
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
+}
+
+fn ceil_tenth(n: u64) -> u64 {
+    n.div_ceil(10)
+}
+
+impl Compiler<'_> {
+    /// A type error at `e`, naming the sub-expression (printed, shortened if long).
+    fn type_err(&self, e: &Expr, message: impl Into<String>) -> SelectorError {
+        let mut message = message.into();
+        if !matches!(e.kind, ExprKind::Ident(_)) {
+            let text = e.to_string();
+            let short: String = text.chars().take(80).collect();
+            let ellipsis = if short.len() < text.len() { "..." } else { "" };
+            message = format!("{message} in `{short}{ellipsis}`");
+        }
+        SelectorError::type_error(self.src, e.pos, message)
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Scope> {
+        self.scopes.iter().rev().find(|s| s.name == name)
+    }
+
+    #[expect(clippy::too_many_lines, reason = "one arm per node kind")]
+    fn expr(&mut self, e: &Expr) -> Result<Out, SelectorError> {
+        Ok(match &e.kind {
+            ExprKind::Null => out(Node::Const(Const::Null), Ty::Null, 0, 0),
+            ExprKind::Bool(b) => out(Node::Const(Const::Bool(*b)), Ty::Bool, 0, 0),
+            ExprKind::Int(v) => out(Node::Const(Const::Int(*v)), Ty::Int, 0, 0),
+            ExprKind::Uint(v) => out(Node::Const(Const::Uint(*v)), Ty::Uint, 0, 0),
+            ExprKind::Double(v) => out(Node::Const(Const::Double(*v)), Ty::Double, 0, 0),
+            ExprKind::String(s) => {
+                let n = s.chars().count() as u64;
+                out(Node::Const(Const::Str(s.as_str().into())), Ty::String, 0, n)
+            }
+            ExprKind::Bytes(b) => out(Node::Const(Const::Bytes(b.as_slice().into())), Ty::Bytes, 0, b.len() as u64),
+            ExprKind::Ident(name) => {
+                if let Some(s) = self.lookup(name) {
+                    out(Node::Local(s.slot), s.ty.clone(), 1, s.size)
+                } else if name == "device" {
+                    out(Node::Device, Ty::Device, 1, 0)
+                } else if let Some(t) = type_name(name) {
+                    out(Node::Const(Const::Type(t)), Ty::Type, 0, 0)
+                } else {
+                    return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
+                }
+            }
+            ExprKind::Select { operand, field, optional } => {
+                let o = self.expr(operand)?;
+                if *optional || matches!(o.ty, Ty::Optional(_)) {
+                    self.optional_select(e, o, field)?
+                } else {
+                    self.select(e, o, field, false)?
+                }
+            }
+            ExprKind::Index { operand, index, optional } => {
+                let o = self.expr(operand)?;
+                let i = self.expr(index)?;
+                if *optional || matches!(o.ty, Ty::Optional(_)) {
+                    self.optional_index(e, o, i)?
+                } else {
+                    self.index(e, o, i)?
+                }
+            }
+            ExprKind::Call { target, function, args } => self.call(e, target.as_deref(), function, args)?,
+            ExprKind::Unary { op, operand } => {
+                let o = self.expr(operand)?;
+                match op {
+                    UnaryOp::Not => {
+                        if !Ty::Bool.accepts(&o.ty) {
+                            return Err(self.no_overload(e, "!_", None, &[&o.ty]));
+                        }
+                        out(Node::Not(Box::new(o.node)), Ty::Bool, add(o.cost, 1), 0)
+                    }
+                    UnaryOp::Neg => {
+                        if !matches!(o.ty, Ty::Int | Ty::Double | Ty::Dyn) {
+                            return Err(self.no_overload(e, "-_", None, &[&o.ty]));
+                        }
+                        out(Node::Neg(Box::new(o.node)), o.ty, add(o.cost, 1), 0)
+                    }
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs)?;
+                let r = self.expr(rhs)?;
+                self.binary(e, *op, l, r)?
+            }
+            ExprKind::Conditional { cond, then, otherwise } => {
+                let c = self.expr(cond)?;
+                if !Ty::Bool.accepts(&c.ty) {
+                    return Err(self.type_err(cond, format!("the condition of '?:' must be bool, not {}", c.ty)));
+                }
+                let t = self.expr(then)?;
+                let o = self.expr(otherwise)?;
+                let Some(ty) = t.ty.join(&o.ty) else {
+                    return Err(
+                        self.type_err(e, format!("the branches of '?:' have different types: {} and {}", t.ty, o.ty))
+                    );
+                };
+                let size = t.size.max(o.size);
+                out(
+                    Node::Cond(Box::new(c.node), Box::new(t.node), Box::new(o.node)),
+                    ty,
+                    add(c.cost, t.cost.max(o.cost)),
+                    size,
+                )
+            }
+            ExprKind::List(items) => {
+                let mut nodes = Vec::with_capacity(items.len());
+                let mut ty: Option<Ty> = None;
+                let mut cost = 10u64;
+                let mut elem_size = 0u64;
+                for item in items {
+                    let o = self.expr(item)?;
+                    ty = Some(match ty {
+                        None => o.ty.clone(),
+                        Some(t) => t.join(&o.ty).ok_or_else(|| {
+                            self.type_err(
+                                item,
+                                format!("list elements must have one type: expected {t}, found {}", o.ty),
+                            )
+                        })?,
+                    });
+                    cost = add(cost, o.cost);
+                    elem_size = elem_size.max(o.size);
+                    nodes.push(o.node);
+                }
+                let n = nodes.len() as u64;
+                Out { node: Node::List(nodes.into()), ty: Ty::list(ty.unwrap_or(Ty::Dyn)), cost, size: n, elem_size }
+            }
+            ExprKind::Map(entries) => {
+                let mut nodes = Vec::with_capacity(entries.len());
+                let mut kt: Option<Ty> = None;
+                let mut vt: Option<Ty> = None;
+                let mut cost = 30u64;
+                let mut elem_size = 0u64;
+                for (k, v) in entries {
+                    let ko = self.expr(k)?;
+                    if !matches!(ko.ty, Ty::Int | Ty::Uint | Ty::String | Ty::Bool | Ty::Dyn) {
+                        return Err(self.type_err(k, format!("unsupported map key type {}", ko.ty)));
+                    }
+                    let vo = self.expr(v)?;
+                    kt = Some(match kt {
+                        None => ko.ty.clone(),
+                        Some(t) => t.join(&ko.ty).ok_or_else(|| {
+                            self.type_err(k, format!("map keys must have one type: expected {t}, found {}", ko.ty))
+                        })?,
+                    });
+                    vt = Some(match vt {
+                        None => vo.ty.clone(),
+                        Some(t) => t.join(&vo.ty).ok_or_else(|| {
+                            self.type_err(v, format!("map values must have one type: expected {t}, found {}", vo.ty))
+                        })?,
+                    });
+                    cost = add(add(cost, ko.cost), vo.cost);
+                    elem_size = elem_size.max(ko.size);
+                    nodes.push((ko.node, vo.node));
+                }
+                let n = nodes.len() as u64;
+                Out {
+                    node: Node::Map(nodes.into()),
+                    ty: Ty::map(kt.unwrap_or(Ty::Dyn), vt.unwrap_or(Ty::Dyn)),
+                    cost,
+                    size: n,
+                    elem_size,
+                }
+            }
+        })
+    }
+
+    fn no_overload(&self, e: &Expr, function: &str, target: Option<&Ty>, args: &[&Ty]) -> SelectorError {
+        let args = args.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let applied = match target {
+            Some(t) => format!("{t}.({args})"),
+            None => format!("({args})"),
+        };
+        self.type_err(e, format!("found no matching overload for '{function}' applied to '{applied}'"))
+    }
+
+    fn select(&mut self, e: &Expr, o: Out, field: &str, test: bool) -> Result<Out, SelectorError> {
+        let cost = add(o.cost, 1);
+        match (&o.ty, &o.node) {
+            (Ty::Device, Node::Device) if !test => Ok(match field {
+                "driver" => out(Node::Driver, Ty::String, cost, bounds::MAX_DRIVER_LEN),
+                "attributes" => Out {
+                    elem_size: bounds::MAX_DOMAIN_LEN,
+                    ..out(Node::Attributes, Ty::attributes(), cost, bounds::MAX_ATTRIBUTES)
+                },
+                "capacity" => Out {
+                    elem_size: bounds::MAX_DOMAIN_LEN,
+                    ..out(Node::Capacity, Ty::capacity(), cost, bounds::MAX_ATTRIBUTES)
+                },
+                // resource.k8s.io/v1 `Device.AllowMultipleAllocations` (consumable
+                // capacity); false when the driver does not set it.
+                "allowMultipleAllocations" => out(
+                    Node::Select { operand: Box::new(Node::Device), field: field.into(), test: false },
+                    Ty::Bool,
+                    cost,
+                    1,
+                ),
+                _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
+            }),
+            (Ty::Device, _) => {
+                if !matches!(field, "driver" | "attributes" | "capacity" | "allowMultipleAllocations") {
+                    return Err(self.type_err(e, format!("undefined field '{field}'")));
+                }
+                let ty = match field {
+                    "driver" => Ty::String,
+                    "attributes" => Ty::attributes(),
+                    "allowMultipleAllocations" => Ty::Bool,
+                    _ => Ty::capacity(),
+                };
+                let ty = if test { Ty::Bool } else { ty };
+                Ok(out(Node::Select { operand: Box::new(o.node), field: field.into(), test }, ty, cost, 64))
+            }
+            (Ty::Map(k, v), _) => {
+                if !k.accepts(&Ty::String) {
+                    return Err(self.type_err(e, format!("field selection on a map with {k} keys")));
+                }
+                let v = (**v).clone();
+                Ok(Self::map_lookup(o, Node::Const(Const::Str(field.into())), Some(field), v, cost, test))
+            }
+            (Ty::Dyn, _) => Ok(out(
+                Node::Select { operand: Box::new(o.node), field: field.into(), test },
+                if test { Ty::Bool } else { Ty::Dyn },
+                cost,
+                bounds::MAX_VALUE_LEN,
+            )),
+            (t, _) => Err(self.type_err(e, format!("type '{t}' does not support field selection"))),
+        }
+    }
+
+    /// A string-keyed lookup (`.field` or `[key]`) on a map-typed value, with the device
+    /// fast paths when the key is a constant.
+    fn map_lookup(o: Out, key: Node, const_key: Option<&str>, v: Ty, cost: u64, test: bool) -> Out {
+        let elem_size = bounds::MAX_ID_LEN;
+        match (&o.node, const_key) {
+            (Node::Attributes, Some(d)) if !test => {
+                let sym = Symbol::intern(d);
+                Out { elem_size, ..out(Node::AttrDomain(sym), v, cost, bounds::MAX_ATTRIBUTES) }
+            }
+            (Node::Capacity, Some(d)) if !test => {
+                let sym = Symbol::intern(d);
+                Out { elem_size, ..out(Node::CapDomain(sym), v, cost, bounds::MAX_ATTRIBUTES) }
+            }
+            (Node::Attributes, Some(d)) => out(Node::HasAttrDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
+            (Node::Capacity, Some(d)) => out(Node::HasCapDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
+            (Node::AttrDomain(dom), Some(id)) => {
+                let key = AttributeKey::new(*dom, Symbol::intern(id));
+                if test {
+                    out(Node::HasAttr(key), Ty::Bool, cost, 0)
+                } else {
+                    out(Node::Attr(key), v, cost, bounds::MAX_VALUE_LEN)
+                }
+            }
+            (Node::CapDomain(dom), Some(id)) => {
+                let key = AttributeKey::new(*dom, Symbol::intern(id));
+                if test { out(Node::HasCap(key), Ty::Bool, cost, 0) } else { out(Node::Cap(key), v, cost, 0) }
+            }
+            _ => {
+                let size = match &v {
+                    Ty::Map(..) => bounds::MAX_ATTRIBUTES,
+                    _ => bounds::MAX_VALUE_LEN,
+                };
+                let ty = if test { Ty::Bool } else { v };
+                let node = match const_key {
+                    Some(field) => Node::Select { operand: Box::new(o.node), field: field.into(), test },
+                    None => Node::Index { operand: Box::new(o.node), index: Box::new(key) },
+                };
+                out(node, ty, cost, size)
+            }
+        }
+    }
+
+    /// `o.?field` (cel-go optional types): the field's type wrapped in `optional_type`.
+    fn optional_select(&mut self, e: &Expr, o: Out, field: &str) -> Result<Out, SelectorError> {
+        let inner = match &o.ty {
+            Ty::Optional(t) => (**t).clone(),
+            t => t.clone(),
+        };
+        let ty = match inner {
+            Ty::Map(k, v) if k.accepts(&Ty::String) => *v,
+            Ty::Dyn => Ty::Dyn,
+            Ty::Device => match field {
+                "driver" => Ty::String,
+                "attributes" => Ty::attributes(),
+                "capacity" => Ty::capacity(),
+                "allowMultipleAllocations" => Ty::Bool,
+                _ => return Err(self.type_err(e, format!("undefined field '{field}'"))),
+            },
+            t => {
+                return Err(self.type_err(e, format!("type '{t}' does not support field selection")));
+            }
+        };
+        let size = match &ty {
+            Ty::Map(..) => bounds::MAX_ATTRIBUTES,
+            _ => bounds::MAX_VALUE_LEN,
+        };
+        let node = Node::OptSelect { operand: Box::new(o.node), field: field.into() };
+        Ok(out(node, Ty::Optional(Box::new(ty)), add(o.cost, 1), size))
+    }
+
+    /// `o[?i]`: the element's type wrapped in `optional_type`.
+    fn optional_index(&mut self, e: &Expr, o: Out, i: Out) -> Result<Out, SelectorError> {
+        let inner = match &o.ty {
+            Ty::Optional(t) => (**t).clone(),
+            t => t.clone(),
+        };
+        let ty = match inner {
+            Ty::List(el) if matches!(i.ty, Ty::Int | Ty::Uint | Ty::Dyn) => *el,
+            Ty::Map(k, v) if k.accepts(&i.ty) => *v,
+            Ty::Dyn => Ty::Dyn,
+            t => return Err(self.no_overload(e, "_[?_]", None, &[&t, &i.ty])),
+        };
+        let size = match &ty {
+            Ty::Map(..) => bounds::MAX_ATTRIBUTES,
+            _ => bounds::MAX_VALUE_LEN,
+        };
+        let node = Node::OptIndex { operand: Box::new(o.node), index: Box::new(i.node) };
+        Ok(out(node, Ty::Optional(Box::new(ty)), add(add(o.cost, i.cost), 1), size))
+    }
+
+    fn index(&mut self, e: &Expr, o: Out, i: Out) -> Result<Out, SelectorError> {
+        let cost = add(add(o.cost, i.cost), 1);
+        match o.ty.clone() {
+            Ty::List(el) => {
+                if !matches!(i.ty, Ty::Int | Ty::Uint | Ty::Dyn) {
+                    return Err(self.no_overload(e, "_[_]", None, &[&o.ty, &i.ty]));
+                }
+                let size = o.elem_size;
+                Ok(out(Node::Index { operand: Box::new(o.node), index: Box::new(i.node) }, *el, cost, size))
+            }
+            Ty::Map(k, v) => {
+                if !k.accepts(&i.ty) {
+                    return Err(self.no_overload(e, "_[_]", None, &[&o.ty, &i.ty]));
+                }
+                let const_key = match &i.node {
+                    Node::Const(Const::Str(s)) => Some(s.to_string()),
+                    _ => None,
+                };
+                Ok(Self::map_lookup(o, i.node, const_key.as_deref(), *v, cost, false))
+            }
+            Ty::Dyn => Ok(out(
+                Node::Index { operand: Box::new(o.node), index: Box::new(i.node) },
+                Ty::Dyn,
+                cost,
+                bounds::MAX_VALUE_LEN,
+            )),
+            t => Err(self.no_overload(e, "_[_]", None, &[&t, &i.ty])),
+        }
+    }
+
+    fn binary(&mut self, e: &Expr, op: BinaryOp, l: Out, r: Out) -> Result<Out, SelectorError> {
+        let base = add(l.cost, r.cost);
+        let fname = op.function_name();
+        let bad = |c: &Self| c.no_overload(e, fname, None, &[&l.ty, &r.ty]);
+        let numeric = |t: &Ty| matches!(t, Ty::Int | Ty::Uint | Ty::Double | Ty::Dyn);
+        match op {
+            BinaryOp::And | BinaryOp::Or => {
+                if !Ty::Bool.accepts(&l.ty) || !Ty::Bool.accepts(&r.ty) {
+                    return Err(bad(self));
+                }
+                let node = if op == BinaryOp::And {
+                    Node::And(Box::new(l.node), Box::new(r.node))
+                } else {
+                    Node::Or(Box::new(l.node), Box::new(r.node))
+                };
+                Ok(out(node, Ty::Bool, base, 0))
+            }
+            BinaryOp::Eq | BinaryOp::Ne => {
+                if l.ty.join(&r.ty).is_none() {
+                    return Err(bad(self));
+                }
+                let c = if matches!(l.ty, Ty::String | Ty::Bytes) || matches!(r.ty, Ty::String | Ty::Bytes) {
+                    ceil_tenth(l.size.min(r.size))
+                } else {
+                    1
+                };
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
+            }
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+                let ok = (numeric(&l.ty) && numeric(&r.ty))
+                    || l.ty.join(&r.ty).is_some_and(|t| matches!(t, Ty::String | Ty::Bytes | Ty::Bool | Ty::Dyn));
+                if !ok {
+                    return Err(bad(self));
+                }
+                let c = if matches!(l.ty, Ty::String | Ty::Bytes) { ceil_tenth(l.size.min(r.size)) } else { 1 };
+                if let Some(node) = compare_to_test(op, &l.node, &r.node) {
+                    return Ok(out(node, Ty::Bool, add(base, c), 0));
+                }
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
+            }
+            BinaryOp::In => {
+                let c = match &r.ty {
+                    Ty::List(el) if el.accepts(&l.ty) => r.size,
+                    Ty::Map(k, _) if k.accepts(&l.ty) => 1,
+                    Ty::Dyn => r.size.max(1),
+                    _ => return Err(bad(self)),
+                };
+                let cost = add(base, c);
+                if let Node::Const(Const::Str(key)) = &l.node {
+                    let fast = match &r.node {
+                        Node::Attributes => Some(Node::HasAttrDomain(Symbol::intern(key))),
+                        Node::Capacity => Some(Node::HasCapDomain(Symbol::intern(key))),
+                        Node::AttrDomain(d) => Some(Node::HasAttr(AttributeKey::new(*d, Symbol::intern(key)))),
+                        Node::CapDomain(d) => Some(Node::HasCap(AttributeKey::new(*d, Symbol::intern(key)))),
+                        _ => None,
+                    };
+                    if let Some(node) = fast {
+                        return Ok(out(node, Ty::Bool, cost, 0));
+                    }
+                }
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, cost, 0))
+            }
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
+                let Some(ty) = l.ty.join(&r.ty) else {
+                    return Err(bad(self));
+                };
+                let ok = match op {
+                    BinaryOp::Add => {
+                        matches!(ty, Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes | Ty::List(_) | Ty::Dyn)
+                    }
+                    BinaryOp::Rem => matches!(ty, Ty::Int | Ty::Uint | Ty::Dyn),
+                    _ => matches!(ty, Ty::Int | Ty::Uint | Ty::Double | Ty::Dyn),
+                };
+                if !ok {
+                    return Err(bad(self));
+                }
+                // cel-go: concatenating strings or bytes traverses both (0.1 per
+                // character); concatenating lists is O(1).
+                let (c, size) = match ty {
+                    Ty::String | Ty::Bytes => {
+                        let s = add(l.size, r.size);
+                        (ceil_tenth(s), s)
+                    }
+                    Ty::List(_) => (1, add(l.size, r.size)),
+                    _ => (1, 0),
+                };
+                let elem_size = l.elem_size.max(r.elem_size);
+                Ok(Out { elem_size, ..out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, c), size) })
+            }
+        }
+    }
+
+    fn bind_var(&mut self, name: &str, ty: Ty, size: u64) -> usize {
+        let slot = self.scopes.len();
+        self.slots = self.slots.max(slot + 1);
+        self.scopes.push(Scope { name: name.to_owned(), slot, ty, size });
+        slot
+    }
+
+    fn var_name<'e>(&self, e: &'e Expr, call: &Expr) -> Result<&'e str, SelectorError> {
+        match &e.kind {
+            ExprKind::Ident(n) => Ok(n),
+            _ => Err(self.type_err(call, "the first argument of a macro must be a simple identifier")),
+        }
+    }
+
+    #[expect(clippy::too_many_lines, reason = "macros and ordinary calls share argument handling")]
+    fn call(&mut self, e: &Expr, target: Option<&Expr>, function: &str, args: &[Expr]) -> Result<Out, SelectorError> {
+        // has(x.f)
+        if target.is_none() && function == "has" {
+            let [arg] = args else {
+                return Err(self.type_err(e, "has() takes exactly one argument"));
+            };
+            let ExprKind::Select { operand, field, .. } = &arg.kind else {
+                return Err(self.type_err(arg, "invalid argument to has() macro: expected a field selection"));
+            };
+            let o = self.expr(operand)?;
+            let operand_cost = o.cost;
+            let mut r = self.select(arg, o, field, true)?;
+            r.ty = Ty::Bool;
+            // Kubernetes prices a presence test at 0 (`PresenceTestHasCost(false)` in
+            // `k8s.io/apiserver/pkg/cel/environment/base.go`).
+            r.cost = operand_cost;
+            return Ok(r);
+        }
+        // cel.bind(var, init, body)
+        if let Some(ExprKind::Ident(ns)) = target.map(|t| &t.kind) {
+            if ns == "cel" && function == "bind" && self.lookup("cel").is_none() {
+                let [v, init, body] = args else {
+                    return Err(self.type_err(e, "cel.bind() takes three arguments"));
+                };
+                let name = self.var_name(v, e)?;
+                let i = self.expr(init)?;
+                let slot = self.bind_var(name, i.ty.clone(), i.size);
+                let b = self.expr(body);
+                self.scopes.pop();
+                let b = b?;
+                let cost = add(add(10, i.cost), b.cost);
+                return Ok(out(
+                    Node::Bind { slot, init: Box::new(i.node), body: Box::new(b.node) },
+                    b.ty,
+                    cost,
+                    b.size,
+                ));
+            }
+        }
+        // Comprehension macros.
+        if let Some(t) = target {
+            let kind = match (function, args.len()) {
+                ("all", 2) => Some((LoopKind::All, false)),
+                ("exists", 2) => Some((LoopKind::Exists, false)),
+                ("exists_one", 2) => Some((LoopKind::ExistsOne, false)),
+                ("map", 2) => Some((LoopKind::Map, false)),
+                ("map", 3) => Some((LoopKind::MapFilter, false)),
+                ("filter", 2) => Some((LoopKind::Filter, false)),
+                // Two-variable comprehensions (cel-go ext.TwoVarComprehensions, in the
+                // Kubernetes environment since 1.32).
+                ("all", 3) => Some((LoopKind::All, true)),
+                ("exists", 3) => Some((LoopKind::Exists, true)),
+                ("existsOne", 3) => Some((LoopKind::ExistsOne, true)),
+                ("transformList", 3) => Some((LoopKind::Map, true)),
+                ("transformList", 4) => Some((LoopKind::MapFilter, true)),
+                ("transformMap", 3) => Some((LoopKind::TransformMap, true)),
+                ("transformMap", 4) => Some((LoopKind::TransformMapFilter, true)),
+                _ => None,
+            };
+            if let Some((kind, two)) = kind {
+                return self.comprehension(e, t, kind, two, args);
+            }
+        }
+        // Namespaced global functions: sets.contains(...), strings.quote(...).
+        let (target, name) = match target.map(|t| &t.kind) {
+            Some(ExprKind::Ident(ns))
+                if matches!(ns.as_str(), "sets" | "strings" | "optional") && self.lookup(ns).is_none() =>
+            {
+                (None, format!("{ns}.{function}"))
+            }
+            _ => (target, function.to_owned()),
+        };
+        let Some((f, sigs)) = functions::signatures(&name) else {
+            return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
+        };
+        let mut outs = Vec::with_capacity(args.len() + 1);
+        if let Some(t) = target {
+            outs.push(self.expr(t)?);
+        }
+        for a in args {
+            outs.push(self.expr(a)?);
+        }
+        let tys: Vec<Ty> = outs.iter().map(|o| o.ty.clone()).collect();
+        let member = target.is_some();
+        let mut result: Option<Ty> = None;
+        for sig in &sigs {
+            if sig.member == member
+                && sig.params.len() == tys.len()
+                && sig.params.iter().zip(&tys).all(|(p, a)| p.accepts(a))
+            {
+                result = Some(match result {
+                    None => sig.result.clone(),
+                    Some(r) => r.join(&sig.result).unwrap_or(Ty::Dyn),
+                });
+            }
+        }
+        let Some(result) = result else {
+            let refs: Vec<&Ty> = tys.iter().collect();
+            return Err(if member {
+                self.no_overload(e, &name, Some(refs[0]), &refs[1..])
+            } else {
+                self.no_overload(e, &name, None, &refs)
+            });
+        };
+        let result = functions::refine_result(f, &tys, result);
+        let sizes: Vec<u64> = outs.iter().map(|o| o.size).collect();
+        let shape = match outs.first().map(|o| &o.ty) {
+            Some(Ty::List(el)) if member => functions::Shape {
+                list_receiver: true,
+                str_elem: matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn).then_some(outs[0].elem_size),
+            },
+            _ => functions::Shape::default(),
+        };
+        let mut cost = functions::call_cost(f, &sizes, shape);
+        for o in &outs {
+            cost = add(cost, o.cost);
+        }
+        let size = functions::result_size(f, &sizes);
+        // Constant patterns are compiled once, here.
+        let mut regex = None;
+        if matches!(f, Func::Matches | Func::Find | Func::FindAll) {
+            if let Some(Node::Const(Const::Str(p))) = outs.get(1).map(|o| &o.node) {
+                let at = if member { &args[0] } else { &args[1] };
+                let re = compile_regex(p).map_err(|m| SelectorError::regex(self.src, at.pos, m))?;
+                regex = Some(Arc::new(re));
+            }
+        }
+        let nodes: Vec<Node> = outs.into_iter().map(|o| o.node).collect();
+        let node = match (f, <[Node; 2]>::try_from(nodes)) {
+            (Func::IsGreaterThan | Func::IsLessThan, Ok([a, b])) => {
+                let accept = if f == Func::IsGreaterThan { [false, false, true] } else { [true, false, false] };
+                Node::OrdTest { f, operands: operands(a, b), accept, extra_cost: 1 }
+            }
+            (_, Ok(two)) => {
+                let nodes = Vec::from(two);
+                fold(f, &nodes).unwrap_or(Node::Call { f, args: nodes.into(), regex })
+            }
+            (_, Err(nodes)) => fold(f, &nodes).unwrap_or(Node::Call { f, args: nodes.into(), regex }),
+        };
+        let elem = if matches!(f, Func::Split | Func::FindAll) { sizes.first().copied().unwrap_or(0) } else { 64 };
+        Ok(Out { elem_size: elem, ..out(node, result, cost, size) })
+    }
+
+    fn comprehension(
+        &mut self,
+        e: &Expr,
+        range: &Expr,
+        kind: LoopKind,
+        two: bool,
+        args: &[Expr],
+    ) -> Result<Out, SelectorError> {
+        let r = self.expr(range)?;
+        let (var_ty, value_ty) = match &r.ty {
+            Ty::List(el) if two => (Ty::Int, (**el).clone()),
+            Ty::List(el) => ((**el).clone(), Ty::Dyn),
+            Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
+            Ty::Dyn => (Ty::Dyn, Ty::Dyn),
+            t => {
+                return Err(self.type_err(range, format!("expression of type '{t}' cannot be the range of a comprehension (must be list, map, or dynamic)")));
+            }
+        };
+        let name = self.var_name(&args[0], e)?;
+        if name == "__result__" {
+            return Err(self.type_err(&args[0], "iteration variable overwrites accumulator variable"));
+        }
+        let var = self.bind_var(name, var_ty.clone(), r.elem_size);
+        let mut var2 = None;
+        if two {
+            let name2 = match self.var_name(&args[1], e) {
+                Ok(n) => n,
+                Err(err) => {
+                    self.scopes.pop();
+                    return Err(err);
+                }
+            };
+            if name2 == name {
+                self.scopes.pop();
+                return Err(self.type_err(&args[1], "the two iteration variables must differ"));
+            }
+            var2 = Some(self.bind_var(name2, value_ty, bounds::MAX_VALUE_LEN));
+        }
+        let body = &args[usize::from(two)..];
+        let compiled = (|| -> Result<(Option<Out>, Option<Out>), SelectorError> {
+            Ok(match kind {
+                LoopKind::Map | LoopKind::TransformMap => (None, Some(self.expr(&body[1])?)),
+                LoopKind::MapFilter | LoopKind::TransformMapFilter => {
+                    (Some(self.expr(&body[1])?), Some(self.expr(&body[2])?))
+                }
+                _ => (Some(self.expr(&body[1])?), None),
+            })
+        })();
+        if two {
+            self.scopes.pop();
+        }
+        self.scopes.pop();
+        let (pred, transform) = compiled?;
+        if let Some(p) = &pred {
+            if !Ty::Bool.accepts(&p.ty) {
+                let at = &body[1];
+                return Err(
+                    self.type_err(at, format!("the predicate of '{}' must be bool, not {}", macro_name(kind), p.ty))
+                );
+            }
+        }
+        let n = r.size;
+        let p = pred.as_ref().map_or(0, |o| o.cost);
+        let t = transform.as_ref().map_or(0, |o| o.cost);
+        let per_iter = match kind {
+            LoopKind::All => add(3, p),
+            LoopKind::Exists => add(4, p),
+            LoopKind::ExistsOne => add(2, p),
+            LoopKind::Map | LoopKind::TransformMap => add(12, t),
+            LoopKind::Filter => add(13, p),
+            LoopKind::MapFilter | LoopKind::TransformMapFilter => add(add(12, p), t),
+        };
+        let tail = match kind {
+            LoopKind::All | LoopKind::Exists => 1,
+            LoopKind::ExistsOne => 2,
+            _ => 11,
+        };
+        let cost = add(add(r.cost, n.saturating_mul(per_iter)), tail);
+        let (ty, elem_size) = match kind {
+            LoopKind::Map | LoopKind::MapFilter => {
+                let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
+                (Ty::list(tr), transform.as_ref().map_or(64, |o| o.size))
+            }
+            LoopKind::TransformMap | LoopKind::TransformMapFilter => {
+                let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
+                (Ty::map(var_ty, tr), r.elem_size)
+            }
+            LoopKind::Filter => (r.ty.clone(), r.elem_size),
+            _ => (Ty::Bool, 0),
+        };
+        let size = if matches!(ty, Ty::Bool) { 0 } else { n };
+        let node = Node::Loop(Box::new(Loop {
+            kind,
+            range: r.node,
+            var,
+            var2,
+            pred: pred.map(|o| o.node),
+            transform: transform.map(|o| o.node),
+        }));
+        Ok(Out { elem_size, ..out(node, ty, cost, size) })
+    }
+}
+
+/// `a.compareTo(b) OP k` with a constant `k` becomes one ordering test.
+fn compare_to_test(op: BinaryOp, l: &Node, r: &Node) -> Option<Node> {
+    let (Node::Call { f: Func::CompareTo, args, .. }, Node::Const(Const::Int(k))) = (l, r) else {
+        return None;
+    };
+    if args.len() != 2 {
+        return None;
+    }
+    let k = *k;
+    let accept = [-1i64, 0, 1].map(|o| match op {
+        BinaryOp::Lt => o < k,
+        BinaryOp::Le => o <= k,
+        BinaryOp::Gt => o > k,
+        _ => o >= k,
+    });
+    let a = clone_leaf(&args[0])?;
+    let b = clone_leaf(&args[1])?;
+    Some(Node::OrdTest { f: Func::CompareTo, operands: Box::new((a, b)), accept, extra_cost: 2 })
+}
+
+/// Leaves that can move into an [`Operand`] (the rest keeps the general path).
+fn clone_leaf(n: &Node) -> Option<Operand> {
+    match n {
+        Node::Const(c) => Some(Operand::Const(c.clone())),
+        Node::Attr(k) => Some(Operand::Attr(*k)),
+        Node::Cap(k) => Some(Operand::Cap(*k)),
+        _ => None,
+    }
+}
+
+/// The type denoted by an identifier (`int`, `string`, ...), for `type(x) == int`.
+fn type_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "int" => "int",
+        "uint" => "uint",
+        "double" => "double",
+        "bool" => "bool",
+        "string" => "string",
+        "bytes" => "bytes",
+        "list" => "list",
+        "map" => "map",
+        "null_type" => "null_type",
+        "type" => "type",
+        "dyn" => "dyn",
+        _ => return None,
+    })
+}
+
+fn macro_name(kind: LoopKind) -> &'static str {
+    match kind {
+        LoopKind::All => "all",
+        LoopKind::Exists => "exists",
+        LoopKind::ExistsOne => "exists_one",
+        LoopKind::Map | LoopKind::MapFilter => "map",
+        LoopKind::TransformMap | LoopKind::TransformMapFilter => "transformMap",
+        LoopKind::Filter => "filter",
+    }
+}
+
+/// Folds `quantity("...")` and `semver("..."[, bool])` with constant arguments into
+/// constants; a constant that does not parse is left to fail at evaluation time, where
+/// upstream reports it.
+fn fold(f: Func, args: &[Node]) -> Option<Node> {
+    match (f, args) {
+        (Func::Quantity, [Node::Const(Const::Str(s))]) => {
+            Quantity::parse(s).ok().map(|q| Node::Const(Const::Quantity(q)))
+        }
+        (Func::Semver, [Node::Const(Const::Str(s))]) => {
+            Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
+        }
+        (Func::Semver, [Node::Const(Const::Str(s)), Node::Const(Const::Bool(norm))]) => {
+            let v = if *norm { Semver::parse_normalized(s) } else { Semver::parse(s) };
+            v.ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
+        }
+        _ => None,
+    }
+}

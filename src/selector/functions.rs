@@ -1,0 +1,836 @@
+//! The functions of the DRA selector environment, with their type signatures (for the
+//! checker), their cost (for the estimator) and their implementations.
+//!
+//! The environment is Kubernetes' CEL base environment as extended for DRA in
+//! `k8s.io/dynamic-resource-allocation/cel/compile.go`. Implemented here:
+//!
+//! - the CEL standard library: `size`, `contains`, `startsWith`, `endsWith`, `matches`,
+//!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`, and
+//!   `type` (with the type identifiers `int`, `string`, ... as values);
+//! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
+//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`
+//!   (`reverse` arrived in version 3, which Kubernetes does not enable);
+//! - `k8s.io/apiserver/pkg/cel/library/lists.go`: `isSorted`, `sum`, `min`, `max`,
+//!   `indexOf`, `lastIndexOf` on lists;
+//! - `library/regex.go`: `find`, `findAll`;
+//! - `library/quantity.go`: `quantity`, `isQuantity`, `sign`, `isGreaterThan`,
+//!   `isLessThan`, `compareTo`, `asApproximateFloat`, `asInteger`, `isInteger`, `add`,
+//!   `sub`, `mul`;
+//! - `library/semverlib.go`: `semver`, `isSemver` (each with the optional normalise
+//!   flag), `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`;
+//! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`;
+//! - cel-go optional types: `optional.of`, `optional.none`, `optional.ofNonZeroValue`,
+//!   `hasValue`, `value`, `orValue`, `or`.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use regex::Regex;
+
+use super::error::EvalErrorKind;
+use super::semver::Semver;
+use super::types::Ty;
+use super::value::{Value, Ver, compare, equals};
+use crate::model::Quantity;
+
+/// Largest compiled regex program, in bytes (the `regex` crate's size limit; the same
+/// order as RE2's default `max_mem`).
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A builtin function. Overloads of one name share a variant and dispatch on the
+/// runtime types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Func {
+    Size,
+    Contains,
+    StartsWith,
+    EndsWith,
+    Matches,
+    ToInt,
+    ToUint,
+    ToDouble,
+    ToString,
+    ToBool,
+    ToBytes,
+    Dyn,
+    TypeOf,
+    CharAt,
+    IndexOf,
+    LastIndexOf,
+    LowerAscii,
+    UpperAscii,
+    Replace,
+    Split,
+    Substring,
+    Trim,
+    Join,
+    Quote,
+    IsSorted,
+    Sum,
+    Min,
+    Max,
+    Find,
+    FindAll,
+    Quantity,
+    IsQuantity,
+    Sign,
+    IsGreaterThan,
+    IsLessThan,
+    CompareTo,
+    AsApproximateFloat,
+    AsInteger,
+    IsInteger,
+    Add,
+    Sub,
+    Mul,
+    Semver,
+    IsSemver,
+    Major,
+    Minor,
+    Patch,
+    SetsContains,
+    SetsEquivalent,
+    SetsIntersects,
+    HasValue,
+    OptValue,
+    OrValue,
+    Or,
+    OptionalOf,
+    OptionalNone,
+    OptionalOfNonZero,
+}
+
+impl Func {
+    /// The function's CEL name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Func::Size => "size",
+            Func::Contains => "contains",
+            Func::StartsWith => "startsWith",
+            Func::EndsWith => "endsWith",
+            Func::Matches => "matches",
+            Func::ToInt => "int",
+            Func::ToUint => "uint",
+            Func::ToDouble => "double",
+            Func::ToString => "string",
+            Func::ToBool => "bool",
+            Func::ToBytes => "bytes",
+            Func::Dyn => "dyn",
+            Func::TypeOf => "type",
+            Func::CharAt => "charAt",
+            Func::IndexOf => "indexOf",
+            Func::LastIndexOf => "lastIndexOf",
+            Func::LowerAscii => "lowerAscii",
+            Func::UpperAscii => "upperAscii",
+            Func::Replace => "replace",
+            Func::Split => "split",
+            Func::Substring => "substring",
+            Func::Trim => "trim",
+            Func::Join => "join",
+            Func::Quote => "strings.quote",
+            Func::IsSorted => "isSorted",
+            Func::Sum => "sum",
+            Func::Min => "min",
+            Func::Max => "max",
+            Func::Find => "find",
+            Func::FindAll => "findAll",
+            Func::Quantity => "quantity",
+            Func::IsQuantity => "isQuantity",
+            Func::Sign => "sign",
+            Func::IsGreaterThan => "isGreaterThan",
+            Func::IsLessThan => "isLessThan",
+            Func::CompareTo => "compareTo",
+            Func::AsApproximateFloat => "asApproximateFloat",
+            Func::AsInteger => "asInteger",
+            Func::IsInteger => "isInteger",
+            Func::Add => "add",
+            Func::Sub => "sub",
+            Func::Mul => "mul",
+            Func::Semver => "semver",
+            Func::IsSemver => "isSemver",
+            Func::Major => "major",
+            Func::Minor => "minor",
+            Func::Patch => "patch",
+            Func::SetsContains => "sets.contains",
+            Func::SetsEquivalent => "sets.equivalent",
+            Func::SetsIntersects => "sets.intersects",
+            Func::HasValue => "hasValue",
+            Func::OptValue => "value",
+            Func::OrValue => "orValue",
+            Func::Or => "or",
+            Func::OptionalOf => "optional.of",
+            Func::OptionalNone => "optional.none",
+            Func::OptionalOfNonZero => "optional.ofNonZeroValue",
+        }
+    }
+}
+
+/// One overload: receiver style, parameter types (receiver first), result type.
+pub(crate) struct Sig {
+    pub(crate) member: bool,
+    pub(crate) params: Vec<Ty>,
+    pub(crate) result: Ty,
+}
+
+fn m(params: Vec<Ty>, result: Ty) -> Sig {
+    Sig { member: true, params, result }
+}
+
+fn g(params: Vec<Ty>, result: Ty) -> Sig {
+    Sig { member: false, params, result }
+}
+
+/// The function named `name` (qualified names like `sets.contains` included) and its
+/// overloads, or `None` if the environment has no such function.
+pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
+    use Ty::{Bool, Bytes, Double, Dyn, Int, Quantity as Q, Semver as V, String as S, Uint};
+    let list = Ty::list;
+    let map_dd = || Ty::map(Dyn, Dyn);
+    let opt = |t: Ty| Ty::Optional(Box::new(t));
+    Some(match name {
+        "size" => (
+            Func::Size,
+            vec![
+                g(vec![S], Int),
+                g(vec![Bytes], Int),
+                g(vec![list(Dyn)], Int),
+                g(vec![map_dd()], Int),
+                m(vec![S], Int),
+                m(vec![Bytes], Int),
+                m(vec![list(Dyn)], Int),
+                m(vec![map_dd()], Int),
+            ],
+        ),
+        "contains" => (Func::Contains, vec![m(vec![S, S], Bool)]),
+        "startsWith" => (Func::StartsWith, vec![m(vec![S, S], Bool)]),
+        "endsWith" => (Func::EndsWith, vec![m(vec![S, S], Bool)]),
+        "matches" => (Func::Matches, vec![m(vec![S, S], Bool), g(vec![S, S], Bool)]),
+        "int" => (Func::ToInt, vec![g(vec![Int], Int), g(vec![Uint], Int), g(vec![Double], Int), g(vec![S], Int)]),
+        "uint" => {
+            (Func::ToUint, vec![g(vec![Uint], Uint), g(vec![Int], Uint), g(vec![Double], Uint), g(vec![S], Uint)])
+        }
+        "double" => (
+            Func::ToDouble,
+            vec![g(vec![Double], Double), g(vec![Int], Double), g(vec![Uint], Double), g(vec![S], Double)],
+        ),
+        "string" => (
+            Func::ToString,
+            vec![
+                g(vec![S], S),
+                g(vec![Int], S),
+                g(vec![Uint], S),
+                g(vec![Double], S),
+                g(vec![Bool], S),
+                g(vec![Bytes], S),
+            ],
+        ),
+        "bool" => (Func::ToBool, vec![g(vec![Bool], Bool), g(vec![S], Bool)]),
+        "bytes" => (Func::ToBytes, vec![g(vec![Bytes], Bytes), g(vec![S], Bytes)]),
+        "dyn" => (Func::Dyn, vec![g(vec![Dyn], Dyn)]),
+        "type" => (Func::TypeOf, vec![g(vec![Dyn], Ty::Type)]),
+        "charAt" => (Func::CharAt, vec![m(vec![S, Int], S)]),
+        "indexOf" => (Func::IndexOf, vec![m(vec![S, S], Int), m(vec![S, S, Int], Int), m(vec![list(Dyn), Dyn], Int)]),
+        "lastIndexOf" => {
+            (Func::LastIndexOf, vec![m(vec![S, S], Int), m(vec![S, S, Int], Int), m(vec![list(Dyn), Dyn], Int)])
+        }
+        "lowerAscii" => (Func::LowerAscii, vec![m(vec![S], S)]),
+        "upperAscii" => (Func::UpperAscii, vec![m(vec![S], S)]),
+        "replace" => (Func::Replace, vec![m(vec![S, S, S], S), m(vec![S, S, S, Int], S)]),
+        "split" => (Func::Split, vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))]),
+        "substring" => (Func::Substring, vec![m(vec![S, Int], S), m(vec![S, Int, Int], S)]),
+        "trim" => (Func::Trim, vec![m(vec![S], S)]),
+        "join" => (Func::Join, vec![m(vec![list(S)], S), m(vec![list(S), S], S)]),
+        "strings.quote" => (Func::Quote, vec![g(vec![S], S)]),
+        "isSorted" => (Func::IsSorted, vec![m(vec![list(Dyn)], Bool)]),
+        "sum" => (Func::Sum, vec![m(vec![list(Int)], Int), m(vec![list(Uint)], Uint), m(vec![list(Double)], Double)]),
+        "min" => (Func::Min, vec![m(vec![list(Dyn)], Dyn)]),
+        "max" => (Func::Max, vec![m(vec![list(Dyn)], Dyn)]),
+        "find" => (Func::Find, vec![m(vec![S, S], S)]),
+        "findAll" => (Func::FindAll, vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))]),
+        "quantity" => (Func::Quantity, vec![g(vec![S], Q)]),
+        "isQuantity" => (Func::IsQuantity, vec![g(vec![S], Bool)]),
+        // Declared as a global overload upstream; the member form is accepted too.
+        "sign" => (Func::Sign, vec![g(vec![Q], Int), m(vec![Q], Int)]),
+        "isGreaterThan" => (Func::IsGreaterThan, vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)]),
+        "isLessThan" => (Func::IsLessThan, vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)]),
+        "compareTo" => (Func::CompareTo, vec![m(vec![Q, Q], Int), m(vec![V, V], Int)]),
+        "asApproximateFloat" => (Func::AsApproximateFloat, vec![m(vec![Q], Double)]),
+        "asInteger" => (Func::AsInteger, vec![m(vec![Q], Int)]),
+        "isInteger" => (Func::IsInteger, vec![m(vec![Q], Bool)]),
+        "add" => (Func::Add, vec![m(vec![Q, Q], Q), m(vec![Q, Int], Q)]),
+        "sub" => (Func::Sub, vec![m(vec![Q, Q], Q), m(vec![Q, Int], Q)]),
+        "mul" => (Func::Mul, vec![m(vec![Q, Int], Q)]),
+        "semver" => (Func::Semver, vec![g(vec![S], V), g(vec![S, Bool], V)]),
+        "isSemver" => (Func::IsSemver, vec![g(vec![S], Bool), g(vec![S, Bool], Bool)]),
+        "major" => (Func::Major, vec![m(vec![V], Int)]),
+        "minor" => (Func::Minor, vec![m(vec![V], Int)]),
+        "patch" => (Func::Patch, vec![m(vec![V], Int)]),
+        "sets.contains" => (Func::SetsContains, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
+        "sets.equivalent" => (Func::SetsEquivalent, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
+        "sets.intersects" => (Func::SetsIntersects, vec![g(vec![list(Dyn), list(Dyn)], Bool)]),
+        // cel-go optional types (`cel.OptionalTypes`, Kubernetes 1.28+).
+        "hasValue" => (Func::HasValue, vec![m(vec![opt(Dyn)], Bool)]),
+        "value" => (Func::OptValue, vec![m(vec![opt(Dyn)], Dyn)]),
+        "orValue" => (Func::OrValue, vec![m(vec![opt(Dyn), Dyn], Dyn)]),
+        "or" => (Func::Or, vec![m(vec![opt(Dyn), opt(Dyn)], opt(Dyn))]),
+        "optional.of" => (Func::OptionalOf, vec![g(vec![Dyn], opt(Dyn))]),
+        "optional.none" => (Func::OptionalNone, vec![g(vec![], opt(Dyn))]),
+        "optional.ofNonZeroValue" => (Func::OptionalOfNonZero, vec![g(vec![Dyn], opt(Dyn))]),
+        _ => return None,
+    })
+}
+
+/// Special result typing beyond the table: `min`/`max` return the element type.
+pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
+    match (f, args.first()) {
+        (Func::Min | Func::Max, Some(Ty::List(e))) => (**e).clone(),
+        (Func::Dyn, _) => Ty::Dyn,
+        (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
+        (Func::OrValue, Some(Ty::Optional(t))) => args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn),
+        (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
+        (Func::OptionalOf | Func::OptionalOfNonZero, Some(t)) => Ty::Optional(Box::new(t.clone())),
+        _ => result,
+    }
+}
+
+fn ceil_mul(size: u64, factor: f64) -> u64 {
+    let v = (size as f64 * factor).ceil();
+    if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
+}
+
+/// What the cost of a list function depends on besides sizes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Shape {
+    /// The receiver is a list (`indexOf` on a list rather than a string).
+    pub(crate) list_receiver: bool,
+    /// The receiver's elements are strings or bytes of at most this size.
+    pub(crate) str_elem: Option<u64>,
+}
+
+/// Cost of one call given the sizes of its arguments (receiver first), excluding the
+/// cost of evaluating the arguments. The formulas are upstream's: cel-go
+/// `checker/cost.go` (`startsWith`, `endsWith`, `contains`, `matches`, `strings.quote`,
+/// conversions between strings and bytes; 1 for everything else) and Kubernetes
+/// `k8s.io/apiserver/pkg/cel/library/cost.go` (`lowerAscii`, `upperAscii`, `substring`,
+/// `trim`, `replace`, `split`, `join`, `find`, `findAll`, the list functions, the
+/// quantity functions). Strings cost 0.1 per character, regexes 0.25 per pattern
+/// character times the traversal. `sets.*` (not priced by either) is charged the
+/// product of the list sizes.
+pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
+    let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
+    let t = |n: u64| ceil_mul(n, 0.1);
+    let per_element = 1u64.saturating_add(shape.str_elem.map_or(0, t));
+    match f {
+        Func::Matches | Func::Find | Func::FindAll => t(s(0).saturating_add(1)).saturating_mul(ceil_mul(s(1), 0.25)),
+        Func::Split | Func::Replace => ceil_mul(s(0), 0.2),
+        Func::Join => {
+            let n = s(0);
+            let chars =
+                n.saturating_mul(shape.str_elem.unwrap_or(0)).saturating_add(s(1).saturating_mul(n.saturating_sub(1)));
+            t(chars)
+        }
+        Func::Contains => t(s(0)).saturating_mul(t(s(1))),
+        Func::StartsWith | Func::EndsWith => t(s(1)),
+        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => s(0).saturating_mul(per_element),
+        Func::LowerAscii
+        | Func::UpperAscii
+        | Func::Trim
+        | Func::Substring
+        | Func::Quote
+        | Func::ToBytes
+        | Func::IndexOf
+        | Func::LastIndexOf => t(s(0)),
+        Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
+        Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
+        _ => 1,
+    }
+}
+
+/// Maximum size (characters or elements) of the result, for nested estimates.
+pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
+    let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
+    match f {
+        Func::Contains
+        | Func::StartsWith
+        | Func::EndsWith
+        | Func::LowerAscii
+        | Func::UpperAscii
+        | Func::Trim
+        | Func::Substring
+        | Func::Find => s(0),
+        Func::Split | Func::FindAll => s(0).saturating_add(1),
+        Func::Quote => s(0).saturating_mul(2).saturating_add(2),
+        Func::Replace => s(0).saturating_mul(s(2).max(1)),
+        Func::Join => s(0).saturating_mul(64),
+        Func::CharAt => 1,
+        Func::ToString | Func::Min | Func::Max => 64,
+        _ => 0,
+    }
+}
+
+type R<'a> = Result<Value<'a>, EvalErrorKind>;
+
+fn overload(function: &'static str, args: &[Value<'_>]) -> EvalErrorKind {
+    EvalErrorKind::NoSuchOverload { function, args: args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ") }
+}
+
+fn invalid(function: &'static str, message: impl Into<String>) -> EvalErrorKind {
+    EvalErrorKind::InvalidArgument { function, message: message.into() }
+}
+
+/// Compiles a regex with the size limit.
+pub(crate) fn compile_regex(pattern: &str) -> Result<Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn idx(i: i64, what: &'static str) -> Result<usize, EvalErrorKind> {
+    usize::try_from(i).map_err(|_| invalid(what, format!("index out of range: {i}")))
+}
+
+/// Applies `f` to `args` (receiver first for member calls). `name` is the source name,
+/// for messages. `regex` is the precompiled pattern for `matches`/`find`/`findAll` when
+/// the pattern was a constant.
+#[expect(clippy::too_many_lines, reason = "one arm per function keeps dispatch in one place")]
+pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: Option<&Regex>) -> R<'a> {
+    use Value as V;
+    let a0 = args.first();
+    let a1 = args.get(1);
+    let a2 = args.get(2);
+    let no = || overload(name, args);
+    Ok(match (f, a0, a1, a2) {
+        (Func::Size, Some(v), None, None) => V::Int(v.size().ok_or_else(no)? as i64),
+        (Func::Contains, Some(V::Str(s)), Some(V::Str(t)), None) => V::Bool(s.contains(&**t)),
+        (Func::StartsWith, Some(V::Str(s)), Some(V::Str(t)), None) => V::Bool(s.starts_with(&**t)),
+        (Func::EndsWith, Some(V::Str(s)), Some(V::Str(t)), None) => V::Bool(s.ends_with(&**t)),
+        (Func::Matches, Some(V::Str(s)), Some(V::Str(p)), None) => match regex {
+            Some(re) => V::Bool(re.is_match(s)),
+            None => V::Bool(compile_regex(p).map_err(|e| invalid("matches", e))?.is_match(s)),
+        },
+        (Func::Find, Some(V::Str(s)), Some(V::Str(p)), None) => {
+            let owned;
+            let re = if let Some(re) = regex {
+                re
+            } else {
+                owned = compile_regex(p).map_err(|e| invalid("find", e))?;
+                &owned
+            };
+            V::string(re.find(s).map_or(String::new(), |m| m.as_str().to_owned()))
+        }
+        (Func::FindAll, Some(V::Str(s)), Some(V::Str(p)), n) => {
+            let limit = match n {
+                None => -1,
+                Some(V::Int(n)) => *n,
+                Some(_) => return Err(no()),
+            };
+            let owned;
+            let re = if let Some(re) = regex {
+                re
+            } else {
+                owned = compile_regex(p).map_err(|e| invalid("findAll", e))?;
+                &owned
+            };
+            let take = if limit < 0 { usize::MAX } else { limit as usize };
+            let found: Vec<Value<'a>> = re.find_iter(s).take(take).map(|m| V::string(m.as_str().to_owned())).collect();
+            V::List(Rc::new(found))
+        }
+        (Func::ToInt, Some(v), None, None) => V::Int(to_int(v).ok_or_else(|| match v {
+            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => invalid("int", "value out of range or not a number"),
+            _ => no(),
+        })?),
+        (Func::ToUint, Some(v), None, None) => V::Uint(to_uint(v).ok_or_else(|| match v {
+            V::Int(_) | V::Uint(_) | V::Double(_) | V::Str(_) => invalid("uint", "value out of range or not a number"),
+            _ => no(),
+        })?),
+        (Func::ToDouble, Some(v), None, None) => V::Double(match v {
+            V::Double(d) => *d,
+            V::Int(i) => *i as f64,
+            V::Uint(u) => *u as f64,
+            V::Str(s) => parse_double(s).ok_or_else(|| invalid("double", format!("cannot parse {:?}", &**s)))?,
+            _ => return Err(no()),
+        }),
+        (Func::ToString, Some(v), None, None) => match v {
+            V::Str(_) => v.clone(),
+            V::Int(i) => V::string(i.to_string()),
+            V::Uint(u) => V::string(u.to_string()),
+            V::Double(d) => V::string(format_double(*d)),
+            V::Bool(b) => V::str(if *b { "true" } else { "false" }),
+            V::Bytes(b) => {
+                V::string(String::from_utf8(b.to_vec()).map_err(|_| invalid("string", "bytes are not valid UTF-8"))?)
+            }
+            _ => return Err(no()),
+        },
+        (Func::ToBool, Some(v), None, None) => match v {
+            V::Bool(_) => v.clone(),
+            V::Str(s) => V::Bool(match &**s {
+                "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
+                "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
+                other => return Err(invalid("bool", format!("cannot parse {other:?}"))),
+            }),
+            _ => return Err(no()),
+        },
+        (Func::ToBytes, Some(v), None, None) => match v {
+            V::Bytes(_) => v.clone(),
+            V::Str(s) => V::Bytes(Rc::from(s.as_bytes())),
+            _ => return Err(no()),
+        },
+        (Func::Dyn, Some(v), None, None) => v.clone(),
+        (Func::TypeOf, Some(v), None, None) => V::Type(v.type_name()),
+        (Func::CharAt, Some(V::Str(s)), Some(V::Int(i)), None) => {
+            let i = idx(*i, "charAt")?;
+            let n = s.chars().count();
+            if i > n {
+                return Err(invalid("charAt", format!("index out of range: {i}")));
+            }
+            V::string(s.chars().nth(i).map(String::from).unwrap_or_default())
+        }
+        (Func::IndexOf | Func::LastIndexOf, Some(V::Str(s)), Some(V::Str(t)), off) => {
+            let last = f == Func::LastIndexOf;
+            let chars: Vec<char> = s.chars().collect();
+            let pat: Vec<char> = t.chars().collect();
+            let fname = if last { "lastIndexOf" } else { "indexOf" };
+            let off = match off {
+                None => None,
+                Some(V::Int(o)) => {
+                    let o = idx(*o, fname)?;
+                    if o > chars.len() {
+                        return Err(invalid(fname, format!("index out of range: {o}")));
+                    }
+                    Some(o)
+                }
+                Some(_) => return Err(no()),
+            };
+            V::Int(string_index(&chars, &pat, off, last))
+        }
+        (Func::IndexOf | Func::LastIndexOf, Some(V::List(l)), Some(x), None) => {
+            let pos = if f == Func::IndexOf {
+                l.iter().position(|e| equals(e, x))
+            } else {
+                l.iter().rposition(|e| equals(e, x))
+            };
+            V::Int(pos.map_or(-1, |p| p as i64))
+        }
+        (Func::LowerAscii, Some(V::Str(s)), None, None) => V::string(s.to_ascii_lowercase()),
+        (Func::UpperAscii, Some(V::Str(s)), None, None) => V::string(s.to_ascii_uppercase()),
+        (Func::Replace, Some(V::Str(s)), Some(V::Str(from)), Some(V::Str(to))) => {
+            let n = match args.get(3) {
+                None => -1,
+                Some(V::Int(n)) => *n,
+                Some(_) => return Err(no()),
+            };
+            V::string(if n < 0 { s.replace(&**from, to) } else { s.replacen(&**from, to, n as usize) })
+        }
+        (Func::Split, Some(V::Str(s)), Some(V::Str(sep)), n) => {
+            let n = match n {
+                None => -1,
+                Some(V::Int(n)) => *n,
+                Some(_) => return Err(no()),
+            };
+            V::List(Rc::new(split(s, sep, n)))
+        }
+        (Func::Substring, Some(V::Str(s)), Some(V::Int(start)), end) => {
+            let chars: Vec<char> = s.chars().collect();
+            let start = idx(*start, "substring")?;
+            let end = match end {
+                None => chars.len(),
+                Some(V::Int(e)) => idx(*e, "substring")?,
+                Some(_) => return Err(no()),
+            };
+            if start > end || end > chars.len() {
+                return Err(invalid("substring", format!("invalid range {start}..{end}")));
+            }
+            V::string(chars[start..end].iter().collect())
+        }
+        (Func::Trim, Some(V::Str(s)), None, None) => V::string(s.trim().to_owned()),
+        (Func::Quote, Some(V::Str(s)), None, None) => V::string(quote(s)),
+        (Func::Join, Some(V::List(l)), sep, None) => {
+            let sep: &str = match sep {
+                None => "",
+                Some(V::Str(s)) => s,
+                Some(_) => return Err(no()),
+            };
+            let mut out = String::new();
+            for (i, e) in l.iter().enumerate() {
+                let V::Str(e) = e else { return Err(no()) };
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                out.push_str(e);
+            }
+            V::string(out)
+        }
+        (Func::IsSorted, Some(V::List(l)), None, None) => {
+            let mut sorted = true;
+            for w in l.windows(2) {
+                match compare(&w[0], &w[1]) {
+                    Some(Some(Ordering::Greater)) => sorted = false,
+                    Some(_) => {}
+                    None => return Err(no()),
+                }
+            }
+            V::Bool(sorted)
+        }
+        (Func::Sum, Some(V::List(l)), None, None) => sum(l).ok_or_else(no)??,
+        (Func::Min | Func::Max, Some(V::List(l)), None, None) => {
+            let want = if f == Func::Min { Ordering::Less } else { Ordering::Greater };
+            let Some(first) = l.first() else {
+                return Err(invalid(name, "list is empty"));
+            };
+            let mut best = first.clone();
+            for e in &l[1..] {
+                match compare(e, &best) {
+                    Some(Some(o)) if o == want => best = e.clone(),
+                    Some(_) => {}
+                    None => return Err(no()),
+                }
+            }
+            best
+        }
+        (Func::Quantity, Some(V::Str(s)), None, None) => {
+            V::Quantity(Quantity::parse(s).map_err(|e| invalid("quantity", e.to_string()))?)
+        }
+        (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(Quantity::parse(s).is_ok()),
+        (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
+        (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
+            let o = match (a, b) {
+                (V::Quantity(x), V::Quantity(y)) => x.cmp(y),
+                (V::Semver(x), V::Semver(y)) => (**x).cmp(&**y),
+                _ => return Err(no()),
+            };
+            match f {
+                Func::IsGreaterThan => V::Bool(o == Ordering::Greater),
+                Func::IsLessThan => V::Bool(o == Ordering::Less),
+                _ => V::Int(o as i64),
+            }
+        }
+        (Func::AsApproximateFloat, Some(V::Quantity(q)), None, None) => V::Double(q.as_f64()),
+        (Func::AsInteger, Some(V::Quantity(q)), None, None) => {
+            V::Int(q.as_i64_exact().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
+        }
+        (Func::IsInteger, Some(V::Quantity(q)), None, None) => V::Bool(q.as_i64_exact().is_some()),
+        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(other), None) => {
+            let other = match other {
+                V::Quantity(o) => *o,
+                V::Int(i) => Quantity::from_int(*i),
+                _ => return Err(no()),
+            };
+            let r = if f == Func::Add { q.checked_add(&other) } else { q.checked_sub(&other) };
+            V::Quantity(r.ok_or(EvalErrorKind::Overflow(name))?)
+        }
+        (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => {
+            V::Quantity(q.checked_mul_int(*k).ok_or(EvalErrorKind::Overflow("mul"))?)
+        }
+        (Func::Semver | Func::IsSemver, Some(V::Str(s)), norm, None) => {
+            let normalize = match norm {
+                None => false,
+                Some(V::Bool(b)) => *b,
+                Some(_) => return Err(no()),
+            };
+            let parsed = if normalize { Semver::parse_normalized(s) } else { Semver::parse(s) };
+            if f == Func::IsSemver {
+                V::Bool(parsed.is_ok())
+            } else {
+                V::Semver(Ver::Shared(Rc::new(parsed.map_err(|e| invalid("semver", e.to_string()))?)))
+            }
+        }
+        (Func::Major, Some(V::Semver(v)), None, None) => V::Int(v.major as i64),
+        (Func::Minor, Some(V::Semver(v)), None, None) => V::Int(v.minor as i64),
+        (Func::Patch, Some(V::Semver(v)), None, None) => V::Int(v.patch as i64),
+        (Func::SetsContains, Some(V::List(a)), Some(V::List(b)), None) => {
+            V::Bool(b.iter().all(|x| a.iter().any(|y| equals(x, y))))
+        }
+        (Func::SetsEquivalent, Some(V::List(a)), Some(V::List(b)), None) => V::Bool(
+            b.iter().all(|x| a.iter().any(|y| equals(x, y))) && a.iter().all(|x| b.iter().any(|y| equals(x, y))),
+        ),
+        (Func::SetsIntersects, Some(V::List(a)), Some(V::List(b)), None) => {
+            V::Bool(b.iter().any(|x| a.iter().any(|y| equals(x, y))))
+        }
+        (Func::HasValue, Some(V::Optional(o)), None, None) => V::Bool(o.is_some()),
+        (Func::OptValue, Some(V::Optional(o)), None, None) => match o {
+            Some(v) => (**v).clone(),
+            None => return Err(invalid("value", "optional.none() dereference")),
+        },
+        (Func::OrValue, Some(V::Optional(o)), Some(d), None) => match o {
+            Some(v) => (**v).clone(),
+            None => d.clone(),
+        },
+        (Func::Or, Some(V::Optional(o)), Some(other @ V::Optional(_)), None) => {
+            if o.is_some() {
+                V::Optional(o.clone())
+            } else {
+                other.clone()
+            }
+        }
+        (Func::OptionalOf, Some(v), None, None) => V::Optional(Some(Rc::new(v.clone()))),
+        (Func::OptionalNone, None, None, None) => V::Optional(None),
+        (Func::OptionalOfNonZero, Some(v), None, None) => {
+            let zero = match v {
+                V::Null => true,
+                V::Bool(b) => !b,
+                V::Int(i) => *i == 0,
+                V::Uint(u) => *u == 0,
+                V::Double(d) => *d == 0.0,
+                V::Str(s) => s.is_empty(),
+                V::Bytes(b) => b.is_empty(),
+                V::List(l) => l.is_empty(),
+                V::Map(m) => m.is_empty(),
+                _ => false,
+            };
+            V::Optional(if zero { None } else { Some(Rc::new(v.clone())) })
+        }
+        _ => return Err(no()),
+    })
+}
+
+fn sum<'a>(l: &[Value<'a>]) -> Option<R<'a>> {
+    match l.first() {
+        None => Some(Ok(Value::Int(0))),
+        Some(Value::Int(_)) => {
+            let mut acc: i64 = 0;
+            for e in l {
+                let Value::Int(x) = e else { return None };
+                match acc.checked_add(*x) {
+                    Some(v) => acc = v,
+                    None => return Some(Err(EvalErrorKind::Overflow("sum"))),
+                }
+            }
+            Some(Ok(Value::Int(acc)))
+        }
+        Some(Value::Uint(_)) => {
+            let mut acc: u64 = 0;
+            for e in l {
+                let Value::Uint(x) = e else { return None };
+                match acc.checked_add(*x) {
+                    Some(v) => acc = v,
+                    None => return Some(Err(EvalErrorKind::Overflow("sum"))),
+                }
+            }
+            Some(Ok(Value::Uint(acc)))
+        }
+        Some(Value::Double(_)) => {
+            let mut acc = 0.0;
+            for e in l {
+                let Value::Double(x) = e else { return None };
+                acc += x;
+            }
+            Some(Ok(Value::Double(acc)))
+        }
+        _ => None,
+    }
+}
+
+fn string_index(chars: &[char], pat: &[char], off: Option<usize>, last: bool) -> i64 {
+    let n = chars.len();
+    let k = pat.len();
+    if k > n {
+        return -1;
+    }
+    let hit = |i: usize| chars[i..i + k] == *pat;
+    let found = if last {
+        let hi = off.unwrap_or(n).min(n - k);
+        (0..=hi).rev().find(|&i| hit(i))
+    } else {
+        let lo = off.unwrap_or(0);
+        (lo..=n - k).find(|&i| hit(i))
+    };
+    found.map_or(-1, |i| i as i64)
+}
+
+fn split<'a>(s: &str, sep: &str, n: i64) -> Vec<Value<'a>> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let parts: Vec<String> = if sep.is_empty() {
+        // Go's strings.Split with an empty separator splits into characters.
+        let chars: Vec<char> = s.chars().collect();
+        if n > 0 && (n as usize) < chars.len() {
+            let k = n as usize - 1;
+            let mut v: Vec<String> = chars[..k].iter().map(char::to_string).collect();
+            v.push(chars[k..].iter().collect());
+            v
+        } else {
+            chars.iter().map(char::to_string).collect()
+        }
+    } else if n < 0 {
+        s.split(sep).map(str::to_owned).collect()
+    } else {
+        s.splitn(n as usize, sep).map(str::to_owned).collect()
+    };
+    parts.into_iter().map(Value::string).collect()
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\u{07}' => out.push_str("\\a"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{0b}' => out.push_str("\\v"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn to_int(v: &Value<'_>) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Uint(u) => i64::try_from(*u).ok(),
+        Value::Double(d) => {
+            // cel-go rejects values that do not fit strictly inside the int64 range.
+            (d.is_finite() && *d > -9_223_372_036_854_775_808.0 && *d < 9_223_372_036_854_775_807.0)
+                .then(|| d.trunc() as i64)
+        }
+        Value::Str(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn to_uint(v: &Value<'_>) -> Option<u64> {
+    match v {
+        Value::Uint(u) => Some(*u),
+        Value::Int(i) => u64::try_from(*i).ok(),
+        Value::Double(d) => (d.is_finite() && *d > -1.0 && *d < 18_446_744_073_709_551_615.0).then(|| d.trunc() as u64),
+        Value::Str(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_double(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" | "+Infinity" | "inf" | "+inf" => Some(f64::INFINITY),
+        "-Infinity" | "-inf" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+/// Formats a double as cel-go's `string(double)` does (Go's `%g`-like shortest form).
+pub(crate) fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".to_owned();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "+Inf".to_owned() } else { "-Inf".to_owned() };
+    }
+    let sci = format!("{d:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    // Go's shortest `%g` (cel-go's `string(double)`) switches to exponent form for
+    // decimal exponents below -4 or from 6 on.
+    if d != 0.0 && !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    format!("{d}")
+}

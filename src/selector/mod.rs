@@ -1,0 +1,239 @@
+//! The CEL-compatible device selector language of Dynamic Resource Allocation.
+//!
+//! A DRA `ResourceClaim` or `DeviceClass` picks devices with CEL expressions such as
+//!
+//! ```text
+//! device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3" &&
+//! device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0
+//! ```
+//!
+//! This module accepts the same expressions as Kubernetes v1.36 (resource.k8s.io/v1),
+//! gives the same answers, and evaluates them in nanoseconds:
+//!
+//! - [`Selector::compile`] parses (cel-spec grammar, precedence and associativity),
+//!   type-checks against the DRA environment of
+//!   `k8s.io/dynamic-resource-allocation/cel/compile.go`, estimates the worst-case cost
+//!   with cel-go's cost model and the resource.k8s.io size bounds, refuses expressions
+//!   over [`MAX_COST`], and resolves `device.attributes["domain"].name` to an interned
+//!   [`AttributeKey`].
+//! - [`Selector::matches`] evaluates against a [`Device`]. Comparisons, boolean logic,
+//!   quantity and semver comparisons allocate nothing; attribute lookups compare
+//!   integers.
+//!
+//! Semantics worth knowing (all as upstream):
+//!
+//! - An attribute name without a domain belongs to the device's driver:
+//!   `device.attributes["gpu.nvidia.com"].model` finds the attribute `model` of a device
+//!   of driver `gpu.nvidia.com`.
+//! - A missing attribute is an error for that device ("no such key"), unless guarded with
+//!   `has(device.attributes["d"].x)` or `"x" in device.attributes["d"]`; an unknown
+//!   domain behaves as an empty map.
+//! - `&&` and `||` absorb errors when the other side decides the result, in either
+//!   order.
+//! - Attribute values are dynamically typed: `device.attributes["d"].x == "a"` is simply
+//!   `false` when `x` is an int, but `device.attributes["d"].x > "a"` is then an error.
+//!
+//! The environment (see `functions.rs` for the full list, each with its upstream source):
+//! the CEL standard library with macros (`has`, `all`, `exists`, `exists_one`, `map`,
+//! `filter`), `cel.bind`, two-variable comprehensions (`all`, `exists`, `existsOne`,
+//! `transformList`, `transformMap`), `type()` and type values, optional types (`a.?b`,
+//! `m[?k]`, `optional.of`/`none`/`ofNonZeroValue`, `hasValue`, `value`, `orValue`,
+//! `or`), cel-go's string extensions (version 2), sets, and the Kubernetes list, regex
+//! (`find`, `findAll`), quantity and semver libraries.
+//!
+//! Not implemented (an expression using them is refused at compile time, mostly with
+//! "undeclared reference"): string `format`, optional list and map entries (`[?x]`,
+//! `{?k: v}`), timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
+//! libraries, `transformMapEntry`, and the alpha list-type attributes
+//! (`DRAListTypeAttributes`: list values and `includes`). `device.allowMultipleAllocations`
+//! is always available, as with the `DRAConsumableCapacity` gate on.
+//!
+//! [`Selector::compile`]: crate::selector::Selector::compile
+//! [`Selector::matches`]: crate::selector::Selector::matches
+//! [`MAX_COST`]: crate::selector::MAX_COST
+//! [`AttributeKey`]: crate::selector::AttributeKey
+//! [`Device`]: crate::selector::Device
+//!
+//! ```
+//! use schedkit::model::Quantity;
+//! use schedkit::selector::{AttributeValue, Device, Selector};
+//!
+//! let sel = Selector::compile(
+//!     r#"device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3" &&
+//!        device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0"#,
+//! )?;
+//! let h100 = Device::new("node-a/gpu-0", "gpu.nvidia.com")
+//!     .with_attribute("productName", AttributeValue::String("NVIDIA H100 80GB HBM3".into()))
+//!     .with_capacity("memory", Quantity::parse("80Gi")?);
+//! assert!(sel.matches(&h100)?);
+//!
+//! let err = Selector::compile("device.driver == ").unwrap_err();
+//! assert_eq!(err.position(), Some((1, 18)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![expect(clippy::many_single_char_names, reason = "operator code reads best with l/r/a/b/e names as in the CEL spec")]
+
+mod ast;
+mod compile;
+mod device;
+mod error;
+mod eval;
+mod functions;
+mod lexer;
+mod parser;
+mod semver;
+mod types;
+mod value;
+
+pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+pub use device::{AttributeKey, AttributeValue, Device, Symbol};
+pub use error::{EvalError, EvalErrorKind, SelectorError};
+pub use semver::{PreRelease, Semver, SemverError};
+
+use smallvec::SmallVec;
+
+use compile::Node;
+use types::Ty;
+use value::Value;
+
+/// Cost budget of one selector: resource.k8s.io/v1 `CELSelectorExpressionMaxCost`.
+/// Compilation refuses expressions whose worst-case estimate exceeds it, and evaluation
+/// stops with [`EvalErrorKind::CostLimitExceeded`] if the actual cost does.
+pub const MAX_COST: u64 = 1_000_000;
+
+/// Longest accepted expression, in bytes: resource.k8s.io/v1
+/// `CELSelectorExpressionMaxLength` (10 KiB).
+pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
+
+/// Deepest accepted nesting of the expression tree (parser recursion and tree depth).
+/// cel-go's parser allows 250 levels of recursion; schedkit stops at 100 so that
+/// compiling and evaluating stay well inside a 2 MiB thread stack even in unoptimised
+/// builds. Chains of `&&` and `||` are balanced (as cel-go does), so 100 levels hold
+/// far more conditions than fit in [`MAX_EXPRESSION_LENGTH`].
+pub const MAX_NESTING_DEPTH: usize = 100;
+
+/// Limits applied by [`Selector::compile_with`]; [`Limits::default`] is upstream's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Cost budget, checked against the estimate at compile time and the actual cost at
+    /// run time.
+    pub max_cost: u64,
+    /// Maximum expression length in bytes.
+    pub max_length: usize,
+    /// Maximum nesting depth.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_cost: MAX_COST, max_length: MAX_EXPRESSION_LENGTH, max_depth: MAX_NESTING_DEPTH }
+    }
+}
+
+/// A compiled device selector. Cheap to share across threads (`Send + Sync`); evaluate it
+/// against any number of devices.
+#[derive(Debug)]
+pub struct Selector {
+    source: Box<str>,
+    root: Node,
+    slots: usize,
+    /// The root is `&&`, `||` or an ordering test: evaluate it on the bool fast path.
+    bool_root: bool,
+    estimated_cost: u64,
+    cost_limit: u64,
+}
+
+/// Parses an expression without checking it, e.g. to pretty-print it.
+pub fn parse(src: &str) -> Result<Expr, SelectorError> {
+    if src.len() > MAX_EXPRESSION_LENGTH {
+        return Err(SelectorError::TooLong { length: src.len(), limit: MAX_EXPRESSION_LENGTH });
+    }
+    parser::parse(src, MAX_NESTING_DEPTH)
+}
+
+impl Selector {
+    /// Compiles `src` with upstream's limits.
+    pub fn compile(src: &str) -> Result<Selector, SelectorError> {
+        Selector::compile_with(src, Limits::default())
+    }
+
+    /// Compiles `src` with explicit limits.
+    pub fn compile_with(src: &str, limits: Limits) -> Result<Selector, SelectorError> {
+        if src.len() > limits.max_length {
+            return Err(SelectorError::TooLong { length: src.len(), limit: limits.max_length });
+        }
+        let expr = parser::parse(src, limits.max_depth)?;
+        let c = compile::compile(src, &expr)?;
+        if !matches!(c.ty, Ty::Bool | Ty::Dyn) {
+            return Err(SelectorError::type_error(
+                src,
+                expr.pos,
+                format!("must evaluate to bool or the unknown type, not {}", c.ty),
+            ));
+        }
+        if c.max_cost > limits.max_cost {
+            return Err(SelectorError::CostLimitExceeded { estimated: c.max_cost, limit: limits.max_cost });
+        }
+        let bool_root = matches!(c.root, Node::And(..) | Node::Or(..) | Node::OrdTest { .. });
+        Ok(Selector {
+            source: src.into(),
+            bool_root,
+            root: c.root,
+            slots: c.slots,
+            estimated_cost: c.max_cost,
+            cost_limit: limits.max_cost,
+        })
+    }
+
+    /// The expression text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The worst-case cost estimate (cel-go units), as upstream's `MaxCost`.
+    pub fn estimated_cost(&self) -> u64 {
+        self.estimated_cost
+    }
+
+    /// Whether `device` satisfies the selector. An error means the expression could not
+    /// be decided for this device (a missing attribute, a type mismatch of a dynamic
+    /// attribute, ...); Kubernetes then treats the device as unusable for the request.
+    pub fn matches(&self, device: &Device) -> Result<bool, EvalError> {
+        self.matches_with_cost(device).0
+    }
+
+    /// Like [`Selector::matches`], also returning the actual cost (cel-go units).
+    pub fn matches_with_cost(&self, device: &Device) -> (Result<bool, EvalError>, u64) {
+        let mut cx = eval::Ctx { fault: None, device, locals: SmallVec::new(), cost: 0, limit: self.cost_limit };
+        if self.slots > cx.locals.inline_size() {
+            cx.locals.reserve(self.slots);
+        }
+        let r = if self.bool_root {
+            cx.eval_bool(&self.root)
+        } else {
+            match cx.eval(&self.root) {
+                Ok(Value::Bool(b)) => Ok(b),
+                Ok(other) => Err(Box::new(EvalErrorKind::NotBool(other.type_name()))),
+                Err(e) => Err(e),
+            }
+        };
+        let r = match r {
+            Ok(_) if cx.cost > self.cost_limit => {
+                Err(Box::new(EvalErrorKind::CostLimitExceeded { limit: self.cost_limit }))
+            }
+            r => r,
+        };
+        (r.map_err(|kind| EvalError { kind: *kind, device: device.name().to_owned() }), cx.cost)
+    }
+}
+
+impl std::fmt::Display for Selector {
+    /// The expression text, as compiled.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,387 @@
+//! Recursive-descent parser for the CEL grammar (cel-spec `doc/langdef.md`, "Syntax"):
+//!
+//! ```text
+//! Expr           = ConditionalOr ["?" ConditionalOr ":" Expr] ;
+//! ConditionalOr  = [ConditionalOr "||"] ConditionalAnd ;
+//! ConditionalAnd = [ConditionalAnd "&&"] Relation ;
+//! Relation       = [Relation Relop] Addition ;
+//! Addition       = [Addition ("+" | "-")] Multiplication ;
+//! Multiplication = [Multiplication ("*" | "/" | "%")] Unary ;
+//! Unary          = Member | "!" {"!"} Member | "-" {"-"} Member ;
+//! Member         = Primary | Member "." IDENT ["(" [ExprList] ")"] | Member "[" Expr "]" ;
+//! Primary        = ["."] IDENT ["(" [ExprList] ")"] | "(" Expr ")"
+//!                | "[" [ExprList] [","] "]" | "{" [MapInits] [","] "}" | LITERAL ;
+//! ```
+//!
+//! Binary operators are left-associative, `?:` is right-associative. As in cel-go's
+//! parser, an even run of `!` or `-` cancels out and an odd run becomes one operator.
+
+use super::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+use super::error::SelectorError;
+use super::lexer::{Tok, Token, tokenize};
+
+/// Parses `src` into a tree, enforcing `max_depth` on both parser recursion and the
+/// depth of the resulting tree.
+pub(crate) fn parse(src: &str, max_depth: usize) -> Result<Expr, SelectorError> {
+    let tokens = tokenize(src)?;
+    let mut p = Parser { src, tokens, pos: 0, depth: 0, max_depth };
+    let e = p.expr()?;
+    if p.peek() != &Tok::Eof {
+        let t = p.tokens[p.pos].clone();
+        return Err(p.err(t.start, format!("unexpected {}", t.tok.describe())));
+    }
+    if tree_depth(&e) > max_depth {
+        return Err(SelectorError::TooDeep { limit: max_depth });
+    }
+    Ok(e)
+}
+
+/// Depth of the tree, computed without recursion so that any tree is safe to measure.
+pub(crate) fn tree_depth(root: &Expr) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        for_each_child(e, |c| stack.push((c, d + 1)));
+    }
+    max
+}
+
+/// Calls `f` on every direct child of `e`.
+pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
+    match &e.kind {
+        ExprKind::Select { operand, .. } | ExprKind::Unary { operand, .. } => f(operand),
+        ExprKind::Index { operand, index, .. } => {
+            f(operand);
+            f(index);
+        }
+        ExprKind::Call { target, args, .. } => {
+            if let Some(t) = target {
+                f(t);
+            }
+            args.iter().for_each(f);
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            f(lhs);
+            f(rhs);
+        }
+        ExprKind::Conditional { cond, then, otherwise } => {
+            f(cond);
+            f(then);
+            f(otherwise);
+        }
+        ExprKind::List(items) => items.iter().for_each(f),
+        ExprKind::Map(entries) => {
+            for (k, v) in entries {
+                f(k);
+                f(v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Builds a balanced tree of `op` over `terms` (`ops[i]` is the position of the operator
+/// between `terms[i]` and `terms[i + 1]`), splitting like cel-go's `balancer`.
+fn balance(op: BinaryOp, terms: Vec<Expr>, ops: &[usize]) -> Expr {
+    fn build(op: BinaryOp, terms: &mut [Option<Expr>], ops: &[usize], lo: usize, hi: usize) -> Expr {
+        if lo == hi {
+            return terms[lo].take().unwrap_or_else(|| node(ExprKind::Null, 0));
+        }
+        let mid = (lo + hi).div_ceil(2);
+        let lhs = build(op, terms, ops, lo, mid - 1);
+        let rhs = build(op, terms, ops, mid, hi);
+        node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, ops[mid - 1])
+    }
+    let n = terms.len();
+    let mut slots: Vec<Option<Expr>> = terms.into_iter().map(Some).collect();
+    build(op, &mut slots, ops, 0, n - 1)
+}
+
+struct Parser<'s> {
+    src: &'s str,
+    tokens: Vec<Token>,
+    pos: usize,
+    depth: usize,
+    max_depth: usize,
+}
+
+fn node(kind: ExprKind, pos: usize) -> Expr {
+    Expr { kind, pos }
+}
+
+impl Parser<'_> {
+    fn err(&self, at: usize, message: impl Into<String>) -> SelectorError {
+        SelectorError::syntax(self.src, at, message)
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.pos.min(self.tokens.len() - 1)].tok
+    }
+
+    fn start(&self) -> usize {
+        self.tokens[self.pos.min(self.tokens.len() - 1)].start
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.tokens[self.pos.min(self.tokens.len() - 1)].clone();
+        if self.pos < self.tokens.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn expect(&mut self, want: &Tok, what: &str) -> Result<Token, SelectorError> {
+        if self.peek() == want {
+            Ok(self.bump())
+        } else {
+            let found = self.peek().describe();
+            Err(self.err(self.start(), format!("expected {what}, found {found}")))
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), SelectorError> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            return Err(SelectorError::TooDeep { limit: self.max_depth });
+        }
+        Ok(())
+    }
+
+    fn expr(&mut self) -> Result<Expr, SelectorError> {
+        self.enter()?;
+        let cond = self.binary(2)?;
+        let result = if self.peek() == &Tok::Question {
+            let pos = self.bump().start;
+            let then = self.binary(2)?;
+            self.expect(&Tok::Colon, "':'")?;
+            let otherwise = self.expr()?;
+            Ok(node(
+                ExprKind::Conditional { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
+                pos,
+            ))
+        } else {
+            Ok(cond)
+        };
+        self.depth -= 1;
+        result
+    }
+
+    fn binop(&self) -> Option<BinaryOp> {
+        Some(match self.peek() {
+            Tok::OrOr => BinaryOp::Or,
+            Tok::AndAnd => BinaryOp::And,
+            Tok::EqEq => BinaryOp::Eq,
+            Tok::NotEq => BinaryOp::Ne,
+            Tok::Lt => BinaryOp::Lt,
+            Tok::Le => BinaryOp::Le,
+            Tok::Gt => BinaryOp::Gt,
+            Tok::Ge => BinaryOp::Ge,
+            Tok::In => BinaryOp::In,
+            Tok::Plus => BinaryOp::Add,
+            Tok::Minus => BinaryOp::Sub,
+            Tok::Star => BinaryOp::Mul,
+            Tok::Slash => BinaryOp::Div,
+            Tok::Percent => BinaryOp::Rem,
+            _ => return None,
+        })
+    }
+
+    /// Binary operators binding at least as tightly as `min_prec` (2 = `||`, 6 =
+    /// multiplicative), by precedence climbing: left-associative, one stack frame per
+    /// nesting level rather than one per precedence level. Chains of `||` or `&&` are
+    /// built as balanced trees, as cel-go's parser does: the operators are associative
+    /// (also in their error handling), and a balanced tree keeps long chains shallow.
+    fn binary(&mut self, min_prec: u8) -> Result<Expr, SelectorError> {
+        let mut lhs = self.unary()?;
+        while let Some(op) = self.binop().filter(|op| op.precedence() >= min_prec) {
+            let prec = op.precedence();
+            if matches!(op, BinaryOp::And | BinaryOp::Or) {
+                let mut terms = vec![lhs];
+                let mut ops = Vec::new();
+                while self.binop() == Some(op) {
+                    ops.push(self.bump().start);
+                    terms.push(self.binary(prec + 1)?);
+                }
+                lhs = balance(op, terms, &ops);
+            } else {
+                let pos = self.bump().start;
+                let rhs = self.binary(prec + 1)?;
+                lhs = node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, pos);
+            }
+        }
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> Result<Expr, SelectorError> {
+        let op = match self.peek() {
+            Tok::Bang => UnaryOp::Not,
+            Tok::Minus => UnaryOp::Neg,
+            _ => return self.member(),
+        };
+        let pos = self.start();
+        let mut count = 0usize;
+        let same = |t: &Tok| match op {
+            UnaryOp::Not => t == &Tok::Bang,
+            UnaryOp::Neg => t == &Tok::Minus,
+        };
+        while same(self.peek()) {
+            self.bump();
+            count += 1;
+        }
+        if op == UnaryOp::Neg {
+            // A minus directly before a number literal is part of the literal.
+            let lit_pos = self.start();
+            let negated = match self.peek() {
+                Tok::Int(v) => Some(ExprKind::Int(-*v)),
+                Tok::IntMinMagnitude => Some(ExprKind::Int(i64::MIN)),
+                Tok::Double(v) => Some(ExprKind::Double(-*v)),
+                _ => None,
+            };
+            if let Some(kind) = negated {
+                self.bump();
+                let lit = self.member_suffix(node(kind, lit_pos.saturating_sub(1)))?;
+                count -= 1;
+                return Ok(if count % 2 == 1 {
+                    node(ExprKind::Unary { op, operand: Box::new(lit) }, pos)
+                } else {
+                    lit
+                });
+            }
+        }
+        let operand = self.member()?;
+        Ok(if count % 2 == 1 { node(ExprKind::Unary { op, operand: Box::new(operand) }, pos) } else { operand })
+    }
+
+    fn member(&mut self) -> Result<Expr, SelectorError> {
+        let primary = self.primary()?;
+        self.member_suffix(primary)
+    }
+
+    fn member_suffix(&mut self, mut e: Expr) -> Result<Expr, SelectorError> {
+        loop {
+            match self.peek() {
+                Tok::Dot | Tok::DotQuestion => {
+                    let optional = self.bump().tok == Tok::DotQuestion;
+                    let t = self.bump();
+                    let Tok::Ident(field) = t.tok else {
+                        return Err(self.err(
+                            t.start,
+                            format!("expected a field or method name after '.', found {}", t.tok.describe()),
+                        ));
+                    };
+                    if self.peek() == &Tok::LParen {
+                        if optional {
+                            return Err(self.err(self.start(), "a method cannot be called with '.?'"));
+                        }
+                        self.bump();
+                        let args = self.expr_list(&Tok::RParen)?;
+                        e = node(ExprKind::Call { target: Some(Box::new(e)), function: field, args }, t.start);
+                    } else {
+                        e = node(ExprKind::Select { operand: Box::new(e), field, optional }, t.start);
+                    }
+                }
+                Tok::LBracket | Tok::LBracketQuestion => {
+                    let open = self.bump();
+                    let optional = open.tok == Tok::LBracketQuestion;
+                    let index = self.expr()?;
+                    self.expect(&Tok::RBracket, "']'")?;
+                    e = node(ExprKind::Index { operand: Box::new(e), index: Box::new(index), optional }, open.start);
+                }
+                Tok::LBrace if matches!(e.kind, ExprKind::Ident(_) | ExprKind::Select { .. }) => {
+                    return Err(self.err(self.start(), "message construction is not supported"));
+                }
+                _ => return Ok(e),
+            }
+        }
+    }
+
+    /// Comma-separated expressions up to `close` (consumed); a trailing comma is allowed
+    /// in lists, not in calls.
+    fn expr_list(&mut self, close: &Tok) -> Result<Vec<Expr>, SelectorError> {
+        let mut items = Vec::new();
+        if self.peek() != close {
+            loop {
+                items.push(self.expr()?);
+                if self.peek() == &Tok::Comma {
+                    self.bump();
+                    if self.peek() == close && close == &Tok::RBracket {
+                        break;
+                    }
+                    continue;
+                }
+                break;
+            }
+        }
+        let what = if close == &Tok::RParen { "')'" } else { "']'" };
+        self.expect(close, what)?;
+        Ok(items)
+    }
+
+    fn primary(&mut self) -> Result<Expr, SelectorError> {
+        let t = self.bump();
+        let pos = t.start;
+        let kind = match t.tok {
+            Tok::Int(v) => ExprKind::Int(v),
+            Tok::IntMinMagnitude => {
+                return Err(self.err(pos, "integer literal out of range"));
+            }
+            Tok::Uint(v) => ExprKind::Uint(v),
+            Tok::Double(v) => ExprKind::Double(v),
+            Tok::Str(s) => ExprKind::String(s),
+            Tok::Bytes(b) => ExprKind::Bytes(b),
+            Tok::True => ExprKind::Bool(true),
+            Tok::False => ExprKind::Bool(false),
+            Tok::Null => ExprKind::Null,
+            Tok::Dot => {
+                // A leading '.' names the root namespace; `.device` is `device`.
+                let t2 = self.bump();
+                let Tok::Ident(name) = t2.tok else {
+                    return Err(self.err(t2.start, "expected an identifier after '.'"));
+                };
+                return self.ident_or_call(name, t2.start);
+            }
+            Tok::Ident(name) => return self.ident_or_call(name, pos),
+            Tok::LParen => {
+                let e = self.expr()?;
+                self.expect(&Tok::RParen, "')'")?;
+                return Ok(e);
+            }
+            Tok::LBracket => ExprKind::List(self.expr_list(&Tok::RBracket)?),
+            Tok::LBracketQuestion => {
+                return Err(self.err(pos, "optional list elements are not supported"));
+            }
+            Tok::LBrace => ExprKind::Map(self.map_entries()?),
+            other => {
+                return Err(self.err(pos, format!("unexpected {}", other.describe())));
+            }
+        };
+        Ok(node(kind, pos))
+    }
+
+    fn ident_or_call(&mut self, name: String, pos: usize) -> Result<Expr, SelectorError> {
+        if self.peek() == &Tok::LParen {
+            self.bump();
+            let args = self.expr_list(&Tok::RParen)?;
+            return Ok(node(ExprKind::Call { target: None, function: name, args }, pos));
+        }
+        Ok(node(ExprKind::Ident(name), pos))
+    }
+
+    fn map_entries(&mut self) -> Result<Vec<(Expr, Expr)>, SelectorError> {
+        let mut entries = Vec::new();
+        while self.peek() != &Tok::RBrace {
+            let k = self.expr()?;
+            self.expect(&Tok::Colon, "':'")?;
+            let v = self.expr()?;
+            entries.push((k, v));
+            if self.peek() == &Tok::Comma {
+                self.bump();
+            } else {
+                break;
+            }
+        }
+        self.expect(&Tok::RBrace, "'}'")?;
+        Ok(entries)
+    }
+}

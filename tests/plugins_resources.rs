@@ -1,0 +1,354 @@
+//! NodeResourcesFit and NodeResourcesBalancedAllocation against upstream's tables
+//! (`pkg/scheduler/framework/plugins/noderesources/*_test.go`).
+#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
+
+mod support;
+
+use schedkit::framework::Code;
+use schedkit::model::Node;
+use schedkit::plugins::node_resources::{
+    BalancedAllocation, BalancedAllocationArgs, BalancedScoring, Fit, FitArgs, ResourceSpec, ScoringStrategy,
+    ScoringStrategyType,
+};
+use schedkit::testing::{NodeBuilder, PodBuilder};
+use support::plugins::*;
+
+fn node(name: &str, cpu: &str, mem: &str) -> Node {
+    NodeBuilder::new(name).cpu(cpu).memory(mem).build()
+}
+
+fn on(node: &str, containers: &[&[(&str, &str)]]) -> schedkit::model::Pod {
+    let mut p = upod(containers);
+    p.spec.node_name = node.into();
+    p
+}
+
+fn fit(kind: ScoringStrategyType, resources: &[(&str, i64)]) -> Fit {
+    Fit::new(&FitArgs {
+        scoring_strategy: ScoringStrategy {
+            kind,
+            resources: resources.iter().map(|&(n, w)| ResourceSpec::new(n, w)).collect(),
+            requested_to_capacity_ratio: None,
+        },
+        ..FitArgs::default()
+    })
+    .unwrap()
+}
+
+const CPU_MEM: &[(&str, i64)] = &[("cpu", 1), ("memory", 1)];
+
+/// Upstream `TestLeastAllocatedScoringStrategy` (least_allocated_test.go).
+#[test]
+fn least_allocated_upstream_table() {
+    let least = fit(ScoringStrategyType::LeastAllocated, CPU_MEM);
+    let two = |c1: &str, c2: &str| vec![node("node1", c1, "10000"), node("node2", c2, "10000")];
+    let req: &[&[(&str, &str)]] = &[&[("cpu", "1000"), ("memory", "2000")], &[("cpu", "2000"), ("memory", "3000")]];
+    let cases: Vec<(&str, schedkit::model::Pod, Vec<Node>, Vec<schedkit::model::Pod>, [i64; 2])> = vec![
+        ("nothing scheduled, nothing requested", upod(&[]), two("4000", "4000"), vec![], [100, 100]),
+        (
+            "nothing scheduled, resources requested, differently sized nodes",
+            upod(req),
+            two("4000", "6000"),
+            vec![],
+            [37, 50],
+        ),
+        (
+            "no resources requested, pods scheduled",
+            upod(&[]),
+            two("4000", "4000"),
+            vec![on("node1", &[]), on("node1", &[]), on("node2", &[]), on("node2", &[])],
+            [100, 100],
+        ),
+        (
+            "no resources requested, pods scheduled with resources",
+            upod(&[]),
+            vec![node("node1", "10000", "20000"), node("node2", "10000", "20000")],
+            vec![
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "5000")]]),
+            ],
+            [70, 57],
+        ),
+        (
+            "resources requested, pods scheduled with resources",
+            upod(req),
+            vec![node("node1", "10000", "20000"), node("node2", "10000", "20000")],
+            vec![
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "5000")]]),
+            ],
+            [57, 45],
+        ),
+        (
+            "resources requested, pods scheduled with resources, differently sized nodes",
+            upod(req),
+            vec![node("node1", "10000", "20000"), node("node2", "10000", "50000")],
+            vec![
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "5000")]]),
+            ],
+            [57, 60],
+        ),
+        (
+            "requested resources exceed node capacity",
+            upod(&[&[("cpu", "3000"), ("memory", "0")]]),
+            two("4000", "4000"),
+            vec![
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "5000")]]),
+            ],
+            [50, 25],
+        ),
+        (
+            "zero node resources, pods scheduled with resources",
+            upod(&[]),
+            vec![NodeBuilder::new("node1").build(), NodeBuilder::new("node2").build()],
+            vec![
+                on("node1", &[&[("cpu", "3000"), ("memory", "0")]]),
+                on("node2", &[&[("cpu", "3000"), ("memory", "5000")]]),
+            ],
+            [0, 0],
+        ),
+    ];
+    for (name, pod, nodes, existing, want) in cases {
+        let snap = snapshot(nodes, existing);
+        let got = run_score(&least, &pod, &snap).unwrap();
+        assert_eq!([got[0].1, got[1].1], want, "{name}");
+    }
+    // "nothing scheduled, resources requested with different weight on CPU and memory"
+    let weighted = fit(ScoringStrategyType::LeastAllocated, &[("memory", 2), ("cpu", 1)]);
+    let got = run_score(&weighted, &upod(req), &snapshot(two("4000", "6000"), vec![])).unwrap();
+    assert_eq!([got[0].1, got[1].1], [41, 50]);
+}
+
+/// Upstream `TestLeastAllocatedScoringStrategy`: weights outside 1..=100 are rejected.
+#[test]
+fn scoring_weights_are_validated() {
+    for (w, field) in [
+        (-1, "scoringStrategy.resources[0].weight"),
+        (0, "scoringStrategy.resources[0].weight"),
+        (101, "scoringStrategy.resources[0].weight"),
+    ] {
+        let args = FitArgs {
+            scoring_strategy: ScoringStrategy {
+                resources: vec![ResourceSpec::new("memory", w)],
+                ..ScoringStrategy::default()
+            },
+            ..FitArgs::default()
+        };
+        let err = Fit::new(&args).unwrap_err().to_string();
+        assert!(err.starts_with(field), "{err}");
+    }
+}
+
+/// After upstream `TestMostAllocatedScoringStrategy` (most_allocated_test.go).
+#[test]
+fn most_allocated() {
+    let most = fit(ScoringStrategyType::MostAllocated, CPU_MEM);
+    let req: &[&[(&str, &str)]] = &[&[("cpu", "1000"), ("memory", "2000")], &[("cpu", "2000"), ("memory", "3000")]];
+    let snap = snapshot(vec![node("node1", "4000", "10000"), node("node2", "6000", "10000")], vec![]);
+    // node1: cpu 3000/4000 = 75, mem 5000/10000 = 50 -> 62; node2: 50, 50 -> 50.
+    let got = run_score(&most, &upod(req), &snap).unwrap();
+    assert_eq!([got[0].1, got[1].1], [62, 50]);
+    // Over capacity counts as full: cpu 6000/4000 -> 100, mem 0 -> 0 => 50.
+    let snap =
+        snapshot(vec![node("node1", "4000", "10000")], vec![on("node1", &[&[("cpu", "3000"), ("memory", "0")]])]);
+    let got = run_score(&most, &upod(&[&[("cpu", "3000"), ("memory", "0")]]), &snap).unwrap();
+    assert_eq!(got[0].1, 50);
+}
+
+/// After upstream `TestRequestedToCapacityRatioScoringStrategy`: shape (0,10),(100,0)
+/// is "least allocated" on a 0..=10 scale scaled by 10, averaged with rounding.
+#[test]
+fn requested_to_capacity_ratio() {
+    let args: FitArgs = serde_json::from_str(
+        r#"{"scoringStrategy": {"type": "RequestedToCapacityRatio",
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}}"#,
+    )
+    .unwrap();
+    let p = Fit::new(&args).unwrap();
+    let snap = snapshot(vec![node("node1", "4000", "10000"), node("node2", "6000", "10000")], vec![]);
+    let pod = upod(&[&[("cpu", "3000"), ("memory", "5000")]]);
+    // node1: cpu 75% -> 25, mem 50% -> 50: round(75/2) = 38. node2: 50, 50 -> 50.
+    let got = run_score(&p, &pod, &snap).unwrap();
+    assert_eq!([got[0].1, got[1].1], [38, 50]);
+
+    // Bin packing shape (0,0),(100,10): resources with score 0 are left out of the average.
+    let args: FitArgs = serde_json::from_str(
+        r#"{"scoringStrategy": {"type": "RequestedToCapacityRatio",
+            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}"#,
+    )
+    .unwrap();
+    let p = Fit::new(&args).unwrap();
+    let pod = upod(&[&[("cpu", "2000"), ("memory", "0")]]);
+    let snap = snapshot(vec![node("node1", "4000", "10000")], vec![]);
+    // cpu 50% -> 50, memory 0% -> 0 (left out): 50.
+    assert_eq!(run_score(&p, &pod, &snap).unwrap()[0].1, 50);
+}
+
+#[test]
+fn requested_to_capacity_ratio_shapes_are_validated() {
+    for (shape, want) in [
+        ("[]", "at least one point"),
+        (r#"[{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]"#, "sorted in increasing order"),
+        (r#"[{"utilization": 101, "score": 1}]"#, "must be in 0..=100"),
+        (r#"[{"utilization": 10, "score": 11}]"#, "must be in 0..=10"),
+        (r#"[{"utilization": -1, "score": 1}]"#, "must be in 0..=100"),
+    ] {
+        let args: FitArgs = serde_json::from_str(&format!(
+            r#"{{"scoringStrategy": {{"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {{"shape": {shape}}}}}}}"#
+        ))
+        .unwrap();
+        let err = Fit::new(&args).unwrap_err().to_string();
+        assert!(err.contains(want), "{shape}: {err}");
+    }
+}
+
+/// After upstream `TestEnoughRequests` (fit_test.go): reasons, their order, and the
+/// v1.36 unresolvable code when the request exceeds the node's allocatable.
+#[test]
+fn filter_reasons_like_upstream() {
+    let p = Fit::new(&FitArgs::default()).unwrap();
+    let n = || NodeBuilder::new("n").cpu("10").memory("20").pods(32).allocatable("example.com/aaa", "5").build();
+    let existing = vec![on("n", &[&[("cpu", "5"), ("memory", "5")]])];
+    let cases: Vec<(&str, schedkit::model::Pod, Code, Vec<&str>)> = vec![
+        ("no resources requested always fits", upod(&[]), Code::Success, vec![]),
+        ("equal edge case", upod(&[&[("cpu", "5"), ("memory", "15")]]), Code::Success, vec![]),
+        (
+            "too many resources fails",
+            upod(&[&[("cpu", "6"), ("memory", "16")]]),
+            Code::Unschedulable,
+            vec!["Insufficient cpu", "Insufficient memory"],
+        ),
+        (
+            "one resource fails",
+            upod(&[&[("cpu", "1"), ("memory", "16")]]),
+            Code::Unschedulable,
+            vec!["Insufficient memory"],
+        ),
+        (
+            "larger than the node is unresolvable",
+            upod(&[&[("cpu", "11"), ("memory", "1")]]),
+            Code::UnschedulableAndUnresolvable,
+            vec!["Insufficient cpu"],
+        ),
+        ("extended resource fits", upod(&[&[("example.com/aaa", "5")]]), Code::Success, vec![]),
+        (
+            "extended resource absent on node",
+            upod(&[&[("example.com/bbb", "1")]]),
+            Code::UnschedulableAndUnresolvable,
+            vec!["Insufficient example.com/bbb"],
+        ),
+        (
+            "init container larger",
+            {
+                let mut p = upod(&[&[("cpu", "1")]]);
+                p.spec.init_containers.push(upod(&[&[("cpu", "6")]]).spec.containers.remove(0));
+                p
+            },
+            Code::Unschedulable,
+            vec!["Insufficient cpu"],
+        ),
+    ];
+    for (name, pod, code, reasons) in cases {
+        let snap = snapshot(vec![n()], existing.clone());
+        let got = &run_filter(&p, &pod, &snap)[0].1;
+        assert_eq!(got.code(), code, "{name}: {got:?}");
+        assert_eq!(got.reasons(), reasons, "{name}");
+    }
+    // Too many pods (upstream "even without specified resources, predicate fails when there's no space for additional pod").
+    let snap = snapshot(vec![NodeBuilder::new("n").cpu("10").pods(1).build()], vec![on("n", &[])]);
+    let got = &run_filter(&p, &upod(&[]), &snap)[0].1;
+    assert_eq!((got.code(), got.reasons()), (Code::Unschedulable, &["Too many pods".to_string()][..]));
+}
+
+/// Upstream `TestEnoughRequests` "skip checking ignored extended resource" and
+/// "skip checking ignored resource groups".
+#[test]
+fn ignored_resources_and_groups() {
+    let n = || NodeBuilder::new("n").cpu("10").memory("20").build();
+    let pod = upod(&[&[("example.com/aaa", "5"), ("kubernetes.io/bbb", "1")]]);
+    let ignored =
+        Fit::new(&FitArgs { ignored_resources: vec!["example.com/aaa".into()], ..FitArgs::default() }).unwrap();
+    let got = &run_filter(&ignored, &pod, &snapshot(vec![n()], vec![]))[0].1;
+    // kubernetes.io/ names are native: never ignorable.
+    assert_eq!(got.reasons(), ["Insufficient kubernetes.io/bbb"]);
+    let group =
+        Fit::new(&FitArgs { ignored_resource_groups: vec!["example.com".into()], ..FitArgs::default() }).unwrap();
+    let got = &run_filter(&group, &upod(&[&[("example.com/aaa", "5")]]), &snapshot(vec![n()], vec![]))[0].1;
+    assert!(got.is_success());
+    assert!(
+        Fit::new(&FitArgs { ignored_resource_groups: vec!["example.com/aaa".into()], ..FitArgs::default() }).is_err()
+    );
+}
+
+/// Balanced allocation, both scores. Values computed by hand from upstream's formula
+/// (`balanced_allocation.go`), and the v1.36 change-in-balance from
+/// kubernetes/kubernetes#135573.
+#[test]
+fn balanced_allocation_both_scores() {
+    let nodes = || vec![node("node1", "4000", "10000"), node("node2", "6000", "10000")];
+    let pod = upod(&[&[("cpu", "3000"), ("memory", "5000")]]);
+    let legacy = BalancedAllocation::new(&BalancedAllocationArgs {
+        scoring: BalancedScoring::BalanceAfterPlacement,
+        ..Default::default()
+    })
+    .unwrap();
+    // node1: cpu .75 mem .5 -> std .125 -> 87; node2: .5 .5 -> 100.
+    let got = run_score(&legacy, &pod, &snapshot(nodes(), vec![])).unwrap();
+    assert_eq!([got[0].1, got[1].1], [87, 100]);
+    let change = BalancedAllocation::new(&BalancedAllocationArgs::default()).unwrap();
+    // Empty nodes are perfectly balanced before (100): node1 50 + (50 + 87 - 100)/2 = 68;
+    // node2 50 + (50 + 100 - 100)/2 = 75.
+    let got = run_score(&change, &pod, &snapshot(nodes(), vec![])).unwrap();
+    assert_eq!([got[0].1, got[1].1], [68, 75]);
+    // A pod that repairs an imbalance scores above 75: node1 has cpu 3000/4000 used,
+    // memory 0; the pod asks only memory 7500 -> before std .375 (62), after .0 (100).
+    let existing = vec![on("node1", &[&[("cpu", "3000"), ("memory", "0")]])];
+    let got = run_score(
+        &change,
+        &upod(&[&[("cpu", "0"), ("memory", "7500")]]),
+        &snapshot(vec![node("node1", "4000", "10000")], existing),
+    )
+    .unwrap();
+    assert_eq!(got[0].1, 50 + (50 + 100 - 62) / 2);
+    // Best-effort pods skip the plugin (upstream issue #129138).
+    assert!(run_score(&change, &upod(&[&[]]), &snapshot(nodes(), vec![])).is_none());
+    assert!(run_score(&change, &PodBuilder::new("be").build(), &snapshot(nodes(), vec![])).is_none());
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// NodeResourcesFit never admits a pod to a node where any requested resource
+        /// exceeds allocatable minus requested; scores stay in 0..=100.
+        #[test]
+        fn fit_is_sound(
+            alloc in proptest::collection::vec(0i64..64, 3),
+            used in proptest::collection::vec(0i64..64, 3),
+            req in proptest::collection::vec(0i64..64, 3),
+            kind in 0usize..2,
+        ) {
+            let n = NodeBuilder::new("n").cpu(&alloc[0].to_string()).memory(&alloc[1].to_string())
+                .allocatable("example.com/gpu", &alloc[2].to_string()).build();
+            let existing = vec![on("n", &[&[("cpu", &used[0].to_string()), ("memory", &used[1].to_string()), ("example.com/gpu", &used[2].to_string())]])];
+            let pod = upod(&[&[("cpu", &req[0].to_string()), ("memory", &req[1].to_string()), ("example.com/gpu", &req[2].to_string())]]);
+            let snap = snapshot(vec![n], existing);
+            let p = fit([ScoringStrategyType::LeastAllocated, ScoringStrategyType::MostAllocated][kind], &[("cpu", 1), ("memory", 2), ("example.com/gpu", 3)]);
+            let admitted = run_filter(&p, &pod, &snap)[0].1.is_success();
+            let fits = (0..3).all(|i| req[i] == 0 || req[i] <= alloc[i] - used[i]);
+            prop_assert_eq!(admitted, fits);
+            let s = run_score(&p, &pod, &snap).unwrap()[0].1;
+            prop_assert!((0..=100).contains(&s));
+            let b = BalancedAllocation::new(&BalancedAllocationArgs::default()).unwrap();
+            if let Some(v) = run_score(&b, &pod, &snap) {
+                prop_assert!((0..=100).contains(&v[0].1));
+            }
+        }
+    }
+}
