@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{FilterFn, Handle, Profile, ScoreFn, Status, VirtualClock};
+use schedkit::framework::{FilterFn, Handle, Plugin, PluginRef, Profile, ScoreFn, Status, VirtualClock};
 use schedkit::model::Pod;
 use schedkit::plugins::coscheduling::{Coscheduling, CoschedulingArgs, PodGroup};
 use schedkit::plugins::priority_sort::PrioritySort;
+use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::queue::{QueueConfig, SchedulingQueue};
 use schedkit::scheduler::{Scheduler, TieBreak};
 use schedkit::snapshot::PodInfo;
@@ -135,6 +136,28 @@ fn gang_pods(group: Option<&str>) -> Vec<Pod> {
         .collect()
 }
 
+/// kube-scheduler's default plugins (NodeResourcesFit, TaintToleration, spread,
+/// affinity, ...) with Coscheduling instead of PrioritySort, or with PrioritySort.
+fn default_scheduler(gang: bool) -> Scheduler {
+    let clock = VirtualClock::new();
+    let handle = Handle::new(Arc::new(clock));
+    let mut registry = default_registry();
+    let mut cfg = default_profile_config();
+    if gang {
+        let cs = Arc::new(Coscheduling::new(&handle, CoschedulingArgs::default()).unwrap());
+        cs.registry().upsert(PodGroup::new("default", "train", GANG as u32)).unwrap();
+        registry.register("Coscheduling", move |_, _| Ok(cs.clone() as Arc<dyn Plugin>)).unwrap();
+        cfg.plugins.multi_point.enabled.push(PluginRef { name: "Coscheduling".into(), weight: None });
+        cfg.plugins.queue_sort.disabled.push(PluginRef { name: "PrioritySort".into(), weight: None });
+    }
+    let profile = registry.build_profile(&cfg, &handle).unwrap();
+    let s = Scheduler::builder().profile(profile).handle(handle).parallelism(1).tie_break(TieBreak::First).build();
+    for n in synthetic_nodes(NODES) {
+        s.add_node(n).unwrap();
+    }
+    s
+}
+
 fn scheduler(gang: bool, timers: Option<Arc<Timers>>) -> Scheduler {
     let clock = VirtualClock::new();
     let handle = Handle::new(Arc::new(clock));
@@ -201,6 +224,27 @@ fn gang(c: &mut Criterion) {
     g.bench_function("256_pods_1000_nodes/cycles_only", |b| {
         b.iter_batched(
             || scheduler(false, None),
+            |mut s| {
+                for p in &infos {
+                    black_box(s.schedule_one(p).unwrap().run().unwrap());
+                }
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.bench_function("256_pods_1000_nodes/default_plugins_coscheduling", |b| {
+        b.iter_batched(|| default_scheduler(true), |mut s| black_box(run_gang(&mut s, &with)), BatchSize::LargeInput);
+    });
+    g.bench_function("256_pods_1000_nodes/default_plugins_queue_no_gang", |b| {
+        b.iter_batched(
+            || default_scheduler(false),
+            |mut s| black_box(run_gang(&mut s, &without)),
+            BatchSize::LargeInput,
+        );
+    });
+    g.bench_function("256_pods_1000_nodes/default_plugins_cycles_only", |b| {
+        b.iter_batched(
+            || default_scheduler(false),
             |mut s| {
                 for p in &infos {
                     black_box(s.schedule_one(p).unwrap().run().unwrap());
