@@ -14,6 +14,11 @@ pub(crate) struct Item {
     pub(crate) slot: u32,
 }
 
+/// Children per node: a 4-ary heap is half as deep as a binary one, and a node's
+/// children (4 x 24 bytes) share one or two cache lines, so popping from 100,000
+/// pods touches fewer lines.
+const ARITY: usize = 4;
+
 #[derive(Debug, Default)]
 pub(crate) struct IndexedHeap {
     items: Vec<Item>,
@@ -83,7 +88,7 @@ impl IndexedHeap {
         let start = at;
         let item = self.items[at];
         while at > 0 {
-            let parent = (at - 1) / 2;
+            let parent = (at - 1) / ARITY;
             let p = self.items[parent];
             if !ord.less(&item, &p) {
                 break;
@@ -101,18 +106,22 @@ impl IndexedHeap {
         let len = self.items.len();
         let item = self.items[at];
         loop {
-            let left = 2 * at + 1;
-            if left >= len {
+            let first = ARITY * at + 1;
+            if first >= len {
                 break;
             }
-            let right = left + 1;
-            let child = if right < len && ord.less(&self.items[right], &self.items[left]) { right } else { left };
-            if !ord.less(&self.items[child], &item) {
+            let mut best = first;
+            for c in first + 1..(first + ARITY).min(len) {
+                if ord.less(&self.items[c], &self.items[best]) {
+                    best = c;
+                }
+            }
+            if !ord.less(&self.items[best], &item) {
                 break;
             }
-            self.items[at] = self.items[child];
+            self.items[at] = self.items[best];
             pos[self.items[at].slot as usize] = at as u32;
-            at = child;
+            at = best;
         }
         self.items[at] = item;
         pos[item.slot as usize] = at as u32;
