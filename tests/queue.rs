@@ -49,6 +49,16 @@ fn active_queue_orders_by_priority_then_arrival() {
 }
 
 #[test]
+fn pods_added_at_the_same_virtual_instant_pop_first_in_first_out() {
+    let (mut q, _clock) = queue(vec![]);
+    let order: Vec<String> = (0..50).map(|i| format!("p{i:02}")).collect();
+    for n in &order {
+        q.add(pod(n, 1)).unwrap();
+    }
+    assert_eq!(names(&mut q), order);
+}
+
+#[test]
 fn backoff_doubles_from_one_second_to_ten_on_the_virtual_clock() {
     let (mut q, clock) = queue(vec![]);
     q.add(pod("p", 0)).unwrap();

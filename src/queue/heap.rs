@@ -6,12 +6,15 @@
 //! `Vec<u32>` indexed by slot, so moving an item is a store into a small array
 //! rather than into the pod's (large, cold) queue entry.
 
-/// One heap item: cached key and timestamp (nanoseconds), and the pod's slot.
+/// One heap item: cached key and timestamp (nanoseconds), the pod's slot, and an
+/// insertion sequence that breaks ties first-in first-out (a virtual clock gives
+/// many pods the same timestamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Item {
     pub(crate) key: i64,
     pub(crate) ts: u64,
     pub(crate) slot: u32,
+    pub(crate) seq: u32,
 }
 
 /// Children per node: a 4-ary heap is half as deep as a binary one, and a node's

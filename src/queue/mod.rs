@@ -243,12 +243,13 @@ impl Order for Ord<'_> {
     #[inline]
     fn less(&self, a: &Item, b: &Item) -> bool {
         if self.keyed {
-            return (a.key, a.ts) < (b.key, b.ts);
+            // `seq` wraps after 2^32 pushes; only the FIFO tie-break could glitch then.
+            return (a.key, a.ts, a.seq) < (b.key, b.ts, b.seq);
         }
         let (ia, ib) = (&entry(self.slots, a.slot).info, &entry(self.slots, b.slot).info);
         match self.sort {
             Some(sort) => guard("QueueSort", "QueueSort", || sort.less(ia, ib)).unwrap_or(false),
-            None => (a.key, a.ts) < (b.key, b.ts),
+            None => (a.key, a.ts, a.seq) < (b.key, b.ts, b.seq),
         }
     }
 }
@@ -268,6 +269,8 @@ pub struct SchedulingQueue {
     positions: Vec<u32>,
     /// Whether the QueueSort plugin gave a sort key for every pod so far.
     keyed: bool,
+    /// Insertion counter for FIFO tie-breaks among equal keys and timestamps.
+    push_seq: u32,
     /// (expiry, seq, slot), min first; stale entries skipped.
     backoff: BinaryHeap<Reverse<(Duration, u64, u32)>>,
     backoff_len: usize,
@@ -327,6 +330,7 @@ impl SchedulingQueue {
             active: IndexedHeap::default(),
             positions: Vec::new(),
             keyed: true,
+            push_seq: 0,
             backoff: BinaryHeap::new(),
             backoff_len: 0,
             pool: Vec::new(),
@@ -448,7 +452,8 @@ impl SchedulingQueue {
         if key.is_none() {
             self.keyed = false;
         }
-        Item { key: key.unwrap_or(0), ts, slot }
+        self.push_seq = self.push_seq.wrapping_add(1);
+        Item { key: key.unwrap_or(0), ts, slot, seq: self.push_seq }
     }
 
     fn push_active(&mut self, slot: u32) {

@@ -465,6 +465,35 @@ impl Scheduler {
     /// Schedules until nothing is ready: the active queue is empty and no parked
     /// binding can go on. Pods in backoff or the unschedulable pool, and bindings
     /// waiting for a timeout, wait for the clock (see [`Scheduler::next_wakeup`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use schedkit::framework::{FilterFn, Profile, Status, VirtualClock};
+    /// use schedkit::scheduler::{PodState, Scheduler};
+    /// use schedkit::testing::{NodeBuilder, PodBuilder};
+    ///
+    /// let fits = FilterFn::new("CpuFits", |_, pod, node| {
+    ///     let free = node.allocatable().milli_cpu - node.requested().milli_cpu;
+    ///     if pod.requests.milli_cpu <= free { Status::SUCCESS } else { Status::unschedulable("Insufficient cpu") }
+    /// });
+    /// let clock = VirtualClock::new();
+    /// let profile = Profile::builder("default-scheduler").plugin(fits).build().unwrap();
+    /// let mut s = Scheduler::builder().profile(profile).clock(Arc::new(clock.clone())).build();
+    /// let events = s.events(); // Send + Sync: feed it from an informer thread
+    /// events.add_node(NodeBuilder::new("n1").cpu("4").build()).unwrap();
+    /// for i in 0..3 {
+    ///     events.add_pod(PodBuilder::new(&format!("p{i}")).cpu("2").build()).unwrap();
+    /// }
+    /// let run = s.run_until_idle();
+    /// assert_eq!((run.bound, run.failed), (2, 1));
+    /// // The third waits in the unschedulable pool (a closure plugin registers no
+    /// // events) until the 5-minute max stay; a simulation jumps the clock there.
+    /// assert_eq!(s.pod_state("default/p2"), Some(PodState::Unschedulable));
+    /// events.add_node(NodeBuilder::new("n2").cpu("4").build()).unwrap();
+    /// let run = s.run_until_settled(&clock, Duration::from_secs(600));
+    /// assert_eq!(run.bound, 1);
+    /// ```
     pub fn run_until_idle(&mut self) -> RunSummary {
         let mut summary = RunSummary::default();
         loop {
