@@ -304,3 +304,46 @@ proptest! {
         prop_assert!(s.handle().waiting_pods().is_empty());
     }
 }
+
+#[test]
+fn queue_sort_keeps_a_gang_together_by_priority_creation_and_name() {
+    use schedkit::queue::{QueueConfig, SchedulingQueue};
+    use schedkit::snapshot::PodInfo;
+    let clock = VirtualClock::new();
+    let handle = Handle::new(Arc::new(clock.clone()));
+    let gang = Coscheduling::new(&handle, CoschedulingArgs::default()).unwrap();
+    let groups = gang.registry();
+    let profile = Arc::new(schedkit::framework::Profile::builder("default-scheduler").plugin(gang).build().unwrap());
+    let mut q = SchedulingQueue::new(&[profile], Arc::new(clock.clone()), QueueConfig::default()).unwrap();
+    groups.upsert(PodGroup::new("default", "late", 1).created_at(Duration::from_secs(20))).unwrap();
+    groups.upsert(PodGroup::new("default", "early-b", 1).created_at(Duration::from_secs(10))).unwrap();
+    groups.upsert(PodGroup::new("default", "early-a", 1).created_at(Duration::from_secs(10))).unwrap();
+    let add = |q: &mut SchedulingQueue, name: &str, group: Option<&str>, prio: i32| {
+        let mut b = PodBuilder::new(name).priority(prio);
+        if let Some(g) = group {
+            b = b.label(GROUP, g);
+        }
+        q.add(Arc::new(PodInfo::new(b.build()).unwrap())).unwrap();
+    };
+    clock.set(Duration::from_secs(15));
+    add(&mut q, "late-1", Some("late"), 0);
+    add(&mut q, "solo", None, 0); // no group: ordered by its own first queue time (15 s)
+    add(&mut q, "b-2", Some("early-b"), 0);
+    add(&mut q, "a-2", Some("early-a"), 0);
+    add(&mut q, "late-0", Some("late"), 0);
+    add(&mut q, "b-1", Some("early-b"), 0);
+    add(&mut q, "a-1", Some("early-a"), 0);
+    add(&mut q, "vip", Some("late"), 5);
+    let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|p| p.pod.pod.name().to_owned()).collect();
+    assert_eq!(order, ["vip", "a-1", "a-2", "b-1", "b-2", "solo", "late-0", "late-1"]);
+}
+
+#[test]
+fn schedulers_and_event_handles_cross_threads() {
+    fn send<T: Send>() {}
+    fn send_sync<T: Send + Sync>() {}
+    send::<Scheduler>();
+    send_sync::<schedkit::scheduler::SchedulerEvents>();
+    send_sync::<schedkit::plugins::coscheduling::PodGroupRegistry>();
+    send::<schedkit::queue::SchedulingQueue>();
+}
