@@ -268,6 +268,9 @@ fn the_loop_skips_pods_being_deleted_and_reports_states() {
     assert_eq!((run.attempts, run.bound), (2, 1));
     assert_eq!(s.pod_state("default/gone"), None);
     assert_eq!(s.pod_state("default/ok"), Some(PodState::Bound));
+    // Re-adding a placed pod as unscheduled would double-book it.
+    let e = s.add_pod(PodBuilder::new("ok").cpu("1").build()).unwrap_err();
+    assert_eq!(e, EventError::Cache(CacheError::PodExists("default/ok".into())));
 }
 
 struct Gate {

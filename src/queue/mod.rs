@@ -48,7 +48,7 @@ pub mod events;
 mod heap;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -281,8 +281,12 @@ pub struct SchedulingQueue {
     gated_len: usize,
     in_flight: usize,
     /// Events received while pods were in flight; index `i` is absolute `events_base + i`.
-    events: Vec<(ClusterEvent, EventObject)>,
+    /// Events older than every pod in flight are dropped, so a long Permit wait
+    /// doesn't make the log grow without bound.
+    events: VecDeque<(ClusterEvent, EventObject)>,
     events_base: usize,
+    /// Event-log positions at which in-flight pods were popped (a multiset).
+    flight_starts: BTreeMap<usize, u32>,
     seq: u64,
     nominated: AHashMap<Arc<str>, (Arc<PodInfo>, String)>,
 }
@@ -337,8 +341,9 @@ impl SchedulingQueue {
             pool_since: BinaryHeap::new(),
             gated_len: 0,
             in_flight: 0,
-            events: Vec::new(),
+            events: VecDeque::new(),
             events_base: 0,
+            flight_starts: BTreeMap::new(),
             seq: 0,
             nominated: AHashMap::new(),
         })
@@ -595,6 +600,7 @@ impl SchedulingQueue {
         let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
         let slot = self.active.pop(&ord, &mut self.positions)?;
         let from = self.events_base + self.events.len();
+        *self.flight_starts.entry(from).or_insert(0) += 1;
         self.in_flight += 1;
         let e = self.e_mut(slot);
         e.loc = QueueLocation::InFlight;
@@ -608,18 +614,26 @@ impl SchedulingQueue {
         self.active.peek().map(|s| &self.e(s).info)
     }
 
-    fn end_flight(&mut self) {
+    fn end_flight(&mut self, slot: u32) {
         self.in_flight -= 1;
-        if self.in_flight == 0 {
-            self.events_base += self.events.len();
-            self.events.clear();
+        let from = self.e(slot).in_flight_from;
+        if let Some(n) = self.flight_starts.get_mut(&from) {
+            *n -= 1;
+            if *n == 0 {
+                self.flight_starts.remove(&from);
+            }
         }
+        // Drop events no pod in flight can still see.
+        let keep_from = self.flight_starts.keys().next().copied().unwrap_or(self.events_base + self.events.len());
+        let drop = keep_from.saturating_sub(self.events_base).min(self.events.len());
+        self.events.drain(..drop);
+        self.events_base += drop;
     }
 
     /// A pod in flight was bound (or is otherwise finished with): forget it.
     pub fn done(&mut self, uid: &str) -> Result<(), QueueError> {
         let slot = self.in_flight_slot(uid)?;
-        self.end_flight();
+        self.end_flight(slot);
         self.free_slot(slot);
         self.nominated.remove(uid);
         Ok(())
@@ -640,7 +654,7 @@ impl SchedulingQueue {
     pub fn requeue_failed(&mut self, uid: &str, rejectors: &[&'static str]) -> Result<QueueLocation, QueueError> {
         let slot = self.in_flight_slot(uid)?;
         if self.e(slot).deleted {
-            self.end_flight();
+            self.end_flight(slot);
             self.free_slot(slot);
             return Err(QueueError::NotFound(uid.to_owned()));
         }
@@ -654,15 +668,16 @@ impl SchedulingQueue {
         // error, retried after backoff; else any event since the pop may help.
         let start = self.e(slot).in_flight_from.saturating_sub(self.events_base);
         let hint = if self.e(slot).rejectors.is_empty()
-            || self.events[start.min(self.events.len())..]
-                .iter()
+            || self
+                .events
+                .range(start.min(self.events.len())..)
                 .any(|(ev, obj)| self.worth_requeuing(slot, ev, obj) == QueueingHint::Queue)
         {
             QueueingHint::Queue
         } else {
             QueueingHint::Skip
         };
-        self.end_flight();
+        self.end_flight(slot);
         Ok(match hint {
             QueueingHint::Queue => self.requeue(slot),
             QueueingHint::Skip => {
@@ -714,7 +729,7 @@ impl SchedulingQueue {
 
     fn record_event(&mut self, event: ClusterEvent, obj: &EventObject) {
         if self.in_flight > 0 {
-            self.events.push((event, obj.clone()));
+            self.events.push_back((event, obj.clone()));
         }
     }
 
@@ -900,5 +915,40 @@ impl SchedulingQueue {
         let mut v: Vec<_> = self.nominated.values().filter(|(_, n)| n == node).map(|(p, _)| p.clone()).collect();
         v.sort_by(|a, b| a.uid.cmp(&b.uid));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::VirtualClock;
+    use crate::testing::PodBuilder;
+
+    fn pod(name: &str) -> Arc<PodInfo> {
+        Arc::new(PodInfo::new(PodBuilder::new(name).build()).unwrap())
+    }
+
+    #[test]
+    fn the_in_flight_event_log_keeps_only_what_pods_in_flight_can_see() {
+        let profile = Arc::new(Profile::builder("default-scheduler").build().unwrap());
+        let mut q = SchedulingQueue::new(&[profile], Arc::new(VirtualClock::new()), QueueConfig::default()).unwrap();
+        let obj = EventObject::Custom("x".into());
+        q.add(pod("long")).unwrap();
+        q.add(pod("short")).unwrap();
+        let long = q.pop().unwrap();
+        q.on_event(events::NODE_ADD, &obj);
+        let short = q.pop().unwrap();
+        q.on_event(events::NODE_ADD, &obj);
+        q.on_event(events::NODE_ADD, &obj);
+        assert_eq!(q.events.len(), 3);
+        q.done(&long.pod.uid).unwrap();
+        assert_eq!(q.events.len(), 2, "only events since `short` was popped remain");
+        for _ in 0..100 {
+            q.on_event(events::NODE_ADD, &obj);
+        }
+        q.done(&short.pod.uid).unwrap();
+        assert!(q.events.is_empty());
+        q.on_event(events::NODE_ADD, &obj);
+        assert!(q.events.is_empty(), "nothing in flight: nothing recorded");
     }
 }

@@ -208,6 +208,10 @@ impl SchedulerEvents {
     pub fn add_pod(&self, pod: Pod) -> Result<(), EventError> {
         let info = Arc::new(PodInfo::new(pod)?);
         if info.pod.spec.node_name.is_empty() {
+            if self.cache.lock().pod_node(&info.uid).is_some() {
+                // Already placed (assumed or bound): scheduling it again would double-book.
+                return Err(CacheError::PodExists(info.uid.to_string()).into());
+            }
             self.queue.lock().add(info.clone())?;
             self.observe(|o| o.pod_added(&info));
             // Gated pods may be waiting for a sibling (e.g. a gang's minMember).
