@@ -375,6 +375,23 @@ fn deleting_a_waiting_pod_releases_its_reservation() {
 }
 
 #[test]
+fn removing_the_node_a_pod_waits_for_requeues_the_pod() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let gate = Arc::new(Gate { timeout: Duration::from_secs(10), log: log.clone() });
+    let (mut s, _clock) = plain_scheduler(vec![Arc::new(Fit::new()), gate]);
+    s.add_node(NodeBuilder::new("n").cpu("4").memory("4Gi").build()).unwrap();
+    s.add_pod(PodBuilder::new("p").cpu("1").build()).unwrap();
+    s.run_until_idle();
+    assert_eq!(s.pod_state("default/p"), Some(PodState::Waiting));
+    s.events().remove_node("n").unwrap();
+    let run = s.run_until_idle();
+    assert_eq!(run.bind_failed, 1);
+    // Retried after backoff, like an error: no plugin's event would bring it back.
+    assert_eq!(s.pod_state("default/p"), Some(PodState::Backoff));
+    assert_eq!(*log.lock(), ["reserve p", "unreserve p"]);
+}
+
+#[test]
 fn events_for_unknown_objects_are_typed_errors_and_lose_nothing() {
     let (mut s, _clock) = plain_scheduler(vec![Arc::new(Fit::new())]);
     let ev = s.events();

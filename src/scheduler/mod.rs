@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 
 pub use binding::{BindError, BindingCycle};
 pub use fit_error::{Diagnosis, FitError};
-pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SchedulerEvents};
+pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{

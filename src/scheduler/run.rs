@@ -34,6 +34,11 @@ use crate::model::{Node, Pod, PodError};
 use crate::queue::{QueueError, QueueLocation, SchedulingQueue, events};
 use crate::snapshot::{Cache, CacheError, PodInfo};
 
+/// The name under which the scheduler itself rejects a waiting pod (its node or the
+/// pod was deleted). Such a pod is retried after backoff, like an error, since no
+/// plugin's events could bring it back.
+pub const SCHEDULER_REJECTOR: &str = "schedkit";
+
 /// Where a pod the scheduler knows is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PodState {
@@ -190,7 +195,9 @@ impl SchedulerEvents {
         Ok(())
     }
 
-    /// Removes a node (its pods with it).
+    /// Removes a node. Bound pods on it leave the cache with it (deleting them is
+    /// the caller's business, as a controller's upstream); pods waiting at Permit
+    /// for it are rejected, so the loop unreserves and requeues them.
     pub fn remove_node(&self, name: &str) -> Result<(), CacheError> {
         let old = {
             let mut c = self.cache.lock();
@@ -198,6 +205,11 @@ impl SchedulerEvents {
             c.remove_node(name)?;
             old
         };
+        self.handle.waiting_pods().for_each(|wp| {
+            if wp.node() == name {
+                wp.reject(SCHEDULER_REJECTOR, "node deleted");
+            }
+        });
         self.event(events::NODE_DELETE, &EventObject::Node { old, new: None });
         Ok(())
     }
@@ -269,7 +281,7 @@ impl SchedulerEvents {
     /// a bound or assumed pod leaves the cache (an assigned-pod-deleted event).
     pub fn delete_pod(&self, uid: &str) -> Result<(), EventError> {
         let known = self.known_pod(uid);
-        let waiting = self.handle.waiting_pods().reject(uid, "schedkit", "pod deleted");
+        let waiting = self.handle.waiting_pods().reject(uid, SCHEDULER_REJECTOR, "pod deleted");
         let queued = self.queue.lock().delete(uid);
         let removed = self.cache.lock().remove_pod(uid).ok();
         if let Some(p) = &known {
@@ -412,8 +424,11 @@ impl Scheduler {
                 AttemptOutcome::Bound(pod.pod.spec.node_name.clone())
             }
             Err(error) => {
-                let rejectors: Vec<&'static str> =
-                    if error.status.is_rejected() { error.status.plugin().into_iter().collect() } else { Vec::new() };
+                let rejectors: Vec<&'static str> = if error.status.is_rejected() {
+                    error.status.plugin().into_iter().filter(|p| *p != SCHEDULER_REJECTOR).collect()
+                } else {
+                    Vec::new()
+                };
                 let mut q = self.queue.lock();
                 let location = q.requeue_failed(&uid, &rejectors);
                 // The reservation is gone: other pods may fit now (upstream moves
