@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, PreScorePlugin, ScorePlugin};
+use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use schedkit::model::{
     Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm, Symbol, TopologySpreadConstraint,
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
@@ -121,12 +121,25 @@ fn bench_spread(c: &mut Criterion) {
     g.bench_function("score", |b| {
         b.iter(|| snap.nodes().iter().map(|n| pl.score(black_box(&state), &pod, n).unwrap_or(0)).sum::<i64>());
     });
+    let mut out: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    g.bench_function("score_nodes", |b| {
+        b.iter(|| pl.score_nodes(black_box(&state), &pod, NodeList::new(&snap, &all), &mut out).is_ok());
+    });
     g.throughput(Throughput::Elements(1));
+    // Later pods of the workload on an unchanged cluster: the memo's steady state.
     g.bench_function("pre_filter_5000_nodes", |b| {
         b.iter(|| {
             let mut s = CycleState::new();
             pl.pre_filter(&mut s, &pod, black_box(&snap)).1.is_success()
         });
+    });
+    // The first pod of a workload: nothing memoized, every node's pods counted.
+    g.bench_function("pre_filter_5000_nodes_cold", |b| {
+        b.iter_batched_ref(
+            || PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap(),
+            |fresh| fresh.pre_filter(&mut CycleState::new(), &pod, black_box(&snap)).1.is_success(),
+            BatchSize::SmallInput,
+        );
     });
     g.bench_function("pre_score_5000_nodes", |b| {
         b.iter(|| {
@@ -177,6 +190,10 @@ fn bench_interpod(c: &mut Criterion) {
     g.bench_function("score", |b| {
         b.iter(|| snap.nodes().iter().map(|n| pl.score(black_box(&state), &pod, n).unwrap_or(0)).sum::<i64>());
     });
+    let mut out: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    g.bench_function("score_nodes", |b| {
+        b.iter(|| pl.score_nodes(black_box(&state), &pod, NodeList::new(&snap, &all), &mut out).is_ok());
+    });
     g.throughput(Throughput::Elements(1));
     g.bench_function("pre_filter_5000_nodes", |b| {
         b.iter(|| {
@@ -189,6 +206,22 @@ fn bench_interpod(c: &mut Criterion) {
             let mut s = CycleState::new();
             pl.pre_score(&mut s, &pod, NodeList::new(black_box(&snap), &all)).is_success()
         });
+    });
+    // The first pod of a workload: nothing memoized, every pod visited.
+    let fresh = || InterPodAffinity::new(InterPodAffinityArgs::default(), &Handle::default()).unwrap();
+    g.bench_function("pre_filter_5000_nodes_cold", |b| {
+        b.iter_batched_ref(
+            fresh,
+            |pl| pl.pre_filter(&mut CycleState::new(), &pod, black_box(&snap)).1.is_success(),
+            BatchSize::SmallInput,
+        );
+    });
+    g.bench_function("pre_score_5000_nodes_cold", |b| {
+        b.iter_batched_ref(
+            fresh,
+            |pl| pl.pre_score(&mut CycleState::new(), &pod, NodeList::new(black_box(&snap), &all)).is_success(),
+            BatchSize::SmallInput,
+        );
     });
     // A pod with no terms: PreFilter only visits pods with required anti-affinity.
     let bare = PodInfo::new(PodBuilder::new("bare").label("app", "web-1").build()).unwrap();

@@ -675,6 +675,10 @@ fn scores(pl: &InterPodAffinity, pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Opt
     assert!(st.is_success(), "{st:?}");
     let mut out: Vec<NodeScore> =
         snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: pl.score(&state, &pod, n).unwrap() }).collect();
+    // The batch entry point gives the same raw scores.
+    let mut batch: Vec<NodeScore> = out.iter().map(|s| NodeScore { name: s.name, score: -1 }).collect();
+    pl.score_nodes(&state, &pod, NodeList::new(&snap, &idx), &mut batch).unwrap();
+    assert_eq!(batch, out);
     assert!(pl.normalize(&state, &pod, &mut out).is_success());
     Some(out.into_iter().map(|s| (s.name.as_str().to_owned(), s.score)).collect())
 }
@@ -967,14 +971,18 @@ proptest! {
 /// Allocations while `f` runs, the smallest of several tries (other tests of this
 /// binary allocate concurrently; per-node allocation would show in every try).
 fn fewest_allocations(mut f: impl FnMut()) -> usize {
-    (0..20)
-        .map(|_| {
-            let region = Region::new(GLOBAL);
-            f();
-            region.change().allocations
-        })
-        .min()
-        .unwrap_or(usize::MAX)
+    let mut fewest = usize::MAX;
+    for _ in 0..300 {
+        let region = Region::new(GLOBAL);
+        f();
+        fewest = fewest.min(region.change().allocations);
+        if fewest == 0 {
+            break;
+        }
+        // Let the tests running beside this one finish.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    fewest
 }
 
 #[test]

@@ -109,26 +109,14 @@ impl InterPodAffinity {
         }
 
         // Existing pods matching the incoming pod's terms (upstream
-        // `getIncomingAffinityAntiAffinityCounts`): every pod, only if it has terms.
-        let mut affinity = TopologyCounts::default();
-        let mut anti = TopologyCounts::default();
-        if !required.is_empty() || !required_anti.is_empty() {
-            for node in snapshot.nodes() {
-                let labels = &node.node().metadata.labels;
-                for existing in node.pods() {
-                    if matches_all(&required, existing) {
-                        for t in required.iter() {
-                            affinity.update(labels, t.topology_key, 1);
-                        }
-                    }
-                    for t in required_anti.iter() {
-                        if t.matches(existing) {
-                            anti.update(labels, t.topology_key, 1);
-                        }
-                    }
-                }
-            }
-        }
+        // `getIncomingAffinityAntiAffinityCounts`): only if it has terms; the memo
+        // recounts just the nodes that changed since this workload's last cycle.
+        let (affinity, anti) = if required.is_empty() && required_anti.is_empty() {
+            (TopologyCounts::default(), TopologyCounts::default())
+        } else {
+            let (a, b) = self.memo.counts(&required, &required_anti, snapshot);
+            (TopologyCounts(a), TopologyCounts(b))
+        };
 
         if existing_anti.is_empty() && required.is_empty() && required_anti.is_empty() {
             return None;

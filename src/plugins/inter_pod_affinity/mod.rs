@@ -19,10 +19,14 @@
 //!   `mismatchLabelKeys` are applied here, since no API server merges them.
 //!
 //! Cost: PreFilter scans only pods with required anti-affinity when the incoming
-//! pod has no required terms, and Skips when none of them applies; PreScore scans
-//! only pods with affinity when the pod has no preferred terms. Each scan happens
-//! once per cycle. Filter is O(required terms + node labels) and Score
-//! O(topology keys), both allocation-free.
+//! pod has no required terms, and Skips when none of them applies; with required
+//! terms it walks the node list once per cycle but recounts pods only on nodes whose
+//! `NodeInfo` changed since the last pod with the same terms (a small memo of the
+//! last few workloads' counts, beyond upstream; the counts are exactly upstream's).
+//! PreScore scans only pods with affinity when the pod has no preferred terms; with
+//! preferred terms it sums over every pod through the same kind of memo. Filter is
+//! O(required terms + node labels) and Score O(topology keys), both
+//! allocation-free.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -56,16 +60,18 @@
 //! ```
 
 mod filtering;
+mod hints;
+mod memo;
 mod scoring;
 mod terms;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventResource, ExtensionPoints, Handle, Plugin,
-};
+use crate::framework::{ExtensionPoints, Handle, Plugin};
 use crate::plugins::names;
 
 pub use terms::NamespaceLabels;
@@ -134,6 +140,8 @@ impl InterPodAffinityArgs {
 pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     namespaces: NamespaceLabels,
+    memo: memo::TermMemo,
+    score_memo: memo::ScoreMemo,
 }
 
 impl InterPodAffinity {
@@ -141,7 +149,12 @@ impl InterPodAffinity {
     /// [`NamespaceLabels`] until one is attached with [`InterPodAffinity::with_namespaces`].
     pub fn new(args: InterPodAffinityArgs, _handle: &Handle) -> Result<Self, InterPodAffinityArgsError> {
         args.validate()?;
-        Ok(InterPodAffinity { args, namespaces: NamespaceLabels::default() })
+        Ok(InterPodAffinity {
+            args,
+            namespaces: NamespaceLabels::default(),
+            memo: memo::TermMemo::default(),
+            score_memo: memo::ScoreMemo::default(),
+        })
     }
 
     /// Builds the plugin from config args (`None`: the defaults).
@@ -158,6 +171,34 @@ impl InterPodAffinity {
     /// A registry factory: `registry.register(names::INTER_POD_AFFINITY, InterPodAffinity::factory)`.
     pub fn factory(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
         InterPodAffinity::from_config(args, handle).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+    }
+
+    /// A registry factory whose plugins read `namespaces` (the registry the embedding
+    /// program keeps current), for config-built profiles that use namespace selectors.
+    ///
+    /// ```
+    /// use schedkit::framework::{Handle, ProfileConfig, Registry};
+    /// use schedkit::model::Labels;
+    /// use schedkit::plugins::{inter_pod_affinity::{InterPodAffinity, NamespaceLabels}, names};
+    /// let namespaces = NamespaceLabels::default();
+    /// let mut registry = Registry::new();
+    /// registry.register(names::INTER_POD_AFFINITY, InterPodAffinity::factory_with(namespaces.clone())).unwrap();
+    /// namespaces.set("team-a", Labels::from_pairs([("team", "a")]));
+    /// let cfg: ProfileConfig = serde_json::from_str(r#"{
+    ///     "plugins": {"multiPoint": {"enabled": [{"name": "InterPodAffinity", "weight": 2}]}},
+    ///     "pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 10}}]
+    /// }"#).unwrap();
+    /// let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+    /// assert_eq!(profile.score_plugins(), [("InterPodAffinity", 2)]);
+    /// ```
+    pub fn factory_with(
+        namespaces: NamespaceLabels,
+    ) -> impl Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static {
+        move |args, handle| {
+            InterPodAffinity::from_config(args, handle)
+                .map(|p| Arc::new(p.with_namespaces(namespaces.clone())) as Arc<dyn Plugin>)
+                .map_err(|e| e.to_string())
+        }
     }
 
     /// Reads namespace labels for `namespaceSelector` from `namespaces`.
@@ -185,28 +226,5 @@ impl Plugin for InterPodAffinity {
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
         points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
-    }
-}
-
-impl EnqueueExtensions for InterPodAffinity {
-    /// Upstream `EventsToRegister`: assigned pods added, relabelled or deleted;
-    /// nodes added, relabelled or re-tainted.
-    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        vec![
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::AssignedPod,
-                    action: ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
-                },
-                hint: None,
-            },
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::Node,
-                    action: ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
-                },
-                hint: None,
-            },
-        ]
     }
 }

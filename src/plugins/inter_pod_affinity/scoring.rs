@@ -13,13 +13,13 @@ use crate::model::{Labels, Symbol};
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Topology key -> (value -> score) (upstream `scoreMap`). Few keys, so a vector.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ScoreMap(SmallVec<[(Symbol, AHashMap<Symbol, i64>); 2]>);
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ScoreMap(pub(crate) SmallVec<[(Symbol, AHashMap<Symbol, i64>); 2]>);
 
 impl ScoreMap {
     /// Upstream `scoreMap.processTerm` once the term matched: add `delta` to the
     /// node's domain of `key`, if the node has the key.
-    fn add(&mut self, labels: &Labels, key: Symbol, delta: i64) {
+    pub(crate) fn add(&mut self, labels: &Labels, key: Symbol, delta: i64) {
         let Some(value) = labels.get(key) else { return };
         let i = if let Some(i) = self.0.iter().position(|(k, _)| *k == key) {
             i
@@ -33,12 +33,75 @@ impl ScoreMap {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Upstream `Score`: the sum of the node's domains' scores.
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        let labels = &node.node().metadata.labels;
+        let mut score = 0;
+        for (key, values) in &self.0 {
+            if let Some(v) = labels.get(*key) {
+                score += values.get(&v).copied().unwrap_or(0);
+            }
+        }
+        score
+    }
 }
 
 /// What Score reads (upstream `preScoreState`).
 #[derive(Debug, Clone)]
 pub(crate) struct PreScoreState {
     pub(crate) topology_score: ScoreMap,
+}
+
+/// What scoring one existing pod needs about the incoming pod (upstream
+/// `processExistingPod`'s inputs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScoreContext {
+    pub(crate) namespace: crate::model::Symbol,
+    pub(crate) labels: Labels,
+    pub(crate) ns_labels: Labels,
+    pub(crate) pref: Vec<ResolvedTerm>,
+    pub(crate) pref_anti: Vec<ResolvedTerm>,
+    pub(crate) hard: i64,
+}
+
+impl ScoreContext {
+    /// Upstream `processExistingPod`: calls `sink(topology key, delta)` for every term
+    /// match between the incoming pod and `existing` (the caller drops keys the node
+    /// lacks).
+    pub(crate) fn process(&self, pod: &PodInfo, existing: &PodInfo, mut sink: impl FnMut(Symbol, i64)) {
+        for t in &self.pref {
+            if t.matches(existing) {
+                sink(t.topology_key, i64::from(t.weight));
+            }
+        }
+        for t in &self.pref_anti {
+            if t.matches(existing) {
+                sink(t.topology_key, -i64::from(t.weight));
+            }
+        }
+        if !existing.has_affinity {
+            return;
+        }
+        if self.hard > 0 {
+            for t in required_affinity(existing) {
+                if existing_term_matches(existing, t, pod, &self.ns_labels) {
+                    sink(t.topology_key, self.hard);
+                }
+            }
+        }
+        for w in preferred_affinity(existing) {
+            if existing_term_matches(existing, &w.pod_affinity_term, pod, &self.ns_labels) {
+                sink(w.pod_affinity_term.topology_key, i64::from(w.weight));
+            }
+        }
+        for w in preferred_anti_affinity(existing) {
+            if existing_term_matches(existing, &w.pod_affinity_term, pod, &self.ns_labels) {
+                sink(w.pod_affinity_term.topology_key, -i64::from(w.weight));
+            }
+        }
+    }
 }
 
 impl InterPodAffinity {
@@ -56,63 +119,33 @@ impl InterPodAffinity {
         let resolve = |terms: &[crate::model::WeightedPodAffinityTerm]| -> Vec<ResolvedTerm> {
             terms.iter().map(|w| ResolvedTerm::new(pod, &w.pod_affinity_term, w.weight, &self.namespaces)).collect()
         };
-        let (pref, pref_anti) = (resolve(pref), resolve(pref_anti));
-        let ns_labels = self.namespaces.labels_of(pod.namespace);
-        let hard = i64::from(self.args.hard_pod_affinity_weight);
-
-        let mut scores = ScoreMap::default();
-        let mut process = |node: &NodeInfo, existing: &PodInfo| {
-            let labels = &node.node().metadata.labels;
-            if labels.is_empty() {
-                return;
-            }
-            for t in &pref {
-                if t.matches(existing) {
-                    scores.add(labels, t.topology_key, i64::from(t.weight));
-                }
-            }
-            for t in &pref_anti {
-                if t.matches(existing) {
-                    scores.add(labels, t.topology_key, -i64::from(t.weight));
-                }
-            }
-            if !existing.has_affinity {
-                return;
-            }
-            if hard > 0 {
-                for t in required_affinity(existing) {
-                    if existing_term_matches(existing, t, pod, &ns_labels) {
-                        scores.add(labels, t.topology_key, hard);
-                    }
-                }
-            }
-            for w in preferred_affinity(existing) {
-                if existing_term_matches(existing, &w.pod_affinity_term, pod, &ns_labels) {
-                    scores.add(labels, w.pod_affinity_term.topology_key, i64::from(w.weight));
-                }
-            }
-            for w in preferred_anti_affinity(existing) {
-                if existing_term_matches(existing, &w.pod_affinity_term, pod, &ns_labels) {
-                    scores.add(labels, w.pod_affinity_term.topology_key, -i64::from(w.weight));
-                }
-            }
+        let ctx = ScoreContext {
+            namespace: pod.namespace,
+            labels: pod.pod.metadata.labels.clone(),
+            ns_labels: self.namespaces.labels_of(pod.namespace),
+            pref: resolve(pref),
+            pref_anti: resolve(pref_anti),
+            hard: i64::from(self.args.hard_pod_affinity_weight),
         };
         let snapshot = nodes.snapshot();
-        if has_constraints {
-            // The pod's own preferences need every pod.
-            for node in snapshot.nodes() {
-                for existing in node.pods() {
-                    process(node, existing);
-                }
-            }
+        let scores = if has_constraints {
+            // The pod's own preferences need every pod: the memo recounts only the
+            // nodes that changed since this workload's last cycle.
+            self.score_memo.scores(&ctx, pod, snapshot)
         } else {
             // Only existing pods' terms can score: only pods with affinity.
+            let mut scores = ScoreMap::default();
             for node in snapshot.nodes_with_affinity() {
+                let labels = &node.node().metadata.labels;
+                if labels.is_empty() {
+                    continue;
+                }
                 for existing in node.pods_with_affinity() {
-                    process(node, existing);
+                    ctx.process(pod, existing, |key, delta| scores.add(labels, key, delta));
                 }
             }
-        }
+            scores
+        };
         if scores.is_empty() {
             return None;
         }
@@ -140,14 +173,24 @@ impl ScorePlugin for InterPodAffinity {
         let Some(s) = state.read::<PreScoreState>() else {
             return Err(Status::error("reading \"PreScoreInterPodAffinity\" from cycleState: not found"));
         };
-        let labels = &node.node().metadata.labels;
-        let mut score = 0;
-        for (key, values) in &s.topology_score.0 {
-            if let Some(v) = labels.get(*key) {
-                score += values.get(&v).copied().unwrap_or(0);
-            }
+        Ok(s.topology_score.score(node))
+    }
+
+    /// [`ScorePlugin::score`] for a batch, reading the PreScore state once.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let Some(s) = state.read::<PreScoreState>() else {
+            return Err(Status::error("reading \"PreScoreInterPodAffinity\" from cycleState: not found"));
+        };
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = s.topology_score.score(node);
         }
-        Ok(score)
+        Ok(())
     }
 
     /// Upstream `NormalizeScore`: `int64(100 * (score - min) / (max - min))` in

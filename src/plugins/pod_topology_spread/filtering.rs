@@ -109,23 +109,9 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return None;
         }
-        let mut counts: Vec<AHashMap<Symbol, i64>> = constraints
-            .iter()
-            .map(|c| AHashMap::with_capacity(if c.topology_key == self.hostname { snapshot.len() } else { 0 }))
-            .collect();
-        for node in snapshot.nodes() {
-            let labels = &node.node().metadata.labels;
-            if !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if !c.includes_node(&pod.pod, node) {
-                    continue;
-                }
-                let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
-                *counts[i].entry(value).or_insert(0) += c.count_on(node, pod.namespace);
-            }
-        }
+        let counts: Vec<AHashMap<Symbol, i64>> = self.memo.with_domains(pod, &constraints, snapshot, true, |d| {
+            d.iter().map(|m| m.iter().map(|(&v, &(n, _))| (v, n)).collect()).collect()
+        });
         let critical = counts
             .iter()
             .map(|m| {

@@ -18,9 +18,12 @@
 //!   select it ([`WorkloadSelectors`]); when nothing selects it, the plugin skips it.
 //!
 //! Cost: PreFilter and PreScore return Skip without touching any pod when the pod
-//! has no constraints of their kind; otherwise each walks every node's pods once per
-//! cycle. Filter and Score are O(constraints) hash look-ups per node and allocate
-//! nothing.
+//! has no constraints of their kind. Otherwise each walks the node list once per
+//! cycle but recounts pods only on nodes whose `NodeInfo` changed since the last pod
+//! with the same constraints (a small per-plugin memo of the last few workloads'
+//! counts, beyond upstream; the counts are exactly upstream's), and PreScore counts
+//! the candidates' own pods for hostname constraints. Filter and Score are
+//! O(constraints) hash look-ups per node and allocate nothing.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -59,6 +62,8 @@
 
 mod common;
 mod filtering;
+mod hints;
+mod memo;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -68,9 +73,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventResource, ExtensionPoints, Handle, Plugin,
-};
+use crate::framework::{ExtensionPoints, Handle, Plugin};
 use crate::model::{Symbol, TopologySpreadConstraint, UnsatisfiableConstraintAction};
 use crate::plugins::names;
 use crate::snapshot::PodInfo;
@@ -234,6 +237,7 @@ pub struct PodTopologySpread {
     system_defaulted: bool,
     workloads: WorkloadSelectors,
     hostname: Symbol,
+    memo: memo::CountMemo,
 }
 
 impl PodTopologySpread {
@@ -250,6 +254,7 @@ impl PodTopologySpread {
             system_defaulted,
             workloads: WorkloadSelectors::default(),
             hostname: Symbol::intern(LABEL_HOSTNAME),
+            memo: memo::CountMemo::default(),
         })
     }
 
@@ -268,6 +273,31 @@ impl PodTopologySpread {
     /// A registry factory: `registry.register(names::POD_TOPOLOGY_SPREAD, PodTopologySpread::factory)`.
     pub fn factory(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
         PodTopologySpread::from_config(args, handle).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+    }
+
+    /// A registry factory whose plugins find default-constraint selectors in
+    /// `workloads` (the registry the embedding program keeps current).
+    ///
+    /// ```
+    /// use schedkit::framework::{Handle, ProfileConfig, Registry};
+    /// use schedkit::plugins::{names, pod_topology_spread::{PodTopologySpread, WorkloadSelectors}};
+    /// let mut registry = Registry::new();
+    /// registry.register(names::POD_TOPOLOGY_SPREAD, PodTopologySpread::factory_with(WorkloadSelectors::default())).unwrap();
+    /// let cfg: ProfileConfig = serde_json::from_str(r#"{
+    ///     "plugins": {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 2}]}},
+    ///     "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]
+    /// }"#).unwrap();
+    /// let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+    /// assert_eq!(profile.filter_plugins(), ["PodTopologySpread"]);
+    /// ```
+    pub fn factory_with(
+        workloads: WorkloadSelectors,
+    ) -> impl Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static {
+        move |args, handle| {
+            PodTopologySpread::from_config(args, handle)
+                .map(|p| Arc::new(p.with_workloads(workloads.clone())) as Arc<dyn Plugin>)
+                .map_err(|e| e.to_string())
+        }
     }
 
     /// Uses `workloads` to find the selector of default constraints.
@@ -312,31 +342,5 @@ impl Plugin for PodTopologySpread {
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
         points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
-    }
-}
-
-impl EnqueueExtensions for PodTopologySpread {
-    /// Upstream `EventsToRegister`: assigned pods added, relabelled or deleted, and
-    /// nodes added, deleted, relabelled or re-tainted.
-    fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
-        vec![
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::AssignedPod,
-                    action: ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
-                },
-                hint: None,
-            },
-            ClusterEventWithHint {
-                event: ClusterEvent {
-                    resource: EventResource::Node,
-                    action: ActionType::ADD
-                        | ActionType::DELETE
-                        | ActionType::UPDATE_NODE_LABEL
-                        | ActionType::UPDATE_NODE_TAINT,
-                },
-                hint: None,
-            },
-        ]
     }
 }

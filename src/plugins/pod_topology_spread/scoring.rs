@@ -27,6 +27,25 @@ pub(crate) struct PreScoreState {
     pub(crate) is_hostname: SmallVec<[bool; 4]>,
 }
 
+impl PreScoreState {
+    /// Upstream `Score`: the weighted matching-pod count of the node's domains, rounded.
+    #[inline]
+    fn score(&self, node: &NodeInfo) -> i64 {
+        if self.ignored.contains(&node.name()) {
+            return 0;
+        }
+        let labels = &node.node().metadata.labels;
+        let mut score = 0.0;
+        for (i, c) in self.constraints.iter().enumerate() {
+            let Some(value) = labels.get(c.topology_key) else { continue };
+            let key = if self.is_hostname[i] { node.name() } else { value };
+            let count = self.counts[i].get(&key).copied().unwrap_or(0);
+            score += score_for_count(count, c.max_skew, self.weights[i]);
+        }
+        score.round() as i64
+    }
+}
+
 /// Upstream `scoreForCount`: `count * weight + (maxSkew - 1)`.
 #[inline]
 fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
@@ -74,22 +93,18 @@ impl PodTopologySpread {
                 ((size + 2) as f64).ln()
             })
             .collect();
-        for node in all.nodes() {
-            let labels = &node.node().metadata.labels;
-            if require_all && !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if is_hostname[i] || !c.includes_node(&pod.pod, node) {
+        // Matching pods of the candidates' domains over every node (hostname counts
+        // were taken above, per candidate).
+        self.memo.with_domains(pod, &constraints, all, require_all, |domains| {
+            for (i, m) in counts.iter_mut().enumerate() {
+                if is_hostname[i] {
                     continue;
                 }
-                let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
-                // Only domains of candidate nodes are counted.
-                if let Some(n) = counts[i].get_mut(&value) {
-                    *n += c.count_on(node, pod.namespace);
+                for (value, n) in m.iter_mut() {
+                    *n = domains[i].get(value).map_or(0, |d| d.0);
                 }
             }
-        }
+        });
         Some(PreScoreState { constraints: constraints.into(), ignored, counts, weights, is_hostname })
     }
 }
@@ -115,18 +130,24 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read::<PreScoreState>() else {
             return Err(Status::error("reading \"PreScorePodTopologySpread\" from cycleState: not found"));
         };
-        if s.ignored.contains(&node.name()) {
-            return Ok(0);
+        Ok(s.score(node))
+    }
+
+    /// [`ScorePlugin::score`] for a batch, reading the PreScore state once.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        let Some(s) = state.read::<PreScoreState>() else {
+            return Err(Status::error("reading \"PreScorePodTopologySpread\" from cycleState: not found"));
+        };
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = s.score(node);
         }
-        let labels = &node.node().metadata.labels;
-        let mut score = 0.0;
-        for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(c.topology_key) else { continue };
-            let key = if s.is_hostname[i] { node.name() } else { value };
-            let count = s.counts[i].get(&key).copied().unwrap_or(0);
-            score += score_for_count(count, c.max_skew, s.weights[i]);
-        }
-        Ok(score.round() as i64)
+        Ok(())
     }
 
     /// Upstream `NormalizeScore`: `100 * (max + min - score) / max` over the nodes

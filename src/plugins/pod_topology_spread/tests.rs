@@ -1,7 +1,5 @@
 //! PreFilter state (domain counts and critical paths) against upstream
 //! `TestPreFilterState` (`podtopologyspread/filtering_test.go`).
-// Table rows are tuples, as upstream's tables are structs of cases.
-#![allow(clippy::type_complexity)]
 
 use std::sync::Arc;
 
@@ -74,8 +72,11 @@ fn state(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> PreFilterState {
     pl.pre_filter_state(&PodInfo::new(pod.clone()).unwrap(), &snap).unwrap()
 }
 
+/// One constraint's domain counts (sorted) and its two critical match numbers.
+type Summary = (Vec<(&'static str, i64)>, [i64; 2]);
+
 /// Domain counts per constraint, sorted, and the two critical match numbers.
-fn summary(s: &PreFilterState) -> Vec<(Vec<(&'static str, i64)>, [i64; 2])> {
+fn summary(s: &PreFilterState) -> Vec<Summary> {
     s.counts
         .iter()
         .zip(&s.critical)
@@ -190,48 +191,43 @@ fn node_inclusion_policy_table() {
     };
     let two = vec![("node-a", 1), ("node-b", 2)];
     let three = vec![("node-a", 1), ("node-b", 2), ("node-c", 0)];
-    let cases: Vec<(&str, Pod, bool, Vec<(&str, i64)>, [i64; 2])> = vec![
+    // (upstream name, pod, node-c tainted, expected summary)
+    let cases: Vec<(&str, Pod, bool, Summary)> = vec![
         (
             "NodeAffinityPolicy honored with labelSelectors",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).with(node_selector).build(),
             false,
-            two.clone(),
-            [1, 2],
+            (two.clone(), [1, 2]),
         ),
         (
             "NodeAffinityPolicy ignored with labelSelectors",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (Some(Ignore), None))]).with(node_selector).build(),
             false,
-            three.clone(),
-            [0, 1],
+            (three.clone(), [0, 1]),
         ),
         (
             "NodeAffinityPolicy honored with nodeAffinity",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).with(affinity_foo).build(),
             false,
-            two.clone(),
-            [1, 2],
+            (two.clone(), [1, 2]),
         ),
         (
             "NodeAffinityPolicy ignored with nodeAffinity",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (Some(Ignore), None))]).with(affinity_foo).build(),
             false,
-            three.clone(),
-            [0, 1],
+            (three.clone(), [0, 1]),
         ),
         (
             "NodeTaintsPolicy ignored",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), NONE)]).build(),
             true,
-            three.clone(),
-            [0, 1],
+            (three.clone(), [0, 1]),
         ),
         (
             "NodeTaintsPolicy honored",
             incoming(vec![tsc(1, "node", DoNotSchedule, bar(), (None, Some(Honor)))]).build(),
             true,
-            two.clone(),
-            [1, 2],
+            (two.clone(), [1, 2]),
         ),
         (
             "NodeTaintsPolicy honored with tolerated taints",
@@ -239,13 +235,12 @@ fn node_inclusion_policy_table() {
                 .toleration("node.kubernetes.io/unschedulable", None, None)
                 .build(),
             true,
-            three.clone(),
-            [0, 1],
+            (three.clone(), [0, 1]),
         ),
     ];
-    for (name, pod, taint_c, counts, critical) in cases {
+    for (name, pod, taint_c, want) in cases {
         let s = state(&pod, &abc(taint_c), &pods);
-        assert_eq!(summary(&s), [(counts, critical)], "{name}");
+        assert_eq!(summary(&s), [want], "{name}");
     }
 
     // "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore"
@@ -265,4 +260,146 @@ fn node_inclusion_policy_table() {
         summary(&state(&pod, &nodes, &pods)),
         [(vec![("zone1", 0), ("zone2", 1)], [0, 1]), (vec![("node-a", 0), ("node-b", 2), ("node-x", 1)], [0, 1])]
     );
+}
+
+/// PreScore's counts per constraint, ignored nodes and weights (as bits), sorted.
+type ScoreSummary = (Vec<Vec<(&'static str, i64)>>, Vec<&'static str>, Vec<u64>);
+
+/// PreScore's state, sorted for comparison.
+fn score_summary(s: &super::scoring::PreScoreState) -> ScoreSummary {
+    let counts = s
+        .counts
+        .iter()
+        .map(|m| {
+            let mut v: Vec<_> = m.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let mut ignored: Vec<_> = s.ignored.iter().map(|k| k.as_str()).collect();
+    ignored.sort_unstable();
+    (counts, ignored, s.weights.iter().map(|w| w.to_bits()).collect())
+}
+
+/// The cross-cycle memo gives exactly the counts of a fresh plugin, for PreFilter
+/// and PreScore, while pods come and go, nodes are relabelled, added and removed,
+/// and more workloads than the memo holds take turns.
+#[test]
+#[expect(clippy::too_many_lines, reason = "one randomized scenario")]
+fn memo_matches_a_fresh_count_after_changes() {
+    use super::WorkloadSelectors;
+    use crate::snapshot::{Cache, NodeList};
+    let mut cache = Cache::new();
+    let mk_node = |i: u64, zone: u64| {
+        let name = format!("n{i}");
+        let z = format!("z{zone}");
+        let mut labels = vec![("zone", z.as_str()), ("node", name.as_str()), ("kubernetes.io/hostname", name.as_str())];
+        if i % 2 == 0 {
+            labels.push(("topology.kubernetes.io/zone", z.as_str()));
+        }
+        node(&name, &labels, i % 5 == 0)
+    };
+    for i in 0..12 {
+        cache.add_node(mk_node(i, i % 3)).unwrap();
+    }
+    let honor_taints = (None, Some(Honor));
+    let host = "kubernetes.io/hostname";
+    let workloads: Vec<Pod> = vec![
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("foo"), NONE),
+            tsc(1, "node", DoNotSchedule, exists("foo"), honor_taints),
+        ])
+        .build(),
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("bar"), NONE),
+            tsc(2, "zone", ScheduleAnyway, exists("foo"), NONE),
+        ])
+        .build(),
+        incoming(vec![
+            tsc(1, "zone", ScheduleAnyway, exists("foo"), honor_taints),
+            tsc(1, host, ScheduleAnyway, exists("foo"), NONE),
+        ])
+        .build(),
+        incoming(vec![tsc(1, "node", DoNotSchedule, exists("foo"), NONE)])
+            .with(|p| {
+                p.spec.node_selector.insert(Symbol::intern("zone"), Symbol::intern("z1"));
+            })
+            .build(),
+        // No constraints: the system defaults, through a Service selecting foo.
+        PodBuilder::new("p").label("foo", "").build(),
+        incoming(vec![
+            tsc(1, "zone", DoNotSchedule, exists("foo"), honor_taints),
+            tsc(1, "node", ScheduleAnyway, exists("bar"), NONE),
+        ])
+        .build(),
+    ];
+    let services = WorkloadSelectors::default();
+    services.set(
+        "default",
+        "svc",
+        super::WorkloadKind::Service,
+        LabelSelector::from_labels(Labels::from_pairs([("foo", "")])),
+    );
+    let new_plugin = || {
+        PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default())
+            .unwrap()
+            .with_workloads(services.clone())
+    };
+    let pl = new_plugin();
+    let mut snap = Snapshot::default();
+    let mut seed: u64 = 42;
+    let mut next = |m: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % m
+    };
+    let mut pods: Vec<String> = Vec::new();
+    let mut nodes: Vec<u64> = (0..12).collect();
+    let mut next_node = 12;
+    for round in 0..300 {
+        match next(6) {
+            0..=2 => {
+                let n = nodes[next(nodes.len() as u64) as usize];
+                let label = if next(2) == 0 { "foo" } else { "bar" };
+                let name = format!("p{round}");
+                let p = on(&name, &format!("n{n}"), &[(label, "")]);
+                cache.add_pod(Arc::new(PodInfo::new(p).unwrap())).unwrap();
+                pods.push(format!("default/{name}"));
+            }
+            3 if !pods.is_empty() => {
+                let uid = pods.swap_remove(next(pods.len() as u64) as usize);
+                let _ = cache.remove_pod(&uid);
+            }
+            4 => {
+                let n = nodes[next(nodes.len() as u64) as usize];
+                cache.update_node(mk_node(n, next(4))).unwrap();
+            }
+            _ => {
+                if next(2) == 0 && nodes.len() > 3 {
+                    let n = nodes.swap_remove(next(nodes.len() as u64) as usize);
+                    cache.remove_node(&format!("n{n}")).unwrap();
+                } else {
+                    cache.add_node(mk_node(next_node, next(3))).unwrap();
+                    nodes.push(next_node);
+                    next_node += 1;
+                }
+            }
+        }
+        cache.update_snapshot(&mut snap);
+        // Mostly the first workloads (memo hits), sometimes others (misses, evictions).
+        let w = if next(3) == 0 { next(6) } else { next(3) } as usize;
+        let pod = PodInfo::new(workloads[w].clone()).unwrap();
+        let fresh = new_plugin();
+        let got = pl.pre_filter_state(&pod, &snap);
+        let want = fresh.pre_filter_state(&pod, &snap);
+        assert_eq!(got.as_ref().map(summary), want.as_ref().map(summary), "PreFilter, round {round}, workload {w}");
+        let offset = next(3) as usize;
+        let idx: Vec<usize> = (0..snap.len()).filter(|i| (i + offset) % 3 != 0).collect();
+        let got = pl.pre_score_state(&pod, NodeList::new(&snap, &idx));
+        let want = fresh.pre_score_state(&pod, NodeList::new(&snap, &idx));
+        assert_eq!(
+            got.as_ref().map(score_summary),
+            want.as_ref().map(score_summary),
+            "PreScore, round {round}, workload {w}"
+        );
+    }
 }
