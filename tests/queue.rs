@@ -129,6 +129,23 @@ fn events_requeue_only_pods_whose_rejecting_plugin_registered_for_them() {
 }
 
 #[test]
+fn a_plugin_without_enqueue_extensions_counts_as_interested_in_every_event() {
+    let closure = FilterFn::new("Closure", |_, _, _| Status::SUCCESS);
+    let (mut q, _clock) = queue(vec![Arc::new(closure), Arc::new(Fit::new())]);
+    q.add(pod("a", 0)).unwrap();
+    q.add(pod("b", 0)).unwrap();
+    let a = q.pop().unwrap();
+    let b = q.pop().unwrap();
+    q.requeue_failed(&a.pod.uid, &["Closure"]).unwrap();
+    q.requeue_failed(&b.pod.uid, &["NodeResourcesFit"]).unwrap();
+    // A label change: Fit's events don't cover it; the closure plugin's "all" do.
+    let label = ClusterEvent { resource: EventResource::Node, action: ActionType::UPDATE_NODE_LABEL };
+    assert_eq!(q.on_event(label, &EventObject::Custom("n".into())), 1);
+    assert_eq!(q.location(&a.pod.uid), Some(QueueLocation::Backoff));
+    assert_eq!(q.location(&b.pod.uid), Some(QueueLocation::Unschedulable));
+}
+
+#[test]
 fn an_event_during_the_attempt_is_not_lost() {
     let (mut q, clock) = queue(vec![Arc::new(Fit::new())]);
     q.add(pod("p", 0)).unwrap();

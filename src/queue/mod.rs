@@ -210,6 +210,9 @@ struct ProfileHooks {
     name: String,
     pre_enqueue: Vec<Named<dyn PreEnqueuePlugin>>,
     hints: Vec<(&'static str, ClusterEventWithHint)>,
+    /// Plugins that can reject a pod but don't implement EnqueueExtensions: as
+    /// upstream, they count as interested in every event.
+    no_events: Vec<&'static str>,
 }
 
 struct Entry {
@@ -321,6 +324,25 @@ impl SchedulingQueue {
                             .map(move |h| (e.name, h))
                     })
                     .collect(),
+                no_events: {
+                    let with: Vec<&'static str> = p.enqueue_extensions().iter().map(|e| e.name).collect();
+                    let mut v: Vec<&'static str> = [
+                        p.pre_enqueue_plugins(),
+                        p.pre_filter_plugins(),
+                        p.filter_plugins(),
+                        p.reserve_plugins(),
+                        p.permit_plugins(),
+                        p.pre_bind_plugins(),
+                        p.bind_plugins(),
+                    ]
+                    .concat()
+                    .into_iter()
+                    .filter(|n| !with.contains(n))
+                    .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                },
             })
             .collect();
         Ok(SchedulingQueue {
@@ -704,15 +726,21 @@ impl SchedulingQueue {
     }
 
     /// Upstream `isPodWorthRequeuing`: a pod no plugin rejected is always worth it, as
-    /// is any pod on a wildcard event; otherwise only if a plugin that rejected it
-    /// registered for the event and its hint (if any) says Queue. A panicking hint
-    /// counts as Queue, as an erroring one does upstream.
+    /// is any pod on a wildcard event, or one rejected by a plugin of the profile that
+    /// doesn't implement EnqueueExtensions (upstream registers every event for those);
+    /// otherwise only if a plugin that rejected it registered for the event and its
+    /// hint (if any) says Queue. A panicking hint counts as Queue, as an erroring one
+    /// does upstream.
     fn worth_requeuing(&self, slot: u32, event: &ClusterEvent, obj: &EventObject) -> QueueingHint {
         let e = self.e(slot);
         if e.rejectors.is_empty() || events::is_wildcard(event) {
             return QueueingHint::Queue;
         }
-        for (plugin, reg) in &self.profiles[e.profile as usize].hints {
+        let hooks = &self.profiles[e.profile as usize];
+        if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
+            return QueueingHint::Queue;
+        }
+        for (plugin, reg) in &hooks.hints {
             if !event.matches(&reg.event) || !e.rejectors.contains(plugin) {
                 continue;
             }

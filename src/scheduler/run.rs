@@ -488,7 +488,7 @@ impl Scheduler {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use schedkit::framework::{FilterFn, Profile, Status, VirtualClock};
+    /// use schedkit::framework::{Clock, FilterFn, Profile, Status, VirtualClock};
     /// use schedkit::scheduler::{PodState, Scheduler};
     /// use schedkit::testing::{NodeBuilder, PodBuilder};
     ///
@@ -506,12 +506,15 @@ impl Scheduler {
     /// }
     /// let run = s.run_until_idle();
     /// assert_eq!((run.bound, run.failed), (2, 1));
-    /// // The third waits in the unschedulable pool (a closure plugin registers no
-    /// // events) until the 5-minute max stay; a simulation jumps the clock there.
+    /// // The third waits in the unschedulable pool. A closure plugin declares no
+    /// // events, so (as upstream) any event may help: a new node moves it to backoff,
+    /// // and a simulation jumps the clock past the backoff.
     /// assert_eq!(s.pod_state("default/p2"), Some(PodState::Unschedulable));
     /// events.add_node(NodeBuilder::new("n2").cpu("4").build()).unwrap();
+    /// assert_eq!(s.pod_state("default/p2"), Some(PodState::Backoff));
     /// let run = s.run_until_settled(&clock, Duration::from_secs(600));
     /// assert_eq!(run.bound, 1);
+    /// assert_eq!(clock.now(), Duration::from_secs(1), "one backoff later");
     /// ```
     pub fn run_until_idle(&mut self) -> RunSummary {
         let mut summary = RunSummary::default();
