@@ -19,6 +19,10 @@
 //!   (upstream's `SchedulerPopFromBackoffQ`): a backoff is always served in full.
 //! - `Pending` rejections are treated like `Unschedulable` ones (no separate
 //!   "queue immediately" strategy).
+//! - [`SchedulingQueue::activate`] (plugins' "pods to activate") moves pods out of
+//!   the unschedulable pool but never cuts a backoff short, so a single-threaded
+//!   loop can't keep re-activating pods without the clock moving.
+//! - Pods with equal sort keys and timestamps pop first-in first-out.
 //!
 //! ```
 //! use std::sync::Arc;
