@@ -5,6 +5,7 @@ mod clock;
 mod cycle_state;
 mod handle;
 mod interface;
+pub mod metrics;
 mod profile;
 pub(crate) mod runtime;
 mod status;
@@ -20,6 +21,7 @@ pub use interface::{
     PreBindPlugin, PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
+pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,

@@ -4,6 +4,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
+use super::metrics::{Histogram, PointTimers, timed};
 use super::waiting_pods::check_timeout;
 use super::{Code, CycleState, NodeToStatus, PermitDecision, PostFilterResult, PreFilterResult, Profile, Status};
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
@@ -46,12 +47,29 @@ pub(crate) fn run_pre_filter(
     pod: &PodInfo,
     snapshot: &Snapshot,
 ) -> Result<PreFilterOutcome, Status> {
+    run_pre_filter_timed(profile, state, pod, snapshot, None)
+}
+
+/// The timer of plugin `i`, when timing.
+#[inline]
+fn timer(t: Option<&PointTimers>, i: usize) -> Option<&Histogram> {
+    t.and_then(|t| t.get(i)).map(|h| &**h)
+}
+
+/// [`run_pre_filter`], timing each plugin into `t` (by position) when given.
+pub(crate) fn run_pre_filter_timed(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    t: Option<&PointTimers>,
+) -> Result<PreFilterOutcome, Status> {
     let mut result = PreFilterResult::default();
     let mut narrowing_plugins = Vec::new();
     let mut rejected: Option<Status> = None;
     for (i, p) in profile.pre_filter.iter().enumerate() {
-        let (r, s) =
-            guard(p.name, "PreFilter", || p.plugin.pre_filter(state, pod, snapshot)).unwrap_or_else(|s| (None, s));
+        let (r, s) = timed(timer(t, i), || guard(p.name, "PreFilter", || p.plugin.pre_filter(state, pod, snapshot)))
+            .unwrap_or_else(|s| (None, s));
         if s.is_skip() {
             if let Some(f) = profile.pre_filter_to_filter[i] {
                 state.skip_filter.insert(f);
@@ -121,6 +139,35 @@ pub(crate) fn run_filters(
     Status::SUCCESS
 }
 
+/// [`run_filters`], timing each plugin call into `t` (by position): the latency
+/// recorder's path, taken only in sampled cycles.
+#[inline]
+pub(crate) fn run_filters_timed(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    current: &std::cell::Cell<usize>,
+    t: &PointTimers,
+) -> Status {
+    for (i, p) in profile.filter.iter().enumerate() {
+        if state.skips_filter(i) {
+            continue;
+        }
+        current.set(i);
+        let s = timed(timer(Some(t), i), || p.plugin.filter(state, pod, node));
+        if !s.is_success() {
+            let s = if s.is_rejected() || s.code() == Code::Error {
+                s
+            } else {
+                Status::error(format!("plugin {} returned {} from Filter", p.name, s.code().as_str()))
+            };
+            return s.with_plugin(p.name);
+        }
+    }
+    Status::SUCCESS
+}
+
 /// Runs a batch of Filter calls under one panic guard. On a panic, returns the
 /// `Error` status naming the plugin that was running.
 pub(crate) struct FilterGuard<'a> {
@@ -163,9 +210,15 @@ pub(crate) fn run_post_filter(
 }
 
 /// PreScore; Skip marks the plugin's Score skipped.
-pub(crate) fn run_pre_score(profile: &Profile, state: &mut CycleState, pod: &PodInfo, nodes: NodeList<'_>) -> Status {
+pub(crate) fn run_pre_score(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    nodes: NodeList<'_>,
+    t: Option<&PointTimers>,
+) -> Status {
     for (i, p) in profile.pre_score.iter().enumerate() {
-        let s = flatten(p.name, "PreScore", || p.plugin.pre_score(state, pod, nodes));
+        let s = timed(timer(t, i), || flatten(p.name, "PreScore", || p.plugin.pre_score(state, pod, nodes)));
         if s.is_skip() {
             if let Some(sc) = profile.pre_score_to_score[i] {
                 state.skip_score.insert(sc);
@@ -180,9 +233,15 @@ pub(crate) fn run_pre_score(profile: &Profile, state: &mut CycleState, pod: &Pod
 }
 
 /// Reserve: stops at the first failure (the caller then unreserves everything).
-pub(crate) fn run_reserve(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-    for p in &profile.reserve {
-        let s = flatten(p.name, "Reserve", || p.plugin.reserve(state, pod, node));
+pub(crate) fn run_reserve(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+    t: Option<&PointTimers>,
+) -> Status {
+    for (i, p) in profile.reserve.iter().enumerate() {
+        let s = timed(timer(t, i), || flatten(p.name, "Reserve", || p.plugin.reserve(state, pod, node)));
         if !s.is_success() {
             return s.with_plugin(p.name);
         }
@@ -205,10 +264,17 @@ pub(crate) enum PermitOutcome {
     Reject(Status),
 }
 
-pub(crate) fn run_permit(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> PermitOutcome {
+pub(crate) fn run_permit(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+    t: Option<&PointTimers>,
+) -> PermitOutcome {
     let mut waits = Vec::new();
-    for p in &profile.permit {
-        let d = guard(p.name, "Permit", || p.plugin.permit(state, pod, node)).unwrap_or_else(PermitDecision::Reject);
+    for (i, p) in profile.permit.iter().enumerate() {
+        let d = timed(timer(t, i), || guard(p.name, "Permit", || p.plugin.permit(state, pod, node)))
+            .unwrap_or_else(PermitDecision::Reject);
         match d {
             PermitDecision::Allow => {}
             PermitDecision::Wait(t) => match check_timeout(p.name, t) {

@@ -3,6 +3,7 @@
 
 pub mod coscheduling;
 pub mod default_binder;
+pub mod gpu_share;
 pub mod gpu_topology;
 pub mod helper;
 pub mod image_locality;

@@ -82,6 +82,11 @@ impl BindingCycle {
         &self.inner().pod
     }
 
+    /// The cycle state the scheduling cycle left (e.g. what Reserve recorded).
+    pub fn cycle_state(&self) -> &CycleState {
+        &self.inner().state
+    }
+
     /// Whether a Permit plugin is holding the pod.
     pub fn is_waiting(&self) -> bool {
         self.inner().waiting.is_some()

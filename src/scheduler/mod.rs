@@ -18,9 +18,11 @@ pub use binding::{BindError, BindingCycle};
 pub use fit_error::{Diagnosis, FitError};
 pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
+use crate::framework::metrics::{ProfileTimers, timed};
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{
-    Clock, Code, CycleState, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, RealClock, Status, WaitingPod,
+    Clock, Code, CycleState, Handle, LatencyRecorder, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, RealClock,
+    Status, WaitingPod,
 };
 use crate::model::{Pod, PodError};
 use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
@@ -203,6 +205,10 @@ pub struct Scheduler {
     parked_deadline: Option<std::time::Duration>,
     /// A poll is due regardless of epoch and deadline.
     parked_dirty: bool,
+    /// The opt-in latency recorder, with each profile's histograms resolved once.
+    metrics: Option<(Arc<LatencyRecorder>, Vec<Arc<ProfileTimers>>)>,
+    /// The histograms of the cycle in progress, when it is sampled.
+    timers: Option<Arc<ProfileTimers>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -221,6 +227,7 @@ pub struct SchedulerBuilder {
     clock: Option<Arc<dyn Clock>>,
     handle: Option<Handle>,
     queue: QueueConfig,
+    metrics: Option<Arc<LatencyRecorder>>,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -286,6 +293,13 @@ impl SchedulerBuilder {
         Ok(self)
     }
 
+    /// Records per-plugin latencies into `recorder` (see [`LatencyRecorder`]).
+    #[must_use]
+    pub fn latency_recorder(mut self, recorder: Arc<LatencyRecorder>) -> Self {
+        self.metrics = Some(recorder);
+        self
+    }
+
     /// Builds the scheduler.
     pub fn build(self) -> Scheduler {
         let handle =
@@ -298,6 +312,10 @@ impl SchedulerBuilder {
         let queue = SchedulingQueue::new(&profiles, handle.clock_arc(), self.queue)
             .or_else(|_| SchedulingQueue::new(&profiles, handle.clock_arc(), QueueConfig::default()))
             .expect("the default queue config is valid");
+        let metrics = self.metrics.map(|r| {
+            let timers = profiles.iter().map(|p| Arc::new(r.timers(p))).collect();
+            (r, timers)
+        });
         Scheduler {
             cache: Arc::new(Mutex::new(Cache::new())),
             handle,
@@ -307,6 +325,8 @@ impl SchedulerBuilder {
             parked_epoch: 0,
             parked_deadline: None,
             parked_dirty: false,
+            metrics,
+            timers: None,
             rng: Rng(self.config.seed),
             config: self.config,
             next_start: 0,
@@ -326,6 +346,7 @@ impl Scheduler {
             clock: None,
             handle: None,
             queue: QueueConfig::default(),
+            metrics: None,
         }
     }
 
@@ -337,6 +358,16 @@ impl Scheduler {
     /// The plugins' handle.
     pub fn handle(&self) -> &Handle {
         &self.handle
+    }
+
+    /// The latency recorder, if one was given.
+    pub fn latency_recorder(&self) -> Option<&Arc<LatencyRecorder>> {
+        self.metrics.as_ref().map(|m| &m.0)
+    }
+
+    /// Whether the last cycle was timed by the latency recorder.
+    pub fn last_cycle_sampled(&self) -> bool {
+        self.timers.is_some()
     }
 
     /// The settings.
@@ -379,6 +410,12 @@ impl Scheduler {
             .profile_for(&pod.pod)
             .cloned()
             .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
+        self.timers = match &self.metrics {
+            Some((rec, timers)) if rec.sample() => {
+                self.profiles.iter().position(|p| Arc::ptr_eq(p, &profile)).and_then(|i| timers.get(i).cloned())
+            }
+            _ => None,
+        };
         // Take the snapshot out of the handle so the in-place update doesn't copy it,
         // then publish it again for plugins that read it through the handle.
         let mut snap = self.handle.take_snapshot();
@@ -410,11 +447,12 @@ impl Scheduler {
             let _ = self.cache.lock().forget_pod(&assumed.uid);
             ScheduleError::Plugin { pod: assumed.pod.key(), status }
         };
-        let s = runtime::run_reserve(profile, state, &assumed, node);
+        let timers = self.timers.as_deref();
+        let s = runtime::run_reserve(profile, state, &assumed, node, timers.map(|t| &t.reserve));
         if !s.is_success() {
             return Err(undo(state, s));
         }
-        match runtime::run_permit(profile, state, &assumed, node) {
+        match runtime::run_permit(profile, state, &assumed, node, timers.map(|t| &t.permit)) {
             PermitOutcome::Allow => Ok((assumed, None)),
             PermitOutcome::Wait(plugins) => {
                 let now = self.handle.clock().now();
@@ -443,7 +481,13 @@ impl Scheduler {
             diagnosis,
             nominated_node: None,
         };
-        let pre = match runtime::run_pre_filter(profile, &mut state, pod, snap) {
+        let timers = self.timers.clone();
+        let timers = timers.as_deref();
+        let pre = match timers {
+            None => runtime::run_pre_filter(profile, &mut state, pod, snap),
+            Some(t) => runtime::run_pre_filter_timed(profile, &mut state, pod, snap, Some(&t.pre_filter)),
+        };
+        let pre = match pre {
             Ok(p) => p,
             Err(s) if s.is_rejected() => {
                 let mut d = Diagnosis {
@@ -499,7 +543,7 @@ impl Scheduler {
         }
         let s = {
             let nodes = NodeList::new(snap, &self.bufs.feasible);
-            runtime::run_pre_score(profile, &mut state, pod, nodes)
+            runtime::run_pre_score(profile, &mut state, pod, nodes, timers.map(|t| &t.pre_score))
         };
         if !s.is_success() {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
@@ -537,9 +581,13 @@ impl Scheduler {
         if let Some(pool) = &self.pool
             && n_cand >= self.config.parallel_min_nodes
         {
-            return parallel::find_feasible(pool, profile, state, pod, snap, bufs, narrowed, n_cand, to_find, start);
+            let timers = self.timers.as_deref().map(|t| &t.filter);
+            return parallel::find_feasible(
+                pool, profile, state, pod, snap, bufs, narrowed, n_cand, to_find, start, timers,
+            );
         }
         let nodes = snap.nodes();
+        let timers = self.timers.as_deref().map(|t| &t.filter);
         let mut processed = 0;
         let mut at = 0;
         let guard = runtime::FilterGuard::new(profile);
@@ -551,7 +599,10 @@ impl Scheduler {
                 let idx = cand(i, &bufs.candidates);
                 at = idx;
                 processed += 1;
-                let s = runtime::run_filters(profile, state, pod, &nodes[idx], current);
+                let s = match timers {
+                    None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                    Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                };
                 if s.is_success() {
                     bufs.feasible.push(idx);
                 } else {
@@ -578,7 +629,9 @@ impl Scheduler {
         let nodes = snap.nodes();
         bufs.names.clear();
         bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
+        let timers = self.timers.as_deref();
         for (pi, sp) in profile.score.iter().enumerate() {
+            let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
             if state.skips_score(pi) {
                 continue;
             }
@@ -588,7 +641,7 @@ impl Scheduler {
             let done = if let Some(pool) = &self.pool
                 && n >= self.config.parallel_min_nodes
             {
-                parallel::score(pool, sp, state, pod, snap, &bufs.feasible, &mut bufs.scores)?;
+                parallel::score(pool, sp, state, pod, snap, &bufs.feasible, &mut bufs.scores, score_timer)?;
                 true
             } else {
                 false
@@ -597,12 +650,17 @@ impl Scheduler {
             let done = false;
             if !done {
                 let nodes = NodeList::new(snap, &bufs.feasible);
-                runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
-                    .and_then(|r| r)
-                    .map_err(|s| s.with_plugin(sp.name))?;
+                timed(score_timer, || {
+                    runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
+                })
+                .and_then(|r| r)
+                .map_err(|s| s.with_plugin(sp.name))?;
             }
-            let s = runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
-                .unwrap_or_else(|s| s);
+            let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
+            let s = timed(norm_timer, || {
+                runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
+            })
+            .unwrap_or_else(|s| s);
             if !s.is_success() {
                 return Err(s.with_plugin(sp.name));
             }
@@ -680,6 +738,7 @@ mod parallel {
     use rayon::prelude::*;
 
     use super::{Buffers, runtime};
+    use crate::framework::metrics::{Histogram, PointTimers, timed};
     use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
     use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
@@ -702,6 +761,7 @@ mod parallel {
         n_cand: usize,
         to_find: usize,
         start: usize,
+        timers: Option<&PointTimers>,
     ) -> usize {
         let found = AtomicUsize::new(0);
         let chunk = chunk_len(n_cand, pool.current_num_threads());
@@ -726,7 +786,10 @@ mod parallel {
                             let idx = if narrowed { candidates[k] } else { k };
                             at = idx;
                             processed += 1;
-                            let s = runtime::run_filters(profile, state, pod, &nodes[idx], current);
+                            let s = match timers {
+                                None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                                Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                            };
                             if s.is_success() {
                                 found.fetch_add(1, Ordering::Relaxed);
                                 ok.push(idx);
@@ -752,6 +815,7 @@ mod parallel {
         processed
     }
 
+    #[expect(clippy::too_many_arguments, reason = "internal; mirrors the serial path")]
     pub(super) fn score(
         pool: &rayon::ThreadPool,
         sp: &WeightedScore,
@@ -760,12 +824,13 @@ mod parallel {
         snap: &Snapshot,
         feasible: &[usize],
         out: &mut [NodeScore],
+        timer: Option<&Histogram>,
     ) -> Result<(), Status> {
         let chunk = chunk_len(feasible.len(), pool.current_num_threads());
         pool.install(|| {
             out.par_chunks_mut(chunk).zip(feasible.par_chunks(chunk)).try_for_each(|(o, f)| {
                 let nodes = NodeList::new(snap, f);
-                runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o))
+                timed(timer, || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o)))
                     .and_then(|r| r)
                     .map_err(|s| s.with_plugin(sp.name))
             })

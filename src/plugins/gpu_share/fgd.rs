@@ -1,0 +1,196 @@
+//! FGD: fragmentation gradient descent (simulator `pkg/simulator/plugin/fgd_score.go`).
+//!
+//! Score = `int64(sigmoid((frag_before - frag_after) / 1000) * 100)`, where frag is the
+//! node's fragmentation under the typical pods ([`super::frag::node_frag`]) before and
+//! after placing the pod. A sharing pod is tried on every device with room and scores
+//! the best one (the first on ties), which is also the device Reserve takes. No
+//! normalisation (scores are already 0..=100).
+//!
+//! Fragmentation is a pure function of (GPU model, free CPU, multiset of free device
+//! milli) for a given workload, and many nodes share a state (a cluster has hundreds of
+//! idle nodes of one shape), so results are memoised by that key: most Score calls are
+//! two hash lookups. The memo is cleared when it reaches [`MEMO_LIMIT`] entries.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+use smallvec::SmallVec;
+
+use super::frag::{free_after, node_frag};
+use super::{GpuRequest, GpuState, GpuView, NodeGpus, TypicalPods, ViewScore, cpu_left, score_batch, score_one};
+use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status};
+use crate::model::Symbol;
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+
+/// Name of [`Fgd`].
+pub const NAME: &str = "FGDScore";
+
+/// Entries the fragmentation memo may hold before it is cleared.
+pub const MEMO_LIMIT: usize = 1 << 20;
+
+/// A node state as fragmentation sees it: model, free CPU, sorted free milli per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FragKey {
+    model: Symbol,
+    cpu: i64,
+    len: u8,
+    free: [u16; 8],
+}
+
+/// The FGD Score plugin.
+pub struct Fgd {
+    state: Arc<GpuState>,
+    typical: Arc<TypicalPods>,
+    memo: RwLock<AHashMap<FragKey, f64>>,
+}
+
+impl Fgd {
+    /// FGD over `state`, for the workload `typical`.
+    pub fn new(state: Arc<GpuState>, typical: Arc<TypicalPods>) -> Fgd {
+        Fgd { state, typical, memo: RwLock::new(AHashMap::new()) }
+    }
+
+    /// `node_frag`, memoised (nodes with more than 8 devices are computed directly).
+    fn frag(&self, model: Symbol, cpu: i64, free: &[u32]) -> f64 {
+        if free.len() > 8 || free.iter().any(|&f| f > u32::from(u16::MAX)) {
+            return node_frag(&self.typical, model, cpu, free);
+        }
+        let mut key = FragKey { model, cpu, len: free.len() as u8, free: [0; 8] };
+        for (k, &f) in key.free.iter_mut().zip(free) {
+            *k = f as u16;
+        }
+        key.free[..free.len()].sort_unstable();
+        if let Some(&f) = self.memo.read().get(&key) {
+            return f;
+        }
+        let f = node_frag(&self.typical, model, cpu, free);
+        let mut memo = self.memo.write();
+        if memo.len() >= MEMO_LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, f);
+        f
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The simulator's score for a fragmentation change (truncated toward zero).
+pub(crate) fn frag_score(before: f64, after: f64) -> i64 {
+    (sigmoid((before - after) / 1000.0) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// The best device for a sharing pod and its score, given the node's fragmentation now.
+fn best_share_device_with(
+    frag: impl Fn(Symbol, i64, &[u32]) -> f64,
+    gpus: &NodeGpus,
+    before: f64,
+    cpu_after: i64,
+    req: &GpuRequest,
+) -> Option<(usize, i64)> {
+    let mut best: Option<(usize, i64)> = None;
+    // Devices with the same free milli give the same node state: score each value once.
+    let mut seen: SmallVec<[(u32, i64); 8]> = SmallVec::new();
+    let mut free: SmallVec<[u32; 8]> = gpus.free.clone();
+    for (i, &f) in gpus.free.iter().enumerate() {
+        if f < req.milli {
+            continue;
+        }
+        let score = if let Some(&(_, s)) = seen.iter().find(|(v, _)| *v == f) {
+            s
+        } else {
+            free[i] = f - req.milli;
+            let after = frag(gpus.model, cpu_after, &free);
+            free[i] = f;
+            let s = frag_score(before, after);
+            seen.push((f, s));
+            s
+        };
+        if best.is_none_or(|(_, b)| score > b) {
+            best = Some((i, score));
+        }
+    }
+    best
+}
+
+/// FGD's device choice for a sharing pod on a node (the simulator's
+/// `allocateGpuIdBasedOnFGDScore`).
+pub(crate) fn best_share_device(
+    typical: &TypicalPods,
+    gpus: &NodeGpus,
+    cpu_left: i64,
+    pod_cpu: i64,
+    req: &GpuRequest,
+) -> Option<(usize, i64)> {
+    let before = node_frag(typical, gpus.model, cpu_left, &gpus.free);
+    best_share_device_with(|m, c, f| node_frag(typical, m, c, f), gpus, before, cpu_left - pod_cpu, req)
+}
+
+impl Plugin for Fgd {
+    fn name(&self) -> &str {
+        NAME
+    }
+    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
+        points.score(self);
+    }
+}
+
+impl ViewScore for Fgd {
+    fn gpu_state(&self) -> &GpuState {
+        &self.state
+    }
+
+    fn score_in(
+        &self,
+        view: &GpuView<'_>,
+        req: Option<&GpuRequest>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<i64, Status> {
+        let pod_cpu = pod.non_zero_requests.milli_cpu;
+        let cpu = cpu_left(node);
+        view.with_node(node, |gpus| {
+            if let Some(r) = req
+                && !r.accepts_model(gpus.model)
+            {
+                return Err(Status::error(format!("node {} has no GPU model the pod accepts", node.node().name())));
+            }
+            let before = self.frag(gpus.model, cpu, &gpus.free);
+            match req {
+                Some(r) if r.is_share() => {
+                    Ok(best_share_device_with(|m, c, f| self.frag(m, c, f), gpus, before, cpu - pod_cpu, r)
+                        .map_or(0, |(_, s)| s))
+                }
+                _ => {
+                    // `NodeResource.Sub`: unchanged when the pod doesn't fit.
+                    let no_gpu = GpuRequest::default();
+                    let r = req.unwrap_or(&no_gpu);
+                    let after = match free_after(&gpus.free, r) {
+                        Some(free) if cpu >= pod_cpu => self.frag(gpus.model, cpu - pod_cpu, &free),
+                        _ => before,
+                    };
+                    Ok(frag_score(before, after))
+                }
+            }
+        })
+    }
+}
+
+impl ScorePlugin for Fgd {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        score_one(self, state, pod, node)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        score_batch(self, state, pod, nodes, scores)
+    }
+}

@@ -1,0 +1,304 @@
+//! GPU sharing: GpuShareFit never over-allocates a device or hands a whole GPU to two
+//! pods, Unreserve restores exactly, each policy's score matches the simulator's
+//! formula on hand-computed cases, and small replays place pods as worked out by hand.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use schedkit::framework::{CycleState, Handle, ScorePlugin};
+use schedkit::plugins::gpu_share::{
+    BestFit, DotProduct, GPU_COUNT_LABEL, GPU_MILLI_LABEL, GPU_MODEL_LABEL, GpuClustering, GpuPacking, GpuRequest,
+    GpuState, Policy, TypicalPods,
+};
+use schedkit::scheduler::{Scheduler, TieBreak};
+use schedkit::snapshot::{NodeInfo, PodInfo};
+use schedkit::trace::replay::{Replay, node_resources_fit};
+use schedkit::trace::{TraceNode, TracePod, parse_nodes, parse_pods};
+
+fn node(name: &str, cpu: i64, gpus: u32, model: &str) -> TraceNode {
+    TraceNode { name: name.into(), cpu_milli: cpu, memory_mib: 1 << 20, gpus, model: Some(model.into()) }
+}
+
+fn pod(name: &str, cpu: i64, num_gpu: u32, gpu_milli: u32, spec: &str) -> TracePod {
+    let mut p = parse_pods(
+        "t",
+        &format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{name},{cpu},1024,{num_gpu},{gpu_milli}\n"),
+    )
+    .unwrap()
+    .remove(0);
+    if !spec.is_empty() {
+        p.gpu_spec = spec.split('|').map(str::to_owned).collect();
+    }
+    p
+}
+
+/// A small cluster through a real scheduler with one policy's profile.
+struct Rig {
+    sched: Scheduler,
+    state: Arc<GpuState>,
+    nodes: Vec<String>,
+}
+
+fn rig(policy: Policy, seed: u64) -> Rig {
+    let nodes = [node("a", 16_000, 2, "T4"), node("b", 64_000, 4, "V100M16"), node("c", 96_000, 8, "G2")];
+    let typical = Arc::new(TypicalPods::from_shapes([(4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, "")], 95.0));
+    let state = GpuState::new();
+    let handle = Handle::default();
+    let profile =
+        policy.profile("default-scheduler", &state, &handle, &typical, seed, vec![node_resources_fit()]).unwrap();
+    let sched = Scheduler::builder()
+        .profile(profile)
+        .handle(handle)
+        .parallelism(1)
+        .percentage_of_nodes_to_score(100)
+        .tie_break(TieBreak::SmallestName)
+        .build();
+    for n in &nodes {
+        let node = n.to_node();
+        state.add_node(&node);
+        sched.add_node(node).unwrap();
+    }
+    Rig { sched, state, nodes: nodes.iter().map(|n| n.name.clone()).collect() }
+}
+
+fn table(r: &Rig) -> BTreeMap<String, Vec<u32>> {
+    r.nodes.iter().filter_map(|n| r.state.node(n).map(|g| (n.clone(), g.free.to_vec()))).collect()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Schedule { count: u32, milli: u32, cpu: i64, model: Option<&'static str>, bind: bool },
+    Release(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (
+            prop_oneof![Just(1u32), Just(2), Just(4), Just(8)],
+            prop_oneof![(1u32..1000), Just(1000u32)],
+            1000i64..20_000,
+            prop_oneof![Just(None), Just(Some("T4")), Just(Some("G2|V100M16"))],
+            any::<bool>(),
+        )
+            .prop_map(|(count, milli, cpu, model, bind)| {
+                let count = if milli < 1000 { 1 } else { count };
+                Op::Schedule { count, milli, cpu, model, bind }
+            }),
+        1 => (0usize..64).prop_map(Op::Release),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gpu_share_fit_never_over_allocates_and_unreserve_restores(
+        policy in prop::sample::select(Policy::ALL.to_vec()),
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        let mut r = rig(policy, seed);
+        let mut live: Vec<(String, GpuRequest)> = Vec::new();
+        for (i, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Schedule { count, milli, cpu, model, bind } => {
+                    let mut p = pod(&format!("p{i}"), cpu, count, milli, model.unwrap_or("")).to_pod();
+                    p.metadata.uid = format!("uid-{i}");
+                    let req = GpuRequest::from_pod(&p).unwrap().unwrap();
+                    let before = table(&r);
+                    let Ok(binding) = r.sched.schedule_pod(p) else {
+                        prop_assert_eq!(table(&r), before, "a failed cycle leaves the devices alone");
+                        continue;
+                    };
+                    let alloc = r.state.allocation(&format!("uid-{i}")).expect("reserved");
+                    prop_assert_eq!(alloc.devices.len(), count as usize);
+                    let g = r.state.node(binding.node()).unwrap();
+                    prop_assert!(req.accepts_model(g.model));
+                    if bind {
+                        binding.run().unwrap();
+                        live.push((format!("uid-{i}"), req));
+                    } else {
+                        drop(binding.abort("test"));
+                        prop_assert_eq!(table(&r), before, "Unreserve restores exactly");
+                        let gone = r.state.allocation(&format!("uid-{i}")).is_none();
+                        prop_assert!(gone);
+                    }
+                }
+                Op::Release(k) => {
+                    if !live.is_empty() {
+                        let (uid, _) = live.remove(k % live.len());
+                        prop_assert!(r.state.release(&uid).is_some());
+                        r.sched.cache().lock().remove_pod(&uid).unwrap();
+                    }
+                }
+            }
+            // Every device: used (sum over live pods) + free == 1000, never negative, and
+            // a device with a whole-GPU pod has no other pod.
+            let mut used: BTreeMap<(String, u8), (u32, usize, bool)> = BTreeMap::new();
+            for (uid, req) in &live {
+                let a = r.state.allocation(uid).unwrap();
+                for &d in &a.devices {
+                    let e = used.entry((a.node.as_str().to_owned(), d)).or_default();
+                    e.0 += req.milli;
+                    e.1 += 1;
+                    e.2 |= req.milli == 1000;
+                }
+            }
+            for (name, free) in table(&r) {
+                for (d, f) in free.iter().enumerate() {
+                    let (u, pods, whole) = used.get(&(name.clone(), d as u8)).copied().unwrap_or_default();
+                    prop_assert!(*f <= 1000);
+                    prop_assert_eq!(u + f, 1000, "{} device {}", name, d);
+                    prop_assert!(!whole || pods == 1, "{} device {} holds a whole-GPU pod and others", name, d);
+                }
+            }
+            let total: i64 = live.iter().map(|(_, r)| r.total_milli()).sum();
+            prop_assert_eq!(r.state.used_milli(), total);
+        }
+    }
+}
+
+fn info(n: &TraceNode, requested_cpu: i64) -> NodeInfo {
+    let mut ni = NodeInfo::new(Arc::new(n.to_node()));
+    if requested_cpu > 0 {
+        ni.add_pod(Arc::new(PodInfo::new(pod("x", requested_cpu, 0, 0, "").to_pod()).unwrap()));
+    }
+    ni
+}
+
+fn score(p: &dyn ScorePlugin, pod_: &TracePod, node: &NodeInfo) -> i64 {
+    p.score(&CycleState::new(), &PodInfo::new(pod_.to_pod()).unwrap(), node).unwrap()
+}
+
+#[test]
+fn policy_scores_follow_the_simulator_formulas() {
+    let state = GpuState::new();
+    let g2 = node("g2", 96_000, 8, "G2");
+    let ni = info(&g2, 32_000); // 64 cores free, 8 GPUs free
+    state.add_node(ni.node());
+    let share = pod("s", 4000, 1, 500, "");
+    // BestFit raw: (1 - ((64000-4000)/128000*0.5 + (8000-500)/8000*0.5)) * 100 = 29.68.. -> 29
+    assert_eq!(score(&BestFit::new(state.clone()), &share, &ni), 29);
+    // DotProduct: 100 * (1 - (64000/128000 * 4000/128000 + 8000/8000 * 500/8000) / 2) = 96.09 -> 96
+    assert_eq!(score(&DotProduct::new(state.clone()), &share, &ni), 96);
+    // GpuPacking on an idle 8-GPU node: max(33 - 8, 8) = 25.
+    assert_eq!(score(&GpuPacking::new(state.clone()), &share, &ni), 25);
+    // GpuClustering on an idle node: 25 * (8000 - 8000) / 8000 + 25 = 25.
+    assert_eq!(score(&GpuClustering::new(state.clone()), &share, &ni), 25);
+
+    // Put a 300-milli sharing pod on device 0: free [700, 1000 x7].
+    let mut p = pod("first", 1000, 1, 300, "").to_pod();
+    p.metadata.uid = "first".into();
+    state.allocate("first", ni.node(), &GpuRequest::from_pod(&p).unwrap().unwrap(), &[0]).unwrap();
+    // GpuPacking, share pod fits device 0 (700 free): 100 - (700*100/1000)/10 = 93.
+    assert_eq!(score(&GpuPacking::new(state.clone()), &share, &ni), 93);
+    // A whole-GPU pod must take a fully free device: max(50 - 1, 33) = 49.
+    assert_eq!(score(&GpuPacking::new(state.clone()), &pod("w", 4000, 1, 1000, ""), &ni), 49);
+    // GpuClustering: node holds only sharing pods; used = 25 * (8000 - 7700) / 8000 = 0 -> 75;
+    // a 1-GPU pod sees another shape only -> 0.
+    assert_eq!(score(&GpuClustering::new(state.clone()), &share, &ni), 75);
+    assert_eq!(score(&GpuClustering::new(state.clone()), &pod("w", 4000, 1, 1000, ""), &ni), 0);
+    // CPU-only pods score 0 under GPU-only policies.
+    assert_eq!(score(&GpuPacking::new(state.clone()), &pod("c", 4000, 0, 0, ""), &ni), 0);
+    // A model constraint the node doesn't meet is refused by GpuShareFit's own check.
+    let t4_only = GpuRequest::from_pod(&pod("m", 1, 1, 500, "T4").to_pod()).unwrap().unwrap();
+    assert!(!t4_only.accepts_model(
+        ni.node().metadata.labels.get_str(GPU_MODEL_LABEL).map(schedkit::model::Symbol::intern).unwrap()
+    ));
+    let _ = (GPU_COUNT_LABEL, GPU_MILLI_LABEL);
+}
+
+/// Replays `pods` in order on `nodes` and returns "node:devices" per pod ("-" if failed).
+fn replay(nodes: &[TraceNode], pods: &[TracePod], typical: &[TracePod], policy: Policy) -> Vec<String> {
+    let typical = Arc::new(TypicalPods::from_pods(typical));
+    let mut r = Replay::new(nodes, None, typical, policy, 1).unwrap();
+    pods.iter()
+        .map(|p| {
+            let s = r.step(p, &p.name);
+            match s.node {
+                Some(i) => {
+                    format!("{}:{}", nodes[i].name, s.devices.iter().map(u8::to_string).collect::<Vec<_>>().join("-"))
+                }
+                None => "-".into(),
+            }
+        })
+        .collect()
+}
+
+/// Two 2-GPU nodes (a: 8 cores, b: 32 cores) and a target workload of half-GPU pods
+/// (4 cores) only. Worked by hand:
+///
+/// FGD. frag(node) = idle milli of devices with < 500 free when the node has 4 free
+/// cores and a device with >= 500 free, else all idle milli.
+/// 1. `h1` (500m, 4c): on a (cpu 8->4) device 0 -> [500,1000], frag 0 -> 0: score 50; same
+///    on b; tie -> a, device 0 (both devices score the same; the first wins).
+/// 2. `h2` (500m, 4c): a has 4 cores left; after placing, cpu 0 < 4 so all idle (500 or
+///    1000) is fragment: dev0 -> [0,1000] frag 1000, dev1 -> [500,500] frag 1000; before
+///    0 -> sigmoid(-1)*100 = 26. b: [1000,1000] -> [500,1000], cpu 28 >= 4, frag 0 -> 50.
+///    b wins, device 0: b = [500,1000].
+/// 3. `w1` (1000m, 1 GPU, 4c): a: after [500,0] with cpu 0: frag 500 (before 0):
+///    sigmoid(-0.5) = 37. b: [500,1000] -> [500,0], cpu 24: no device below 500 free,
+///    frag 0 -> 50. b, device 1: b = [500,0].
+/// 4. `h3` (500m, 4c): a: 26 on either device as in step 2. b: dev0 -> [0,0], frag 0
+///    before and after -> 50. b, device 0: b = [0,0].
+/// 5. `w2` (1000m, 4c): b has no GPU left; a has 4 cores and device 1 whole. a, device 1.
+///
+/// BestFit prefers the least free CPU + GPU after placement (then min-max normalised):
+/// 1. `h1`: a scores (1 - (4000/128000*.5 + 1500/8000*.5))*100 = 89.06 -> 89, b:
+///    (1 - (28000/128000*.5 + 1500/8000*.5))*100 = 79.69 -> 79. a; best-fit device =
+///    least free that fits: both 1000, the first. a = [500,1000].
+/// 2. `h2`: a: cpu 0, gpu 1000 left -> 93.75 -> 93; b: 79. a; best-fit device: device 0
+///    (500 free) fits exactly. a: [0,1000].
+/// 3. `w1`: a has 0 cores: filtered; b. b: device 0. [0,1000].
+/// 4. `h3`: only b: device 1 (the only one that fits): [0,500].
+/// 5. `w2`: a: 0 cores; b: no whole device. Fails.
+#[test]
+fn small_replay_places_pods_as_worked_out_by_hand() {
+    let nodes = [node("a", 8000, 2, "T4"), node("b", 32_000, 2, "T4")];
+    let pods = [
+        pod("h1", 4000, 1, 500, ""),
+        pod("h2", 4000, 1, 500, ""),
+        pod("w1", 4000, 1, 1000, ""),
+        pod("h3", 4000, 1, 500, ""),
+        pod("w2", 4000, 1, 1000, ""),
+    ];
+    let typical = [pod("t", 4000, 1, 500, "")];
+    assert_eq!(replay(&nodes, &pods, &typical, Policy::Fgd), ["a:0", "b:0", "b:1", "b:0", "a:1"]);
+    assert_eq!(replay(&nodes, &pods, &typical, Policy::BestFit), ["a:0", "a:0", "b:0", "b:1", "-"]);
+}
+
+/// Thirty pods on three nodes, each worked out from the rules above: FGD keeps whole
+/// devices for whole-GPU pods by stacking quarter-GPU pods, BestFit fills the node with
+/// the least room first.
+#[test]
+fn a_few_dozen_pods_by_hand() {
+    // Three identical 4-GPU nodes with plenty of CPU; the workload is quarter-GPU pods
+    // (1 core) and whole-GPU pods (1 core), half each.
+    let nodes = [node("n1", 64_000, 4, "T4"), node("n2", 64_000, 4, "T4"), node("n3", 64_000, 4, "T4")];
+    let typical = [pod("q", 1000, 1, 250, ""), pod("w", 1000, 1, 1000, "")];
+    // 24 quarter pods then 6 whole pods.
+    let mut pods: Vec<TracePod> = (0..24).map(|i| pod(&format!("q{i}"), 1000, 1, 250, "")).collect();
+    pods.extend((0..6).map(|i| pod(&format!("w{i}"), 1000, 1, 1000, "")));
+    // FGD: for the whole-GPU typical pod (popularity 0.5) idle milli on partly used
+    // devices is fragment; for the quarter pod only devices with < 250 free. A quarter pod
+    // on an idle device adds 0.5 * 750 of fragment: sigmoid(-0.375) * 100 = 40; on a device
+    // with 750 or 500 free it removes 0.5 * 250: sigmoid(0.125) -> 53; so quarters stack:
+    // n1 device 0 takes q0..q3, then device 1 (score 40 on every node: tie -> n1, first
+    // device), ... 16 quarters fill n1, 8 more fill n2 devices 0 and 1.
+    let fgd = replay(&nodes, &pods, &typical, Policy::Fgd);
+    for (i, p) in fgd.iter().take(24).enumerate() {
+        let (node, dev) = if i < 16 { ("n1", i / 4) } else { ("n2", (i - 16) / 4) };
+        assert_eq!(p, &format!("{node}:{dev}"), "q{i}");
+    }
+    // Whole pods then use n2's devices 2 and 3 (placing there removes no fragment but
+    // adds none: before = after = 0 ... n3 idle scores the same 50 -> tie -> n2 first),
+    // then n3.
+    assert_eq!(&fgd[24..], ["n2:2", "n2:3", "n3:0", "n3:1", "n3:2", "n3:3"]);
+    // BestFit fills the fullest node: same stacking (best-fit device) on n1 first.
+    let bf = replay(&nodes, &pods, &typical, Policy::BestFit);
+    assert_eq!(&bf[..4], ["n1:0", "n1:0", "n1:0", "n1:0"]);
+    assert_eq!(bf.iter().filter(|p| p.starts_with("n1")).count(), 16);
+    assert_eq!(&bf[24..], ["n2:2", "n2:3", "n3:0", "n3:1", "n3:2", "n3:3"]);
+    let _ = parse_nodes;
+}
