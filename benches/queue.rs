@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{FilterFn, Handle, Plugin, PluginRef, Profile, ScoreFn, Status, VirtualClock};
+use schedkit::framework::{
+    FilterFn, Handle, LatencyRecorder, Plugin, PluginRef, Profile, ScoreFn, Status, VirtualClock,
+};
 use schedkit::model::Pod;
 use schedkit::plugins::coscheduling::{Coscheduling, CoschedulingArgs, PodGroup};
 use schedkit::plugins::priority_sort::PrioritySort;
@@ -138,7 +140,7 @@ fn gang_pods(group: Option<&str>) -> Vec<Pod> {
 
 /// kube-scheduler's default plugins (NodeResourcesFit, TaintToleration, spread,
 /// affinity, ...) with Coscheduling instead of PrioritySort, or with PrioritySort.
-fn default_scheduler(gang: bool) -> Scheduler {
+fn default_scheduler(gang: bool, recorder: Option<Arc<LatencyRecorder>>) -> Scheduler {
     let clock = VirtualClock::new();
     let handle = Handle::new(Arc::new(clock));
     let mut registry = default_registry();
@@ -151,7 +153,11 @@ fn default_scheduler(gang: bool) -> Scheduler {
         cfg.plugins.queue_sort.disabled.push(PluginRef { name: "PrioritySort".into(), weight: None });
     }
     let profile = registry.build_profile(&cfg, &handle).unwrap();
-    let s = Scheduler::builder().profile(profile).handle(handle).parallelism(1).tie_break(TieBreak::First).build();
+    let mut b = Scheduler::builder().profile(profile).handle(handle).parallelism(1).tie_break(TieBreak::First);
+    if let Some(r) = recorder {
+        b = b.latency_recorder(r);
+    }
+    let s = b.build();
     for n in synthetic_nodes(NODES) {
         s.add_node(n).unwrap();
     }
@@ -190,7 +196,9 @@ fn run_gang(s: &mut Scheduler, pods: &[Pod]) -> usize {
     run.bound
 }
 
-/// One instrumented run: wall time and the share spent inside Filter and Score.
+/// One instrumented run: wall time and the share spent inside Filter and Score
+/// (closure timers on the simple profile), and the latency recorder's per-plugin
+/// table for the default plugins with Coscheduling.
 fn print_split() {
     let timers = Arc::new(Timers::default());
     let mut s = scheduler(true, Some(timers.clone()));
@@ -201,10 +209,29 @@ fn print_split() {
     let f = Duration::from_nanos(timers.filter_ns.load(Ordering::Relaxed));
     let sc = Duration::from_nanos(timers.score_ns.load(Ordering::Relaxed));
     eprintln!(
-        "gang split (instrumented, timer overhead included): wall {wall:?}, Filter {f:?} ({:.0}%), Score {sc:?} ({:.0}%)",
+        "gang split, simple profile (timer overhead included): wall {wall:?}, Filter {f:?} ({:.0}%), Score {sc:?} ({:.0}%)",
         f.as_secs_f64() * 100.0 / wall.as_secs_f64(),
         sc.as_secs_f64() * 100.0 / wall.as_secs_f64()
     );
+    let recorder = Arc::new(LatencyRecorder::every_cycle());
+    let mut s = default_scheduler(true, Some(recorder.clone()));
+    let start = Instant::now();
+    run_gang(&mut s, &pods);
+    let wall = start.elapsed();
+    let report = recorder.report();
+    let mut by_point: Vec<(&str, Duration)> = Vec::new();
+    for e in &report.entries {
+        let total = e.mean * u32::try_from(e.count).unwrap_or(u32::MAX);
+        match by_point.iter_mut().find(|(p, _)| *p == e.point) {
+            Some((_, t)) => *t += total,
+            None => by_point.push((e.point, total)),
+        }
+    }
+    eprintln!("gang split, default plugins + Coscheduling: wall {wall:?}; recorded plugin time by point:");
+    for (point, t) in &by_point {
+        eprintln!("  {point:<15} {t:>12.3?} ({:.0}% of wall)", t.as_secs_f64() * 100.0 / wall.as_secs_f64());
+    }
+    eprintln!("{report}");
 }
 
 fn gang(c: &mut Criterion) {
@@ -233,18 +260,22 @@ fn gang(c: &mut Criterion) {
         );
     });
     g.bench_function("256_pods_1000_nodes/default_plugins_coscheduling", |b| {
-        b.iter_batched(|| default_scheduler(true), |mut s| black_box(run_gang(&mut s, &with)), BatchSize::LargeInput);
+        b.iter_batched(
+            || default_scheduler(true, None),
+            |mut s| black_box(run_gang(&mut s, &with)),
+            BatchSize::LargeInput,
+        );
     });
     g.bench_function("256_pods_1000_nodes/default_plugins_queue_no_gang", |b| {
         b.iter_batched(
-            || default_scheduler(false),
+            || default_scheduler(false, None),
             |mut s| black_box(run_gang(&mut s, &without)),
             BatchSize::LargeInput,
         );
     });
     g.bench_function("256_pods_1000_nodes/default_plugins_cycles_only", |b| {
         b.iter_batched(
-            || default_scheduler(false),
+            || default_scheduler(false, None),
             |mut s| {
                 for p in &infos {
                     black_box(s.schedule_one(p).unwrap().run().unwrap());
