@@ -52,7 +52,7 @@ pub mod events;
 mod heap;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,6 +66,13 @@ use crate::framework::{
     PreEnqueuePlugin, Profile, QueueSortPlugin, QueuedPodInfo, QueueingHint, Status,
 };
 use crate::snapshot::PodInfo;
+
+/// In-flight event-log length at which it is trimmed. Events older than every pod
+/// in flight are dropped; if more than half the limit remain, the pods in flight
+/// are marked to be requeued (after backoff) whatever they fail on, and the log is
+/// cleared: conservative (never a missed event), and bounded while a gang waits at
+/// Permit for minutes of busy cluster events.
+const EVENT_LOG_LIMIT: usize = 4096;
 
 /// Upstream `DefaultPodInitialBackoffDuration`.
 pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -234,6 +241,8 @@ struct Entry {
     in_flight_from: usize,
     /// Deleted while in flight: dropped when it reports back.
     deleted: bool,
+    /// Events it might have needed were dropped from the log while it was in flight.
+    saw_overflow: bool,
 }
 
 fn entry(slots: &[Option<Entry>], s: u32) -> &Entry {
@@ -292,8 +301,7 @@ pub struct SchedulingQueue {
     /// doesn't make the log grow without bound.
     events: VecDeque<(ClusterEvent, EventObject)>,
     events_base: usize,
-    /// Event-log positions at which in-flight pods were popped (a multiset).
-    flight_starts: BTreeMap<usize, u32>,
+
     seq: u64,
     nominated: AHashMap<Arc<str>, (Arc<PodInfo>, String)>,
 }
@@ -369,7 +377,7 @@ impl SchedulingQueue {
             in_flight: 0,
             events: VecDeque::new(),
             events_base: 0,
-            flight_starts: BTreeMap::new(),
+
             seq: 0,
             nominated: AHashMap::new(),
         })
@@ -428,6 +436,7 @@ impl SchedulingQueue {
             seq: 0,
             in_flight_from: 0,
             deleted: false,
+            saw_overflow: false,
         };
         let slot = if let Some(s) = self.free.pop() {
             self.slots[s as usize] = Some(e);
@@ -626,11 +635,11 @@ impl SchedulingQueue {
         let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
         let slot = self.active.pop(&ord, &mut self.positions)?;
         let from = self.events_base + self.events.len();
-        *self.flight_starts.entry(from).or_insert(0) += 1;
         self.in_flight += 1;
         let e = self.e_mut(slot);
         e.loc = QueueLocation::InFlight;
         e.in_flight_from = from;
+        e.saw_overflow = false;
         e.info.attempts = e.info.attempts.saturating_add(1);
         Some(e.info.clone())
     }
@@ -640,20 +649,37 @@ impl SchedulingQueue {
         self.active.peek().map(|s| &self.e(s).info)
     }
 
-    fn end_flight(&mut self, slot: u32) {
+    fn end_flight(&mut self, _slot: u32) {
         self.in_flight -= 1;
-        let from = self.e(slot).in_flight_from;
-        if let Some(n) = self.flight_starts.get_mut(&from) {
-            *n -= 1;
-            if *n == 0 {
-                self.flight_starts.remove(&from);
-            }
+        if self.in_flight == 0 {
+            self.events_base += self.events.len();
+            self.events.clear();
         }
-        // Drop events no pod in flight can still see.
-        let keep_from = self.flight_starts.keys().next().copied().unwrap_or(self.events_base + self.events.len());
-        let drop = keep_from.saturating_sub(self.events_base).min(self.events.len());
+    }
+
+    /// Keeps the in-flight event log under [`EVENT_LOG_LIMIT`] (see there). Scans
+    /// the slots, at most once per `EVENT_LOG_LIMIT / 2` events.
+    fn trim_events(&mut self) {
+        let oldest = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|e| e.loc == QueueLocation::InFlight)
+            .map(|e| e.in_flight_from)
+            .min()
+            .unwrap_or(self.events_base + self.events.len());
+        let drop = oldest.saturating_sub(self.events_base).min(self.events.len());
         self.events.drain(..drop);
         self.events_base += drop;
+        if self.events.len() > EVENT_LOG_LIMIT / 2 {
+            for e in self.slots.iter_mut().flatten() {
+                if e.loc == QueueLocation::InFlight {
+                    e.saw_overflow = true;
+                }
+            }
+            self.events_base += self.events.len();
+            self.events.clear();
+        }
     }
 
     /// A pod in flight was bound (or is otherwise finished with): forget it.
@@ -694,6 +720,7 @@ impl SchedulingQueue {
         // error, retried after backoff; else any event since the pop may help.
         let start = self.e(slot).in_flight_from.saturating_sub(self.events_base);
         let hint = if self.e(slot).rejectors.is_empty()
+            || self.e(slot).saw_overflow
             || self
                 .events
                 .range(start.min(self.events.len())..)
@@ -762,6 +789,9 @@ impl SchedulingQueue {
     fn record_event(&mut self, event: ClusterEvent, obj: &EventObject) {
         if self.in_flight > 0 {
             self.events.push_back((event, obj.clone()));
+            if self.events.len() > EVENT_LOG_LIMIT {
+                self.trim_events();
+            }
         }
     }
 
@@ -969,17 +999,18 @@ mod tests {
         q.add(pod("short")).unwrap();
         let long = q.pop().unwrap();
         q.on_event(events::NODE_ADD, &obj);
+        q.on_event(events::NODE_ADD, &obj);
         let short = q.pop().unwrap();
-        q.on_event(events::NODE_ADD, &obj);
-        q.on_event(events::NODE_ADD, &obj);
-        assert_eq!(q.events.len(), 3);
         q.done(&long.pod.uid).unwrap();
-        assert_eq!(q.events.len(), 2, "only events since `short` was popped remain");
-        for _ in 0..100 {
+        // `short` stays in flight (a long Permit wait) while events pour in: the
+        // log stays bounded, and `short` is then requeued whatever it fails on.
+        for _ in 0..10 * EVENT_LOG_LIMIT {
             q.on_event(events::NODE_ADD, &obj);
         }
-        q.done(&short.pod.uid).unwrap();
-        assert!(q.events.is_empty());
+        assert!(q.events.len() <= EVENT_LOG_LIMIT, "{}", q.events.len());
+        // No plugin of that name registered for anything, yet it goes to backoff.
+        assert_eq!(q.requeue_failed(&short.pod.uid, &["NoSuchPlugin"]), Ok(QueueLocation::Backoff));
+        assert!(q.events.is_empty(), "nothing in flight: the log is cleared");
         q.on_event(events::NODE_ADD, &obj);
         assert!(q.events.is_empty(), "nothing in flight: nothing recorded");
     }
