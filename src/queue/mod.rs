@@ -420,12 +420,18 @@ impl SchedulingQueue {
         if !pod.pod.spec.node_name.is_empty() {
             return Err(QueueError::Assigned(pod.uid.to_string()));
         }
-        if self.by_uid.contains_key(&pod.uid) {
-            return Err(QueueError::AlreadyQueued(pod.uid.to_string()));
-        }
         let profile = self.profile_index(&pod)?;
         let now = self.now();
-        let uid = pod.uid.clone();
+        // One hash of the uid: reserve the map entry first, fill the slot after.
+        let next = self.free.last().copied().unwrap_or(self.slots.len() as u32);
+        match self.by_uid.entry(pod.uid.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                return Err(QueueError::AlreadyQueued(pod.uid.to_string()));
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(next);
+            }
+        }
         let e = Entry {
             info: QueuedPodInfo { pod, timestamp: now, attempts: 0, initial_attempt_timestamp: now },
             profile,
@@ -446,7 +452,7 @@ impl SchedulingQueue {
             self.positions.push(0);
             (self.slots.len() - 1) as u32
         };
-        self.by_uid.insert(uid, slot);
+        debug_assert_eq!(slot, next);
         Ok(self.enqueue_or_gate(slot))
     }
 
@@ -454,10 +460,10 @@ impl SchedulingQueue {
     fn enqueue_or_gate(&mut self, slot: u32) -> QueueLocation {
         let e = self.e(slot);
         let hooks = &self.profiles[e.profile as usize];
-        let pod = e.info.pod.clone();
         let mut gate = None;
         for p in &hooks.pre_enqueue {
-            let s = guard(p.name, "PreEnqueue", || p.plugin.pre_enqueue(&pod)).unwrap_or_else(|s| s);
+            let pod = &e.info.pod;
+            let s = guard(p.name, "PreEnqueue", || p.plugin.pre_enqueue(pod)).unwrap_or_else(|s| s);
             if !s.is_success() {
                 gate = Some(s.with_plugin(p.name));
                 break;
@@ -687,7 +693,9 @@ impl SchedulingQueue {
         let slot = self.in_flight_slot(uid)?;
         self.end_flight(slot);
         self.free_slot(slot);
-        self.nominated.remove(uid);
+        if !self.nominated.is_empty() {
+            self.nominated.remove(uid);
+        }
         Ok(())
     }
 
