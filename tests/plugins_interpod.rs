@@ -569,7 +569,7 @@ fn filter_reasons_are_upstreams() {
         let mut state = CycleState::new();
         assert!(pl.pre_filter(&mut state, &pod, &snap).1.is_success());
         let st = pl.filter(&state, &pod, snap.get(node).unwrap());
-        assert_eq!((st.code(), st.reasons()), (code, &[reason.to_owned()][..]));
+        assert_eq!((st.code(), st.message()), (code, reason.to_string()));
     };
     let wants_db = PodBuilder::new("w").with(required(vec![term_in("app", "zone", &["db"])])).build();
     check(wants_db, "n2", Code::UnschedulableAndUnresolvable, ERR_REASON_AFFINITY_RULES_NOT_MATCH);

@@ -20,7 +20,7 @@ use support::plugins::*;
 fn filter_one<P: FilterPlugin>(p: &P, pod: &Pod, node: schedkit::model::Node) -> (Code, Vec<String>) {
     let snap = snapshot(vec![node], vec![]);
     let s = p.filter(&CycleState::new(), &PodInfo::new(pod.clone()).unwrap(), &snap.nodes()[0]);
-    (s.code(), s.reasons().to_vec())
+    (s.code(), s.reasons().iter().map(ToString::to_string).collect())
 }
 
 /// Upstream `TestTaintTolerationFilter` (taint_toleration_test.go).
@@ -268,8 +268,8 @@ fn node_affinity_pre_filter_narrows_by_name() {
         r#"[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node1"]},{"key":"metadata.name","operator":"In","values":["node2"]}]}]"#,
     );
     assert_eq!(
-        (s.code(), s.reasons()),
-        (Code::UnschedulableAndUnresolvable, &["pod affinity terms conflict".to_string()][..])
+        (s.code(), s.message()),
+        (Code::UnschedulableAndUnresolvable, "pod affinity terms conflict".to_string())
     );
     // No affinity at all: Skip.
     let mut st = CycleState::new();
@@ -345,7 +345,7 @@ fn node_ports() {
     assert!(run(PodBuilder::new("p").build(), vec![with_port(8080)]).is_success(), "nothing running");
     assert!(run(PodBuilder::new("p").host_port(8080).build(), vec![with_port(9090)]).is_success(), "other port");
     let s = run(PodBuilder::new("p").host_port(8080).build(), vec![with_port(8080)]);
-    assert_eq!((s.code(), s.reasons()), (Code::Unschedulable, &[reason.to_string()][..]), "same port");
+    assert_eq!((s.code(), s.message()), (Code::Unschedulable, reason.to_string()), "same port");
     // UDP and TCP on one port don't conflict; a specific IP conflicts with 0.0.0.0.
     let udp = PodBuilder::new("p").with(|p| {
         p.spec.containers[0].ports.push(schedkit::model::ContainerPort {

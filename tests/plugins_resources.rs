@@ -262,7 +262,7 @@ fn filter_reasons_like_upstream() {
     // Too many pods (upstream "even without specified resources, predicate fails when there's no space for additional pod").
     let snap = snapshot(vec![NodeBuilder::new("n").cpu("10").pods(1).build()], vec![on("n", &[])]);
     let got = &run_filter(&p, &upod(&[]), &snap)[0].1;
-    assert_eq!((got.code(), got.reasons()), (Code::Unschedulable, &["Too many pods".to_string()][..]));
+    assert_eq!((got.code(), got.message()), (Code::Unschedulable, "Too many pods".to_string()));
 }
 
 /// Upstream `TestEnoughRequests` "skip checking ignored extended resource" and

@@ -1,9 +1,13 @@
 //! What plugins may reach besides their arguments (upstream `framework.Handle`).
+//!
+//! Besides the clock, snapshot and waiting pods, the handle carries preemption's
+//! services (nominated pods, PodDisruptionBudgets, the caller's evictor).
 
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+use super::preemption::PreemptionServices;
 use super::{Clock, RealClock, WaitingPods};
 use crate::snapshot::Snapshot;
 
@@ -19,6 +23,7 @@ struct Inner {
     snapshot: RwLock<Arc<Snapshot>>,
     waiting: WaitingPods,
     to_activate: Mutex<Vec<Arc<str>>>,
+    preemption: PreemptionServices,
 }
 
 impl Default for Handle {
@@ -42,6 +47,7 @@ impl Handle {
                 snapshot: RwLock::new(Arc::new(Snapshot::default())),
                 waiting: WaitingPods::default(),
                 to_activate: Mutex::new(Vec::new()),
+                preemption: PreemptionServices::default(),
             }),
         }
     }
@@ -78,6 +84,12 @@ impl Handle {
     /// Drains the pods plugins asked to activate.
     pub(crate) fn take_pods_to_activate(&self) -> Vec<Arc<str>> {
         std::mem::take(&mut *self.inner.to_activate.lock())
+    }
+
+    /// Preemption's shared services: nominated pods, PodDisruptionBudgets and the
+    /// caller's [`super::Evictor`].
+    pub fn preemption(&self) -> &PreemptionServices {
+        &self.inner.preemption
     }
 
     /// Takes the snapshot out for an in-place update (leaving an empty one), so the

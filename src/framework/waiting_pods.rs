@@ -67,7 +67,7 @@ impl WaitingPod {
     pub fn reject(&self, plugin: &'static str, reason: &str) {
         let mut s = self.state.lock();
         if s.rejected.is_none() && !s.pending.is_empty() {
-            s.rejected = Some(Status::unschedulable(reason).with_plugin(plugin));
+            s.rejected = Some(Status::unschedulable(reason.to_owned()).with_plugin(plugin));
             self.epoch.fetch_add(1, Ordering::Release);
         }
         self.cond.notify_all();

@@ -9,6 +9,7 @@
 pub mod intern;
 pub mod labels;
 pub mod node;
+pub mod pdb;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
@@ -19,6 +20,7 @@ pub use labels::{
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorError,
 };
 pub use node::{ContainerImage, Node, NodeSpec, NodeStatus, ObjectMeta, Taint, TaintEffect};
+pub use pdb::{IntOrPercent, PdbError, PdbSpec, PdbStatus, PodDisruptionBudget};
 pub use pod::{
     Affinity, Container, ContainerPort, NodeAffinity, NodeInclusionPolicy, POD_GROUP_LABEL, Pod, PodAffinity,
     PodAffinityTerm, PodError, PodResourceClaim, PodSpec, PodStatus, PreemptionPolicy, PreferredSchedulingTerm,

@@ -1,8 +1,10 @@
 //! Built-in plugins, one module each, named as upstream (see [`names`]), the
 //! [`default_registry`] of their factories, and kube-scheduler's default profile.
 
+pub mod capacity_scheduling;
 pub mod coscheduling;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod gpu_share;
 pub mod gpu_topology;
 pub mod helper;
@@ -65,6 +67,12 @@ pub fn default_registry() -> Registry {
             .map_err(|e| e.to_string())
     });
     add(names::IMAGE_LOCALITY, |_, h| Ok(Arc::new(image_locality::ImageLocality::new(h.clone()))));
+    add(names::DEFAULT_PREEMPTION, |a, h| {
+        default_preemption::DefaultPreemption::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+    });
+    add(names::CAPACITY_SCHEDULING, |a, h| {
+        capacity_scheduling::CapacityScheduling::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+    });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r
 }

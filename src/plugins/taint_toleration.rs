@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use crate::framework::{
     CycleState, ExtensionPoints, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
 };
-use crate::model::{Taint, TaintEffect, Toleration};
+use crate::model::{Symbol, Taint, TaintEffect, Toleration};
 use crate::plugins::helper::default_normalize_score;
 use crate::plugins::helper::score_batch;
 use crate::plugins::names;
@@ -45,9 +45,22 @@ impl FilterPlugin for TaintToleration {
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         match find_untolerated_taint(&node.node().spec.taints, &pod.pod.spec.tolerations) {
             None => Status::SUCCESS,
-            Some(t) => Status::unresolvable(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value)),
+            Some(t) => Status::unresolvable(untolerated_reason(t)),
         }
     }
+}
+
+/// Upstream's reason, `node(s) had untolerated taint {key: value}`, interned per
+/// taint so a rejection allocates nothing after the first.
+fn untolerated_reason(t: &Taint) -> &'static str {
+    static CACHE: std::sync::LazyLock<parking_lot::RwLock<ahash::AHashMap<(Symbol, Symbol), &'static str>>> =
+        std::sync::LazyLock::new(Default::default);
+    if let Some(r) = CACHE.read().get(&(t.key, t.value)) {
+        return r;
+    }
+    let r = Symbol::intern(&format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value)).as_str();
+    CACHE.write().insert((t.key, t.value), r);
+    r
 }
 
 fn prefer_tolerations(pod: &PodInfo) -> SmallVec<[Toleration; 2]> {

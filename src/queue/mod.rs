@@ -303,7 +303,6 @@ pub struct SchedulingQueue {
     events_base: usize,
 
     seq: u64,
-    nominated: AHashMap<Arc<str>, (Arc<PodInfo>, String)>,
 }
 
 impl std::fmt::Debug for SchedulingQueue {
@@ -379,7 +378,6 @@ impl SchedulingQueue {
             events_base: 0,
 
             seq: 0,
-            nominated: AHashMap::new(),
         })
     }
 
@@ -623,7 +621,6 @@ impl SchedulingQueue {
     /// Returns whether the queue held it.
     pub fn delete(&mut self, uid: &str) -> bool {
         let Some(slot) = self.slot_of(uid) else { return false };
-        self.nominated.remove(uid);
         if self.e(slot).loc == QueueLocation::InFlight {
             self.e_mut(slot).deleted = true;
             return true;
@@ -693,9 +690,6 @@ impl SchedulingQueue {
         let slot = self.in_flight_slot(uid)?;
         self.end_flight(slot);
         self.free_slot(slot);
-        if !self.nominated.is_empty() {
-            self.nominated.remove(uid);
-        }
         Ok(())
     }
 
@@ -968,23 +962,6 @@ impl SchedulingQueue {
     /// Whether the queue holds no pod.
     pub fn is_empty(&self) -> bool {
         self.by_uid.is_empty()
-    }
-
-    /// Records that preemption nominated `node` for a pod (upstream nominator).
-    pub fn set_nominated(&mut self, pod: Arc<PodInfo>, node: &str) {
-        self.nominated.insert(pod.uid.clone(), (pod, node.to_owned()));
-    }
-
-    /// The node nominated for a pod.
-    pub fn nominated_node(&self, uid: &str) -> Option<&str> {
-        self.nominated.get(uid).map(|(_, n)| n.as_str())
-    }
-
-    /// Pods nominated to `node`.
-    pub fn nominated_pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
-        let mut v: Vec<_> = self.nominated.values().filter(|(_, n)| n == node).map(|(p, _)| p.clone()).collect();
-        v.sort_by(|a, b| a.uid.cmp(&b.uid));
-        v
     }
 }
 

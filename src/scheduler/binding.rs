@@ -133,7 +133,7 @@ impl BindingCycle {
     /// Gives up on the binding: unreserve in reverse order and forget the pod.
     pub fn abort(mut self, reason: &str) -> BindError {
         let mut i = self.inner.take().expect("a BindingCycle is consumed by run or abort");
-        fail(&mut i, Status::unschedulable(reason))
+        fail(&mut i, Status::unschedulable(reason.to_owned()))
     }
 }
 

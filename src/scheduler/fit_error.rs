@@ -54,7 +54,7 @@ impl FitError {
 
 fn count(h: &mut BTreeMap<String, usize>, s: &Status, n: usize) {
     for r in s.reasons() {
-        *h.entry(r.clone()).or_default() += n;
+        *h.entry(r.to_string()).or_default() += n;
     }
 }
 

@@ -19,10 +19,11 @@ pub use fit_error::{Diagnosis, FitError};
 pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
 use crate::framework::metrics::{ProfileTimers, timed};
+use crate::framework::preemption::run_filters_with_nominated;
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{
-    Clock, Code, CycleState, Handle, LatencyRecorder, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, RealClock,
-    Status, WaitingPod,
+    Clock, Code, CycleState, Handle, LatencyRecorder, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NominatedPods,
+    Profile, RealClock, RunningProfile, Status, WaitingPod,
 };
 use crate::model::{Pod, PodError};
 use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
@@ -166,6 +167,8 @@ struct Buffers {
     /// Names of the feasible nodes, gathered once per cycle for every Score plugin.
     names: Vec<crate::model::Symbol>,
     totals: Vec<i64>,
+    /// Pods nominated by preemption, taken once per cycle (`None`: none nominated).
+    nominated: Option<Arc<NominatedPods>>,
 }
 
 /// The scheduler: a cache, one or more profiles, and the cycle.
@@ -425,6 +428,8 @@ impl Scheduler {
         drop(snap);
         let (mut state, node) = result?;
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
+        // Assumed: its nomination (if preemption made one) has served its purpose.
+        self.handle.preemption().nominator().remove(&pod.uid);
         Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
     }
 
@@ -466,7 +471,7 @@ impl Scheduler {
     /// PreFilter -> Filter -> (PostFilter) -> PreScore -> Score -> select.
     fn cycle(
         &mut self,
-        profile: &Profile,
+        profile: &Arc<Profile>,
         snap: &Snapshot,
         pod: &PodInfo,
     ) -> Result<(CycleState, String), ScheduleError> {
@@ -496,10 +501,16 @@ impl Scheduler {
                     ..Diagnosis::default()
                 };
                 d.node_to_status.absent = Some(s);
-                return Err(post_filter(profile, &state, pod, snap, fit_error(d)));
+                return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
             }
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
+
+        // A pod nominated by an earlier preemption tries its nominated node first
+        // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
+        if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref()) {
+            return Ok((state, node));
+        }
 
         // Candidate nodes: all, or those PreFilter narrowed to (in snapshot order).
         let bufs = &mut self.bufs;
@@ -512,6 +523,7 @@ impl Scheduler {
                 .extend(snap.nodes().iter().enumerate().filter(|(_, n)| names.contains(&n.name())).map(|(i, _)| i));
         }
         let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());
+        bufs.nominated = self.handle.preemption().nominator().snapshot();
         let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
         let to_find = num_feasible_nodes_to_find(pct, n_cand);
         let start = self.next_start % n_all;
@@ -532,7 +544,7 @@ impl Scheduler {
                     Some(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {:?}", pre.narrowing_plugins)));
             }
             d.node_to_status.statuses = std::mem::take(&mut statuses);
-            return Err(post_filter(profile, &state, pod, snap, fit_error(d)));
+            return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
         }
         if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
@@ -551,6 +563,37 @@ impl Scheduler {
         self.score(profile, &state, pod, snap).map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
         let best = self.select_host(snap);
         Ok((state, snap.nodes()[best].node().name().to_owned()))
+    }
+
+    /// The pod's nominated node (the nominator's record, else
+    /// `status.nominatedNodeName`) if it is in the snapshot, allowed by PreFilter, and
+    /// passes Filter counting other nominated pods.
+    fn nominated_node_fits(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        narrowed: Option<&ahash::AHashSet<crate::model::Symbol>>,
+    ) -> Option<String> {
+        let nominator = self.handle.preemption().nominator();
+        let name = nominator.nominated_node(&pod.uid).or_else(|| {
+            let n = &pod.pod.status.nominated_node_name;
+            if n.is_empty() { None } else { crate::model::Symbol::lookup(n) }
+        })?;
+        let idx = snap.index_of(name)?;
+        if narrowed.is_some_and(|n| !n.contains(&name)) {
+            return None;
+        }
+        let nominated = nominator.snapshot();
+        let guard = runtime::FilterGuard::new(profile);
+        let ok = guard
+            .run(|current| {
+                run_filters_with_nominated(profile, state, pod, &snap.nodes()[idx], nominated.as_deref(), current)
+                    .is_success()
+            })
+            .unwrap_or(false);
+        ok.then(|| name.as_str().to_owned())
     }
 
     /// Fills `bufs.feasible`/`bufs.failed`; returns how many nodes were processed.
@@ -590,6 +633,7 @@ impl Scheduler {
         let timers = self.timers.as_deref().map(|t| &t.filter);
         let mut processed = 0;
         let mut at = 0;
+        let nominated = bufs.nominated.as_deref();
         let guard = runtime::FilterGuard::new(profile);
         let outcome = guard.run(|current| {
             for i in 0..n_cand {
@@ -599,9 +643,10 @@ impl Scheduler {
                 let idx = cand(i, &bufs.candidates);
                 at = idx;
                 processed += 1;
-                let s = match timers {
-                    None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
-                    Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                // Nominated pods (rare) take the untimed path that adds them first.
+                let s = match (timers, nominated) {
+                    (Some(t), None) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                    _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
                 };
                 if s.is_success() {
                     bufs.feasible.push(idx);
@@ -710,23 +755,34 @@ impl Scheduler {
     }
 }
 
-/// Runs PostFilter (e.g. preemption) for a pod that fits nowhere.
+/// Runs PostFilter (e.g. preemption) for a pod that fits nowhere. The running
+/// profile is written into the state first ([`RunningProfile`]) so preemption can
+/// run dry-run Filters. A nominated node in the result is recorded in the handle's
+/// nominator — also when PostFilter then failed (e.g. an eviction error), so the pod
+/// keeps its claim on the room while it is retried.
 fn post_filter(
-    profile: &Profile,
-    state: &CycleState,
+    profile: &Arc<Profile>,
+    state: &mut CycleState,
     pod: &PodInfo,
     snap: &Snapshot,
+    handle: &Handle,
     mut err: FitError,
 ) -> ScheduleError {
     if !profile.post_filter.is_empty() {
+        RunningProfile::write(state, profile.clone());
         let (r, s) = runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status);
+        state.remove::<RunningProfile>();
+        let nominated = r.and_then(|r| r.nominated_node_name);
+        if let Some(node) = &nominated {
+            handle.preemption().nominator().add(Arc::new(pod.clone()), node);
+        }
         if s.code() == Code::Error {
             return ScheduleError::Plugin { pod: pod.pod.key(), status: s };
         }
         if !s.is_success() && !s.reasons().is_empty() {
             err.diagnosis.post_filter_msg = Some(s.message());
         }
-        err.nominated_node = r.and_then(|r| r.nominated_node_name);
+        err.nominated_node = nominated;
     }
     ScheduleError::Unschedulable(Box::new(err))
 }
@@ -737,7 +793,7 @@ mod parallel {
 
     use rayon::prelude::*;
 
-    use super::{Buffers, runtime};
+    use super::{Buffers, run_filters_with_nominated, runtime};
     use crate::framework::metrics::{Histogram, PointTimers, timed};
     use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
     use crate::snapshot::{NodeList, PodInfo, Snapshot};
@@ -767,6 +823,7 @@ mod parallel {
         let chunk = chunk_len(n_cand, pool.current_num_threads());
         let n_chunks = n_cand.div_ceil(chunk);
         let candidates = &bufs.candidates;
+        let nominated = bufs.nominated.as_deref();
         let nodes = snap.nodes();
         let results: Vec<ChunkResult> = pool.install(|| {
             (0..n_chunks)
@@ -786,9 +843,12 @@ mod parallel {
                             let idx = if narrowed { candidates[k] } else { k };
                             at = idx;
                             processed += 1;
-                            let s = match timers {
-                                None => runtime::run_filters(profile, state, pod, &nodes[idx], current),
-                                Some(t) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
+                            // Nominated pods (rare) take the untimed path that adds them first.
+                            let s = match (timers, nominated) {
+                                (Some(t), None) => {
+                                    runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t)
+                                }
+                                _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
                             };
                             if s.is_success() {
                                 found.fetch_add(1, Ordering::Relaxed);

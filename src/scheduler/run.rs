@@ -283,6 +283,7 @@ impl SchedulerEvents {
         let known = self.known_pod(uid);
         let waiting = self.handle.waiting_pods().reject(uid, SCHEDULER_REJECTOR, "pod deleted");
         let queued = self.queue.lock().delete(uid);
+        self.handle.preemption().nominator().remove(uid);
         let removed = self.cache.lock().remove_pod(uid).ok();
         if let Some(p) = &known {
             self.observe(|o| o.pod_deleted(p));
@@ -397,10 +398,8 @@ impl Scheduler {
             ScheduleError::Plugin { status, .. } if status.is_rejected() => status.plugin().into_iter().collect(),
             _ => Vec::new(),
         };
+        // A nomination from PostFilter is already on the handle's nominator.
         let mut q = self.queue.lock();
-        if let Some(node) = error.fit_error().and_then(|f| f.nominated_node.as_deref()) {
-            q.set_nominated(pod.clone(), node);
-        }
         match q.requeue_failed(&pod.uid, &rejectors) {
             Ok(location) => AttemptOutcome::Failed { location, error },
             Err(_) => AttemptOutcome::Dropped,

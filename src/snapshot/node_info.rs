@@ -156,6 +156,19 @@ impl NodeInfo {
     /// Removes a pod by uid, undoing [`NodeInfo::add_pod`]; returns it if present.
     pub fn remove_pod(&mut self, uid: &str) -> Option<Arc<PodInfo>> {
         let i = self.pods.iter().position(|p| &*p.uid == uid)?;
+        Some(self.remove_at(i))
+    }
+
+    /// Removes the very pod object `pod` (found by pointer, so no uid string is read:
+    /// what preemption's dry runs use on node copies), else the pod with its uid.
+    pub fn remove_pod_info(&mut self, pod: &Arc<PodInfo>) -> Option<Arc<PodInfo>> {
+        match self.pods.iter().position(|p| Arc::ptr_eq(p, pod)) {
+            Some(i) => Some(self.remove_at(i)),
+            None => self.remove_pod(&pod.uid),
+        }
+    }
+
+    fn remove_at(&mut self, i: usize) -> Arc<PodInfo> {
         let pod = self.pods.swap_remove(i);
         self.requested.sub(&pod.requests);
         self.requested.allowed_pod_number -= 1;
@@ -165,9 +178,13 @@ impl NodeInfo {
                 self.used_ports.swap_remove(j);
             }
         }
-        self.pods_with_affinity.retain(|p| &*p.uid != uid);
-        self.pods_with_required_anti_affinity.retain(|p| &*p.uid != uid);
-        Some(pod)
+        if pod.has_affinity {
+            self.pods_with_affinity.retain(|p| p.uid != pod.uid);
+        }
+        if pod.has_required_anti_affinity {
+            self.pods_with_required_anti_affinity.retain(|p| p.uid != pod.uid);
+        }
+        pod
     }
 }
 

@@ -9,12 +9,13 @@ use smallvec::SmallVec;
 
 use super::ArgsError;
 use super::scoring::{self, Resources as ScoredResources, Scorer, ScoringStrategy, ScoringStrategyType};
+use crate::framework::Reason;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
     ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
     ScorePlugin, Status,
 };
-use crate::model::Symbol;
+use crate::model::{Symbol, native_names};
 use crate::plugins::helper::is_extended_resource_name;
 use crate::plugins::helper::score_batch;
 use crate::plugins::names;
@@ -49,8 +50,8 @@ pub struct FitArgs {
 pub struct InsufficientResource {
     /// Resource name.
     pub resource: Symbol,
-    /// Upstream's reason text, e.g. `Insufficient cpu`.
-    pub reason: String,
+    /// Upstream's reason text, e.g. `Insufficient cpu` (borrowed: no allocation).
+    pub reason: Reason,
     /// Requested by the pod.
     pub requested: i64,
     /// Already used on the node.
@@ -76,8 +77,9 @@ struct FitState {
     milli_cpu: i64,
     memory: i64,
     ephemeral_storage: i64,
-    /// Scalar requests not ignored by args, non-zero only.
-    scalar: SmallVec<[(Symbol, i64); 2]>,
+    /// Scalar requests not ignored by args, non-zero only, with their interned
+    /// `Insufficient <name>` reason so a rejection allocates nothing.
+    scalar: SmallVec<[(Symbol, i64, &'static str); 2]>,
     has_any: bool,
 }
 
@@ -117,7 +119,7 @@ impl Fit {
 
     fn state_for(&self, pod: &PodInfo) -> FitState {
         let r = &pod.requests;
-        let scalar: SmallVec<[(Symbol, i64); 2]> = r
+        let scalar: SmallVec<[(Symbol, i64, &'static str); 2]> = r
             .scalar
             .iter()
             .copied()
@@ -134,6 +136,7 @@ impl Fit {
                 }
                 true
             })
+            .map(|(name, v)| (name, v, Symbol::intern(&format!("Insufficient {name}")).as_str()))
             .collect();
         FitState {
             milli_cpu: r.milli_cpu,
@@ -159,10 +162,11 @@ fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResou
     let alloc = node.allocatable();
     let used = node.requested();
     let pods = node.pods().len() as i64;
+    let names = native_names();
     if pods + 1 > alloc.allowed_pod_number {
         report(InsufficientResource {
-            resource: Symbol::intern("pods"),
-            reason: "Too many pods".into(),
+            resource: names.pods,
+            reason: Reason::Borrowed("Too many pods"),
             requested: 1,
             used: pods,
             capacity: alloc.allowed_pod_number,
@@ -172,11 +176,11 @@ fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResou
     if !s.has_any {
         return;
     }
-    let mut native = |name: &str, reason: &str, req: i64, a: i64, u: i64| {
+    let mut native = |resource: Symbol, reason: &'static str, req: i64, a: i64, u: i64| {
         if req > 0 && req > a - u {
             report(InsufficientResource {
-                resource: Symbol::intern(name),
-                reason: reason.into(),
+                resource,
+                reason: Reason::Borrowed(reason),
                 requested: req,
                 used: u,
                 capacity: a,
@@ -184,20 +188,20 @@ fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResou
             });
         }
     };
-    native("cpu", "Insufficient cpu", s.milli_cpu, alloc.milli_cpu, used.milli_cpu);
-    native("memory", "Insufficient memory", s.memory, alloc.memory, used.memory);
+    native(names.cpu, "Insufficient cpu", s.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+    native(names.memory, "Insufficient memory", s.memory, alloc.memory, used.memory);
     native(
-        "ephemeral-storage",
+        names.ephemeral_storage,
         "Insufficient ephemeral-storage",
         s.ephemeral_storage,
         alloc.ephemeral_storage,
         used.ephemeral_storage,
     );
-    for &(name, req) in &s.scalar {
+    for &(name, req, reason) in &s.scalar {
         let a = alloc.scalar(name);
         let u = used.scalar(name);
         if req > a - u {
-            native(name.as_str(), &format!("Insufficient {name}"), req, a, u);
+            native(name, reason, req, a, u);
         }
     }
 }
@@ -236,11 +240,11 @@ impl FilterPlugin for Fit {
                     && (s.memory == 0 || s.memory <= alloc.memory - used.memory)
                     && (s.ephemeral_storage == 0
                         || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
-                    && s.scalar.iter().all(|&(n, r)| r <= alloc.scalar(n) - used.scalar(n))));
+                    && s.scalar.iter().all(|&(n, r, _)| r <= alloc.scalar(n) - used.scalar(n))));
         if fits {
             return Status::SUCCESS;
         }
-        let mut reasons = Vec::new();
+        let mut reasons: SmallVec<[Reason; 4]> = SmallVec::new();
         let mut unresolvable = false;
         check(s, node, |i| {
             unresolvable |= i.unresolvable;
@@ -251,7 +255,12 @@ impl FilterPlugin for Fit {
         } else {
             crate::framework::Code::Unschedulable
         };
-        Status::with_reasons(code, reasons)
+        // One reason (the usual case) stays inline; several go to a list.
+        if reasons.len() == 1 {
+            Status::new(code, reasons.pop().unwrap_or_default())
+        } else {
+            Status::with_reason_list(code, reasons.into_vec())
+        }
     }
 }
 
