@@ -93,6 +93,7 @@ pub const DEFAULT_PLUGINS: &[(&str, Option<i64>)] = &[
     (names::NODE_RESOURCES_FIT, Some(1)),
     (names::POD_TOPOLOGY_SPREAD, Some(2)),
     (names::INTER_POD_AFFINITY, Some(2)),
+    (names::DEFAULT_PREEMPTION, None),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, Some(1)),
     (names::IMAGE_LOCALITY, Some(1)),
     (names::DEFAULT_BINDER, None),
