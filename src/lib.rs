@@ -46,6 +46,7 @@ pub mod dra;
 pub mod framework;
 pub mod model;
 pub mod plugins;
+pub mod queue;
 pub mod scheduler;
 /// The CEL-compatible DRA device selector language: compile once, match devices in nanoseconds.
 pub mod selector;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::preemption::PreemptionServices;
 use super::{Clock, RealClock, WaitingPods};
@@ -22,6 +22,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     snapshot: RwLock<Arc<Snapshot>>,
     waiting: WaitingPods,
+    to_activate: Mutex<Vec<Arc<str>>>,
     preemption: PreemptionServices,
 }
 
@@ -45,6 +46,7 @@ impl Handle {
                 clock,
                 snapshot: RwLock::new(Arc::new(Snapshot::default())),
                 waiting: WaitingPods::default(),
+                to_activate: Mutex::new(Vec::new()),
                 preemption: PreemptionServices::default(),
             }),
         }
@@ -68,6 +70,20 @@ impl Handle {
     /// Pods waiting at Permit.
     pub fn waiting_pods(&self) -> &WaitingPods {
         &self.inner.waiting
+    }
+
+    /// Asks the scheduler to move these pods (by uid) from the backoff queue or the
+    /// unschedulable pool to the active queue (upstream `PodsToActivate`, which plugins
+    /// write into the cycle state; here it is an inbox on the handle, so a plugin may
+    /// ask from any extension point). The scheduler drains it after each scheduling
+    /// attempt and each binding; uids it doesn't hold there are ignored.
+    pub fn activate_pods(&self, uids: impl IntoIterator<Item = Arc<str>>) {
+        self.inner.to_activate.lock().extend(uids);
+    }
+
+    /// Drains the pods plugins asked to activate.
+    pub(crate) fn take_pods_to_activate(&self) -> Vec<Arc<str>> {
+        std::mem::take(&mut *self.inner.to_activate.lock())
     }
 
     /// Preemption's shared services: nominated pods, PodDisruptionBudgets and the

@@ -73,6 +73,15 @@ pub struct QueuedPodInfo {
 pub trait QueueSortPlugin: Plugin {
     /// Whether `a` should be scheduled before `b`. Must be a strict weak order.
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+
+    /// An optional fast path: a key such that `less(a, b)` is exactly
+    /// `(key(a), a.timestamp) < (key(b), b.timestamp)` for every pod. When a plugin
+    /// returns `Some` for every pod, the queue orders by the cached keys and never
+    /// calls `less` (PrioritySort returns `-priority`). The default, `None`, always
+    /// uses `less`. Must not change while the pod is queued unless the pod is updated.
+    fn sort_key(&self, _pod: &PodInfo) -> Option<i64> {
+        None
+    }
 }
 
 /// Narrows the nodes a pod may go to, computed in PreFilter
@@ -420,6 +429,22 @@ pub trait EnqueueExtensions: Plugin {
     fn events_to_register(&self) -> Vec<ClusterEventWithHint>;
 }
 
+/// Told about every pod the scheduler learns of or forgets, scheduled or not.
+///
+/// Not an upstream extension point: upstream plugins that need to count pods (e.g.
+/// Coscheduling counting a gang's members) watch them through informers; an
+/// embedded library has no informers, so the scheduler's event handle calls these
+/// instead, on the thread that fed the event. Calls must be cheap and must not call
+/// back into the scheduler. Default methods do nothing.
+pub trait PodObserver: Plugin {
+    /// A pod was added (unscheduled, or already assigned to a node).
+    fn pod_added(&self, _pod: &PodInfo) {}
+    /// A pod changed.
+    fn pod_updated(&self, _old: &PodInfo, _new: &PodInfo) {}
+    /// A pod was deleted.
+    fn pod_deleted(&self, _pod: &PodInfo) {}
+}
+
 /// The extension points one plugin serves, filled by [`Plugin::register`].
 #[derive(Default, Clone)]
 pub struct ExtensionPoints {
@@ -436,6 +461,7 @@ pub struct ExtensionPoints {
     pub(crate) bind: Option<Arc<dyn BindPlugin>>,
     pub(crate) post_bind: Option<Arc<dyn PostBindPlugin>>,
     pub(crate) enqueue: Option<Arc<dyn EnqueueExtensions>>,
+    pub(crate) pod_observer: Option<Arc<dyn PodObserver>>,
 }
 
 macro_rules! point_setters {
@@ -466,6 +492,7 @@ point_setters! {
     bind: BindPlugin, "Serves Bind.";
     post_bind: PostBindPlugin, "Serves PostBind.";
     enqueue: EnqueueExtensions, "Declares cluster events (EnqueueExtensions).";
+    pod_observer: PodObserver, "Observes pod additions, updates and deletions.";
 }
 
 /// The extension points, for configuration and error messages.

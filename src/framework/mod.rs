@@ -19,9 +19,9 @@ pub use handle::Handle;
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,
     ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus,
-    PermitDecision, PermitPlugin, Plugin, PostBindPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueSortPlugin,
-    QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
+    PermitDecision, PermitPlugin, Plugin, PodObserver, PostBindPlugin, PostFilterPlugin, PostFilterResult,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
 pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use preemption::{

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Handle;
 use super::interface::{
-    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PostBindPlugin,
-    PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin, QueueSortPlugin, ReservePlugin,
-    ScorePlugin,
+    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PodObserver,
+    PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
+    QueueSortPlugin, ReservePlugin, ScorePlugin,
 };
 use crate::model::Symbol;
 
@@ -147,6 +147,7 @@ pub struct Profile {
     pub(crate) bind: Vec<Named<dyn BindPlugin>>,
     pub(crate) post_bind: Vec<Named<dyn PostBindPlugin>>,
     pub(crate) enqueue: Vec<Named<dyn EnqueueExtensions>>,
+    pub(crate) pod_observer: Vec<Named<dyn PodObserver>>,
     pub(crate) percentage_of_nodes_to_score: Option<u32>,
 }
 
@@ -232,6 +233,10 @@ impl Profile {
     /// Plugins declaring cluster events.
     pub fn enqueue_extensions(&self) -> &[Named<dyn EnqueueExtensions>] {
         &self.enqueue
+    }
+    /// Plugins observing pod events.
+    pub fn pod_observers(&self) -> &[Named<dyn PodObserver>] {
+        &self.pod_observer
     }
     /// The QueueSort plugin object.
     pub fn queue_sort(&self) -> Option<&Arc<dyn QueueSortPlugin>> {
@@ -342,6 +347,7 @@ impl ProfileBuilder {
             bind: Vec::new(),
             post_bind: Vec::new(),
             enqueue: Vec::new(),
+            pod_observer: Vec::new(),
             percentage_of_nodes_to_score: pct,
         };
         let mut sorts = Vec::new();
@@ -366,6 +372,7 @@ impl ProfileBuilder {
             push!(bind);
             push!(post_bind);
             push!(enqueue);
+            push!(pod_observer);
             if let Some(plugin) = pts.score {
                 p.score.push(WeightedScore { name, plugin, weight: e.weight });
             }
@@ -637,6 +644,9 @@ fn copy_point(from: &ExtensionPoints, to: &mut ExtensionPoints, pt: ExtensionPoi
     }
     if from.enqueue.is_some() {
         to.enqueue.clone_from(&from.enqueue);
+    }
+    if from.pod_observer.is_some() {
+        to.pod_observer.clone_from(&from.pod_observer);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Pods held at Permit (upstream `waitingPodsMap` in `framework/runtime`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ahash::{AHashMap, AHashSet};
@@ -26,6 +27,8 @@ pub struct WaitingPod {
     node: String,
     state: Mutex<WaitState>,
     cond: Condvar,
+    /// Shared with the registry: bumped whenever a decision is made.
+    epoch: Arc<AtomicU64>,
 }
 
 impl WaitingPod {
@@ -49,39 +52,67 @@ impl WaitingPod {
     /// `plugin` allows the pod; once every waiting plugin has, the pod goes on.
     pub fn allow(&self, plugin: &str) {
         let mut s = self.state.lock();
+        let before = s.pending.len();
         s.pending.retain(|p, _| *p != plugin);
         if s.pending.is_empty() {
+            if before > 0 {
+                self.epoch.fetch_add(1, Ordering::Release);
+            }
             self.cond.notify_all();
         }
     }
 
-    /// Rejects the pod (the first rejection wins).
+    /// Rejects the pod. The first decision wins, as upstream's one-slot signal: a
+    /// second rejection, or a rejection after every plugin allowed, changes nothing.
     pub fn reject(&self, plugin: &'static str, reason: &str) {
         let mut s = self.state.lock();
-        if s.rejected.is_none() {
+        if s.rejected.is_none() && !s.pending.is_empty() {
             s.rejected = Some(Status::unschedulable(reason.to_owned()).with_plugin(plugin));
+            self.epoch.fetch_add(1, Ordering::Release);
         }
         self.cond.notify_all();
+    }
+
+    /// The outcome so far without blocking: `None` while still waiting, else the
+    /// final status (success once every plugin allowed; the rejection; or a timeout
+    /// once a plugin's deadline has passed on `clock`). A resolved pod stays resolved.
+    pub(crate) fn poll(&self, clock: &dyn Clock) -> Option<Status> {
+        Self::resolve(&self.state.lock(), clock.now())
+    }
+
+    fn resolve(s: &WaitState, now: Duration) -> Option<Status> {
+        if let Some(r) = &s.rejected {
+            return Some(r.clone());
+        }
+        let Some((&plugin, &deadline)) = s.pending.iter().min_by_key(|(_, d)| **d) else {
+            return Some(Status::SUCCESS);
+        };
+        (now >= deadline).then(|| {
+            Status::unschedulable(format!(
+                "rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"
+            ))
+            .with_plugin(plugin)
+        })
+    }
+
+    /// The earliest deadline still pending, while the pod is still waiting.
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
+        let s = self.state.lock();
+        if s.rejected.is_some() {
+            return None;
+        }
+        s.pending.values().min().copied()
     }
 
     /// Blocks until allowed, rejected, or a plugin's deadline passes on `clock`.
     pub(crate) fn wait(&self, clock: &dyn Clock) -> Status {
         let mut s = self.state.lock();
         loop {
-            if let Some(r) = &s.rejected {
-                return r.clone();
-            }
-            if s.pending.is_empty() {
-                return Status::SUCCESS;
-            }
             let now = clock.now();
-            let (&plugin, &deadline) = s.pending.iter().min_by_key(|(_, d)| **d).expect("pending is non-empty");
-            if now >= deadline {
-                return Status::unschedulable(format!(
-                    "rejected due to timeout after waiting until {deadline:?} at plugin {plugin}"
-                ))
-                .with_plugin(plugin);
+            if let Some(r) = Self::resolve(&s, now) {
+                return r;
             }
+            let deadline = s.pending.values().min().copied().unwrap_or(now);
             self.cond.wait_for(&mut s, clock.real_wait(deadline.saturating_sub(now)));
         }
     }
@@ -91,6 +122,7 @@ impl WaitingPod {
 #[derive(Debug, Default)]
 pub struct WaitingPods {
     pods: Mutex<AHashMap<Arc<str>, Arc<WaitingPod>>>,
+    epoch: Arc<AtomicU64>,
 }
 
 impl WaitingPods {
@@ -107,10 +139,17 @@ impl WaitingPods {
             node: node.to_owned(),
             state: Mutex::new(WaitState { pending, rejected: None }),
             cond: Condvar::new(),
+            epoch: self.epoch.clone(),
             pod: pod.clone(),
         });
         self.pods.lock().insert(pod.uid.clone(), wp.clone());
         wp
+    }
+
+    /// Counts allow/reject decisions so far; the scheduler loop re-polls parked
+    /// bindings only when it moved (or a deadline passed).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 
     pub(crate) fn remove(&self, uid: &str) {

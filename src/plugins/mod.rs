@@ -2,6 +2,7 @@
 //! [`default_registry`] of their factories, and kube-scheduler's default profile.
 
 pub mod capacity_scheduling;
+pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
@@ -17,6 +18,8 @@ pub mod node_ports;
 pub mod node_resources;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
+pub mod priority_sort;
+pub mod scheduling_gates;
 pub mod taint_toleration;
 
 use std::sync::Arc;
@@ -37,6 +40,8 @@ pub fn default_registry() -> Registry {
     let mut add = |name: &str, f: Factory| {
         r.register(name, f).expect("built-in plugin names are unique");
     };
+    add(names::SCHEDULING_GATES, |_, _| Ok(Arc::new(scheduling_gates::SchedulingGates)));
+    add(names::PRIORITY_SORT, |_, _| Ok(Arc::new(priority_sort::PrioritySort)));
     add(names::NODE_UNSCHEDULABLE, |_, _| Ok(Arc::new(node_unschedulable::NodeUnschedulable)));
     add(names::NODE_NAME, |_, _| Ok(Arc::new(node_name::NodeName)));
     add(names::NODE_PORTS, |_, _| Ok(Arc::new(node_ports::NodePorts)));
@@ -79,6 +84,8 @@ pub fn default_registry() -> Registry {
 /// NodeVolumeLimits, VolumeBinding, VolumeZone) are left out because schedkit has
 /// no volume model.
 pub const DEFAULT_PLUGINS: &[(&str, Option<i64>)] = &[
+    (names::SCHEDULING_GATES, None),
+    (names::PRIORITY_SORT, None),
     (names::NODE_UNSCHEDULABLE, None),
     (names::NODE_NAME, None),
     (names::TAINT_TOLERATION, Some(3)),

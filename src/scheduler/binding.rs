@@ -92,6 +92,19 @@ impl BindingCycle {
         self.inner().waiting.is_some()
     }
 
+    /// Whether [`BindingCycle::run`] would go on without blocking: the pod isn't held
+    /// at Permit, or every waiting plugin allowed it, or it was rejected, or a
+    /// plugin's timeout passed on the scheduler's clock. Never blocks.
+    pub fn permit_resolved(&self) -> bool {
+        let i = self.inner();
+        i.waiting.as_ref().is_none_or(|wp| wp.poll(i.handle.clock()).is_some())
+    }
+
+    /// The earliest Permit timeout still pending (clock time), while held at Permit.
+    pub fn permit_deadline(&self) -> Option<std::time::Duration> {
+        self.inner().waiting.as_ref().and_then(|wp| wp.next_deadline())
+    }
+
     /// Waits at Permit if needed, then PreBind, Bind and PostBind. On success the
     /// cache marks the binding finished; on failure every Reserve plugin's Unreserve
     /// runs in reverse order and the assumed pod is forgotten.

@@ -8,6 +8,7 @@
 
 mod binding;
 mod fit_error;
+mod run;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use parking_lot::Mutex;
 
 pub use binding::{BindError, BindingCycle};
 pub use fit_error::{Diagnosis, FitError};
+pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
 use crate::framework::metrics::{ProfileTimers, timed};
 use crate::framework::preemption::run_filters_with_nominated;
@@ -24,6 +26,7 @@ use crate::framework::{
     Profile, RealClock, RunningProfile, Status, WaitingPod,
 };
 use crate::model::{Pod, PodError};
+use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
 use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
 
 /// Upstream `minFeasibleNodesToFind`: below this many nodes, all are checked.
@@ -196,6 +199,15 @@ pub struct Scheduler {
     bufs: Buffers,
     #[cfg(feature = "parallel")]
     pool: Option<rayon::ThreadPool>,
+    queue: Arc<Mutex<SchedulingQueue>>,
+    /// Binding cycles held at Permit, resumed by the loop once resolved.
+    parked: Vec<BindingCycle>,
+    /// Waiting-pods epoch at the last poll of `parked`.
+    parked_epoch: u64,
+    /// Earliest Permit deadline among `parked` at the last poll (or since added).
+    parked_deadline: Option<std::time::Duration>,
+    /// A poll is due regardless of epoch and deadline.
+    parked_dirty: bool,
     /// The opt-in latency recorder, with each profile's histograms resolved once.
     metrics: Option<(Arc<LatencyRecorder>, Vec<Arc<ProfileTimers>>)>,
     /// The histograms of the cycle in progress, when it is sampled.
@@ -217,6 +229,7 @@ pub struct SchedulerBuilder {
     config: SchedulerConfig,
     clock: Option<Arc<dyn Clock>>,
     handle: Option<Handle>,
+    queue: QueueConfig,
     metrics: Option<Arc<LatencyRecorder>>,
 }
 
@@ -276,6 +289,13 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Sets the queue's backoff and max-stay timings, checked here.
+    pub fn queue_config(mut self, c: QueueConfig) -> Result<Self, QueueError> {
+        c.validate()?;
+        self.queue = c;
+        Ok(self)
+    }
+
     /// Records per-plugin latencies into `recorder` (see [`LatencyRecorder`]).
     #[must_use]
     pub fn latency_recorder(mut self, recorder: Arc<LatencyRecorder>) -> Self {
@@ -292,6 +312,9 @@ impl SchedulerBuilder {
             .then(|| rayon::ThreadPoolBuilder::new().num_threads(self.config.parallelism).build().ok())
             .flatten();
         let profiles: Vec<Arc<Profile>> = self.profiles.into_iter().map(Arc::new).collect();
+        let queue = SchedulingQueue::new(&profiles, handle.clock_arc(), self.queue)
+            .or_else(|_| SchedulingQueue::new(&profiles, handle.clock_arc(), QueueConfig::default()))
+            .expect("the default queue config is valid");
         let metrics = self.metrics.map(|r| {
             let timers = profiles.iter().map(|p| Arc::new(r.timers(p))).collect();
             (r, timers)
@@ -300,6 +323,11 @@ impl SchedulerBuilder {
             cache: Arc::new(Mutex::new(Cache::new())),
             handle,
             profiles,
+            queue: Arc::new(Mutex::new(queue)),
+            parked: Vec::new(),
+            parked_epoch: 0,
+            parked_deadline: None,
+            parked_dirty: false,
             metrics,
             timers: None,
             rng: Rng(self.config.seed),
@@ -320,6 +348,7 @@ impl Scheduler {
             config: SchedulerConfig::default(),
             clock: None,
             handle: None,
+            queue: QueueConfig::default(),
             metrics: None,
         }
     }
@@ -354,9 +383,9 @@ impl Scheduler {
         &self.profiles
     }
 
-    /// Adds a node to the cache.
+    /// Adds a node to the cache and tells the queue (a node-added event).
     pub fn add_node(&self, node: crate::model::Node) -> Result<(), CacheError> {
-        self.cache.lock().add_node(node)
+        self.events().add_node(node)
     }
 
     /// The profile serving `pod`.
