@@ -121,8 +121,9 @@ pub(crate) fn run_filters(
     node: &NodeInfo,
     current: &std::cell::Cell<usize>,
 ) -> Status {
+    let skips = !state.skip_filter.is_empty();
     for (i, p) in profile.filter.iter().enumerate() {
-        if state.skips_filter(i) {
+        if skips && state.skips_filter(i) {
             continue;
         }
         current.set(i);

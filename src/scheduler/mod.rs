@@ -635,16 +635,24 @@ impl Scheduler {
         let mut at = 0;
         let nominated = bufs.nominated.as_deref();
         let guard = runtime::FilterGuard::new(profile);
+        let candidates = &bufs.candidates;
         let outcome = guard.run(|current| {
-            for i in 0..n_cand {
+            // Walk the candidates from `start`, wrapping once, without a division per node.
+            let mut k = start % n_cand;
+            for _ in 0..n_cand {
                 if bufs.feasible.len() >= to_find {
                     break;
                 }
-                let idx = cand(i, &bufs.candidates);
+                let idx = if narrowed { candidates[k] } else { k };
+                k += 1;
+                if k == n_cand {
+                    k = 0;
+                }
                 at = idx;
                 processed += 1;
                 // Nominated pods (rare) take the untimed path that adds them first.
                 let s = match (timers, nominated) {
+                    (None, None) => runtime::run_filters(profile, state, pod, &nodes[idx], current),
                     (Some(t), None) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
                     _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
                 };
@@ -829,29 +837,42 @@ mod parallel {
             (0..n_chunks)
                 .into_par_iter()
                 .map(|c| {
-                    let mut ok = Vec::new();
+                    let mut ok = Vec::with_capacity(chunk);
                     let mut bad = Vec::new();
                     let mut processed = 0;
                     let mut at = 0;
+                    // Publish to the shared counter only every few nodes: an atomic add
+                    // per feasible node makes the threads fight over one cache line.
+                    let early_stop = to_find < n_cand;
+                    let mut unpublished = 0;
                     let guard = runtime::FilterGuard::new(profile);
                     let outcome = guard.run(|current| {
-                        for i in c * chunk..((c + 1) * chunk).min(n_cand) {
-                            if found.load(Ordering::Relaxed) >= to_find {
-                                break;
+                        let mut k = (start + c * chunk) % n_cand;
+                        for _ in c * chunk..((c + 1) * chunk).min(n_cand) {
+                            if early_stop && processed % 16 == 0 {
+                                let total = found.fetch_add(unpublished, Ordering::Relaxed) + unpublished;
+                                unpublished = 0;
+                                if total >= to_find {
+                                    break;
+                                }
                             }
-                            let k = (start + i) % n_cand;
                             let idx = if narrowed { candidates[k] } else { k };
+                            k += 1;
+                            if k == n_cand {
+                                k = 0;
+                            }
                             at = idx;
                             processed += 1;
                             // Nominated pods (rare) take the untimed path that adds them first.
                             let s = match (timers, nominated) {
+                                (None, None) => runtime::run_filters(profile, state, pod, &nodes[idx], current),
                                 (Some(t), None) => {
                                     runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t)
                                 }
                                 _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
                             };
                             if s.is_success() {
-                                found.fetch_add(1, Ordering::Relaxed);
+                                unpublished += 1;
                                 ok.push(idx);
                             } else {
                                 bad.push((idx, s));
