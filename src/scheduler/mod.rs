@@ -443,8 +443,10 @@ impl Scheduler {
     ) -> Result<(Arc<PodInfo>, Option<Arc<WaitingPod>>), ScheduleError> {
         let mut assumed_pod = (*pod.pod).clone();
         assumed_pod.spec.node_name = node.to_owned();
-        let mut assumed = PodInfo::from_validated(Arc::new(assumed_pod));
-        assumed.uid = pod.uid.clone();
+        // Only the node name changes: keep the derived facts (requests, ports, ...)
+        // instead of recomputing them from the containers.
+        let mut assumed = pod.clone();
+        assumed.pod = Arc::new(assumed_pod);
         let assumed = Arc::new(assumed);
         self.cache.lock().assume_pod(assumed.clone(), node)?;
         let undo = |state: &mut CycleState, status: Status| {
