@@ -7,37 +7,18 @@
 //! aligned capacity for later. A node with too little CPU scores 0. No normalisation.
 //! Device: the fullest one that fits (`gpuSelMethod: best`).
 
-use std::sync::Arc;
-
-use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left, score_batch, score_one};
-use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
-};
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left};
+use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`DotProduct`].
 pub const NAME: &str = "DotProductScore";
 
-/// The DotProduct Score plugin.
-pub struct DotProduct {
-    state: Arc<GpuState>,
-}
-
-impl DotProduct {
-    /// DotProduct over `state`.
-    pub fn new(state: Arc<GpuState>) -> DotProduct {
-        DotProduct { state }
-    }
-}
-
-impl Plugin for DotProduct {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.score(self);
-    }
-}
+view_score_plugin!(
+    /// The DotProduct Score plugin.
+    DotProduct,
+    NAME
+);
 
 impl ViewScore for DotProduct {
     fn gpu_state(&self) -> &GpuState {
@@ -63,21 +44,5 @@ impl ViewScore for DotProduct {
         dot += (gpu_avail as f64 / MAX_SPEC_GPU) * (gpu_req as f64 / MAX_SPEC_GPU);
         let score = 1.0 - dot / 2.0;
         Ok((MAX_NODE_SCORE as f64 * score) as i64)
-    }
-}
-
-impl ScorePlugin for DotProduct {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        score_one(self, state, pod, node)
-    }
-
-    fn score_nodes(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: NodeList<'_>,
-        scores: &mut [NodeScore],
-    ) -> Result<(), Status> {
-        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -9,37 +9,18 @@
 //!
 //! A pod without GPU request scores 0. Device: the fullest one that fits.
 
-use std::sync::Arc;
-
-use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_GPU, ViewScore, score_batch, score_one};
-use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
-};
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_GPU, ViewScore};
+use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`GpuClustering`].
 pub const NAME: &str = "GpuClusteringScore";
 
-/// The GpuClustering Score plugin.
-pub struct GpuClustering {
-    state: Arc<GpuState>,
-}
-
-impl GpuClustering {
-    /// GpuClustering over `state`.
-    pub fn new(state: Arc<GpuState>) -> GpuClustering {
-        GpuClustering { state }
-    }
-}
-
-impl Plugin for GpuClustering {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.score(self);
-    }
-}
+view_score_plugin!(
+    /// The GpuClustering Score plugin.
+    GpuClustering,
+    NAME
+);
 
 impl ViewScore for GpuClustering {
     fn gpu_state(&self) -> &GpuState {
@@ -67,21 +48,5 @@ impl ViewScore for GpuClustering {
                 (false, _) => used,
             }
         }))
-    }
-}
-
-impl ScorePlugin for GpuClustering {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        score_one(self, state, pod, node)
-    }
-
-    fn score_nodes(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: NodeList<'_>,
-        scores: &mut [NodeScore],
-    ) -> Result<(), Status> {
-        score_batch(self, state, pod, nodes, scores)
     }
 }

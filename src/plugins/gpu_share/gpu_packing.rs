@@ -9,37 +9,18 @@
 //!
 //! A pod without GPU request scores 0 everywhere. Device: the fullest one that fits.
 
-use std::sync::Arc;
-
-use super::{GpuRequest, GpuState, GpuView, MILLI, ViewScore, score_batch, score_one};
-use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
-};
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use super::{GpuRequest, GpuState, GpuView, MILLI, ViewScore};
+use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`GpuPacking`].
 pub const NAME: &str = "GpuPackingScore";
 
-/// The GpuPacking Score plugin.
-pub struct GpuPacking {
-    state: Arc<GpuState>,
-}
-
-impl GpuPacking {
-    /// GpuPacking over `state`.
-    pub fn new(state: Arc<GpuState>) -> GpuPacking {
-        GpuPacking { state }
-    }
-}
-
-impl Plugin for GpuPacking {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.score(self);
-    }
-}
+view_score_plugin!(
+    /// The GpuPacking Score plugin.
+    GpuPacking,
+    NAME
+);
 
 impl ViewScore for GpuPacking {
     fn gpu_state(&self) -> &GpuState {
@@ -84,21 +65,5 @@ impl ViewScore for GpuPacking {
             }
             Ok((MAX_NODE_SCORE - ratio / 10).max(MAX_NODE_SCORE / 2))
         })
-    }
-}
-
-impl ScorePlugin for GpuPacking {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        score_one(self, state, pod, node)
-    }
-
-    fn score_nodes(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: NodeList<'_>,
-        scores: &mut [NodeScore],
-    ) -> Result<(), Status> {
-        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -40,6 +40,55 @@
 //! integer truncations and BestFit's min-max normalisation are the simulator's, and
 //! `tests/trace_peer.rs` checks FGD against a run of the simulator pod by pod.
 
+/// Declares a policy Score plugin over the shared [`GpuState`] whose node score is
+/// its [`ViewScore::score_in`] with no normalization: the struct, its constructor
+/// and the Plugin/ScorePlugin wiring (one request read and one table lock per batch).
+macro_rules! view_score_plugin {
+    ($(#[$doc:meta])* $ty:ident, $name:expr) => {
+        $(#[$doc])*
+        pub struct $ty {
+            state: std::sync::Arc<super::GpuState>,
+        }
+
+        impl $ty {
+            #[doc = concat!(stringify!($ty), " over `state`.")]
+            pub fn new(state: std::sync::Arc<super::GpuState>) -> $ty {
+                $ty { state }
+            }
+        }
+
+        impl crate::framework::Plugin for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+            fn register(self: std::sync::Arc<Self>, points: &mut crate::framework::ExtensionPoints) {
+                points.score(self);
+            }
+        }
+
+        impl crate::framework::ScorePlugin for $ty {
+            fn score(
+                &self,
+                state: &crate::framework::CycleState,
+                pod: &crate::snapshot::PodInfo,
+                node: &crate::snapshot::NodeInfo,
+            ) -> Result<i64, crate::framework::Status> {
+                super::score_one(self, state, pod, node)
+            }
+
+            fn score_nodes(
+                &self,
+                state: &crate::framework::CycleState,
+                pod: &crate::snapshot::PodInfo,
+                nodes: crate::snapshot::NodeList<'_>,
+                scores: &mut [crate::framework::NodeScore],
+            ) -> Result<(), crate::framework::Status> {
+                super::score_batch(self, state, pod, nodes, scores)
+            }
+        }
+    };
+}
+
 mod best_fit;
 mod dot_product;
 mod fgd;
