@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, Status};
+use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// Upstream `ErrReason`.
 pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
@@ -19,7 +19,16 @@ impl Plugin for NodeName {
         names::NODE_NAME
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.filter(self);
+        p.pre_filter(self.clone()).filter(self);
+    }
+}
+
+/// Beyond upstream (which has no PreFilter here): a pod that names no node skips
+/// the per-node Filter, which could only succeed. Placements and reasons are
+/// unchanged; the scheduling cycle saves a call per node.
+impl PreFilterPlugin for NodeName {
+    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+        if pod.pod.spec.node_name.is_empty() { (None, Status::SKIP) } else { (None, Status::SUCCESS) }
     }
 }
 

@@ -71,11 +71,10 @@ impl BalancedAllocation {
     }
 
     fn score_with(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
-        let v = scoring::Values::of(&self.scored, reqs, node, true);
         match self.scoring {
-            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(v.requested(), v.allocatable()),
+            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(&self.scored, reqs, node),
             BalancedScoring::ChangeInBalance => {
-                let (before, after) = scoring::balanced_before_after(&v, reqs);
+                let (before, after) = scoring::balanced_before_after(&self.scored, reqs, node);
                 MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
             }
         }

@@ -273,8 +273,7 @@ impl PreScorePlugin for Fit {
 
 impl Fit {
     fn score_one(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
-        let v = scoring::Values::of(&self.scored, reqs, node, false);
-        self.scorer.score(v.requested(), v.allocatable(), &self.scored.weights)
+        self.scorer.score_node(&self.scored, reqs, node, false)
     }
 }
 

@@ -160,6 +160,9 @@ pub(crate) enum Kind {
 pub(crate) struct Resources {
     pub kinds: SmallVec<[Kind; 4]>,
     pub weights: SmallVec<[i64; 4]>,
+    /// Exactly `[cpu, memory]`, the default of both scorers: served by a
+    /// straight-line path instead of the general loop.
+    cpu_memory: bool,
 }
 
 impl Resources {
@@ -177,10 +180,9 @@ impl Resources {
                 Kind::Scalar(s)
             }
         };
-        Resources {
-            kinds: specs.iter().map(|r| kind(&r.name)).collect(),
-            weights: specs.iter().map(|r| r.weight).collect(),
-        }
+        let kinds: SmallVec<[Kind; 4]> = specs.iter().map(|r| kind(&r.name)).collect();
+        let cpu_memory = kinds.as_slice() == [Kind::Cpu, Kind::Memory];
+        Resources { kinds, weights: specs.iter().map(|r| r.weight).collect(), cpu_memory }
     }
 
     /// The pod's request of each resource, with the scoring defaults unless
@@ -223,55 +225,56 @@ pub(crate) fn allocatable_and_requested(
     }
 }
 
-/// Per-node `(requested, allocatable)` values of up to [`MAX_SCORED_RESOURCES`]
-/// resources, on the stack.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Values {
-    pub len: usize,
-    pub requested: [i64; MAX_SCORED_RESOURCES],
-    pub allocatable: [i64; MAX_SCORED_RESOURCES],
-}
-
-impl Values {
-    /// Fills the values for `node`; resources left out keep `(0, 0)`.
-    #[inline]
-    pub fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, use_requested: bool) -> Values {
-        let kinds = res.kinds.as_slice();
-        let len = kinds.len().min(MAX_SCORED_RESOURCES).min(pod_requests.len());
-        let mut v = Values { len, requested: [0; MAX_SCORED_RESOURCES], allocatable: [0; MAX_SCORED_RESOURCES] };
-        for ((kind, &pr), (r, a)) in
-            kinds[..len].iter().zip(&pod_requests[..len]).zip(v.requested.iter_mut().zip(v.allocatable.iter_mut()))
+impl Resources {
+    /// Calls `f(allocatable, requested, pod_request, weight)` for each scored resource
+    /// the node has (allocatable > 0), in order, reading the node in place: the
+    /// scorers stream over it instead of copying per-node arrays.
+    #[inline(always)]
+    pub fn for_each_present(
+        &self,
+        pod_requests: &[i64],
+        node: &NodeInfo,
+        use_requested: bool,
+        mut f: impl FnMut(i64, i64, i64, i64),
+    ) {
+        if self.cpu_memory
+            && let ([pc, pm, ..], [wc, wm, ..]) = (pod_requests, self.weights.as_slice())
         {
-            let (al, rq) = allocatable_and_requested(node, *kind, pr, use_requested);
-            if al != 0 {
-                *a = al;
-                *r = rq;
+            let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
+            let alloc = node.allocatable();
+            if alloc.milli_cpu != 0 {
+                f(alloc.milli_cpu, requested.milli_cpu + pc, *pc, *wc);
+            }
+            if alloc.memory != 0 {
+                f(alloc.memory, requested.memory + pm, *pm, *wm);
+            }
+            return;
+        }
+        for ((kind, &pr), &w) in self.kinds.iter().zip(pod_requests).zip(&self.weights) {
+            let (a, r) = allocatable_and_requested(node, *kind, pr, use_requested);
+            if a != 0 {
+                f(a, r, pr, w);
             }
         }
-        v
-    }
-
-    pub fn requested(&self) -> &[i64] {
-        &self.requested[..self.len]
-    }
-
-    pub fn allocatable(&self) -> &[i64] {
-        &self.allocatable[..self.len]
     }
 }
 
 /// `sum(f(requested, allocatable) * weight) / sum(weight)` over resources with
 /// allocatable > 0, integer division (upstream least/most allocated scorers).
-#[inline]
-fn weighted_mean(requested: &[i64], allocatable: &[i64], weights: &[i64], f: impl Fn(i64, i64) -> i64) -> i64 {
+#[inline(always)]
+fn weighted_mean(
+    res: &Resources,
+    pod_requests: &[i64],
+    node: &NodeInfo,
+    use_requested: bool,
+    f: impl Fn(i64, i64) -> i64,
+) -> i64 {
     let mut score = 0;
     let mut weight_sum = 0;
-    for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
-        if a != 0 {
-            score += f(r, a) * w;
-            weight_sum += w;
-        }
-    }
+    res.for_each_present(pod_requests, node, use_requested, |a, r, _, w| {
+        score += f(r, a) * w;
+        weight_sum += w;
+    });
     if weight_sum == 0 { 0 } else { score / weight_sum }
 }
 
@@ -336,19 +339,16 @@ impl Scorer {
         }
     }
 
-    /// The node score over `(requested, allocatable)` pairs with weights.
+    /// The node's score for a pod requesting `pod_requests` (in `res` order).
     #[inline]
-    pub fn score(&self, requested: &[i64], allocatable: &[i64], weights: &[i64]) -> i64 {
+    pub fn score_node(&self, res: &Resources, pod_requests: &[i64], node: &NodeInfo, use_requested: bool) -> i64 {
         match self {
-            Scorer::Least => weighted_mean(requested, allocatable, weights, least_requested_score),
-            Scorer::Most => weighted_mean(requested, allocatable, weights, most_requested_score),
+            Scorer::Least => weighted_mean(res, pod_requests, node, use_requested, least_requested_score),
+            Scorer::Most => weighted_mean(res, pod_requests, node, use_requested, most_requested_score),
             Scorer::Ratio(shape) => {
                 let mut node_score = 0i64;
                 let mut weight_sum = 0i64;
-                for ((&r, &a), &w) in requested.iter().zip(allocatable).zip(weights) {
-                    if a == 0 {
-                        continue;
-                    }
+                res.for_each_present(pod_requests, node, use_requested, |a, r, _, w| {
                     let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
                     let s = broken_linear(shape, p);
                     // Upstream counts a resource only when its score is positive.
@@ -356,29 +356,63 @@ impl Scorer {
                         node_score += s * w;
                         weight_sum += w;
                     }
-                }
+                });
                 if weight_sum == 0 { 0 } else { (node_score as f64 / weight_sum as f64).round() as i64 }
             }
         }
     }
 }
 
-/// `int64((1 - std) * 100)` over the requested fractions (capped at 1), as upstream
-/// `balancedResourceScorer`.
-pub(crate) fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions = [0f64; MAX_SCORED_RESOURCES];
-    let mut n = 0;
-    let mut total = 0.0;
-    for (&r, &a) in requested.iter().zip(allocatable) {
-        if a == 0 || n == MAX_SCORED_RESOURCES {
-            continue;
-        }
-        let f = (r as f64 / a as f64).min(1.0);
-        total += f;
-        fractions[n] = f;
-        n += 1;
+/// Requested fractions (capped at 1) of the resources a node has, with and without
+/// the pod, on the stack.
+struct Fractions {
+    n: usize,
+    after: [f64; MAX_SCORED_RESOURCES],
+    before: [f64; MAX_SCORED_RESOURCES],
+    total_after: f64,
+    total_before: f64,
+}
+
+impl Fractions {
+    #[inline(always)]
+    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Fractions {
+        let mut fr = Fractions {
+            n: 0,
+            after: [0.0; MAX_SCORED_RESOURCES],
+            before: [0.0; MAX_SCORED_RESOURCES],
+            total_after: 0.0,
+            total_before: 0.0,
+        };
+        res.for_each_present(pod_requests, node, true, |a, r, p, _| {
+            if fr.n == MAX_SCORED_RESOURCES {
+                return;
+            }
+            let af = a as f64;
+            let fa = (r as f64 / af).min(1.0);
+            let fb = ((r - p) as f64 / af).min(1.0);
+            fr.after[fr.n] = fa;
+            fr.before[fr.n] = fb;
+            fr.total_after += fa;
+            fr.total_before += fb;
+            fr.n += 1;
+        });
+        fr
     }
-    std_score(&fractions[..n], total)
+}
+
+/// `int64((1 - std) * 100)` over the requested fractions with the pod placed
+/// (capped at 1), as upstream `balancedResourceScorer` up to v1.35.
+#[inline]
+pub(crate) fn balanced_score(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> i64 {
+    let fr = Fractions::of(res, pod_requests, node);
+    std_score(&fr.after[..fr.n], fr.total_after)
+}
+
+/// Balanced scores `(without the pod, with it)` in one pass over the node.
+#[inline]
+pub(crate) fn balanced_before_after(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> (i64, i64) {
+    let fr = Fractions::of(res, pod_requests, node);
+    (std_score(&fr.before[..fr.n], fr.total_before), std_score(&fr.after[..fr.n], fr.total_after))
 }
 
 /// `int64((1 - std) * 100)` of the given fractions.
@@ -394,28 +428,6 @@ fn std_score(fractions: &[f64], total: f64) -> i64 {
         _ => 0.0,
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
-}
-
-/// Balanced scores `(without the pod, with it)` in one pass over the values.
-#[inline]
-pub(crate) fn balanced_before_after(v: &Values, pod_requests: &[i64]) -> (i64, i64) {
-    let mut before = [0f64; MAX_SCORED_RESOURCES];
-    let mut after = [0f64; MAX_SCORED_RESOURCES];
-    let (mut n, mut tb, mut ta) = (0, 0.0, 0.0);
-    for ((&r, &a), &p) in v.requested().iter().zip(v.allocatable()).zip(pod_requests) {
-        if a == 0 {
-            continue;
-        }
-        let af = a as f64;
-        let fa = (r as f64 / af).min(1.0);
-        let fb = ((r - p) as f64 / af).min(1.0);
-        ta += fa;
-        tb += fb;
-        after[n] = fa;
-        before[n] = fb;
-        n += 1;
-    }
-    (std_score(&before[..n], tb), std_score(&after[..n], ta))
 }
 
 #[cfg(test)]
@@ -448,8 +460,9 @@ mod tests {
 
     #[test]
     fn balanced() {
-        assert_eq!(balanced_score(&[3000, 5000], &[4000, 10000]), 87); // |0.75-0.5|/2 = .125
-        assert_eq!(balanced_score(&[1, 1], &[0, 0]), 100);
-        assert_eq!(balanced_score(&[6000, 0], &[4000, 10000]), 50);
+        let fr = |f: &[f64]| std_score(f, f.iter().sum());
+        assert_eq!(fr(&[0.75, 0.5]), 87); // |0.75-0.5|/2 = .125
+        assert_eq!(fr(&[]), 100);
+        assert_eq!(fr(&[1.0, 0.0]), 50);
     }
 }
