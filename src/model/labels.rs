@@ -53,12 +53,13 @@ impl Labels {
     }
 
     /// The value of `key`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: Symbol) -> Option<Symbol> {
-        if self.0.len() <= 8 {
-            self.0.iter().find(|&&(k, _)| k == key).map(|&(_, v)| v)
+        let pairs = self.0.as_slice();
+        if pairs.len() <= 8 {
+            pairs.iter().find(|&&(k, _)| k == key).map(|&(_, v)| v)
         } else {
-            self.0.binary_search_by_key(&key, |&(k, _)| k).ok().map(|i| self.0[i].1)
+            pairs.binary_search_by_key(&key, |&(k, _)| k).ok().map(|i| pairs[i].1)
         }
     }
 
@@ -384,20 +385,22 @@ impl NodeSelectorRequirement {
 
     /// Whether a label value (or its absence) satisfies the requirement. A label that
     /// is not an integer fails `Gt`/`Lt`, as upstream.
-    #[inline]
+    #[inline(always)]
     pub fn matches_value(&self, value: Option<Symbol>) -> bool {
         match self.operator {
             NodeSelectorOperator::In => value.is_some_and(|v| self.values.contains(&v)),
             NodeSelectorOperator::NotIn => value.is_none_or(|v| !self.values.contains(&v)),
             NodeSelectorOperator::Exists => value.is_some(),
             NodeSelectorOperator::DoesNotExist => value.is_none(),
-            NodeSelectorOperator::Gt => {
-                value.and_then(|v| v.as_str().parse::<i64>().ok()).is_some_and(|v| v > self.bound)
-            }
-            NodeSelectorOperator::Lt => {
-                value.and_then(|v| v.as_str().parse::<i64>().ok()).is_some_and(|v| v < self.bound)
-            }
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => self.compare_integer(value),
         }
+    }
+
+    /// `Gt`/`Lt`: kept out of line so the set operators stay small enough to inline.
+    #[inline(never)]
+    fn compare_integer(&self, value: Option<Symbol>) -> bool {
+        let Some(v) = value.and_then(|v| v.as_str().parse::<i64>().ok()) else { return false };
+        if self.operator == NodeSelectorOperator::Gt { v > self.bound } else { v < self.bound }
     }
 }
 
@@ -459,13 +462,23 @@ impl NodeSelectorTerm {
     }
 
     /// Whether the term matches a node. An empty term matches nothing, as upstream.
-    #[inline]
+    #[inline(always)]
     pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
-        if self.match_expressions.is_empty() && self.match_fields.is_empty() {
+        let (exprs, fields) = (self.match_expressions.as_slice(), self.match_fields.as_slice());
+        if exprs.is_empty() && fields.is_empty() {
             return false;
         }
-        self.match_expressions.iter().all(|r| r.matches_value(labels.get(r.key)))
-            && self.match_fields.iter().all(|r| r.matches_value(Some(node_name)))
+        for r in exprs {
+            if !r.matches_value(labels.get(r.key)) {
+                return false;
+            }
+        }
+        for r in fields {
+            if !r.matches_value(Some(node_name)) {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -503,7 +516,12 @@ impl NodeSelector {
     /// Whether any term matches the node.
     #[inline]
     pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
-        self.node_selector_terms.iter().any(|t| t.matches(labels, node_name))
+        for t in &self.node_selector_terms {
+            if t.matches(labels, node_name) {
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -91,21 +91,31 @@ impl NodeAffinity {
 
 /// Whether the pod's `nodeSelector` and required node affinity match the node
 /// (upstream `RequiredNodeAffinity.Match`).
+#[inline]
 pub fn required_affinity_matches(pod: &PodInfo, node: &NodeInfo) -> bool {
     let labels = &node.node().metadata.labels;
-    if !pod.pod.spec.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-        return false;
+    for (k, v) in pod.pod.spec.node_selector.iter() {
+        if labels.get(k) != Some(v) {
+            return false;
+        }
     }
-    pod.pod.node_affinity().and_then(|a| a.required.as_ref()).is_none_or(|r| r.matches(labels, node.name()))
+    match pod.pod.node_affinity().and_then(|a| a.required.as_ref()) {
+        Some(r) => r.matches(labels, node.name()),
+        None => true,
+    }
 }
 
 /// Sum of the weights of the preferred terms the node matches.
+#[inline]
 fn preferred_score(terms: &[PreferredSchedulingTerm], node: &NodeInfo) -> i64 {
-    terms
-        .iter()
-        .filter(|t| t.preference.matches(&node.node().metadata.labels, node.name()))
-        .map(|t| i64::from(t.weight))
-        .sum()
+    let labels = &node.node().metadata.labels;
+    let mut sum = 0;
+    for t in terms {
+        if t.preference.matches(labels, node.name()) {
+            sum += i64::from(t.weight);
+        }
+    }
+    sum
 }
 
 /// Written when PreFilter ran (the pod has something to match).

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use ahash::AHashMap;
 use smallvec::SmallVec;
 
 use super::common::{Constraint, node_has_all_keys};
@@ -53,13 +52,66 @@ impl CriticalPaths {
     }
 }
 
+/// Matching pods per domain value, sorted by value: Filter looks a node's domain up
+/// once per node, and a scan of a few zones (or a binary search of many hostnames)
+/// beats hashing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DomainCounts(Vec<(Symbol, i64)>);
+
+impl DomainCounts {
+    fn from_unsorted(mut v: Vec<(Symbol, i64)>) -> Self {
+        v.sort_unstable_by_key(|&(k, _)| k);
+        DomainCounts(v)
+    }
+
+    /// The count of `value`'s domain (0 when it has none).
+    #[inline]
+    pub(crate) fn get(&self, value: Symbol) -> i64 {
+        let v = self.0.as_slice();
+        if v.len() <= 8 {
+            for &(k, n) in v {
+                if k == value {
+                    return n;
+                }
+            }
+            0
+        } else {
+            v.binary_search_by_key(&value, |&(k, _)| k).map_or(0, |i| v[i].1)
+        }
+    }
+
+    /// Adds `delta` to `value`'s count (inserting the domain), returning the new count.
+    fn add(&mut self, value: Symbol, delta: i64) -> i64 {
+        match self.0.binary_search_by_key(&value, |&(k, _)| k) {
+            Ok(i) => {
+                self.0[i].1 += delta;
+                self.0[i].1
+            }
+            Err(i) => {
+                self.0.insert(i, (value, delta));
+                delta
+            }
+        }
+    }
+
+    /// Number of domains.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// `(domain, count)` pairs.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Symbol, &i64)> {
+        self.0.iter().map(|(k, n)| (k, n))
+    }
+}
+
 /// What Filter reads: per constraint, the matching-pod count of every domain and
 /// the critical paths (upstream `preFilterState`).
 #[derive(Debug, Clone)]
 pub(crate) struct PreFilterState {
     pub(crate) constraints: Arc<[Constraint]>,
     /// Domain value -> matching pods, per constraint.
-    pub(crate) counts: Vec<AHashMap<Symbol, i64>>,
+    pub(crate) counts: Vec<DomainCounts>,
     pub(crate) critical: Vec<CriticalPaths>,
     /// 1 when the incoming pod matches the constraint's selector, else 0.
     pub(crate) self_match: SmallVec<[i64; 4]>,
@@ -94,9 +146,7 @@ impl PreFilterState {
                 continue;
             }
             let value = labels.get(c.topology_key).unwrap_or(Symbol::EMPTY);
-            let n = self.counts[i].entry(value).or_insert(0);
-            *n += delta;
-            let n = *n;
+            let n = self.counts[i].add(value, delta);
             self.critical[i].update(value, n);
         }
     }
@@ -109,14 +159,15 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return None;
         }
-        let counts: Vec<AHashMap<Symbol, i64>> = self.memo.with_domains(pod, &constraints, snapshot, true, |d| {
-            d.iter().map(|m| m.iter().map(|(&v, &(n, _))| (v, n)).collect()).collect()
+        let counts: Vec<DomainCounts> = self.memo.with_domains(pod, &constraints, snapshot, true, |d| {
+            d.iter().map(|m| DomainCounts::from_unsorted(m.iter().map(|(&v, &(n, _))| (v, n)).collect())).collect()
         });
+        // Upstream walks a Go map (random order); `update` keeps the minimum in any order.
         let critical = counts
             .iter()
             .map(|m| {
                 let mut p = CriticalPaths::new();
-                for (&v, &n) in m {
+                for (&v, &n) in m.iter() {
                     p.update(v, n);
                 }
                 p
@@ -185,7 +236,7 @@ impl FilterPlugin for PodTopologySpread {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
             let min = s.min_match(i, c.min_domains);
-            let matching = s.counts[i].get(&value).copied().unwrap_or(0);
+            let matching = s.counts[i].get(value);
             if matching + s.self_match[i] - min > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
             }
