@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use super::metrics::{Histogram, PointTimers, timed};
 use super::waiting_pods::check_timeout;
-use super::{Code, CycleState, NodeToStatus, PermitDecision, PostFilterResult, PreFilterResult, Profile, Status};
+use smallvec::SmallVec;
+
+use super::{
+    Code, CycleState, FilterPlugin, NodeToStatus, PermitDecision, PostFilterResult, PreFilterResult, Profile, Status,
+};
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// Runs one plugin call; a panic becomes an `Error` status naming the plugin.
@@ -129,15 +133,59 @@ pub(crate) fn run_filters(
         current.set(i);
         let s = p.plugin.filter(state, pod, node);
         if !s.is_success() {
-            let s = if s.is_rejected() || s.code() == Code::Error {
-                s
-            } else {
-                Status::error(format!("plugin {} returned {} from Filter", p.name, s.code().as_str()))
-            };
-            return s.with_plugin(p.name);
+            return filter_failure(s, p.name);
         }
     }
     Status::SUCCESS
+}
+
+/// The Filter plugins one cycle runs, with PreFilter's Skips already removed and
+/// the `Arc`s resolved: built once per cycle so the per-node loop tests no skip set.
+pub(crate) struct ActiveFilters<'a>(SmallVec<[(usize, &'a dyn FilterPlugin, &'static str); 12]>);
+
+impl<'a> ActiveFilters<'a> {
+    pub(crate) fn new(profile: &'a Profile, state: &CycleState) -> Self {
+        ActiveFilters(
+            profile
+                .filter
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| !state.skips_filter(i))
+                .map(|(i, p)| (i, &*p.plugin, p.name))
+                .collect(),
+        )
+    }
+}
+
+/// [`run_filters`] over a cycle's [`ActiveFilters`]: the serial and parallel
+/// Filter loops' path.
+#[inline]
+pub(crate) fn run_active_filters(
+    active: &ActiveFilters<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    current: &std::cell::Cell<usize>,
+) -> Status {
+    for &(i, plugin, name) in &active.0 {
+        current.set(i);
+        let s = plugin.filter(state, pod, node);
+        if !s.is_success() {
+            return filter_failure(s, name);
+        }
+    }
+    Status::SUCCESS
+}
+
+/// A Filter plugin's non-success answer; codes Filter may not return become errors.
+#[cold]
+fn filter_failure(s: Status, name: &'static str) -> Status {
+    let s = if s.is_rejected() || s.code() == Code::Error {
+        s
+    } else {
+        Status::error(format!("plugin {name} returned {} from Filter", s.code().as_str()))
+    };
+    s.with_plugin(name)
 }
 
 /// [`run_filters`], timing each plugin call into `t` (by position): the latency
@@ -158,12 +206,7 @@ pub(crate) fn run_filters_timed(
         current.set(i);
         let s = timed(timer(Some(t), i), || p.plugin.filter(state, pod, node));
         if !s.is_success() {
-            let s = if s.is_rejected() || s.code() == Code::Error {
-                s
-            } else {
-                Status::error(format!("plugin {} returned {} from Filter", p.name, s.code().as_str()))
-            };
-            return s.with_plugin(p.name);
+            return filter_failure(s, p.name);
         }
     }
     Status::SUCCESS

@@ -53,7 +53,7 @@ impl Labels {
     }
 
     /// The value of `key`.
-    #[inline(always)]
+    #[inline]
     pub fn get(&self, key: Symbol) -> Option<Symbol> {
         let pairs = self.0.as_slice();
         if pairs.len() <= 8 {
@@ -385,7 +385,7 @@ impl NodeSelectorRequirement {
 
     /// Whether a label value (or its absence) satisfies the requirement. A label that
     /// is not an integer fails `Gt`/`Lt`, as upstream.
-    #[inline(always)]
+    #[inline]
     pub fn matches_value(&self, value: Option<Symbol>) -> bool {
         match self.operator {
             NodeSelectorOperator::In => value.is_some_and(|v| self.values.contains(&v)),
@@ -462,7 +462,7 @@ impl NodeSelectorTerm {
     }
 
     /// Whether the term matches a node. An empty term matches nothing, as upstream.
-    #[inline(always)]
+    #[inline]
     pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
         let (exprs, fields) = (self.match_expressions.as_slice(), self.match_fields.as_slice());
         if exprs.is_empty() && fields.is_empty() {

@@ -638,6 +638,7 @@ impl Scheduler {
         let nominated = bufs.nominated.as_deref();
         let guard = runtime::FilterGuard::new(profile);
         let candidates = &bufs.candidates;
+        let active = runtime::ActiveFilters::new(profile, state);
         let outcome = guard.run(|current| {
             // Walk the candidates from `start`, wrapping once, without a division per node.
             let mut k = start % n_cand;
@@ -654,7 +655,7 @@ impl Scheduler {
                 processed += 1;
                 // Nominated pods (rare) take the untimed path that adds them first.
                 let s = match (timers, nominated) {
-                    (None, None) => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                    (None, None) => runtime::run_active_filters(&active, state, pod, &nodes[idx], current),
                     (Some(t), None) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
                     _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
                 };
@@ -835,6 +836,7 @@ mod parallel {
         let candidates = &bufs.candidates;
         let nominated = bufs.nominated.as_deref();
         let nodes = snap.nodes();
+        let active = runtime::ActiveFilters::new(profile, state);
         let results: Vec<ChunkResult> = pool.install(|| {
             (0..n_chunks)
                 .into_par_iter()
@@ -867,7 +869,7 @@ mod parallel {
                             processed += 1;
                             // Nominated pods (rare) take the untimed path that adds them first.
                             let s = match (timers, nominated) {
-                                (None, None) => runtime::run_filters(profile, state, pod, &nodes[idx], current),
+                                (None, None) => runtime::run_active_filters(&active, state, pod, &nodes[idx], current),
                                 (Some(t), None) => {
                                     runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t)
                                 }

@@ -342,6 +342,7 @@ impl Cache {
             }
             snap.structure_generation = self.structure_generation;
             snap.rebuild_affinity_lists();
+            snap.reset_log(self.generation);
         } else {
             let start = self.log.partition_point(|&(g, _)| g <= snap.generation);
             let mut affinity_changed = false;
@@ -353,6 +354,7 @@ impl Cache {
                     affinity_changed |= !cur.pods_with_affinity().is_empty() || !info.pods_with_affinity().is_empty();
                     *cur = info.clone();
                     stats.nodes_updated += 1;
+                    snap.log_change(self.generation, pos);
                 }
             }
             if affinity_changed {

@@ -19,7 +19,7 @@ use crate::model::Symbol;
 ///
 /// Nodes are listed in upstream's node-tree order (round robin over zones), which is
 /// the order node sampling walks.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
     index: AHashMap<Symbol, usize>,
@@ -28,6 +28,58 @@ pub struct Snapshot {
     image_nodes: Arc<AHashMap<Symbol, u32>>,
     generation: u64,
     structure_generation: u64,
+    /// Tells snapshot objects apart, so a cache of per-node results keyed by
+    /// position knows whether [`Snapshot::changed_since`] speaks of its nodes.
+    id: u64,
+    /// `(generation, position)` of nodes replaced in place, oldest first; complete
+    /// for every update after `log_start`.
+    log: Vec<(u64, usize)>,
+    log_start: u64,
+}
+
+/// Most in-place replacements [`Snapshot::changed_since`] remembers; older
+/// questions get `None` (rescan everything).
+const CHANGE_LOG_CAPACITY: usize = 4096;
+
+fn next_snapshot_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            nodes: Vec::new(),
+            index: AHashMap::new(),
+            with_affinity: Vec::new(),
+            with_required_anti_affinity: Vec::new(),
+            image_nodes: Arc::default(),
+            generation: 0,
+            structure_generation: 0,
+            id: next_snapshot_id(),
+            log: Vec::new(),
+            log_start: 0,
+        }
+    }
+}
+
+impl Clone for Snapshot {
+    /// A clone is a new snapshot object (its own [`Snapshot::id`]): the two may be
+    /// updated apart from here on.
+    fn clone(&self) -> Self {
+        Snapshot {
+            nodes: self.nodes.clone(),
+            index: self.index.clone(),
+            with_affinity: self.with_affinity.clone(),
+            with_required_anti_affinity: self.with_required_anti_affinity.clone(),
+            image_nodes: self.image_nodes.clone(),
+            generation: self.generation,
+            structure_generation: self.structure_generation,
+            id: next_snapshot_id(),
+            log: self.log.clone(),
+            log_start: self.log_start,
+        }
+    }
 }
 
 impl Snapshot {
@@ -106,6 +158,67 @@ impl Snapshot {
     /// The cache generation this snapshot reflects.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Identifies this snapshot object (clones get their own).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bumped whenever the node list is rebuilt (nodes added, removed or reordered);
+    /// positions are stable while it stays the same.
+    pub fn structure_generation(&self) -> u64 {
+        self.structure_generation
+    }
+
+    /// Positions of the nodes replaced since this snapshot was at `generation`
+    /// (with repeats), or `None` when that is unknown: the list was rebuilt since,
+    /// or the change log no longer reaches back that far. Lets a plugin that keeps
+    /// per-node results across cycles revisit only what changed instead of every
+    /// node.
+    ///
+    /// ```
+    /// use schedkit::snapshot::{Cache, PodInfo, Snapshot};
+    /// use schedkit::testing::{NodeBuilder, PodBuilder};
+    /// let mut cache = Cache::new();
+    /// for n in ["a", "b", "c"] {
+    ///     cache.add_node(NodeBuilder::new(n).cpu("4").build()).unwrap();
+    /// }
+    /// let mut snap = Snapshot::default();
+    /// cache.update_snapshot(&mut snap);
+    /// let before = snap.generation();
+    /// let pod = std::sync::Arc::new(PodInfo::new(PodBuilder::new("p").build()).unwrap());
+    /// cache.assume_pod(pod, "b").unwrap();
+    /// cache.update_snapshot(&mut snap);
+    /// let changed: Vec<usize> = snap.changed_since(before).unwrap().collect();
+    /// assert_eq!(changed, [snap.index_of(schedkit::model::Symbol::intern("b")).unwrap()]);
+    /// assert!(snap.changed_since(0).is_none(), "before the list was built");
+    /// ```
+    pub fn changed_since(&self, generation: u64) -> Option<impl Iterator<Item = usize> + '_> {
+        if generation < self.log_start || generation > self.generation {
+            return None;
+        }
+        let start = self.log.partition_point(|&(g, _)| g <= generation);
+        Some(self.log[start..].iter().map(|&(_, pos)| pos))
+    }
+
+    /// Records an in-place replacement at `pos` (by the cache's incremental update).
+    fn log_change(&mut self, generation: u64, pos: usize) {
+        if self.log.len() >= CHANGE_LOG_CAPACITY {
+            let drop = self.log.len() / 2;
+            // Everything up to the newest dropped generation is no longer known.
+            self.log_start = self.log[drop - 1].0;
+            // Keep whole generations: drop the rest of that generation too.
+            let keep_from = self.log.partition_point(|&(g, _)| g <= self.log_start);
+            self.log.drain(..keep_from);
+        }
+        self.log.push((generation, pos));
+    }
+
+    /// Forgets the change log: positions changed meaning (list rebuilt).
+    fn reset_log(&mut self, generation: u64) {
+        self.log.clear();
+        self.log_start = generation;
     }
 }
 

@@ -241,26 +241,30 @@ impl FilterPlugin for Fit {
                     && (s.ephemeral_storage == 0
                         || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
                     && s.scalar.iter().all(|&(n, r, _)| r <= alloc.scalar(n) - used.scalar(n))));
-        if fits {
-            return Status::SUCCESS;
-        }
-        let mut reasons: SmallVec<[Reason; 4]> = SmallVec::new();
-        let mut unresolvable = false;
-        check(s, node, |i| {
-            unresolvable |= i.unresolvable;
-            reasons.push(i.reason);
-        });
-        let code = if unresolvable {
-            crate::framework::Code::UnschedulableAndUnresolvable
-        } else {
-            crate::framework::Code::Unschedulable
-        };
-        // One reason (the usual case) stays inline; several go to a list.
-        if reasons.len() == 1 {
-            Status::new(code, reasons.pop().unwrap_or_default())
-        } else {
-            Status::with_reason_list(code, reasons.into_vec())
-        }
+        if fits { Status::SUCCESS } else { rejection(s, node) }
+    }
+}
+
+/// The reasons a node doesn't fit: out of line, so the fitting path stays small.
+#[cold]
+#[inline(never)]
+fn rejection(s: &FitState, node: &NodeInfo) -> Status {
+    let mut reasons: SmallVec<[Reason; 4]> = SmallVec::new();
+    let mut unresolvable = false;
+    check(s, node, |i| {
+        unresolvable |= i.unresolvable;
+        reasons.push(i.reason);
+    });
+    let code = if unresolvable {
+        crate::framework::Code::UnschedulableAndUnresolvable
+    } else {
+        crate::framework::Code::Unschedulable
+    };
+    // One reason (the usual case) stays inline; several go to a list.
+    if reasons.len() == 1 {
+        Status::new(code, reasons.pop().unwrap_or_default())
+    } else {
+        Status::with_reason_list(code, reasons.into_vec())
     }
 }
 

@@ -229,7 +229,7 @@ impl Resources {
     /// Calls `f(allocatable, requested, pod_request, weight)` for each scored resource
     /// the node has (allocatable > 0), in order, reading the node in place: the
     /// scorers stream over it instead of copying per-node arrays.
-    #[inline(always)]
+    #[inline]
     pub fn for_each_present(
         &self,
         pod_requests: &[i64],
@@ -261,7 +261,7 @@ impl Resources {
 
 /// `sum(f(requested, allocatable) * weight) / sum(weight)` over resources with
 /// allocatable > 0, integer division (upstream least/most allocated scorers).
-#[inline(always)]
+#[inline]
 fn weighted_mean(
     res: &Resources,
     pod_requests: &[i64],
@@ -374,7 +374,7 @@ struct Fractions {
 }
 
 impl Fractions {
-    #[inline(always)]
+    #[inline]
     fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Fractions {
         let mut fr = Fractions {
             n: 0,

@@ -57,9 +57,37 @@ struct Entry {
     /// Per constraint: domain -> (matching pods, eligible nodes).
     domains: Vec<AHashMap<Symbol, (i64, u32)>>,
     last_used: u64,
+    /// `(snapshot id, structure generation, generation)` last counted: with the
+    /// same snapshot and list, only nodes it reports changed need a look.
+    seen: Option<(u64, u64, u64)>,
 }
 
 impl Entry {
+    /// Recounts the node at position `i` unless it is the very `NodeInfo` counted.
+    fn refresh(
+        &mut self,
+        i: usize,
+        node: &Arc<NodeInfo>,
+        constraints: &[Constraint],
+        pod: &PodInfo,
+        require_all: bool,
+    ) {
+        if let Some((cached, old)) = self.nodes.get_mut(i) {
+            if Arc::ptr_eq(cached, node) {
+                return;
+            }
+            let old = std::mem::take(old);
+            self.apply(&old, -1);
+        }
+        let new = contribution(constraints, pod, node, require_all);
+        self.apply(&new, 1);
+        if i < self.nodes.len() {
+            self.nodes[i] = (node.clone(), new);
+        } else {
+            self.nodes.push((node.clone(), new));
+        }
+    }
+
     fn apply(&mut self, contribution: &Contribution, sign: i64) {
         for (i, c) in contribution.iter().enumerate() {
             let Some((value, count)) = *c else { continue };
@@ -145,34 +173,36 @@ impl CountMemo {
                 nodes: Vec::with_capacity(snapshot.len()),
                 domains: constraints.iter().map(|_| AHashMap::new()).collect(),
                 last_used: 0,
+                seen: None,
             });
             entries.len() - 1
         };
         let entry = &mut entries[idx];
         entry.last_used = *clock;
         let nodes = snapshot.nodes();
-        // Nodes gone from the end of the list.
-        while entry.nodes.len() > nodes.len() {
-            if let Some((_, old)) = entry.nodes.pop() {
-                entry.apply(&old, -1);
+        let view = (snapshot.id(), snapshot.structure_generation());
+        let changed = match entry.seen {
+            Some((id, structure, generation)) if (id, structure) == view && entry.nodes.len() == nodes.len() => {
+                snapshot.changed_since(generation)
             }
-        }
-        for (i, node) in nodes.iter().enumerate() {
-            if let Some((cached, old)) = entry.nodes.get_mut(i) {
-                if Arc::ptr_eq(cached, node) {
-                    continue;
+            _ => None,
+        };
+        if let Some(changed) = changed {
+            for i in changed {
+                entry.refresh(i, &nodes[i], constraints, pod, require_all);
+            }
+        } else {
+            // Nodes gone from the end of the list.
+            while entry.nodes.len() > nodes.len() {
+                if let Some((_, old)) = entry.nodes.pop() {
+                    entry.apply(&old, -1);
                 }
-                let old = std::mem::take(old);
-                entry.apply(&old, -1);
             }
-            let new = contribution(constraints, pod, node, require_all);
-            entry.apply(&new, 1);
-            if i < entry.nodes.len() {
-                entry.nodes[i] = (node.clone(), new);
-            } else {
-                entry.nodes.push((node.clone(), new));
+            for (i, node) in nodes.iter().enumerate() {
+                entry.refresh(i, node, constraints, pod, require_all);
             }
         }
+        entry.seen = Some((view.0, view.1, snapshot.generation()));
         f(&entry.domains)
     }
 }
