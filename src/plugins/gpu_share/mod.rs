@@ -327,15 +327,64 @@ pub enum GpuError {
     },
 }
 
+/// What Filter and the policies' totals need of one node's devices, kept beside its
+/// entry and refreshed on every change, so a Filter call reads a few bytes instead of
+/// walking the devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Summary {
+    model: Symbol,
+    /// Devices.
+    count: u32,
+    /// Devices with at least [`MILLI`] free.
+    full: u32,
+    /// Most free milli-GPU on one device (0 without devices).
+    max_free: u32,
+    /// Free milli-GPU over all devices.
+    total_free: i64,
+}
+
+impl Summary {
+    fn of(g: &NodeGpus) -> Summary {
+        Summary {
+            model: g.model,
+            count: g.free.len() as u32,
+            full: g.free.iter().filter(|&&f| f >= MILLI).count() as u32,
+            max_free: g.free.iter().copied().max().unwrap_or(0),
+            total_free: g.total_free(),
+        }
+    }
+
+    /// [`NodeGpus::can_host`] of `g` (whose summary this is) without walking the
+    /// devices for the requests GpuRequest allows: one device, or whole devices.
+    #[inline]
+    fn can_host(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        match req.count {
+            0 => true,
+            1 => self.count > 0 && self.max_free >= req.milli,
+            _ if req.milli == MILLI => self.full >= req.count,
+            _ => g.can_host(req),
+        }
+    }
+
+    /// Whether the node may serve `req`: it has GPUs, of an allowed model, with room.
+    #[inline]
+    fn fits(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        self.count > 0 && req.accepts_model(self.model) && self.can_host(g, req)
+    }
+}
+
 /// Node GPU entries stored densely in insertion order, found through a slot array
 /// indexed by the node name's symbol id (node names are interned when nodes are added,
 /// so their ids are small; larger ids go through a hash map). Filter walks the nodes in
-/// snapshot order, which is insertion order here, so lookups stay in cache.
+/// snapshot order, which is insertion order here, so lookups stay in cache. Each entry
+/// has a [`Summary`]; entries change only through [`NodeTable::modify`], which
+/// refreshes it.
 #[derive(Default)]
 struct NodeTable {
     slots: Vec<u32>,
     overflow: AHashMap<Symbol, u32>,
     entries: Vec<NodeGpus>,
+    summaries: Vec<Summary>,
 }
 
 /// Symbol ids below this get a direct slot (4 bytes each).
@@ -354,16 +403,22 @@ impl NodeTable {
         self.index(name).map(|i| &self.entries[i])
     }
 
-    fn get_mut(&mut self, name: Symbol) -> Option<&mut NodeGpus> {
-        self.index(name).map(|i| &mut self.entries[i])
+    /// Changes entry `i` and refreshes its summary.
+    fn modify<R>(&mut self, i: usize, f: impl FnOnce(&mut NodeGpus) -> R) -> R {
+        let r = f(&mut self.entries[i]);
+        self.summaries[i] = Summary::of(&self.entries[i]);
+        r
     }
 
-    fn get_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> &mut NodeGpus {
+    /// The index of `name`'s entry, inserting `f()` first if there is none.
+    fn index_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> usize {
         if let Some(i) = self.index(name) {
-            return &mut self.entries[i];
+            return i;
         }
         let i = self.entries.len();
-        self.entries.push(f());
+        let g = f();
+        self.summaries.push(Summary::of(&g));
+        self.entries.push(g);
         let id = name.id() as usize;
         if id < DIRECT_SLOTS {
             if self.slots.len() <= id {
@@ -373,7 +428,7 @@ impl NodeTable {
         } else {
             self.overflow.insert(name, i as u32);
         }
-        &mut self.entries[i]
+        i
     }
 
     fn len(&self) -> usize {
@@ -427,13 +482,15 @@ impl GpuState {
         let fresh = NodeGpus::from_node(node);
         let mut inner = self.inner.write();
         let name = Symbol::intern(node.name());
-        if let Some(g) = inner.nodes.get_mut(name) {
-            g.model = fresh.model;
-            if g.free.len() != fresh.free.len() {
-                g.free = fresh.free;
-            }
+        if let Some(i) = inner.nodes.index(name) {
+            inner.nodes.modify(i, |g| {
+                g.model = fresh.model;
+                if g.free.len() != fresh.free.len() {
+                    g.free = fresh.free;
+                }
+            });
         } else {
-            inner.nodes.get_or_insert_with(name, || fresh);
+            inner.nodes.index_or_insert_with(name, || fresh);
         }
     }
 
@@ -464,7 +521,8 @@ impl GpuState {
             return Err(GpuError::AlreadyAllocated(uid.to_owned()));
         }
         let name = Symbol::intern(node.name());
-        let gpus = inner.nodes.get_or_insert_with(name, || NodeGpus::from_node(node));
+        let i = inner.nodes.index_or_insert_with(name, || NodeGpus::from_node(node));
+        let gpus = &inner.nodes.entries[i];
         for (k, &d) in devices.iter().enumerate() {
             let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
             if !ok {
@@ -475,14 +533,16 @@ impl GpuState {
                 });
             }
         }
-        for &d in devices {
-            gpus.free[d as usize] -= req.milli;
-        }
         let tag = req.affinity_tag();
-        match gpus.tags.iter_mut().find(|(t, _)| *t == tag) {
-            Some(e) => e.1 += 1,
-            None => gpus.tags.push((tag, 1)),
-        }
+        inner.nodes.modify(i, |gpus| {
+            for &d in devices {
+                gpus.free[d as usize] -= req.milli;
+            }
+            match gpus.tags.iter_mut().find(|(t, _)| *t == tag) {
+                Some(e) => e.1 += 1,
+                None => gpus.tags.push((tag, 1)),
+            }
+        });
         inner.used_milli += req.total_milli();
         inner.allocs.insert(uid.into(), Allocation { node: name, devices: devices.into(), milli: req.milli, tag });
         Ok(())
@@ -493,16 +553,18 @@ impl GpuState {
         let mut inner = self.inner.write();
         let a = inner.allocs.remove(uid)?;
         inner.used_milli -= i64::from(a.milli) * a.devices.len() as i64;
-        if let Some(g) = inner.nodes.get_mut(a.node) {
-            for &d in &a.devices {
-                g.free[d as usize] += a.milli;
-            }
-            if let Some(i) = g.tags.iter().position(|(t, _)| *t == a.tag) {
-                g.tags[i].1 -= 1;
-                if g.tags[i].1 == 0 {
-                    g.tags.swap_remove(i);
+        if let Some(i) = inner.nodes.index(a.node) {
+            inner.nodes.modify(i, |g| {
+                for &d in &a.devices {
+                    g.free[d as usize] += a.milli;
                 }
-            }
+                if let Some(i) = g.tags.iter().position(|(t, _)| *t == a.tag) {
+                    g.tags[i].1 -= 1;
+                    if g.tags[i].1 == 0 {
+                        g.tags.swap_remove(i);
+                    }
+                }
+            });
         }
         Some(a)
     }
@@ -524,6 +586,30 @@ impl GpuView<'_> {
         match self.0.nodes.get(node.name()) {
             Some(g) => f(g),
             None => f(&NodeGpus::from_node(node.node())),
+        }
+    }
+
+    /// Whether `node` may serve `req` (GpuShareFit's Filter): it has GPUs, of a model
+    /// `req` accepts, and room by [`NodeGpus::can_host`].
+    #[inline]
+    pub fn fits(&self, node: &NodeInfo, req: &GpuRequest) -> bool {
+        let t = &self.0.nodes;
+        match t.index(node.name()) {
+            Some(i) => t.summaries[i].fits(&t.entries[i], req),
+            None => {
+                let g = NodeGpus::from_node(node.node());
+                Summary::of(&g).fits(&g, req)
+            }
+        }
+    }
+
+    /// The node's free milli-GPU over all devices ([`NodeGpus::total_free`]).
+    #[inline]
+    pub fn total_free(&self, node: &NodeInfo) -> i64 {
+        let t = &self.0.nodes;
+        match t.index(node.name()) {
+            Some(i) => t.summaries[i].total_free,
+            None => NodeGpus::from_node(node.node()).total_free(),
         }
     }
 }
@@ -687,7 +773,7 @@ impl FilterPlugin for GpuShareFit {
                 Err(e) => return Status::unresolvable(e),
             },
         };
-        let ok = self.state.with_node(node, |g| g.count() > 0 && req.accepts_model(g.model) && g.can_host(&req));
+        let ok = self.state.view().fits(node, &req);
         if ok { Status::SUCCESS } else { Status::unschedulable("Insufficient GPU") }
     }
 }
