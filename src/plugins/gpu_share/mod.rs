@@ -371,20 +371,69 @@ impl Summary {
     fn fits(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
         self.count > 0 && req.accepts_model(self.model) && self.can_host(g, req)
     }
+
+    /// Whether the summary alone answers [`NodeGpus::can_host`] for `req` (every
+    /// request [`GpuRequest::from_pod`] accepts).
+    fn answers(req: &GpuRequest) -> bool {
+        req.count <= 1 || req.milli == MILLI
+    }
+
+    /// [`Summary::fits`] for a request the summary [answers](Summary::answers).
+    #[inline]
+    fn fits_exactly(&self, req: &GpuRequest) -> bool {
+        self.count > 0
+            && req.accepts_model(self.model)
+            && match req.count {
+                0 => true,
+                1 => self.max_free >= req.milli,
+                _ => self.full >= req.count,
+            }
+    }
 }
 
-/// Node GPU entries stored densely in insertion order, found through a slot array
-/// indexed by the node name's symbol id (node names are interned when nodes are added,
-/// so their ids are small; larger ids go through a hash map). Filter walks the nodes in
-/// snapshot order, which is insertion order here, so lookups stay in cache. Each entry
-/// has a [`Summary`]; entries change only through [`NodeTable::modify`], which
-/// refreshes it.
-#[derive(Default)]
-struct NodeTable {
+/// Node name -> entry index: a slot array indexed by the name's symbol id (node names
+/// are interned when nodes are added, so their ids are small; larger ids go through a
+/// hash map). Shared by `Arc` with the cycles' Filter views; adding a node copies it
+/// only while a cycle still holds it.
+#[derive(Default, Clone)]
+struct NodeIndex {
     slots: Vec<u32>,
     overflow: AHashMap<Symbol, u32>,
+}
+
+impl NodeIndex {
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<usize> {
+        let id = name.id() as usize;
+        let i = if id < DIRECT_SLOTS { *self.slots.get(id)? } else { *self.overflow.get(&name)? };
+        (i != u32::MAX).then_some(i as usize)
+    }
+
+    fn insert(&mut self, name: Symbol, i: usize) {
+        let id = name.id() as usize;
+        if id < DIRECT_SLOTS {
+            if self.slots.len() <= id {
+                self.slots.resize(id + 1, u32::MAX);
+            }
+            self.slots[id] = i as u32;
+        } else {
+            self.overflow.insert(name, i as u32);
+        }
+    }
+}
+
+/// Node GPU entries stored densely in insertion order, found through a [`NodeIndex`].
+/// Filter walks the nodes in snapshot order, which is insertion order here, so lookups
+/// stay in cache. Each entry has a [`Summary`]; entries change only through
+/// [`NodeTable::modify`], which refreshes it. The summaries are shared by `Arc` with
+/// the cycles' Filter views, like the index: a change copies them only while a view
+/// still holds them (GpuShareFit's Reserve drops its cycle's view before it allocates,
+/// so the scheduler's own cycles never copy).
+#[derive(Default)]
+struct NodeTable {
+    index: Arc<NodeIndex>,
     entries: Vec<NodeGpus>,
-    summaries: Vec<Summary>,
+    summaries: Arc<Vec<Summary>>,
 }
 
 /// Symbol ids below this get a direct slot (4 bytes each).
@@ -393,9 +442,7 @@ const DIRECT_SLOTS: usize = 1 << 20;
 impl NodeTable {
     #[inline]
     fn index(&self, name: Symbol) -> Option<usize> {
-        let id = name.id() as usize;
-        let i = if id < DIRECT_SLOTS { *self.slots.get(id)? } else { *self.overflow.get(&name)? };
-        (i != u32::MAX).then_some(i as usize)
+        self.index.get(name)
     }
 
     #[inline]
@@ -406,7 +453,7 @@ impl NodeTable {
     /// Changes entry `i` and refreshes its summary.
     fn modify<R>(&mut self, i: usize, f: impl FnOnce(&mut NodeGpus) -> R) -> R {
         let r = f(&mut self.entries[i]);
-        self.summaries[i] = Summary::of(&self.entries[i]);
+        Arc::make_mut(&mut self.summaries)[i] = Summary::of(&self.entries[i]);
         r
     }
 
@@ -417,22 +464,44 @@ impl NodeTable {
         }
         let i = self.entries.len();
         let g = f();
-        self.summaries.push(Summary::of(&g));
+        Arc::make_mut(&mut self.summaries).push(Summary::of(&g));
         self.entries.push(g);
-        let id = name.id() as usize;
-        if id < DIRECT_SLOTS {
-            if self.slots.len() <= id {
-                self.slots.resize(id + 1, u32::MAX);
-            }
-            self.slots[id] = i as u32;
-        } else {
-            self.overflow.insert(name, i as u32);
-        }
+        Arc::make_mut(&mut self.index).insert(name, i);
         i
     }
 
     fn len(&self) -> usize {
         self.entries.len()
+    }
+}
+
+/// What GpuShareFit's Filter reads in a cycle, written by its PreFilter: the request
+/// and the device summaries as the table stood then (shared, not copied), so each
+/// Filter call is a lookup in data the cycle holds instead of a lock of the shared
+/// table. Every node is judged against the same table state, as every node is judged
+/// against the same snapshot; Reserve then allocates against the live table, which
+/// refuses what no longer fits.
+#[derive(Clone)]
+enum FilterView {
+    /// The pod asks for no GPU.
+    NoGpu,
+    /// The pod's request (one the summaries answer exactly) and the summaries.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
+}
+
+impl FilterView {
+    #[inline]
+    fn fits(&self, node: &NodeInfo) -> bool {
+        match self {
+            FilterView::NoGpu => true,
+            FilterView::Table { req, index, summaries } => match index.get(node.name()) {
+                Some(i) => summaries.get(i).is_some_and(|s| s.fits_exactly(req)),
+                None => {
+                    let g = NodeGpus::from_node(node.node());
+                    Summary::of(&g).fits(&g, req)
+                }
+            },
+        }
     }
 }
 
@@ -754,6 +823,22 @@ impl PreFilterPlugin for GpuShareFit {
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
         match GpuRequest::from_pod(&pod.pod) {
             Ok(r) => {
+                match &r {
+                    None => state.write(FilterView::NoGpu),
+                    Some(req) if Summary::answers(req) => {
+                        let view = self.state.view();
+                        let t = &view.0.nodes;
+                        state.write(FilterView::Table {
+                            req: req.clone(),
+                            index: t.index.clone(),
+                            summaries: t.summaries.clone(),
+                        });
+                    }
+                    // Never from from_pod; Filter then reads the table itself.
+                    Some(_) => {
+                        state.remove::<FilterView>();
+                    }
+                }
                 state.write(GpuRequestState(r));
                 (None, Status::SUCCESS)
             }
@@ -764,6 +849,9 @@ impl PreFilterPlugin for GpuShareFit {
 
 impl FilterPlugin for GpuShareFit {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if let Some(view) = state.read::<FilterView>() {
+            return if view.fits(node) { Status::SUCCESS } else { Status::unschedulable("Insufficient GPU") };
+        }
         let req = match state.read::<GpuRequestState>() {
             Some(GpuRequestState(None)) => return Status::SUCCESS,
             Some(GpuRequestState(Some(r))) => std::borrow::Cow::Borrowed(r),
@@ -780,6 +868,8 @@ impl FilterPlugin for GpuShareFit {
 
 impl ReservePlugin for GpuShareFit {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        // Filter is over: let go of the table's summaries so allocating doesn't copy them.
+        state.remove::<FilterView>();
         let Some(req) = request_of(state, pod) else { return Status::SUCCESS };
         let snap = self.handle.snapshot();
         let Some(info) = snap.get(node) else {
