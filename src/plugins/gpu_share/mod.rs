@@ -847,10 +847,13 @@ impl PreFilterPlugin for GpuShareFit {
     }
 }
 
+/// GpuShareFit's Filter rejection.
+const INSUFFICIENT_GPU: Status = Status::from_static(crate::framework::Code::Unschedulable, "Insufficient GPU");
+
 impl FilterPlugin for GpuShareFit {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if let Some(view) = state.read::<FilterView>() {
-            return if view.fits(node) { Status::SUCCESS } else { Status::unschedulable("Insufficient GPU") };
+            return if view.fits(node) { Status::SUCCESS } else { INSUFFICIENT_GPU };
         }
         let req = match state.read::<GpuRequestState>() {
             Some(GpuRequestState(None)) => return Status::SUCCESS,
@@ -862,7 +865,7 @@ impl FilterPlugin for GpuShareFit {
             },
         };
         let ok = self.state.view().fits(node, &req);
-        if ok { Status::SUCCESS } else { Status::unschedulable("Insufficient GPU") }
+        if ok { Status::SUCCESS } else { INSUFFICIENT_GPU }
     }
 }
 
