@@ -494,13 +494,14 @@ impl FilterView {
     fn fits(&self, node: &NodeInfo) -> bool {
         match self {
             FilterView::NoGpu => true,
-            FilterView::Table { req, index, summaries } => match index.get(node.name()) {
-                Some(i) => summaries.get(i).is_some_and(|s| s.fits_exactly(req)),
-                None => {
+            FilterView::Table { req, index, summaries } => {
+                if let Some(i) = index.get(node.name()) {
+                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
+                } else {
                     let g = NodeGpus::from_node(node.node());
                     Summary::of(&g).fits(&g, req)
                 }
-            },
+            }
         }
     }
 }
@@ -663,12 +664,11 @@ impl GpuView<'_> {
     #[inline]
     pub fn fits(&self, node: &NodeInfo, req: &GpuRequest) -> bool {
         let t = &self.0.nodes;
-        match t.index(node.name()) {
-            Some(i) => t.summaries[i].fits(&t.entries[i], req),
-            None => {
-                let g = NodeGpus::from_node(node.node());
-                Summary::of(&g).fits(&g, req)
-            }
+        if let Some(i) = t.index(node.name()) {
+            t.summaries[i].fits(&t.entries[i], req)
+        } else {
+            let g = NodeGpus::from_node(node.node());
+            Summary::of(&g).fits(&g, req)
         }
     }
 
