@@ -20,6 +20,12 @@
 //! [`GpuState::allocate`] and released with [`GpuState::release`] when they go (remove
 //! or add them in the scheduler's cache at the same time).
 //!
+//! Filter reads no device lists: the table keeps a small summary per node (model, device
+//! count, fully free devices, largest and total free milli-GPU), and GpuShareFit's
+//! PreFilter hands Filter the summaries as they stand (shared by `Arc`, copied only if
+//! the table changes while a cycle still holds them), so a cycle judges every node
+//! against one state of the table without taking its lock per node.
+//!
 //! The alternative, an extension slot on `NodeInfo`, would put device state in the
 //! snapshot's copy-on-write machinery for every user; this keeps the core unchanged and
 //! the cost on the plugins that use it. The price: the table is the plugin's, so it is
