@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use schedkit::framework::{CycleState, Handle, ScorePlugin};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, ScorePlugin};
 use schedkit::plugins::gpu_share::{
-    BestFit, DotProduct, GPU_COUNT_LABEL, GPU_MILLI_LABEL, GPU_MODEL_LABEL, GpuClustering, GpuPacking, GpuRequest,
-    GpuState, Policy, TypicalPods,
+    BestFit, DeviceSelect, DotProduct, GPU_COUNT_LABEL, GPU_MILLI_LABEL, GPU_MODEL_LABEL, GpuClustering, GpuPacking,
+    GpuRequest, GpuShareFit, GpuState, Policy, TypicalPods,
 };
 use schedkit::scheduler::{Scheduler, TieBreak};
-use schedkit::snapshot::{NodeInfo, PodInfo};
+use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
 use schedkit::trace::replay::{Replay, node_resources_fit};
 use schedkit::trace::{TraceNode, TracePod, parse_nodes, parse_pods};
 
@@ -157,6 +157,83 @@ proptest! {
             prop_assert_eq!(r.state.used_milli(), total);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Filter answers from the device summaries (through PreFilter's view, or from the
+    /// table without PreFilter) exactly as a walk of the devices does, after any mix of
+    /// allocations and releases, and Reserve works after Filter used the view.
+    #[test]
+    fn filter_agrees_with_a_walk_of_the_devices(
+        allocs in prop::collection::vec((0usize..3, 1u32..=1000, 1u32..=4, any::<bool>()), 0..24),
+        probes in prop::collection::vec(
+            (prop_oneof![Just(1u32), Just(2), Just(3), Just(8)], prop_oneof![1u32..1000, Just(1000u32)],
+             prop_oneof![Just(""), Just("T4"), Just("G2|V100M16")]),
+            1..12,
+        ),
+    ) {
+        let nodes = [node("a", 16_000, 2, "T4"), node("b", 64_000, 4, "V100M16"), node("c", 96_000, 8, "G2")];
+        let infos: Vec<NodeInfo> = nodes.iter().map(|n| info(n, 0)).collect();
+        let state = GpuState::new();
+        for ni in &infos {
+            state.add_node(ni.node());
+        }
+        let mut held = Vec::new();
+        for (i, (n, milli, count, release)) in allocs.into_iter().enumerate() {
+            let count = if milli < 1000 { 1 } else { count };
+            let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
+            let g = state.node(infos[n].node().name()).unwrap();
+            let devices: Vec<u8> = (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
+            let uid = format!("u{i}");
+            if state.allocate(&uid, infos[n].node(), &req, &devices).is_ok() {
+                held.push(uid);
+            }
+            if release && !held.is_empty() {
+                state.release(&held.remove(i % held.len()));
+            }
+        }
+        let fit = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit);
+        for (count, milli, spec) in probes {
+            let count = if milli < 1000 { 1 } else { count };
+            let p = PodInfo::new(pod("probe", 1, count, milli, spec).to_pod()).unwrap();
+            let req = GpuRequest::from_pod(&p.pod).unwrap().unwrap();
+            let mut cs = CycleState::new();
+            let (_, s) = fit.pre_filter(&mut cs, &p, &Snapshot::default());
+            prop_assert!(s.is_success());
+            for ni in &infos {
+                let g = state.node(ni.node().name()).unwrap();
+                let want = g.count() > 0 && req.accepts_model(g.model) && g.can_host(&req);
+                prop_assert_eq!(fit.filter(&cs, &p, ni).is_success(), want, "view, {:?} on {:?}", req, g);
+                prop_assert_eq!(fit.filter(&CycleState::new(), &p, ni).is_success(), want, "table, {:?}", req);
+            }
+        }
+    }
+}
+
+/// A cycle's Filter judges nodes by the table as of its PreFilter; allocations made
+/// meanwhile (which copy the summaries the view holds) show in the next cycle's view.
+#[test]
+fn a_filter_view_is_the_table_as_of_its_pre_filter() {
+    let ni = info(&node("a", 16_000, 1, "T4"), 0);
+    let state = GpuState::new();
+    state.add_node(ni.node());
+    let fit = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit);
+    let p = PodInfo::new(pod("second", 1, 1, 1000, "").to_pod()).unwrap();
+    let mut held = CycleState::new();
+    let _ = fit.pre_filter(&mut held, &p, &Snapshot::default());
+    let req = GpuRequest::from_pod(&p.pod).unwrap().unwrap();
+    state.allocate("first", ni.node(), &req, &[0]).unwrap();
+    assert!(fit.filter(&held, &p, &ni).is_success(), "the held view predates the allocation");
+    let mut cs = CycleState::new();
+    let _ = fit.pre_filter(&mut cs, &p, &Snapshot::default());
+    assert!(!fit.filter(&cs, &p, &ni).is_success());
+    assert!(!fit.filter(&CycleState::new(), &p, &ni).is_success());
+    state.release("first").unwrap();
+    assert!(!fit.filter(&cs, &p, &ni).is_success(), "and this one predates the release");
+    let _ = fit.pre_filter(&mut cs, &p, &Snapshot::default());
+    assert!(fit.filter(&cs, &p, &ni).is_success());
 }
 
 fn info(n: &TraceNode, requested_cpu: i64) -> NodeInfo {

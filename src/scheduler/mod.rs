@@ -532,24 +532,21 @@ impl Scheduler {
         let processed = self.find_feasible(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;
 
+        if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
+            return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
+        }
         if self.bufs.feasible.is_empty() {
-            let mut statuses = std::mem::take(&mut self.bufs.failed);
-            let mut plugins: Vec<&'static str> = statuses.iter().filter_map(|(_, s)| s.plugin()).collect();
-            plugins.sort_unstable();
-            plugins.dedup();
-            if let Some(s) = statuses.iter().find(|(_, s)| s.code() == Code::Error) {
-                return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.1.clone() });
-            }
-            let mut d = Diagnosis { unschedulable_plugins: plugins, ..Diagnosis::default() };
+            // The statuses go out with the error; the buffer keeps its capacity so the
+            // next cycle doesn't regrow it node by node.
+            let cap = self.bufs.failed.capacity();
+            let statuses = std::mem::replace(&mut self.bufs.failed, Vec::with_capacity(cap));
+            let mut d = Diagnosis { unschedulable_plugins: rejecting_plugins(&statuses), ..Diagnosis::default() };
             if narrowed.is_some() {
                 d.node_to_status.absent =
                     Some(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {:?}", pre.narrowing_plugins)));
             }
-            d.node_to_status.statuses = std::mem::take(&mut statuses);
+            d.node_to_status.statuses = statuses;
             return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
-        }
-        if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
-            return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
         }
         if self.bufs.feasible.len() == 1 {
             let node = snap.nodes()[self.bufs.feasible[0]].node().name().to_owned();
@@ -764,6 +761,25 @@ impl Scheduler {
         }
         bufs.feasible[best]
     }
+}
+
+/// The plugins named by `statuses`, sorted and deduplicated. A few plugins reject
+/// thousands of nodes, so this collects the distinct names first (by address, then by
+/// text) instead of sorting one name per node.
+fn rejecting_plugins(statuses: &[(usize, Status)]) -> Vec<&'static str> {
+    let mut plugins: Vec<&'static str> = Vec::new();
+    let mut last: Option<&'static str> = None;
+    for p in statuses.iter().filter_map(|(_, s)| s.plugin()) {
+        if last.is_some_and(|l| std::ptr::eq(l, p)) {
+            continue;
+        }
+        last = Some(p);
+        if !plugins.iter().any(|&q| std::ptr::eq(q, p) || q == p) {
+            plugins.push(p);
+        }
+    }
+    plugins.sort_unstable();
+    plugins
 }
 
 /// Runs PostFilter (e.g. preemption) for a pod that fits nowhere. The running

@@ -66,7 +66,7 @@ impl ViewScore for BestFit {
         let gpu_req = req.map_or(0, GpuRequest::total_milli);
         let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
-        let gpu_avail = view.with_node(node, super::NodeGpus::total_free);
+        let gpu_avail = view.total_free(node);
         if cpu_avail < pod_cpu || gpu_avail < gpu_req {
             return Err(Status::error(format!("BestFit: pod does not fit node {}", node.node().name())));
         }

@@ -38,7 +38,7 @@ impl ViewScore for DotProduct {
         if cpu_avail < pod_cpu {
             return Ok(MIN_NODE_SCORE);
         }
-        let gpu_avail = view.with_node(node, super::NodeGpus::total_free);
+        let gpu_avail = view.total_free(node);
         let mut dot = 0.0;
         dot += (cpu_avail as f64 / MAX_SPEC_CPU) * (pod_cpu as f64 / MAX_SPEC_CPU);
         dot += (gpu_avail as f64 / MAX_SPEC_GPU) * (gpu_req as f64 / MAX_SPEC_GPU);

@@ -20,6 +20,12 @@
 //! [`GpuState::allocate`] and released with [`GpuState::release`] when they go (remove
 //! or add them in the scheduler's cache at the same time).
 //!
+//! Filter reads no device lists: the table keeps a small summary per node (model, device
+//! count, fully free devices, largest and total free milli-GPU), and GpuShareFit's
+//! PreFilter hands Filter the summaries as they stand (shared by `Arc`, copied only if
+//! the table changes while a cycle still holds them), so a cycle judges every node
+//! against one state of the table without taking its lock per node.
+//!
 //! The alternative, an extension slot on `NodeInfo`, would put device state in the
 //! snapshot's copy-on-write machinery for every user; this keeps the core unchanged and
 //! the cost on the plugins that use it. The price: the table is the plugin's, so it is
@@ -327,43 +333,89 @@ pub enum GpuError {
     },
 }
 
-/// Node GPU entries stored densely in insertion order, found through a slot array
-/// indexed by the node name's symbol id (node names are interned when nodes are added,
-/// so their ids are small; larger ids go through a hash map). Filter walks the nodes in
-/// snapshot order, which is insertion order here, so lookups stay in cache.
-#[derive(Default)]
-struct NodeTable {
-    slots: Vec<u32>,
-    overflow: AHashMap<Symbol, u32>,
-    entries: Vec<NodeGpus>,
+/// What Filter and the policies' totals need of one node's devices, kept beside its
+/// entry and refreshed on every change, so a Filter call reads a few bytes instead of
+/// walking the devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Summary {
+    model: Symbol,
+    /// Devices.
+    count: u32,
+    /// Devices with at least [`MILLI`] free.
+    full: u32,
+    /// Most free milli-GPU on one device (0 without devices).
+    max_free: u32,
+    /// Free milli-GPU over all devices.
+    total_free: i64,
 }
 
-/// Symbol ids below this get a direct slot (4 bytes each).
-const DIRECT_SLOTS: usize = 1 << 20;
+impl Summary {
+    fn of(g: &NodeGpus) -> Summary {
+        Summary {
+            model: g.model,
+            count: g.free.len() as u32,
+            full: g.free.iter().filter(|&&f| f >= MILLI).count() as u32,
+            max_free: g.free.iter().copied().max().unwrap_or(0),
+            total_free: g.total_free(),
+        }
+    }
 
-impl NodeTable {
+    /// [`NodeGpus::can_host`] of `g` (whose summary this is) without walking the
+    /// devices for the requests GpuRequest allows: one device, or whole devices.
     #[inline]
-    fn index(&self, name: Symbol) -> Option<usize> {
+    fn can_host(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        match req.count {
+            0 => true,
+            1 => self.count > 0 && self.max_free >= req.milli,
+            _ if req.milli == MILLI => self.full >= req.count,
+            _ => g.can_host(req),
+        }
+    }
+
+    /// Whether the node may serve `req`: it has GPUs, of an allowed model, with room.
+    #[inline]
+    fn fits(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        self.count > 0 && req.accepts_model(self.model) && self.can_host(g, req)
+    }
+
+    /// Whether the summary alone answers [`NodeGpus::can_host`] for `req` (every
+    /// request [`GpuRequest::from_pod`] accepts).
+    fn answers(req: &GpuRequest) -> bool {
+        req.count <= 1 || req.milli == MILLI
+    }
+
+    /// [`Summary::fits`] for a request the summary [answers](Summary::answers).
+    #[inline]
+    fn fits_exactly(&self, req: &GpuRequest) -> bool {
+        self.count > 0
+            && req.accepts_model(self.model)
+            && match req.count {
+                0 => true,
+                1 => self.max_free >= req.milli,
+                _ => self.full >= req.count,
+            }
+    }
+}
+
+/// Node name -> entry index: a slot array indexed by the name's symbol id (node names
+/// are interned when nodes are added, so their ids are small; larger ids go through a
+/// hash map). Shared by `Arc` with the cycles' Filter views; adding a node copies it
+/// only while a cycle still holds it.
+#[derive(Default, Clone)]
+struct NodeIndex {
+    slots: Vec<u32>,
+    overflow: AHashMap<Symbol, u32>,
+}
+
+impl NodeIndex {
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<usize> {
         let id = name.id() as usize;
         let i = if id < DIRECT_SLOTS { *self.slots.get(id)? } else { *self.overflow.get(&name)? };
         (i != u32::MAX).then_some(i as usize)
     }
 
-    #[inline]
-    fn get(&self, name: Symbol) -> Option<&NodeGpus> {
-        self.index(name).map(|i| &self.entries[i])
-    }
-
-    fn get_mut(&mut self, name: Symbol) -> Option<&mut NodeGpus> {
-        self.index(name).map(|i| &mut self.entries[i])
-    }
-
-    fn get_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> &mut NodeGpus {
-        if let Some(i) = self.index(name) {
-            return &mut self.entries[i];
-        }
-        let i = self.entries.len();
-        self.entries.push(f());
+    fn insert(&mut self, name: Symbol, i: usize) {
         let id = name.id() as usize;
         if id < DIRECT_SLOTS {
             if self.slots.len() <= id {
@@ -373,11 +425,90 @@ impl NodeTable {
         } else {
             self.overflow.insert(name, i as u32);
         }
-        &mut self.entries[i]
+    }
+}
+
+/// Node GPU entries stored densely in insertion order, found through a [`NodeIndex`].
+/// Filter walks the nodes in snapshot order, which is insertion order here, so lookups
+/// stay in cache. Each entry has a [`Summary`]; entries change only through
+/// [`NodeTable::modify`], which refreshes it. The summaries are shared by `Arc` with
+/// the cycles' Filter views, like the index: a change copies them only while a view
+/// still holds them (GpuShareFit's Reserve drops its cycle's view before it allocates,
+/// so the scheduler's own cycles never copy).
+#[derive(Default)]
+struct NodeTable {
+    index: Arc<NodeIndex>,
+    entries: Vec<NodeGpus>,
+    summaries: Arc<Vec<Summary>>,
+}
+
+/// Symbol ids below this get a direct slot (4 bytes each).
+const DIRECT_SLOTS: usize = 1 << 20;
+
+impl NodeTable {
+    #[inline]
+    fn index(&self, name: Symbol) -> Option<usize> {
+        self.index.get(name)
+    }
+
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<&NodeGpus> {
+        self.index(name).map(|i| &self.entries[i])
+    }
+
+    /// Changes entry `i` and refreshes its summary.
+    fn modify<R>(&mut self, i: usize, f: impl FnOnce(&mut NodeGpus) -> R) -> R {
+        let r = f(&mut self.entries[i]);
+        Arc::make_mut(&mut self.summaries)[i] = Summary::of(&self.entries[i]);
+        r
+    }
+
+    /// The index of `name`'s entry, inserting `f()` first if there is none.
+    fn index_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> usize {
+        if let Some(i) = self.index(name) {
+            return i;
+        }
+        let i = self.entries.len();
+        let g = f();
+        Arc::make_mut(&mut self.summaries).push(Summary::of(&g));
+        self.entries.push(g);
+        Arc::make_mut(&mut self.index).insert(name, i);
+        i
     }
 
     fn len(&self) -> usize {
         self.entries.len()
+    }
+}
+
+/// What GpuShareFit's Filter reads in a cycle, written by its PreFilter: the request
+/// and the device summaries as the table stood then (shared, not copied), so each
+/// Filter call is a lookup in data the cycle holds instead of a lock of the shared
+/// table. Every node is judged against the same table state, as every node is judged
+/// against the same snapshot; Reserve then allocates against the live table, which
+/// refuses what no longer fits.
+#[derive(Clone)]
+enum FilterView {
+    /// The pod asks for no GPU.
+    NoGpu,
+    /// The pod's request (one the summaries answer exactly) and the summaries.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
+}
+
+impl FilterView {
+    #[inline]
+    fn fits(&self, node: &NodeInfo) -> bool {
+        match self {
+            FilterView::NoGpu => true,
+            FilterView::Table { req, index, summaries } => {
+                if let Some(i) = index.get(node.name()) {
+                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
+                } else {
+                    let g = NodeGpus::from_node(node.node());
+                    Summary::of(&g).fits(&g, req)
+                }
+            }
+        }
     }
 }
 
@@ -427,13 +558,15 @@ impl GpuState {
         let fresh = NodeGpus::from_node(node);
         let mut inner = self.inner.write();
         let name = Symbol::intern(node.name());
-        if let Some(g) = inner.nodes.get_mut(name) {
-            g.model = fresh.model;
-            if g.free.len() != fresh.free.len() {
-                g.free = fresh.free;
-            }
+        if let Some(i) = inner.nodes.index(name) {
+            inner.nodes.modify(i, |g| {
+                g.model = fresh.model;
+                if g.free.len() != fresh.free.len() {
+                    g.free = fresh.free;
+                }
+            });
         } else {
-            inner.nodes.get_or_insert_with(name, || fresh);
+            inner.nodes.index_or_insert_with(name, || fresh);
         }
     }
 
@@ -464,7 +597,8 @@ impl GpuState {
             return Err(GpuError::AlreadyAllocated(uid.to_owned()));
         }
         let name = Symbol::intern(node.name());
-        let gpus = inner.nodes.get_or_insert_with(name, || NodeGpus::from_node(node));
+        let i = inner.nodes.index_or_insert_with(name, || NodeGpus::from_node(node));
+        let gpus = &inner.nodes.entries[i];
         for (k, &d) in devices.iter().enumerate() {
             let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
             if !ok {
@@ -475,14 +609,16 @@ impl GpuState {
                 });
             }
         }
-        for &d in devices {
-            gpus.free[d as usize] -= req.milli;
-        }
         let tag = req.affinity_tag();
-        match gpus.tags.iter_mut().find(|(t, _)| *t == tag) {
-            Some(e) => e.1 += 1,
-            None => gpus.tags.push((tag, 1)),
-        }
+        inner.nodes.modify(i, |gpus| {
+            for &d in devices {
+                gpus.free[d as usize] -= req.milli;
+            }
+            match gpus.tags.iter_mut().find(|(t, _)| *t == tag) {
+                Some(e) => e.1 += 1,
+                None => gpus.tags.push((tag, 1)),
+            }
+        });
         inner.used_milli += req.total_milli();
         inner.allocs.insert(uid.into(), Allocation { node: name, devices: devices.into(), milli: req.milli, tag });
         Ok(())
@@ -493,16 +629,18 @@ impl GpuState {
         let mut inner = self.inner.write();
         let a = inner.allocs.remove(uid)?;
         inner.used_milli -= i64::from(a.milli) * a.devices.len() as i64;
-        if let Some(g) = inner.nodes.get_mut(a.node) {
-            for &d in &a.devices {
-                g.free[d as usize] += a.milli;
-            }
-            if let Some(i) = g.tags.iter().position(|(t, _)| *t == a.tag) {
-                g.tags[i].1 -= 1;
-                if g.tags[i].1 == 0 {
-                    g.tags.swap_remove(i);
+        if let Some(i) = inner.nodes.index(a.node) {
+            inner.nodes.modify(i, |g| {
+                for &d in &a.devices {
+                    g.free[d as usize] += a.milli;
                 }
-            }
+                if let Some(i) = g.tags.iter().position(|(t, _)| *t == a.tag) {
+                    g.tags[i].1 -= 1;
+                    if g.tags[i].1 == 0 {
+                        g.tags.swap_remove(i);
+                    }
+                }
+            });
         }
         Some(a)
     }
@@ -524,6 +662,29 @@ impl GpuView<'_> {
         match self.0.nodes.get(node.name()) {
             Some(g) => f(g),
             None => f(&NodeGpus::from_node(node.node())),
+        }
+    }
+
+    /// Whether `node` may serve `req` (GpuShareFit's Filter): it has GPUs, of a model
+    /// `req` accepts, and room by [`NodeGpus::can_host`].
+    #[inline]
+    pub fn fits(&self, node: &NodeInfo, req: &GpuRequest) -> bool {
+        let t = &self.0.nodes;
+        if let Some(i) = t.index(node.name()) {
+            t.summaries[i].fits(&t.entries[i], req)
+        } else {
+            let g = NodeGpus::from_node(node.node());
+            Summary::of(&g).fits(&g, req)
+        }
+    }
+
+    /// The node's free milli-GPU over all devices ([`NodeGpus::total_free`]).
+    #[inline]
+    pub fn total_free(&self, node: &NodeInfo) -> i64 {
+        let t = &self.0.nodes;
+        match t.index(node.name()) {
+            Some(i) => t.summaries[i].total_free,
+            None => NodeGpus::from_node(node.node()).total_free(),
         }
     }
 }
@@ -668,6 +829,22 @@ impl PreFilterPlugin for GpuShareFit {
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
         match GpuRequest::from_pod(&pod.pod) {
             Ok(r) => {
+                match &r {
+                    None => state.write(FilterView::NoGpu),
+                    Some(req) if Summary::answers(req) => {
+                        let view = self.state.view();
+                        let t = &view.0.nodes;
+                        state.write(FilterView::Table {
+                            req: req.clone(),
+                            index: t.index.clone(),
+                            summaries: t.summaries.clone(),
+                        });
+                    }
+                    // Never from from_pod; Filter then reads the table itself.
+                    Some(_) => {
+                        state.remove::<FilterView>();
+                    }
+                }
                 state.write(GpuRequestState(r));
                 (None, Status::SUCCESS)
             }
@@ -676,8 +853,14 @@ impl PreFilterPlugin for GpuShareFit {
     }
 }
 
+/// GpuShareFit's Filter rejection.
+const INSUFFICIENT_GPU: Status = Status::from_static(crate::framework::Code::Unschedulable, "Insufficient GPU");
+
 impl FilterPlugin for GpuShareFit {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if let Some(view) = state.read::<FilterView>() {
+            return if view.fits(node) { Status::SUCCESS } else { INSUFFICIENT_GPU };
+        }
         let req = match state.read::<GpuRequestState>() {
             Some(GpuRequestState(None)) => return Status::SUCCESS,
             Some(GpuRequestState(Some(r))) => std::borrow::Cow::Borrowed(r),
@@ -687,13 +870,15 @@ impl FilterPlugin for GpuShareFit {
                 Err(e) => return Status::unresolvable(e),
             },
         };
-        let ok = self.state.with_node(node, |g| g.count() > 0 && req.accepts_model(g.model) && g.can_host(&req));
-        if ok { Status::SUCCESS } else { Status::unschedulable("Insufficient GPU") }
+        let ok = self.state.view().fits(node, &req);
+        if ok { Status::SUCCESS } else { INSUFFICIENT_GPU }
     }
 }
 
 impl ReservePlugin for GpuShareFit {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        // Filter is over: let go of the table's summaries so allocating doesn't copy them.
+        state.remove::<FilterView>();
         let Some(req) = request_of(state, pod) else { return Status::SUCCESS };
         let snap = self.handle.snapshot();
         let Some(info) = snap.get(node) else {
