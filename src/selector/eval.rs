@@ -426,6 +426,8 @@ impl<'a> Ctx<'a> {
             }
             Node::List(items) => self.eval_list(items),
             Node::Map(entries) => self.eval_map(entries),
+            Node::OptList(items) => self.eval_opt_list(items),
+            Node::OptMap(entries) => self.eval_opt_map(entries),
             Node::Loop(l) => self.eval_loop(l),
             Node::Bind { slot, init, body } => {
                 self.cost += 10;
@@ -598,6 +600,13 @@ impl<'a> Ctx<'a> {
         }
         let cost = match f {
             Func::Quantity | Func::Semver | Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo => 1,
+            Func::Slice
+            | Func::Flatten
+            | Func::Sort
+            | Func::SortByKeys
+            | Func::ListsRange
+            | Func::Reverse
+            | Func::Distinct => functions::list_ext_cost(f, &vals),
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
                 let shape =
@@ -626,6 +635,72 @@ impl<'a> Ctx<'a> {
         for (k, val) in entries {
             let k = self.eval(k)?;
             let val = self.eval(val)?;
+            if v.iter().any(|(x, _)| equals(x, &k)) {
+                return Err(EvalErrorKind::InvalidArgument {
+                    function: "{}",
+                    message: format!("duplicate map key {}", display_key(&k)),
+                }
+                .into());
+            }
+            v.push((k, val));
+        }
+        Ok(Value::Map(Rc::new(v)))
+    }
+
+    /// `[a, ?b]`: an optional element contributes its value, or nothing when empty; a
+    /// non-optional value there is an error (cel-go: "cannot initialize optional list
+    /// element from non-optional value").
+    #[inline(never)]
+    fn eval_opt_list(&mut self, items: &'a [(Node, bool)]) -> R<'a> {
+        self.cost += 10;
+        let mut v = Vec::with_capacity(items.len());
+        for (i, optional) in items {
+            let x = self.eval(i)?;
+            if !*optional {
+                v.push(x);
+                continue;
+            }
+            match x {
+                Value::Optional(Some(inner)) => v.push((*inner).clone()),
+                Value::Optional(None) => {}
+                other => {
+                    return Err(EvalErrorKind::InvalidArgument {
+                        function: "[?_]",
+                        message: format!(
+                            "cannot initialize optional list element from non-optional value of type {}",
+                            other.type_name()
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(Value::List(Rc::new(v)))
+    }
+
+    /// `{?k: v}`: the entry exists only when the optional `v` holds a value.
+    #[inline(never)]
+    fn eval_opt_map(&mut self, entries: &'a [(Node, Node, bool)]) -> R<'a> {
+        self.cost += 30;
+        let mut v: Vec<(Value<'a>, Value<'a>)> = Vec::with_capacity(entries.len());
+        for (k, val, optional) in entries {
+            let k = self.eval(k)?;
+            let val = match (self.eval(val)?, *optional) {
+                (x, false) => x,
+                (Value::Optional(Some(inner)), true) => (*inner).clone(),
+                (Value::Optional(None), true) => continue,
+                (other, true) => {
+                    return Err(EvalErrorKind::InvalidArgument {
+                        function: "{?_: _}",
+                        message: format!(
+                            "cannot initialize optional entry '{}' from non-optional value of type {}",
+                            display_key(&k),
+                            other.type_name()
+                        ),
+                    }
+                    .into());
+                }
+            };
             if v.iter().any(|(x, _)| equals(x, &k)) {
                 return Err(EvalErrorKind::InvalidArgument {
                     function: "{}",

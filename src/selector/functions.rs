@@ -98,6 +98,15 @@ pub(crate) enum Func {
     OptionalOf,
     OptionalNone,
     OptionalOfNonZero,
+    Slice,
+    Flatten,
+    Sort,
+    /// `@sortByAssociatedKeys`, the call the `sortBy` macro expands to.
+    SortByKeys,
+    ListsRange,
+    Reverse,
+    Distinct,
+    Format,
 }
 
 impl Func {
@@ -161,6 +170,14 @@ impl Func {
             Func::OptionalOf => "optional.of",
             Func::OptionalNone => "optional.none",
             Func::OptionalOfNonZero => "optional.ofNonZeroValue",
+            Func::Slice => "slice",
+            Func::Flatten => "flatten",
+            Func::Sort => "sort",
+            Func::SortByKeys => "sortBy",
+            Func::ListsRange => "lists.range",
+            Func::Reverse => "reverse",
+            Func::Distinct => "distinct",
+            Func::Format => "format",
         }
     }
 }
@@ -276,13 +293,32 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "optional.of" => (Func::OptionalOf, vec![g(vec![Dyn], opt(Dyn))]),
         "optional.none" => (Func::OptionalNone, vec![g(vec![], opt(Dyn))]),
         "optional.ofNonZeroValue" => (Func::OptionalOfNonZero, vec![g(vec![Dyn], opt(Dyn))]),
+        // cel-go `ext.Lists` version 3 (Kubernetes 1.34+): the element type `T` of the
+        // result follows the receiver (see `refine_result`).
+        "slice" => (Func::Slice, vec![m(vec![list(Dyn), Int, Int], list(Dyn))]),
+        "flatten" => (Func::Flatten, vec![m(vec![list(list(Dyn))], list(Dyn)), m(vec![list(Dyn), Int], list(Dyn))]),
+        "sort" => (Func::Sort, COMPARABLE.iter().map(|t| m(vec![list(t.clone())], list(t.clone()))).collect()),
+        "lists.range" => (Func::ListsRange, vec![g(vec![Int], list(Int))]),
+        "reverse" => (Func::Reverse, vec![m(vec![list(Dyn)], list(Dyn))]),
+        "distinct" => (Func::Distinct, vec![m(vec![list(Dyn)], list(Dyn))]),
+        // cel-go `ext.Strings` version 2 (Kubernetes 1.29+): `"%d of %s".format([1, "a"])`.
+        "format" => (Func::Format, vec![m(vec![S, list(Dyn)], S)]),
         _ => return None,
     })
 }
 
+/// The element types `sort` (and the keys of `sortBy`) accept: cel-go `ext.Lists`
+/// `comparableTypes` without timestamp and duration, which the DRA environment lacks.
+pub(crate) const COMPARABLE: [Ty; 6] = [Ty::Int, Ty::Uint, Ty::Double, Ty::Bool, Ty::String, Ty::Bytes];
+
 /// Special result typing beyond the table: `min`/`max` return the element type.
 pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
     match (f, args.first()) {
+        (Func::Slice | Func::Sort | Func::Reverse | Func::Distinct, Some(t @ Ty::List(_))) => t.clone(),
+        (Func::Flatten, Some(Ty::List(inner))) if args.len() == 1 => match &**inner {
+            t @ Ty::List(_) => t.clone(),
+            _ => Ty::list(Ty::Dyn),
+        },
         (Func::Min | Func::Max, Some(Ty::List(e))) => (**e).clone(),
         (Func::Dyn, _) => Ty::Dyn,
         (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
@@ -293,7 +329,7 @@ pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
     }
 }
 
-fn ceil_mul(size: u64, factor: f64) -> u64 {
+pub(crate) fn ceil_mul(size: u64, factor: f64) -> u64 {
     let v = (size as f64 * factor).ceil();
     if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
 }
@@ -337,6 +373,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::Trim
         | Func::Substring
         | Func::Quote
+        | Func::Format
         | Func::ToBytes
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
@@ -363,6 +400,8 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         Func::Replace => s(0).saturating_mul(s(2).max(1)),
         Func::Join => s(0).saturating_mul(64),
         Func::CharAt => 1,
+        // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
+        Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
         Func::ToString | Func::Min | Func::Max => 64,
         _ => 0,
     }
@@ -681,8 +720,146 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             };
             V::Optional(if zero { None } else { Some(Rc::new(v.clone())) })
         }
+        (Func::Slice, Some(V::List(l)), Some(V::Int(start)), Some(V::Int(end))) => {
+            let (start, end) = (*start, *end);
+            if start < 0 || end < 0 {
+                return Err(invalid("slice", format!("cannot slice({start}, {end}), negative indexes not supported")));
+            }
+            if start > end {
+                return Err(invalid(
+                    "slice",
+                    format!("cannot slice({start}, {end}), start index must be less than or equal to end index"),
+                ));
+            }
+            if end as u64 > l.len() as u64 {
+                return Err(invalid("slice", format!("cannot slice({start}, {end}), list is length {}", l.len())));
+            }
+            V::List(Rc::new(l[start as usize..end as usize].to_vec()))
+        }
+        (Func::Flatten, Some(V::List(l)), depth, None) => {
+            let depth = match depth {
+                None => 1,
+                Some(V::Int(d)) if *d >= 0 => *d,
+                Some(V::Int(_)) => return Err(invalid("flatten", "level must be non-negative")),
+                Some(_) => return Err(no()),
+            };
+            let mut out = Vec::with_capacity(l.len());
+            flatten_into(l, depth, &mut out);
+            V::List(Rc::new(out))
+        }
+        (Func::Sort, Some(V::List(l)), None, None) => {
+            let order = sort_order(l)?;
+            V::List(Rc::new(order.into_iter().map(|i| l[i].clone()).collect()))
+        }
+        (Func::SortByKeys, Some(V::List(l)), Some(V::List(keys)), None) => {
+            if l.len() != keys.len() {
+                return Err(invalid(
+                    "sortBy",
+                    format!(
+                        "expected a list of the same size as the associated keys list, but got {} and {} elements respectively",
+                        l.len(),
+                        keys.len()
+                    ),
+                ));
+            }
+            let order = sort_order(keys)?;
+            V::List(Rc::new(order.into_iter().map(|i| l[i].clone()).collect()))
+        }
+        (Func::ListsRange, Some(V::Int(n)), None, None) => {
+            if *n < 0 {
+                return Err(invalid("lists.range", format!("size must be non-negative, got {n}")));
+            }
+            if *n > MAX_RANGE {
+                return Err(invalid("lists.range", format!("size {n} exceeds maximum allowed ({MAX_RANGE})")));
+            }
+            V::List(Rc::new((0..*n).map(V::Int).collect()))
+        }
+        (Func::Reverse, Some(V::List(l)), None, None) => V::List(Rc::new(l.iter().rev().cloned().collect())),
+        (Func::Distinct, Some(V::List(l)), None, None) => {
+            let mut out: Vec<Value<'a>> = Vec::with_capacity(l.len());
+            for x in l.iter() {
+                if !out.iter().any(|y| equals(x, y)) {
+                    out.push(x.clone());
+                }
+            }
+            V::List(Rc::new(out))
+        }
+        (Func::Format, Some(V::Str(pattern)), Some(V::List(l)), None) => V::string(super::format::format(pattern, l)?),
         _ => return Err(no()),
     })
+}
+
+/// Largest `lists.range` (cel-go `maxRangeSize`).
+const MAX_RANGE: i64 = 10_000_000;
+
+/// Appends the elements of `l` to `out`, descending `depth` levels into nested lists.
+fn flatten_into<'a>(l: &[Value<'a>], depth: i64, out: &mut Vec<Value<'a>>) {
+    for x in l {
+        match x {
+            Value::List(inner) if depth > 0 => flatten_into(inner, depth - 1, out),
+            other => out.push(other.clone()),
+        }
+    }
+}
+
+/// The permutation that sorts `keys` (stable), for `sort` and `sortBy`. As cel-go's
+/// `sortListByAssociatedKeys`: the keys must be of one comparable type (int, uint,
+/// double, bool, string or bytes here).
+fn sort_order(keys: &[Value<'_>]) -> Result<Vec<usize>, EvalErrorKind> {
+    let Some(first) = keys.first() else {
+        return Ok(Vec::new());
+    };
+    if !matches!(
+        first,
+        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::Bool(_) | Value::Str(_) | Value::Bytes(_)
+    ) {
+        return Err(invalid("sort", "list elements must be comparable"));
+    }
+    if keys.iter().any(|k| std::mem::discriminant(k) != std::mem::discriminant(first)) {
+        return Err(invalid("sort", "list elements must have the same type"));
+    }
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&i, &j| compare(&keys[i], &keys[j]).flatten().unwrap_or(Ordering::Equal));
+    Ok(order)
+}
+
+/// Runtime cost of the `ext.Lists` functions, from their inputs (cel-go `ext/lists.go`
+/// cost trackers: the result or input size times a factor, plus 1 for the call and 10
+/// for the new list). Charged before the call, so an oversized `lists.range` or
+/// `sort` stops at the budget instead of allocating.
+pub(crate) fn list_ext_cost(f: Func, args: &[Value<'_>]) -> u64 {
+    let len = |i: usize| match args.get(i) {
+        Some(Value::List(l)) => l.len() as u64,
+        _ => 0,
+    };
+    let int = |i: usize| match args.get(i) {
+        Some(Value::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let self_compare = |i: usize| {
+        let n = len(i);
+        let strings =
+            matches!(args.get(i), Some(Value::List(l)) if matches!(l.first(), Some(Value::Str(_) | Value::Bytes(_))));
+        let factor = if strings { 2.1 } else { 2.0 };
+        let v = n.saturating_mul(n) as f64 * factor;
+        if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
+    };
+    let body = match f {
+        Func::ListsRange => int(0).map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+        Func::Reverse => len(0),
+        Func::Slice => match (int(1), int(2)) {
+            (Some(a), Some(b)) if 0 <= a && a <= b && (b as u64) <= len(0) => (b - a) as u64,
+            _ => 0,
+        },
+        Func::Flatten => {
+            let depth = if args.len() > 1 { int(1).map_or(0, |d| u64::try_from(d).unwrap_or(0)) } else { 1 };
+            depth.saturating_mul(len(0))
+        }
+        Func::Distinct | Func::Sort => self_compare(0),
+        Func::SortByKeys => self_compare(1),
+        _ => return 1,
+    };
+    body.saturating_add(11)
 }
 
 fn sum<'a>(l: &[Value<'a>]) -> Option<R<'a>> {

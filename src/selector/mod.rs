@@ -79,6 +79,7 @@ mod compile;
 mod device;
 mod error;
 mod eval;
+mod format;
 mod functions;
 mod lexer;
 mod parser;
