@@ -311,3 +311,117 @@ fn optional_list_elements_and_map_entries() {
     let e = schedkit::selector::parse("[?a, b, ?c]").unwrap();
     assert_eq!(e.to_string(), "[?a, b, ?c]");
 }
+
+#[test]
+fn upstream_test_cidr() {
+    // k8s library/cidr_test.go TestCIDR (the parse cases compare values, here with ==).
+    for src in [
+        r#"cidr(dyn("192.168.0.0/24")) == cidr("192.168.0.0/24")"#,
+        r#"cidr("192.168.0.0/24").containsIP(ip("192.168.0.1"))"#,
+        r#"!cidr("192.168.0.0/24").containsIP(ip("192.168.1.1"))"#,
+        r#"cidr("192.168.0.0/24").containsIP("192.168.0.1")"#,
+        r#"!cidr("192.168.0.0/24").containsIP("192.168.1.1")"#,
+        r#"cidr("192.168.0.0/24").containsCIDR(cidr("192.168.0.0/25"))"#,
+        r#"!cidr("192.168.0.0/24").containsCIDR(cidr("192.168.0.0/23"))"#,
+        r#"cidr("192.168.0.0/24").containsCIDR("192.168.0.0/25")"#,
+        r#"!cidr("192.168.0.0/24").containsCIDR("192.168.0.0/23")"#,
+        r#"cidr("192.168.0.0/24").ip() == ip("192.168.0.0")"#,
+        r#"cidr("192.168.0.0/24").masked() == cidr("192.168.0.0/24")"#,
+        r#"cidr("192.168.0.1/24").masked() == cidr("192.168.0.0/24")"#,
+        r#"cidr("192.168.0.0/24").prefixLength() == 24"#,
+        r#"cidr("2001:db8::/32") == cidr("2001:db8::/32")"#,
+        r#"cidr("2001:db8::/32").containsIP(ip("2001:db8::1"))"#,
+        r#"!cidr("2001:db8::/32").containsIP(ip("2001:dc8::1"))"#,
+        r#"cidr("2001:db8::/32").containsIP("2001:db8::1")"#,
+        r#"!cidr("2001:db8::/32").containsIP("2001:dc8::1")"#,
+        r#"cidr("2001:db8::/32").containsCIDR(cidr("2001:db8::/33"))"#,
+        r#"!cidr("2001:db8::/32").containsCIDR(cidr("2001:db8::/31"))"#,
+        r#"cidr("2001:db8::/32").containsCIDR("2001:db8::/33")"#,
+        r#"!cidr("2001:db8::/32").containsCIDR("2001:db8::/31")"#,
+        r#"cidr("2001:db8::/32").ip() == ip("2001:db8::")"#,
+        r#"cidr("2001:db8::/32").masked() == cidr("2001:db8::/32")"#,
+        r#"cidr("2001:db8:1::/32").masked() == cidr("2001:db8::/32")"#,
+        r#"cidr("2001:db8::/32").prefixLength() == 32"#,
+        r#"string(cidr("192.168.0.0/24")) == "192.168.0.0/24""#,
+        r#"type(cidr("192.168.0.0/24")) == net.CIDR"#,
+        // cidr.go doc comment examples.
+        r#"cidr('192.168.0.1/24').ip().family() == 4 && cidr('::1/128').ip().family() == 6"#,
+        r#"cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()"#,
+        r#"isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0') && !isCIDR('::ffff:1.2.3.4/120')"#,
+        // containsCIDR compares the other network's address as written (see net.rs).
+        r#"!cidr('192.168.0.0/16').containsCIDR(cidr('192.168.10.0/24'))"#,
+    ] {
+        t(src);
+    }
+    compile_err("cidr(192168) == cidr('1.0.0.0/8')", "found no matching overload for 'cidr' applied to '(int)'");
+    runtime_err(
+        r#"cidr("192.168.0.0/") == cidr("1.0.0.0/8")"#,
+        r#"network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix("192.168.0.0/"): bad bits after slash: """#,
+    );
+    runtime_err(
+        r#"cidr("2001:db8::/") == cidr("1.0.0.0/8")"#,
+        r#"netip.ParsePrefix("2001:db8::/"): bad bits after slash: """#,
+    );
+}
+
+#[test]
+fn upstream_ip_library_examples() {
+    // k8s library/ip.go doc comment examples.
+    for src in [
+        "isIP('127.0.0.1') && isIP('::1') && !isIP('127.0.0.256') && !isIP(':::1')",
+        "ip.isCanonical('127.0.0.1') && ip.isCanonical('2001:db8::abcd')",
+        "!ip.isCanonical('2001:DB8::ABCD') && !ip.isCanonical('2001:db8::0:0:0:abcd')",
+        "ip('127.0.0.1').family() == 4 && ip('::1').family() == 6",
+        "ip('0.0.0.0').isUnspecified() && !ip('127.0.0.1').isUnspecified()",
+        "ip('::').isUnspecified() && !ip('::1').isUnspecified()",
+        "ip('127.0.0.1').isLoopback() && !ip('192.168.0.1').isLoopback()",
+        "ip('::1').isLoopback() && !ip('2001:db8::abcd').isLoopback()",
+        "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast()",
+        "ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+        "ip('169.254.169.254').isLinkLocalUnicast() && !ip('192.168.0.1').isLinkLocalUnicast()",
+        "ip('fe80::1').isLinkLocalUnicast() && !ip('fd80::1').isLinkLocalUnicast()",
+        "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()",
+        "ip('2001:db8::abcd').isGlobalUnicast() && !ip('ff00::1').isGlobalUnicast()",
+        "string(ip('2001:db8::0:0:0:abcd')) == '2001:db8::abcd' && type(ip('::1')) == net.IP",
+        // Parsing as netip does, minus zones and IPv4-mapped addresses.
+        "!isIP('01.2.3.4') && !isIP('fe80::1%eth0') && !isIP('::ffff:1.2.3.4') && isIP('::1.2.3.4')",
+    ] {
+        t(src);
+    }
+    runtime_err("ip('::ffff:1.2.3.4').family() == 6", "IPv4-mapped IPv6 address \"::ffff:1.2.3.4\" is not allowed");
+    runtime_err("ip('fe80::1%eth0').family() == 6", "IP address \"fe80::1%eth0\" with zone value is not allowed");
+    runtime_err(
+        "ip('127.0.0.256').family() == 4",
+        "IP Address \"127.0.0.256\" parse error during conversion from string",
+    );
+    compile_err("ip(1) == ip('::1')", "found no matching overload for 'ip' applied to '(int)'");
+    compile_err("ip('::1').prefixLength() == 1", "found no matching overload for 'prefixLength'");
+    // A device attribute holding an address, as a network driver would publish it.
+    let d = device("net.example.com", &[("ip", A::S("10.1.2.3"))], &[]);
+    let src = r#"cidr("10.0.0.0/8").containsIP(device.attributes["net.example.com"].ip)"#;
+    assert_eq!(eval(src, &d), Ok(true));
+}
+
+#[test]
+fn transform_map_entry() {
+    // cel-go ext.TwoVarComprehensions (unversioned, so Kubernetes has the current set,
+    // transformMapEntry included); cases after cel-go ext/comprehensions_test.go.
+    for src in [
+        "{'hello': 'world', 'greetings': 'tacocat'}.transformMapEntry(k, v, {v: k}) == {'world': 'hello', 'tacocat': 'greetings'}",
+        "['a', 'b'].transformMapEntry(i, v, {v: i}) == {'a': 0, 'b': 1}",
+        "{'a': 1, 'b': 2}.transformMapEntry(k, v, v > 1, {k + k: v * 10}) == {'bb': 20}",
+        "{'a': 1}.transformMapEntry(k, v, {}) == {}",
+    ] {
+        t(src);
+    }
+    runtime_err(
+        "{'hello': 'world', 'hi': 'world'}.transformMapEntry(k, v, {v: k}).size() == 1",
+        "insert failed: key world already exists",
+    );
+    runtime_err("{'a': 1}.transformMapEntry(k, v, dyn([v])).size() == 1", "no such overload");
+    compile_err("{'a': 1}.transformMapEntry(k, v, [v]).size() == 1", "must be a map");
+    let d = device("dra.example.com", &[("model", A::S("a100")), ("n", A::I(2))], &[]);
+    let src =
+        r#"device.attributes["dra.example.com"].transformMapEntry(k, v, k == "model", {v: k}) == {"a100": "model"}"#;
+    assert_eq!(eval(src, &d), Ok(true));
+}

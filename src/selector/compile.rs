@@ -57,6 +57,10 @@ pub(crate) enum LoopKind {
     TransformMap,
     /// `transformMap(k, v, filter, t)`
     TransformMapFilter,
+    /// `transformMapEntry(k, v, {key: value})`: the transform yields map entries.
+    TransformMapEntry,
+    /// `transformMapEntry(k, v, filter, {key: value})`
+    TransformMapEntryFilter,
 }
 
 /// A comprehension macro, evaluated natively.
@@ -278,6 +282,18 @@ impl Compiler<'_> {
                 }
             }
             ExprKind::Select { operand, field, optional } => {
+                // The type names of the IP and CIDR libraries, for `type(x) == net.IP`.
+                if let (ExprKind::Ident(ns), false) = (&operand.kind, *optional) {
+                    if ns == "net" && self.lookup(ns).is_none() {
+                        if let Some(t) = match field.as_str() {
+                            "IP" => Some("net.IP"),
+                            "CIDR" => Some("net.CIDR"),
+                            _ => None,
+                        } {
+                            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
+                        }
+                    }
+                }
                 let o = self.expr(operand)?;
                 if *optional || matches!(o.ty, Ty::Optional(_)) {
                     self.optional_select(e, o, field)?
@@ -769,6 +785,8 @@ impl Compiler<'_> {
                 ("transformList", 4) => Some((LoopKind::MapFilter, true)),
                 ("transformMap", 3) => Some((LoopKind::TransformMap, true)),
                 ("transformMap", 4) => Some((LoopKind::TransformMapFilter, true)),
+                ("transformMapEntry", 3) => Some((LoopKind::TransformMapEntry, true)),
+                ("transformMapEntry", 4) => Some((LoopKind::TransformMapEntryFilter, true)),
                 _ => None,
             };
             if let Some((kind, two)) = kind {
@@ -784,7 +802,8 @@ impl Compiler<'_> {
         // Namespaced global functions: sets.contains(...), strings.quote(...).
         let (target, name) = match target.map(|t| &t.kind) {
             Some(ExprKind::Ident(ns))
-                if matches!(ns.as_str(), "sets" | "strings" | "optional" | "lists") && self.lookup(ns).is_none() =>
+                if matches!(ns.as_str(), "sets" | "strings" | "optional" | "lists" | "ip")
+                    && self.lookup(ns).is_none() =>
             {
                 (None, format!("{ns}.{function}"))
             }
@@ -1012,8 +1031,10 @@ impl Compiler<'_> {
         let body = &args[usize::from(two)..];
         let compiled = (|| -> Result<(Option<Out>, Option<Out>), SelectorError> {
             Ok(match kind {
-                LoopKind::Map | LoopKind::TransformMap => (None, Some(self.expr(&body[1])?)),
-                LoopKind::MapFilter | LoopKind::TransformMapFilter => {
+                LoopKind::Map | LoopKind::TransformMap | LoopKind::TransformMapEntry => {
+                    (None, Some(self.expr(&body[1])?))
+                }
+                LoopKind::MapFilter | LoopKind::TransformMapFilter | LoopKind::TransformMapEntryFilter => {
                     (Some(self.expr(&body[1])?), Some(self.expr(&body[2])?))
                 }
                 _ => (Some(self.expr(&body[1])?), None),
@@ -1039,9 +1060,11 @@ impl Compiler<'_> {
             LoopKind::All => add(3, p),
             LoopKind::Exists => add(4, p),
             LoopKind::ExistsOne => add(2, p),
-            LoopKind::Map | LoopKind::TransformMap => add(12, t),
+            LoopKind::Map | LoopKind::TransformMap | LoopKind::TransformMapEntry => add(12, t),
             LoopKind::Filter => add(13, p),
-            LoopKind::MapFilter | LoopKind::TransformMapFilter => add(add(12, p), t),
+            LoopKind::MapFilter | LoopKind::TransformMapFilter | LoopKind::TransformMapEntryFilter => {
+                add(add(12, p), t)
+            }
         };
         let tail = match kind {
             LoopKind::All | LoopKind::Exists => 1,
@@ -1057,6 +1080,17 @@ impl Compiler<'_> {
             LoopKind::TransformMap | LoopKind::TransformMapFilter => {
                 let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
                 (Ty::map(var_ty, tr), r.elem_size)
+            }
+            LoopKind::TransformMapEntry | LoopKind::TransformMapEntryFilter => {
+                let tr = transform.as_ref().map_or(Ty::Dyn, |o| o.ty.clone());
+                if !matches!(tr, Ty::Map(..) | Ty::Dyn) {
+                    let at = body.last().unwrap_or(e);
+                    return Err(
+                        self.type_err(at, format!("the transform of 'transformMapEntry' must be a map, not {tr}"))
+                    );
+                }
+                let tr = if matches!(tr, Ty::Dyn) { Ty::map(Ty::Dyn, Ty::Dyn) } else { tr };
+                (tr, r.elem_size)
             }
             LoopKind::Filter => (r.ty.clone(), r.elem_size),
             _ => (Ty::Bool, 0),
@@ -1175,6 +1209,7 @@ fn macro_name(kind: LoopKind) -> &'static str {
         LoopKind::ExistsOne => "exists_one",
         LoopKind::Map | LoopKind::MapFilter => "map",
         LoopKind::TransformMap | LoopKind::TransformMapFilter => "transformMap",
+        LoopKind::TransformMapEntry | LoopKind::TransformMapEntryFilter => "transformMapEntry",
         LoopKind::Filter => "filter",
     }
 }

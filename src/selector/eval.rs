@@ -607,6 +607,13 @@ impl<'a> Ctx<'a> {
             | Func::ListsRange
             | Func::Reverse
             | Func::Distinct => functions::list_ext_cost(f, &vals),
+            Func::Ip
+            | Func::IsIp
+            | Func::IpIsCanonical
+            | Func::Cidr
+            | Func::IsCidr
+            | Func::ContainsIp
+            | Func::ContainsCidr => functions::net_runtime_cost(f, &vals),
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
                 let shape =
@@ -774,7 +781,12 @@ impl<'a> Ctx<'a> {
                 LoopKind::All => 3,
                 LoopKind::Exists => 4,
                 LoopKind::ExistsOne => 2,
-                LoopKind::Map | LoopKind::MapFilter | LoopKind::TransformMap | LoopKind::TransformMapFilter => 12,
+                LoopKind::Map
+                | LoopKind::MapFilter
+                | LoopKind::TransformMap
+                | LoopKind::TransformMapFilter
+                | LoopKind::TransformMapEntry
+                | LoopKind::TransformMapEntryFilter => 12,
                 LoopKind::Filter => 13,
             };
             self.charge(step)?;
@@ -805,7 +817,9 @@ impl<'a> Ctx<'a> {
                 | LoopKind::MapFilter
                 | LoopKind::Map
                 | LoopKind::TransformMap
-                | LoopKind::TransformMapFilter => {
+                | LoopKind::TransformMapFilter
+                | LoopKind::TransformMapEntry
+                | LoopKind::TransformMapEntryFilter => {
                     let keep = match pred {
                         None => true,
                         Some(Ok(Value::Bool(b))) => b,
@@ -817,7 +831,23 @@ impl<'a> Ctx<'a> {
                             Some(t) => self.eval(t)?,
                             None => item.clone(),
                         };
-                        if matches!(lp.kind, LoopKind::TransformMap | LoopKind::TransformMapFilter) {
+                        if matches!(lp.kind, LoopKind::TransformMapEntry | LoopKind::TransformMapEntryFilter) {
+                            // cel-go's `@mapInsert(map, map)`: every entry, no key twice.
+                            let new = if matches!(v, Value::List(_)) { None } else { v.iter_pairs() };
+                            let Some(new) = new else {
+                                return Err(overload("cel.@mapInsert", &[&v]));
+                            };
+                            for (k, x) in new {
+                                if entries.iter().any(|(e, _)| equals(e, &k)) {
+                                    return Err(EvalErrorKind::InvalidArgument {
+                                        function: "transformMapEntry",
+                                        message: format!("insert failed: key {} already exists", display_key(&k)),
+                                    }
+                                    .into());
+                                }
+                                entries.push((k, x));
+                            }
+                        } else if matches!(lp.kind, LoopKind::TransformMap | LoopKind::TransformMapFilter) {
                             entries.push((item, v));
                         } else {
                             acc.push(v);
@@ -832,7 +862,10 @@ impl<'a> Ctx<'a> {
                 None => Ok(Value::Bool(lp.kind == LoopKind::All)),
             },
             LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
-            LoopKind::TransformMap | LoopKind::TransformMapFilter => Ok(Value::Map(Rc::new(entries))),
+            LoopKind::TransformMap
+            | LoopKind::TransformMapFilter
+            | LoopKind::TransformMapEntry
+            | LoopKind::TransformMapEntryFilter => Ok(Value::Map(Rc::new(entries))),
             _ => Ok(Value::List(Rc::new(acc))),
         }
     }

@@ -15,6 +15,7 @@
 //! - `%s` of a double prints it as `string(double)` does; inside a list or map a
 //!   double prints with six decimals, strings and bytes are quoted, and map entries
 //!   are sorted by their printed key.
+//! - A precision above 1074 counts as 1074 (see `MAX_PRECISION`): schedkit's bound.
 //! - Errors carry upstream's messages ("index 2 out of range", "could not parse
 //!   formatting clause: ...", "error during formatting: ...").
 //!
@@ -43,6 +44,12 @@ enum Verb {
 
 /// cel-go's `defaultPrecision`.
 const DEFAULT_PRECISION: usize = 6;
+
+/// schedkit's cap on a `%.Nf` precision and a `%.Ne` width (which cel-go applies as a
+/// padding width): 1074 digits show every digit of any double; beyond that upstream
+/// only adds zeros or spaces, which schedkit does not, so that a short expression
+/// cannot allocate gigabytes per device.
+const MAX_PRECISION: usize = 1074;
 
 /// Why a format string failed: the message upstream reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +267,7 @@ fn fixed_en_us(d: f64, precision: usize) -> String {
     if let Some(s) = non_finite(d) {
         return s.to_owned();
     }
-    let plain = format!("{:.*}", precision.min(1074), d.abs());
+    let plain = format!("{:.*}", precision.min(MAX_PRECISION), d.abs());
     let (int, frac) = plain.split_once('.').map_or((plain.as_str(), None), |(a, b)| (a, Some(b)));
     let mut out = String::with_capacity(plain.len() + int.len() / 3 + 1);
     if d.is_sign_negative() && plain.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
@@ -306,6 +313,7 @@ fn scientific_en_us(d: f64, width: usize) -> String {
         s
     };
     let len = body.chars().count();
+    let width = width.min(MAX_PRECISION);
     if len >= width { body } else { format!("{}{body}", " ".repeat(width - len)) }
 }
 

@@ -8,14 +8,24 @@
 //!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`, and
 //!   `type` (with the type identifiers `int`, `string`, ... as values);
 //! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
-//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`
-//!   (`reverse` arrived in version 3, which Kubernetes does not enable);
+//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`,
+//!   `format` (in `format.rs`); string `reverse` arrived in version 3, which Kubernetes
+//!   does not enable;
+//! - cel-go `ext.Lists` (version 3, Kubernetes 1.34+): `slice`, `flatten`, `sort`,
+//!   `sortBy` (a macro, compiled in `compile.rs`), `lists.range`, `reverse`,
+//!   `distinct`;
 //! - `k8s.io/apiserver/pkg/cel/library/lists.go`: `isSorted`, `sum`, `min`, `max`,
 //!   `indexOf`, `lastIndexOf` on lists;
 //! - `library/regex.go`: `find`, `findAll`;
 //! - `library/quantity.go`: `quantity`, `isQuantity`, `sign`, `isGreaterThan`,
 //!   `isLessThan`, `compareTo`, `asApproximateFloat`, `asInteger`, `isInteger`, `add`,
-//!   `sub`, `mul`;
+//!   `sub`, and `mul` (which only an unreleased quantity.go has, next to `div` and
+//!   `divInt`, which are not implemented);
+//! - `library/ip.go` and `library/cidr.go` (in `net.rs`): `ip`, `isIP`,
+//!   `ip.isCanonical`, `family`, `isUnspecified`, `isLoopback`, `isLinkLocalMulticast`,
+//!   `isLinkLocalUnicast`, `isGlobalUnicast`, `cidr`, `isCIDR`, `containsIP`,
+//!   `containsCIDR`, `masked`, `prefixLength`, `string(ip)`, `string(cidr)`, and the
+//!   type names `net.IP`, `net.CIDR`;
 //! - `library/semverlib.go`: `semver`, `isSemver` (each with the optional normalise
 //!   flag), `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`;
 //! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`;
@@ -28,6 +38,7 @@ use std::rc::Rc;
 use regex::Regex;
 
 use super::error::EvalErrorKind;
+use super::net;
 use super::semver::Semver;
 use super::types::Ty;
 use super::value::{Value, Ver, compare, equals};
@@ -107,6 +118,21 @@ pub(crate) enum Func {
     Reverse,
     Distinct,
     Format,
+    Ip,
+    IsIp,
+    IpIsCanonical,
+    Family,
+    IsUnspecified,
+    IsLoopback,
+    IsLinkLocalMulticast,
+    IsLinkLocalUnicast,
+    IsGlobalUnicast,
+    Cidr,
+    IsCidr,
+    ContainsIp,
+    ContainsCidr,
+    Masked,
+    PrefixLength,
 }
 
 impl Func {
@@ -178,6 +204,21 @@ impl Func {
             Func::Reverse => "reverse",
             Func::Distinct => "distinct",
             Func::Format => "format",
+            Func::Ip => "ip",
+            Func::IsIp => "isIP",
+            Func::IpIsCanonical => "ip.isCanonical",
+            Func::Family => "family",
+            Func::IsUnspecified => "isUnspecified",
+            Func::IsLoopback => "isLoopback",
+            Func::IsLinkLocalMulticast => "isLinkLocalMulticast",
+            Func::IsLinkLocalUnicast => "isLinkLocalUnicast",
+            Func::IsGlobalUnicast => "isGlobalUnicast",
+            Func::Cidr => "cidr",
+            Func::IsCidr => "isCIDR",
+            Func::ContainsIp => "containsIP",
+            Func::ContainsCidr => "containsCIDR",
+            Func::Masked => "masked",
+            Func::PrefixLength => "prefixLength",
         }
     }
 }
@@ -239,6 +280,8 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
                 g(vec![Double], S),
                 g(vec![Bool], S),
                 g(vec![Bytes], S),
+                g(vec![Ty::Ip], S),
+                g(vec![Ty::Cidr], S),
             ],
         ),
         "bool" => (Func::ToBool, vec![g(vec![Bool], Bool), g(vec![S], Bool)]),
@@ -303,6 +346,22 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "distinct" => (Func::Distinct, vec![m(vec![list(Dyn)], list(Dyn))]),
         // cel-go `ext.Strings` version 2 (Kubernetes 1.29+): `"%d of %s".format([1, "a"])`.
         "format" => (Func::Format, vec![m(vec![S, list(Dyn)], S)]),
+        // Kubernetes `library/ip.go` and `library/cidr.go` (1.30+).
+        "ip" => (Func::Ip, vec![g(vec![S], Ty::Ip), m(vec![Ty::Cidr], Ty::Ip)]),
+        "isIP" => (Func::IsIp, vec![g(vec![S], Bool)]),
+        "ip.isCanonical" => (Func::IpIsCanonical, vec![g(vec![S], Bool)]),
+        "family" => (Func::Family, vec![m(vec![Ty::Ip], Int)]),
+        "isUnspecified" => (Func::IsUnspecified, vec![m(vec![Ty::Ip], Bool)]),
+        "isLoopback" => (Func::IsLoopback, vec![m(vec![Ty::Ip], Bool)]),
+        "isLinkLocalMulticast" => (Func::IsLinkLocalMulticast, vec![m(vec![Ty::Ip], Bool)]),
+        "isLinkLocalUnicast" => (Func::IsLinkLocalUnicast, vec![m(vec![Ty::Ip], Bool)]),
+        "isGlobalUnicast" => (Func::IsGlobalUnicast, vec![m(vec![Ty::Ip], Bool)]),
+        "cidr" => (Func::Cidr, vec![g(vec![S], Ty::Cidr)]),
+        "isCIDR" => (Func::IsCidr, vec![g(vec![S], Bool)]),
+        "containsIP" => (Func::ContainsIp, vec![m(vec![Ty::Cidr, S], Bool), m(vec![Ty::Cidr, Ty::Ip], Bool)]),
+        "containsCIDR" => (Func::ContainsCidr, vec![m(vec![Ty::Cidr, S], Bool), m(vec![Ty::Cidr, Ty::Cidr], Bool)]),
+        "masked" => (Func::Masked, vec![m(vec![Ty::Cidr], Ty::Cidr)]),
+        "prefixLength" => (Func::PrefixLength, vec![m(vec![Ty::Cidr], Int)]),
         _ => return None,
     })
 }
@@ -379,6 +438,12 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
+        // k8s `library/cost.go`: comparing two addresses of at most 16 bytes (0.1 per
+        // byte, both sides), containsCIDR also masks (another 16 bytes, plus 1), and a
+        // string argument is parsed first (0.1 per character; 0 for a typed argument,
+        // whose size is 0 here).
+        Func::ContainsIp => 4u64.saturating_add(t(s(1))),
+        Func::ContainsCidr => 7u64.saturating_add(t(s(1))),
         _ => 1,
     }
 }
@@ -497,6 +562,8 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             V::Uint(u) => V::string(u.to_string()),
             V::Double(d) => V::string(format_double(*d)),
             V::Bool(b) => V::str(if *b { "true" } else { "false" }),
+            V::Ip(ip) => V::string(net::ip_string(*ip)),
+            V::Cidr(ip, bits) => V::string(net::cidr_string((*ip, *bits))),
             V::Bytes(b) => {
                 V::string(String::from_utf8(b.to_vec()).map_err(|_| invalid("string", "bytes are not valid UTF-8"))?)
             }
@@ -785,8 +852,64 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             V::List(Rc::new(out))
         }
         (Func::Format, Some(V::Str(pattern)), Some(V::List(l)), None) => V::string(super::format::format(pattern, l)?),
+        (Func::Ip, Some(V::Str(s)), None, None) => V::Ip(net::parse_ip(s).map_err(|m| invalid("ip", m))?),
+        (Func::Ip, Some(V::Cidr(ip, _)), None, None) => V::Ip(*ip),
+        (Func::IsIp, Some(V::Str(s)), None, None) => V::Bool(net::parse_ip(s).is_ok()),
+        (Func::IpIsCanonical, Some(V::Str(s)), None, None) => {
+            let ip = net::parse_ip(s).map_err(|m| invalid("ip.isCanonical", m))?;
+            V::Bool(net::ip_string(ip) == **s)
+        }
+        (Func::Family, Some(V::Ip(ip)), None, None) => V::Int(if ip.is_ipv4() { 4 } else { 6 }),
+        (Func::IsUnspecified, Some(V::Ip(ip)), None, None) => V::Bool(net::is_unspecified(*ip)),
+        (Func::IsLoopback, Some(V::Ip(ip)), None, None) => V::Bool(net::is_loopback(*ip)),
+        (Func::IsLinkLocalMulticast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_link_local_multicast(*ip)),
+        (Func::IsLinkLocalUnicast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_link_local_unicast(*ip)),
+        (Func::IsGlobalUnicast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_global_unicast(*ip)),
+        (Func::Cidr, Some(V::Str(s)), None, None) => {
+            let (ip, bits) = net::parse_cidr(s).map_err(|m| invalid("cidr", m))?;
+            V::Cidr(ip, bits)
+        }
+        (Func::IsCidr, Some(V::Str(s)), None, None) => V::Bool(net::parse_cidr(s).is_ok()),
+        (Func::ContainsIp, Some(V::Cidr(ip, bits)), Some(other), None) => {
+            let other = match other {
+                V::Ip(o) => *o,
+                V::Str(s) => net::parse_ip(s).map_err(|m| invalid("containsIP", m))?,
+                _ => return Err(no()),
+            };
+            V::Bool(net::contains_ip((*ip, *bits), other))
+        }
+        (Func::ContainsCidr, Some(V::Cidr(ip, bits)), Some(other), None) => {
+            let other = match other {
+                V::Cidr(o, b) => (*o, *b),
+                V::Str(s) => net::parse_cidr(s).map_err(|m| invalid("containsCIDR", m))?,
+                _ => return Err(no()),
+            };
+            V::Bool(net::contains_cidr((*ip, *bits), other))
+        }
+        (Func::Masked, Some(V::Cidr(ip, bits)), None, None) => V::Cidr(net::mask(*ip, *bits), *bits),
+        (Func::PrefixLength, Some(V::Cidr(_, bits)), None, None) => V::Int(i64::from(*bits)),
         _ => return Err(no()),
     })
+}
+
+/// Runtime cost of the IP and CIDR functions (k8s `library/cost.go` `CallCost`):
+/// parsing traverses the string (0.1 per character, 0.2 for `ip.isCanonical`, which
+/// also prints it), `containsIP`/`containsCIDR` compare values whose size counts as 1,
+/// accessors cost 1.
+pub(crate) fn net_runtime_cost(f: Func, args: &[Value<'_>]) -> u64 {
+    let len = |i: usize| match args.get(i) {
+        Some(Value::Str(s)) => s.chars().count() as u64,
+        _ => 0,
+    };
+    let t = |n: u64| ceil_mul(n, 0.1);
+    match f {
+        Func::Ip if matches!(args.first(), Some(Value::Str(_))) => t(len(0)),
+        Func::IsIp | Func::Cidr | Func::IsCidr => t(len(0)),
+        Func::IpIsCanonical => ceil_mul(len(0), 0.2),
+        Func::ContainsIp => 1 + t(len(1)),
+        Func::ContainsCidr => 3 + t(len(1)),
+        _ => 1,
+    }
 }
 
 /// Largest `lists.range` (cel-go `maxRangeSize`).
