@@ -425,3 +425,36 @@ fn transform_map_entry() {
         r#"device.attributes["dra.example.com"].transformMapEntry(k, v, k == "model", {v: k}) == {"a100": "model"}"#;
     assert_eq!(eval(src, &d), Ok(true));
 }
+
+#[test]
+fn upstream_url_library_examples() {
+    // k8s library/urls.go doc comment examples.
+    for src in [
+        "isURL('https://user:pass@example.com:80/path?query=val#fragment') && isURL('/absolute-path')",
+        "!isURL('https://a:b:c/') && !isURL('../relative-path')",
+        "url('/path').getScheme() == '' && url('https://example.com/').getScheme() == 'https'",
+        "url('https://example.com:80/').getHost() == 'example.com:80' && url('https://example.com/').getHost() == 'example.com'",
+        "url('https://[::1]:80/').getHost() == '[::1]:80' && url('https://[::1]/').getHost() == '[::1]' && url('/path').getHost() == ''",
+        "url('https://example.com:80/').getHostname() == 'example.com' && url('https://127.0.0.1:80/').getHostname() == '127.0.0.1'",
+        "url('https://[::1]:80/').getHostname() == '::1' && url('/path').getHostname() == ''",
+        "url('https://example.com:80/').getPort() == '80' && url('https://example.com/').getPort() == '' && url('/path').getPort() == ''",
+        "url('https://example.com/path').getEscapedPath() == '/path'",
+        "url('https://example.com/path with spaces/').getEscapedPath() == '/path%20with%20spaces/'",
+        "url('https://example.com').getEscapedPath() == ''",
+        "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+        "url('https://example.com/path?key with spaces=value with spaces').getQuery() == {'key with spaces': ['value with spaces']}",
+        "url('https://example.com/path?').getQuery() == {} && url('https://example.com/path').getQuery() == {}",
+        // net/url details: the fragment is not part of the query; schemes are lower-cased.
+        "url('HTTPS://example.com/p?a=1#b=2').getQuery() == {'a': ['1']} && url('HTTPS://x/').getScheme() == 'https'",
+        "url('https://example.com/a%2Fb').getEscapedPath() == '/a%2Fb' && url('https://x/p') == url('https://x/p')",
+    ] {
+        t(src);
+    }
+    runtime_err(
+        "url('https://a:b:c/').getHost() == ''",
+        r#"URL parse error during conversion from string: parse "https://a:b:c/": invalid port ":c" after host"#,
+    );
+    runtime_err("url('../relative-path').getHost() == ''", "invalid URI for request");
+    compile_err("url(1).getHost() == ''", "found no matching overload for 'url' applied to '(int)'");
+    compile_err("'https://x'.getHost() == ''", "found no matching overload for 'getHost'");
+}

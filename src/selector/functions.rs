@@ -21,6 +21,8 @@
 //!   `isLessThan`, `compareTo`, `asApproximateFloat`, `asInteger`, `isInteger`, `add`,
 //!   `sub`, and `mul` (which only an unreleased quantity.go has, next to `div` and
 //!   `divInt`, which are not implemented);
+//! - `library/urls.go` (in `url.rs`): `url`, `isURL`, `getScheme`, `getHost`,
+//!   `getHostname`, `getPort`, `getEscapedPath`, `getQuery`;
 //! - `library/ip.go` and `library/cidr.go` (in `net.rs`): `ip`, `isIP`,
 //!   `ip.isCanonical`, `family`, `isUnspecified`, `isLoopback`, `isLinkLocalMulticast`,
 //!   `isLinkLocalUnicast`, `isGlobalUnicast`, `cidr`, `isCIDR`, `containsIP`,
@@ -41,6 +43,7 @@ use super::error::EvalErrorKind;
 use super::net;
 use super::semver::Semver;
 use super::types::Ty;
+use super::url;
 use super::value::{Value, Ver, compare, equals};
 use crate::model::Quantity;
 
@@ -133,6 +136,14 @@ pub(crate) enum Func {
     ContainsCidr,
     Masked,
     PrefixLength,
+    Url,
+    IsUrl,
+    GetScheme,
+    GetHost,
+    GetHostname,
+    GetPort,
+    GetEscapedPath,
+    GetQuery,
 }
 
 impl Func {
@@ -219,6 +230,14 @@ impl Func {
             Func::ContainsCidr => "containsCIDR",
             Func::Masked => "masked",
             Func::PrefixLength => "prefixLength",
+            Func::Url => "url",
+            Func::IsUrl => "isURL",
+            Func::GetScheme => "getScheme",
+            Func::GetHost => "getHost",
+            Func::GetHostname => "getHostname",
+            Func::GetPort => "getPort",
+            Func::GetEscapedPath => "getEscapedPath",
+            Func::GetQuery => "getQuery",
         }
     }
 }
@@ -362,6 +381,15 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "containsCIDR" => (Func::ContainsCidr, vec![m(vec![Ty::Cidr, S], Bool), m(vec![Ty::Cidr, Ty::Cidr], Bool)]),
         "masked" => (Func::Masked, vec![m(vec![Ty::Cidr], Ty::Cidr)]),
         "prefixLength" => (Func::PrefixLength, vec![m(vec![Ty::Cidr], Int)]),
+        // Kubernetes `library/urls.go`.
+        "url" => (Func::Url, vec![g(vec![S], Ty::Url)]),
+        "isURL" => (Func::IsUrl, vec![g(vec![S], Bool)]),
+        "getScheme" => (Func::GetScheme, vec![m(vec![Ty::Url], S)]),
+        "getHost" => (Func::GetHost, vec![m(vec![Ty::Url], S)]),
+        "getHostname" => (Func::GetHostname, vec![m(vec![Ty::Url], S)]),
+        "getPort" => (Func::GetPort, vec![m(vec![Ty::Url], S)]),
+        "getEscapedPath" => (Func::GetEscapedPath, vec![m(vec![Ty::Url], S)]),
+        "getQuery" => (Func::GetQuery, vec![m(vec![Ty::Url], Ty::map(S, list(S)))]),
         _ => return None,
     })
 }
@@ -433,6 +461,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::Substring
         | Func::Quote
         | Func::Format
+        | Func::Url
         | Func::ToBytes
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
@@ -467,6 +496,10 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         Func::CharAt => 1,
         // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
         Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
+        // A URL and its parts are no longer than its text (escaping aside).
+        Func::Url => s(0),
+        Func::GetScheme | Func::GetHost | Func::GetHostname | Func::GetPort | Func::GetQuery => s(0),
+        Func::GetEscapedPath => s(0).saturating_mul(3),
         Func::ToString | Func::Min | Func::Max => 64,
         _ => 0,
     }
@@ -888,6 +921,19 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         }
         (Func::Masked, Some(V::Cidr(ip, bits)), None, None) => V::Cidr(net::mask(*ip, *bits), *bits),
         (Func::PrefixLength, Some(V::Cidr(_, bits)), None, None) => V::Int(i64::from(*bits)),
+        (Func::Url, Some(V::Str(s)), None, None) => V::Url(Rc::new(url::parse_url(s).map_err(|m| invalid("url", m))?)),
+        (Func::IsUrl, Some(V::Str(s)), None, None) => V::Bool(url::is_url(s)),
+        (Func::GetScheme, Some(V::Url(u)), None, None) => V::string(u.scheme().to_owned()),
+        (Func::GetHost, Some(V::Url(u)), None, None) => V::string(u.host().to_owned()),
+        (Func::GetHostname, Some(V::Url(u)), None, None) => V::string(u.hostname().to_owned()),
+        (Func::GetPort, Some(V::Url(u)), None, None) => V::string(u.port().to_owned()),
+        (Func::GetEscapedPath, Some(V::Url(u)), None, None) => V::string(u.escaped_path()),
+        (Func::GetQuery, Some(V::Url(u)), None, None) => V::Map(Rc::new(
+            u.query()
+                .into_iter()
+                .map(|(k, vs)| (V::string(k), V::List(Rc::new(vs.into_iter().map(V::string).collect()))))
+                .collect(),
+        )),
         _ => return Err(no()),
     })
 }

@@ -43,13 +43,11 @@
 //! `ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`), cel-go's string extensions
 //! (version 2, with `format`), lists extensions (version 3: `slice`, `flatten`, `sort`,
 //! `sortBy`, `lists.range`, `reverse`, `distinct`) and sets, and the Kubernetes list,
-//! regex (`find`, `findAll`), quantity, semver, IP and CIDR libraries.
+//! regex (`find`, `findAll`), quantity, semver, URL, IP and CIDR libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): timestamps and durations (`timestamp()`, `duration()`, their
-//! getters and arithmetic), the Kubernetes URL library (`url`, `isURL`, `getScheme`,
-//! `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`), the Kubernetes
-//! format library (`format.named`, `validate`), the authorizer library (it needs an
+//! getters and arithmetic), the Kubernetes format library (`format.named`, `validate`), the authorizer library (it needs an
 //! `authorizer` variable, which DRA selectors do not have), and the alpha list-type
 //! attributes (`DRAListTypeAttributes`: list values and `includes`).
 //! `device.allowMultipleAllocations` is always available, as with the
@@ -93,6 +91,7 @@ mod net;
 mod parser;
 mod semver;
 mod types;
+mod url;
 mod value;
 
 pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};

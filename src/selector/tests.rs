@@ -121,3 +121,12 @@ fn ip_and_cidr_costs_follow_kubernetes_cost_go() {
         assert_eq!(costs(src), (estimated, actual), "{src}");
     }
 }
+
+#[test]
+fn url_costs_follow_kubernetes_cost_go() {
+    // `url(s)` traverses the string (0.1 per character) in the estimate and at run
+    // time; the getters and `isURL` cost 1.
+    let src = r#"url("https://example.com/path").getHost()"#;
+    assert_eq!(costs(src), (3 + 1, 3 + 1));
+    assert_eq!(costs(r#"isURL("https://example.com/path")"#), (1, 1));
+}

@@ -26,6 +26,8 @@ pub(crate) enum Ty {
     Ip,
     /// `net.CIDR` (Kubernetes CIDR library).
     Cidr,
+    /// `kubernetes.URL` (Kubernetes URL library).
+    Url,
     /// `optional_type(T)` (cel-go optional types, enabled in Kubernetes since 1.28).
     Optional(Box<Ty>),
 }
@@ -92,6 +94,7 @@ impl fmt::Display for Ty {
             Ty::Device => f.write_str("kubernetes.DRADevice"),
             Ty::Ip => f.write_str("net.IP"),
             Ty::Cidr => f.write_str("net.CIDR"),
+            Ty::Url => f.write_str("kubernetes.URL"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),
         }
     }

@@ -64,6 +64,8 @@ pub(crate) enum Value<'a> {
     Ip(IpAddr),
     /// A `net.CIDR`: the address as written (host bits may be set) and the prefix length.
     Cidr(IpAddr, u8),
+    /// A `kubernetes.URL` (`url("https://example.com")`).
+    Url(Rc<super::url::Url>),
     /// An optional value (`optional.of(x)`, `optional.none()`).
     Optional(Option<Rc<Value<'a>>>),
     /// The `device` variable.
@@ -103,6 +105,7 @@ impl<'a> Value<'a> {
             Value::Semver(_) => "kubernetes.Semver",
             Value::Ip(_) => "net.IP",
             Value::Cidr(..) => "net.CIDR",
+            Value::Url(_) => "kubernetes.URL",
             Value::List(_) => "list",
             Value::Map(_)
             | Value::Attributes(_)
@@ -242,6 +245,7 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Semver(x), Value::Semver(y)) => **x == **y,
         (Value::Ip(x), Value::Ip(y)) => x == y,
         (Value::Cidr(x, a), Value::Cidr(y, b)) => x == y && a == b,
+        (Value::Url(x), Value::Url(y)) => x == y,
         (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)),
         (Value::Map(x), Value::Map(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equals(k, k2) && equals(v, v2)))
