@@ -297,7 +297,7 @@ fn scientific_en_us(d: f64, width: usize) -> String {
     let body = if let Some(s) = non_finite(d) {
         s.to_owned()
     } else {
-        let sci = format!("{:.*e}", DEFAULT_PRECISION, d);
+        let sci = format!("{d:.DEFAULT_PRECISION$e}");
         let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
         let exp: i32 = exp.parse().unwrap_or(0);
         let mut s = String::with_capacity(mantissa.len() + 16);
@@ -475,31 +475,31 @@ pub(crate) fn check(src: &str, args: &[ArgShape]) -> Option<String> {
 
 fn check_arg(a: &ArgShape, verb: Verb) -> Result<(), String> {
     let ok = |allowed: &[fn(&Ty) -> bool]| matches!(a.ty, Ty::Dyn) || allowed.iter().any(|f| f(&a.ty));
-    let is_int = |t: &Ty| matches!(t, Ty::Int);
-    let is_uint = |t: &Ty| matches!(t, Ty::Uint);
-    let is_double = |t: &Ty| matches!(t, Ty::Double);
-    let is_string = |t: &Ty| matches!(t, Ty::String);
-    let is_bytes = |t: &Ty| matches!(t, Ty::Bytes);
-    let is_bool = |t: &Ty| matches!(t, Ty::Bool);
+    let int = |t: &Ty| matches!(t, Ty::Int);
+    let unsigned = |t: &Ty| matches!(t, Ty::Uint);
+    let double = |t: &Ty| matches!(t, Ty::Double);
+    let string = |t: &Ty| matches!(t, Ty::String);
+    let bytes = |t: &Ty| matches!(t, Ty::Bytes);
+    let boolean = |t: &Ty| matches!(t, Ty::Bool);
     let ty = &a.ty;
     match verb {
         Verb::Str => check_string(a),
-        Verb::Decimal if !ok(&[is_int, is_uint]) => {
+        Verb::Decimal if !ok(&[int, unsigned]) => {
             Err(format!("decimal clause can only be used on integers, was given {ty}"))
         }
-        Verb::Fixed(_) if !ok(&[is_double, is_string]) => {
+        Verb::Fixed(_) if !ok(&[double, string]) => {
             Err(format!("fixed-point clause can only be used on doubles, was given {ty}"))
         }
-        Verb::Scientific(_) if !ok(&[is_double, is_string]) => {
+        Verb::Scientific(_) if !ok(&[double, string]) => {
             Err(format!("scientific clause can only be used on doubles, was given {ty}"))
         }
-        Verb::Binary if !ok(&[is_int, is_uint, is_bool]) => {
+        Verb::Binary if !ok(&[int, unsigned, boolean]) => {
             Err(format!("only integers and bools can be formatted as binary, was given {ty}"))
         }
-        Verb::Hex(_) if !ok(&[is_int, is_uint, is_string, is_bytes]) => {
+        Verb::Hex(_) if !ok(&[int, unsigned, string, bytes]) => {
             Err(format!("only integers, byte buffers, and strings can be formatted as hex, was given {ty}"))
         }
-        Verb::Octal if !ok(&[is_int, is_uint]) => {
+        Verb::Octal if !ok(&[int, unsigned]) => {
             Err(format!("octal clause can only be used on integers, was given {ty}"))
         }
         _ => Ok(()),
@@ -534,13 +534,14 @@ mod tests {
     #[test]
     fn en_us_numbers() {
         assert_eq!(fixed_en_us(1.2345, 3), "1.234");
-        assert_eq!(fixed_en_us(2.71828, 6), "2.718280");
-        assert_eq!(fixed_en_us(1234567.5, 1), "1,234,567.5");
+        assert_eq!(fixed_en_us(2.5, 6), "2.500000");
+        assert_eq!(fixed_en_us(1_234_567.5, 1), "1,234,567.5");
         assert_eq!(fixed_en_us(-0.0001, 2), "0.00");
         assert_eq!(fixed_en_us(-1000.0, 0), "-1,000");
         assert_eq!(fixed_en_us(f64::NEG_INFINITY, 2), "-∞");
-        assert_eq!(scientific_en_us(1052.032911275, 6), "1.052033\u{202f}\u{d7}\u{202f}10\u{2070}\u{b3}");
-        assert_eq!(scientific_en_us(2.71828, 6), "2.718280\u{202f}\u{d7}\u{202f}10\u{2070}\u{2070}");
+        assert_eq!(scientific_en_us(1_052.032_911_275, 6), "1.052033\u{202f}\u{d7}\u{202f}10\u{2070}\u{b3}");
+        assert_eq!(scientific_en_us(2.5, 6), "2.500000\u{202f}\u{d7}\u{202f}10\u{2070}\u{2070}");
+        assert_eq!(scientific_en_us(-0.00125, 6), "-1.250000\u{202f}\u{d7}\u{202f}10\u{207b}\u{2070}\u{b3}");
     }
 
     #[test]

@@ -401,7 +401,8 @@ pub(crate) const COMPARABLE: [Ty; 6] = [Ty::Int, Ty::Uint, Ty::Double, Ty::Bool,
 /// Special result typing beyond the table: `min`/`max` return the element type.
 pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
     match (f, args.first()) {
-        (Func::Slice | Func::Sort | Func::Reverse | Func::Distinct, Some(t @ Ty::List(_))) => t.clone(),
+        (Func::Slice | Func::Sort | Func::Reverse | Func::Distinct, Some(t @ Ty::List(_)))
+        | (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
         (Func::Flatten, Some(Ty::List(inner))) if args.len() == 1 => match &**inner {
             t @ Ty::List(_) => t.clone(),
             _ => Ty::list(Ty::Dyn),
@@ -410,7 +411,6 @@ pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
         (Func::Dyn, _) => Ty::Dyn,
         (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
         (Func::OrValue, Some(Ty::Optional(t))) => args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn),
-        (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
         (Func::OptionalOf | Func::OptionalOfNonZero, Some(t)) => Ty::Optional(Box::new(t.clone())),
         _ => result,
     }
@@ -488,7 +488,14 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         | Func::UpperAscii
         | Func::Trim
         | Func::Substring
-        | Func::Find => s(0),
+        | Func::Find
+        // A URL and its parts are no longer than its text (escaping aside).
+        | Func::Url
+        | Func::GetScheme
+        | Func::GetHost
+        | Func::GetHostname
+        | Func::GetPort
+        | Func::GetQuery => s(0),
         Func::Split | Func::FindAll => s(0).saturating_add(1),
         Func::Quote => s(0).saturating_mul(2).saturating_add(2),
         Func::Replace => s(0).saturating_mul(s(2).max(1)),
@@ -496,9 +503,6 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         Func::CharAt => 1,
         // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
         Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
-        // A URL and its parts are no longer than its text (escaping aside).
-        Func::Url => s(0),
-        Func::GetScheme | Func::GetHost | Func::GetHostname | Func::GetPort | Func::GetQuery => s(0),
         Func::GetEscapedPath => s(0).saturating_mul(3),
         Func::ToString | Func::Min | Func::Max => 64,
         _ => 0,

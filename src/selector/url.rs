@@ -66,9 +66,8 @@ fn should_escape(c: u8, mode: Mode) -> bool {
         b'$' | b'&' | b'+' | b',' | b'/' | b':' | b';' | b'=' | b'?' | b'@' => match mode {
             Mode::Path => c == b'?',
             Mode::UserPassword => matches!(c, b'@' | b'/' | b'?' | b':'),
-            Mode::QueryComponent => true,
+            Mode::QueryComponent | Mode::Host => true,
             Mode::Fragment => false,
-            Mode::Host => true,
         },
         b'!' | b'(' | b')' | b'*' if mode == Mode::Fragment => false,
         _ => true,
