@@ -193,6 +193,10 @@ fn agrees_with_the_cel_crate_on_list_and_format_extensions() {
         "'%x %X %o %b'.format([255, 255, 8, 5]) == 'ff FF 10 101'",
         "'%%%s%%'.format(['a']) == '%a%'",
         "'%d'.format([dyn('a')]) == ''",
+        "timestamp('2023-02-03T23:31:20Z') + duration('1h') == timestamp('2023-02-04T00:31:20Z')",
+        "timestamp('2023-02-03T23:31:20Z').getDayOfWeek() == 5 && timestamp('2023-02-03T23:31:20Z').getMonth() == 1",
+        "duration('1h30m').getMinutes() == 90",
+        "timestamp('2023-02-04T00:00:00Z') - timestamp('2023-02-03T00:00:00Z') == duration('24h')",
     ];
     for src in cases {
         let mine = Selector::compile(src).unwrap_or_else(|e| panic!("{src}: {e}")).matches(&device);

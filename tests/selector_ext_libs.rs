@@ -458,3 +458,47 @@ fn upstream_url_library_examples() {
     compile_err("url(1).getHost() == ''", "found no matching overload for 'url' applied to '(int)'");
     compile_err("'https://x'.getHost() == ''", "found no matching overload for 'getHost'");
 }
+
+#[test]
+fn timestamps_and_durations() {
+    // The CEL standard library (cel-spec langdef "Timestamps and durations"; cel-go
+    // common/types/timestamp.go, duration.go), with Kubernetes' default UTC time zone.
+    for src in [
+        "timestamp('2023-02-03T23:31:20+00:00') == timestamp('2023-02-03T23:31:20Z')",
+        "string(timestamp('2023-02-03T23:31:20.120+01:00')) == '2023-02-03T22:31:20.12Z'",
+        "timestamp(0) == timestamp('1970-01-01T00:00:00Z') && int(timestamp('1970-01-02T00:00:00Z')) == 86400",
+        "duration('1h45m47s') == duration('6347s') && string(duration('1h45m47s')) == '6347s'",
+        "string(duration('2ns')) == '0.000000002s' && string(duration('-1.5s')) == '-1.5s'",
+        "duration('1h').getMinutes() == 60 && duration('90s').getMinutes() == 1 && duration('1.5s').getMilliseconds() == 1500",
+        "timestamp('2023-02-03T23:31:20Z') + duration('1h') == timestamp('2023-02-04T00:31:20Z')",
+        "duration('1h') + timestamp('2023-02-03T23:31:20Z') == timestamp('2023-02-04T00:31:20Z')",
+        "timestamp('2023-02-04T00:00:00Z') - timestamp('2023-02-03T00:00:00Z') == duration('24h')",
+        "timestamp('2023-02-04T00:00:00Z') - duration('24h') == timestamp('2023-02-03T00:00:00Z')",
+        "duration('1m') - duration('30s') == duration('30s') && duration('1m') > duration('59s')",
+        "timestamp('2023-02-03T23:31:20Z') < timestamp('2023-02-04T00:00:00Z')",
+        // Getters (0-based month, day of year and day of month; Sunday is 0).
+        "timestamp('2023-02-03T23:31:20.5Z').getFullYear() == 2023 && timestamp('2023-02-03T23:31:20Z').getMonth() == 1",
+        "timestamp('2023-02-03T23:31:20Z').getDayOfYear() == 33 && timestamp('2023-02-03T23:31:20Z').getDayOfMonth() == 2",
+        "timestamp('2023-02-03T23:31:20Z').getDate() == 3 && timestamp('2023-02-03T23:31:20Z').getDayOfWeek() == 5",
+        "timestamp('2023-02-03T23:31:20.5Z').getHours() == 23 && timestamp('2023-02-03T23:31:20.5Z').getMilliseconds() == 500",
+        "timestamp('2023-02-03T23:31:20Z').getHours('+02:00') == 1 && timestamp('2023-02-03T23:31:20Z').getDate('+02:00') == 4",
+        "timestamp('2023-02-03T23:31:20Z').getMinutes('-05:30') == 1 && timestamp('2023-02-03T23:31:20Z').getHours('UTC') == 23",
+        "type(timestamp('2023-02-03T23:31:20Z')) == type(timestamp(0)) && type(duration('1s')) != type(timestamp(0))",
+        "[timestamp(2), timestamp(1)].sort() == [timestamp(1), timestamp(2)] && [duration('2s'), duration('1s')].sort()[0] == duration('1s')",
+        "'%s and %s'.format([timestamp(0), [duration('1m')]]) == '1970-01-01T00:00:00Z and [duration(\"60s\")]'",
+    ] {
+        t(src);
+    }
+    // Out of range and overflow are errors, as upstream.
+    runtime_err("timestamp('9999-12-31T23:59:59Z') + duration('1s') == timestamp(0)", "integer overflow");
+    runtime_err("timestamp(dyn(253402300800)) == timestamp(0)", "timestamp out of range");
+    compile_err("timestamp(253402300800) == timestamp(0)", "timestamp validation failed");
+    runtime_err("timestamp(dyn('2023-13-01T00:00:00Z')) == timestamp(0)", "RFC 3339");
+    runtime_err("timestamp(0).getHours('America/New_York') == 0", "unknown time zone America/New_York");
+    // Constant literals are validated when compiling (cel.ValidateTimestampLiterals,
+    // cel.ValidateDurationLiterals).
+    compile_err("timestamp('2023-02-30T00:00:00Z') == timestamp(0)", "timestamp validation failed");
+    compile_err("duration('1d') == duration('1h')", "duration validation failed");
+    compile_err("timestamp(0) + timestamp(0) == timestamp(0)", "found no matching overload for '_+_'");
+    compile_err("duration('1s').getDate() == 1", "found no matching overload for 'getDate'");
+}

@@ -651,7 +651,9 @@ impl Compiler<'_> {
             }
             BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
                 let ok = (numeric(&l.ty) && numeric(&r.ty))
-                    || l.ty.join(&r.ty).is_some_and(|t| matches!(t, Ty::String | Ty::Bytes | Ty::Bool | Ty::Dyn));
+                    || l.ty.join(&r.ty).is_some_and(|t| {
+                        matches!(t, Ty::String | Ty::Bytes | Ty::Bool | Ty::Timestamp | Ty::Duration | Ty::Dyn)
+                    });
                 if !ok {
                     return Err(bad(self));
                 }
@@ -684,6 +686,18 @@ impl Compiler<'_> {
                 Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, cost, 0))
             }
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
+                // Timestamps and durations: timestamp ± duration, duration + timestamp,
+                // timestamp - timestamp, duration ± duration.
+                let time = match (op, &l.ty, &r.ty) {
+                    (BinaryOp::Add | BinaryOp::Sub, Ty::Timestamp, Ty::Duration)
+                    | (BinaryOp::Add, Ty::Duration, Ty::Timestamp) => Some(Ty::Timestamp),
+                    (BinaryOp::Sub, Ty::Timestamp, Ty::Timestamp)
+                    | (BinaryOp::Add | BinaryOp::Sub, Ty::Duration, Ty::Duration) => Some(Ty::Duration),
+                    _ => None,
+                };
+                if let Some(ty) = time {
+                    return Ok(out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, 1), 0));
+                }
                 let Some(ty) = l.ty.join(&r.ty) else {
                     return Err(bad(self));
                 };
@@ -856,6 +870,22 @@ impl Compiler<'_> {
             cost = add(cost, o.cost);
         }
         let receiver_elem = outs.first().map_or(64, |o| o.elem_size);
+        // Kubernetes validates constant timestamp and duration literals when it compiles
+        // (cel.ValidateTimestampLiterals, cel.ValidateDurationLiterals, base.go 1.29).
+        if let (Func::ToTimestamp | Func::ToDuration, Some(Node::Const(c))) = (f, outs.first().map(|o| &o.node)) {
+            let checked = match (f, c) {
+                (Func::ToTimestamp, Const::Str(text)) => super::time::parse_timestamp(text).map(|_| ()),
+                (Func::ToTimestamp, Const::Int(secs)) => {
+                    super::time::check_timestamp(i128::from(*secs) * 1_000_000_000).map(|_| ())
+                }
+                (_, Const::Str(text)) => super::time::parse_duration(text).map(|_| ()),
+                _ => Ok(()),
+            };
+            if let Err(m) = checked {
+                let what = if f == Func::ToTimestamp { "timestamp" } else { "duration" };
+                return Err(self.type_err(e, format!("{what} validation failed. Reason: {m}")));
+            }
+        }
         // cel-go validates a constant format string against a list literal of
         // arguments when the expression is checked.
         if f == Func::Format {

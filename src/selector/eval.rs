@@ -211,7 +211,21 @@ fn arith<'a>(op: BinaryOp, l: &Value<'a>, r: &Value<'a>) -> R<'a> {
     use BinaryOp as B;
     let name = op.function_name();
     let of = EvalErrorKind::Overflow(name);
+    let ts_overflow = || Box::new(EvalErrorKind::Overflow(name));
     Ok(match (l, r) {
+        (Value::Timestamp(t), Value::Duration(d)) | (Value::Duration(d), Value::Timestamp(t))
+            if op == B::Add || (op == B::Sub && matches!(l, Value::Timestamp(_))) =>
+        {
+            let d = i128::from(*d);
+            let v = if op == B::Add { t + d } else { t - d };
+            Value::Timestamp(super::time::check_timestamp(v).map_err(|_| ts_overflow())?)
+        }
+        (Value::Timestamp(a), Value::Timestamp(b)) if op == B::Sub => {
+            Value::Duration(i64::try_from(a - b).map_err(|_| ts_overflow())?)
+        }
+        (Value::Duration(a), Value::Duration(b)) if matches!(op, B::Add | B::Sub) => {
+            Value::Duration(if op == B::Add { a.checked_add(*b) } else { a.checked_sub(*b) }.ok_or_else(ts_overflow)?)
+        }
         (Value::Int(a), Value::Int(b)) => Value::Int(match op {
             B::Add => a.checked_add(*b).ok_or(of)?,
             B::Sub => a.checked_sub(*b).ok_or(of)?,

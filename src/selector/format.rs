@@ -345,6 +345,8 @@ fn format_string(v: &Value<'_>) -> Result<String, String> {
         Value::Bool(b) => b.to_string(),
         Value::Null => "null".to_owned(),
         Value::Type(t) => (*t).to_owned(),
+        Value::Timestamp(t) => super::time::format_timestamp(*t),
+        Value::Duration(d) => super::time::format_duration(*d),
         Value::List(_) => format_list(v)?,
         Value::Map(_) | Value::Attributes(_) | Value::AttrDomain(..) | Value::Capacity(_) | Value::CapDomain(..) => {
             format_map(v)?
@@ -368,6 +370,9 @@ fn format_member(v: &Value<'_>) -> Result<String, String> {
         }
         Value::Str(s) => go_quote(s),
         Value::Bytes(_) => format!("b{}", go_quote(&format_string(v)?)),
+        // Printed as CEL literals.
+        Value::Timestamp(t) => format!("timestamp({})", go_quote(&super::time::format_timestamp(*t))),
+        Value::Duration(d) => format!("duration({})", go_quote(&super::time::format_duration(*d))),
         Value::Bool(_) | Value::Null | Value::Type(_) | Value::List(_) => format_string(v)?,
         Value::Map(_) | Value::Attributes(_) | Value::AttrDomain(..) | Value::Capacity(_) | Value::CapDomain(..) => {
             format_map(v)?
@@ -520,6 +525,8 @@ fn check_string(a: &ArgShape) -> Result<(), String> {
             | Ty::Bytes
             | Ty::Type
             | Ty::Null
+            | Ty::Timestamp
+            | Ty::Duration
     );
     if !fine {
         return Err(format!("{STRING_CLAUSE_TYPES}, was given {}", a.ty));

@@ -6,7 +6,10 @@
 //!
 //! - the CEL standard library: `size`, `contains`, `startsWith`, `endsWith`, `matches`,
 //!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`, and
-//!   `type` (with the type identifiers `int`, `string`, ... as values);
+//!   `type` (with the type identifiers `int`, `string`, ... as values); `timestamp`,
+//!   `duration` and their getters (`getFullYear`, `getMonth`, `getDayOfYear`,
+//!   `getDayOfMonth`, `getDate`, `getDayOfWeek`, `getHours`, `getMinutes`,
+//!   `getSeconds`, `getMilliseconds`; in `time.rs`);
 //! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
 //!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`,
 //!   `format` (in `format.rs`); string `reverse` arrived in version 3, which Kubernetes
@@ -42,6 +45,7 @@ use regex::Regex;
 use super::error::EvalErrorKind;
 use super::net;
 use super::semver::Semver;
+use super::time;
 use super::types::Ty;
 use super::url;
 use super::value::{Value, Ver, compare, equals};
@@ -144,6 +148,10 @@ pub(crate) enum Func {
     GetPort,
     GetEscapedPath,
     GetQuery,
+    ToTimestamp,
+    ToDuration,
+    /// A calendar getter of a timestamp or a total of a duration.
+    TimeField(time::Field),
 }
 
 impl Func {
@@ -238,6 +246,20 @@ impl Func {
             Func::GetPort => "getPort",
             Func::GetEscapedPath => "getEscapedPath",
             Func::GetQuery => "getQuery",
+            Func::ToTimestamp => "timestamp",
+            Func::ToDuration => "duration",
+            Func::TimeField(f) => match f {
+                time::Field::FullYear => "getFullYear",
+                time::Field::Month => "getMonth",
+                time::Field::DayOfYear => "getDayOfYear",
+                time::Field::DayOfMonth => "getDayOfMonth",
+                time::Field::Date => "getDate",
+                time::Field::DayOfWeek => "getDayOfWeek",
+                time::Field::Hours => "getHours",
+                time::Field::Minutes => "getMinutes",
+                time::Field::Seconds => "getSeconds",
+                time::Field::Milliseconds => "getMilliseconds",
+            },
         }
     }
 }
@@ -282,7 +304,16 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "startsWith" => (Func::StartsWith, vec![m(vec![S, S], Bool)]),
         "endsWith" => (Func::EndsWith, vec![m(vec![S, S], Bool)]),
         "matches" => (Func::Matches, vec![m(vec![S, S], Bool), g(vec![S, S], Bool)]),
-        "int" => (Func::ToInt, vec![g(vec![Int], Int), g(vec![Uint], Int), g(vec![Double], Int), g(vec![S], Int)]),
+        "int" => (
+            Func::ToInt,
+            vec![
+                g(vec![Int], Int),
+                g(vec![Uint], Int),
+                g(vec![Double], Int),
+                g(vec![S], Int),
+                g(vec![Ty::Timestamp], Int),
+            ],
+        ),
         "uint" => {
             (Func::ToUint, vec![g(vec![Uint], Uint), g(vec![Int], Uint), g(vec![Double], Uint), g(vec![S], Uint)])
         }
@@ -301,6 +332,8 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
                 g(vec![Bytes], S),
                 g(vec![Ty::Ip], S),
                 g(vec![Ty::Cidr], S),
+                g(vec![Ty::Timestamp], S),
+                g(vec![Ty::Duration], S),
             ],
         ),
         "bool" => (Func::ToBool, vec![g(vec![Bool], Bool), g(vec![S], Bool)]),
@@ -390,13 +423,43 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "getPort" => (Func::GetPort, vec![m(vec![Ty::Url], S)]),
         "getEscapedPath" => (Func::GetEscapedPath, vec![m(vec![Ty::Url], S)]),
         "getQuery" => (Func::GetQuery, vec![m(vec![Ty::Url], Ty::map(S, list(S)))]),
+        // The CEL standard library's timestamps and durations.
+        "timestamp" => (
+            Func::ToTimestamp,
+            vec![g(vec![S], Ty::Timestamp), g(vec![Int], Ty::Timestamp), g(vec![Ty::Timestamp], Ty::Timestamp)],
+        ),
+        "duration" => (Func::ToDuration, vec![g(vec![S], Ty::Duration), g(vec![Ty::Duration], Ty::Duration)]),
+        "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate" | "getDayOfWeek" => {
+            let field = match name {
+                "getFullYear" => time::Field::FullYear,
+                "getMonth" => time::Field::Month,
+                "getDayOfYear" => time::Field::DayOfYear,
+                "getDayOfMonth" => time::Field::DayOfMonth,
+                "getDate" => time::Field::Date,
+                _ => time::Field::DayOfWeek,
+            };
+            (Func::TimeField(field), vec![m(vec![Ty::Timestamp], Int), m(vec![Ty::Timestamp, S], Int)])
+        }
+        "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => {
+            let field = match name {
+                "getHours" => time::Field::Hours,
+                "getMinutes" => time::Field::Minutes,
+                "getSeconds" => time::Field::Seconds,
+                _ => time::Field::Milliseconds,
+            };
+            (
+                Func::TimeField(field),
+                vec![m(vec![Ty::Timestamp], Int), m(vec![Ty::Timestamp, S], Int), m(vec![Ty::Duration], Int)],
+            )
+        }
         _ => return None,
     })
 }
 
 /// The element types `sort` (and the keys of `sortBy`) accept: cel-go `ext.Lists`
-/// `comparableTypes` without timestamp and duration, which the DRA environment lacks.
-pub(crate) const COMPARABLE: [Ty; 6] = [Ty::Int, Ty::Uint, Ty::Double, Ty::Bool, Ty::String, Ty::Bytes];
+/// `comparableTypes`.
+pub(crate) const COMPARABLE: [Ty; 8] =
+    [Ty::Int, Ty::Uint, Ty::Double, Ty::Bool, Ty::Duration, Ty::Timestamp, Ty::String, Ty::Bytes];
 
 /// Special result typing beyond the table: `min`/`max` return the element type.
 pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
@@ -600,6 +663,8 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             V::Double(d) => V::string(format_double(*d)),
             V::Bool(b) => V::str(if *b { "true" } else { "false" }),
             V::Ip(ip) => V::string(net::ip_string(*ip)),
+            V::Timestamp(t) => V::string(time::format_timestamp(*t)),
+            V::Duration(d) => V::string(time::format_duration(*d)),
             V::Cidr(ip, bits) => V::string(net::cidr_string((*ip, *bits))),
             V::Bytes(b) => {
                 V::string(String::from_utf8(b.to_vec()).map_err(|_| invalid("string", "bytes are not valid UTF-8"))?)
@@ -925,6 +990,30 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         }
         (Func::Masked, Some(V::Cidr(ip, bits)), None, None) => V::Cidr(net::mask(*ip, *bits), *bits),
         (Func::PrefixLength, Some(V::Cidr(_, bits)), None, None) => V::Int(i64::from(*bits)),
+        (Func::ToTimestamp, Some(v), None, None) => V::Timestamp(match v {
+            V::Timestamp(t) => *t,
+            V::Str(s) => time::parse_timestamp(s).map_err(|m| invalid("timestamp", m))?,
+            V::Int(secs) => {
+                time::check_timestamp(i128::from(*secs) * 1_000_000_000).map_err(|m| invalid("timestamp", m))?
+            }
+            _ => return Err(no()),
+        }),
+        (Func::ToDuration, Some(v), None, None) => V::Duration(match v {
+            V::Duration(d) => *d,
+            V::Str(s) => time::parse_duration(s).map_err(|m| invalid("duration", m))?,
+            _ => return Err(no()),
+        }),
+        (Func::TimeField(field), Some(V::Timestamp(t)), tz, None) => {
+            let offset = match tz {
+                None => 0,
+                Some(V::Str(z)) => time::zone_offset(z).map_err(|m| invalid(name, m))?,
+                Some(_) => return Err(no()),
+            };
+            V::Int(time::timestamp_field(*t, offset, field))
+        }
+        (Func::TimeField(field), Some(V::Duration(d)), None, None) => {
+            V::Int(time::duration_field(*d, field).ok_or_else(no)?)
+        }
         (Func::Url, Some(V::Str(s)), None, None) => V::Url(Rc::new(url::parse_url(s).map_err(|m| invalid("url", m))?)),
         (Func::IsUrl, Some(V::Str(s)), None, None) => V::Bool(url::is_url(s)),
         (Func::GetScheme, Some(V::Url(u)), None, None) => V::string(u.scheme().to_owned()),
@@ -984,7 +1073,14 @@ fn sort_order(keys: &[Value<'_>]) -> Result<Vec<usize>, EvalErrorKind> {
     };
     if !matches!(
         first,
-        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::Bool(_) | Value::Str(_) | Value::Bytes(_)
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Bool(_)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::Timestamp(_)
+            | Value::Duration(_)
     ) {
         return Err(invalid("sort", "list elements must be comparable"));
     }
@@ -1142,6 +1238,8 @@ fn to_int(v: &Value<'_>) -> Option<i64> {
                 .then(|| d.trunc() as i64)
         }
         Value::Str(s) => s.parse().ok(),
+        // Unix seconds, rounded towards negative infinity as Go's `Time.Unix`.
+        Value::Timestamp(t) => i64::try_from(t.div_euclid(1_000_000_000)).ok(),
         _ => None,
     }
 }

@@ -36,8 +36,9 @@
 //! The environment is what `k8s.io/apiserver/pkg/cel/environment/base.go` (Kubernetes
 //! v1.36) and `k8s.io/dynamic-resource-allocation/cel/compile.go` enable (see
 //! `functions.rs` for the full list, each with its upstream source): the CEL standard
-//! library with macros (`has`, `all`, `exists`, `exists_one`, `map`, `filter`),
-//! `cel.bind`, two-variable comprehensions (`all`, `exists`, `existsOne`,
+//! library (timestamps and durations included, in UTC or a fixed offset) with macros
+//! (`has`, `all`, `exists`, `exists_one`, `map`, `filter`), `cel.bind`, two-variable
+//! comprehensions (`all`, `exists`, `existsOne`,
 //! `transformList`, `transformMap`, `transformMapEntry`), `type()` and type values,
 //! optional types (`a.?b`, `m[?k]`, `[?x]`, `{?k: v}`, `optional.of`/`none`/
 //! `ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`), cel-go's string extensions
@@ -46,10 +47,14 @@
 //! regex (`find`, `findAll`), quantity, semver, URL, IP and CIDR libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
-//! "undeclared reference"): timestamps and durations (`timestamp()`, `duration()`, their
-//! getters and arithmetic), the Kubernetes format library (`format.named`, `validate`), the authorizer library (it needs an
-//! `authorizer` variable, which DRA selectors do not have), and the alpha list-type
-//! attributes (`DRAListTypeAttributes`: list values and `includes`).
+//! "undeclared reference"): the Kubernetes format library (`format.named`,
+//! `format.dns1123Label()` and the other named formats, `validate`), the authorizer
+//! library (it needs an `authorizer` variable, which DRA selectors do not have), the
+//! type names `google.protobuf.Timestamp` and `google.protobuf.Duration` as
+//! identifiers, and the alpha list-type attributes (`DRAListTypeAttributes`: list
+//! values and `includes`). At run time, an IANA time zone name given to a timestamp
+//! getter (`getHours("Europe/Paris")`) is an error: schedkit carries no time zone
+//! database, only `"UTC"` and fixed offsets such as `"+05:30"`.
 //! `device.allowMultipleAllocations` is always available, as with the
 //! `DRAConsumableCapacity` gate on.
 //!
@@ -90,6 +95,7 @@ mod lexer;
 mod net;
 mod parser;
 mod semver;
+mod time;
 mod types;
 mod url;
 mod value;

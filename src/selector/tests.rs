@@ -130,3 +130,10 @@ fn url_costs_follow_kubernetes_cost_go() {
     assert_eq!(costs(src), (3 + 1, 3 + 1));
     assert_eq!(costs(r#"isURL("https://example.com/path")"#), (1, 1));
 }
+
+#[test]
+fn timestamp_costs_are_cel_go_defaults() {
+    // cel-go prices the conversions, getters and arithmetic at 1 each.
+    assert_eq!(costs("timestamp('2023-02-03T23:31:20Z') + duration('1h')"), (3, 3));
+    assert_eq!(costs("timestamp(0).getHours('+01:00')"), (2, 2));
+}

@@ -28,6 +28,10 @@ pub(crate) enum Ty {
     Cidr,
     /// `kubernetes.URL` (Kubernetes URL library).
     Url,
+    /// `google.protobuf.Timestamp`
+    Timestamp,
+    /// `google.protobuf.Duration`
+    Duration,
     /// `optional_type(T)` (cel-go optional types, enabled in Kubernetes since 1.28).
     Optional(Box<Ty>),
 }
@@ -95,6 +99,8 @@ impl fmt::Display for Ty {
             Ty::Ip => f.write_str("net.IP"),
             Ty::Cidr => f.write_str("net.CIDR"),
             Ty::Url => f.write_str("kubernetes.URL"),
+            Ty::Timestamp => f.write_str("google.protobuf.Timestamp"),
+            Ty::Duration => f.write_str("google.protobuf.Duration"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),
         }
     }

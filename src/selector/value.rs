@@ -64,6 +64,10 @@ pub(crate) enum Value<'a> {
     Ip(IpAddr),
     /// A `net.CIDR`: the address as written (host bits may be set) and the prefix length.
     Cidr(IpAddr, u8),
+    /// A timestamp: nanoseconds since the Unix epoch, within CEL's range.
+    Timestamp(i128),
+    /// A duration: nanoseconds (Go's `time.Duration`).
+    Duration(i64),
     /// A `kubernetes.URL` (`url("https://example.com")`).
     Url(Rc<super::url::Url>),
     /// An optional value (`optional.of(x)`, `optional.none()`).
@@ -106,6 +110,8 @@ impl<'a> Value<'a> {
             Value::Ip(_) => "net.IP",
             Value::Cidr(..) => "net.CIDR",
             Value::Url(_) => "kubernetes.URL",
+            Value::Timestamp(_) => "google.protobuf.Timestamp",
+            Value::Duration(_) => "google.protobuf.Duration",
             Value::List(_) => "list",
             Value::Map(_)
             | Value::Attributes(_)
@@ -246,6 +252,8 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Ip(x), Value::Ip(y)) => x == y,
         (Value::Cidr(x, a), Value::Cidr(y, b)) => x == y && a == b,
         (Value::Url(x), Value::Url(y)) => x == y,
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        (Value::Duration(x), Value::Duration(y)) => x == y,
         (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)),
         (Value::Map(x), Value::Map(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equals(k, k2) && equals(v, v2)))
@@ -317,6 +325,8 @@ pub(crate) fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Option<Ordering>> 
         (Value::Str(x), Value::Str(y)) => Some((**x).cmp(&**y)),
         (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
+        (Value::Duration(x), Value::Duration(y)) => Some(x.cmp(y)),
         (Value::Int(_) | Value::Uint(_) | Value::Double(_), Value::Int(_) | Value::Uint(_) | Value::Double(_)) => {
             numeric_cmp(a, b)
         }
