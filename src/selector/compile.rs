@@ -294,6 +294,22 @@ impl Compiler<'_> {
                         }
                     }
                 }
+                // `google.protobuf.Timestamp` and `google.protobuf.Duration`, the type
+                // names of timestamps and durations.
+                if let ExprKind::Select { operand: inner, field: pkg, optional: false } = &operand.kind {
+                    if matches!(&inner.kind, ExprKind::Ident(g) if g == "google" && self.lookup(g).is_none())
+                        && pkg == "protobuf"
+                        && !*optional
+                    {
+                        if let Some(t) = match field.as_str() {
+                            "Timestamp" => Some("google.protobuf.Timestamp"),
+                            "Duration" => Some("google.protobuf.Duration"),
+                            _ => None,
+                        } {
+                            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
+                        }
+                    }
+                }
                 let o = self.expr(operand)?;
                 if *optional || matches!(o.ty, Ty::Optional(_)) {
                     self.optional_select(e, o, field)?

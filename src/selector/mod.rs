@@ -49,9 +49,8 @@
 //! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): the Kubernetes format library (`format.named`,
 //! `format.dns1123Label()` and the other named formats, `validate`), the authorizer
-//! library (it needs an `authorizer` variable, which DRA selectors do not have), the
-//! type names `google.protobuf.Timestamp` and `google.protobuf.Duration` as
-//! identifiers, and the alpha list-type attributes (`DRAListTypeAttributes`: list
+//! library (it needs an `authorizer` variable, which DRA selectors do not have), and
+//! the alpha list-type attributes (`DRAListTypeAttributes`: list
 //! values and `includes`). At run time, an IANA time zone name given to a timestamp
 //! getter (`getHours("Europe/Paris")`) is an error: schedkit carries no time zone
 //! database, only `"UTC"` and fixed offsets such as `"+05:30"`.

@@ -191,7 +191,9 @@ pub(crate) fn parse_duration(s: &str) -> Result<i64, String> {
         let mut v = whole.checked_mul(unit).ok_or_else(bad)?;
         if !frac_part.is_empty() {
             // Go scales the fraction to the unit, truncating below a nanosecond.
-            let digits = &frac_part[..frac_part.len().min(30)];
+            // 20 digits are far below a nanosecond of any unit, and keep the product
+            // below i128's range.
+            let digits = &frac_part[..frac_part.len().min(20)];
             let f: i128 = digits.parse().map_err(|_| bad())?;
             v += f * unit / 10i128.pow(digits.len() as u32);
         }
@@ -218,8 +220,11 @@ pub(crate) fn zone_offset(tz: &str) -> Result<i128, String> {
         None if tz.is_empty() || tz == "UTC" => Ok(0),
         None => Err(format!("unknown time zone {tz}")),
         Some((h, m)) => {
-            let hours: i128 = h.parse().map_err(|_| format!("strconv.Atoi: parsing {h:?}: invalid syntax"))?;
-            let minutes: i128 = m.parse().map_err(|_| format!("strconv.Atoi: parsing {m:?}: invalid syntax"))?;
+            // Go's `strconv.Atoi`: 64-bit, so the arithmetic below cannot overflow.
+            let atoi = |t: &str| {
+                t.parse::<i64>().map(i128::from).map_err(|_| format!("strconv.Atoi: parsing {t:?}: invalid syntax"))
+            };
+            let (hours, minutes) = (atoi(h)?, atoi(m)?);
             let offset = if h.starts_with('-') { hours * 60 - minutes } else { hours * 60 + minutes };
             Ok(offset * 60)
         }
@@ -302,5 +307,9 @@ mod tests {
         assert!(parse_duration("1").is_err());
         assert!(parse_duration("1d").is_err());
         assert!(parse_duration("3000000h").is_err());
+        assert_eq!(parse_duration("1.000000000000000000000000000000000001h"), Ok(3600 * 1_000_000_000));
+        assert!(zone_offset("99999999999999999999:00").is_err());
+        let far = zone_offset("9223372036854775807:9223372036854775807").unwrap();
+        let _ = timestamp_field(0, far, Field::DayOfYear);
     }
 }
