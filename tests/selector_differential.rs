@@ -167,3 +167,46 @@ fn agrees_with_the_cel_crate_on_a_generated_corpus() {
     let [no, yes, errors] = outcomes.get();
     assert!(no > 300 && yes > 300 && errors > 30, "false {no}, true {yes}, errors {errors}");
 }
+
+/// The extension libraries added for issue #6 (cel-go `ext.Lists` version 3 and
+/// `string.format`), on the cases where both implementations have the function: the
+/// same answer, or an error from both.
+#[test]
+fn agrees_with_the_cel_crate_on_list_and_format_extensions() {
+    let device = ours();
+    let ctx = theirs();
+    let cases = [
+        "[5, 1, 2, 3].reverse() == [3, 2, 1, 5]",
+        "[1, 2, 3, 4].slice(1, 3) == [2, 3]",
+        "[1, 2, 3, 4].slice(dyn(0), dyn(10)) == []",
+        "[[1, 2], [3, 4]].flatten() == [1, 2, 3, 4]",
+        "[4, 3, 2, 1].sort() == [1, 2, 3, 4]",
+        "['d', 'a', 'b', 'c'].sort() == ['a', 'b', 'c', 'd']",
+        "[-2, 5, -2, 1, 1, 5, -2, 1].distinct() == [-2, 5, 1]",
+        "lists.range(4) == [0, 1, 2, 3]",
+        "lists.range(0).size() == 0",
+        "lists.range(3).reverse() == [2, 1, 0]",
+        &format!("[{D}.index, 1, 2].sort()[0] == 1"),
+        &format!("[{D}.architecture, 'Ampere'].sort() == ['Ampere', 'Hopper']"),
+        "'%s is %d'.format(['x', 7]) == 'x is 7'",
+        &format!("'%s/%d'.format([{D}.architecture, {D}.index]) == 'Hopper/3'"),
+        "'%x %X %o %b'.format([255, 255, 8, 5]) == 'ff FF 10 101'",
+        "'%%%s%%'.format(['a']) == '%a%'",
+        "'%d'.format([dyn('a')]) == ''",
+        "timestamp('2023-02-03T23:31:20Z') + duration('1h') == timestamp('2023-02-04T00:31:20Z')",
+        "timestamp('2023-02-03T23:31:20Z').getDayOfWeek() == 5 && timestamp('2023-02-03T23:31:20Z').getMonth() == 1",
+        "duration('1h30m').getMinutes() == 90",
+        "timestamp('2023-02-04T00:00:00Z') - timestamp('2023-02-03T00:00:00Z') == duration('24h')",
+    ];
+    for src in cases {
+        let mine = Selector::compile(src).unwrap_or_else(|e| panic!("{src}: {e}")).matches(&device);
+        let other = cel::Program::compile(src)
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.execute(&ctx).map_err(|e| e.to_string()));
+        match (&mine, &other) {
+            (Ok(a), Ok(cel::Value::Bool(b))) => assert_eq!(a, b, "{src}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{src}\n  schedkit: {mine:?}\n  cel:      {other:?}"),
+        }
+    }
+}

@@ -77,8 +77,14 @@ fn expr() -> impl Strategy<Value = Expr> {
                 then: b(t),
                 otherwise: b(o)
             })),
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| e(ExprKind::List(v))),
-            prop::collection::vec((inner.clone(), inner), 0..3).prop_map(|v| e(ExprKind::Map(v))),
+            prop::collection::vec((inner.clone(), prop::bool::ANY), 0..3).prop_map(|v| {
+                let optional = v.iter().enumerate().filter(|(_, (_, o))| *o).map(|(i, _)| i).collect();
+                e(ExprKind::List { items: v.into_iter().map(|(x, _)| x).collect(), optional })
+            }),
+            prop::collection::vec((inner.clone(), inner, prop::bool::ANY), 0..3).prop_map(|v| {
+                let optional = v.iter().enumerate().filter(|(_, (_, _, o))| *o).map(|(i, _)| i).collect();
+                e(ExprKind::Map { entries: v.into_iter().map(|(k, x, _)| (k, x)).collect(), optional })
+            }),
         ]
     })
 }
@@ -113,6 +119,8 @@ fn canonical_trees_print_and_parse_exactly() {
         "\"tab\\tquote\\\"\" + '\\u0001'",
         "a && b && c && d",
         "a.?b[?c].d[e]",
+        "[?a, b, ?c[?d]]",
+        "{?\"k\": a.?b, 1: c}",
     ] {
         let t = parse(src).unwrap();
         assert_eq!(parse(&t.to_string()).unwrap(), t, "{src} printed as {t}");

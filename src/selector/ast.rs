@@ -189,10 +189,23 @@ pub enum ExprKind {
         /// Value when false.
         otherwise: Box<Expr>,
     },
-    /// `[a, b]`
-    List(Vec<Expr>),
-    /// `{k: v}`
-    Map(Vec<(Expr, Expr)>),
+    /// `[a, b]`, or with optional elements `[a, ?b]`
+    List {
+        /// The elements.
+        items: Vec<Expr>,
+        /// Positions in `items` of the optional elements (`?b`, cel-go optional types):
+        /// such an element is an optional value whose content is included only when
+        /// present. Ascending.
+        optional: Vec<usize>,
+    },
+    /// `{k: v}`, or with optional entries `{?k: v}`
+    Map {
+        /// The entries, key then value.
+        entries: Vec<(Expr, Expr)>,
+        /// Positions in `entries` of the optional entries (`?k: v`): the value is an
+        /// optional and the entry exists only when it is present. Ascending.
+        optional: Vec<usize>,
+    },
 }
 
 const PREC_CONDITIONAL: u8 = 1;
@@ -289,21 +302,27 @@ impl Expr {
                 f.write_str(" : ")?;
                 otherwise.write_at(f, PREC_CONDITIONAL)
             }
-            ExprKind::List(items) => {
+            ExprKind::List { items, optional } => {
                 f.write_str("[")?;
                 for (i, a) in items.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
+                    if optional.contains(&i) {
+                        f.write_str("?")?;
+                    }
                     a.write_at(f, 0)?;
                 }
                 f.write_str("]")
             }
-            ExprKind::Map(entries) => {
+            ExprKind::Map { entries, optional } => {
                 f.write_str("{")?;
                 for (i, (k, v)) in entries.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
+                    }
+                    if optional.contains(&i) {
+                        f.write_str("?")?;
                     }
                     k.write_at(f, 0)?;
                     f.write_str(": ")?;

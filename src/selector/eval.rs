@@ -211,7 +211,21 @@ fn arith<'a>(op: BinaryOp, l: &Value<'a>, r: &Value<'a>) -> R<'a> {
     use BinaryOp as B;
     let name = op.function_name();
     let of = EvalErrorKind::Overflow(name);
+    let ts_overflow = || Box::new(EvalErrorKind::Overflow(name));
     Ok(match (l, r) {
+        (Value::Timestamp(t), Value::Duration(d)) | (Value::Duration(d), Value::Timestamp(t))
+            if op == B::Add || (op == B::Sub && matches!(l, Value::Timestamp(_))) =>
+        {
+            let d = i128::from(*d);
+            let v = if op == B::Add { t + d } else { t - d };
+            Value::Timestamp(super::time::check_timestamp(v).map_err(|_| ts_overflow())?)
+        }
+        (Value::Timestamp(a), Value::Timestamp(b)) if op == B::Sub => {
+            Value::Duration(i64::try_from(a - b).map_err(|_| ts_overflow())?)
+        }
+        (Value::Duration(a), Value::Duration(b)) if matches!(op, B::Add | B::Sub) => {
+            Value::Duration(if op == B::Add { a.checked_add(*b) } else { a.checked_sub(*b) }.ok_or_else(ts_overflow)?)
+        }
         (Value::Int(a), Value::Int(b)) => Value::Int(match op {
             B::Add => a.checked_add(*b).ok_or(of)?,
             B::Sub => a.checked_sub(*b).ok_or(of)?,
@@ -426,6 +440,8 @@ impl<'a> Ctx<'a> {
             }
             Node::List(items) => self.eval_list(items),
             Node::Map(entries) => self.eval_map(entries),
+            Node::OptList(items) => self.eval_opt_list(items),
+            Node::OptMap(entries) => self.eval_opt_map(entries),
             Node::Loop(l) => self.eval_loop(l),
             Node::Bind { slot, init, body } => {
                 self.cost += 10;
@@ -598,6 +614,20 @@ impl<'a> Ctx<'a> {
         }
         let cost = match f {
             Func::Quantity | Func::Semver | Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo => 1,
+            Func::Slice
+            | Func::Flatten
+            | Func::Sort
+            | Func::SortByKeys
+            | Func::ListsRange
+            | Func::Reverse
+            | Func::Distinct => functions::list_ext_cost(f, &vals),
+            Func::Ip
+            | Func::IsIp
+            | Func::IpIsCanonical
+            | Func::Cidr
+            | Func::IsCidr
+            | Func::ContainsIp
+            | Func::ContainsCidr => functions::net_runtime_cost(f, &vals),
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
                 let shape =
@@ -626,6 +656,72 @@ impl<'a> Ctx<'a> {
         for (k, val) in entries {
             let k = self.eval(k)?;
             let val = self.eval(val)?;
+            if v.iter().any(|(x, _)| equals(x, &k)) {
+                return Err(EvalErrorKind::InvalidArgument {
+                    function: "{}",
+                    message: format!("duplicate map key {}", display_key(&k)),
+                }
+                .into());
+            }
+            v.push((k, val));
+        }
+        Ok(Value::Map(Rc::new(v)))
+    }
+
+    /// `[a, ?b]`: an optional element contributes its value, or nothing when empty; a
+    /// non-optional value there is an error (cel-go: "cannot initialize optional list
+    /// element from non-optional value").
+    #[inline(never)]
+    fn eval_opt_list(&mut self, items: &'a [(Node, bool)]) -> R<'a> {
+        self.cost += 10;
+        let mut v = Vec::with_capacity(items.len());
+        for (i, optional) in items {
+            let x = self.eval(i)?;
+            if !*optional {
+                v.push(x);
+                continue;
+            }
+            match x {
+                Value::Optional(Some(inner)) => v.push((*inner).clone()),
+                Value::Optional(None) => {}
+                other => {
+                    return Err(EvalErrorKind::InvalidArgument {
+                        function: "[?_]",
+                        message: format!(
+                            "cannot initialize optional list element from non-optional value of type {}",
+                            other.type_name()
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(Value::List(Rc::new(v)))
+    }
+
+    /// `{?k: v}`: the entry exists only when the optional `v` holds a value.
+    #[inline(never)]
+    fn eval_opt_map(&mut self, entries: &'a [(Node, Node, bool)]) -> R<'a> {
+        self.cost += 30;
+        let mut v: Vec<(Value<'a>, Value<'a>)> = Vec::with_capacity(entries.len());
+        for (k, val, optional) in entries {
+            let k = self.eval(k)?;
+            let val = match (self.eval(val)?, *optional) {
+                (x, false) => x,
+                (Value::Optional(Some(inner)), true) => (*inner).clone(),
+                (Value::Optional(None), true) => continue,
+                (other, true) => {
+                    return Err(EvalErrorKind::InvalidArgument {
+                        function: "{?_: _}",
+                        message: format!(
+                            "cannot initialize optional entry '{}' from non-optional value of type {}",
+                            display_key(&k),
+                            other.type_name()
+                        ),
+                    }
+                    .into());
+                }
+            };
             if v.iter().any(|(x, _)| equals(x, &k)) {
                 return Err(EvalErrorKind::InvalidArgument {
                     function: "{}",
@@ -699,7 +795,12 @@ impl<'a> Ctx<'a> {
                 LoopKind::All => 3,
                 LoopKind::Exists => 4,
                 LoopKind::ExistsOne => 2,
-                LoopKind::Map | LoopKind::MapFilter | LoopKind::TransformMap | LoopKind::TransformMapFilter => 12,
+                LoopKind::Map
+                | LoopKind::MapFilter
+                | LoopKind::TransformMap
+                | LoopKind::TransformMapFilter
+                | LoopKind::TransformMapEntry
+                | LoopKind::TransformMapEntryFilter => 12,
                 LoopKind::Filter => 13,
             };
             self.charge(step)?;
@@ -730,7 +831,9 @@ impl<'a> Ctx<'a> {
                 | LoopKind::MapFilter
                 | LoopKind::Map
                 | LoopKind::TransformMap
-                | LoopKind::TransformMapFilter => {
+                | LoopKind::TransformMapFilter
+                | LoopKind::TransformMapEntry
+                | LoopKind::TransformMapEntryFilter => {
                     let keep = match pred {
                         None => true,
                         Some(Ok(Value::Bool(b))) => b,
@@ -742,7 +845,23 @@ impl<'a> Ctx<'a> {
                             Some(t) => self.eval(t)?,
                             None => item.clone(),
                         };
-                        if matches!(lp.kind, LoopKind::TransformMap | LoopKind::TransformMapFilter) {
+                        if matches!(lp.kind, LoopKind::TransformMapEntry | LoopKind::TransformMapEntryFilter) {
+                            // cel-go's `@mapInsert(map, map)`: every entry, no key twice.
+                            let new = if matches!(v, Value::List(_)) { None } else { v.iter_pairs() };
+                            let Some(new) = new else {
+                                return Err(overload("cel.@mapInsert", &[&v]));
+                            };
+                            for (k, x) in new {
+                                if entries.iter().any(|(e, _)| equals(e, &k)) {
+                                    return Err(EvalErrorKind::InvalidArgument {
+                                        function: "transformMapEntry",
+                                        message: format!("insert failed: key {} already exists", display_key(&k)),
+                                    }
+                                    .into());
+                                }
+                                entries.push((k, x));
+                            }
+                        } else if matches!(lp.kind, LoopKind::TransformMap | LoopKind::TransformMapFilter) {
                             entries.push((item, v));
                         } else {
                             acc.push(v);
@@ -757,7 +876,10 @@ impl<'a> Ctx<'a> {
                 None => Ok(Value::Bool(lp.kind == LoopKind::All)),
             },
             LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
-            LoopKind::TransformMap | LoopKind::TransformMapFilter => Ok(Value::Map(Rc::new(entries))),
+            LoopKind::TransformMap
+            | LoopKind::TransformMapFilter
+            | LoopKind::TransformMapEntry
+            | LoopKind::TransformMapEntryFilter => Ok(Value::Map(Rc::new(entries))),
             _ => Ok(Value::List(Rc::new(acc))),
         }
     }

@@ -6,16 +6,31 @@
 //!
 //! - the CEL standard library: `size`, `contains`, `startsWith`, `endsWith`, `matches`,
 //!   the conversions `int`, `uint`, `double`, `string`, `bool`, `bytes`, `dyn`, and
-//!   `type` (with the type identifiers `int`, `string`, ... as values);
+//!   `type` (with the type identifiers `int`, `string`, ... as values); `timestamp`,
+//!   `duration` and their getters (`getFullYear`, `getMonth`, `getDayOfYear`,
+//!   `getDayOfMonth`, `getDate`, `getDayOfWeek`, `getHours`, `getMinutes`,
+//!   `getSeconds`, `getMilliseconds`; in `time.rs`);
 //! - cel-go `ext.Strings` (version 2): `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`,
-//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`
-//!   (`reverse` arrived in version 3, which Kubernetes does not enable);
+//!   `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `strings.quote`,
+//!   `format` (in `format.rs`); string `reverse` arrived in version 3, which Kubernetes
+//!   does not enable;
+//! - cel-go `ext.Lists` (version 3, Kubernetes 1.34+): `slice`, `flatten`, `sort`,
+//!   `sortBy` (a macro, compiled in `compile.rs`), `lists.range`, `reverse`,
+//!   `distinct`;
 //! - `k8s.io/apiserver/pkg/cel/library/lists.go`: `isSorted`, `sum`, `min`, `max`,
 //!   `indexOf`, `lastIndexOf` on lists;
 //! - `library/regex.go`: `find`, `findAll`;
 //! - `library/quantity.go`: `quantity`, `isQuantity`, `sign`, `isGreaterThan`,
 //!   `isLessThan`, `compareTo`, `asApproximateFloat`, `asInteger`, `isInteger`, `add`,
-//!   `sub`, `mul`;
+//!   `sub`, and `mul` (which only an unreleased quantity.go has, next to `div` and
+//!   `divInt`, which are not implemented);
+//! - `library/urls.go` (in `url.rs`): `url`, `isURL`, `getScheme`, `getHost`,
+//!   `getHostname`, `getPort`, `getEscapedPath`, `getQuery`;
+//! - `library/ip.go` and `library/cidr.go` (in `net.rs`): `ip`, `isIP`,
+//!   `ip.isCanonical`, `family`, `isUnspecified`, `isLoopback`, `isLinkLocalMulticast`,
+//!   `isLinkLocalUnicast`, `isGlobalUnicast`, `cidr`, `isCIDR`, `containsIP`,
+//!   `containsCIDR`, `masked`, `prefixLength`, `string(ip)`, `string(cidr)`, and the
+//!   type names `net.IP`, `net.CIDR`;
 //! - `library/semverlib.go`: `semver`, `isSemver` (each with the optional normalise
 //!   flag), `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`;
 //! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`;
@@ -28,8 +43,11 @@ use std::rc::Rc;
 use regex::Regex;
 
 use super::error::EvalErrorKind;
+use super::net;
 use super::semver::Semver;
+use super::time;
 use super::types::Ty;
+use super::url;
 use super::value::{Value, Ver, compare, equals};
 use crate::model::Quantity;
 
@@ -98,6 +116,42 @@ pub(crate) enum Func {
     OptionalOf,
     OptionalNone,
     OptionalOfNonZero,
+    Slice,
+    Flatten,
+    Sort,
+    /// `@sortByAssociatedKeys`, the call the `sortBy` macro expands to.
+    SortByKeys,
+    ListsRange,
+    Reverse,
+    Distinct,
+    Format,
+    Ip,
+    IsIp,
+    IpIsCanonical,
+    Family,
+    IsUnspecified,
+    IsLoopback,
+    IsLinkLocalMulticast,
+    IsLinkLocalUnicast,
+    IsGlobalUnicast,
+    Cidr,
+    IsCidr,
+    ContainsIp,
+    ContainsCidr,
+    Masked,
+    PrefixLength,
+    Url,
+    IsUrl,
+    GetScheme,
+    GetHost,
+    GetHostname,
+    GetPort,
+    GetEscapedPath,
+    GetQuery,
+    ToTimestamp,
+    ToDuration,
+    /// A calendar getter of a timestamp or a total of a duration.
+    TimeField(time::Field),
 }
 
 impl Func {
@@ -161,6 +215,51 @@ impl Func {
             Func::OptionalOf => "optional.of",
             Func::OptionalNone => "optional.none",
             Func::OptionalOfNonZero => "optional.ofNonZeroValue",
+            Func::Slice => "slice",
+            Func::Flatten => "flatten",
+            Func::Sort => "sort",
+            Func::SortByKeys => "sortBy",
+            Func::ListsRange => "lists.range",
+            Func::Reverse => "reverse",
+            Func::Distinct => "distinct",
+            Func::Format => "format",
+            Func::Ip => "ip",
+            Func::IsIp => "isIP",
+            Func::IpIsCanonical => "ip.isCanonical",
+            Func::Family => "family",
+            Func::IsUnspecified => "isUnspecified",
+            Func::IsLoopback => "isLoopback",
+            Func::IsLinkLocalMulticast => "isLinkLocalMulticast",
+            Func::IsLinkLocalUnicast => "isLinkLocalUnicast",
+            Func::IsGlobalUnicast => "isGlobalUnicast",
+            Func::Cidr => "cidr",
+            Func::IsCidr => "isCIDR",
+            Func::ContainsIp => "containsIP",
+            Func::ContainsCidr => "containsCIDR",
+            Func::Masked => "masked",
+            Func::PrefixLength => "prefixLength",
+            Func::Url => "url",
+            Func::IsUrl => "isURL",
+            Func::GetScheme => "getScheme",
+            Func::GetHost => "getHost",
+            Func::GetHostname => "getHostname",
+            Func::GetPort => "getPort",
+            Func::GetEscapedPath => "getEscapedPath",
+            Func::GetQuery => "getQuery",
+            Func::ToTimestamp => "timestamp",
+            Func::ToDuration => "duration",
+            Func::TimeField(f) => match f {
+                time::Field::FullYear => "getFullYear",
+                time::Field::Month => "getMonth",
+                time::Field::DayOfYear => "getDayOfYear",
+                time::Field::DayOfMonth => "getDayOfMonth",
+                time::Field::Date => "getDate",
+                time::Field::DayOfWeek => "getDayOfWeek",
+                time::Field::Hours => "getHours",
+                time::Field::Minutes => "getMinutes",
+                time::Field::Seconds => "getSeconds",
+                time::Field::Milliseconds => "getMilliseconds",
+            },
         }
     }
 }
@@ -205,7 +304,16 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "startsWith" => (Func::StartsWith, vec![m(vec![S, S], Bool)]),
         "endsWith" => (Func::EndsWith, vec![m(vec![S, S], Bool)]),
         "matches" => (Func::Matches, vec![m(vec![S, S], Bool), g(vec![S, S], Bool)]),
-        "int" => (Func::ToInt, vec![g(vec![Int], Int), g(vec![Uint], Int), g(vec![Double], Int), g(vec![S], Int)]),
+        "int" => (
+            Func::ToInt,
+            vec![
+                g(vec![Int], Int),
+                g(vec![Uint], Int),
+                g(vec![Double], Int),
+                g(vec![S], Int),
+                g(vec![Ty::Timestamp], Int),
+            ],
+        ),
         "uint" => {
             (Func::ToUint, vec![g(vec![Uint], Uint), g(vec![Int], Uint), g(vec![Double], Uint), g(vec![S], Uint)])
         }
@@ -222,6 +330,10 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
                 g(vec![Double], S),
                 g(vec![Bool], S),
                 g(vec![Bytes], S),
+                g(vec![Ty::Ip], S),
+                g(vec![Ty::Cidr], S),
+                g(vec![Ty::Timestamp], S),
+                g(vec![Ty::Duration], S),
             ],
         ),
         "bool" => (Func::ToBool, vec![g(vec![Bool], Bool), g(vec![S], Bool)]),
@@ -276,24 +388,98 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "optional.of" => (Func::OptionalOf, vec![g(vec![Dyn], opt(Dyn))]),
         "optional.none" => (Func::OptionalNone, vec![g(vec![], opt(Dyn))]),
         "optional.ofNonZeroValue" => (Func::OptionalOfNonZero, vec![g(vec![Dyn], opt(Dyn))]),
+        // cel-go `ext.Lists` version 3 (Kubernetes 1.34+): the element type `T` of the
+        // result follows the receiver (see `refine_result`).
+        "slice" => (Func::Slice, vec![m(vec![list(Dyn), Int, Int], list(Dyn))]),
+        "flatten" => (Func::Flatten, vec![m(vec![list(list(Dyn))], list(Dyn)), m(vec![list(Dyn), Int], list(Dyn))]),
+        "sort" => (Func::Sort, COMPARABLE.iter().map(|t| m(vec![list(t.clone())], list(t.clone()))).collect()),
+        "lists.range" => (Func::ListsRange, vec![g(vec![Int], list(Int))]),
+        "reverse" => (Func::Reverse, vec![m(vec![list(Dyn)], list(Dyn))]),
+        "distinct" => (Func::Distinct, vec![m(vec![list(Dyn)], list(Dyn))]),
+        // cel-go `ext.Strings` version 2 (Kubernetes 1.29+): `"%d of %s".format([1, "a"])`.
+        "format" => (Func::Format, vec![m(vec![S, list(Dyn)], S)]),
+        // Kubernetes `library/ip.go` and `library/cidr.go` (1.30+).
+        "ip" => (Func::Ip, vec![g(vec![S], Ty::Ip), m(vec![Ty::Cidr], Ty::Ip)]),
+        "isIP" => (Func::IsIp, vec![g(vec![S], Bool)]),
+        "ip.isCanonical" => (Func::IpIsCanonical, vec![g(vec![S], Bool)]),
+        "family" => (Func::Family, vec![m(vec![Ty::Ip], Int)]),
+        "isUnspecified" => (Func::IsUnspecified, vec![m(vec![Ty::Ip], Bool)]),
+        "isLoopback" => (Func::IsLoopback, vec![m(vec![Ty::Ip], Bool)]),
+        "isLinkLocalMulticast" => (Func::IsLinkLocalMulticast, vec![m(vec![Ty::Ip], Bool)]),
+        "isLinkLocalUnicast" => (Func::IsLinkLocalUnicast, vec![m(vec![Ty::Ip], Bool)]),
+        "isGlobalUnicast" => (Func::IsGlobalUnicast, vec![m(vec![Ty::Ip], Bool)]),
+        "cidr" => (Func::Cidr, vec![g(vec![S], Ty::Cidr)]),
+        "isCIDR" => (Func::IsCidr, vec![g(vec![S], Bool)]),
+        "containsIP" => (Func::ContainsIp, vec![m(vec![Ty::Cidr, S], Bool), m(vec![Ty::Cidr, Ty::Ip], Bool)]),
+        "containsCIDR" => (Func::ContainsCidr, vec![m(vec![Ty::Cidr, S], Bool), m(vec![Ty::Cidr, Ty::Cidr], Bool)]),
+        "masked" => (Func::Masked, vec![m(vec![Ty::Cidr], Ty::Cidr)]),
+        "prefixLength" => (Func::PrefixLength, vec![m(vec![Ty::Cidr], Int)]),
+        // Kubernetes `library/urls.go`.
+        "url" => (Func::Url, vec![g(vec![S], Ty::Url)]),
+        "isURL" => (Func::IsUrl, vec![g(vec![S], Bool)]),
+        "getScheme" => (Func::GetScheme, vec![m(vec![Ty::Url], S)]),
+        "getHost" => (Func::GetHost, vec![m(vec![Ty::Url], S)]),
+        "getHostname" => (Func::GetHostname, vec![m(vec![Ty::Url], S)]),
+        "getPort" => (Func::GetPort, vec![m(vec![Ty::Url], S)]),
+        "getEscapedPath" => (Func::GetEscapedPath, vec![m(vec![Ty::Url], S)]),
+        "getQuery" => (Func::GetQuery, vec![m(vec![Ty::Url], Ty::map(S, list(S)))]),
+        // The CEL standard library's timestamps and durations.
+        "timestamp" => (
+            Func::ToTimestamp,
+            vec![g(vec![S], Ty::Timestamp), g(vec![Int], Ty::Timestamp), g(vec![Ty::Timestamp], Ty::Timestamp)],
+        ),
+        "duration" => (Func::ToDuration, vec![g(vec![S], Ty::Duration), g(vec![Ty::Duration], Ty::Duration)]),
+        "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate" | "getDayOfWeek" => {
+            let field = match name {
+                "getFullYear" => time::Field::FullYear,
+                "getMonth" => time::Field::Month,
+                "getDayOfYear" => time::Field::DayOfYear,
+                "getDayOfMonth" => time::Field::DayOfMonth,
+                "getDate" => time::Field::Date,
+                _ => time::Field::DayOfWeek,
+            };
+            (Func::TimeField(field), vec![m(vec![Ty::Timestamp], Int), m(vec![Ty::Timestamp, S], Int)])
+        }
+        "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => {
+            let field = match name {
+                "getHours" => time::Field::Hours,
+                "getMinutes" => time::Field::Minutes,
+                "getSeconds" => time::Field::Seconds,
+                _ => time::Field::Milliseconds,
+            };
+            (
+                Func::TimeField(field),
+                vec![m(vec![Ty::Timestamp], Int), m(vec![Ty::Timestamp, S], Int), m(vec![Ty::Duration], Int)],
+            )
+        }
         _ => return None,
     })
 }
 
+/// The element types `sort` (and the keys of `sortBy`) accept: cel-go `ext.Lists`
+/// `comparableTypes`.
+pub(crate) const COMPARABLE: [Ty; 8] =
+    [Ty::Int, Ty::Uint, Ty::Double, Ty::Bool, Ty::Duration, Ty::Timestamp, Ty::String, Ty::Bytes];
+
 /// Special result typing beyond the table: `min`/`max` return the element type.
 pub(crate) fn refine_result(f: Func, args: &[Ty], result: Ty) -> Ty {
     match (f, args.first()) {
+        (Func::Slice | Func::Sort | Func::Reverse | Func::Distinct, Some(t @ Ty::List(_)))
+        | (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
+        (Func::Flatten, Some(Ty::List(inner))) if args.len() == 1 => match &**inner {
+            t @ Ty::List(_) => t.clone(),
+            _ => Ty::list(Ty::Dyn),
+        },
         (Func::Min | Func::Max, Some(Ty::List(e))) => (**e).clone(),
         (Func::Dyn, _) => Ty::Dyn,
         (Func::OptValue, Some(Ty::Optional(t))) => (**t).clone(),
         (Func::OrValue, Some(Ty::Optional(t))) => args.get(1).and_then(|d| t.join(d)).unwrap_or(Ty::Dyn),
-        (Func::Or, Some(t @ Ty::Optional(_))) => t.clone(),
         (Func::OptionalOf | Func::OptionalOfNonZero, Some(t)) => Ty::Optional(Box::new(t.clone())),
         _ => result,
     }
 }
 
-fn ceil_mul(size: u64, factor: f64) -> u64 {
+pub(crate) fn ceil_mul(size: u64, factor: f64) -> u64 {
     let v = (size as f64 * factor).ceil();
     if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
 }
@@ -337,11 +523,19 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::Trim
         | Func::Substring
         | Func::Quote
+        | Func::Format
+        | Func::Url
         | Func::ToBytes
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
+        // k8s `library/cost.go`: comparing two addresses of at most 16 bytes (0.1 per
+        // byte, both sides), containsCIDR also masks (another 16 bytes, plus 1), and a
+        // string argument is parsed first (0.1 per character; 0 for a typed argument,
+        // whose size is 0 here).
+        Func::ContainsIp => 4u64.saturating_add(t(s(1))),
+        Func::ContainsCidr => 7u64.saturating_add(t(s(1))),
         _ => 1,
     }
 }
@@ -357,12 +551,22 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
         | Func::UpperAscii
         | Func::Trim
         | Func::Substring
-        | Func::Find => s(0),
+        | Func::Find
+        // A URL and its parts are no longer than its text (escaping aside).
+        | Func::Url
+        | Func::GetScheme
+        | Func::GetHost
+        | Func::GetHostname
+        | Func::GetPort
+        | Func::GetQuery => s(0),
         Func::Split | Func::FindAll => s(0).saturating_add(1),
         Func::Quote => s(0).saturating_mul(2).saturating_add(2),
         Func::Replace => s(0).saturating_mul(s(2).max(1)),
         Func::Join => s(0).saturating_mul(64),
         Func::CharAt => 1,
+        // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
+        Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
+        Func::GetEscapedPath => s(0).saturating_mul(3),
         Func::ToString | Func::Min | Func::Max => 64,
         _ => 0,
     }
@@ -458,6 +662,10 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             V::Uint(u) => V::string(u.to_string()),
             V::Double(d) => V::string(format_double(*d)),
             V::Bool(b) => V::str(if *b { "true" } else { "false" }),
+            V::Ip(ip) => V::string(net::ip_string(*ip)),
+            V::Timestamp(t) => V::string(time::format_timestamp(*t)),
+            V::Duration(d) => V::string(time::format_duration(*d)),
+            V::Cidr(ip, bits) => V::string(net::cidr_string((*ip, *bits))),
             V::Bytes(b) => {
                 V::string(String::from_utf8(b.to_vec()).map_err(|_| invalid("string", "bytes are not valid UTF-8"))?)
             }
@@ -681,8 +889,246 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             };
             V::Optional(if zero { None } else { Some(Rc::new(v.clone())) })
         }
+        (Func::Slice, Some(V::List(l)), Some(V::Int(start)), Some(V::Int(end))) => {
+            let (start, end) = (*start, *end);
+            if start < 0 || end < 0 {
+                return Err(invalid("slice", format!("cannot slice({start}, {end}), negative indexes not supported")));
+            }
+            if start > end {
+                return Err(invalid(
+                    "slice",
+                    format!("cannot slice({start}, {end}), start index must be less than or equal to end index"),
+                ));
+            }
+            if end as u64 > l.len() as u64 {
+                return Err(invalid("slice", format!("cannot slice({start}, {end}), list is length {}", l.len())));
+            }
+            V::List(Rc::new(l[start as usize..end as usize].to_vec()))
+        }
+        (Func::Flatten, Some(V::List(l)), depth, None) => {
+            let depth = match depth {
+                None => 1,
+                Some(V::Int(d)) if *d >= 0 => *d,
+                Some(V::Int(_)) => return Err(invalid("flatten", "level must be non-negative")),
+                Some(_) => return Err(no()),
+            };
+            let mut out = Vec::with_capacity(l.len());
+            flatten_into(l, depth, &mut out);
+            V::List(Rc::new(out))
+        }
+        (Func::Sort, Some(V::List(l)), None, None) => {
+            let order = sort_order(l)?;
+            V::List(Rc::new(order.into_iter().map(|i| l[i].clone()).collect()))
+        }
+        (Func::SortByKeys, Some(V::List(l)), Some(V::List(keys)), None) => {
+            if l.len() != keys.len() {
+                return Err(invalid(
+                    "sortBy",
+                    format!(
+                        "expected a list of the same size as the associated keys list, but got {} and {} elements respectively",
+                        l.len(),
+                        keys.len()
+                    ),
+                ));
+            }
+            let order = sort_order(keys)?;
+            V::List(Rc::new(order.into_iter().map(|i| l[i].clone()).collect()))
+        }
+        (Func::ListsRange, Some(V::Int(n)), None, None) => {
+            if *n < 0 {
+                return Err(invalid("lists.range", format!("size must be non-negative, got {n}")));
+            }
+            if *n > MAX_RANGE {
+                return Err(invalid("lists.range", format!("size {n} exceeds maximum allowed ({MAX_RANGE})")));
+            }
+            V::List(Rc::new((0..*n).map(V::Int).collect()))
+        }
+        (Func::Reverse, Some(V::List(l)), None, None) => V::List(Rc::new(l.iter().rev().cloned().collect())),
+        (Func::Distinct, Some(V::List(l)), None, None) => {
+            let mut out: Vec<Value<'a>> = Vec::with_capacity(l.len());
+            for x in l.iter() {
+                if !out.iter().any(|y| equals(x, y)) {
+                    out.push(x.clone());
+                }
+            }
+            V::List(Rc::new(out))
+        }
+        (Func::Format, Some(V::Str(pattern)), Some(V::List(l)), None) => V::string(super::format::format(pattern, l)?),
+        (Func::Ip, Some(V::Str(s)), None, None) => V::Ip(net::parse_ip(s).map_err(|m| invalid("ip", m))?),
+        (Func::Ip, Some(V::Cidr(ip, _)), None, None) => V::Ip(*ip),
+        (Func::IsIp, Some(V::Str(s)), None, None) => V::Bool(net::parse_ip(s).is_ok()),
+        (Func::IpIsCanonical, Some(V::Str(s)), None, None) => {
+            let ip = net::parse_ip(s).map_err(|m| invalid("ip.isCanonical", m))?;
+            V::Bool(net::ip_string(ip) == **s)
+        }
+        (Func::Family, Some(V::Ip(ip)), None, None) => V::Int(if ip.is_ipv4() { 4 } else { 6 }),
+        (Func::IsUnspecified, Some(V::Ip(ip)), None, None) => V::Bool(net::is_unspecified(*ip)),
+        (Func::IsLoopback, Some(V::Ip(ip)), None, None) => V::Bool(net::is_loopback(*ip)),
+        (Func::IsLinkLocalMulticast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_link_local_multicast(*ip)),
+        (Func::IsLinkLocalUnicast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_link_local_unicast(*ip)),
+        (Func::IsGlobalUnicast, Some(V::Ip(ip)), None, None) => V::Bool(net::is_global_unicast(*ip)),
+        (Func::Cidr, Some(V::Str(s)), None, None) => {
+            let (ip, bits) = net::parse_cidr(s).map_err(|m| invalid("cidr", m))?;
+            V::Cidr(ip, bits)
+        }
+        (Func::IsCidr, Some(V::Str(s)), None, None) => V::Bool(net::parse_cidr(s).is_ok()),
+        (Func::ContainsIp, Some(V::Cidr(ip, bits)), Some(other), None) => {
+            let other = match other {
+                V::Ip(o) => *o,
+                V::Str(s) => net::parse_ip(s).map_err(|m| invalid("containsIP", m))?,
+                _ => return Err(no()),
+            };
+            V::Bool(net::contains_ip((*ip, *bits), other))
+        }
+        (Func::ContainsCidr, Some(V::Cidr(ip, bits)), Some(other), None) => {
+            let other = match other {
+                V::Cidr(o, b) => (*o, *b),
+                V::Str(s) => net::parse_cidr(s).map_err(|m| invalid("containsCIDR", m))?,
+                _ => return Err(no()),
+            };
+            V::Bool(net::contains_cidr((*ip, *bits), other))
+        }
+        (Func::Masked, Some(V::Cidr(ip, bits)), None, None) => V::Cidr(net::mask(*ip, *bits), *bits),
+        (Func::PrefixLength, Some(V::Cidr(_, bits)), None, None) => V::Int(i64::from(*bits)),
+        (Func::ToTimestamp, Some(v), None, None) => V::Timestamp(match v {
+            V::Timestamp(t) => *t,
+            V::Str(s) => time::parse_timestamp(s).map_err(|m| invalid("timestamp", m))?,
+            V::Int(secs) => {
+                time::check_timestamp(i128::from(*secs) * 1_000_000_000).map_err(|m| invalid("timestamp", m))?
+            }
+            _ => return Err(no()),
+        }),
+        (Func::ToDuration, Some(v), None, None) => V::Duration(match v {
+            V::Duration(d) => *d,
+            V::Str(s) => time::parse_duration(s).map_err(|m| invalid("duration", m))?,
+            _ => return Err(no()),
+        }),
+        (Func::TimeField(field), Some(V::Timestamp(t)), tz, None) => {
+            let offset = match tz {
+                None => 0,
+                Some(V::Str(z)) => time::zone_offset(z).map_err(|m| invalid(name, m))?,
+                Some(_) => return Err(no()),
+            };
+            V::Int(time::timestamp_field(*t, offset, field))
+        }
+        (Func::TimeField(field), Some(V::Duration(d)), None, None) => {
+            V::Int(time::duration_field(*d, field).ok_or_else(no)?)
+        }
+        (Func::Url, Some(V::Str(s)), None, None) => V::Url(Rc::new(url::parse_url(s).map_err(|m| invalid("url", m))?)),
+        (Func::IsUrl, Some(V::Str(s)), None, None) => V::Bool(url::is_url(s)),
+        (Func::GetScheme, Some(V::Url(u)), None, None) => V::string(u.scheme().to_owned()),
+        (Func::GetHost, Some(V::Url(u)), None, None) => V::string(u.host().to_owned()),
+        (Func::GetHostname, Some(V::Url(u)), None, None) => V::string(u.hostname().to_owned()),
+        (Func::GetPort, Some(V::Url(u)), None, None) => V::string(u.port().to_owned()),
+        (Func::GetEscapedPath, Some(V::Url(u)), None, None) => V::string(u.escaped_path()),
+        (Func::GetQuery, Some(V::Url(u)), None, None) => V::Map(Rc::new(
+            u.query()
+                .into_iter()
+                .map(|(k, vs)| (V::string(k), V::List(Rc::new(vs.into_iter().map(V::string).collect()))))
+                .collect(),
+        )),
         _ => return Err(no()),
     })
+}
+
+/// Runtime cost of the IP and CIDR functions (k8s `library/cost.go` `CallCost`):
+/// parsing traverses the string (0.1 per character, 0.2 for `ip.isCanonical`, which
+/// also prints it), `containsIP`/`containsCIDR` compare values whose size counts as 1,
+/// accessors cost 1.
+pub(crate) fn net_runtime_cost(f: Func, args: &[Value<'_>]) -> u64 {
+    let len = |i: usize| match args.get(i) {
+        Some(Value::Str(s)) => s.chars().count() as u64,
+        _ => 0,
+    };
+    let t = |n: u64| ceil_mul(n, 0.1);
+    match f {
+        Func::Ip if matches!(args.first(), Some(Value::Str(_))) => t(len(0)),
+        Func::IsIp | Func::Cidr | Func::IsCidr => t(len(0)),
+        Func::IpIsCanonical => ceil_mul(len(0), 0.2),
+        Func::ContainsIp => 1 + t(len(1)),
+        Func::ContainsCidr => 3 + t(len(1)),
+        _ => 1,
+    }
+}
+
+/// Largest `lists.range` (cel-go `maxRangeSize`).
+const MAX_RANGE: i64 = 10_000_000;
+
+/// Appends the elements of `l` to `out`, descending `depth` levels into nested lists.
+fn flatten_into<'a>(l: &[Value<'a>], depth: i64, out: &mut Vec<Value<'a>>) {
+    for x in l {
+        match x {
+            Value::List(inner) if depth > 0 => flatten_into(inner, depth - 1, out),
+            other => out.push(other.clone()),
+        }
+    }
+}
+
+/// The permutation that sorts `keys` (stable), for `sort` and `sortBy`. As cel-go's
+/// `sortListByAssociatedKeys`: the keys must be of one comparable type (int, uint,
+/// double, bool, string or bytes here).
+fn sort_order(keys: &[Value<'_>]) -> Result<Vec<usize>, EvalErrorKind> {
+    let Some(first) = keys.first() else {
+        return Ok(Vec::new());
+    };
+    if !matches!(
+        first,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Bool(_)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::Timestamp(_)
+            | Value::Duration(_)
+    ) {
+        return Err(invalid("sort", "list elements must be comparable"));
+    }
+    if keys.iter().any(|k| std::mem::discriminant(k) != std::mem::discriminant(first)) {
+        return Err(invalid("sort", "list elements must have the same type"));
+    }
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&i, &j| compare(&keys[i], &keys[j]).flatten().unwrap_or(Ordering::Equal));
+    Ok(order)
+}
+
+/// Runtime cost of the `ext.Lists` functions, from their inputs (cel-go `ext/lists.go`
+/// cost trackers: the result or input size times a factor, plus 1 for the call and 10
+/// for the new list). Charged before the call, so an oversized `lists.range` or
+/// `sort` stops at the budget instead of allocating.
+pub(crate) fn list_ext_cost(f: Func, args: &[Value<'_>]) -> u64 {
+    let len = |i: usize| match args.get(i) {
+        Some(Value::List(l)) => l.len() as u64,
+        _ => 0,
+    };
+    let int = |i: usize| match args.get(i) {
+        Some(Value::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let self_compare = |i: usize| {
+        let n = len(i);
+        let strings =
+            matches!(args.get(i), Some(Value::List(l)) if matches!(l.first(), Some(Value::Str(_) | Value::Bytes(_))));
+        let factor = if strings { 2.1 } else { 2.0 };
+        let v = n.saturating_mul(n) as f64 * factor;
+        if v >= u64::MAX as f64 { u64::MAX } else { v as u64 }
+    };
+    let body = match f {
+        Func::ListsRange => int(0).map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+        Func::Reverse => len(0),
+        Func::Slice => match (int(1), int(2)) {
+            (Some(a), Some(b)) if 0 <= a && a <= b && (b as u64) <= len(0) => (b - a) as u64,
+            _ => 0,
+        },
+        Func::Flatten => {
+            let depth = if args.len() > 1 { int(1).map_or(0, |d| u64::try_from(d).unwrap_or(0)) } else { 1 };
+            depth.saturating_mul(len(0))
+        }
+        Func::Distinct | Func::Sort => self_compare(0),
+        Func::SortByKeys => self_compare(1),
+        _ => return 1,
+    };
+    body.saturating_add(11)
 }
 
 fn sum<'a>(l: &[Value<'a>]) -> Option<R<'a>> {
@@ -792,6 +1238,8 @@ fn to_int(v: &Value<'_>) -> Option<i64> {
                 .then(|| d.trunc() as i64)
         }
         Value::Str(s) => s.parse().ok(),
+        // Unix seconds, rounded towards negative infinity as Go's `Time.Unix`.
+        Value::Timestamp(t) => i64::try_from(t.div_euclid(1_000_000_000)).ok(),
         _ => None,
     }
 }

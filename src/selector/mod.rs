@@ -33,20 +33,29 @@
 //! - Attribute values are dynamically typed: `device.attributes["d"].x == "a"` is simply
 //!   `false` when `x` is an int, but `device.attributes["d"].x > "a"` is then an error.
 //!
-//! The environment (see `functions.rs` for the full list, each with its upstream source):
-//! the CEL standard library with macros (`has`, `all`, `exists`, `exists_one`, `map`,
-//! `filter`), `cel.bind`, two-variable comprehensions (`all`, `exists`, `existsOne`,
-//! `transformList`, `transformMap`), `type()` and type values, optional types (`a.?b`,
-//! `m[?k]`, `optional.of`/`none`/`ofNonZeroValue`, `hasValue`, `value`, `orValue`,
-//! `or`), cel-go's string extensions (version 2), sets, and the Kubernetes list, regex
-//! (`find`, `findAll`), quantity and semver libraries.
+//! The environment is what `k8s.io/apiserver/pkg/cel/environment/base.go` (Kubernetes
+//! v1.36) and `k8s.io/dynamic-resource-allocation/cel/compile.go` enable (see
+//! `functions.rs` for the full list, each with its upstream source): the CEL standard
+//! library (timestamps and durations included, in UTC or a fixed offset) with macros
+//! (`has`, `all`, `exists`, `exists_one`, `map`, `filter`), `cel.bind`, two-variable
+//! comprehensions (`all`, `exists`, `existsOne`,
+//! `transformList`, `transformMap`, `transformMapEntry`), `type()` and type values,
+//! optional types (`a.?b`, `m[?k]`, `[?x]`, `{?k: v}`, `optional.of`/`none`/
+//! `ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`), cel-go's string extensions
+//! (version 2, with `format`), lists extensions (version 3: `slice`, `flatten`, `sort`,
+//! `sortBy`, `lists.range`, `reverse`, `distinct`) and sets, and the Kubernetes list,
+//! regex (`find`, `findAll`), quantity, semver, URL, IP and CIDR libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
-//! "undeclared reference"): string `format`, optional list and map entries (`[?x]`,
-//! `{?k: v}`), timestamps and durations, the Kubernetes URL, IP, CIDR, image and authorizer
-//! libraries, `transformMapEntry`, and the alpha list-type attributes
-//! (`DRAListTypeAttributes`: list values and `includes`). `device.allowMultipleAllocations`
-//! is always available, as with the `DRAConsumableCapacity` gate on.
+//! "undeclared reference"): the Kubernetes format library (`format.named`,
+//! `format.dns1123Label()` and the other named formats, `validate`), the authorizer
+//! library (it needs an `authorizer` variable, which DRA selectors do not have), and
+//! the alpha list-type attributes (`DRAListTypeAttributes`: list
+//! values and `includes`). At run time, an IANA time zone name given to a timestamp
+//! getter (`getHours("Europe/Paris")`) is an error: schedkit carries no time zone
+//! database, only `"UTC"` and fixed offsets such as `"+05:30"`.
+//! `device.allowMultipleAllocations` is always available, as with the
+//! `DRAConsumableCapacity` gate on.
 //!
 //! [`Selector::compile`]: crate::selector::Selector::compile
 //! [`Selector::matches`]: crate::selector::Selector::matches
@@ -79,11 +88,15 @@ mod compile;
 mod device;
 mod error;
 mod eval;
+mod format;
 mod functions;
 mod lexer;
+mod net;
 mod parser;
 mod semver;
+mod time;
 mod types;
+mod url;
 mod value;
 
 pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};
@@ -107,10 +120,19 @@ pub const MAX_COST: u64 = 1_000_000;
 pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 
 /// Deepest accepted nesting of the expression tree (parser recursion and tree depth).
-/// cel-go's parser allows 250 levels of recursion; schedkit stops at 100 so that
-/// compiling and evaluating stay well inside a 2 MiB thread stack even in unoptimised
-/// builds. Chains of `&&` and `||` are balanced (as cel-go does), so 100 levels hold
-/// far more conditions than fit in [`MAX_EXPRESSION_LENGTH`].
+///
+/// Upstream: cel-go's parser stops at 250 levels of recursion (its default
+/// `MaxRecursionDepth`, which Kubernetes keeps), counted per grammar rule, so roughly
+/// 250 nested parentheses, brackets, calls or unary operators. schedkit deliberately
+/// stops at 100: measured on an unoptimised build, parsing 250 nested parentheses
+/// needs more than a 2 MiB thread stack (about 9 KiB per level), and compiling or
+/// evaluating 250 nested lists does too, so accepting upstream's limit would turn a
+/// hostile selector into a stack overflow (an abort, not an error) on a default-sized
+/// thread. Expressions nesting 101 to 250 levels deep, which Kubernetes accepts, are
+/// refused here with [`SelectorError::TooDeep`]; [`Limits::max_depth`] raises the
+/// limit for callers that run on larger stacks. Chains of `&&` and `||` are balanced
+/// (as cel-go does), so 100 levels hold far more conditions than fit in
+/// [`MAX_EXPRESSION_LENGTH`].
 pub const MAX_NESTING_DEPTH: usize = 100;
 
 /// Limits applied by [`Selector::compile_with`]; [`Limits::default`] is upstream's.

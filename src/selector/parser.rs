@@ -10,8 +10,13 @@
 //! Unary          = Member | "!" {"!"} Member | "-" {"-"} Member ;
 //! Member         = Primary | Member "." IDENT ["(" [ExprList] ")"] | Member "[" Expr "]" ;
 //! Primary        = ["."] IDENT ["(" [ExprList] ")"] | "(" Expr ")"
-//!                | "[" [ExprList] [","] "]" | "{" [MapInits] [","] "}" | LITERAL ;
+//!                | "[" [ListElems] [","] "]" | "{" [MapInits] [","] "}" | LITERAL ;
+//! ListElems      = ["?"] Expr {"," ["?"] Expr} ;
+//! MapInits       = ["?"] Expr ":" Expr {"," ["?"] Expr ":" Expr} ;
 //! ```
+//!
+//! With cel-go's optional types (enabled in Kubernetes since 1.28), `a.?f` and `a[?k]`
+//! select optionally, and `?` before a list element or map entry makes it optional.
 //!
 //! Binary operators are left-associative, `?:` is right-associative. As in cel-go's
 //! parser, an even run of `!` or `-` cancels out and an odd run becomes one operator.
@@ -70,8 +75,8 @@ pub(crate) fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
             f(then);
             f(otherwise);
         }
-        ExprKind::List(items) => items.iter().for_each(f),
-        ExprKind::Map(entries) => {
+        ExprKind::List { items, .. } => items.iter().for_each(f),
+        ExprKind::Map { entries, .. } => {
             for (k, v) in entries {
                 f(k);
                 f(v);
@@ -296,8 +301,7 @@ impl Parser<'_> {
         }
     }
 
-    /// Comma-separated expressions up to `close` (consumed); a trailing comma is allowed
-    /// in lists, not in calls.
+    /// Comma-separated call arguments up to the closing `)` (consumed); no trailing comma.
     fn expr_list(&mut self, close: &Tok) -> Result<Vec<Expr>, SelectorError> {
         let mut items = Vec::new();
         if self.peek() != close {
@@ -305,16 +309,12 @@ impl Parser<'_> {
                 items.push(self.expr()?);
                 if self.peek() == &Tok::Comma {
                     self.bump();
-                    if self.peek() == close && close == &Tok::RBracket {
-                        break;
-                    }
                     continue;
                 }
                 break;
             }
         }
-        let what = if close == &Tok::RParen { "')'" } else { "']'" };
-        self.expect(close, what)?;
+        self.expect(close, "')'")?;
         Ok(items)
     }
 
@@ -347,11 +347,9 @@ impl Parser<'_> {
                 self.expect(&Tok::RParen, "')'")?;
                 return Ok(e);
             }
-            Tok::LBracket => ExprKind::List(self.expr_list(&Tok::RBracket)?),
-            Tok::LBracketQuestion => {
-                return Err(self.err(pos, "optional list elements are not supported"));
-            }
-            Tok::LBrace => ExprKind::Map(self.map_entries()?),
+            // `[?` opens a list whose first element is optional.
+            Tok::LBracket | Tok::LBracketQuestion => self.list_elements(t.tok == Tok::LBracketQuestion)?,
+            Tok::LBrace => self.map_entries()?,
             other => {
                 return Err(self.err(pos, format!("unexpected {}", other.describe())));
             }
@@ -368,9 +366,42 @@ impl Parser<'_> {
         Ok(node(ExprKind::Ident(name), pos))
     }
 
-    fn map_entries(&mut self) -> Result<Vec<(Expr, Expr)>, SelectorError> {
+    /// The elements of a list literal after its `[` (or `[?`, then `first_optional`),
+    /// up to the closing `]`; `?x` marks an optional element.
+    fn list_elements(&mut self, first_optional: bool) -> Result<ExprKind, SelectorError> {
+        let mut items = Vec::new();
+        let mut optional = Vec::new();
+        let mut next_optional = first_optional;
+        loop {
+            if !next_optional && self.peek() == &Tok::RBracket {
+                break;
+            }
+            if next_optional || self.peek() == &Tok::Question {
+                if !next_optional {
+                    self.bump();
+                }
+                optional.push(items.len());
+                next_optional = false;
+            }
+            items.push(self.expr()?);
+            if self.peek() == &Tok::Comma {
+                self.bump();
+                continue;
+            }
+            break;
+        }
+        self.expect(&Tok::RBracket, "']'")?;
+        Ok(ExprKind::List { items, optional })
+    }
+
+    fn map_entries(&mut self) -> Result<ExprKind, SelectorError> {
         let mut entries = Vec::new();
+        let mut optional = Vec::new();
         while self.peek() != &Tok::RBrace {
+            if self.peek() == &Tok::Question {
+                self.bump();
+                optional.push(entries.len());
+            }
             let k = self.expr()?;
             self.expect(&Tok::Colon, "':'")?;
             let v = self.expr()?;
@@ -382,6 +413,6 @@ impl Parser<'_> {
             }
         }
         self.expect(&Tok::RBrace, "'}'")?;
-        Ok(entries)
+        Ok(ExprKind::Map { entries, optional })
     }
 }

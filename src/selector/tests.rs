@@ -55,3 +55,85 @@ fn version_attributes_parse_strictly() {
     let s = Selector::compile("device.driver == 'x'").unwrap();
     assert_eq!(s.to_string(), "device.driver == 'x'");
 }
+
+/// (estimated, actual) cost of any expression, bool or not, against an empty device.
+fn costs(src: &str) -> (u64, u64) {
+    let expr = parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let c = compile::compile(src, &expr).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let d = Device::new("d", "x");
+    let mut cx = eval::Ctx { fault: None, device: &d, locals: SmallVec::new(), cost: 0, limit: u64::MAX };
+    if let Err(e) = cx.eval(&c.root) {
+        panic!("{src}: {e}");
+    }
+    (c.max_cost, cx.cost)
+}
+
+#[test]
+fn format_costs_match_upstream() {
+    // cel-go ext/formatting_test.go TestStringFormat: expectedEstimatedCost and
+    // expectedRuntimeCost (equal there) of the whole `"...".format([...])` call.
+    for (src, want) in [
+        (r#""no substitution".format([])"#, 12),
+        (r#""str is %s and some more".format(["filler"])"#, 13),
+        (r#""%% and also %%".format([])"#, 12),
+        (r#""%%%s%%".format(["text"])"#, 11),
+        (r#""%d %d %d, %s %s %s, %d %d %d, %s %s %s".format([1, 2, 3, "A", "B", "C", 4, 5, 6, "D", "E", "F"])"#, 14),
+        (r#""%.3f".format([1.2345])"#, 11),
+        (r#""this is 5 in binary: %b".format([5])"#, 13),
+        (r#""unsigned 64 in binary: %b".format([uint(64)])"#, 14),
+        (r#""%s".format([[2.71]])"#, 21),
+        (r#""map with multiple key types: %s".format([{1: "value1", uint(2): "value2", true: double("NaN")}])"#, 46),
+    ] {
+        assert_eq!(costs(src), (want, want), "{src}");
+    }
+}
+
+#[test]
+fn list_extension_costs_follow_cel_go_estimators() {
+    // ext/lists.go (version 3): size x factor + 1 (call) + 10 (new list), plus the
+    // arguments. A 4-element literal costs 10.
+    for (src, estimated, actual) in [
+        ("[1, 2, 3, 4].reverse()", 10 + 4 + 11, 10 + 4 + 11),
+        ("[1, 2, 3, 4].slice(1, 3)", 10 + 2 + 11, 10 + 2 + 11),
+        ("lists.range(5)", 5 + 11, 5 + 11),
+        ("[[1], [2, 3]].flatten()", 30 + 2 + 11, 30 + 2 + 11),
+        ("[1, 2, 3, 4].distinct()", 10 + 2 * 16 + 11, 10 + 2 * 16 + 11),
+        ("[4, 3, 2, 1].sort()", 10 + 2 * 16 + 11, 10 + 2 * 16 + 11),
+        // Strings add the traversal factor 0.1 per comparison.
+        ("['b', 'a'].sort()", 10 + 9 + 11, 10 + 8 + 11),
+    ] {
+        assert_eq!(costs(src), (estimated, actual), "{src}");
+    }
+}
+
+#[test]
+fn ip_and_cidr_costs_follow_kubernetes_cost_go() {
+    // Estimates: the global parsers fall through k8s EstimateCallCost (it only prices
+    // them with a receiver) to cel-go's 1; containsIP 4 and containsCIDR 7 for the
+    // comparison, plus 0.1 per character of a string argument. At run time parsing is
+    // 0.1 per character and the comparison sees values of size 1.
+    for (src, estimated, actual) in [
+        (r#"cidr("192.168.0.0/24").containsIP(ip("192.168.0.1"))"#, 1 + 1 + 4, 2 + 2 + 1),
+        (r#"cidr("192.168.0.0/24").containsCIDR("192.168.0.0/25")"#, 1 + 7 + 2, 2 + 3 + 2),
+        (r#"ip.isCanonical("2001:db8::abcd")"#, 1, 3),
+        (r#"ip("::1").family()"#, 1 + 1, 1 + 1),
+    ] {
+        assert_eq!(costs(src), (estimated, actual), "{src}");
+    }
+}
+
+#[test]
+fn url_costs_follow_kubernetes_cost_go() {
+    // `url(s)` traverses the string (0.1 per character) in the estimate and at run
+    // time; the getters and `isURL` cost 1.
+    let src = r#"url("https://example.com/path").getHost()"#;
+    assert_eq!(costs(src), (3 + 1, 3 + 1));
+    assert_eq!(costs(r#"isURL("https://example.com/path")"#), (1, 1));
+}
+
+#[test]
+fn timestamp_costs_are_cel_go_defaults() {
+    // cel-go prices the conversions, getters and arithmetic at 1 each.
+    assert_eq!(costs("timestamp('2023-02-03T23:31:20Z') + duration('1h')"), (3, 3));
+    assert_eq!(costs("timestamp(0).getHours('+01:00')"), (2, 2));
+}

@@ -22,6 +22,16 @@ pub(crate) enum Ty {
     Quantity,
     Semver,
     Device,
+    /// `net.IP` (Kubernetes IP library).
+    Ip,
+    /// `net.CIDR` (Kubernetes CIDR library).
+    Cidr,
+    /// `kubernetes.URL` (Kubernetes URL library).
+    Url,
+    /// `google.protobuf.Timestamp`
+    Timestamp,
+    /// `google.protobuf.Duration`
+    Duration,
     /// `optional_type(T)` (cel-go optional types, enabled in Kubernetes since 1.28).
     Optional(Box<Ty>),
 }
@@ -86,6 +96,11 @@ impl fmt::Display for Ty {
             Ty::Quantity => f.write_str("kubernetes.Quantity"),
             Ty::Semver => f.write_str("kubernetes.Semver"),
             Ty::Device => f.write_str("kubernetes.DRADevice"),
+            Ty::Ip => f.write_str("net.IP"),
+            Ty::Cidr => f.write_str("net.CIDR"),
+            Ty::Url => f.write_str("kubernetes.URL"),
+            Ty::Timestamp => f.write_str("google.protobuf.Timestamp"),
+            Ty::Duration => f.write_str("google.protobuf.Duration"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),
         }
     }

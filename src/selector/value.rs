@@ -2,6 +2,7 @@
 //! selector or the device wherever possible, so comparisons allocate nothing.
 
 use std::cmp::Ordering;
+use std::net::IpAddr;
 use std::ops::Deref;
 use std::rc::Rc;
 
@@ -59,6 +60,16 @@ pub(crate) enum Value<'a> {
     Semver(Ver<'a>),
     List(Rc<Vec<Value<'a>>>),
     Map(Rc<Vec<(Value<'a>, Value<'a>)>>),
+    /// A `net.IP` (`ip("10.0.0.1")`).
+    Ip(IpAddr),
+    /// A `net.CIDR`: the address as written (host bits may be set) and the prefix length.
+    Cidr(IpAddr, u8),
+    /// A timestamp: nanoseconds since the Unix epoch, within CEL's range.
+    Timestamp(i128),
+    /// A duration: nanoseconds (Go's `time.Duration`).
+    Duration(i64),
+    /// A `kubernetes.URL` (`url("https://example.com")`).
+    Url(Rc<super::url::Url>),
     /// An optional value (`optional.of(x)`, `optional.none()`).
     Optional(Option<Rc<Value<'a>>>),
     /// The `device` variable.
@@ -96,6 +107,11 @@ impl<'a> Value<'a> {
             Value::Bytes(_) => "bytes",
             Value::Quantity(_) => "kubernetes.Quantity",
             Value::Semver(_) => "kubernetes.Semver",
+            Value::Ip(_) => "net.IP",
+            Value::Cidr(..) => "net.CIDR",
+            Value::Url(_) => "kubernetes.URL",
+            Value::Timestamp(_) => "google.protobuf.Timestamp",
+            Value::Duration(_) => "google.protobuf.Duration",
             Value::List(_) => "list",
             Value::Map(_)
             | Value::Attributes(_)
@@ -233,6 +249,11 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::Quantity(x), Value::Quantity(y)) => x == y,
         (Value::Semver(x), Value::Semver(y)) => **x == **y,
+        (Value::Ip(x), Value::Ip(y)) => x == y,
+        (Value::Cidr(x, a), Value::Cidr(y, b)) => x == y && a == b,
+        (Value::Url(x), Value::Url(y)) => x == y,
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        (Value::Duration(x), Value::Duration(y)) => x == y,
         (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)),
         (Value::Map(x), Value::Map(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equals(k, k2) && equals(v, v2)))
@@ -304,6 +325,8 @@ pub(crate) fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Option<Ordering>> 
         (Value::Str(x), Value::Str(y)) => Some((**x).cmp(&**y)),
         (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
+        (Value::Duration(x), Value::Duration(y)) => Some(x.cmp(y)),
         (Value::Int(_) | Value::Uint(_) | Value::Double(_), Value::Int(_) | Value::Uint(_) | Value::Double(_)) => {
             numeric_cmp(a, b)
         }
