@@ -10,6 +10,7 @@ use schedkit::dra::{
 };
 use schedkit::model::Labels;
 
+const ADMIN_LABEL: &str = schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL;
 const DRIVER_A: &str = "driver-a";
 const DRIVER_B: &str = "driver-b";
 
@@ -65,6 +66,9 @@ struct World {
 impl World {
     fn new(classes: &[DeviceClass], slices: Vec<Value>) -> World {
         let store = DraStore::new();
+        // Admin access needs the namespace label (upstream checks it at admission; the
+        // allocator cases assume admitted claims).
+        store.set_namespace_labels("default", [(ADMIN_LABEL.to_owned(), "true".to_owned())].into());
         for c in classes {
             store.add_class(c.clone()).unwrap();
         }

@@ -229,7 +229,8 @@ fn pre_enqueue_waits_for_claims_and_templates_instantiate() {
         serde_json::from_value(json!({"metadata": {"name": "one-gpu", "namespace": "default"},
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}))
         .unwrap(),
-    );
+    )
+    .unwrap();
     let tpod = PodBuilder::new("t")
         .with(|p| {
             p.spec.resource_claims.push(PodResourceClaim {

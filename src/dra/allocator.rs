@@ -641,10 +641,19 @@ fn share_fields(
 }
 
 /// Builds each claim's `AllocationResult` from the picks (upstream
-/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device pins
-/// the allocation to the node; otherwise the selectors of network-attached devices are
-/// merged into one term; devices for all nodes add nothing).
-pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: Symbol) -> Vec<AllocationResult> {
+/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device, or
+/// with binding conditions enabled any device with `bindsToNode`, pins the allocation to
+/// the node; otherwise the selectors of network-attached devices are merged into one
+/// term; devices for all nodes add nothing). With binding conditions enabled each result
+/// copies its device's binding and binding failure conditions
+/// (`allocator_experimental.go`, `Allocate`).
+pub(crate) fn results(
+    world: &World,
+    plans: &[ClaimPlan],
+    picks: &[Pick],
+    node: Symbol,
+    binding: bool,
+) -> Vec<AllocationResult> {
     let mut out = Vec::with_capacity(plans.len());
     for (c, plan) in plans.iter().enumerate() {
         let mut results = Vec::new();
@@ -664,6 +673,13 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 }
                 Scope::All => {}
             }
+            if binding && e.binds_to_node {
+                local = true;
+            }
+            let (binding_conditions, binding_failure_conditions) = match (&e.binding, binding) {
+                (Some(b), true) => (b.0.clone(), b.1.clone()),
+                _ => (Vec::new(), Vec::new()),
+            };
             results.push(DeviceRequestAllocationResult {
                 request: alt.result_name.clone(),
                 driver: e.id.driver.as_str().to_owned(),
@@ -671,6 +687,8 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 device: e.id.device.as_str().to_owned(),
                 admin_access: alt.admin.then_some(true),
                 tolerations: alt.tolerations.clone(),
+                binding_conditions,
+                binding_failure_conditions,
                 other: share_fields(e, alt, &plan.claim.key, p.admin),
             });
             if !seen_alts.contains(&(p.request, p.alt)) {

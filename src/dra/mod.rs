@@ -17,8 +17,8 @@ mod world;
 
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
 pub use chooser::TopologyChooser;
-pub use compiled::{CompiledClaim, CompiledClass};
-pub use error::{AllocError, CounterOverCapacity, DraError};
-pub use store::{Audit, DraStore, GatherError, NodeResult, PodClaims, claim_name_for};
+pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
+pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
+pub use store::{Audit, BindingState, DraStore, GatherError, NodeResult, PodClaims, binding_state, claim_name_for};
 pub use types::*;
 pub use world::DeviceId;

@@ -11,11 +11,11 @@ use parking_lot::{Mutex, RwLock};
 use super::allocator::{
     self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome, SelectorMatches,
 };
-use super::compiled::{CompiledClaim, CompiledClass, ns_or_default};
-use super::error::{AllocError, DraError};
+use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
+use super::error::{AllocError, BindingError, DraError};
 use super::types::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
-    ResourceClaimTemplate, ResourceSlice,
+    ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim,
+    ResourceClaimConsumerReference, ResourceClaimSpec, ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
 };
 use super::world::{self, DeviceId, World};
 use crate::model::{Labels, Pod, PodResourceClaim, Symbol};
@@ -24,6 +24,9 @@ use crate::model::{Labels, Pod, PodResourceClaim, Symbol};
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimEntry {
     pub compiled: Arc<CompiledClaim>,
+    /// When PreBind recorded the allocation, on the scheduler's clock (upstream
+    /// `status.allocation.allocationTimestamp`, which starts the binding timeout).
+    pub allocated_at: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -39,6 +42,14 @@ struct Inner {
     in_use: Option<(u64, u64, Arc<InUse>)>,
     chooser: Option<Arc<dyn DeviceChooser>>,
     budget: u64,
+    /// Device taint rules by name (upstream applies them in informer order, which is
+    /// unspecified; only the order of a device's taints differs).
+    rules: BTreeMap<String, Arc<CompiledTaintRule>>,
+    /// Namespace labels (for the admin access check).
+    namespaces: AHashMap<String, BTreeMap<String, String>>,
+    /// Whether devices with binding conditions may be allocated (upstream feature gate
+    /// `DRADeviceBindingConditions`, beta and on by default in v1.36).
+    binding_disabled: bool,
 }
 
 /// The DRA objects the scheduler needs, behind one lock. Cheap to share (`Arc`).
@@ -76,10 +87,77 @@ pub struct PodClaims {
     pub(crate) in_use: Arc<InUse>,
     pub(crate) plans: Vec<ClaimPlan>,
     pub(crate) slots: Vec<(u16, u16)>,
-    /// Claims already allocated: their node selectors (None: any node).
-    pub(crate) allocated: Vec<(String, Option<crate::model::NodeSelector>)>,
+    /// Claims already allocated.
+    pub(crate) allocated: Vec<AllocatedClaim>,
+    /// Whether binding conditions are enabled.
+    pub(crate) binding: bool,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
+}
+
+/// An allocated claim of the pod.
+#[derive(Debug, Clone)]
+pub(crate) struct AllocatedClaim {
+    pub key: String,
+    /// Where the allocation is usable (None: any node).
+    pub node_selector: Option<crate::model::NodeSelector>,
+    /// Where its device binding conditions stand.
+    pub binding: BindingState,
+    /// When the allocation was recorded (clock time).
+    pub allocated_at: Option<std::time::Duration>,
+}
+
+/// Where an allocated claim's device binding conditions stand (upstream
+/// `dynamicresources.go`, `isClaimReadyForBinding`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindingState {
+    /// Every result's binding conditions are `True` in `status.devices` (trivially, when
+    /// no result has binding conditions).
+    Ready,
+    /// Some binding condition is not `True` yet (or the claim is not allocated).
+    Pending,
+    /// A binding failure condition is `True`.
+    Failed(BindingError),
+}
+
+/// Where `claim`'s device binding conditions stand: for each allocated device with
+/// binding conditions, its `status.devices` entry (matched by driver, pool and device,
+/// not share id, as upstream's `getAllocatedDeviceStatus`) must exist, no failure
+/// condition may be `True`, and every binding condition must be `True`.
+pub fn binding_state(claim: &ResourceClaim) -> BindingState {
+    let Some(status) = claim.status.as_ref() else { return BindingState::Pending };
+    let Some(allocation) = status.allocation.as_ref() else { return BindingState::Pending };
+    for r in &allocation.devices.results {
+        if r.binding_conditions.is_empty() {
+            continue;
+        }
+        let Some(dev) =
+            status.devices.iter().find(|d| d.device == r.device && d.driver == r.driver && d.pool == r.pool)
+        else {
+            return BindingState::Pending;
+        };
+        for f in &r.binding_failure_conditions {
+            if let Some(c) = dev.condition(f).filter(|c| c.is_true()) {
+                return BindingState::Failed(BindingError::Failed {
+                    claim: claim_key(&claim.metadata.namespace, &claim.metadata.name),
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                });
+            }
+        }
+        if !r.binding_conditions.iter().all(|b| dev.condition(b).is_some_and(super::types::Condition::is_true)) {
+            return BindingState::Pending;
+        }
+    }
+    BindingState::Ready
+}
+
+fn has_binding_conditions(claim: &ResourceClaim) -> bool {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
 }
 
 /// Why a pod's claims can't be gathered.
@@ -167,8 +245,73 @@ impl DraStore {
 
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
-        inner.world = Arc::new(world::build(&inner.slices, generation));
+        let rules: Vec<Arc<CompiledTaintRule>> = inner.rules.values().cloned().collect();
+        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
         inner.in_use = None;
+    }
+
+    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; its
+    /// taint applies to matching devices from the next cycle on.
+    pub fn add_taint_rule(&self, rule: DeviceTaintRule) -> Result<(), DraError> {
+        let compiled = CompiledTaintRule::new(rule)?;
+        let mut inner = self.inner.write();
+        inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
+        Self::rebuild(&mut inner);
+        Ok(())
+    }
+
+    /// Removes a taint rule.
+    pub fn remove_taint_rule(&self, name: &str) -> bool {
+        let mut inner = self.inner.write();
+        let removed = inner.rules.remove(name).is_some();
+        if removed {
+            Self::rebuild(&mut inner);
+        }
+        removed
+    }
+
+    /// The taints the allocator sees on a device: the slice's own, then those of
+    /// matching taint rules (`NoSchedule`/`NoExecute` only).
+    pub fn device_taints(&self, driver: &str, pool: &str, device: &str) -> Option<Vec<crate::model::Taint>> {
+        let inner = self.inner.read();
+        let w = &inner.world;
+        let d = *w.index.get(&DeviceId::new(driver, pool, device))?;
+        Some(w.devices[d as usize].taints.to_vec())
+    }
+
+    /// Records a namespace's labels (what the admin access check reads; a namespace
+    /// never recorded has none).
+    pub fn set_namespace_labels(&self, namespace: &str, labels: BTreeMap<String, String>) {
+        self.inner.write().namespaces.insert(namespace.to_owned(), labels);
+    }
+
+    /// Switches device binding conditions on (the default, as upstream's
+    /// `DRADeviceBindingConditions` gate in v1.36) or off. Off, devices with binding
+    /// conditions are never allocated and results carry no conditions.
+    pub fn set_binding_conditions(&self, enabled: bool) {
+        let mut inner = self.inner.write();
+        inner.binding_disabled = !enabled;
+        Self::rebuild(&mut inner);
+    }
+
+    fn check_admin_access(
+        inner: &Inner,
+        object: &str,
+        namespace: &str,
+        spec: &ResourceClaimSpec,
+    ) -> Result<(), DraError> {
+        let Some(index) =
+            spec.devices.requests.iter().position(|r| r.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)))
+        else {
+            return Ok(());
+        };
+        let ns = ns_or_default(namespace);
+        let allowed =
+            inner.namespaces.get(ns).and_then(|l| l.get(ADMIN_ACCESS_NAMESPACE_LABEL)).is_some_and(|v| v == "true");
+        if allowed {
+            return Ok(());
+        }
+        Err(DraError::AdminAccessForbidden { object: object.to_owned(), index, namespace: ns.to_owned() })
     }
 
     /// Adds or replaces a slice (by name). Validates it first.
@@ -213,23 +356,48 @@ impl DraStore {
         let compiled = CompiledClass::new(class)?;
         let mut inner = self.inner.write();
         inner.classes.insert(compiled.class.metadata.name.clone(), Arc::new(compiled));
+        if inner
+            .rules
+            .values()
+            .any(|r| r.rule.spec.device_selector.as_ref().is_some_and(|s| s.device_class_name.is_some()))
+        {
+            Self::rebuild(&mut inner);
+        }
         Ok(())
     }
 
     /// Removes a device class. Claims already loaded keep their compiled selectors but
     /// fail to schedule until the class is back.
     pub fn remove_class(&self, name: &str) -> bool {
-        self.inner.write().classes.remove(name).is_some()
+        let mut inner = self.inner.write();
+        let removed = inner.classes.remove(name).is_some();
+        if removed
+            && inner
+                .rules
+                .values()
+                .any(|r| r.rule.spec.device_selector.as_ref().is_some_and(|s| s.device_class_name.is_some()))
+        {
+            Self::rebuild(&mut inner);
+        }
+        removed
     }
 
     /// Adds or replaces a claim: validates it, checks its classes exist and compiles its
     /// selectors. A claim with `status.allocation` counts as holding its devices.
     pub fn add_claim(&self, claim: ResourceClaim) -> Result<(), DraError> {
         let mut inner = self.inner.write();
+        let object = format!("ResourceClaim {}", claim_key(&claim.metadata.namespace, &claim.metadata.name));
+        Self::check_admin_access(&inner, &object, &claim.metadata.namespace, &claim.spec)?;
         let classes = &inner.classes;
         let compiled = CompiledClaim::new(claim, |c| classes.get(c).cloned())?;
         let key = compiled.key.clone();
-        inner.claims.insert(key, ClaimEntry { compiled: Arc::new(compiled) });
+        // Keep the allocation time while the allocation is the same one.
+        let allocated_at = inner.claims.get(&key).and_then(|e| {
+            let old = e.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            let new = compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            if old.is_some() && old == new { e.allocated_at } else { None }
+        });
+        inner.claims.insert(key, ClaimEntry { compiled: Arc::new(compiled), allocated_at });
         inner.alloc_gen += 1;
         Ok(())
     }
@@ -246,10 +414,15 @@ impl DraStore {
         self.inner.read().claims.get(&claim_key(namespace, name)).map(|e| e.compiled.claim.clone())
     }
 
-    /// Adds a claim template.
-    pub fn add_template(&self, template: ResourceClaimTemplate) {
+    /// Adds a claim template. Like a claim, it may ask for admin access only in a
+    /// namespace labelled for it.
+    pub fn add_template(&self, template: ResourceClaimTemplate) -> Result<(), DraError> {
         let key = claim_key(&template.metadata.namespace, &template.metadata.name);
-        self.inner.write().templates.insert(key, Arc::new(template));
+        let mut inner = self.inner.write();
+        let object = format!("ResourceClaimTemplate {key}");
+        Self::check_admin_access(&inner, &object, &template.metadata.namespace, &template.spec.spec)?;
+        inner.templates.insert(key, Arc::new(template));
+        Ok(())
     }
 
     /// Makes the claim a pod's template reference stands for, as the resourceclaim
@@ -346,6 +519,7 @@ impl DraStore {
         world: &World,
         classes: &AHashMap<String, Arc<CompiledClass>>,
         claim: &Arc<CompiledClaim>,
+        binding: bool,
     ) -> Result<ClaimPlan, AllocError> {
         let mut cache = self.match_cache.lock();
         if cache.0 != world.generation {
@@ -375,6 +549,11 @@ impl DraStore {
                         // false or error, as upstream's `isSelectable`.
                         let class_n = class.selectors.len();
                         for (i, e) in world.devices.iter().enumerate() {
+                            // Devices with binding conditions need the feature (upstream
+                            // `isSelectable`).
+                            if !binding && e.binding.is_some() {
+                                continue;
+                            }
                             let mut ok = true;
                             for (j, sel) in class.selectors.iter().chain(alt.selectors.iter()).enumerate() {
                                 match sel.matches(&e.device) {
@@ -430,13 +609,19 @@ impl DraStore {
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
             if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
-                allocated.push((key, a.node_selector.clone()));
+                let binding = if has_binding_conditions(claim) { binding_state(claim) } else { BindingState::Ready };
+                allocated.push(AllocatedClaim {
+                    key,
+                    node_selector: a.node_selector.clone(),
+                    binding,
+                    allocated_at: entry.allocated_at,
+                });
                 continue;
             }
             if plans.iter().any(|p: &ClaimPlan| p.claim.key == key) {
                 continue;
             }
-            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled)?);
+            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled, !inner.binding_disabled)?);
         }
         let mut slots = Vec::new();
         for (c, p) in plans.iter().enumerate() {
@@ -450,6 +635,7 @@ impl DraStore {
             plans,
             slots,
             allocated,
+            binding: !inner.binding_disabled,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
         })
@@ -488,6 +674,12 @@ impl DraStore {
     /// Records the pod's in-flight allocations in the claims' status and reserves every
     /// claim of the pod for it (PreBind after the caller accepted the update).
     pub fn commit(&self, pod: &Pod, pod_uid: &str) -> Vec<Arc<ResourceClaim>> {
+        self.commit_at(pod, pod_uid, None)
+    }
+
+    /// [`DraStore::commit`], recording `now` (the scheduler's clock) as the allocation
+    /// time of each newly allocated claim: the start of its binding timeout.
+    pub fn commit_at(&self, pod: &Pod, pod_uid: &str, now: Option<std::time::Duration>) -> Vec<Arc<ResourceClaim>> {
         let mut inner = self.inner.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
@@ -498,6 +690,7 @@ impl DraStore {
             let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
                 status.allocation = Some((**a).clone());
+                entry.allocated_at = now.or(entry.allocated_at);
             }
             if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
                 status.reserved_for.push(ResourceClaimConsumerReference {
@@ -528,8 +721,37 @@ impl DraStore {
         let mut compiled = (*entry.compiled).clone();
         compiled.claim = claim.clone();
         entry.compiled = Arc::new(compiled);
+        entry.allocated_at = None;
         inner.alloc_gen += 1;
         Some(claim)
+    }
+
+    /// Replaces a claim's `status.devices` (what a driver reports: device conditions,
+    /// data), as a driver's status update would. Returns the updated claim.
+    pub fn update_device_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        devices: Vec<AllocatedDeviceStatus>,
+    ) -> Result<Arc<ResourceClaim>, DraError> {
+        let mut inner = self.inner.write();
+        let key = claim_key(namespace, name);
+        let entry = inner.claims.get_mut(&key).ok_or(DraError::ClaimNotFound(key))?;
+        let mut claim = (*entry.compiled.claim).clone();
+        claim.status.get_or_insert_with(ResourceClaimStatus::default).devices = devices;
+        let claim = Arc::new(claim);
+        let mut compiled = (*entry.compiled).clone();
+        compiled.claim = claim.clone();
+        entry.compiled = Arc::new(compiled);
+        Ok(claim)
+    }
+
+    /// Where a claim's device binding conditions stand and when it was allocated (clock
+    /// time, if recorded). `None` when the claim is not in the store.
+    pub fn claim_binding(&self, namespace: &str, name: &str) -> Option<(BindingState, Option<std::time::Duration>)> {
+        let inner = self.inner.read();
+        let e = inner.claims.get(&claim_key(namespace, name))?;
+        Some((binding_state(&e.compiled.claim), e.allocated_at))
     }
 
     /// Removes one pod from a claim's `reservedFor` (the pod finished); the allocation stays
@@ -628,14 +850,14 @@ impl PodClaims {
     /// Whether every claim fits on a node, without building results (Filter). The
     /// success path allocates nothing on the heap for up to 16 devices per pod.
     pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
-        for (key, sel) in &self.allocated {
-            if let Some(sel) = sel
+        for a in &self.allocated {
+            if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
             {
                 return Ok(Err(Diagnosis {
                     node: node.as_str().to_owned(),
                     problems: vec![allocator::Problem::Unsatisfiable {
-                        claim: key.clone(),
+                        claim: a.key.clone(),
                         causes: vec!["allocated on other nodes: node selector".to_owned()],
                     }],
                 }));
@@ -676,7 +898,7 @@ impl PodClaims {
             self.budget,
         )? {
             Outcome::Fit(picks) => {
-                let results = allocator::results(&self.world, &self.plans, &picks, sym);
+                let results = allocator::results(&self.world, &self.plans, &picks, sym, self.binding);
                 Ok(NodeResult::Fit(self.plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
             }
             Outcome::NoFit(d) => Ok(NodeResult::NoFit(d)),
@@ -684,14 +906,14 @@ impl PodClaims {
     }
 
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {
-        for (key, sel) in &self.allocated {
-            if let Some(sel) = sel
+        for a in &self.allocated {
+            if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
             {
                 return Err(Diagnosis {
                     node: node.as_str().to_owned(),
                     problems: vec![allocator::Problem::Unsatisfiable {
-                        claim: key.clone(),
+                        claim: a.key.clone(),
                         causes: vec!["allocated on other nodes: node selector".to_owned()],
                     }],
                 });
@@ -713,6 +935,29 @@ impl PodClaims {
 
     /// Keys of the pod's claims that are already allocated.
     pub fn already_allocated(&self) -> impl Iterator<Item = &str> {
-        self.allocated.iter().map(|(k, _)| k.as_str())
+        self.allocated.iter().map(|a| a.key.as_str())
+    }
+
+    /// Allocated claims of the pod whose binding failed, or that waited longer than
+    /// `timeout` since `allocated_at` for their binding conditions at clock time `now`
+    /// (upstream Filter's `isClaimReadyForBinding` / `isClaimTimeout`): such claims are
+    /// unavailable and PostFilter may deallocate them. Empty with binding conditions off.
+    pub fn unavailable_claims(&self, now: std::time::Duration, timeout: std::time::Duration) -> Vec<(String, String)> {
+        if !self.binding {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for a in &self.allocated {
+            match &a.binding {
+                BindingState::Ready => {}
+                BindingState::Failed(e) => out.push((a.key.clone(), e.to_string())),
+                BindingState::Pending => {
+                    if a.allocated_at.is_some_and(|t| t + timeout < now) {
+                        out.push((a.key.clone(), format!("claim {} timed out waiting for binding conditions", a.key)));
+                    }
+                }
+            }
+        }
+        out
     }
 }

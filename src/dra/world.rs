@@ -11,8 +11,9 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use smallvec::SmallVec;
 
+use super::compiled::{CompiledClass, CompiledTaintRule};
 use super::error::DraError;
-use super::types::{DeviceAttribute, DeviceSpec, ResourceSlice};
+use super::types::{DeviceAttribute, DeviceSpec, DeviceTaint, DeviceTaintEffect, ResourceSlice};
 use crate::model::{Labels, NodeSelector, Quantity, Symbol, Taint, TaintEffect};
 use crate::selector::{AttributeKey, AttributeValue, Device};
 
@@ -64,6 +65,10 @@ pub(crate) struct DevEntry {
     /// With `multi`: each capacity, its total and request policy (consumable capacity,
     /// KEP-5075).
     pub shares: SmallVec<[ShareCap; 2]>,
+    /// Binding conditions and binding failure conditions (KEP-5007), when it has any.
+    pub binding: Option<Arc<(Vec<String>, Vec<String>)>>,
+    /// `bindsToNode`.
+    pub binds_to_node: bool,
 }
 
 /// One consumable capacity of a multi-allocatable device.
@@ -315,8 +320,51 @@ fn scope_of(slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
     }
 }
 
-/// Flattens validated slices (by name) into a [`World`].
-pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u64) -> World {
+/// The taint as the allocator checks it; `None` for informational (`None`) taints.
+fn blocking_taint(t: &DeviceTaint) -> Option<Taint> {
+    let effect = match t.effect {
+        DeviceTaintEffect::NoSchedule => TaintEffect::NoSchedule,
+        DeviceTaintEffect::NoExecute => TaintEffect::NoExecute,
+        DeviceTaintEffect::None => return None,
+    };
+    Some(Taint { key: Symbol::intern(&t.key), value: Symbol::intern(&t.value), effect })
+}
+
+/// Whether a taint rule applies to a device (upstream `tracker.go`, `applyPatches`):
+/// driver, pool and device name must match when set; a named class must exist and its
+/// selectors match; the rule's own selectors must match. A selector failing at run time
+/// means no match.
+fn rule_matches(
+    rule: &CompiledTaintRule,
+    classes: &AHashMap<String, Arc<CompiledClass>>,
+    driver: &str,
+    pool: &str,
+    device: &Device,
+) -> bool {
+    let Some(sel) = rule.rule.spec.device_selector.as_ref() else { return true };
+    if sel.driver.as_deref().is_some_and(|d| d != driver)
+        || sel.pool.as_deref().is_some_and(|p| p != pool)
+        || sel.device.as_deref().is_some_and(|d| d != device.name())
+    {
+        return false;
+    }
+    if let Some(class) = &sel.device_class_name {
+        let Some(class) = classes.get(class) else { return false };
+        if !class.selectors.iter().all(|s| s.matches(device).unwrap_or(false)) {
+            return false;
+        }
+    }
+    rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
+}
+
+/// Flattens validated slices (by name) into a [`World`], adding the taints of matching
+/// [`DeviceTaintRule`](super::DeviceTaintRule)s after each device's own, in rule order.
+pub(crate) fn build(
+    slices: &BTreeMap<String, Arc<ResourceSlice>>,
+    generation: u64,
+    rules: &[Arc<CompiledTaintRule>],
+    classes: &AHashMap<String, Arc<CompiledClass>>,
+) -> World {
     // Group by (driver, pool); keep only the newest generation.
     let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
     for s in slices.values() {
@@ -371,11 +419,16 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
                         }
                     }
                 }
-                let taints = d
-                    .taints
-                    .iter()
-                    .map(|t| Taint { key: Symbol::intern(&t.key), value: Symbol::intern(&t.value), effect: t.effect })
-                    .collect();
+                let mut taints: SmallVec<[Taint; 1]> = d.taints.iter().filter_map(blocking_taint).collect();
+                for rule in rules {
+                    if let Some(t) = &rule.taint
+                        && rule_matches(rule, classes, &driver, &pool, &device)
+                    {
+                        taints.push(t.clone());
+                    }
+                }
+                let binding = (!d.binding_conditions.is_empty() || !d.binding_failure_conditions.is_empty())
+                    .then(|| Arc::new((d.binding_conditions.clone(), d.binding_failure_conditions.clone())));
                 let scope = scope_of(s, d);
                 match &scope {
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
@@ -405,6 +458,8 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
                     counters_missing,
                     multi,
                     shares,
+                    binding,
+                    binds_to_node: d.binds_to_node == Some(true),
                 });
             }
         }

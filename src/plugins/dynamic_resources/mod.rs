@@ -12,16 +12,34 @@
 //! | Filter | runs the allocator on the node; on failure, a per-node [`Diagnosis`] |
 //! | PostFilter | deallocates an allocated claim reserved for no other pod (upstream) |
 //! | Reserve / Unreserve | holds / releases the devices in flight, so two pods in flight never share one |
-//! | PreBind | writes each claim's allocation and `reservedFor` through the writer, then commits |
+//! | PreBind | writes each claim's allocation and `reservedFor` through the writer, commits, then waits for device binding conditions |
 //! | events | ResourceClaim, ResourceSlice, DeviceClass add/update requeue the pod |
+//!
+//! # Device binding conditions
+//!
+//! A device may publish binding conditions (KEP-5007): the allocation result copies
+//! them, and PreBind, after recording the allocation, waits until the driver reports
+//! every one `True` in the claim's `status.devices` (the caller feeds driver updates in
+//! with [`DraStore::update_device_status`]). A `True` binding failure condition fails
+//! the binding at once; conditions not met within the binding timeout (upstream
+//! `DynamicResourcesArgs.bindingTimeout`, default 600 s) fail it too. As upstream, the
+//! wait checks at once and then every 5 s of the plugin's [`Clock`] (set it with
+//! [`DynamicResources::with_clock`]; on a [`VirtualClock`](crate::framework::VirtualClock)
+//! the wait moves as the test advances time). The next attempt's PreFilter sees the failed or timed-out
+//! claim as unavailable, Filter rejects every node, and PostFilter deallocates it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
+use crate::dra::{
+    AllocError, BindingError, BindingState, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim,
+    claim_name_for,
+};
 use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, ReservePlugin, Status,
+    ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
+    EventResource, ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, RealClock,
+    ReservePlugin, Status,
 };
 use crate::model::{Node, Symbol};
 use crate::plugins::names;
@@ -60,7 +78,15 @@ impl ClaimStatusWriter for StoreOnly {
 pub struct DynamicResources {
     store: Arc<DraStore>,
     writer: Arc<dyn ClaimStatusWriter>,
+    clock: Arc<dyn Clock>,
+    binding_timeout: Duration,
 }
+
+/// Upstream's default `bindingTimeout` (`pkg/scheduler/apis/config/v1/defaults.go`).
+pub const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Upstream PreBind's poll interval for binding conditions (`dynamicresources.go`).
+const BINDING_POLL: Duration = Duration::from_secs(5);
 
 impl std::fmt::Debug for DynamicResources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,12 +96,39 @@ impl std::fmt::Debug for DynamicResources {
 
 /// What PreFilter leaves for Filter (cloned by reference count only).
 #[derive(Debug, Clone)]
-struct DraState(Arc<PodClaims>, Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>);
+struct DraState {
+    claims: Arc<PodClaims>,
+    /// The snapshot's nodes, when Reserve needs their labels.
+    nodes: Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>,
+    /// Allocated claims whose binding failed or timed out, with why.
+    unavailable: Arc<[(String, String)]>,
+}
 
 impl DynamicResources {
     /// The plugin over a shared store, writing statuses only to the store.
     pub fn new(store: Arc<DraStore>) -> DynamicResources {
-        DynamicResources { store, writer: Arc::new(StoreOnly) }
+        DynamicResources {
+            store,
+            writer: Arc::new(StoreOnly),
+            clock: Arc::new(RealClock::default()),
+            binding_timeout: DEFAULT_BINDING_TIMEOUT,
+        }
+    }
+
+    /// The clock PreBind's binding-condition wait and the binding timeout run on (give it
+    /// the scheduler's, `Handle::clock_arc`). Default: a real clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> DynamicResources {
+        self.clock = clock;
+        self
+    }
+
+    /// How long PreBind waits for device binding conditions (default
+    /// [`DEFAULT_BINDING_TIMEOUT`]).
+    #[must_use]
+    pub fn with_binding_timeout(mut self, timeout: Duration) -> DynamicResources {
+        self.binding_timeout = timeout;
+        self
     }
 
     /// The plugin with a writer that persists claim statuses.
@@ -151,7 +204,8 @@ impl PreFilterPlugin for DynamicResources {
                 let nodes = claims
                     .needs_node_labels()
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
-                state.write(DraState(Arc::new(claims), nodes));
+                let unavailable = claims.unavailable_claims(self.clock.now(), self.binding_timeout).into();
+                state.write(DraState { claims: Arc::new(claims), nodes, unavailable });
                 (None, Status::SUCCESS)
             }
             Err(GatherError::MissingClaim(key)) => {
@@ -176,9 +230,14 @@ fn diagnosis_status(d: &Diagnosis) -> Status {
 
 impl FilterPlugin for DynamicResources {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(DraState(claims, _)) = state.read::<DraState>() else {
+        let Some(DraState { claims, unavailable, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
+        if !unavailable.is_empty() {
+            // Upstream: a claim whose binding failed or timed out is unavailable on every
+            // node, so PostFilter can deallocate it.
+            return Status::unschedulable("resourceclaim not available on the node");
+        }
         match claims.fits(node.name(), &node.node().metadata.labels) {
             Ok(Ok(())) => Status::SUCCESS,
             Ok(Err(d)) => diagnosis_status(&d),
@@ -197,12 +256,25 @@ impl PostFilterPlugin for DynamicResources {
         _snapshot: &Snapshot,
         _statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        if state.read::<DraState>().is_none() {
+        let Some(DraState { unavailable, .. }) = state.read::<DraState>() else {
             return (None, Status::unresolvable("no ResourceClaims"));
-        }
+        };
         let p = &pod.pod;
+        let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
+        // Claims whose binding failed or timed out first (upstream considers only those
+        // it recorded as unavailable; schedkit then falls back to any allocated claim of
+        // the pod used by no other pod).
+        let mut order: Vec<String> = unavailable
+            .iter()
+            .filter_map(|(k, _)| k.strip_prefix(ns).and_then(|r| r.strip_prefix('/')).map(str::to_owned))
+            .collect();
         for pc in &p.spec.resource_claims {
             let name = claim_name_for(p, pc);
+            if !order.contains(&name) {
+                order.push(name);
+            }
+        }
+        for name in order {
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
             let Some(status) = claim.status.as_ref() else { continue };
             if status.allocation.is_none() {
@@ -227,7 +299,7 @@ impl PostFilterPlugin for DynamicResources {
 
 impl ReservePlugin for DynamicResources {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-        let Some(DraState(_, nodes)) = state.read::<DraState>() else {
+        let Some(DraState { nodes, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
         let node_labels = nodes
@@ -245,6 +317,25 @@ impl ReservePlugin for DynamicResources {
 
     fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node: &str) {
         self.store.unreserve(&pod.uid);
+        // Upstream also removes the pod from `reservedFor` of allocated claims (a failed
+        // PreBind may have added it); the allocation itself stays for the next attempt.
+        let p = &pod.pod;
+        for pc in &p.spec.resource_claims {
+            let name = claim_name_for(p, pc);
+            let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
+            let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| r.uid == *pod.uid));
+            if !reserved {
+                continue;
+            }
+            let mut updated = (*claim).clone();
+            if let Some(s) = updated.status.as_mut() {
+                s.reserved_for.retain(|r| r.uid != *pod.uid);
+            }
+            // Upstream logs a failed patch and retries on the next attempt.
+            if self.writer.update_status(&updated).is_ok() {
+                self.store.release(&p.metadata.namespace, &name, &pod.uid);
+            }
+        }
     }
 }
 
@@ -279,8 +370,67 @@ impl PreBindPlugin for DynamicResources {
                 return Status::error(format!("updating ResourceClaim {name}: {e}"));
             }
         }
-        self.store.commit(p, &pod.uid);
-        Status::SUCCESS
+        let committed = self.store.commit_at(p, &pod.uid, Some(self.clock.now()));
+        let waits = committed.iter().any(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.allocation.as_ref())
+                .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
+        });
+        if !waits {
+            return Status::SUCCESS;
+        }
+        match self.wait_for_binding_conditions(&committed) {
+            Ok(()) => Status::SUCCESS,
+            Err(e) => Status::error(e.to_string()),
+        }
+    }
+}
+
+impl DynamicResources {
+    /// Waits until every claim is ready for binding (upstream PreBind's
+    /// `PollUntilContextTimeout(5s, bindingTimeout, immediate)` over
+    /// `isPodReadyForBinding`): checks at once, then each time the clock moves on.
+    fn wait_for_binding_conditions(&self, claims: &[Arc<ResourceClaim>]) -> Result<(), BindingError> {
+        let start = self.clock.now();
+        let mut next_poll = start;
+        loop {
+            let now = self.clock.now();
+            if now >= next_poll {
+                next_poll = now + BINDING_POLL;
+                let mut ready = true;
+                for c in claims {
+                    let (ns, name) = (&c.metadata.namespace, &c.metadata.name);
+                    let key = format!("{}/{name}", if ns.is_empty() { "default" } else { ns });
+                    let Some((state, allocated_at)) = self.store.claim_binding(ns, name) else {
+                        return Err(BindingError::ClaimDeleted(key));
+                    };
+                    match state {
+                        BindingState::Ready => {}
+                        BindingState::Failed(e) => return Err(e),
+                        BindingState::Pending => {
+                            if allocated_at.is_some_and(|t| t + self.binding_timeout < now) {
+                                return Err(BindingError::Timeout {
+                                    claim: key,
+                                    seconds: self.binding_timeout.as_secs(),
+                                });
+                            }
+                            ready = false;
+                        }
+                    }
+                }
+                if ready {
+                    return Ok(());
+                }
+            }
+            let elapsed = now.saturating_sub(start);
+            if elapsed >= self.binding_timeout {
+                let claim = claims.first().map(|c| c.metadata.name.clone()).unwrap_or_default();
+                return Err(BindingError::Timeout { claim, seconds: self.binding_timeout.as_secs() });
+            }
+            let until = (next_poll.saturating_sub(now)).min(self.binding_timeout - elapsed);
+            std::thread::sleep(self.clock.real_wait(until.max(Duration::from_millis(1))));
+        }
     }
 }
 
