@@ -163,6 +163,12 @@ pub enum Problem {
         /// `shared counters`).
         causes: Vec<String>,
     },
+    /// The pod requests an extended resource that no device class serves and the node
+    /// does not list (upstream Filter: "cannot fit resource").
+    ResourceNotOnNode {
+        /// The resource.
+        resource: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -178,6 +184,7 @@ impl fmt::Display for Problem {
                     "claim {claim}, request {request}: allocationMode All: {available} of {matching} matching devices available"
                 ),
             },
+            Problem::ResourceNotOnNode { resource } => write!(f, "cannot fit resource {resource}"),
             Problem::Unsatisfiable { claim, causes } => {
                 write!(f, "claim {claim}: ")?;
                 if causes.is_empty() {

@@ -11,6 +11,7 @@ mod allocator;
 mod chooser;
 mod compiled;
 mod error;
+mod extended;
 mod store;
 mod types;
 mod world;
@@ -19,6 +20,10 @@ pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis
 pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
-pub use store::{Audit, BindingState, DraStore, GatherError, NodeResult, PodClaims, binding_state, claim_name_for};
+pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+pub use store::{
+    Audit, BindingState, DraStore, GatherError, NodeResult, PodClaims, binding_state, claim_name_for,
+    extended_claim_name,
+};
 pub use types::*;
 pub use world::DeviceId;

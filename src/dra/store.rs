@@ -7,18 +7,22 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
 
 use super::allocator::{
     self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome, SelectorMatches,
 };
 use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
 use super::error::{AllocError, BindingError, DraError};
+use super::extended::{self, MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
 use super::types::{
-    ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, DeviceClass, DeviceTaintRule, ResourceClaim,
-    ResourceClaimConsumerReference, ResourceClaimSpec, ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
+    ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, ContainerExtendedResourceRequest,
+    DeviceClass, DeviceTaintRule, EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX,
+    PodExtendedResourceClaimStatus, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimSpec,
+    ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
 };
 use super::world::{self, DeviceId, World};
-use crate::model::{Labels, Pod, PodResourceClaim, Symbol};
+use crate::model::{Labels, Pod, PodResourceClaim, Resources, Symbol};
 
 /// Where a pod's claim stands.
 #[derive(Debug, Clone)]
@@ -50,6 +54,14 @@ struct Inner {
     /// Whether devices with binding conditions may be allocated (upstream feature gate
     /// `DRADeviceBindingConditions`, beta and on by default in v1.36).
     binding_disabled: bool,
+    /// Extended resource name -> class (explicit `extendedResourceName`s and implicit
+    /// `deviceclass.resource.kubernetes.io/<class>` names; the class added last wins, as
+    /// upstream's cache follows informer events).
+    extended_names: AHashMap<String, String>,
+    /// Pod uid -> the extended-resource claim Reserve allocated for it, and its mappings.
+    extended_inflight: AHashMap<String, (Arc<CompiledClaim>, Vec<ContainerExtendedResourceRequest>)>,
+    /// Pod uid -> what PreBind recorded in the pod's status about its extended-resource claim.
+    extended_status: AHashMap<String, PodExtendedResourceClaimStatus>,
 }
 
 /// The DRA objects the scheduler needs, behind one lock. Cheap to share (`Arc`).
@@ -91,8 +103,41 @@ pub struct PodClaims {
     pub(crate) allocated: Vec<AllocatedClaim>,
     /// Whether binding conditions are enabled.
     pub(crate) binding: bool,
+    /// The pod's extended resources backed by DRA, if any.
+    pub(crate) extended: Option<Arc<ExtendedPlan>>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
+}
+
+/// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which
+/// resources a node provides through DRA depends on its allocatable, so there is one
+/// claim variant per subset of `backed`.
+#[derive(Debug)]
+pub(crate) struct ExtendedPlan {
+    /// `namespace/name` of the claim the scheduler makes (`<pod>-extended-resources`;
+    /// upstream uses a generated name).
+    pub key: String,
+    /// DRA-backed resources the pod requests, in bit order.
+    pub backed: SmallVec<[Symbol; 2]>,
+    /// Other DRA-style extended resource names the pod requests: a node must list them.
+    pub unbacked: SmallVec<[Symbol; 2]>,
+    /// Per mask of `backed` provided through DRA (index 0: none).
+    pub variants: Vec<Option<ExtVariant>>,
+}
+
+/// One claim variant.
+#[derive(Debug)]
+pub(crate) struct ExtVariant {
+    pub claim: Arc<CompiledClaim>,
+    pub mappings: Vec<ContainerExtendedResourceRequest>,
+    /// The pod's other plans plus this claim's, and their slots.
+    pub plans: Vec<ClaimPlan>,
+    pub slots: Vec<(u16, u16)>,
+}
+
+/// The name of the claim the scheduler makes for a pod's extended resources.
+pub fn extended_claim_name(pod: &Pod) -> String {
+    format!("{}-extended-resources", pod.metadata.name)
 }
 
 /// An allocated claim of the pod.
@@ -170,6 +215,16 @@ pub enum GatherError {
     /// A class a claim needs was removed.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// The pod requests more DRA-backed extended resources than schedkit handles.
+    #[error(
+        "pod {pod} requests {count} extended resources backed by DRA; schedkit handles at most {MAX_EXTENDED_RESOURCES}"
+    )]
+    TooManyExtendedResources {
+        /// `namespace/name`.
+        pod: String,
+        /// How many.
+        count: usize,
+    },
 }
 
 /// What a node run returned.
@@ -285,6 +340,19 @@ impl DraStore {
         self.inner.write().namespaces.insert(namespace.to_owned(), labels);
     }
 
+    /// The device class serving an extended resource name (its `extendedResourceName`,
+    /// or the implicit `deviceclass.resource.kubernetes.io/<class>`), if any (upstream
+    /// `DeviceClassResolver.GetDeviceClass`).
+    pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
+        self.inner.read().extended_names.get(resource).cloned()
+    }
+
+    /// What PreBind recorded in a pod's status about the claim made for its extended
+    /// resources (upstream `pod.status.extendedResourceClaimStatus`).
+    pub fn extended_resource_claim_status(&self, pod_uid: &str) -> Option<PodExtendedResourceClaimStatus> {
+        self.inner.read().extended_status.get(pod_uid).cloned()
+    }
+
     /// Switches device binding conditions on (the default, as upstream's
     /// `DRADeviceBindingConditions` gate in v1.36) or off. Off, devices with binding
     /// conditions are never allocated and results carry no conditions.
@@ -355,7 +423,21 @@ impl DraStore {
     pub fn add_class(&self, class: DeviceClass) -> Result<(), DraError> {
         let compiled = CompiledClass::new(class)?;
         let mut inner = self.inner.write();
-        inner.classes.insert(compiled.class.metadata.name.clone(), Arc::new(compiled));
+        let name = compiled.class.metadata.name.clone();
+        if let Some(ext) = &compiled.class.spec.extended_resource_name {
+            if !is_dra_extended_resource_name(ext) || ext.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX) {
+                return Err(DraError::InvalidClass {
+                    class: name,
+                    reason: format!("spec.extendedResourceName {ext:?} is not an extended resource name"),
+                });
+            }
+        }
+        inner.extended_names.retain(|_, c| *c != name);
+        if let Some(ext) = &compiled.class.spec.extended_resource_name {
+            inner.extended_names.insert(ext.clone(), name.clone());
+        }
+        inner.extended_names.insert(format!("{IMPLICIT_EXTENDED_RESOURCE_PREFIX}{name}"), name.clone());
+        inner.classes.insert(name, Arc::new(compiled));
         if inner
             .rules
             .values()
@@ -371,6 +453,7 @@ impl DraStore {
     pub fn remove_class(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.classes.remove(name).is_some();
+        inner.extended_names.retain(|_, c| c != name);
         if removed
             && inner
                 .rules
@@ -593,14 +676,128 @@ impl DraStore {
     /// Resolves the pod's claims for a cycle: claims to allocate get compiled plans,
     /// allocated ones their node selector. `None` when the pod has no claims.
     pub fn gather(&self, pod: &Pod) -> Result<Option<PodClaims>, GatherError> {
-        if pod.spec.resource_claims.is_empty() {
+        self.gather_with_requests(pod, None)
+    }
+
+    /// [`DraStore::gather`] with the pod's requests already computed (a `PodInfo`'s).
+    pub fn gather_with_requests(
+        &self,
+        pod: &Pod,
+        requests: Option<&Resources>,
+    ) -> Result<Option<PodClaims>, GatherError> {
+        let has_ext = !self.inner.read().extended_names.is_empty() && Self::requests_scalar(pod);
+        if pod.spec.resource_claims.is_empty() && !has_ext {
             return Ok(None);
         }
         let mut inner = self.inner.write();
-        self.gather_locked(&mut inner, pod, None).map(Some)
+        let computed;
+        let requests = match requests {
+            Some(r) => Some(r),
+            None if has_ext => {
+                computed = pod.requests();
+                Some(&computed)
+            }
+            None => None,
+        };
+        let claims = self.gather_locked(&mut inner, pod, None, requests)?;
+        if claims.plans.is_empty() && claims.allocated.is_empty() && claims.extended.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(claims))
     }
 
-    fn gather_locked(&self, inner: &mut Inner, pod: &Pod, exclude: Option<&str>) -> Result<PodClaims, GatherError> {
+    fn requests_scalar(pod: &Pod) -> bool {
+        pod.spec
+            .containers
+            .iter()
+            .chain(pod.spec.init_containers.iter())
+            .any(|c| c.resources.requests.iter().any(|(n, _)| is_dra_extended_resource_name(n.as_str())))
+    }
+
+    /// Resolves the pod's extended resources backed by DRA (upstream
+    /// `preFilterExtendedResources`): `None` when none of its requests maps to a class.
+    fn extended_plan(
+        &self,
+        inner: &mut Inner,
+        pod: &Pod,
+        requests: &Resources,
+        user_plans: &[ClaimPlan],
+    ) -> Result<Option<ExtendedPlan>, GatherError> {
+        let mut backed: SmallVec<[(Symbol, String); 2]> = SmallVec::new();
+        let mut unbacked = SmallVec::new();
+        for &(name, v) in &requests.scalar {
+            if v == 0 || !is_dra_extended_resource_name(name.as_str()) {
+                continue;
+            }
+            match inner.extended_names.get(name.as_str()) {
+                Some(class) => backed.push((name, class.clone())),
+                None => unbacked.push(name),
+            }
+        }
+        if backed.is_empty() {
+            return Ok(None);
+        }
+        backed.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let ns = ns_or_default(&pod.metadata.namespace).to_owned();
+        let name = extended_claim_name(pod);
+        let key = claim_key(&ns, &name);
+        if backed.len() > MAX_EXTENDED_RESOURCES {
+            return Err(GatherError::TooManyExtendedResources { pod: pod.key(), count: backed.len() });
+        }
+        let mut variants = Vec::with_capacity(1 << backed.len());
+        variants.push(None);
+        for mask in 1..(1usize << backed.len()) {
+            let chosen: Vec<(Symbol, &str)> = backed
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, (n, c))| (*n, c.as_str()))
+                .collect();
+            let (spec, mappings) = extended::claim_spec(pod, &chosen);
+            let mut claim = ResourceClaim { spec, ..ResourceClaim::default() };
+            claim.metadata.name.clone_from(&name);
+            claim.metadata.namespace.clone_from(&ns);
+            claim.metadata.annotations.insert(EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_owned(), "true".to_owned());
+            claim.metadata.other.insert(
+                "ownerReferences".to_owned(),
+                serde_json::json!([{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
+                    "uid": pod.uid(), "controller": true}]),
+            );
+            let classes = &inner.classes;
+            let compiled = CompiledClaim::new(claim, |c| classes.get(c).cloned()).map_err(|e| {
+                GatherError::Alloc(AllocError::SelectorRuntime {
+                    claim: key.clone(),
+                    request: String::new(),
+                    message: e.to_string(),
+                })
+            })?;
+            let compiled = Arc::new(compiled);
+            let plan = self.matches(&inner.world, &inner.classes, &compiled, !inner.binding_disabled)?;
+            let mut plans = user_plans.to_vec();
+            plans.push(plan);
+            let slots = Self::slots(&plans);
+            variants.push(Some(ExtVariant { claim: compiled, mappings, plans, slots }));
+        }
+        Ok(Some(ExtendedPlan { key, backed: backed.iter().map(|(n, _)| *n).collect(), unbacked, variants }))
+    }
+
+    fn slots(plans: &[ClaimPlan]) -> Vec<(u16, u16)> {
+        let mut slots = Vec::new();
+        for (c, p) in plans.iter().enumerate() {
+            for r in 0..p.claim.requests.len() {
+                slots.push((c as u16, r as u16));
+            }
+        }
+        slots
+    }
+
+    fn gather_locked(
+        &self,
+        inner: &mut Inner,
+        pod: &Pod,
+        exclude: Option<&str>,
+        requests: Option<&Resources>,
+    ) -> Result<PodClaims, GatherError> {
         let in_use = Self::in_use(inner, exclude);
         let mut plans = Vec::new();
         let mut allocated = Vec::new();
@@ -623,11 +820,24 @@ impl DraStore {
             }
             plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled, !inner.binding_disabled)?);
         }
-        let mut slots = Vec::new();
-        for (c, p) in plans.iter().enumerate() {
-            for r in 0..p.claim.requests.len() {
-                slots.push((c as u16, r as u16));
+        let slots = Self::slots(&plans);
+        // A claim made for the pod's extended resources in an earlier attempt counts as
+        // one of its claims (upstream `findExtendedResourceClaim`).
+        let mut extended = None;
+        let ext_key = claim_key(&pod.metadata.namespace, &extended_claim_name(pod));
+        if let Some(entry) = inner.claims.get(&ext_key).filter(|e| {
+            e.compiled.claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_some_and(|v| v == "true")
+        }) {
+            if let Some(a) = entry.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                allocated.push(AllocatedClaim {
+                    key: ext_key,
+                    node_selector: a.node_selector.clone(),
+                    binding: binding_state(&entry.compiled.claim),
+                    allocated_at: entry.allocated_at,
+                });
             }
+        } else if let Some(requests) = requests {
+            extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
         Ok(PodClaims {
             world: inner.world.clone(),
@@ -636,6 +846,7 @@ impl DraStore {
             slots,
             allocated,
             binding: !inner.binding_disabled,
+            extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
         })
@@ -644,12 +855,37 @@ impl DraStore {
     /// Allocates the pod's unallocated claims on `node` and holds the devices in flight
     /// for the pod (Reserve). Idempotent per pod: a second call replaces the first.
     pub fn reserve(&self, pod: &Pod, pod_uid: &str, node: &str, labels: &Labels) -> Result<NodeResult, GatherError> {
+        self.reserve_on(pod, pod_uid, node, labels, None)
+    }
+
+    /// [`DraStore::reserve`] for a pod whose extended resources may be backed by DRA:
+    /// `allocatable` is the node's (a resource it lists with a non-zero amount is served
+    /// by its device plugin, not DRA); `None` means the node lists none.
+    pub fn reserve_on(
+        &self,
+        pod: &Pod,
+        pod_uid: &str,
+        node: &str,
+        labels: &Labels,
+        allocatable: Option<&Resources>,
+    ) -> Result<NodeResult, GatherError> {
         let mut inner = self.inner.write();
         inner.inflight.remove(pod_uid);
+        inner.extended_inflight.remove(pod_uid);
         inner.alloc_gen += 1;
-        let claims = self.gather_locked(&mut inner, pod, Some(pod_uid))?;
-        let result = claims.allocate(node, labels)?;
+        let requests = (!inner.extended_names.is_empty() && Self::requests_scalar(pod)).then(|| pod.requests());
+        let claims = self.gather_locked(&mut inner, pod, Some(pod_uid), requests.as_ref())?;
+        let empty = Resources::default();
+        let result = claims.allocate_on(node, labels, allocatable.unwrap_or(&empty))?;
         if let NodeResult::Fit(list) = &result {
+            if let Some(ext) = &claims.extended
+                && list.iter().any(|(k, _)| *k == ext.key)
+            {
+                let mask = claims.extended_mask(allocatable.unwrap_or(&empty)).unwrap_or(0);
+                if let Some(Some(v)) = ext.variants.get(mask) {
+                    inner.extended_inflight.insert(pod_uid.to_owned(), (v.claim.clone(), v.mappings.clone()));
+                }
+            }
             inner
                 .inflight
                 .insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
@@ -661,6 +897,7 @@ impl DraStore {
     /// Drops the pod's in-flight allocations (Unreserve).
     pub fn unreserve(&self, pod_uid: &str) {
         let mut inner = self.inner.write();
+        inner.extended_inflight.remove(pod_uid);
         if inner.inflight.remove(pod_uid).is_some() {
             inner.alloc_gen += 1;
         }
@@ -683,6 +920,24 @@ impl DraStore {
         let mut inner = self.inner.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
+        if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
+            let key = compiled.key.clone();
+            if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
+                let claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                let claim = Arc::new(claim);
+                let mut c = (*compiled).clone();
+                c.claim = claim.clone();
+                inner.claims.insert(key, ClaimEntry { compiled: Arc::new(c), allocated_at: now });
+                inner.extended_status.insert(
+                    pod_uid.to_owned(),
+                    PodExtendedResourceClaimStatus {
+                        request_mappings: mappings,
+                        resource_claim_name: claim.metadata.name.clone(),
+                    },
+                );
+                out.push(claim);
+            }
+        }
         for pc in &pod.spec.resource_claims {
             let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
             let Some(entry) = inner.claims.get_mut(&key) else { continue };
@@ -708,6 +963,45 @@ impl DraStore {
         }
         inner.alloc_gen += 1;
         out
+    }
+
+    fn extended_claim_with_status(
+        compiled: &CompiledClaim,
+        allocation: &AllocationResult,
+        pod: &Pod,
+        pod_uid: &str,
+    ) -> ResourceClaim {
+        let mut claim = (*compiled.claim).clone();
+        claim.status = Some(ResourceClaimStatus {
+            allocation: Some(allocation.clone()),
+            reserved_for: vec![ResourceClaimConsumerReference {
+                api_group: String::new(),
+                resource: "pods".into(),
+                name: pod.metadata.name.clone(),
+                uid: pod_uid.to_owned(),
+            }],
+            ..ResourceClaimStatus::default()
+        });
+        claim
+    }
+
+    /// The claim Reserve allocated for the pod's extended resources, with its allocation
+    /// and `reservedFor` as PreBind creates it, and the pod status entry naming it
+    /// (upstream `createExtendedResourceClaimInAPI`, `patchPodExtendedResourceClaimStatus`).
+    pub fn pending_extended_claim(
+        &self,
+        pod: &Pod,
+        pod_uid: &str,
+    ) -> Option<(ResourceClaim, PodExtendedResourceClaimStatus)> {
+        let inner = self.inner.read();
+        let (compiled, mappings) = inner.extended_inflight.get(pod_uid)?;
+        let (_, a) = inner.inflight.get(pod_uid)?.iter().find(|(k, _)| *k == compiled.key)?;
+        let claim = Self::extended_claim_with_status(compiled, a, pod, pod_uid);
+        let status = PodExtendedResourceClaimStatus {
+            request_mappings: mappings.clone(),
+            resource_claim_name: claim.metadata.name.clone(),
+        };
+        Some((claim, status))
     }
 
     /// Clears a claim's allocation and reservations (deallocation: the claim's devices
@@ -841,7 +1135,7 @@ impl DraStore {
             });
         }
         let mut inner = self.inner.write();
-        let pc = self.gather_locked(&mut inner, &pod, None)?;
+        let pc = self.gather_locked(&mut inner, &pod, None, None)?;
         Ok(pc.allocate(node, labels)?)
     }
 }
@@ -850,6 +1144,9 @@ impl PodClaims {
     /// Whether every claim fits on a node, without building results (Filter). The
     /// success path allocates nothing on the heap for up to 16 devices per pod.
     pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
+        if self.extended.is_some() {
+            return self.fits_on(node, labels, &Resources::default());
+        }
         for a in &self.allocated {
             if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
@@ -881,28 +1178,113 @@ impl PodClaims {
         }
     }
 
-    /// Allocates on a node and builds the results.
-    pub fn allocate(&self, node: &str, labels: &Labels) -> Result<NodeResult, AllocError> {
-        let sym = Symbol::intern(node);
-        if let Err(d) = self.fits_allocated(sym, labels) {
-            return Ok(NodeResult::NoFit(d));
+    /// [`PodClaims::fits`] on a node with `allocatable`: the pod's extended resources
+    /// backed by DRA that the node does not list (or lists as 0) are allocated through a
+    /// claim; a DRA-style extended resource with no class that the node does not list
+    /// at all does not fit (upstream `filterExtendedResources`).
+    pub fn fits_on(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
+        if let Err(d) = self.fits_allocated(node, labels) {
+            return Ok(Err(d));
+        }
+        let mask = match self.extended_mask(allocatable) {
+            Ok(m) => m,
+            Err(resource) => return Ok(Err(self.not_on_node(node, resource))),
+        };
+        let (plans, slots) = self.plans_for(mask);
+        if plans.is_empty() {
+            return Ok(Ok(()));
         }
         match allocator::run(
             &self.world,
             &self.in_use,
-            &self.plans,
-            &self.slots,
+            plans,
+            slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(_) => Ok(Ok(())),
+            Outcome::NoFit(d) => Ok(Err(d)),
+        }
+    }
+
+    fn not_on_node(&self, node: Symbol, resource: Symbol) -> Diagnosis {
+        Diagnosis {
+            node: node.as_str().to_owned(),
+            problems: vec![allocator::Problem::ResourceNotOnNode { resource: resource.as_str().to_owned() }],
+        }
+    }
+
+    /// Which backed extended resources `allocatable` lacks (bit per resource), or an
+    /// unbacked one the node does not list.
+    pub(crate) fn extended_mask(&self, allocatable: &Resources) -> Result<usize, Symbol> {
+        let Some(ext) = &self.extended else { return Ok(0) };
+        for &n in &ext.unbacked {
+            if !allocatable.scalar.iter().any(|(k, _)| *k == n) {
+                return Err(n);
+            }
+        }
+        let mut mask = 0;
+        for (i, &n) in ext.backed.iter().enumerate() {
+            if allocatable.scalar(n) == 0 {
+                mask |= 1 << i;
+            }
+        }
+        Ok(mask)
+    }
+
+    fn plans_for(&self, mask: usize) -> (&[ClaimPlan], &[(u16, u16)]) {
+        match self.extended.as_ref().and_then(|e| e.variants.get(mask)).and_then(Option::as_ref) {
+            Some(v) => (&v.plans, &v.slots),
+            None => (&self.plans, &self.slots),
+        }
+    }
+
+    /// Allocates on a node and builds the results.
+    pub fn allocate(&self, node: &str, labels: &Labels) -> Result<NodeResult, AllocError> {
+        self.allocate_on(node, labels, &Resources::default())
+    }
+
+    /// [`PodClaims::allocate`] on a node with `allocatable` (see [`PodClaims::fits_on`]);
+    /// the claim for extended resources, when the node needs one, comes last.
+    pub fn allocate_on(&self, node: &str, labels: &Labels, allocatable: &Resources) -> Result<NodeResult, AllocError> {
+        let sym = Symbol::intern(node);
+        if let Err(d) = self.fits_allocated(sym, labels) {
+            return Ok(NodeResult::NoFit(d));
+        }
+        let mask = match self.extended_mask(allocatable) {
+            Ok(m) => m,
+            Err(resource) => return Ok(NodeResult::NoFit(self.not_on_node(sym, resource))),
+        };
+        let (plans, slots) = self.plans_for(mask);
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            plans,
+            slots,
             sym,
             labels,
             self.chooser.as_deref(),
             self.budget,
         )? {
             Outcome::Fit(picks) => {
-                let results = allocator::results(&self.world, &self.plans, &picks, sym, self.binding);
-                Ok(NodeResult::Fit(self.plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
+                let results = allocator::results(&self.world, plans, &picks, sym, self.binding);
+                Ok(NodeResult::Fit(plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
             }
             Outcome::NoFit(d) => Ok(NodeResult::NoFit(d)),
         }
+    }
+
+    /// Whether the pod requests extended resources backed by DRA (Filter then needs the
+    /// node's allocatable: [`PodClaims::fits_on`]).
+    pub fn has_extended_resources(&self) -> bool {
+        self.extended.is_some()
     }
 
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {
@@ -925,7 +1307,7 @@ impl PodClaims {
     /// Whether allocation depends on node labels (some device is reachable through a
     /// node selector).
     pub fn needs_node_labels(&self) -> bool {
-        !self.plans.is_empty() && self.world.has_selector_scoped()
+        (!self.plans.is_empty() || self.extended.is_some()) && self.world.has_selector_scoped()
     }
 
     /// Keys of claims the pod still needs allocated.

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::dra::{
-    AllocError, BindingError, BindingState, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim,
-    claim_name_for,
+    AllocError, BindingError, BindingState, Diagnosis, DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GatherError,
+    NodeResult, PodClaims, PodExtendedResourceClaimStatus, ResourceClaim, claim_name_for, extended_claim_name,
 };
 use crate::framework::{
     ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
@@ -41,7 +41,7 @@ use crate::framework::{
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, RealClock,
     ReservePlugin, Status,
 };
-use crate::model::{Node, Symbol};
+use crate::model::{Node, Pod, Symbol};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -52,6 +52,29 @@ pub trait ClaimStatusWriter: Send + Sync {
     /// Persists `claim` (its `status` is the new one). The store is updated only after
     /// this returns `Ok`.
     fn update_status(&self, claim: &ResourceClaim) -> Result<(), String>;
+
+    /// Creates the claim PreBind makes for a pod's extended resources backed by DRA,
+    /// already allocated and reserved for the pod (upstream creates it, then updates its
+    /// status). Default: accepted.
+    fn create_claim(&self, _claim: &ResourceClaim) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Deletes that claim again (Unreserve after a failed binding, or PostFilter).
+    /// Default: accepted.
+    fn delete_claim(&self, _namespace: &str, _name: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Records in the pod's status which claim and requests serve its extended resources
+    /// (upstream `pod.status.extendedResourceClaimStatus`). Default: accepted.
+    fn update_pod_extended_resource_claim_status(
+        &self,
+        _pod: &Pod,
+        _status: &PodExtendedResourceClaimStatus,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A writer that accepts every update (the store alone is the source of truth).
@@ -151,7 +174,7 @@ impl DynamicResources {
         let Some(claims) = self.store.gather(&pod.pod)? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for n in snapshot.nodes() {
-            if let Err(d) = claims.fits(n.name(), &n.node().metadata.labels)? {
+            if let Err(d) = claims.fits_on(n.name(), &n.node().metadata.labels, n.allocatable())? {
                 out.push(d);
             }
         }
@@ -196,13 +219,13 @@ impl PreFilterPlugin for DynamicResources {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        match self.store.gather(&pod.pod) {
+        match self.store.gather_with_requests(&pod.pod, Some(&pod.requests)) {
             Ok(None) => (None, Status::SKIP),
             Ok(Some(claims)) => {
                 // Reserve only gets a node name; when devices are reachable through node
-                // selectors it needs the node's labels, so keep the nodes (by reference).
-                let nodes = claims
-                    .needs_node_labels()
+                // selectors it needs the node's labels, and for extended resources its
+                // allocatable, so keep the nodes (by reference).
+                let nodes = (claims.needs_node_labels() || claims.has_extended_resources())
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
                 let unavailable = claims.unavailable_claims(self.clock.now(), self.binding_timeout).into();
                 state.write(DraState { claims: Arc::new(claims), nodes, unavailable });
@@ -212,6 +235,7 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e) => (None, Status::error(e.to_string())),
         }
     }
 }
@@ -238,7 +262,12 @@ impl FilterPlugin for DynamicResources {
             // node, so PostFilter can deallocate it.
             return Status::unschedulable("resourceclaim not available on the node");
         }
-        match claims.fits(node.name(), &node.node().metadata.labels) {
+        let fits = if claims.has_extended_resources() {
+            claims.fits_on(node.name(), &node.node().metadata.labels, node.allocatable())
+        } else {
+            claims.fits(node.name(), &node.node().metadata.labels)
+        };
+        match fits {
             Ok(Ok(())) => Status::SUCCESS,
             Ok(Err(d)) => diagnosis_status(&d),
             Err(e) => alloc_error(&e),
@@ -293,6 +322,11 @@ impl PostFilterPlugin for DynamicResources {
             self.store.deallocate(&p.metadata.namespace, &name);
             return (None, Status::unschedulable("deallocation of ResourceClaim completed"));
         }
+        // A claim made for the pod's extended resources in an earlier attempt is deleted
+        // so the next attempt can make a fresh one (upstream PostFilter).
+        if let Some(status) = self.delete_extended_claim(p) {
+            return (None, status);
+        }
         (None, Status::unresolvable("still not schedulable"))
     }
 }
@@ -302,21 +336,23 @@ impl ReservePlugin for DynamicResources {
         let Some(DraState { nodes, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
-        let node_labels = nodes
-            .as_ref()
-            .and_then(|n| n.get(&Symbol::intern(node)))
-            .map(|n| n.metadata.labels.clone())
-            .unwrap_or_default();
-        match self.store.reserve(&pod.pod, &pod.uid, node, &node_labels) {
+        let n = nodes.as_ref().and_then(|n| n.get(&Symbol::intern(node)));
+        let node_labels = n.map(|n| n.metadata.labels.clone()).unwrap_or_default();
+        let allocatable = n.map(|n| n.status.allocatable.to_resources());
+        match self.store.reserve_on(&pod.pod, &pod.uid, node, &node_labels, allocatable.as_ref()) {
             Ok(NodeResult::Fit(_)) => Status::SUCCESS,
             Ok(NodeResult::NoFit(d)) => Status::unschedulable(d.to_string()),
             Err(GatherError::MissingClaim(key)) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
             Err(GatherError::Alloc(e)) => alloc_error(&e),
+            Err(e) => Status::error(e.to_string()),
         }
     }
 
     fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node: &str) {
         self.store.unreserve(&pod.uid);
+        // A claim PreBind made for the pod's extended resources is deleted again
+        // (upstream `unreserveExtendedResourceClaim`).
+        self.delete_extended_claim(&pod.pod);
         // Upstream also removes the pod from `reservedFor` of allocated claims (a failed
         // PreBind may have added it); the allocation itself stays for the next attempt.
         let p = &pod.pod;
@@ -370,6 +406,14 @@ impl PreBindPlugin for DynamicResources {
                 return Status::error(format!("updating ResourceClaim {name}: {e}"));
             }
         }
+        if let Some((claim, ext_status)) = self.store.pending_extended_claim(p, &pod.uid) {
+            if let Err(e) = self.writer.create_claim(&claim) {
+                return Status::error(format!("create claim for extended resources {}: {e}", claim.metadata.name));
+            }
+            if let Err(e) = self.writer.update_pod_extended_resource_claim_status(p, &ext_status) {
+                return Status::error(format!("update pod {} ExtendedResourceClaimStatus: {e}", p.key()));
+            }
+        }
         let committed = self.store.commit_at(p, &pod.uid, Some(self.clock.now()));
         let waits = committed.iter().any(|c| {
             c.status
@@ -388,6 +432,20 @@ impl PreBindPlugin for DynamicResources {
 }
 
 impl DynamicResources {
+    /// Deletes the claim made for the pod's extended resources, if there is one.
+    fn delete_extended_claim(&self, p: &Pod) -> Option<Status> {
+        let name = extended_claim_name(p);
+        let claim = self.store.claim(&p.metadata.namespace, &name)?;
+        if claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_none_or(|v| v != "true") {
+            return None;
+        }
+        if let Err(e) = self.writer.delete_claim(&claim.metadata.namespace, &name) {
+            return Some(Status::error(format!("deleting ResourceClaim {name}: {e}")));
+        }
+        self.store.remove_claim(&p.metadata.namespace, &name);
+        Some(Status::unschedulable("deletion of ResourceClaim completed"))
+    }
+
     /// Waits until every claim is ready for binding (upstream PreBind's
     /// `PollUntilContextTimeout(5s, bindingTimeout, immediate)` over
     /// `isPodReadyForBinding`): checks at once, then each time the clock moves on.
