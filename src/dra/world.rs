@@ -2,8 +2,9 @@
 //! order the allocator searches (upstream `structured/pools.go`, `GatherPools`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
-//! newest generation (here sorted by slice name, upstream uses informer order, which is
-//! unspecified); within a slice, devices in the order published.
+//! newest generation sorted by name; within a slice, devices in the order published.
+//! Slices with binding conditions come after the other slices of their pool, and pools
+//! with such slices after all other pools.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -370,10 +371,26 @@ pub(crate) fn build(
     for s in slices.values() {
         pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
     }
+    // Only the newest generation of each pool counts. Slices with a device that has
+    // binding conditions go after the others of their pool, and such pools after all
+    // others, so the search prefers devices that need no binding wait (upstream
+    // `structured/pools.go`, `GatherPools`; allocator case
+    // "lexicographical-sorting-pools-with-binding-conditions").
+    let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
+    let mut ordered: Vec<((String, String), Vec<&Arc<ResourceSlice>>, bool)> = pools
+        .into_iter()
+        .map(|(key, all)| {
+            let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
+            let mut current: Vec<&Arc<ResourceSlice>> =
+                all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+            current.sort_by_key(|s| has_binding(s));
+            let binding = current.iter().any(|s| has_binding(s));
+            (key, current, binding)
+        })
+        .collect();
+    ordered.sort_by_key(|(_, _, binding)| *binding);
     let mut w = World { generation, ..World::default() };
-    for ((driver, pool), all) in pools {
-        let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
-        let current: Vec<&Arc<ResourceSlice>> = all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+    for ((driver, pool), current, _) in ordered {
         let expected = current.iter().map(|s| s.spec.pool.resource_slice_count).max().unwrap_or(1);
         let pool_idx = w.pools.len() as u32;
         let mut entry = PoolEntry {
