@@ -18,7 +18,7 @@ use schedkit::framework::Profile;
 use schedkit::model::Pod;
 use schedkit::plugins::default_binder::DefaultBinder;
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
-use schedkit::plugins::node_resources::Fit;
+use schedkit::plugins::node_resources::{Fit, FitArgs};
 use schedkit::plugins::priority_sort::PrioritySort;
 use schedkit::scheduler::Scheduler;
 use schedkit::snapshot::PodInfo;
@@ -76,7 +76,7 @@ impl ClaimStatusWriter for Recorder {
 }
 
 fn scheduler(store: &Arc<DraStore>, writer: Arc<Recorder>, delegate: bool) -> Scheduler {
-    let fit = Fit::new(&Default::default()).unwrap();
+    let fit = Fit::new(&FitArgs::default()).unwrap();
     let fit = if delegate { fit.with_device_classes(store.clone()) } else { fit };
     let profile = Profile::builder("default-scheduler")
         .plugin(PrioritySort)
@@ -113,8 +113,8 @@ fn class_lookup_by_explicit_and_implicit_name() {
 fn fit_leaves_backed_resources_to_dra_only_on_nodes_without_them() {
     let s = store();
     let pod = PodInfo::new(gpu_pod("p", "2")).unwrap();
-    let plain = Fit::new(&Default::default()).unwrap();
-    let delegating = Fit::new(&Default::default()).unwrap().with_device_classes(s.clone());
+    let plain = Fit::new(&FitArgs::default()).unwrap();
+    let delegating = Fit::new(&FitArgs::default()).unwrap().with_device_classes(s.clone());
     let no_plugin = schedkit::snapshot::NodeInfo::new(Arc::new(NodeBuilder::new("n").cpu("8").pods(10).build()));
     assert_eq!(plain.insufficient_resources(&pod, &no_plugin).len(), 1, "Insufficient example.com/gpu");
     assert!(delegating.insufficient_resources(&pod, &no_plugin).is_empty(), "left to DynamicResources");

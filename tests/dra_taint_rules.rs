@@ -44,7 +44,7 @@ fn store() -> DraStore {
     s
 }
 
-fn rule(name: &str, selector: Value, effect: &str) -> DeviceTaintRule {
+fn rule(name: &str, selector: &Value, effect: &str) -> DeviceTaintRule {
     serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule",
         "metadata": {"name": name},
@@ -62,7 +62,7 @@ fn rules_match_by_driver_pool_device_class_and_selector() {
     let s = store();
     // upstream "add-attribute-for-driver"-style cases: a driver-wide rule taints every
     // device, appended after the slice's own taints.
-    s.add_taint_rule(rule("all", json!({"driver": DRIVER}), "NoExecute")).unwrap();
+    s.add_taint_rule(rule("all", &json!({"driver": DRIVER}), "NoExecute")).unwrap();
     assert_eq!(keys(&s, "pool-1", "device-1"), ["example.com/taint"]);
     assert_eq!(keys(&s, "pool-2", "device-2"), ["slice-taint", "example.com/taint"]);
     assert_eq!(s.device_taints(DRIVER, "pool-1", "device-1").unwrap()[0].effect, TaintEffect::NoExecute);
@@ -70,18 +70,18 @@ fn rules_match_by_driver_pool_device_class_and_selector() {
     assert!(keys(&s, "pool-1", "device-1").is_empty());
 
     // Pool + device name.
-    s.add_taint_rule(rule("one", json!({"pool": "pool-2", "device": "device-1"}), "NoSchedule")).unwrap();
+    s.add_taint_rule(rule("one", &json!({"pool": "pool-2", "device": "device-1"}), "NoSchedule")).unwrap();
     assert!(keys(&s, "pool-1", "device-1").is_empty());
     assert_eq!(keys(&s, "pool-2", "device-1"), ["example.com/taint"]);
     s.remove_taint_rule("one");
 
     // Another driver matches nothing.
-    s.add_taint_rule(rule("other", json!({"driver": "driver-b"}), "NoSchedule")).unwrap();
+    s.add_taint_rule(rule("other", &json!({"driver": "driver-b"}), "NoSchedule")).unwrap();
     assert!(keys(&s, "pool-1", "device-1").is_empty());
     s.remove_taint_rule("other");
 
     // Device class: the class's selectors must match; a missing class matches nothing.
-    s.add_taint_rule(rule("by-class", json!({"deviceClassName": "big"}), "NoSchedule")).unwrap();
+    s.add_taint_rule(rule("by-class", &json!({"deviceClassName": "big"}), "NoSchedule")).unwrap();
     assert!(keys(&s, "pool-1", "device-1").is_empty());
     assert_eq!(keys(&s, "pool-1", "device-2"), ["slice-taint", "example.com/taint"]);
     s.remove_class("big");
@@ -91,7 +91,7 @@ fn rules_match_by_driver_pool_device_class_and_selector() {
     // CEL selectors; a runtime error (missing attribute) means no match.
     s.add_taint_rule(rule(
         "cel",
-        json!({"selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].size < 10")}}]}),
+        &json!({"selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].size < 10")}}]}),
         "NoSchedule",
     ))
     .unwrap();
@@ -99,18 +99,18 @@ fn rules_match_by_driver_pool_device_class_and_selector() {
     assert_eq!(keys(&s, "pool-1", "device-2"), ["slice-taint"]);
     s.add_taint_rule(rule(
         "runtime-error",
-        json!({"selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].missing == 1")}}]}),
+        &json!({"selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].missing == 1")}}]}),
         "NoSchedule",
     ))
     .unwrap();
     assert_eq!(keys(&s, "pool-1", "device-1"), ["example.com/taint"], "a runtime error matches nothing");
 
     // The informational effect None adds nothing the allocator checks.
-    s.add_taint_rule(rule("info", json!({"driver": DRIVER}), "None")).unwrap();
+    s.add_taint_rule(rule("info", &json!({"driver": DRIVER}), "None")).unwrap();
     assert_eq!(keys(&s, "pool-1", "device-1"), ["example.com/taint"]);
 }
 
-fn claim(name: &str, count: i64, tolerations: Value) -> ResourceClaim {
+fn claim(name: &str, count: i64, tolerations: &Value) -> ResourceClaim {
     serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
         "spec": {"devices": {"requests": [{"name": "req-0",
             "exactly": {"deviceClassName": "class-a", "count": count, "tolerations": tolerations}}]}}}))
@@ -127,27 +127,27 @@ fn picked(s: &DraStore, name: &str) -> Option<Vec<String>> {
 #[test]
 fn the_allocator_honours_rule_taints_like_slice_taints() {
     let s = store();
-    s.add_claim(claim("any", 1, json!([]))).unwrap();
+    s.add_claim(claim("any", 1, &json!([]))).unwrap();
     assert_eq!(picked(&s, "any"), Some(vec!["pool-1/device-1".to_owned()]));
     // Taint every device-1: only the (slice-)tainted device-2s are left, and they are
     // tainted too: nothing fits without tolerations (upstream "tainted-two-devices").
-    s.add_taint_rule(rule("no-device-1", json!({"device": "device-1"}), "NoSchedule")).unwrap();
+    s.add_taint_rule(rule("no-device-1", &json!({"device": "device-1"}), "NoSchedule")).unwrap();
     assert_eq!(picked(&s, "any"), None);
     // Tolerating the rule's taint by key and value (operator Equal) is enough for device-1.
-    s.add_claim(claim("equal", 2, json!([{"key": "example.com/taint", "operator": "Equal", "value": "rule"}])))
+    s.add_claim(claim("equal", 2, &json!([{"key": "example.com/taint", "operator": "Equal", "value": "rule"}])))
         .unwrap();
     assert_eq!(picked(&s, "equal"), Some(vec!["pool-1/device-1".to_owned(), "pool-2/device-1".to_owned()]));
     // A toleration for another effect does not tolerate it.
     s.add_claim(claim(
         "wrong-effect",
         1,
-        json!([{"key": "example.com/taint", "operator": "Exists", "effect": "NoExecute"}]),
+        &json!([{"key": "example.com/taint", "operator": "Exists", "effect": "NoExecute"}]),
     ))
     .unwrap();
     assert_eq!(picked(&s, "wrong-effect"), None);
     // device-2 carries both taints: tolerating both (Exists without a key) makes all four
     // usable (upstream "tainted-one-device-two-taints-both-tolerated").
-    s.add_claim(claim("all", 4, json!([{"operator": "Exists"}]))).unwrap();
+    s.add_claim(claim("all", 4, &json!([{"operator": "Exists"}]))).unwrap();
     assert_eq!(picked(&s, "all").map(|v| v.len()), Some(4));
     let res = s.allocate_claims(&[("default", "all")], "node-1", &Labels::default()).unwrap();
     let NodeResult::Fit(l) = res else { panic!() };
@@ -160,7 +160,7 @@ fn the_allocator_honours_rule_taints_like_slice_taints() {
 #[test]
 fn invalid_rules_are_typed_errors() {
     let s = store();
-    let mut r = rule("", json!({"driver": DRIVER}), "NoSchedule");
+    let mut r = rule("", &json!({"driver": DRIVER}), "NoSchedule");
     assert!(matches!(s.add_taint_rule(r.clone()), Err(DraError::InvalidTaintRule { .. })));
     r.metadata.name = "r".into();
     r.spec.taint.key.clear();
@@ -169,13 +169,13 @@ fn invalid_rules_are_typed_errors() {
     let e = s
         .add_taint_rule(rule(
             "bad-cel",
-            json!({"selectors": [{"cel": {"expression": "device.driver =="}}]}),
+            &json!({"selectors": [{"cel": {"expression": "device.driver =="}}]}),
             "NoSchedule",
         ))
         .unwrap_err();
     assert!(matches!(e, DraError::BadSelector { .. }), "{e}");
     assert!(e.to_string().contains("DeviceTaintRule bad-cel"), "{e}");
-    let e = s.add_taint_rule(rule("empty-driver", json!({"driver": ""}), "NoSchedule")).unwrap_err();
+    let e = s.add_taint_rule(rule("empty-driver", &json!({"driver": ""}), "NoSchedule")).unwrap_err();
     assert!(e.to_string().contains("spec.deviceSelector.driver is empty"), "{e}");
     // An unknown effect does not deserialize.
     assert!(
@@ -256,5 +256,5 @@ fn admin_access_needs_the_namespace_label() {
     let e = s.add_template(t).unwrap_err();
     assert!(e.to_string().starts_with("ResourceClaimTemplate other/t"), "{e}");
     // Claims without admin access need no label.
-    s.add_claim(claim("plain", 1, json!([]))).unwrap();
+    s.add_claim(claim("plain", 1, &json!([]))).unwrap();
 }

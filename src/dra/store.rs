@@ -685,19 +685,22 @@ impl DraStore {
         pod: &Pod,
         requests: Option<&Resources>,
     ) -> Result<Option<PodClaims>, GatherError> {
-        let has_ext = !self.inner.read().extended_names.is_empty() && Self::requests_scalar(pod);
-        if pod.spec.resource_claims.is_empty() && !has_ext {
+        // Pods without claims are the common case: decide on a read lock.
+        if pod.spec.resource_claims.is_empty()
+            && (!Self::requests_scalar(pod) || self.inner.read().extended_names.is_empty())
+        {
             return Ok(None);
         }
         let mut inner = self.inner.write();
+        let has_ext = !inner.extended_names.is_empty() && Self::requests_scalar(pod);
         let computed;
         let requests = match requests {
-            Some(r) => Some(r),
+            Some(r) if has_ext => Some(r),
             None if has_ext => {
                 computed = pod.requests();
                 Some(&computed)
             }
-            None => None,
+            _ => None,
         };
         let claims = self.gather_locked(&mut inner, pod, None, requests)?;
         if claims.plans.is_empty() && claims.allocated.is_empty() && claims.extended.is_none() {
@@ -824,8 +827,12 @@ impl DraStore {
         // A claim made for the pod's extended resources in an earlier attempt counts as
         // one of its claims (upstream `findExtendedResourceClaim`).
         let mut extended = None;
-        let ext_key = claim_key(&pod.metadata.namespace, &extended_claim_name(pod));
-        if let Some(entry) = inner.claims.get(&ext_key).filter(|e| {
+        let ext_key = if requests.is_some() {
+            claim_key(&pod.metadata.namespace, &extended_claim_name(pod))
+        } else {
+            String::new()
+        };
+        if let Some(entry) = requests.and_then(|_| inner.claims.get(&ext_key)).filter(|e| {
             e.compiled.claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_some_and(|v| v == "true")
         }) {
             if let Some(a) = entry.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
@@ -1193,7 +1200,7 @@ impl PodClaims {
         }
         let mask = match self.extended_mask(allocatable) {
             Ok(m) => m,
-            Err(resource) => return Ok(Err(self.not_on_node(node, resource))),
+            Err(resource) => return Ok(Err(Self::not_on_node(node, resource))),
         };
         let (plans, slots) = self.plans_for(mask);
         if plans.is_empty() {
@@ -1214,7 +1221,7 @@ impl PodClaims {
         }
     }
 
-    fn not_on_node(&self, node: Symbol, resource: Symbol) -> Diagnosis {
+    fn not_on_node(node: Symbol, resource: Symbol) -> Diagnosis {
         Diagnosis {
             node: node.as_str().to_owned(),
             problems: vec![allocator::Problem::ResourceNotOnNode { resource: resource.as_str().to_owned() }],
@@ -1260,7 +1267,7 @@ impl PodClaims {
         }
         let mask = match self.extended_mask(allocatable) {
             Ok(m) => m,
-            Err(resource) => return Ok(NodeResult::NoFit(self.not_on_node(sym, resource))),
+            Err(resource) => return Ok(NodeResult::NoFit(Self::not_on_node(sym, resource))),
         };
         let (plans, slots) = self.plans_for(mask);
         match allocator::run(

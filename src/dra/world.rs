@@ -358,6 +358,10 @@ fn rule_matches(
     rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
 }
 
+/// A pool's key, its newest-generation slices in search order, and whether any has
+/// binding conditions.
+type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, bool);
+
 /// Flattens validated slices (by name) into a [`World`], adding the taints of matching
 /// [`DeviceTaintRule`](super::DeviceTaintRule)s after each device's own, in rule order.
 pub(crate) fn build(
@@ -377,7 +381,7 @@ pub(crate) fn build(
     // `structured/pools.go`, `GatherPools`; allocator case
     // "lexicographical-sorting-pools-with-binding-conditions").
     let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
-    let mut ordered: Vec<((String, String), Vec<&Arc<ResourceSlice>>, bool)> = pools
+    let mut ordered: Vec<PoolSlices<'_>> = pools
         .into_iter()
         .map(|(key, all)| {
             let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);

@@ -123,8 +123,8 @@ struct DraState {
     claims: Arc<PodClaims>,
     /// The snapshot's nodes, when Reserve needs their labels.
     nodes: Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>,
-    /// Allocated claims whose binding failed or timed out, with why.
-    unavailable: Arc<[(String, String)]>,
+    /// Allocated claims whose binding failed or timed out, with why (`None`: none).
+    unavailable: Option<Arc<[(String, String)]>>,
 }
 
 impl DynamicResources {
@@ -227,7 +227,12 @@ impl PreFilterPlugin for DynamicResources {
                 // allocatable, so keep the nodes (by reference).
                 let nodes = (claims.needs_node_labels() || claims.has_extended_resources())
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
-                let unavailable = claims.unavailable_claims(self.clock.now(), self.binding_timeout).into();
+                let unavailable = if claims.already_allocated().next().is_some() {
+                    let u = claims.unavailable_claims(self.clock.now(), self.binding_timeout);
+                    (!u.is_empty()).then(|| u.into())
+                } else {
+                    None
+                };
                 state.write(DraState { claims: Arc::new(claims), nodes, unavailable });
                 (None, Status::SUCCESS)
             }
@@ -257,7 +262,7 @@ impl FilterPlugin for DynamicResources {
         let Some(DraState { claims, unavailable, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
-        if !unavailable.is_empty() {
+        if unavailable.is_some() {
             // Upstream: a claim whose binding failed or timed out is unavailable on every
             // node, so PostFilter can deallocate it.
             return Status::unschedulable("resourceclaim not available on the node");
@@ -295,6 +300,7 @@ impl PostFilterPlugin for DynamicResources {
         // the pod used by no other pod).
         let mut order: Vec<String> = unavailable
             .iter()
+            .flat_map(|u| u.iter())
             .filter_map(|(k, _)| k.strip_prefix(ns).and_then(|r| r.strip_prefix('/')).map(str::to_owned))
             .collect();
         for pc in &p.spec.resource_claims {
@@ -486,7 +492,7 @@ impl DynamicResources {
                 let claim = claims.first().map(|c| c.metadata.name.clone()).unwrap_or_default();
                 return Err(BindingError::Timeout { claim, seconds: self.binding_timeout.as_secs() });
             }
-            let until = (next_poll.saturating_sub(now)).min(self.binding_timeout - elapsed);
+            let until = next_poll.saturating_sub(now).min(self.binding_timeout.saturating_sub(elapsed));
             std::thread::sleep(self.clock.real_wait(until.max(Duration::from_millis(1))));
         }
     }
