@@ -253,3 +253,44 @@ fn a_timed_out_allocation_is_unavailable_in_the_next_cycle() {
     drive(&clock, &h, Duration::from_secs(1), Duration::from_secs(30));
     h.join().unwrap().unwrap();
 }
+
+#[test]
+fn binding_fields_round_trip_as_yaml() {
+    use serde::Deserialize;
+    let text = r"
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: fabric
+spec:
+  driver: fabric.example.com
+  allNodes: true
+  pool:
+    name: fabric
+    generation: 3
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+    bindingConditions:
+    - fabric.example.com/Attached
+    bindingFailureConditions:
+    - fabric.example.com/AttachFailed
+    bindsToNode: true
+    taints:
+    - key: fabric.example.com/unhealthy
+      effect: None
+";
+    let doc = serde_json::Value::deserialize(serde_norway::Deserializer::from_str(text)).unwrap();
+    let s: ResourceSlice = serde_json::from_value(doc.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&s).unwrap(), doc);
+    let d = &s.spec.devices[0];
+    assert_eq!(d.binding_conditions, ["fabric.example.com/Attached"]);
+    assert_eq!(d.binds_to_node, Some(true));
+    assert_eq!(d.taints[0].effect, schedkit::dra::DeviceTaintEffect::None);
+    let back: ResourceSlice = serde_norway::from_str(&serde_norway::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back, s);
+    // The informational taint does not block allocation.
+    let store = DraStore::new();
+    store.add_slice(s).unwrap();
+    assert!(store.device_taints(DRIVER, "fabric", "gpu-0").unwrap().is_empty());
+}

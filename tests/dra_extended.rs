@@ -16,7 +16,7 @@ use schedkit::dra::{
 };
 use schedkit::framework::Profile;
 use schedkit::model::Pod;
-use schedkit::plugins::default_binder::DefaultBinder;
+use schedkit::plugins::default_binder::{Binder, DefaultBinder};
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
 use schedkit::plugins::node_resources::{Fit, FitArgs};
 use schedkit::plugins::priority_sort::PrioritySort;
@@ -76,16 +76,34 @@ impl ClaimStatusWriter for Recorder {
 }
 
 fn scheduler(store: &Arc<DraStore>, writer: Arc<Recorder>, delegate: bool) -> Scheduler {
+    scheduler_with_binder(store, writer, delegate, DefaultBinder::default())
+}
+
+fn scheduler_with_binder(
+    store: &Arc<DraStore>,
+    writer: Arc<Recorder>,
+    delegate: bool,
+    binder: DefaultBinder,
+) -> Scheduler {
     let fit = Fit::new(&FitArgs::default()).unwrap();
     let fit = if delegate { fit.with_device_classes(store.clone()) } else { fit };
     let profile = Profile::builder("default-scheduler")
         .plugin(PrioritySort)
         .plugin(fit)
         .plugin(DynamicResources::new(store.clone()).with_writer(writer))
-        .plugin(DefaultBinder::default())
+        .plugin(binder)
         .build()
         .unwrap();
     Scheduler::builder().profile(profile).build()
+}
+
+/// Fails every binding (after PreBind made the claim).
+struct FailingBinder;
+
+impl Binder for FailingBinder {
+    fn bind(&self, _pod: &Pod, _node: &str) -> Result<(), String> {
+        Err("apiserver unavailable".into())
+    }
 }
 
 fn gpu_pod(name: &str, gpus: &str) -> Pod {
@@ -200,4 +218,56 @@ fn a_failed_binding_deletes_the_claim_again() {
     assert!(s.claim("default", "p-extended-resources").is_none(), "never created before PreBind");
     sched.schedule_pod(gpu_pod("p", "1")).unwrap().run().unwrap();
     assert!(s.claim("default", "p-extended-resources").is_some());
+}
+
+#[test]
+fn unreserve_deletes_the_claim_prebind_made() {
+    // upstream `unreserveExtendedResourceClaim`: a binding failing after PreBind created
+    // the claim deletes it again, so the devices are free for the retry.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let mut sched = scheduler_with_binder(&s, writer.clone(), true, DefaultBinder::new(FailingBinder));
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    s.add_slice(gpu_slice("node-0", 1)).unwrap();
+    let err = sched.schedule_pod(gpu_pod("p", "1")).unwrap().run().unwrap_err();
+    assert!(err.to_string().contains("apiserver unavailable"), "{err}");
+    assert_eq!(writer.created.lock().len(), 1, "PreBind created the claim");
+    assert_eq!(*writer.deleted.lock(), ["p-extended-resources"]);
+    assert!(s.claim("default", "p-extended-resources").is_none());
+    assert_eq!(s.audit(), schedkit::dra::Audit::default());
+    // The device is free again.
+    let b = sched.schedule_pod(gpu_pod("p", "1")).unwrap();
+    assert_eq!(b.node(), "node-0");
+}
+
+#[test]
+fn extended_resource_objects_round_trip_as_yaml() {
+    use serde::Deserialize;
+    let class = r#"
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  extendedResourceName: example.com/gpu
+  selectors:
+  - cel:
+      expression: device.driver == "gpu.example.com"
+"#;
+    let status = r"
+requestMappings:
+- containerName: main
+  resourceName: example.com/gpu
+  requestName: container-0-request-1
+resourceClaimName: p-extended-resources-x7k2q
+";
+    let doc = serde_json::Value::deserialize(serde_norway::Deserializer::from_str(class)).unwrap();
+    let c: schedkit::dra::DeviceClass = serde_json::from_value(doc.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&c).unwrap(), doc);
+    assert_eq!(c.spec.extended_resource_name.as_deref(), Some("example.com/gpu"));
+    let doc = serde_json::Value::deserialize(serde_norway::Deserializer::from_str(status)).unwrap();
+    let st: PodExtendedResourceClaimStatus = serde_json::from_value(doc.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&st).unwrap(), doc);
+    let back: PodExtendedResourceClaimStatus = serde_norway::from_str(&serde_norway::to_string(&st).unwrap()).unwrap();
+    assert_eq!(back, st);
 }
