@@ -513,14 +513,25 @@ pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
 }
 
 impl EnqueueExtensions for DynamicResources {
-    /// ResourceClaim add/update (hinted by [`claim_event_hint`]), ResourceSlice and
-    /// DeviceClass add/update (always requeue, as upstream for slices).
+    /// Node add / label / allocatable updates, ResourceClaim add/update (hinted by
+    /// [`claim_event_hint`]), ResourceSlice and DeviceClass add/update (always requeue,
+    /// as upstream for slices).
     fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
         let ev = |resource, hint| ClusterEventWithHint {
             event: ClusterEvent { resource, action: ActionType::ADD | ActionType::UPDATE },
             hint,
         };
         vec![
+            // Node labels matter for devices reachable through node selectors, node
+            // allocatable for extended resources backed by DRA (upstream registers Node
+            // Add | UpdateNodeLabel; schedkit adds UpdateNodeAllocatable for KEP-5004).
+            ClusterEventWithHint {
+                event: ClusterEvent {
+                    resource: EventResource::Node,
+                    action: ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_ALLOCATABLE,
+                },
+                hint: None,
+            },
             ev(EventResource::ResourceClaim, Some(Arc::new(claim_event_hint) as QueueingHintFn)),
             ev(EventResource::ResourceSlice, None),
             ev(EventResource::DeviceClass, None),
