@@ -362,6 +362,12 @@ impl DraStore {
         Self::rebuild(&mut inner);
     }
 
+    /// Whether device binding conditions are enabled (see
+    /// [`DraStore::set_binding_conditions`]).
+    pub fn binding_conditions_enabled(&self) -> bool {
+        !self.inner.read().binding_disabled
+    }
+
     fn check_admin_access(
         inner: &Inner,
         object: &str,

@@ -427,7 +427,8 @@ impl PreBindPlugin for DynamicResources {
                 .and_then(|s| s.allocation.as_ref())
                 .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
         });
-        if !waits {
+        // Upstream returns early when the binding-conditions feature is off.
+        if !waits || !self.store.binding_conditions_enabled() {
             return Status::SUCCESS;
         }
         match self.wait_for_binding_conditions(&committed) {
