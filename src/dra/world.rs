@@ -150,6 +150,21 @@ pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
             p.values.push(q(x, "validValues")?);
         }
     }
+    // API validation rejects these; a non-positive step would otherwise never round.
+    if p.step.is_some_and(|s| s <= 0) {
+        return Err("requestPolicy.validRange.step must be positive".to_owned());
+    }
+    if p.min.is_some_and(|m| m < 0) {
+        return Err("requestPolicy.validRange.min must not be negative".to_owned());
+    }
+    if let (Some(min), Some(max)) = (p.min, p.max)
+        && max < min
+    {
+        return Err("requestPolicy.validRange.max must not be less than min".to_owned());
+    }
+    if p.values.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("requestPolicy.validValues must be sorted ascending without duplicates".to_owned());
+    }
     Ok(p)
 }
 
@@ -564,4 +579,61 @@ pub(crate) fn taint_blocks(t: &Taint, tolerations: &[crate::model::Toleration]) 
 /// An attribute key for a constraint's fully qualified name.
 pub(crate) fn constraint_key(name: &str) -> AttributeKey {
     AttributeKey::qualified(name, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn apply(policy: &serde_json::Value, requested: Option<&str>, capacity: &str) -> Option<i128> {
+        let p = parse_policy(policy).unwrap();
+        let m = |t: &str| milli(&Quantity::parse(t).unwrap());
+        p.apply(requested.map(m), m(capacity))
+    }
+
+    #[test]
+    fn consumed_capacity_as_upstream() {
+        // upstream consumable_capacity_test.go, testCalculateConsumedCapacity and
+        // testViolateCapacityRequestPolicy (DRAFractionalCapacityRange off).
+        let range = |d: &str, min: &str| json!({"default": d, "validRange": {"min": min}});
+        assert_eq!(apply(&json!({}), None, "1"), Some(1000), "empty");
+        assert_eq!(apply(&range("1", "1"), None, "2"), Some(1000), "min in range");
+        assert_eq!(apply(&json!({"default": "1", "validValues": ["1"]}), None, "2"), Some(1000), "default in set");
+        assert_eq!(apply(&range("1", "1"), Some("2"), "2"), Some(2000), "more than min in range");
+        assert_eq!(apply(&range("1", "2"), Some("1"), "2"), Some(2000), "less than min in range");
+        let step = |s: &str| json!({"default": "1", "validRange": {"min": "1", "step": s}});
+        assert_eq!(apply(&step("2"), Some("2"), "3"), Some(3000), "with step (round up)");
+        assert_eq!(apply(&step("1"), Some("2"), "2"), Some(2000), "with step (no remaining)");
+        assert_eq!(
+            apply(&step("1"), Some("1.0000001"), "3"),
+            Some(2000),
+            "integer-step-sub-milli-request-rounds-up-without-fractional-range"
+        );
+        let gi = json!({"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}});
+        assert_eq!(apply(&gi, Some("3Gi"), "3Gi"), Some(3 * 1024 * 1024 * 1024 * 1000), "positive-binary-step");
+        let set = |v: serde_json::Value| json!({"default": "1", "validValues": v});
+        assert_eq!(apply(&set(json!(["1", "2", "3"])), Some("2"), "3"), Some(2000), "valid value in set");
+        assert_eq!(apply(&set(json!(["1", "3"])), Some("2"), "3"), Some(3000), "set (round up)");
+        assert_eq!(apply(&set(json!(["1", "2"])), Some("3"), "3"), None, "larger than set: violates the policy");
+        assert_eq!(apply(&set(json!(["1"])), Some("2"), "2"), None, "not in set");
+        let max = json!({"default": "1", "validRange": {"min": "1", "max": "1"}});
+        assert_eq!(apply(&max, Some("2"), "2"), None, "more than maximum");
+        let below = json!({"default": "10", "validRange": {"min": "10", "step": "5"}});
+        assert_eq!(apply(&below, Some("5"), "15"), Some(10_000), "request below min returns min");
+    }
+
+    #[test]
+    fn invalid_policies_are_load_errors() {
+        // upstream rejects a negative step at run time ("negative-step-request-above-min-
+        // is-rejected"); schedkit rejects it when the slice is loaded.
+        for bad in [
+            json!({"validRange": {"min": "10", "step": "-1"}}),
+            json!({"validRange": {"min": "-1"}}),
+            json!({"validRange": {"min": "2", "max": "1"}}),
+            json!({"validValues": ["2", "1"]}),
+        ] {
+            assert!(parse_policy(&bad).is_err(), "{bad}");
+        }
+    }
 }
