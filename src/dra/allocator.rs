@@ -617,18 +617,17 @@ fn share_fields(
     alt: &super::compiled::Alternative,
     claim: &str,
     admin: bool,
-) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut other = std::collections::BTreeMap::new();
+) -> (std::collections::BTreeMap<String, crate::model::Quantity>, Option<String>) {
+    let mut consumed = std::collections::BTreeMap::new();
     if !e.multi || admin {
-        return other;
+        return (consumed, None);
     }
-    let Some(amounts) = e.consumption(&alt.capacity) else { return other };
-    let mut consumed = serde_json::Map::new();
+    let Some(amounts) = e.consumption(&alt.capacity) else { return (consumed, None) };
     for (si, milli) in amounts {
-        let text = quantity_text(milli);
-        consumed.insert(e.shares[si].name.clone(), serde_json::Value::String(text));
+        let q = crate::model::Quantity::parse(&quantity_text(milli))
+            .unwrap_or_else(|_| crate::model::Quantity::from_milli(i64::try_from(milli).unwrap_or(i64::MAX)));
+        consumed.insert(e.shares[si].name.clone(), q);
     }
-    other.insert("consumedCapacity".to_owned(), serde_json::Value::Object(consumed));
     // A stable UID-shaped id per (claim, request, device); upstream generates a random UID.
     let mut h = ahash::AHasher::default();
     std::hash::Hash::hash(&(claim, &alt.result_name, e.id.to_string()), &mut h);
@@ -643,8 +642,7 @@ fn share_fields(
         b >> 48,
         b & 0xffff_ffff_ffff
     );
-    other.insert("shareID".to_owned(), serde_json::Value::String(id));
-    other
+    (consumed, Some(id))
 }
 
 /// Builds each claim's `AllocationResult` from the picks (upstream
@@ -687,6 +685,7 @@ pub(crate) fn results(
                 (Some(b), true) => (b.0.clone(), b.1.clone()),
                 _ => (Vec::new(), Vec::new()),
             };
+            let (consumed_capacity, share_id) = share_fields(e, alt, &plan.claim.key, p.admin);
             results.push(DeviceRequestAllocationResult {
                 request: alt.result_name.clone(),
                 driver: e.id.driver.as_str().to_owned(),
@@ -696,7 +695,9 @@ pub(crate) fn results(
                 tolerations: alt.tolerations.clone(),
                 binding_conditions,
                 binding_failure_conditions,
-                other: share_fields(e, alt, &plan.claim.key, p.admin),
+                consumed_capacity,
+                share_id,
+                other: std::collections::BTreeMap::new(),
             });
             if !seen_alts.contains(&(p.request, p.alt)) {
                 seen_alts.push((p.request, p.alt));

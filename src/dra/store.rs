@@ -259,13 +259,11 @@ pub fn claim_name_for(pod: &Pod, pc: &PodResourceClaim) -> String {
 
 /// What a result on a multi-allocatable device consumes, from its `consumedCapacity`.
 fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocationResult) -> Vec<(usize, i128)> {
-    let Some(map) = r.other.get("consumedCapacity").and_then(|v| v.as_object()) else { return Vec::new() };
     let mut out = Vec::new();
-    for (name, q) in map {
+    for (name, q) in &r.consumed_capacity {
         let key = crate::selector::AttributeKey::qualified(name, e.device.driver());
-        let amount = q.as_str().and_then(|t| crate::model::Quantity::parse(t).ok()).map(|q| world::milli(&q));
-        if let (Some(si), Some(amount)) = (e.shares.iter().position(|s| s.key == key), amount) {
-            out.push((si, amount));
+        if let Some(si) = e.shares.iter().position(|s| s.key == key) {
+            out.push((si, world::milli(q)));
         }
     }
     out

@@ -85,7 +85,7 @@ pub struct ResourceSliceSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_counters: Vec<CounterSet>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -150,7 +150,7 @@ pub struct DeviceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binds_to_node: Option<bool>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -179,7 +179,8 @@ pub struct DeviceAttribute {
 pub struct DeviceCapacity {
     /// The capacity.
     pub value: Quantity,
-    /// Consumable-capacity request policy (carried as JSON, not evaluated).
+    /// Consumable-capacity request policy (`default`, `validRange`, `validValues`; kept as
+    /// JSON, validated and applied by the store for `allowMultipleAllocations` devices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_policy: Option<serde_json::Value>,
 }
@@ -427,7 +428,7 @@ pub struct ExactDeviceRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -456,7 +457,7 @@ pub struct DeviceSubRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -512,7 +513,7 @@ pub struct ResourceClaimStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<AllocatedDeviceStatus>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -606,7 +607,7 @@ pub struct AllocationResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<NodeSelector>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -647,8 +648,15 @@ pub struct DeviceRequestAllocationResult {
     /// The device's binding failure conditions, copied at allocation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub binding_failure_conditions: Vec<String>,
+    /// What this allocation consumes of a device allocated several times
+    /// (`allowMultipleAllocations`, KEP-5075), by capacity name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumed_capacity: BTreeMap<String, Quantity>,
+    /// Identifies this allocation's share of such a device.
+    #[serde(rename = "shareID", default, skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
