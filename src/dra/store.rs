@@ -305,6 +305,21 @@ impl DraStore {
 
     /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; its
     /// taint applies to matching devices from the next cycle on.
+    ///
+    /// ```
+    /// use schedkit::dra::{DeviceTaintRule, DraStore, ResourceSlice};
+    /// let store = DraStore::new();
+    /// let slice: ResourceSlice = serde_json::from_str(r#"{"metadata":{"name":"s"},"spec":{
+    ///   "driver":"gpu.example.com","nodeName":"n1","pool":{"name":"n1","resourceSliceCount":1},
+    ///   "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}}"#).unwrap();
+    /// store.add_slice(slice).unwrap();
+    /// let rule: DeviceTaintRule = serde_json::from_str(r#"{"metadata":{"name":"maintenance"},
+    ///   "spec":{"deviceSelector":{"device":"gpu-1"},
+    ///           "taint":{"key":"example.com/maintenance","effect":"NoSchedule"}}}"#).unwrap();
+    /// store.add_taint_rule(rule).unwrap();
+    /// assert!(store.device_taints("gpu.example.com", "n1", "gpu-0").unwrap().is_empty());
+    /// assert_eq!(store.device_taints("gpu.example.com", "n1", "gpu-1").unwrap().len(), 1);
+    /// ```
     pub fn add_taint_rule(&self, rule: DeviceTaintRule) -> Result<(), DraError> {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
@@ -341,6 +356,19 @@ impl DraStore {
     /// The device class serving an extended resource name (its `extendedResourceName`,
     /// or the implicit `deviceclass.resource.kubernetes.io/<class>`), if any (upstream
     /// `DeviceClassResolver.GetDeviceClass`).
+    ///
+    /// ```
+    /// use schedkit::dra::{DeviceClass, DraStore};
+    /// let store = DraStore::new();
+    /// let class: DeviceClass = serde_json::from_str(r#"{"metadata":{"name":"gpu"},
+    ///   "spec":{"extendedResourceName":"example.com/gpu"}}"#).unwrap();
+    /// store.add_class(class).unwrap();
+    /// assert_eq!(store.device_class_for_resource("example.com/gpu").as_deref(), Some("gpu"));
+    /// assert_eq!(
+    ///     store.device_class_for_resource("deviceclass.resource.kubernetes.io/gpu").as_deref(),
+    ///     Some("gpu")
+    /// );
+    /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
         self.inner.read().extended_names.get(resource).cloned()
     }
