@@ -10,6 +10,7 @@ use schedkit::dra::{
 };
 use schedkit::model::Labels;
 
+const ADMIN_LABEL: &str = schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL;
 const DRIVER_A: &str = "driver-a";
 const DRIVER_B: &str = "driver-b";
 
@@ -65,6 +66,9 @@ struct World {
 impl World {
     fn new(classes: &[DeviceClass], slices: Vec<Value>) -> World {
         let store = DraStore::new();
+        // Admin access needs the namespace label (upstream checks it at admission; the
+        // allocator cases assume admitted claims).
+        store.set_namespace_labels("default", [(ADMIN_LABEL.to_owned(), "true".to_owned())].into());
         for c in classes {
             store.add_class(c.clone()).unwrap();
         }
@@ -1023,5 +1027,98 @@ fn prioritized_list_multi_request() {
             r("req-1", DRIVER_A, "pool-1", "device-1"),
             r("req-0/subreq-1", DRIVER_A, "pool-2", "device-2")
         ]])
+    );
+}
+
+#[test]
+fn obsolete_slice() {
+    // upstream "obsolete-slice" (allocator_testing.go, v1.3x variant): a slice of an older
+    // pool generation is ignored; its device is not counted.
+    let mut old = slice_on("slice-1-obsolete", "node-1", "pool-1", DRIVER_A, vec![dev("device-1"), dev("device-2")]);
+    old["spec"]["pool"]["generation"] = json!(1);
+    let mut new = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
+    new["spec"]["pool"]["generation"] = json!(2);
+    let (w, names) = World::new(&classes_ab(), vec![old, new]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
+    // device-2 exists only in the obsolete generation: two devices don't fit.
+    w.store.add_claim(claim("claim-1", vec![request("req-0", "class-a", 2)], vec![])).unwrap();
+    assert_eq!(picked(&w.run(&["claim-1".to_owned()])), None);
+}
+
+fn pool_slice(name: &str, pool: &str, count: i64, devices: Vec<Value>) -> Value {
+    let mut s = slice_on(name, "node-1", pool, DRIVER_A, devices);
+    s["spec"]["pool"]["resourceSliceCount"] = json!(count);
+    s
+}
+
+fn ready(name: &str) -> Value {
+    json!({"name": name, "bindingConditions": ["Ready"]})
+}
+
+#[test]
+fn lexicographical_sorting() {
+    // upstream allocatortesting/lexicographical_test.go, TestLexicographicalAllocator.
+    let two = || vec![claim("claim-0", vec![request("req-0", "class-a", 2)], vec![])];
+    // "lexicographical-sorting-pools": pool-3, pool-2, pool-1 in input.
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![
+            pool_slice("slice-1", "pool-3", 1, vec![dev("device-1")]),
+            pool_slice("slice-2", "pool-2", 1, vec![dev("device-1")]),
+            pool_slice("slice-3", "pool-1", 1, vec![dev("device-1")]),
+        ],
+    )
+    .claims(two());
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), r("req-0", DRIVER_A, "pool-2", "device-1")]])
+    );
+    // "lexicographical-sorting-pools-with-binding-conditions": the pool whose slice has a
+    // device with binding conditions goes last.
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![
+            pool_slice("slice-1", "pool-1", 1, vec![ready("device-1")]),
+            pool_slice("slice-2", "pool-3", 1, vec![dev("device-2")]),
+            pool_slice("slice-3", "pool-2", 1, vec![dev("device-3")]),
+        ],
+    )
+    .claims(two());
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-2", "device-3"), r("req-0", DRIVER_A, "pool-3", "device-2")]])
+    );
+    // "lexicographical-sorting-slices": slice-3, slice-2, slice-1 of one pool in input.
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![
+            pool_slice("slice-3", "pool-1", 3, vec![dev("device-3")]),
+            pool_slice("slice-2", "pool-1", 3, vec![dev("device-2")]),
+            pool_slice("slice-1", "pool-1", 3, vec![dev("device-1")]),
+        ],
+    )
+    .claims(two());
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), r("req-0", DRIVER_A, "pool-1", "device-2")]])
+    );
+    // "lexicographical-sorting-slices-with-binding-conditions": within the pool, the slice
+    // with binding conditions goes last.
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![
+            pool_slice("slice-1", "pool-1", 3, vec![ready("device-1")]),
+            pool_slice("slice-3", "pool-1", 3, vec![dev("device-3")]),
+            pool_slice("slice-2", "pool-1", 3, vec![dev("device-2")]),
+        ],
+    )
+    .claims(two());
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-2"), r("req-0", DRIVER_A, "pool-1", "device-3")]])
     );
 }

@@ -63,8 +63,8 @@ fn bind(s: &DraStore, claim: &str) -> Option<String> {
         NodeResult::Fit(list) => {
             s.commit(&p, &uid);
             let r = &list[0].1.devices.results[0];
-            assert!(r.other["shareID"].as_str().is_some_and(|id| id.len() == 36));
-            Some(r.other["consumedCapacity"]["memory"].as_str().unwrap().to_owned())
+            assert!(r.share_id.as_ref().is_some_and(|id| id.len() == 36));
+            Some(r.consumed_capacity["memory"].to_string())
         }
         NodeResult::NoFit(_) => None,
     }

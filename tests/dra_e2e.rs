@@ -229,7 +229,8 @@ fn pre_enqueue_waits_for_claims_and_templates_instantiate() {
         serde_json::from_value(json!({"metadata": {"name": "one-gpu", "namespace": "default"},
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}))
         .unwrap(),
-    );
+    )
+    .unwrap();
     let tpod = PodBuilder::new("t")
         .with(|p| {
             p.spec.resource_claims.push(PodResourceClaim {
@@ -289,6 +290,11 @@ fn claim_events_requeue_only_pods_using_the_claim() {
     let plugin = DynamicResources::new(store_with_class());
     let events = plugin.events_to_register();
     let resources: Vec<_> = events.iter().map(|e| e.event.resource).collect();
-    assert_eq!(resources, [EventResource::ResourceClaim, EventResource::ResourceSlice, EventResource::DeviceClass]);
-    assert!(events[0].hint.is_some());
+    // upstream also registers Node events (labels for node-selector devices; schedkit adds
+    // allocatable for extended resources backed by DRA).
+    assert_eq!(
+        resources,
+        [EventResource::Node, EventResource::ResourceClaim, EventResource::ResourceSlice, EventResource::DeviceClass]
+    );
+    assert!(events[1].hint.is_some());
 }

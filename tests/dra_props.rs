@@ -136,6 +136,7 @@ fn pod(i: usize) -> Pod {
 
 fn store(nodes: &[NodeSpec], claims: &[ClaimSpec]) -> DraStore {
     let s = DraStore::new();
+    s.set_namespace_labels("default", [(schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL.into(), "true".into())].into());
     s.add_class(
         serde_json::from_value(json!({"metadata": {"name": "gpu"},
             "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))

@@ -93,8 +93,9 @@ fn website_claim_with_misindented_selector_is_rejected_with_its_name() {
 
 #[test]
 fn live_claim_status_fields_round_trip() {
-    // Fields schedkit does not interpret (consumable capacity, binding conditions,
-    // timestamps, per-device status) survive a load and save.
+    // Fields schedkit does not interpret (timestamps, device data) and the typed
+    // consumable capacity, binding conditions and per-device status survive a load and
+    // save.
     let doc = serde_json::json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "shared-gpu-claim", "namespace": "default", "resourceVersion": "77"},
@@ -109,10 +110,16 @@ fn live_claim_status_fields_round_trip() {
                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["worker-1"]}]}]}
             },
             "reservedFor": [{"resource": "pods", "name": "pod0", "uid": "u-1"}],
-            "devices": [{"driver": "gpu.example.com", "pool": "worker-1", "device": "gpu-0", "conditions": []}]
+            "devices": [{"driver": "gpu.example.com", "pool": "worker-1", "device": "gpu-0",
+                "conditions": [{"type": "DeviceAttached", "status": "True", "reason": "Attached",
+                    "lastTransitionTime": "2026-01-01T00:00:05Z"}], "data": {"pci": "0000:3b:00.0"}}]
         }
     });
     let claim: ResourceClaim = round_trip(&doc);
     let a = claim.status.as_ref().unwrap().allocation.as_ref().unwrap();
-    assert_eq!(a.devices.results[0].other["shareID"], "1a2b3c");
+    assert_eq!(a.devices.results[0].share_id.as_deref(), Some("1a2b3c"));
+    assert_eq!(a.devices.results[0].consumed_capacity["memory"].to_string(), "4Gi");
+    assert_eq!(a.devices.results[0].binding_conditions, ["DeviceAttached"]);
+    assert!(claim.status.as_ref().unwrap().devices[0].condition("DeviceAttached").unwrap().is_true());
+    assert_eq!(schedkit::dra::binding_state(&claim), schedkit::dra::BindingState::Ready);
 }

@@ -163,6 +163,12 @@ pub enum Problem {
         /// `shared counters`).
         causes: Vec<String>,
     },
+    /// The pod requests an extended resource that no device class serves and the node
+    /// does not list (upstream Filter: "cannot fit resource").
+    ResourceNotOnNode {
+        /// The resource.
+        resource: String,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -178,6 +184,7 @@ impl fmt::Display for Problem {
                     "claim {claim}, request {request}: allocationMode All: {available} of {matching} matching devices available"
                 ),
             },
+            Problem::ResourceNotOnNode { resource } => write!(f, "cannot fit resource {resource}"),
             Problem::Unsatisfiable { claim, causes } => {
                 write!(f, "claim {claim}: ")?;
                 if causes.is_empty() {
@@ -610,18 +617,17 @@ fn share_fields(
     alt: &super::compiled::Alternative,
     claim: &str,
     admin: bool,
-) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut other = std::collections::BTreeMap::new();
+) -> (std::collections::BTreeMap<String, crate::model::Quantity>, Option<String>) {
+    let mut consumed = std::collections::BTreeMap::new();
     if !e.multi || admin {
-        return other;
+        return (consumed, None);
     }
-    let Some(amounts) = e.consumption(&alt.capacity) else { return other };
-    let mut consumed = serde_json::Map::new();
+    let Some(amounts) = e.consumption(&alt.capacity) else { return (consumed, None) };
     for (si, milli) in amounts {
-        let text = quantity_text(milli);
-        consumed.insert(e.shares[si].name.clone(), serde_json::Value::String(text));
+        let q = crate::model::Quantity::parse(&quantity_text(milli))
+            .unwrap_or_else(|_| crate::model::Quantity::from_milli(i64::try_from(milli).unwrap_or(i64::MAX)));
+        consumed.insert(e.shares[si].name.clone(), q);
     }
-    other.insert("consumedCapacity".to_owned(), serde_json::Value::Object(consumed));
     // A stable UID-shaped id per (claim, request, device); upstream generates a random UID.
     let mut h = ahash::AHasher::default();
     std::hash::Hash::hash(&(claim, &alt.result_name, e.id.to_string()), &mut h);
@@ -636,15 +642,23 @@ fn share_fields(
         b >> 48,
         b & 0xffff_ffff_ffff
     );
-    other.insert("shareID".to_owned(), serde_json::Value::String(id));
-    other
+    (consumed, Some(id))
 }
 
 /// Builds each claim's `AllocationResult` from the picks (upstream
-/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device pins
-/// the allocation to the node; otherwise the selectors of network-attached devices are
-/// merged into one term; devices for all nodes add nothing).
-pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: Symbol) -> Vec<AllocationResult> {
+/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device, or
+/// with binding conditions enabled any device with `bindsToNode`, pins the allocation to
+/// the node; otherwise the selectors of network-attached devices are merged into one
+/// term; devices for all nodes add nothing). With binding conditions enabled each result
+/// copies its device's binding and binding failure conditions
+/// (`allocator_experimental.go`, `Allocate`).
+pub(crate) fn results(
+    world: &World,
+    plans: &[ClaimPlan],
+    picks: &[Pick],
+    node: Symbol,
+    binding: bool,
+) -> Vec<AllocationResult> {
     let mut out = Vec::with_capacity(plans.len());
     for (c, plan) in plans.iter().enumerate() {
         let mut results = Vec::new();
@@ -664,6 +678,14 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 }
                 Scope::All => {}
             }
+            if binding && e.binds_to_node {
+                local = true;
+            }
+            let (binding_conditions, binding_failure_conditions) = match (&e.binding, binding) {
+                (Some(b), true) => (b.0.clone(), b.1.clone()),
+                _ => (Vec::new(), Vec::new()),
+            };
+            let (consumed_capacity, share_id) = share_fields(e, alt, &plan.claim.key, p.admin);
             results.push(DeviceRequestAllocationResult {
                 request: alt.result_name.clone(),
                 driver: e.id.driver.as_str().to_owned(),
@@ -671,7 +693,11 @@ pub(crate) fn results(world: &World, plans: &[ClaimPlan], picks: &[Pick], node: 
                 device: e.id.device.as_str().to_owned(),
                 admin_access: alt.admin.then_some(true),
                 tolerations: alt.tolerations.clone(),
-                other: share_fields(e, alt, &plan.claim.key, p.admin),
+                binding_conditions,
+                binding_failure_conditions,
+                consumed_capacity,
+                share_id,
+                other: std::collections::BTreeMap::new(),
             });
             if !seen_alts.contains(&(p.request, p.alt)) {
                 seen_alts.push((p.request, p.alt));

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::error::DraError;
-use super::types::{AllocationMode, DeviceClass, DeviceSelector, OpaqueDeviceConfiguration, ResourceClaim};
+use super::types::{
+    AllocationMode, DeviceClass, DeviceSelector, DeviceTaintRule, OpaqueDeviceConfiguration, ResourceClaim,
+};
 use super::world::constraint_key;
 use crate::model::{Quantity, Toleration};
 use crate::selector::{AttributeKey, Selector};
@@ -54,6 +56,59 @@ impl CompiledClass {
         let selectors = compile_selectors(&format!("DeviceClass {name}"), &class.spec.selectors)?;
         let key: String = selectors.iter().map(|s| s.source()).collect::<Vec<_>>().join("\u{0}");
         Ok(CompiledClass { class: Arc::new(class), selectors, key: key.into() })
+    }
+}
+
+/// A [`DeviceTaintRule`] with its selectors compiled.
+#[derive(Debug, Clone)]
+pub struct CompiledTaintRule {
+    /// The rule as loaded.
+    pub rule: Arc<DeviceTaintRule>,
+    pub(crate) selectors: Vec<Arc<Selector>>,
+    /// The taint as the allocator checks it (`None` for the informational effect `None`).
+    pub(crate) taint: Option<crate::model::Taint>,
+}
+
+impl CompiledTaintRule {
+    /// Validates a rule and compiles its selectors.
+    pub fn new(rule: DeviceTaintRule) -> Result<CompiledTaintRule, DraError> {
+        let name = rule.metadata.name.clone();
+        let invalid = |reason: &str| DraError::InvalidTaintRule { rule: name.clone(), reason: reason.to_owned() };
+        if name.is_empty() {
+            return Err(invalid("metadata.name is empty"));
+        }
+        if rule.spec.taint.key.is_empty() {
+            return Err(invalid("spec.taint.key is empty"));
+        }
+        let mut selectors = Vec::new();
+        if let Some(sel) = &rule.spec.device_selector {
+            if sel.selectors.iter().any(|s| s.cel.is_none()) {
+                return Err(invalid("a selector has no cel expression"));
+            }
+            for (field, v) in [
+                ("deviceClassName", &sel.device_class_name),
+                ("driver", &sel.driver),
+                ("pool", &sel.pool),
+                ("device", &sel.device),
+            ] {
+                if v.as_deref() == Some("") {
+                    return Err(invalid(&format!("spec.deviceSelector.{field} is empty")));
+                }
+            }
+            selectors = compile_selectors(&format!("DeviceTaintRule {name}"), &sel.selectors)?;
+        }
+        let t = &rule.spec.taint;
+        let effect = match t.effect {
+            super::types::DeviceTaintEffect::NoSchedule => Some(crate::model::TaintEffect::NoSchedule),
+            super::types::DeviceTaintEffect::NoExecute => Some(crate::model::TaintEffect::NoExecute),
+            super::types::DeviceTaintEffect::None => None,
+        };
+        let taint = effect.map(|effect| crate::model::Taint {
+            key: crate::model::Symbol::intern(&t.key),
+            value: crate::model::Symbol::intern(&t.value),
+            effect,
+        });
+        Ok(CompiledTaintRule { rule: Arc::new(rule), selectors, taint })
     }
 }
 

@@ -82,6 +82,58 @@ pub enum DraError {
     /// The named claim is not in the store.
     #[error("ResourceClaim {0} not found")]
     ClaimNotFound(String),
+    /// A `DeviceTaintRule` with an invalid spec other than a selector.
+    #[error("DeviceTaintRule {rule}: {reason}")]
+    InvalidTaintRule {
+        /// The rule.
+        rule: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A claim (or template) asks for `adminAccess` in a namespace without the
+    /// `resource.kubernetes.io/admin-access: "true"` label. Upstream rejects it when the
+    /// object is created (`pkg/registry/resource/utils.go`, `AuthorizedForAdmin`, called
+    /// from the ResourceClaim and ResourceClaimTemplate strategies' validation), with
+    /// the same message.
+    #[error(
+        "{object}: spec.devices.requests[{index}].exactly.adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace {namespace:?}"
+    )]
+    AdminAccessForbidden {
+        /// `ResourceClaim ns/name` or `ResourceClaimTemplate ns/name`.
+        object: String,
+        /// The request's position.
+        index: usize,
+        /// The namespace.
+        namespace: String,
+    },
+}
+
+/// Why PreBind gave up waiting for a claim's device binding conditions (KEP-5007,
+/// upstream `dynamicresources.go`, `isClaimReadyForBinding` and `PreBind`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindingError {
+    /// A binding failure condition of a device is `True`.
+    #[error("claim {claim} binding failed: reason={reason}, message={message:?}")]
+    Failed {
+        /// `namespace/name`.
+        claim: String,
+        /// The failure condition's reason.
+        reason: String,
+        /// The failure condition's message.
+        message: String,
+    },
+    /// The binding conditions did not all become `True` within the binding timeout.
+    #[error("claim {claim} binding timeout: device binding conditions not met after {seconds}s")]
+    Timeout {
+        /// `namespace/name`.
+        claim: String,
+        /// The timeout.
+        seconds: u64,
+    },
+    /// The claim disappeared while PreBind waited.
+    #[error("ResourceClaim {0} was deleted while waiting for its binding conditions")]
+    ClaimDeleted(String),
 }
 
 /// The details of [`DraError::CounterOverCapacity`].

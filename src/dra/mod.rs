@@ -6,19 +6,39 @@
 //! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly
 //! ([`DraStore::allocate_claims`](crate::dra::DraStore::allocate_claims)) or register the
 //! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
+//!
+//! Beyond the core allocator the store models:
+//!
+//! - device binding conditions and `bindsToNode` (KEP-5007): results carry the
+//!   conditions, devices needing them are tried last, and the plugin's PreBind waits for
+//!   them ([`DraStore::update_device_status`](crate::dra::DraStore::update_device_status),
+//!   [`binding_state`](crate::dra::binding_state));
+//! - [`DeviceTaintRule`](crate::dra::DeviceTaintRule)s, whose taints the allocator honours
+//!   like slice taints ([`DraStore::add_taint_rule`](crate::dra::DraStore::add_taint_rule));
+//! - the admin-access namespace label
+//!   ([`DraStore::set_namespace_labels`](crate::dra::DraStore::set_namespace_labels),
+//!   [`DraError::AdminAccessForbidden`](crate::dra::DraError::AdminAccessForbidden));
+//! - extended resources backed by device classes (KEP-5004,
+//!   [`DraStore::device_class_for_resource`](crate::dra::DraStore::device_class_for_resource));
+//! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075).
 
 mod allocator;
 mod chooser;
 mod compiled;
 mod error;
+mod extended;
 mod store;
 mod types;
 mod world;
 
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
 pub use chooser::TopologyChooser;
-pub use compiled::{CompiledClaim, CompiledClass};
-pub use error::{AllocError, CounterOverCapacity, DraError};
-pub use store::{Audit, DraStore, GatherError, NodeResult, PodClaims, claim_name_for};
+pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
+pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
+pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+pub use store::{
+    Audit, BindingState, DraStore, GatherError, NodeResult, PodClaims, binding_state, claim_name_for,
+    extended_claim_name,
+};
 pub use types::*;
 pub use world::DeviceId;

@@ -7,23 +7,30 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
 
 use super::allocator::{
     self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, Outcome, SelectorMatches,
 };
-use super::compiled::{CompiledClaim, CompiledClass, ns_or_default};
-use super::error::{AllocError, DraError};
+use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
+use super::error::{AllocError, BindingError, DraError};
+use super::extended::{self, MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
 use super::types::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
-    ResourceClaimTemplate, ResourceSlice,
+    ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, ContainerExtendedResourceRequest,
+    DeviceClass, DeviceTaintRule, EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX,
+    PodExtendedResourceClaimStatus, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimSpec,
+    ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
 };
 use super::world::{self, DeviceId, World};
-use crate::model::{Labels, Pod, PodResourceClaim, Symbol};
+use crate::model::{Labels, Pod, PodResourceClaim, Resources, Symbol};
 
 /// Where a pod's claim stands.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimEntry {
     pub compiled: Arc<CompiledClaim>,
+    /// When PreBind recorded the allocation, on the scheduler's clock (upstream
+    /// `status.allocation.allocationTimestamp`, which starts the binding timeout).
+    pub allocated_at: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -39,6 +46,22 @@ struct Inner {
     in_use: Option<(u64, u64, Arc<InUse>)>,
     chooser: Option<Arc<dyn DeviceChooser>>,
     budget: u64,
+    /// Device taint rules by name (upstream applies them in informer order, which is
+    /// unspecified; only the order of a device's taints differs).
+    rules: BTreeMap<String, Arc<CompiledTaintRule>>,
+    /// Namespace labels (for the admin access check).
+    namespaces: AHashMap<String, BTreeMap<String, String>>,
+    /// Whether devices with binding conditions may be allocated (upstream feature gate
+    /// `DRADeviceBindingConditions`, beta and on by default in v1.36).
+    binding_disabled: bool,
+    /// Extended resource name -> class (explicit `extendedResourceName`s and implicit
+    /// `deviceclass.resource.kubernetes.io/<class>` names; the class added last wins, as
+    /// upstream's cache follows informer events).
+    extended_names: AHashMap<String, String>,
+    /// Pod uid -> the extended-resource claim Reserve allocated for it, and its mappings.
+    extended_inflight: AHashMap<String, (Arc<CompiledClaim>, Vec<ContainerExtendedResourceRequest>)>,
+    /// Pod uid -> what PreBind recorded in the pod's status about its extended-resource claim.
+    extended_status: AHashMap<String, PodExtendedResourceClaimStatus>,
 }
 
 /// The DRA objects the scheduler needs, behind one lock. Cheap to share (`Arc`).
@@ -76,10 +99,110 @@ pub struct PodClaims {
     pub(crate) in_use: Arc<InUse>,
     pub(crate) plans: Vec<ClaimPlan>,
     pub(crate) slots: Vec<(u16, u16)>,
-    /// Claims already allocated: their node selectors (None: any node).
-    pub(crate) allocated: Vec<(String, Option<crate::model::NodeSelector>)>,
+    /// Claims already allocated.
+    pub(crate) allocated: Vec<AllocatedClaim>,
+    /// Whether binding conditions are enabled.
+    pub(crate) binding: bool,
+    /// The pod's extended resources backed by DRA, if any.
+    pub(crate) extended: Option<Arc<ExtendedPlan>>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
+}
+
+/// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which
+/// resources a node provides through DRA depends on its allocatable, so there is one
+/// claim variant per subset of `backed`.
+#[derive(Debug)]
+pub(crate) struct ExtendedPlan {
+    /// `namespace/name` of the claim the scheduler makes (`<pod>-extended-resources`;
+    /// upstream uses a generated name).
+    pub key: String,
+    /// DRA-backed resources the pod requests, in bit order.
+    pub backed: SmallVec<[Symbol; 2]>,
+    /// Other DRA-style extended resource names the pod requests: a node must list them.
+    pub unbacked: SmallVec<[Symbol; 2]>,
+    /// Per mask of `backed` provided through DRA (index 0: none).
+    pub variants: Vec<Option<ExtVariant>>,
+}
+
+/// One claim variant.
+#[derive(Debug)]
+pub(crate) struct ExtVariant {
+    pub claim: Arc<CompiledClaim>,
+    pub mappings: Vec<ContainerExtendedResourceRequest>,
+    /// The pod's other plans plus this claim's, and their slots.
+    pub plans: Vec<ClaimPlan>,
+    pub slots: Vec<(u16, u16)>,
+}
+
+/// The name of the claim the scheduler makes for a pod's extended resources.
+pub fn extended_claim_name(pod: &Pod) -> String {
+    format!("{}-extended-resources", pod.metadata.name)
+}
+
+/// An allocated claim of the pod.
+#[derive(Debug, Clone)]
+pub(crate) struct AllocatedClaim {
+    pub key: String,
+    /// Where the allocation is usable (None: any node).
+    pub node_selector: Option<crate::model::NodeSelector>,
+    /// Where its device binding conditions stand.
+    pub binding: BindingState,
+    /// When the allocation was recorded (clock time).
+    pub allocated_at: Option<std::time::Duration>,
+}
+
+/// Where an allocated claim's device binding conditions stand (upstream
+/// `dynamicresources.go`, `isClaimReadyForBinding`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindingState {
+    /// Every result's binding conditions are `True` in `status.devices` (trivially, when
+    /// no result has binding conditions).
+    Ready,
+    /// Some binding condition is not `True` yet (or the claim is not allocated).
+    Pending,
+    /// A binding failure condition is `True`.
+    Failed(BindingError),
+}
+
+/// Where `claim`'s device binding conditions stand: for each allocated device with
+/// binding conditions, its `status.devices` entry (matched by driver, pool and device,
+/// not share id, as upstream's `getAllocatedDeviceStatus`) must exist, no failure
+/// condition may be `True`, and every binding condition must be `True`.
+pub fn binding_state(claim: &ResourceClaim) -> BindingState {
+    let Some(status) = claim.status.as_ref() else { return BindingState::Pending };
+    let Some(allocation) = status.allocation.as_ref() else { return BindingState::Pending };
+    for r in &allocation.devices.results {
+        if r.binding_conditions.is_empty() {
+            continue;
+        }
+        let Some(dev) =
+            status.devices.iter().find(|d| d.device == r.device && d.driver == r.driver && d.pool == r.pool)
+        else {
+            return BindingState::Pending;
+        };
+        for f in &r.binding_failure_conditions {
+            if let Some(c) = dev.condition(f).filter(|c| c.is_true()) {
+                return BindingState::Failed(BindingError::Failed {
+                    claim: claim_key(&claim.metadata.namespace, &claim.metadata.name),
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                });
+            }
+        }
+        if !r.binding_conditions.iter().all(|b| dev.condition(b).is_some_and(super::types::Condition::is_true)) {
+            return BindingState::Pending;
+        }
+    }
+    BindingState::Ready
+}
+
+fn has_binding_conditions(claim: &ResourceClaim) -> bool {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
 }
 
 /// Why a pod's claims can't be gathered.
@@ -92,6 +215,16 @@ pub enum GatherError {
     /// A class a claim needs was removed.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// The pod requests more DRA-backed extended resources than schedkit handles.
+    #[error(
+        "pod {pod} requests {count} extended resources backed by DRA; schedkit handles at most {MAX_EXTENDED_RESOURCES}"
+    )]
+    TooManyExtendedResources {
+        /// `namespace/name`.
+        pod: String,
+        /// How many.
+        count: usize,
+    },
 }
 
 /// What a node run returned.
@@ -126,13 +259,11 @@ pub fn claim_name_for(pod: &Pod, pc: &PodResourceClaim) -> String {
 
 /// What a result on a multi-allocatable device consumes, from its `consumedCapacity`.
 fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocationResult) -> Vec<(usize, i128)> {
-    let Some(map) = r.other.get("consumedCapacity").and_then(|v| v.as_object()) else { return Vec::new() };
     let mut out = Vec::new();
-    for (name, q) in map {
+    for (name, q) in &r.consumed_capacity {
         let key = crate::selector::AttributeKey::qualified(name, e.device.driver());
-        let amount = q.as_str().and_then(|t| crate::model::Quantity::parse(t).ok()).map(|q| world::milli(&q));
-        if let (Some(si), Some(amount)) = (e.shares.iter().position(|s| s.key == key), amount) {
-            out.push((si, amount));
+        if let Some(si) = e.shares.iter().position(|s| s.key == key) {
+            out.push((si, world::milli(q)));
         }
     }
     out
@@ -167,8 +298,120 @@ impl DraStore {
 
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
-        inner.world = Arc::new(world::build(&inner.slices, generation));
+        let rules: Vec<Arc<CompiledTaintRule>> = inner.rules.values().cloned().collect();
+        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
         inner.in_use = None;
+    }
+
+    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; its
+    /// taint applies to matching devices from the next cycle on.
+    ///
+    /// ```
+    /// use schedkit::dra::{DeviceTaintRule, DraStore, ResourceSlice};
+    /// let store = DraStore::new();
+    /// let slice: ResourceSlice = serde_json::from_str(r#"{"metadata":{"name":"s"},"spec":{
+    ///   "driver":"gpu.example.com","nodeName":"n1","pool":{"name":"n1","resourceSliceCount":1},
+    ///   "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}}"#).unwrap();
+    /// store.add_slice(slice).unwrap();
+    /// let rule: DeviceTaintRule = serde_json::from_str(r#"{"metadata":{"name":"maintenance"},
+    ///   "spec":{"deviceSelector":{"device":"gpu-1"},
+    ///           "taint":{"key":"example.com/maintenance","effect":"NoSchedule"}}}"#).unwrap();
+    /// store.add_taint_rule(rule).unwrap();
+    /// assert!(store.device_taints("gpu.example.com", "n1", "gpu-0").unwrap().is_empty());
+    /// assert_eq!(store.device_taints("gpu.example.com", "n1", "gpu-1").unwrap().len(), 1);
+    /// ```
+    pub fn add_taint_rule(&self, rule: DeviceTaintRule) -> Result<(), DraError> {
+        let compiled = CompiledTaintRule::new(rule)?;
+        let mut inner = self.inner.write();
+        inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
+        Self::rebuild(&mut inner);
+        Ok(())
+    }
+
+    /// Removes a taint rule.
+    pub fn remove_taint_rule(&self, name: &str) -> bool {
+        let mut inner = self.inner.write();
+        let removed = inner.rules.remove(name).is_some();
+        if removed {
+            Self::rebuild(&mut inner);
+        }
+        removed
+    }
+
+    /// The taints the allocator sees on a device: the slice's own, then those of
+    /// matching taint rules (`NoSchedule`/`NoExecute` only).
+    pub fn device_taints(&self, driver: &str, pool: &str, device: &str) -> Option<Vec<crate::model::Taint>> {
+        let inner = self.inner.read();
+        let w = &inner.world;
+        let d = *w.index.get(&DeviceId::new(driver, pool, device))?;
+        Some(w.devices[d as usize].taints.to_vec())
+    }
+
+    /// Records a namespace's labels (what the admin access check reads; a namespace
+    /// never recorded has none).
+    pub fn set_namespace_labels(&self, namespace: &str, labels: BTreeMap<String, String>) {
+        self.inner.write().namespaces.insert(namespace.to_owned(), labels);
+    }
+
+    /// The device class serving an extended resource name (its `extendedResourceName`,
+    /// or the implicit `deviceclass.resource.kubernetes.io/<class>`), if any (upstream
+    /// `DeviceClassResolver.GetDeviceClass`).
+    ///
+    /// ```
+    /// use schedkit::dra::{DeviceClass, DraStore};
+    /// let store = DraStore::new();
+    /// let class: DeviceClass = serde_json::from_str(r#"{"metadata":{"name":"gpu"},
+    ///   "spec":{"extendedResourceName":"example.com/gpu"}}"#).unwrap();
+    /// store.add_class(class).unwrap();
+    /// assert_eq!(store.device_class_for_resource("example.com/gpu").as_deref(), Some("gpu"));
+    /// assert_eq!(
+    ///     store.device_class_for_resource("deviceclass.resource.kubernetes.io/gpu").as_deref(),
+    ///     Some("gpu")
+    /// );
+    /// ```
+    pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
+        self.inner.read().extended_names.get(resource).cloned()
+    }
+
+    /// What PreBind recorded in a pod's status about the claim made for its extended
+    /// resources (upstream `pod.status.extendedResourceClaimStatus`).
+    pub fn extended_resource_claim_status(&self, pod_uid: &str) -> Option<PodExtendedResourceClaimStatus> {
+        self.inner.read().extended_status.get(pod_uid).cloned()
+    }
+
+    /// Switches device binding conditions on (the default, as upstream's
+    /// `DRADeviceBindingConditions` gate in v1.36) or off. Off, devices with binding
+    /// conditions are never allocated and results carry no conditions.
+    pub fn set_binding_conditions(&self, enabled: bool) {
+        let mut inner = self.inner.write();
+        inner.binding_disabled = !enabled;
+        Self::rebuild(&mut inner);
+    }
+
+    /// Whether device binding conditions are enabled (see
+    /// [`DraStore::set_binding_conditions`]).
+    pub fn binding_conditions_enabled(&self) -> bool {
+        !self.inner.read().binding_disabled
+    }
+
+    fn check_admin_access(
+        inner: &Inner,
+        object: &str,
+        namespace: &str,
+        spec: &ResourceClaimSpec,
+    ) -> Result<(), DraError> {
+        let Some(index) =
+            spec.devices.requests.iter().position(|r| r.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)))
+        else {
+            return Ok(());
+        };
+        let ns = ns_or_default(namespace);
+        let allowed =
+            inner.namespaces.get(ns).and_then(|l| l.get(ADMIN_ACCESS_NAMESPACE_LABEL)).is_some_and(|v| v == "true");
+        if allowed {
+            return Ok(());
+        }
+        Err(DraError::AdminAccessForbidden { object: object.to_owned(), index, namespace: ns.to_owned() })
     }
 
     /// Adds or replaces a slice (by name). Validates it first.
@@ -212,24 +455,64 @@ impl DraStore {
     pub fn add_class(&self, class: DeviceClass) -> Result<(), DraError> {
         let compiled = CompiledClass::new(class)?;
         let mut inner = self.inner.write();
-        inner.classes.insert(compiled.class.metadata.name.clone(), Arc::new(compiled));
+        let name = compiled.class.metadata.name.clone();
+        if let Some(ext) = &compiled.class.spec.extended_resource_name {
+            if !is_dra_extended_resource_name(ext) || ext.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX) {
+                return Err(DraError::InvalidClass {
+                    class: name,
+                    reason: format!("spec.extendedResourceName {ext:?} is not an extended resource name"),
+                });
+            }
+        }
+        inner.extended_names.retain(|_, c| *c != name);
+        if let Some(ext) = &compiled.class.spec.extended_resource_name {
+            inner.extended_names.insert(ext.clone(), name.clone());
+        }
+        inner.extended_names.insert(format!("{IMPLICIT_EXTENDED_RESOURCE_PREFIX}{name}"), name.clone());
+        inner.classes.insert(name, Arc::new(compiled));
+        if inner
+            .rules
+            .values()
+            .any(|r| r.rule.spec.device_selector.as_ref().is_some_and(|s| s.device_class_name.is_some()))
+        {
+            Self::rebuild(&mut inner);
+        }
         Ok(())
     }
 
     /// Removes a device class. Claims already loaded keep their compiled selectors but
     /// fail to schedule until the class is back.
     pub fn remove_class(&self, name: &str) -> bool {
-        self.inner.write().classes.remove(name).is_some()
+        let mut inner = self.inner.write();
+        let removed = inner.classes.remove(name).is_some();
+        inner.extended_names.retain(|_, c| c != name);
+        if removed
+            && inner
+                .rules
+                .values()
+                .any(|r| r.rule.spec.device_selector.as_ref().is_some_and(|s| s.device_class_name.is_some()))
+        {
+            Self::rebuild(&mut inner);
+        }
+        removed
     }
 
     /// Adds or replaces a claim: validates it, checks its classes exist and compiles its
     /// selectors. A claim with `status.allocation` counts as holding its devices.
     pub fn add_claim(&self, claim: ResourceClaim) -> Result<(), DraError> {
         let mut inner = self.inner.write();
+        let object = format!("ResourceClaim {}", claim_key(&claim.metadata.namespace, &claim.metadata.name));
+        Self::check_admin_access(&inner, &object, &claim.metadata.namespace, &claim.spec)?;
         let classes = &inner.classes;
         let compiled = CompiledClaim::new(claim, |c| classes.get(c).cloned())?;
         let key = compiled.key.clone();
-        inner.claims.insert(key, ClaimEntry { compiled: Arc::new(compiled) });
+        // Keep the allocation time while the allocation is the same one.
+        let allocated_at = inner.claims.get(&key).and_then(|e| {
+            let old = e.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            let new = compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            if old.is_some() && old == new { e.allocated_at } else { None }
+        });
+        inner.claims.insert(key, ClaimEntry { compiled: Arc::new(compiled), allocated_at });
         inner.alloc_gen += 1;
         Ok(())
     }
@@ -246,10 +529,15 @@ impl DraStore {
         self.inner.read().claims.get(&claim_key(namespace, name)).map(|e| e.compiled.claim.clone())
     }
 
-    /// Adds a claim template.
-    pub fn add_template(&self, template: ResourceClaimTemplate) {
+    /// Adds a claim template. Like a claim, it may ask for admin access only in a
+    /// namespace labelled for it.
+    pub fn add_template(&self, template: ResourceClaimTemplate) -> Result<(), DraError> {
         let key = claim_key(&template.metadata.namespace, &template.metadata.name);
-        self.inner.write().templates.insert(key, Arc::new(template));
+        let mut inner = self.inner.write();
+        let object = format!("ResourceClaimTemplate {key}");
+        Self::check_admin_access(&inner, &object, &template.metadata.namespace, &template.spec.spec)?;
+        inner.templates.insert(key, Arc::new(template));
+        Ok(())
     }
 
     /// Makes the claim a pod's template reference stands for, as the resourceclaim
@@ -346,6 +634,7 @@ impl DraStore {
         world: &World,
         classes: &AHashMap<String, Arc<CompiledClass>>,
         claim: &Arc<CompiledClaim>,
+        binding: bool,
     ) -> Result<ClaimPlan, AllocError> {
         let mut cache = self.match_cache.lock();
         if cache.0 != world.generation {
@@ -375,6 +664,11 @@ impl DraStore {
                         // false or error, as upstream's `isSelectable`.
                         let class_n = class.selectors.len();
                         for (i, e) in world.devices.iter().enumerate() {
+                            // Devices with binding conditions need the feature (upstream
+                            // `isSelectable`).
+                            if !binding && e.binding.is_some() {
+                                continue;
+                            }
                             let mut ok = true;
                             for (j, sel) in class.selectors.iter().chain(alt.selectors.iter()).enumerate() {
                                 match sel.matches(&e.device) {
@@ -414,14 +708,131 @@ impl DraStore {
     /// Resolves the pod's claims for a cycle: claims to allocate get compiled plans,
     /// allocated ones their node selector. `None` when the pod has no claims.
     pub fn gather(&self, pod: &Pod) -> Result<Option<PodClaims>, GatherError> {
-        if pod.spec.resource_claims.is_empty() {
+        self.gather_with_requests(pod, None)
+    }
+
+    /// [`DraStore::gather`] with the pod's requests already computed (a `PodInfo`'s).
+    pub fn gather_with_requests(
+        &self,
+        pod: &Pod,
+        requests: Option<&Resources>,
+    ) -> Result<Option<PodClaims>, GatherError> {
+        // Pods without claims are the common case: decide on a read lock.
+        if pod.spec.resource_claims.is_empty()
+            && (!Self::requests_scalar(pod) || self.inner.read().extended_names.is_empty())
+        {
             return Ok(None);
         }
         let mut inner = self.inner.write();
-        self.gather_locked(&mut inner, pod, None).map(Some)
+        let has_ext = !inner.extended_names.is_empty() && Self::requests_scalar(pod);
+        let computed;
+        let requests = match requests {
+            Some(r) if has_ext => Some(r),
+            None if has_ext => {
+                computed = pod.requests();
+                Some(&computed)
+            }
+            _ => None,
+        };
+        let claims = self.gather_locked(&mut inner, pod, None, requests)?;
+        if claims.plans.is_empty() && claims.allocated.is_empty() && claims.extended.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(claims))
     }
 
-    fn gather_locked(&self, inner: &mut Inner, pod: &Pod, exclude: Option<&str>) -> Result<PodClaims, GatherError> {
+    fn requests_scalar(pod: &Pod) -> bool {
+        pod.spec
+            .containers
+            .iter()
+            .chain(pod.spec.init_containers.iter())
+            .any(|c| c.resources.requests.iter().any(|(n, _)| is_dra_extended_resource_name(n.as_str())))
+    }
+
+    /// Resolves the pod's extended resources backed by DRA (upstream
+    /// `preFilterExtendedResources`): `None` when none of its requests maps to a class.
+    fn extended_plan(
+        &self,
+        inner: &mut Inner,
+        pod: &Pod,
+        requests: &Resources,
+        user_plans: &[ClaimPlan],
+    ) -> Result<Option<ExtendedPlan>, GatherError> {
+        let mut backed: SmallVec<[(Symbol, String); 2]> = SmallVec::new();
+        let mut unbacked = SmallVec::new();
+        for &(name, v) in &requests.scalar {
+            if v == 0 || !is_dra_extended_resource_name(name.as_str()) {
+                continue;
+            }
+            match inner.extended_names.get(name.as_str()) {
+                Some(class) => backed.push((name, class.clone())),
+                None => unbacked.push(name),
+            }
+        }
+        if backed.is_empty() {
+            return Ok(None);
+        }
+        backed.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        let ns = ns_or_default(&pod.metadata.namespace).to_owned();
+        let name = extended_claim_name(pod);
+        let key = claim_key(&ns, &name);
+        if backed.len() > MAX_EXTENDED_RESOURCES {
+            return Err(GatherError::TooManyExtendedResources { pod: pod.key(), count: backed.len() });
+        }
+        let mut variants = Vec::with_capacity(1 << backed.len());
+        variants.push(None);
+        for mask in 1..(1usize << backed.len()) {
+            let chosen: Vec<(Symbol, &str)> = backed
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, (n, c))| (*n, c.as_str()))
+                .collect();
+            let (spec, mappings) = extended::claim_spec(pod, &chosen);
+            let mut claim = ResourceClaim { spec, ..ResourceClaim::default() };
+            claim.metadata.name.clone_from(&name);
+            claim.metadata.namespace.clone_from(&ns);
+            claim.metadata.annotations.insert(EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_owned(), "true".to_owned());
+            claim.metadata.other.insert(
+                "ownerReferences".to_owned(),
+                serde_json::json!([{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
+                    "uid": pod.uid(), "controller": true}]),
+            );
+            let classes = &inner.classes;
+            let compiled = CompiledClaim::new(claim, |c| classes.get(c).cloned()).map_err(|e| {
+                GatherError::Alloc(AllocError::SelectorRuntime {
+                    claim: key.clone(),
+                    request: String::new(),
+                    message: e.to_string(),
+                })
+            })?;
+            let compiled = Arc::new(compiled);
+            let plan = self.matches(&inner.world, &inner.classes, &compiled, !inner.binding_disabled)?;
+            let mut plans = user_plans.to_vec();
+            plans.push(plan);
+            let slots = Self::slots(&plans);
+            variants.push(Some(ExtVariant { claim: compiled, mappings, plans, slots }));
+        }
+        Ok(Some(ExtendedPlan { key, backed: backed.iter().map(|(n, _)| *n).collect(), unbacked, variants }))
+    }
+
+    fn slots(plans: &[ClaimPlan]) -> Vec<(u16, u16)> {
+        let mut slots = Vec::new();
+        for (c, p) in plans.iter().enumerate() {
+            for r in 0..p.claim.requests.len() {
+                slots.push((c as u16, r as u16));
+            }
+        }
+        slots
+    }
+
+    fn gather_locked(
+        &self,
+        inner: &mut Inner,
+        pod: &Pod,
+        exclude: Option<&str>,
+        requests: Option<&Resources>,
+    ) -> Result<PodClaims, GatherError> {
         let in_use = Self::in_use(inner, exclude);
         let mut plans = Vec::new();
         let mut allocated = Vec::new();
@@ -430,19 +841,42 @@ impl DraStore {
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
             if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
-                allocated.push((key, a.node_selector.clone()));
+                let binding = if has_binding_conditions(claim) { binding_state(claim) } else { BindingState::Ready };
+                allocated.push(AllocatedClaim {
+                    key,
+                    node_selector: a.node_selector.clone(),
+                    binding,
+                    allocated_at: entry.allocated_at,
+                });
                 continue;
             }
             if plans.iter().any(|p: &ClaimPlan| p.claim.key == key) {
                 continue;
             }
-            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled)?);
+            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled, !inner.binding_disabled)?);
         }
-        let mut slots = Vec::new();
-        for (c, p) in plans.iter().enumerate() {
-            for r in 0..p.claim.requests.len() {
-                slots.push((c as u16, r as u16));
+        let slots = Self::slots(&plans);
+        // A claim made for the pod's extended resources in an earlier attempt counts as
+        // one of its claims (upstream `findExtendedResourceClaim`).
+        let mut extended = None;
+        let ext_key = if requests.is_some() {
+            claim_key(&pod.metadata.namespace, &extended_claim_name(pod))
+        } else {
+            String::new()
+        };
+        if let Some(entry) = requests.and_then(|_| inner.claims.get(&ext_key)).filter(|e| {
+            e.compiled.claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_some_and(|v| v == "true")
+        }) {
+            if let Some(a) = entry.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                allocated.push(AllocatedClaim {
+                    key: ext_key,
+                    node_selector: a.node_selector.clone(),
+                    binding: binding_state(&entry.compiled.claim),
+                    allocated_at: entry.allocated_at,
+                });
             }
+        } else if let Some(requests) = requests {
+            extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
         Ok(PodClaims {
             world: inner.world.clone(),
@@ -450,6 +884,8 @@ impl DraStore {
             plans,
             slots,
             allocated,
+            binding: !inner.binding_disabled,
+            extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
         })
@@ -458,12 +894,37 @@ impl DraStore {
     /// Allocates the pod's unallocated claims on `node` and holds the devices in flight
     /// for the pod (Reserve). Idempotent per pod: a second call replaces the first.
     pub fn reserve(&self, pod: &Pod, pod_uid: &str, node: &str, labels: &Labels) -> Result<NodeResult, GatherError> {
+        self.reserve_on(pod, pod_uid, node, labels, None)
+    }
+
+    /// [`DraStore::reserve`] for a pod whose extended resources may be backed by DRA:
+    /// `allocatable` is the node's (a resource it lists with a non-zero amount is served
+    /// by its device plugin, not DRA); `None` means the node lists none.
+    pub fn reserve_on(
+        &self,
+        pod: &Pod,
+        pod_uid: &str,
+        node: &str,
+        labels: &Labels,
+        allocatable: Option<&Resources>,
+    ) -> Result<NodeResult, GatherError> {
         let mut inner = self.inner.write();
         inner.inflight.remove(pod_uid);
+        inner.extended_inflight.remove(pod_uid);
         inner.alloc_gen += 1;
-        let claims = self.gather_locked(&mut inner, pod, Some(pod_uid))?;
-        let result = claims.allocate(node, labels)?;
+        let requests = (!inner.extended_names.is_empty() && Self::requests_scalar(pod)).then(|| pod.requests());
+        let claims = self.gather_locked(&mut inner, pod, Some(pod_uid), requests.as_ref())?;
+        let empty = Resources::default();
+        let result = claims.allocate_on(node, labels, allocatable.unwrap_or(&empty))?;
         if let NodeResult::Fit(list) = &result {
+            if let Some(ext) = &claims.extended
+                && list.iter().any(|(k, _)| *k == ext.key)
+            {
+                let mask = claims.extended_mask(allocatable.unwrap_or(&empty)).unwrap_or(0);
+                if let Some(Some(v)) = ext.variants.get(mask) {
+                    inner.extended_inflight.insert(pod_uid.to_owned(), (v.claim.clone(), v.mappings.clone()));
+                }
+            }
             inner
                 .inflight
                 .insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
@@ -475,6 +936,7 @@ impl DraStore {
     /// Drops the pod's in-flight allocations (Unreserve).
     pub fn unreserve(&self, pod_uid: &str) {
         let mut inner = self.inner.write();
+        inner.extended_inflight.remove(pod_uid);
         if inner.inflight.remove(pod_uid).is_some() {
             inner.alloc_gen += 1;
         }
@@ -488,9 +950,33 @@ impl DraStore {
     /// Records the pod's in-flight allocations in the claims' status and reserves every
     /// claim of the pod for it (PreBind after the caller accepted the update).
     pub fn commit(&self, pod: &Pod, pod_uid: &str) -> Vec<Arc<ResourceClaim>> {
+        self.commit_at(pod, pod_uid, None)
+    }
+
+    /// [`DraStore::commit`], recording `now` (the scheduler's clock) as the allocation
+    /// time of each newly allocated claim: the start of its binding timeout.
+    pub fn commit_at(&self, pod: &Pod, pod_uid: &str, now: Option<std::time::Duration>) -> Vec<Arc<ResourceClaim>> {
         let mut inner = self.inner.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
+        if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
+            let key = compiled.key.clone();
+            if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
+                let claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                let claim = Arc::new(claim);
+                let mut c = (*compiled).clone();
+                c.claim = claim.clone();
+                inner.claims.insert(key, ClaimEntry { compiled: Arc::new(c), allocated_at: now });
+                inner.extended_status.insert(
+                    pod_uid.to_owned(),
+                    PodExtendedResourceClaimStatus {
+                        request_mappings: mappings,
+                        resource_claim_name: claim.metadata.name.clone(),
+                    },
+                );
+                out.push(claim);
+            }
+        }
         for pc in &pod.spec.resource_claims {
             let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
             let Some(entry) = inner.claims.get_mut(&key) else { continue };
@@ -498,6 +984,7 @@ impl DraStore {
             let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
                 status.allocation = Some((**a).clone());
+                entry.allocated_at = now.or(entry.allocated_at);
             }
             if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
                 status.reserved_for.push(ResourceClaimConsumerReference {
@@ -517,6 +1004,45 @@ impl DraStore {
         out
     }
 
+    fn extended_claim_with_status(
+        compiled: &CompiledClaim,
+        allocation: &AllocationResult,
+        pod: &Pod,
+        pod_uid: &str,
+    ) -> ResourceClaim {
+        let mut claim = (*compiled.claim).clone();
+        claim.status = Some(ResourceClaimStatus {
+            allocation: Some(allocation.clone()),
+            reserved_for: vec![ResourceClaimConsumerReference {
+                api_group: String::new(),
+                resource: "pods".into(),
+                name: pod.metadata.name.clone(),
+                uid: pod_uid.to_owned(),
+            }],
+            ..ResourceClaimStatus::default()
+        });
+        claim
+    }
+
+    /// The claim Reserve allocated for the pod's extended resources, with its allocation
+    /// and `reservedFor` as PreBind creates it, and the pod status entry naming it
+    /// (upstream `createExtendedResourceClaimInAPI`, `patchPodExtendedResourceClaimStatus`).
+    pub fn pending_extended_claim(
+        &self,
+        pod: &Pod,
+        pod_uid: &str,
+    ) -> Option<(ResourceClaim, PodExtendedResourceClaimStatus)> {
+        let inner = self.inner.read();
+        let (compiled, mappings) = inner.extended_inflight.get(pod_uid)?;
+        let (_, a) = inner.inflight.get(pod_uid)?.iter().find(|(k, _)| *k == compiled.key)?;
+        let claim = Self::extended_claim_with_status(compiled, a, pod, pod_uid);
+        let status = PodExtendedResourceClaimStatus {
+            request_mappings: mappings.clone(),
+            resource_claim_name: claim.metadata.name.clone(),
+        };
+        Some((claim, status))
+    }
+
     /// Clears a claim's allocation and reservations (deallocation: the claim's devices
     /// become free). Returns the updated claim.
     pub fn deallocate(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
@@ -528,8 +1054,37 @@ impl DraStore {
         let mut compiled = (*entry.compiled).clone();
         compiled.claim = claim.clone();
         entry.compiled = Arc::new(compiled);
+        entry.allocated_at = None;
         inner.alloc_gen += 1;
         Some(claim)
+    }
+
+    /// Replaces a claim's `status.devices` (what a driver reports: device conditions,
+    /// data), as a driver's status update would. Returns the updated claim.
+    pub fn update_device_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        devices: Vec<AllocatedDeviceStatus>,
+    ) -> Result<Arc<ResourceClaim>, DraError> {
+        let mut inner = self.inner.write();
+        let key = claim_key(namespace, name);
+        let entry = inner.claims.get_mut(&key).ok_or(DraError::ClaimNotFound(key))?;
+        let mut claim = (*entry.compiled.claim).clone();
+        claim.status.get_or_insert_with(ResourceClaimStatus::default).devices = devices;
+        let claim = Arc::new(claim);
+        let mut compiled = (*entry.compiled).clone();
+        compiled.claim = claim.clone();
+        entry.compiled = Arc::new(compiled);
+        Ok(claim)
+    }
+
+    /// Where a claim's device binding conditions stand and when it was allocated (clock
+    /// time, if recorded). `None` when the claim is not in the store.
+    pub fn claim_binding(&self, namespace: &str, name: &str) -> Option<(BindingState, Option<std::time::Duration>)> {
+        let inner = self.inner.read();
+        let e = inner.claims.get(&claim_key(namespace, name))?;
+        Some((binding_state(&e.compiled.claim), e.allocated_at))
     }
 
     /// Removes one pod from a claim's `reservedFor` (the pod finished); the allocation stays
@@ -619,7 +1174,7 @@ impl DraStore {
             });
         }
         let mut inner = self.inner.write();
-        let pc = self.gather_locked(&mut inner, &pod, None)?;
+        let pc = self.gather_locked(&mut inner, &pod, None, None)?;
         Ok(pc.allocate(node, labels)?)
     }
 }
@@ -628,14 +1183,17 @@ impl PodClaims {
     /// Whether every claim fits on a node, without building results (Filter). The
     /// success path allocates nothing on the heap for up to 16 devices per pod.
     pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
-        for (key, sel) in &self.allocated {
-            if let Some(sel) = sel
+        if self.extended.is_some() {
+            return self.fits_on(node, labels, &Resources::default());
+        }
+        for a in &self.allocated {
+            if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
             {
                 return Ok(Err(Diagnosis {
                     node: node.as_str().to_owned(),
                     problems: vec![allocator::Problem::Unsatisfiable {
-                        claim: key.clone(),
+                        claim: a.key.clone(),
                         causes: vec!["allocated on other nodes: node selector".to_owned()],
                     }],
                 }));
@@ -659,39 +1217,124 @@ impl PodClaims {
         }
     }
 
-    /// Allocates on a node and builds the results.
-    pub fn allocate(&self, node: &str, labels: &Labels) -> Result<NodeResult, AllocError> {
-        let sym = Symbol::intern(node);
-        if let Err(d) = self.fits_allocated(sym, labels) {
-            return Ok(NodeResult::NoFit(d));
+    /// [`PodClaims::fits`] on a node with `allocatable`: the pod's extended resources
+    /// backed by DRA that the node does not list (or lists as 0) are allocated through a
+    /// claim; a DRA-style extended resource with no class that the node does not list
+    /// at all does not fit (upstream `filterExtendedResources`).
+    pub fn fits_on(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
+        if let Err(d) = self.fits_allocated(node, labels) {
+            return Ok(Err(d));
+        }
+        let mask = match self.extended_mask(allocatable) {
+            Ok(m) => m,
+            Err(resource) => return Ok(Err(Self::not_on_node(node, resource))),
+        };
+        let (plans, slots) = self.plans_for(mask);
+        if plans.is_empty() {
+            return Ok(Ok(()));
         }
         match allocator::run(
             &self.world,
             &self.in_use,
-            &self.plans,
-            &self.slots,
+            plans,
+            slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(_) => Ok(Ok(())),
+            Outcome::NoFit(d) => Ok(Err(d)),
+        }
+    }
+
+    fn not_on_node(node: Symbol, resource: Symbol) -> Diagnosis {
+        Diagnosis {
+            node: node.as_str().to_owned(),
+            problems: vec![allocator::Problem::ResourceNotOnNode { resource: resource.as_str().to_owned() }],
+        }
+    }
+
+    /// Which backed extended resources `allocatable` lacks (bit per resource), or an
+    /// unbacked one the node does not list.
+    pub(crate) fn extended_mask(&self, allocatable: &Resources) -> Result<usize, Symbol> {
+        let Some(ext) = &self.extended else { return Ok(0) };
+        for &n in &ext.unbacked {
+            if !allocatable.scalar.iter().any(|(k, _)| *k == n) {
+                return Err(n);
+            }
+        }
+        let mut mask = 0;
+        for (i, &n) in ext.backed.iter().enumerate() {
+            if allocatable.scalar(n) == 0 {
+                mask |= 1 << i;
+            }
+        }
+        Ok(mask)
+    }
+
+    fn plans_for(&self, mask: usize) -> (&[ClaimPlan], &[(u16, u16)]) {
+        match self.extended.as_ref().and_then(|e| e.variants.get(mask)).and_then(Option::as_ref) {
+            Some(v) => (&v.plans, &v.slots),
+            None => (&self.plans, &self.slots),
+        }
+    }
+
+    /// Allocates on a node and builds the results.
+    pub fn allocate(&self, node: &str, labels: &Labels) -> Result<NodeResult, AllocError> {
+        self.allocate_on(node, labels, &Resources::default())
+    }
+
+    /// [`PodClaims::allocate`] on a node with `allocatable` (see [`PodClaims::fits_on`]);
+    /// the claim for extended resources, when the node needs one, comes last.
+    pub fn allocate_on(&self, node: &str, labels: &Labels, allocatable: &Resources) -> Result<NodeResult, AllocError> {
+        let sym = Symbol::intern(node);
+        if let Err(d) = self.fits_allocated(sym, labels) {
+            return Ok(NodeResult::NoFit(d));
+        }
+        let mask = match self.extended_mask(allocatable) {
+            Ok(m) => m,
+            Err(resource) => return Ok(NodeResult::NoFit(Self::not_on_node(sym, resource))),
+        };
+        let (plans, slots) = self.plans_for(mask);
+        match allocator::run(
+            &self.world,
+            &self.in_use,
+            plans,
+            slots,
             sym,
             labels,
             self.chooser.as_deref(),
             self.budget,
         )? {
             Outcome::Fit(picks) => {
-                let results = allocator::results(&self.world, &self.plans, &picks, sym);
-                Ok(NodeResult::Fit(self.plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
+                let results = allocator::results(&self.world, plans, &picks, sym, self.binding);
+                Ok(NodeResult::Fit(plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
             }
             Outcome::NoFit(d) => Ok(NodeResult::NoFit(d)),
         }
     }
 
+    /// Whether the pod requests extended resources backed by DRA (Filter then needs the
+    /// node's allocatable: [`PodClaims::fits_on`]).
+    pub fn has_extended_resources(&self) -> bool {
+        self.extended.is_some()
+    }
+
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {
-        for (key, sel) in &self.allocated {
-            if let Some(sel) = sel
+        for a in &self.allocated {
+            if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
             {
                 return Err(Diagnosis {
                     node: node.as_str().to_owned(),
                     problems: vec![allocator::Problem::Unsatisfiable {
-                        claim: key.clone(),
+                        claim: a.key.clone(),
                         causes: vec!["allocated on other nodes: node selector".to_owned()],
                     }],
                 });
@@ -703,7 +1346,7 @@ impl PodClaims {
     /// Whether allocation depends on node labels (some device is reachable through a
     /// node selector).
     pub fn needs_node_labels(&self) -> bool {
-        !self.plans.is_empty() && self.world.has_selector_scoped()
+        (!self.plans.is_empty() || self.extended.is_some()) && self.world.has_selector_scoped()
     }
 
     /// Keys of claims the pod still needs allocated.
@@ -713,6 +1356,29 @@ impl PodClaims {
 
     /// Keys of the pod's claims that are already allocated.
     pub fn already_allocated(&self) -> impl Iterator<Item = &str> {
-        self.allocated.iter().map(|(k, _)| k.as_str())
+        self.allocated.iter().map(|a| a.key.as_str())
+    }
+
+    /// Allocated claims of the pod whose binding failed, or that waited longer than
+    /// `timeout` since `allocated_at` for their binding conditions at clock time `now`
+    /// (upstream Filter's `isClaimReadyForBinding` / `isClaimTimeout`): such claims are
+    /// unavailable and PostFilter may deallocate them. Empty with binding conditions off.
+    pub fn unavailable_claims(&self, now: std::time::Duration, timeout: std::time::Duration) -> Vec<(String, String)> {
+        if !self.binding {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for a in &self.allocated {
+            match &a.binding {
+                BindingState::Ready => {}
+                BindingState::Failed(e) => out.push((a.key.clone(), e.to_string())),
+                BindingState::Pending => {
+                    if a.allocated_at.is_some_and(|t| t + timeout < now) {
+                        out.push((a.key.clone(), format!("claim {} timed out waiting for binding conditions", a.key)));
+                    }
+                }
+            }
+        }
+        out
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{NodeSelector, Quantity, TaintEffect, Toleration};
+use crate::model::{NodeSelector, Quantity, Toleration};
 
 /// The API version these types serialize as.
 pub const API_VERSION: &str = "resource.k8s.io/v1";
@@ -85,7 +85,7 @@ pub struct ResourceSliceSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_counters: Vec<CounterSet>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -135,17 +135,22 @@ pub struct DeviceSpec {
     /// The device may be allocated to several claims at once (consumable capacity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_multiple_allocations: Option<bool>,
-    /// Binding conditions (device binding conditions; carried, not evaluated).
+    /// Device status conditions that must all be `True` before a pod using the device
+    /// is bound (device binding conditions, KEP-5007): the allocation result copies them
+    /// and the DynamicResources plugin's PreBind waits for them (upstream
+    /// `dynamicresources.go`, `isClaimReadyForBinding`). A store with binding conditions
+    /// switched off never allocates such a device (upstream `isSelectable`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub binding_conditions: Vec<String>,
-    /// Binding failure conditions (carried, not evaluated).
+    /// Device status conditions of which any `True` one fails the binding.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub binding_failure_conditions: Vec<String>,
-    /// Whether the device binds to the node (carried, not evaluated).
+    /// Pins an allocation of this device to the node it was made for: the allocation's
+    /// node selector names that node (upstream `createNodeSelector`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binds_to_node: Option<bool>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -174,7 +179,8 @@ pub struct DeviceAttribute {
 pub struct DeviceCapacity {
     /// The capacity.
     pub value: Quantity,
-    /// Consumable-capacity request policy (carried as JSON, not evaluated).
+    /// Consumable-capacity request policy (`default`, `validRange`, `validValues`; kept as
+    /// JSON, validated and applied by the store for `allowMultipleAllocations` devices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_policy: Option<serde_json::Value>,
 }
@@ -209,6 +215,29 @@ pub struct DeviceCounterConsumption {
     pub counters: BTreeMap<String, Counter>,
 }
 
+/// `DeviceTaintEffect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DeviceTaintEffect {
+    /// Requests that don't tolerate it are not allocated the device.
+    NoSchedule,
+    /// Like NoSchedule; pods already using the device are evicted (by the eviction
+    /// controller, not the scheduler).
+    NoExecute,
+    /// Informational: the allocator ignores it.
+    None,
+}
+
+impl DeviceTaintEffect {
+    /// The Kubernetes spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceTaintEffect::NoSchedule => "NoSchedule",
+            DeviceTaintEffect::NoExecute => "NoExecute",
+            DeviceTaintEffect::None => "None",
+        }
+    }
+}
+
 /// `DeviceTaint`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -218,8 +247,8 @@ pub struct DeviceTaint {
     /// Value.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub value: String,
-    /// `NoSchedule` or `NoExecute` (others are accepted and ignored by the allocator).
-    pub effect: TaintEffect,
+    /// `NoSchedule` and `NoExecute` must be tolerated; `None` is informational.
+    pub effect: DeviceTaintEffect,
     /// When the taint was added (RFC 3339, carried).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_added: Option<String>,
@@ -253,7 +282,10 @@ pub struct DeviceClassSpec {
     /// Configuration passed to drivers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<DeviceClassConfiguration>,
-    /// An extended resource name this class also serves (carried, not evaluated).
+    /// The extended resource name (e.g. `example.com/gpu`) pods may request in
+    /// `resources.requests` to get devices of this class (KEP-5004); every class also
+    /// serves its implicit name `deviceclass.resource.kubernetes.io/<class name>`. See
+    /// [`DraStore::device_class_for_resource`](super::DraStore::device_class_for_resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extended_resource_name: Option<String>,
 }
@@ -396,7 +428,7 @@ pub struct ExactDeviceRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -425,7 +457,7 @@ pub struct DeviceSubRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -476,8 +508,12 @@ pub struct ResourceClaimStatus {
     /// The pods using the claim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reserved_for: Vec<ResourceClaimConsumerReference>,
+    /// Per-device status written by drivers; its conditions are what device binding
+    /// conditions wait for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<AllocatedDeviceStatus>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -497,6 +533,69 @@ pub struct ResourceClaimConsumerReference {
     pub uid: String,
 }
 
+/// `AllocatedDeviceStatus`: what a driver reports about one allocated device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllocatedDeviceStatus {
+    /// Driver.
+    pub driver: String,
+    /// Pool.
+    pub pool: String,
+    /// Device.
+    pub device: String,
+    /// The share, for a device allocated several times (consumable capacity).
+    #[serde(rename = "shareID", default, skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
+    /// Conditions (`metav1.Condition`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Fields schedkit carries but does not interpret (`data`, `networkData`).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+impl AllocatedDeviceStatus {
+    /// The condition of a type, if reported.
+    pub fn condition(&self, kind: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.kind == kind)
+    }
+}
+
+/// `metav1.Condition`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// The condition type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// Machine-readable reason.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// When the status last changed (RFC 3339, carried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// The generation the condition was set for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl Condition {
+    /// A condition of `kind` with `status` (`True`, `False`, `Unknown`).
+    pub fn new(kind: &str, status: &str) -> Condition {
+        Condition { kind: kind.to_owned(), status: status.to_owned(), ..Condition::default() }
+    }
+
+    /// Whether the status is `True` (exactly, as `meta.IsStatusConditionTrue`).
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
+}
+
 /// `AllocationResult`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -508,7 +607,7 @@ pub struct AllocationResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<NodeSelector>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -543,8 +642,21 @@ pub struct DeviceRequestAllocationResult {
     /// The tolerations that applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
+    /// The device's binding conditions, copied at allocation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub binding_conditions: Vec<String>,
+    /// The device's binding failure conditions, copied at allocation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub binding_failure_conditions: Vec<String>,
+    /// What this allocation consumes of a device allocated several times
+    /// (`allowMultipleAllocations`, KEP-5075), by capacity name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumed_capacity: BTreeMap<String, Quantity>,
+    /// Identifies this allocation's share of such a device.
+    #[serde(rename = "shareID", default, skip_serializing_if = "Option::is_none")]
+    pub share_id: Option<String>,
     /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `consumedCapacity`, `shareID`, `allocationTimestamp`), kept so objects round-trip.
+    /// `allocationTimestamp`), kept so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -589,4 +701,110 @@ pub struct ResourceClaimTemplateSpec {
     pub metadata: Option<ObjectMeta>,
     /// The claim spec.
     pub spec: ResourceClaimSpec,
+}
+
+/// `DeviceTaintRule` (`resource.k8s.io/v1alpha3`, later `v1beta2`): adds a taint to every
+/// device its selector matches, on top of the taints the slices publish (upstream
+/// `staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go`,
+/// `applyPatches`). Upstream gates rules behind `DRADeviceTaintRules` (beta, off by
+/// default in v1.36); a [`DraStore`](super::DraStore) applies every rule it is given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRule {
+    /// `resource.k8s.io/v1alpha3`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `DeviceTaintRule`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Metadata (cluster-scoped: the name identifies the rule).
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Spec.
+    pub spec: DeviceTaintRuleSpec,
+    /// Status (carried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+/// `DeviceTaintRuleSpec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRuleSpec {
+    /// Which devices get the taint; absent means every device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_selector: Option<DeviceTaintSelector>,
+    /// The taint added.
+    pub taint: DeviceTaint,
+}
+
+impl Default for DeviceTaintRuleSpec {
+    fn default() -> Self {
+        DeviceTaintRuleSpec {
+            device_selector: None,
+            taint: DeviceTaint {
+                key: String::new(),
+                value: String::new(),
+                effect: DeviceTaintEffect::NoSchedule,
+                time_added: None,
+            },
+        }
+    }
+}
+
+/// `DeviceTaintSelector`: every field set must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintSelector {
+    /// Devices the class's selectors match (a missing class matches nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_class_name: Option<String>,
+    /// Devices of this driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Devices of this pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// The device of this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// CEL selectors; a device on which one fails at run time is not matched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selectors: Vec<DeviceSelector>,
+}
+
+/// The label a namespace needs before claims in it may ask for `adminAccess`
+/// (upstream `pkg/registry/resource/utils.go`, `AuthorizedForAdmin`).
+pub const ADMIN_ACCESS_NAMESPACE_LABEL: &str = "resource.kubernetes.io/admin-access";
+
+/// The annotation marking the claim the scheduler makes for a pod's extended
+/// resources backed by DRA (upstream `resourceapi.ExtendedResourceClaimAnnotation`).
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
+
+/// The prefix of every class's implicit extended resource name (upstream
+/// `resourceapi.ResourceDeviceClassPrefix`).
+pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// `ContainerExtendedResourceRequest`: which claim request serves a container's
+/// extended resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerExtendedResourceRequest {
+    /// The container.
+    pub container_name: String,
+    /// The extended resource.
+    pub resource_name: String,
+    /// The request of the claim.
+    pub request_name: String,
+}
+
+/// `PodExtendedResourceClaimStatus`: what the scheduler records in the pod's status
+/// after it made the claim for the pod's extended resources.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodExtendedResourceClaimStatus {
+    /// One entry per container and resource.
+    pub request_mappings: Vec<ContainerExtendedResourceRequest>,
+    /// The claim's name.
+    pub resource_claim_name: String,
 }

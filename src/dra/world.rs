@@ -2,8 +2,9 @@
 //! order the allocator searches (upstream `structured/pools.go`, `GatherPools`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
-//! newest generation (here sorted by slice name, upstream uses informer order, which is
-//! unspecified); within a slice, devices in the order published.
+//! newest generation sorted by name; within a slice, devices in the order published.
+//! Slices with binding conditions come after the other slices of their pool, and pools
+//! with such slices after all other pools.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,8 +12,9 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use smallvec::SmallVec;
 
+use super::compiled::{CompiledClass, CompiledTaintRule};
 use super::error::DraError;
-use super::types::{DeviceAttribute, DeviceSpec, ResourceSlice};
+use super::types::{DeviceAttribute, DeviceSpec, DeviceTaint, DeviceTaintEffect, ResourceSlice};
 use crate::model::{Labels, NodeSelector, Quantity, Symbol, Taint, TaintEffect};
 use crate::selector::{AttributeKey, AttributeValue, Device};
 
@@ -64,6 +66,10 @@ pub(crate) struct DevEntry {
     /// With `multi`: each capacity, its total and request policy (consumable capacity,
     /// KEP-5075).
     pub shares: SmallVec<[ShareCap; 2]>,
+    /// Binding conditions and binding failure conditions (KEP-5007), when it has any.
+    pub binding: Option<Arc<(Vec<String>, Vec<String>)>>,
+    /// `bindsToNode`.
+    pub binds_to_node: bool,
 }
 
 /// One consumable capacity of a multi-allocatable device.
@@ -143,6 +149,21 @@ pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
         for x in vals {
             p.values.push(q(x, "validValues")?);
         }
+    }
+    // API validation rejects these; a non-positive step would otherwise never round.
+    if p.step.is_some_and(|s| s <= 0) {
+        return Err("requestPolicy.validRange.step must be positive".to_owned());
+    }
+    if p.min.is_some_and(|m| m < 0) {
+        return Err("requestPolicy.validRange.min must not be negative".to_owned());
+    }
+    if let (Some(min), Some(max)) = (p.min, p.max)
+        && max < min
+    {
+        return Err("requestPolicy.validRange.max must not be less than min".to_owned());
+    }
+    if p.values.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("requestPolicy.validValues must be sorted ascending without duplicates".to_owned());
     }
     Ok(p)
 }
@@ -315,17 +336,80 @@ fn scope_of(slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
     }
 }
 
-/// Flattens validated slices (by name) into a [`World`].
-pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u64) -> World {
+/// The taint as the allocator checks it; `None` for informational (`None`) taints.
+fn blocking_taint(t: &DeviceTaint) -> Option<Taint> {
+    let effect = match t.effect {
+        DeviceTaintEffect::NoSchedule => TaintEffect::NoSchedule,
+        DeviceTaintEffect::NoExecute => TaintEffect::NoExecute,
+        DeviceTaintEffect::None => return None,
+    };
+    Some(Taint { key: Symbol::intern(&t.key), value: Symbol::intern(&t.value), effect })
+}
+
+/// Whether a taint rule applies to a device (upstream `tracker.go`, `applyPatches`):
+/// driver, pool and device name must match when set; a named class must exist and its
+/// selectors match; the rule's own selectors must match. A selector failing at run time
+/// means no match.
+fn rule_matches(
+    rule: &CompiledTaintRule,
+    classes: &AHashMap<String, Arc<CompiledClass>>,
+    driver: &str,
+    pool: &str,
+    device: &Device,
+) -> bool {
+    let Some(sel) = rule.rule.spec.device_selector.as_ref() else { return true };
+    if sel.driver.as_deref().is_some_and(|d| d != driver)
+        || sel.pool.as_deref().is_some_and(|p| p != pool)
+        || sel.device.as_deref().is_some_and(|d| d != device.name())
+    {
+        return false;
+    }
+    if let Some(class) = &sel.device_class_name {
+        let Some(class) = classes.get(class) else { return false };
+        if !class.selectors.iter().all(|s| s.matches(device).unwrap_or(false)) {
+            return false;
+        }
+    }
+    rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
+}
+
+/// A pool's key, its newest-generation slices in search order, and whether any has
+/// binding conditions.
+type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, bool);
+
+/// Flattens validated slices (by name) into a [`World`], adding the taints of matching
+/// [`DeviceTaintRule`](super::DeviceTaintRule)s after each device's own, in rule order.
+pub(crate) fn build(
+    slices: &BTreeMap<String, Arc<ResourceSlice>>,
+    generation: u64,
+    rules: &[Arc<CompiledTaintRule>],
+    classes: &AHashMap<String, Arc<CompiledClass>>,
+) -> World {
     // Group by (driver, pool); keep only the newest generation.
     let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
     for s in slices.values() {
         pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
     }
+    // Only the newest generation of each pool counts. Slices with a device that has
+    // binding conditions go after the others of their pool, and such pools after all
+    // others, so the search prefers devices that need no binding wait (upstream
+    // `structured/pools.go`, `GatherPools`; allocator case
+    // "lexicographical-sorting-pools-with-binding-conditions").
+    let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
+    let mut ordered: Vec<PoolSlices<'_>> = pools
+        .into_iter()
+        .map(|(key, all)| {
+            let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
+            let mut current: Vec<&Arc<ResourceSlice>> =
+                all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+            current.sort_by_key(|s| has_binding(s));
+            let binding = current.iter().any(|s| has_binding(s));
+            (key, current, binding)
+        })
+        .collect();
+    ordered.sort_by_key(|(_, _, binding)| *binding);
     let mut w = World { generation, ..World::default() };
-    for ((driver, pool), all) in pools {
-        let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
-        let current: Vec<&Arc<ResourceSlice>> = all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+    for ((driver, pool), current, _) in ordered {
         let expected = current.iter().map(|s| s.spec.pool.resource_slice_count).max().unwrap_or(1);
         let pool_idx = w.pools.len() as u32;
         let mut entry = PoolEntry {
@@ -371,11 +455,16 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
                         }
                     }
                 }
-                let taints = d
-                    .taints
-                    .iter()
-                    .map(|t| Taint { key: Symbol::intern(&t.key), value: Symbol::intern(&t.value), effect: t.effect })
-                    .collect();
+                let mut taints: SmallVec<[Taint; 1]> = d.taints.iter().filter_map(blocking_taint).collect();
+                for rule in rules {
+                    if let Some(t) = &rule.taint
+                        && rule_matches(rule, classes, &driver, &pool, &device)
+                    {
+                        taints.push(t.clone());
+                    }
+                }
+                let binding = (!d.binding_conditions.is_empty() || !d.binding_failure_conditions.is_empty())
+                    .then(|| Arc::new((d.binding_conditions.clone(), d.binding_failure_conditions.clone())));
                 let scope = scope_of(s, d);
                 match &scope {
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
@@ -405,6 +494,8 @@ pub(crate) fn build(slices: &BTreeMap<String, Arc<ResourceSlice>>, generation: u
                     counters_missing,
                     multi,
                     shares,
+                    binding,
+                    binds_to_node: d.binds_to_node == Some(true),
                 });
             }
         }
@@ -488,4 +579,61 @@ pub(crate) fn taint_blocks(t: &Taint, tolerations: &[crate::model::Toleration]) 
 /// An attribute key for a constraint's fully qualified name.
 pub(crate) fn constraint_key(name: &str) -> AttributeKey {
     AttributeKey::qualified(name, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn apply(policy: &serde_json::Value, requested: Option<&str>, capacity: &str) -> Option<i128> {
+        let p = parse_policy(policy).unwrap();
+        let m = |t: &str| milli(&Quantity::parse(t).unwrap());
+        p.apply(requested.map(m), m(capacity))
+    }
+
+    #[test]
+    fn consumed_capacity_as_upstream() {
+        // upstream consumable_capacity_test.go, testCalculateConsumedCapacity and
+        // testViolateCapacityRequestPolicy (DRAFractionalCapacityRange off).
+        let range = |d: &str, min: &str| json!({"default": d, "validRange": {"min": min}});
+        assert_eq!(apply(&json!({}), None, "1"), Some(1000), "empty");
+        assert_eq!(apply(&range("1", "1"), None, "2"), Some(1000), "min in range");
+        assert_eq!(apply(&json!({"default": "1", "validValues": ["1"]}), None, "2"), Some(1000), "default in set");
+        assert_eq!(apply(&range("1", "1"), Some("2"), "2"), Some(2000), "more than min in range");
+        assert_eq!(apply(&range("1", "2"), Some("1"), "2"), Some(2000), "less than min in range");
+        let step = |s: &str| json!({"default": "1", "validRange": {"min": "1", "step": s}});
+        assert_eq!(apply(&step("2"), Some("2"), "3"), Some(3000), "with step (round up)");
+        assert_eq!(apply(&step("1"), Some("2"), "2"), Some(2000), "with step (no remaining)");
+        assert_eq!(
+            apply(&step("1"), Some("1.0000001"), "3"),
+            Some(2000),
+            "integer-step-sub-milli-request-rounds-up-without-fractional-range"
+        );
+        let gi = json!({"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}});
+        assert_eq!(apply(&gi, Some("3Gi"), "3Gi"), Some(3 * 1024 * 1024 * 1024 * 1000), "positive-binary-step");
+        let set = |v: serde_json::Value| json!({"default": "1", "validValues": v});
+        assert_eq!(apply(&set(json!(["1", "2", "3"])), Some("2"), "3"), Some(2000), "valid value in set");
+        assert_eq!(apply(&set(json!(["1", "3"])), Some("2"), "3"), Some(3000), "set (round up)");
+        assert_eq!(apply(&set(json!(["1", "2"])), Some("3"), "3"), None, "larger than set: violates the policy");
+        assert_eq!(apply(&set(json!(["1"])), Some("2"), "2"), None, "not in set");
+        let max = json!({"default": "1", "validRange": {"min": "1", "max": "1"}});
+        assert_eq!(apply(&max, Some("2"), "2"), None, "more than maximum");
+        let below = json!({"default": "10", "validRange": {"min": "10", "step": "5"}});
+        assert_eq!(apply(&below, Some("5"), "15"), Some(10_000), "request below min returns min");
+    }
+
+    #[test]
+    fn invalid_policies_are_load_errors() {
+        // upstream rejects a negative step at run time ("negative-step-request-above-min-
+        // is-rejected"); schedkit rejects it when the slice is loaded.
+        for bad in [
+            json!({"validRange": {"min": "10", "step": "-1"}}),
+            json!({"validRange": {"min": "-1"}}),
+            json!({"validRange": {"min": "2", "max": "1"}}),
+            json!({"validValues": ["2", "1"]}),
+        ] {
+            assert!(parse_policy(&bad).is_err(), "{bad}");
+        }
+    }
 }

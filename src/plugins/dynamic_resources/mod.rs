@@ -12,18 +12,36 @@
 //! | Filter | runs the allocator on the node; on failure, a per-node [`Diagnosis`] |
 //! | PostFilter | deallocates an allocated claim reserved for no other pod (upstream) |
 //! | Reserve / Unreserve | holds / releases the devices in flight, so two pods in flight never share one |
-//! | PreBind | writes each claim's allocation and `reservedFor` through the writer, then commits |
+//! | PreBind | writes each claim's allocation and `reservedFor` through the writer, commits, then waits for device binding conditions |
 //! | events | ResourceClaim, ResourceSlice, DeviceClass add/update requeue the pod |
+//!
+//! # Device binding conditions
+//!
+//! A device may publish binding conditions (KEP-5007): the allocation result copies
+//! them, and PreBind, after recording the allocation, waits until the driver reports
+//! every one `True` in the claim's `status.devices` (the caller feeds driver updates in
+//! with [`DraStore::update_device_status`]). A `True` binding failure condition fails
+//! the binding at once; conditions not met within the binding timeout (upstream
+//! `DynamicResourcesArgs.bindingTimeout`, default 600 s) fail it too. As upstream, the
+//! wait checks at once and then every 5 s of the plugin's [`Clock`] (set it with
+//! [`DynamicResources::with_clock`]; on a [`VirtualClock`](crate::framework::VirtualClock)
+//! the wait moves as the test advances time). The next attempt's PreFilter sees the failed or timed-out
+//! claim as unavailable, Filter rejects every node, and PostFilter deallocates it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::dra::{AllocError, Diagnosis, DraStore, GatherError, NodeResult, PodClaims, ResourceClaim, claim_name_for};
-use crate::framework::{
-    ActionType, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
-    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, ReservePlugin, Status,
+use crate::dra::{
+    AllocError, BindingError, BindingState, Diagnosis, DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GatherError,
+    NodeResult, PodClaims, PodExtendedResourceClaimStatus, ResourceClaim, claim_name_for, extended_claim_name,
 };
-use crate::model::{Node, Symbol};
+use crate::framework::{
+    ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
+    EventResource, ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, RealClock,
+    ReservePlugin, Status,
+};
+use crate::model::{Node, Pod, Symbol};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -34,6 +52,29 @@ pub trait ClaimStatusWriter: Send + Sync {
     /// Persists `claim` (its `status` is the new one). The store is updated only after
     /// this returns `Ok`.
     fn update_status(&self, claim: &ResourceClaim) -> Result<(), String>;
+
+    /// Creates the claim PreBind makes for a pod's extended resources backed by DRA,
+    /// already allocated and reserved for the pod (upstream creates it, then updates its
+    /// status). Default: accepted.
+    fn create_claim(&self, _claim: &ResourceClaim) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Deletes that claim again (Unreserve after a failed binding, or PostFilter).
+    /// Default: accepted.
+    fn delete_claim(&self, _namespace: &str, _name: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Records in the pod's status which claim and requests serve its extended resources
+    /// (upstream `pod.status.extendedResourceClaimStatus`). Default: accepted.
+    fn update_pod_extended_resource_claim_status(
+        &self,
+        _pod: &Pod,
+        _status: &PodExtendedResourceClaimStatus,
+    ) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A writer that accepts every update (the store alone is the source of truth).
@@ -60,7 +101,15 @@ impl ClaimStatusWriter for StoreOnly {
 pub struct DynamicResources {
     store: Arc<DraStore>,
     writer: Arc<dyn ClaimStatusWriter>,
+    clock: Arc<dyn Clock>,
+    binding_timeout: Duration,
 }
+
+/// Upstream's default `bindingTimeout` (`pkg/scheduler/apis/config/v1/defaults.go`).
+pub const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Upstream PreBind's poll interval for binding conditions (`dynamicresources.go`).
+const BINDING_POLL: Duration = Duration::from_secs(5);
 
 impl std::fmt::Debug for DynamicResources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,12 +119,39 @@ impl std::fmt::Debug for DynamicResources {
 
 /// What PreFilter leaves for Filter (cloned by reference count only).
 #[derive(Debug, Clone)]
-struct DraState(Arc<PodClaims>, Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>);
+struct DraState {
+    claims: Arc<PodClaims>,
+    /// The snapshot's nodes, when Reserve needs their labels.
+    nodes: Option<Arc<ahash::AHashMap<Symbol, Arc<Node>>>>,
+    /// Allocated claims whose binding failed or timed out, with why (`None`: none).
+    unavailable: Option<Arc<[(String, String)]>>,
+}
 
 impl DynamicResources {
     /// The plugin over a shared store, writing statuses only to the store.
     pub fn new(store: Arc<DraStore>) -> DynamicResources {
-        DynamicResources { store, writer: Arc::new(StoreOnly) }
+        DynamicResources {
+            store,
+            writer: Arc::new(StoreOnly),
+            clock: Arc::new(RealClock::default()),
+            binding_timeout: DEFAULT_BINDING_TIMEOUT,
+        }
+    }
+
+    /// The clock PreBind's binding-condition wait and the binding timeout run on (give it
+    /// the scheduler's, `Handle::clock_arc`). Default: a real clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> DynamicResources {
+        self.clock = clock;
+        self
+    }
+
+    /// How long PreBind waits for device binding conditions (default
+    /// [`DEFAULT_BINDING_TIMEOUT`]).
+    #[must_use]
+    pub fn with_binding_timeout(mut self, timeout: Duration) -> DynamicResources {
+        self.binding_timeout = timeout;
+        self
     }
 
     /// The plugin with a writer that persists claim statuses.
@@ -98,7 +174,7 @@ impl DynamicResources {
         let Some(claims) = self.store.gather(&pod.pod)? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for n in snapshot.nodes() {
-            if let Err(d) = claims.fits(n.name(), &n.node().metadata.labels)? {
+            if let Err(d) = claims.fits_on(n.name(), &n.node().metadata.labels, n.allocatable())? {
                 out.push(d);
             }
         }
@@ -143,21 +219,28 @@ impl PreFilterPlugin for DynamicResources {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        match self.store.gather(&pod.pod) {
+        match self.store.gather_with_requests(&pod.pod, Some(&pod.requests)) {
             Ok(None) => (None, Status::SKIP),
             Ok(Some(claims)) => {
                 // Reserve only gets a node name; when devices are reachable through node
-                // selectors it needs the node's labels, so keep the nodes (by reference).
-                let nodes = claims
-                    .needs_node_labels()
+                // selectors it needs the node's labels, and for extended resources its
+                // allocatable, so keep the nodes (by reference).
+                let nodes = (claims.needs_node_labels() || claims.has_extended_resources())
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
-                state.write(DraState(Arc::new(claims), nodes));
+                let unavailable = if claims.already_allocated().next().is_some() {
+                    let u = claims.unavailable_claims(self.clock.now(), self.binding_timeout);
+                    (!u.is_empty()).then(|| u.into())
+                } else {
+                    None
+                };
+                state.write(DraState { claims: Arc::new(claims), nodes, unavailable });
                 (None, Status::SUCCESS)
             }
             Err(GatherError::MissingClaim(key)) => {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e) => (None, Status::error(e.to_string())),
         }
     }
 }
@@ -176,10 +259,20 @@ fn diagnosis_status(d: &Diagnosis) -> Status {
 
 impl FilterPlugin for DynamicResources {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(DraState(claims, _)) = state.read::<DraState>() else {
+        let Some(DraState { claims, unavailable, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
-        match claims.fits(node.name(), &node.node().metadata.labels) {
+        if unavailable.is_some() {
+            // Upstream: a claim whose binding failed or timed out is unavailable on every
+            // node, so PostFilter can deallocate it.
+            return Status::unschedulable("resourceclaim not available on the node");
+        }
+        let fits = if claims.has_extended_resources() {
+            claims.fits_on(node.name(), &node.node().metadata.labels, node.allocatable())
+        } else {
+            claims.fits(node.name(), &node.node().metadata.labels)
+        };
+        match fits {
             Ok(Ok(())) => Status::SUCCESS,
             Ok(Err(d)) => diagnosis_status(&d),
             Err(e) => alloc_error(&e),
@@ -197,12 +290,26 @@ impl PostFilterPlugin for DynamicResources {
         _snapshot: &Snapshot,
         _statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        if state.read::<DraState>().is_none() {
+        let Some(DraState { unavailable, .. }) = state.read::<DraState>() else {
             return (None, Status::unresolvable("no ResourceClaims"));
-        }
+        };
         let p = &pod.pod;
+        let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
+        // Claims whose binding failed or timed out first (upstream considers only those
+        // it recorded as unavailable; schedkit then falls back to any allocated claim of
+        // the pod used by no other pod).
+        let mut order: Vec<String> = unavailable
+            .iter()
+            .flat_map(|u| u.iter())
+            .filter_map(|(k, _)| k.strip_prefix(ns).and_then(|r| r.strip_prefix('/')).map(str::to_owned))
+            .collect();
         for pc in &p.spec.resource_claims {
             let name = claim_name_for(p, pc);
+            if !order.contains(&name) {
+                order.push(name);
+            }
+        }
+        for name in order {
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
             let Some(status) = claim.status.as_ref() else { continue };
             if status.allocation.is_none() {
@@ -221,30 +328,56 @@ impl PostFilterPlugin for DynamicResources {
             self.store.deallocate(&p.metadata.namespace, &name);
             return (None, Status::unschedulable("deallocation of ResourceClaim completed"));
         }
+        // A claim made for the pod's extended resources in an earlier attempt is deleted
+        // so the next attempt can make a fresh one (upstream PostFilter).
+        if let Some(status) = self.delete_extended_claim(p) {
+            return (None, status);
+        }
         (None, Status::unresolvable("still not schedulable"))
     }
 }
 
 impl ReservePlugin for DynamicResources {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-        let Some(DraState(_, nodes)) = state.read::<DraState>() else {
+        let Some(DraState { nodes, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
-        let node_labels = nodes
-            .as_ref()
-            .and_then(|n| n.get(&Symbol::intern(node)))
-            .map(|n| n.metadata.labels.clone())
-            .unwrap_or_default();
-        match self.store.reserve(&pod.pod, &pod.uid, node, &node_labels) {
+        let n = nodes.as_ref().and_then(|n| n.get(&Symbol::intern(node)));
+        let node_labels = n.map(|n| n.metadata.labels.clone()).unwrap_or_default();
+        let allocatable = n.map(|n| n.status.allocatable.to_resources());
+        match self.store.reserve_on(&pod.pod, &pod.uid, node, &node_labels, allocatable.as_ref()) {
             Ok(NodeResult::Fit(_)) => Status::SUCCESS,
             Ok(NodeResult::NoFit(d)) => Status::unschedulable(d.to_string()),
             Err(GatherError::MissingClaim(key)) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
             Err(GatherError::Alloc(e)) => alloc_error(&e),
+            Err(e) => Status::error(e.to_string()),
         }
     }
 
     fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node: &str) {
         self.store.unreserve(&pod.uid);
+        // A claim PreBind made for the pod's extended resources is deleted again
+        // (upstream `unreserveExtendedResourceClaim`).
+        self.delete_extended_claim(&pod.pod);
+        // Upstream also removes the pod from `reservedFor` of allocated claims (a failed
+        // PreBind may have added it); the allocation itself stays for the next attempt.
+        let p = &pod.pod;
+        for pc in &p.spec.resource_claims {
+            let name = claim_name_for(p, pc);
+            let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
+            let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| r.uid == *pod.uid));
+            if !reserved {
+                continue;
+            }
+            let mut updated = (*claim).clone();
+            if let Some(s) = updated.status.as_mut() {
+                s.reserved_for.retain(|r| r.uid != *pod.uid);
+            }
+            // Upstream logs a failed patch and retries on the next attempt.
+            if self.writer.update_status(&updated).is_ok() {
+                self.store.release(&p.metadata.namespace, &name, &pod.uid);
+            }
+        }
     }
 }
 
@@ -279,8 +412,90 @@ impl PreBindPlugin for DynamicResources {
                 return Status::error(format!("updating ResourceClaim {name}: {e}"));
             }
         }
-        self.store.commit(p, &pod.uid);
-        Status::SUCCESS
+        if let Some((claim, ext_status)) = self.store.pending_extended_claim(p, &pod.uid) {
+            if let Err(e) = self.writer.create_claim(&claim) {
+                return Status::error(format!("create claim for extended resources {}: {e}", claim.metadata.name));
+            }
+            if let Err(e) = self.writer.update_pod_extended_resource_claim_status(p, &ext_status) {
+                return Status::error(format!("update pod {} ExtendedResourceClaimStatus: {e}", p.key()));
+            }
+        }
+        let committed = self.store.commit_at(p, &pod.uid, Some(self.clock.now()));
+        let waits = committed.iter().any(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.allocation.as_ref())
+                .is_some_and(|a| a.devices.results.iter().any(|r| !r.binding_conditions.is_empty()))
+        });
+        // Upstream returns early when the binding-conditions feature is off.
+        if !waits || !self.store.binding_conditions_enabled() {
+            return Status::SUCCESS;
+        }
+        match self.wait_for_binding_conditions(&committed) {
+            Ok(()) => Status::SUCCESS,
+            Err(e) => Status::error(e.to_string()),
+        }
+    }
+}
+
+impl DynamicResources {
+    /// Deletes the claim made for the pod's extended resources, if there is one.
+    fn delete_extended_claim(&self, p: &Pod) -> Option<Status> {
+        let name = extended_claim_name(p);
+        let claim = self.store.claim(&p.metadata.namespace, &name)?;
+        if claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_none_or(|v| v != "true") {
+            return None;
+        }
+        if let Err(e) = self.writer.delete_claim(&claim.metadata.namespace, &name) {
+            return Some(Status::error(format!("deleting ResourceClaim {name}: {e}")));
+        }
+        self.store.remove_claim(&p.metadata.namespace, &name);
+        Some(Status::unschedulable("deletion of ResourceClaim completed"))
+    }
+
+    /// Waits until every claim is ready for binding (upstream PreBind's
+    /// `PollUntilContextTimeout(5s, bindingTimeout, immediate)` over
+    /// `isPodReadyForBinding`): checks at once, then each time the clock moves on.
+    fn wait_for_binding_conditions(&self, claims: &[Arc<ResourceClaim>]) -> Result<(), BindingError> {
+        let start = self.clock.now();
+        let mut next_poll = start;
+        loop {
+            let now = self.clock.now();
+            if now >= next_poll {
+                next_poll = now + BINDING_POLL;
+                let mut ready = true;
+                for c in claims {
+                    let (ns, name) = (&c.metadata.namespace, &c.metadata.name);
+                    let key = format!("{}/{name}", if ns.is_empty() { "default" } else { ns });
+                    let Some((state, allocated_at)) = self.store.claim_binding(ns, name) else {
+                        return Err(BindingError::ClaimDeleted(key));
+                    };
+                    match state {
+                        BindingState::Ready => {}
+                        BindingState::Failed(e) => return Err(e),
+                        BindingState::Pending => {
+                            if allocated_at.is_some_and(|t| t + self.binding_timeout < now) {
+                                return Err(BindingError::Timeout {
+                                    claim: key,
+                                    seconds: self.binding_timeout.as_secs(),
+                                });
+                            }
+                            ready = false;
+                        }
+                    }
+                }
+                if ready {
+                    return Ok(());
+                }
+            }
+            let elapsed = now.saturating_sub(start);
+            if elapsed >= self.binding_timeout {
+                let claim = claims.first().map(|c| c.metadata.name.clone()).unwrap_or_default();
+                return Err(BindingError::Timeout { claim, seconds: self.binding_timeout.as_secs() });
+            }
+            let until = next_poll.saturating_sub(now).min(self.binding_timeout.saturating_sub(elapsed));
+            std::thread::sleep(self.clock.real_wait(until.max(Duration::from_millis(1))));
+        }
     }
 }
 
@@ -299,14 +514,25 @@ pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
 }
 
 impl EnqueueExtensions for DynamicResources {
-    /// ResourceClaim add/update (hinted by [`claim_event_hint`]), ResourceSlice and
-    /// DeviceClass add/update (always requeue, as upstream for slices).
+    /// Node add / label / allocatable updates, ResourceClaim add/update (hinted by
+    /// [`claim_event_hint`]), ResourceSlice and DeviceClass add/update (always requeue,
+    /// as upstream for slices).
     fn events_to_register(&self) -> Vec<ClusterEventWithHint> {
         let ev = |resource, hint| ClusterEventWithHint {
             event: ClusterEvent { resource, action: ActionType::ADD | ActionType::UPDATE },
             hint,
         };
         vec![
+            // Node labels matter for devices reachable through node selectors, node
+            // allocatable for extended resources backed by DRA (upstream registers Node
+            // Add | UpdateNodeLabel; schedkit adds UpdateNodeAllocatable for KEP-5004).
+            ClusterEventWithHint {
+                event: ClusterEvent {
+                    resource: EventResource::Node,
+                    action: ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_ALLOCATABLE,
+                },
+                hint: None,
+            },
             ev(EventResource::ResourceClaim, Some(Arc::new(claim_event_hint) as QueueingHintFn)),
             ev(EventResource::ResourceSlice, None),
             ev(EventResource::DeviceClass, None),

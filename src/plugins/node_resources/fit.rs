@@ -69,6 +69,21 @@ pub struct Fit {
     ignored_groups: AHashSet<String>,
     scored: ScoredResources,
     scorer: Scorer,
+    /// Resolves extended resources backed by DRA device classes (KEP-5004).
+    device_classes: Option<Arc<dyn DeviceClassResolver>>,
+}
+
+/// Maps an extended resource name to the device class that serves it (KEP-5004;
+/// upstream `fwk.DeviceClassResolver`). [`DraStore`](crate::dra::DraStore) implements it.
+pub trait DeviceClassResolver: Send + Sync + std::fmt::Debug {
+    /// The class serving `resource`, if any.
+    fn device_class_for(&self, resource: &str) -> Option<String>;
+}
+
+impl DeviceClassResolver for crate::dra::DraStore {
+    fn device_class_for(&self, resource: &str) -> Option<String> {
+        self.device_class_for_resource(resource)
+    }
 }
 
 /// The pod's requests as Filter needs them (written in PreFilter).
@@ -78,8 +93,10 @@ struct FitState {
     memory: i64,
     ephemeral_storage: i64,
     /// Scalar requests not ignored by args, non-zero only, with their interned
-    /// `Insufficient <name>` reason so a rejection allocates nothing.
-    scalar: SmallVec<[(Symbol, i64, &'static str); 2]>,
+    /// `Insufficient <name>` reason so a rejection allocates nothing, and whether a
+    /// device class backs them (then a node that doesn't list them leaves them to
+    /// DynamicResources).
+    scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]>,
     has_any: bool,
 }
 
@@ -105,7 +122,19 @@ impl Fit {
             ignored_groups: args.ignored_resource_groups.iter().cloned().collect(),
             scored: ScoredResources::new(&args.scoring_strategy.resources),
             scorer: Scorer::new(&args.scoring_strategy),
+            device_classes: None,
         })
+    }
+
+    /// Lets the plugin leave extended resources backed by a DRA device class to the
+    /// DynamicResources plugin on nodes whose allocatable does not list them (or lists
+    /// 0): upstream's `DRAExtendedResource` behaviour (`noderesources/fit.go`,
+    /// `fitsRequest` with `ShouldDelegateResourceToDRA`). A node that lists the resource
+    /// is checked as usual (its device plugin serves it).
+    #[must_use]
+    pub fn with_device_classes(mut self, resolver: Arc<dyn DeviceClassResolver>) -> Fit {
+        self.device_classes = Some(resolver);
+        self
     }
 
     /// From config args (absent means defaults).
@@ -119,7 +148,7 @@ impl Fit {
 
     fn state_for(&self, pod: &PodInfo) -> FitState {
         let r = &pod.requests;
-        let scalar: SmallVec<[(Symbol, i64, &'static str); 2]> = r
+        let scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]> = r
             .scalar
             .iter()
             .copied()
@@ -136,7 +165,13 @@ impl Fit {
                 }
                 true
             })
-            .map(|(name, v)| (name, v, Symbol::intern(&format!("Insufficient {name}")).as_str()))
+            .map(|(name, v)| {
+                let backed = self.device_classes.as_ref().is_some_and(|d| {
+                    crate::dra::is_dra_extended_resource_name(name.as_str())
+                        && d.device_class_for(name.as_str()).is_some()
+                });
+                (name, v, Symbol::intern(&format!("Insufficient {name}")).as_str(), backed)
+            })
             .collect();
         FitState {
             milli_cpu: r.milli_cpu,
@@ -197,8 +232,11 @@ fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResou
         alloc.ephemeral_storage,
         used.ephemeral_storage,
     );
-    for &(name, req, reason) in &s.scalar {
+    for &(name, req, reason, backed) in &s.scalar {
         let a = alloc.scalar(name);
+        if backed && a == 0 {
+            continue;
+        }
         let u = used.scalar(name);
         if req > a - u {
             native(name, reason, req, a, u);
@@ -240,13 +278,16 @@ impl FilterPlugin for Fit {
                     && (s.memory == 0 || s.memory <= alloc.memory - used.memory)
                     && (s.ephemeral_storage == 0
                         || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
-                    && s.scalar.iter().all(|&(n, r, _)| r <= alloc.scalar(n) - used.scalar(n))));
+                    && s.scalar.iter().all(|&(n, r, _, backed)| {
+                        let a = alloc.scalar(n);
+                        (backed && a == 0) || r <= a - used.scalar(n)
+                    })));
         if fits { Status::SUCCESS } else { rejection(s, node) }
     }
 }
 
-/// The reasons a node doesn't fit: out of line, so the fitting path stays small.
-#[cold]
+/// The reasons a node doesn't fit: out of line, so the fitting path stays small
+/// (not cold: on a full cluster most nodes take it).
 #[inline(never)]
 fn rejection(s: &FitState, node: &NodeInfo) -> Status {
     let mut reasons: SmallVec<[Reason; 4]> = SmallVec::new();

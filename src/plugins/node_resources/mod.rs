@@ -6,7 +6,7 @@ mod fit;
 mod scoring;
 
 pub use balanced_allocation::{BalancedAllocation, BalancedAllocationArgs, BalancedScoring};
-pub use fit::{Fit, FitArgs, InsufficientResource};
+pub use fit::{DeviceClassResolver, Fit, FitArgs, InsufficientResource};
 pub use scoring::{
     MAX_SCORED_RESOURCES, RequestedToCapacityRatioParam, ResourceSpec, ScoringStrategy, ScoringStrategyType,
     UtilizationShapePoint,

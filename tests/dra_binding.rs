@@ -1,0 +1,296 @@
+//! Device binding conditions (KEP-5007): the allocator copies a device's binding and
+//! binding failure conditions into the result and pins `bindsToNode` allocations to the
+//! node; PreBind waits for the conditions on the scheduler's clock, fails on a failure
+//! condition, and times out after the binding timeout (upstream
+//! `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`, `PreBind`,
+//! `isClaimReadyForBinding`, `isClaimTimeout`; `allocator_experimental.go`, `Allocate`,
+//! `isSelectable`, `createNodeSelector`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use schedkit::dra::{
+    AllocatedDeviceStatus, BindingState, Condition, DraStore, NodeResult, ResourceClaim, ResourceSlice, binding_state,
+};
+use schedkit::framework::{Handle, Plugin, PluginRef, VirtualClock};
+use schedkit::model::{Labels, Pod, PodResourceClaim};
+use schedkit::plugins::dynamic_resources::{DEFAULT_BINDING_TIMEOUT, DynamicResources};
+use schedkit::plugins::{default_profile_config, default_registry};
+use schedkit::scheduler::{BindingCycle, Scheduler};
+use schedkit::testing::{NodeBuilder, PodBuilder};
+
+const DRIVER: &str = "fabric.example.com";
+
+/// A fabric-attached GPU reachable from every node, which binds to the node it is
+/// allocated for and needs attaching first (upstream's `device-binding-conditions` device
+/// in `allocator_test.go`: conditions `condition-1`, `condition-2`, failure conditions
+/// `failure-condition-1`, `failure-condition-2`, `bindsToNode: true`).
+fn fabric_slice() -> ResourceSlice {
+    serde_json::from_value(json!({
+        "metadata": {"name": "fabric"},
+        "spec": {"driver": DRIVER, "allNodes": true,
+            "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "device-binding-conditions",
+                "bindingConditions": ["condition-1", "condition-2"],
+                "bindingFailureConditions": ["failure-condition-1", "failure-condition-2"],
+                "bindsToNode": true}]}
+    }))
+    .unwrap()
+}
+
+fn store() -> Arc<DraStore> {
+    let store = Arc::new(DraStore::new());
+    store
+        .add_class(
+            serde_json::from_value(json!({"metadata": {"name": "fabric"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
+            .unwrap(),
+        )
+        .unwrap();
+    store.add_slice(fabric_slice()).unwrap();
+    store
+        .add_claim(
+            serde_json::from_value(json!({"metadata": {"name": "claim", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "fabric"}}]}}}))
+            .unwrap(),
+        )
+        .unwrap();
+    store
+}
+
+#[test]
+fn allocation_copies_conditions_and_binds_to_the_node() {
+    let store = store();
+    let res = store.allocate_claims(&[("default", "claim")], "node-1", &Labels::default()).unwrap();
+    let NodeResult::Fit(list) = res else { panic!("no fit: {res:?}") };
+    let a = &list[0].1;
+    let r = &a.devices.results[0];
+    assert_eq!(r.binding_conditions, ["condition-1", "condition-2"]);
+    assert_eq!(r.binding_failure_conditions, ["failure-condition-1", "failure-condition-2"]);
+    // An allNodes device alone gives no node selector; bindsToNode pins it to node-1.
+    let sel = serde_json::to_value(a.node_selector.as_ref().expect("bindsToNode sets a node selector")).unwrap();
+    assert_eq!(
+        sel,
+        json!({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]})
+    );
+}
+
+#[test]
+fn with_the_feature_off_devices_with_binding_conditions_are_not_allocated() {
+    // upstream `isSelectable`: "Devices with binding conditions are not supported, feature
+    // is off."
+    let store = store();
+    store.set_binding_conditions(false);
+    let res = store.allocate_claims(&[("default", "claim")], "node-1", &Labels::default()).unwrap();
+    let NodeResult::NoFit(d) = res else { panic!("allocated a device with binding conditions") };
+    assert!(d.to_string().contains("0 of 1 requested devices available (0 match)"), "{d}");
+    store.set_binding_conditions(true);
+    assert!(matches!(
+        store.allocate_claims(&[("default", "claim")], "node-1", &Labels::default()).unwrap(),
+        NodeResult::Fit(_)
+    ));
+}
+
+fn status(conditions: &[(&str, &str)]) -> Vec<AllocatedDeviceStatus> {
+    vec![AllocatedDeviceStatus {
+        driver: DRIVER.into(),
+        pool: "fabric".into(),
+        device: "device-binding-conditions".into(),
+        conditions: conditions
+            .iter()
+            .map(|(k, s)| Condition { reason: "Attach".into(), message: format!("{k} is {s}"), ..Condition::new(k, s) })
+            .collect(),
+        ..AllocatedDeviceStatus::default()
+    }]
+}
+
+fn pod(name: &str) -> Pod {
+    PodBuilder::new(name)
+        .cpu("1")
+        .with(|p| {
+            p.spec.resource_claims.push(PodResourceClaim {
+                name: "gpu".into(),
+                resource_claim_name: Some("claim".into()),
+                resource_claim_template_name: None,
+            });
+        })
+        .build()
+}
+
+/// The default profile plus DynamicResources on a virtual clock.
+fn scheduler(store: &Arc<DraStore>, clock: &VirtualClock) -> Scheduler {
+    let handle = Handle::new(Arc::new(clock.clone()));
+    let mut registry = default_registry();
+    let s = store.clone();
+    registry
+        .register("DynamicResources", move |_, h| {
+            Ok(Arc::new(DynamicResources::new(s.clone()).with_clock(h.clock_arc())) as Arc<dyn Plugin>)
+        })
+        .unwrap();
+    let mut cfg = default_profile_config();
+    cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
+    let profile = registry.build_profile(&cfg, &handle).unwrap();
+    let sched = Scheduler::builder().profile(profile).handle(handle).build();
+    for i in 0..2 {
+        sched.add_node(NodeBuilder::new(&format!("node-{i}")).cpu("8").memory("32Gi").pods(110).build()).unwrap();
+    }
+    sched
+}
+
+/// Runs the binding cycle on another thread (PreBind blocks while it waits).
+fn bind_in_background(b: BindingCycle) -> std::thread::JoinHandle<Result<String, String>> {
+    std::thread::spawn(move || b.run().map(|p| p.pod.spec.node_name.clone()).map_err(|e| e.to_string()))
+}
+
+/// Advances the clock in `step`s until the binding thread finishes or `limit` passes.
+fn drive(clock: &VirtualClock, h: &std::thread::JoinHandle<Result<String, String>>, step: Duration, limit: Duration) {
+    let mut waited = Duration::ZERO;
+    while !h.is_finished() && waited < limit {
+        std::thread::sleep(Duration::from_millis(2));
+        clock.advance(step);
+        waited += step;
+    }
+}
+
+#[test]
+fn pre_bind_waits_until_every_binding_condition_is_true() {
+    let store = store();
+    let clock = VirtualClock::new();
+    let mut sched = scheduler(&store, &clock);
+    let b = sched.schedule_pod(pod("p")).unwrap();
+    let h = bind_in_background(b);
+    // The allocation is recorded before the wait (upstream writes it, then polls).
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!h.is_finished(), "PreBind must wait for the binding conditions");
+    let claim = store.claim("default", "claim").unwrap();
+    assert!(claim.status.as_ref().unwrap().allocation.is_some());
+    assert_eq!(binding_state(&claim), BindingState::Pending);
+    // One condition true is not enough; a False failure condition does not fail it.
+    store
+        .update_device_status("default", "claim", status(&[("condition-1", "True"), ("failure-condition-1", "False")]))
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!h.is_finished(), "condition-2 is not True yet");
+    store
+        .update_device_status("default", "claim", status(&[("condition-1", "True"), ("condition-2", "True")]))
+        .unwrap();
+    drive(&clock, &h, Duration::from_secs(1), Duration::from_secs(30));
+    let node = h.join().unwrap().expect("binds once the conditions are true");
+    assert!(node.starts_with("node-"));
+    assert_eq!(binding_state(&store.claim("default", "claim").unwrap()), BindingState::Ready);
+}
+
+#[test]
+fn a_true_failure_condition_fails_the_binding_and_frees_the_claim_for_another_try() {
+    let store = store();
+    let clock = VirtualClock::new();
+    let mut sched = scheduler(&store, &clock);
+    let b = sched.schedule_pod(pod("p")).unwrap();
+    let h = bind_in_background(b);
+    std::thread::sleep(Duration::from_millis(20));
+    store
+        .update_device_status("default", "claim", status(&[("condition-1", "True"), ("failure-condition-2", "True")]))
+        .unwrap();
+    drive(&clock, &h, Duration::from_secs(1), Duration::from_secs(30));
+    let err = h.join().unwrap().expect_err("a failure condition fails PreBind");
+    // upstream: "claim %s binding failed: reason=%s, message=%q"
+    assert!(err.contains("claim default/claim binding failed: reason=Attach"), "{err}");
+    assert!(err.contains("failure-condition-2 is True"), "{err}");
+    // The next attempt finds the claim unavailable on every node and PostFilter
+    // deallocates it (upstream Filter + PostFilter).
+    let err = sched.schedule_pod(pod("p")).unwrap_err().to_string();
+    assert!(err.contains("resourceclaim not available on the node"), "{err}");
+    assert!(err.contains("deallocation of ResourceClaim completed"), "{err}");
+    assert!(store.claim("default", "claim").unwrap().status.is_none());
+}
+
+#[test]
+fn binding_times_out_after_the_binding_timeout() {
+    let store = store();
+    let clock = VirtualClock::new();
+    let mut sched = scheduler(&store, &clock);
+    let b = sched.schedule_pod(pod("p")).unwrap();
+    let h = bind_in_background(b);
+    std::thread::sleep(Duration::from_millis(20));
+    // Just before the timeout it still waits.
+    clock.advance(DEFAULT_BINDING_TIMEOUT.saturating_sub(Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!h.is_finished(), "still inside the 600 s binding timeout");
+    drive(&clock, &h, Duration::from_secs(5), Duration::from_secs(60));
+    let err = h.join().unwrap().expect_err("times out");
+    assert!(err.contains("binding timeout"), "{err}");
+    assert!(err.contains("600s"), "{err}");
+}
+
+#[test]
+fn a_timed_out_allocation_is_unavailable_in_the_next_cycle() {
+    // upstream Filter: an allocated claim not ready and past its allocation time plus the
+    // binding timeout is unavailable, and PostFilter deallocates it.
+    let store = store();
+    let clock = VirtualClock::new();
+    let mut sched = scheduler(&store, &clock);
+    let b = sched.schedule_pod(pod("p")).unwrap();
+    let plugin_wait = bind_in_background(b);
+    std::thread::sleep(Duration::from_millis(20));
+    drive(&clock, &plugin_wait, Duration::from_secs(30), Duration::from_secs(900));
+    assert!(plugin_wait.join().unwrap().is_err());
+    // The claim stays allocated (upstream leaves it to the next attempt).
+    let claim: Arc<ResourceClaim> = store.claim("default", "claim").unwrap();
+    assert!(claim.status.as_ref().unwrap().allocation.is_some());
+    let err = sched.schedule_pod(pod("p")).unwrap_err().to_string();
+    assert!(err.contains("resourceclaim not available on the node"), "{err}");
+    assert!(store.claim("default", "claim").unwrap().status.is_none(), "deallocated by PostFilter");
+    // Attached this time: binds.
+    let b = sched.schedule_pod(pod("p")).unwrap();
+    let h = bind_in_background(b);
+    std::thread::sleep(Duration::from_millis(20));
+    store
+        .update_device_status("default", "claim", status(&[("condition-1", "True"), ("condition-2", "True")]))
+        .unwrap();
+    drive(&clock, &h, Duration::from_secs(1), Duration::from_secs(30));
+    h.join().unwrap().unwrap();
+}
+
+#[test]
+fn binding_fields_round_trip_as_yaml() {
+    use serde::Deserialize;
+    let text = r"
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: fabric
+spec:
+  driver: fabric.example.com
+  allNodes: true
+  pool:
+    name: fabric
+    generation: 3
+    resourceSliceCount: 1
+  devices:
+  - name: gpu-0
+    bindingConditions:
+    - fabric.example.com/Attached
+    bindingFailureConditions:
+    - fabric.example.com/AttachFailed
+    bindsToNode: true
+    taints:
+    - key: fabric.example.com/unhealthy
+      effect: None
+";
+    let doc = serde_json::Value::deserialize(serde_norway::Deserializer::from_str(text)).unwrap();
+    let s: ResourceSlice = serde_json::from_value(doc.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&s).unwrap(), doc);
+    let d = &s.spec.devices[0];
+    assert_eq!(d.binding_conditions, ["fabric.example.com/Attached"]);
+    assert_eq!(d.binds_to_node, Some(true));
+    assert_eq!(d.taints[0].effect, schedkit::dra::DeviceTaintEffect::None);
+    let back: ResourceSlice = serde_norway::from_str(&serde_norway::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back, s);
+    // The informational taint does not block allocation.
+    let store = DraStore::new();
+    store.add_slice(s).unwrap();
+    assert!(store.device_taints(DRIVER, "fabric", "gpu-0").unwrap().is_empty());
+}
