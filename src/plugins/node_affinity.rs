@@ -118,10 +118,6 @@ fn preferred_score(terms: &[PreferredSchedulingTerm], node: &NodeInfo) -> i64 {
     sum
 }
 
-/// Written when PreFilter ran (the pod has something to match).
-#[derive(Debug, Clone)]
-struct HasRequired;
-
 impl Plugin for NodeAffinity {
     fn name(&self) -> &str {
         names::NODE_AFFINITY
@@ -134,13 +130,12 @@ impl Plugin for NodeAffinity {
 impl PreFilterPlugin for NodeAffinity {
     /// Skips pods with nothing to match; narrows the nodes when every required term
     /// names nodes through `matchFields` on `metadata.name`.
-    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
         let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
         let added_required = self.added.as_ref().is_some_and(|a| a.required.is_some());
         if required.is_none() && !added_required && pod.pod.spec.node_selector.is_empty() {
             return (None, Status::SKIP);
         }
-        state.write(HasRequired);
         let Some(req) = required else { return (None, Status::SUCCESS) };
         if req.node_selector_terms.is_empty() {
             return (None, Status::SUCCESS);

@@ -229,7 +229,8 @@ impl Resources {
     /// Calls `f(allocatable, requested, pod_request, weight)` for each scored resource
     /// the node has (allocatable > 0), in order, reading the node in place: the
     /// scorers stream over it instead of copying per-node arrays.
-    #[inline]
+    #[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
+    #[inline(always)]
     pub fn for_each_present(
         &self,
         pod_requests: &[i64],
@@ -261,7 +262,8 @@ impl Resources {
 
 /// `sum(f(requested, allocatable) * weight) / sum(weight)` over resources with
 /// allocatable > 0, integer division (upstream least/most allocated scorers).
-#[inline]
+#[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
+#[inline(always)]
 fn weighted_mean(
     res: &Resources,
     pod_requests: &[i64],
@@ -374,7 +376,8 @@ struct Fractions {
 }
 
 impl Fractions {
-    #[inline]
+    #[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
+    #[inline(always)]
     fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Fractions {
         let mut fr = Fractions {
             n: 0,
@@ -404,6 +407,9 @@ impl Fractions {
 /// (capped at 1), as upstream `balancedResourceScorer` up to v1.35.
 #[inline]
 pub(crate) fn balanced_score(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> i64 {
+    if let Some((_, after)) = cpu_memory_balance(res, pod_requests, node) {
+        return after;
+    }
     let fr = Fractions::of(res, pod_requests, node);
     std_score(&fr.after[..fr.n], fr.total_after)
 }
@@ -411,8 +417,31 @@ pub(crate) fn balanced_score(res: &Resources, pod_requests: &[i64], node: &NodeI
 /// Balanced scores `(without the pod, with it)` in one pass over the node.
 #[inline]
 pub(crate) fn balanced_before_after(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> (i64, i64) {
+    if let Some(scores) = cpu_memory_balance(res, pod_requests, node) {
+        return scores;
+    }
     let fr = Fractions::of(res, pod_requests, node);
     (std_score(&fr.before[..fr.n], fr.total_before), std_score(&fr.after[..fr.n], fr.total_after))
+}
+
+/// The default `[cpu, memory]` balance `(without the pod, with it)` in closed form:
+/// the standard deviation of two fractions is half their difference, and of fewer
+/// than two it is 0 (score 100). Same float operations as [`std_score`].
+#[inline]
+fn cpu_memory_balance(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Option<(i64, i64)> {
+    let [pc, pm, ..] = *pod_requests else { return None };
+    if !res.cpu_memory {
+        return None;
+    }
+    let (alloc, req) = (node.allocatable(), node.requested());
+    if alloc.milli_cpu == 0 || alloc.memory == 0 {
+        return Some((MAX_NODE_SCORE, MAX_NODE_SCORE));
+    }
+    let frac = |r: i64, a: i64| (r as f64 / a as f64).min(1.0);
+    let score = |a: f64, b: f64| ((1.0 - ((a - b) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
+    let (ac, am) = (alloc.milli_cpu, alloc.memory);
+    let (rc, rm) = (req.milli_cpu + pc, req.memory + pm);
+    Some((score(frac(rc - pc, ac), frac(rm - pm, am)), score(frac(rc, ac), frac(rm, am))))
 }
 
 /// `int64((1 - std) * 100)` of the given fractions.
