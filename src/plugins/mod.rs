@@ -21,6 +21,7 @@ pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub(crate) mod workload_memo;
 
 use std::sync::Arc;
 

@@ -1,21 +1,17 @@
-//! The incoming pod's required-term counts carried across cycles, so PreFilter
-//! recounts only nodes that changed since the last pod with the same terms. This
-//! is schedkit's own addition; the counts are exactly upstream
-//! `getIncomingAffinityAntiAffinityCounts`'s.
-//!
-//! As in PodTopologySpread's memo, a node's `Arc<NodeInfo>` identity says whether
-//! its pods or labels may have changed; the memo keeps a clone of each `Arc` it
-//! counted.
+//! The incoming pod's required-term counts and PreScore sums carried across cycles
+//! (see [`crate::plugins::workload_memo`]), so PreFilter and PreScore recount only
+//! nodes that changed since the last pod with the same terms; the results are
+//! exactly upstream `getIncomingAffinityAntiAffinityCounts`' and PreScore's.
 
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::scoring::{ScoreContext, ScoreMap};
 use super::terms::ResolvedTerm;
 use crate::model::Symbol;
+use crate::plugins::workload_memo::{NodeContributions, WorkloadMemo};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// `(topology key, value)` -> count.
@@ -71,47 +67,33 @@ fn add(map: &mut PairCounts, key: (Symbol, Symbol), delta: i64) {
 struct Entry {
     affinity: Arc<[ResolvedTerm]>,
     anti: Arc<[ResolvedTerm]>,
-    nodes: Vec<(Arc<NodeInfo>, Contribution)>,
+    nodes: NodeContributions<Contribution>,
     affinity_counts: PairCounts,
     anti_counts: PairCounts,
-    last_used: u64,
 }
 
-impl Entry {
-    fn apply(&mut self, c: &Contribution, sign: i64) {
-        for (t, v) in self.affinity.iter().zip(&c.affinity_values) {
-            if let Some(v) = *v {
-                add(&mut self.affinity_counts, (t.topology_key, v), sign * c.affinity_pods);
-            }
-        }
-        for ((t, v), &n) in self.anti.iter().zip(&c.anti_values).zip(&c.anti_pods) {
-            if let Some(v) = *v {
-                add(&mut self.anti_counts, (t.topology_key, v), sign * n);
-            }
+/// Adds (`sign` 1) or takes away (-1) one node's contribution.
+fn apply_counts(
+    (affinity, anti): (&[ResolvedTerm], &[ResolvedTerm]),
+    (affinity_counts, anti_counts): (&mut PairCounts, &mut PairCounts),
+    c: &Contribution,
+    sign: i64,
+) {
+    for (t, v) in affinity.iter().zip(&c.affinity_values) {
+        if let Some(v) = *v {
+            add(affinity_counts, (t.topology_key, v), sign * c.affinity_pods);
         }
     }
-}
-
-/// A few workloads' counts (least recently used evicted first).
-#[derive(Default)]
-pub(crate) struct TermMemo {
-    entries: Mutex<(u64, Vec<Entry>)>,
-}
-
-impl std::fmt::Debug for TermMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TermMemo").field("workloads", &self.entries.lock().1.len()).finish()
+    for ((t, v), &n) in anti.iter().zip(&c.anti_values).zip(&c.anti_pods) {
+        if let Some(v) = *v {
+            add(anti_counts, (t.topology_key, v), sign * n);
+        }
     }
 }
 
-const CAPACITY: usize = 4;
-
-impl Clone for TermMemo {
-    /// A clone starts empty (the counts are a cache, not state).
-    fn clone(&self) -> Self {
-        TermMemo::default()
-    }
-}
+/// A few workloads' required-term counts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TermMemo(WorkloadMemo<Entry>);
 
 impl TermMemo {
     /// Per topology pair: existing pods matching all of `affinity`, and existing pods
@@ -122,52 +104,26 @@ impl TermMemo {
         anti: &Arc<[ResolvedTerm]>,
         snapshot: &Snapshot,
     ) -> (PairCounts, PairCounts) {
-        let mut guard = self.entries.lock();
-        let (clock, entries) = &mut *guard;
-        *clock += 1;
-        let idx = if let Some(i) = entries.iter().position(|e| *e.affinity == **affinity && *e.anti == **anti) {
-            i
-        } else {
-            if entries.len() >= CAPACITY
-                && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, e)| e.last_used).map(|(i, _)| i)
-            {
-                entries.swap_remove(lru);
-            }
-            entries.push(Entry {
+        self.0.with_entry(
+            |e| *e.affinity == **affinity && *e.anti == **anti,
+            || Entry {
                 affinity: affinity.clone(),
                 anti: anti.clone(),
-                nodes: Vec::with_capacity(snapshot.len()),
+                nodes: NodeContributions::with_capacity(snapshot.len()),
                 affinity_counts: PairCounts::new(),
                 anti_counts: PairCounts::new(),
-                last_used: 0,
-            });
-            entries.len() - 1
-        };
-        let entry = &mut entries[idx];
-        entry.last_used = *clock;
-        let nodes = snapshot.nodes();
-        while entry.nodes.len() > nodes.len() {
-            if let Some((_, old)) = entry.nodes.pop() {
-                entry.apply(&old, -1);
-            }
-        }
-        for (i, node) in nodes.iter().enumerate() {
-            if let Some((cached, old)) = entry.nodes.get_mut(i) {
-                if Arc::ptr_eq(cached, node) {
-                    continue;
-                }
-                let old = std::mem::take(old);
-                entry.apply(&old, -1);
-            }
-            let new = contribution(&entry.affinity, &entry.anti, node);
-            entry.apply(&new, 1);
-            if i < entry.nodes.len() {
-                entry.nodes[i] = (node.clone(), new);
-            } else {
-                entry.nodes.push((node.clone(), new));
-            }
-        }
-        (entry.affinity_counts.clone(), entry.anti_counts.clone())
+            },
+            |entry| {
+                let terms = (&*entry.affinity, &*entry.anti);
+                let (ac, nc) = (&mut entry.affinity_counts, &mut entry.anti_counts);
+                entry.nodes.sync(
+                    snapshot,
+                    |node| contribution(terms.0, terms.1, node),
+                    |c, sign| apply_counts(terms, (&mut *ac, &mut *nc), c, sign),
+                );
+                (entry.affinity_counts.clone(), entry.anti_counts.clone())
+            },
+        )
     }
 }
 
@@ -199,106 +155,66 @@ fn score_contribution(ctx: &ScoreContext, pod: &PodInfo, node: &NodeInfo) -> Sco
 #[derive(Debug)]
 struct ScoreEntry {
     ctx: ScoreContext,
-    nodes: Vec<(Arc<NodeInfo>, ScoreContribution)>,
+    nodes: NodeContributions<ScoreContribution>,
     /// `(key, value)` -> (summed weight, matches); an entry lives while it has matches.
     sums: AHashMap<(Symbol, Symbol), (i64, u32)>,
-    last_used: u64,
 }
 
-impl ScoreEntry {
-    fn apply(&mut self, c: &ScoreContribution, sign: i64) {
-        for &(key, value, delta, matches) in c {
-            let e = self.sums.entry((key, value)).or_insert((0, 0));
-            e.0 += sign * delta;
-            if sign > 0 {
-                e.1 += matches;
-            } else {
-                e.1 = e.1.saturating_sub(matches);
-                if e.1 == 0 {
-                    self.sums.remove(&(key, value));
-                }
+fn apply_sums(sums: &mut AHashMap<(Symbol, Symbol), (i64, u32)>, c: &ScoreContribution, sign: i64) {
+    for &(key, value, delta, matches) in c {
+        let e = sums.entry((key, value)).or_insert((0, 0));
+        e.0 += sign * delta;
+        if sign > 0 {
+            e.1 += matches;
+        } else {
+            e.1 = e.1.saturating_sub(matches);
+            if e.1 == 0 {
+                sums.remove(&(key, value));
             }
         }
     }
 }
 
 /// PreScore sums of a few workloads (pods with preferred terms), kept across cycles.
-#[derive(Default)]
-pub(crate) struct ScoreMemo {
-    entries: Mutex<(u64, Vec<ScoreEntry>)>,
-}
-
-impl std::fmt::Debug for ScoreMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScoreMemo").field("workloads", &self.entries.lock().1.len()).finish()
-    }
-}
-
-impl Clone for ScoreMemo {
-    /// A clone starts empty (the sums are a cache, not state).
-    fn clone(&self) -> Self {
-        ScoreMemo::default()
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ScoreMemo(WorkloadMemo<ScoreEntry>);
 
 impl ScoreMemo {
     /// Upstream PreScore's `topologyScore` over every pod of `snapshot` for a pod with
     /// preferred terms, recounting only nodes whose `NodeInfo` changed since the last
     /// pod with the same `ctx`.
     pub(crate) fn scores(&self, ctx: &ScoreContext, pod: &PodInfo, snapshot: &Snapshot) -> ScoreMap {
-        let mut guard = self.entries.lock();
-        let (clock, entries) = &mut *guard;
-        *clock += 1;
-        let idx = if let Some(i) = entries.iter().position(|e| e.ctx == *ctx) {
+        self.0.with_entry(
+            |e| e.ctx == *ctx,
+            || ScoreEntry {
+                ctx: ctx.clone(),
+                nodes: NodeContributions::with_capacity(snapshot.len()),
+                sums: AHashMap::new(),
+            },
+            |entry| {
+                let (ctx, sums) = (&entry.ctx, &mut entry.sums);
+                entry.nodes.sync(
+                    snapshot,
+                    |node| score_contribution(ctx, pod, node),
+                    |c, sign| apply_sums(sums, c, sign),
+                );
+                score_map(&entry.sums)
+            },
+        )
+    }
+}
+
+/// The sums by topology key, then value.
+fn score_map(sums: &AHashMap<(Symbol, Symbol), (i64, u32)>) -> ScoreMap {
+    let mut out = ScoreMap::default();
+    for (&(key, value), &(sum, _)) in sums {
+        let i = if let Some(i) = out.0.iter().position(|(k, _)| *k == key) {
             i
         } else {
-            if entries.len() >= CAPACITY
-                && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, e)| e.last_used).map(|(i, _)| i)
-            {
-                entries.swap_remove(lru);
-            }
-            entries.push(ScoreEntry {
-                ctx: ctx.clone(),
-                nodes: Vec::with_capacity(snapshot.len()),
-                sums: AHashMap::new(),
-                last_used: 0,
-            });
-            entries.len() - 1
+            out.0.push((key, AHashMap::new()));
+            out.0.len() - 1
         };
-        let entry = &mut entries[idx];
-        entry.last_used = *clock;
-        let nodes = snapshot.nodes();
-        while entry.nodes.len() > nodes.len() {
-            if let Some((_, old)) = entry.nodes.pop() {
-                entry.apply(&old, -1);
-            }
-        }
-        for (i, node) in nodes.iter().enumerate() {
-            if let Some((cached, old)) = entry.nodes.get_mut(i) {
-                if Arc::ptr_eq(cached, node) {
-                    continue;
-                }
-                let old = std::mem::take(old);
-                entry.apply(&old, -1);
-            }
-            let new = score_contribution(&entry.ctx, pod, node);
-            entry.apply(&new, 1);
-            if i < entry.nodes.len() {
-                entry.nodes[i] = (node.clone(), new);
-            } else {
-                entry.nodes.push((node.clone(), new));
-            }
-        }
-        let mut out = ScoreMap::default();
-        for (&(key, value), &(sum, _)) in &entry.sums {
-            let i = if let Some(i) = out.0.iter().position(|(k, _)| *k == key) {
-                i
-            } else {
-                out.0.push((key, AHashMap::new()));
-                out.0.len() - 1
-            };
-            out.0[i].1.insert(value, sum);
-        }
-        out
+        out.0[i].1.insert(value, sum);
     }
+    out
 }
