@@ -44,11 +44,11 @@
 //! `ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`), cel-go's string extensions
 //! (version 2, with `format`), lists extensions (version 3: `slice`, `flatten`, `sort`,
 //! `sortBy`, `lists.range`, `reverse`, `distinct`) and sets, and the Kubernetes list,
-//! regex (`find`, `findAll`), quantity, semver, URL, IP and CIDR libraries.
+//! regex (`find`, `findAll`), quantity, semver, URL, IP, CIDR and format (`format.named`,
+//! `format.dns1123Label()` and the other named formats, `validate`) libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
-//! "undeclared reference"): the Kubernetes format library (`format.named`,
-//! `format.dns1123Label()` and the other named formats, `validate`), the authorizer
+//! "undeclared reference"): the authorizer
 //! library (it needs an `authorizer` variable, which DRA selectors do not have), and
 //! the alpha list-type attributes (`DRAListTypeAttributes`: list
 //! values and `includes`). At run time, an IANA time zone name given to a timestamp
@@ -91,6 +91,7 @@ mod eval;
 mod format;
 mod functions;
 mod lexer;
+mod named_format;
 mod net;
 mod parser;
 mod semver;
