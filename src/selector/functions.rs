@@ -599,6 +599,28 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
 
 type R<'a> = Result<Value<'a>, EvalErrorKind>;
 
+/// `isQuantity(s)`: whether apimachinery's `resource.ParseQuantity` accepts `s`.
+///
+/// Upstream parses any syntactically valid quantity, falling back to arbitrary
+/// precision (and capping the magnitude at 2^63-1, `maxAllowed` in
+/// `k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
+/// [`Quantity`] reports `OutOfRange`; such text is therefore a quantity here too. An
+/// exponent (`1e<n>`) must still fit Go's `strconv.ParseInt(_, 10, 64)` (`suffix.go`
+/// `interpret`), or upstream refuses the suffix.
+fn is_quantity(s: &str) -> bool {
+    match Quantity::parse(s) {
+        Ok(_) => true,
+        Err(crate::model::QuantityError::OutOfRange { .. }) => {
+            let number = s.trim_start_matches(['+', '-']).trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            match number.strip_prefix(['e', 'E']) {
+                Some(exp) if !exp.is_empty() => exp.parse::<i64>().is_ok(),
+                _ => true,
+            }
+        }
+        Err(_) => false,
+    }
+}
+
 fn overload(function: &'static str, args: &[Value<'_>]) -> EvalErrorKind {
     EvalErrorKind::NoSuchOverload { function, args: args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ") }
 }
@@ -825,7 +847,7 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         (Func::Quantity, Some(V::Str(s)), None, None) => {
             V::Quantity(Quantity::parse(s).map_err(|e| invalid("quantity", e.to_string()))?)
         }
-        (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(Quantity::parse(s).is_ok()),
+        (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
         (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
             let o = match (a, b) {
