@@ -125,9 +125,10 @@ pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 /// Upstream: cel-go's parser stops at 250 levels of recursion (its default
 /// `MaxRecursionDepth`, which Kubernetes keeps), counted per grammar rule, so roughly
 /// 250 nested parentheses, brackets, calls or unary operators. schedkit deliberately
-/// stops at 100: measured on an unoptimised build, parsing 250 nested parentheses
-/// needs more than a 2 MiB thread stack (about 9 KiB per level), and compiling or
-/// evaluating 250 nested lists does too, so accepting upstream's limit would turn a
+/// stops at 100: measured on an unoptimised build at 247 levels, compiling and
+/// evaluating needs a 4 MiB thread stack for nested parentheses or unary minus and
+/// 8 MiB for `+` chains, nested lists or nested calls (evaluation alone needs 1 to
+/// 2 MiB of that), so accepting upstream's limit would turn a
 /// hostile selector into a stack overflow (an abort, not an error) on a default-sized
 /// thread. Expressions nesting 101 to 250 levels deep, which Kubernetes accepts, are
 /// refused here with [`SelectorError::TooDeep`]; [`Limits::max_depth`] raises the
