@@ -188,3 +188,87 @@ fn cost_as_library_cost_go() {
     let sel = Selector::compile(r#"format.named("uri").hasValue()"#).unwrap();
     assert_eq!(sel.estimated_cost(), 2);
 }
+
+/// Where kube-cel's port departs from upstream, schedkit follows upstream:
+/// - a subdomain label may exceed 63 bytes (`IsDNS1123Subdomain` only limits the whole
+///   name to 253 and has no per-label length);
+/// - `dns1035LabelPrefix` refuses `""` (`maskTrailingDash` leaves it empty, and the
+///   DNS-1035 regex needs a letter);
+/// - `uri` accepts absolute paths and `*` (Go's `url.ParseRequestURI`);
+/// - `uuid` accepts the undashed form (kube-openapi `UUIDPattern` has `-?`);
+/// - `byte`: kube-cel accepts strings govalidator's `Base64` pattern refuses, such as
+///   `"aGVsbG8"` (upstream `format_test.go` `byte_failure`), so it is not compared.
+fn kube_cel_deviates(name: &str, s: &str) -> bool {
+    match name {
+        "dns1123Subdomain" | "dns1123SubdomainPrefix" => s.len() > 63,
+        "dns1035LabelPrefix" => s.is_empty(),
+        "uri" => s.starts_with('/') || s == "*",
+        "uuid" => !s.contains('-') && s.len() == 32,
+        "byte" => true,
+        _ => false,
+    }
+}
+
+#[test]
+fn differential_validity_against_kube_cel() {
+    // kube-cel's `named_format` (a Rust port of format.go) must agree on which strings
+    // each format accepts, except where it departs from upstream (see above).
+    use kube_cel::KubeCelExt;
+    use kube_cel::cel;
+    let ctx = cel::Context::default().with_all();
+    let long = "a".repeat(64);
+    let inputs = [
+        "",
+        "a",
+        "my-name",
+        "My-Name",
+        "-a",
+        "a-",
+        "a.b",
+        "a..b",
+        "1abc",
+        "abc-123",
+        "a_b",
+        "example.com/x",
+        "a/b/c",
+        "/a",
+        "a/",
+        "contains a space",
+        "http://example.com",
+        "foo",
+        "/path?q=1",
+        "*",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "123e4567e89b12d3a456426614174000",
+        "aGVsbG8=",
+        "aGVsbG8",
+        "aGk=",
+        "2020-02-29",
+        "2021-02-29",
+        "2020-13-01",
+        "2020-01-01T00:00:00Z",
+        "2020-01-01T24:00:00Z",
+        "2020-01-01t10:00:00.5+01:00",
+        "2020-01-01T10:00:00",
+        &long,
+    ];
+    let mut disagreements = Vec::new();
+    let mut compared = 0;
+    for name in NAMES {
+        for s in inputs {
+            if kube_cel_deviates(name, s) {
+                continue;
+            }
+            compared += 1;
+            let src = format!("format.{name}().validate({s:?}).hasValue()");
+            let ours = eval0(&src);
+            let theirs = cel::Program::compile(&src).ok().and_then(|p| p.execute(&ctx).ok());
+            match (ours, theirs) {
+                (Ok(a), Some(cel::Value::Bool(b))) if a == b => {}
+                (a, b) => disagreements.push(format!("{src}: schedkit {a:?}, kube-cel {b:?}")),
+            }
+        }
+    }
+    assert!(compared > 350, "{compared}");
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
