@@ -660,6 +660,10 @@ impl Compiler<'_> {
                 }
                 let c = if matches!(l.ty, Ty::String | Ty::Bytes) || matches!(r.ty, Ty::String | Ty::Bytes) {
                     ceil_tenth(l.size.min(r.size))
+                } else if l.ty == Ty::Format && r.ty == Ty::Format {
+                    // k8s `library/cost.go`: two formats compare their names, at most
+                    // `MaxFormatSize` (64) characters.
+                    ceil_tenth(super::named_format::MAX_FORMAT_SIZE)
                 } else {
                     1
                 };
@@ -832,7 +836,7 @@ impl Compiler<'_> {
         // Namespaced global functions: sets.contains(...), strings.quote(...).
         let (target, name) = match target.map(|t| &t.kind) {
             Some(ExprKind::Ident(ns))
-                if matches!(ns.as_str(), "sets" | "strings" | "optional" | "lists" | "ip")
+                if matches!(ns.as_str(), "sets" | "strings" | "optional" | "lists" | "ip" | "format")
                     && self.lookup(ns).is_none() =>
             {
                 (None, format!("{ns}.{function}"))

@@ -613,7 +613,14 @@ impl<'a> Ctx<'a> {
             vals.push(self.eval(a)?);
         }
         let cost = match f {
-            Func::Quantity | Func::Semver | Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo => 1,
+            // `validate`: upstream's `CallCost` looks for a `cel.Format` value where the
+            // runtime holds a `*cel.Format`, so the call costs cel-go's default of 1.
+            Func::Quantity
+            | Func::Semver
+            | Func::IsGreaterThan
+            | Func::IsLessThan
+            | Func::CompareTo
+            | Func::Validate => 1,
             Func::Slice
             | Func::Flatten
             | Func::Sort

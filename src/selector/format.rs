@@ -425,7 +425,7 @@ fn format_map(v: &Value<'_>) -> Result<String, String> {
 
 /// Go's `%q` of a string: double quotes, `\"` and `\\`, the C escapes, `\xNN` for other
 /// ASCII control characters and `\uNNNN` for non-printable characters beyond ASCII.
-fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -31,6 +31,12 @@
 //!   `isLinkLocalUnicast`, `isGlobalUnicast`, `cidr`, `isCIDR`, `containsIP`,
 //!   `containsCIDR`, `masked`, `prefixLength`, `string(ip)`, `string(cidr)`, and the
 //!   type names `net.IP`, `net.CIDR`;
+//! - `library/format.go` (in `named_format.rs`): `format.named`, `format.dns1123Label`,
+//!   `format.dns1123Subdomain`, `format.dns1035Label`, `format.qualifiedName`,
+//!   `format.dns1123LabelPrefix`, `format.dns1123SubdomainPrefix`,
+//!   `format.dns1035LabelPrefix`, `format.labelValue`, `format.uri`, `format.uuid`,
+//!   `format.byte`, `format.date`, `format.datetime`, `validate`, and `==` between
+//!   formats;
 //! - `library/semverlib.go`: `semver`, `isSemver` (each with the optional normalise
 //!   flag), `isGreaterThan`, `isLessThan`, `compareTo`, `major`, `minor`, `patch`;
 //! - cel-go `ext.Sets`: `sets.contains`, `sets.equivalent`, `sets.intersects`;
@@ -43,6 +49,7 @@ use std::rc::Rc;
 use regex::Regex;
 
 use super::error::EvalErrorKind;
+use super::named_format::{self, NamedFormat};
 use super::net;
 use super::semver::Semver;
 use super::time;
@@ -152,6 +159,12 @@ pub(crate) enum Func {
     ToDuration,
     /// A calendar getter of a timestamp or a total of a duration.
     TimeField(time::Field),
+    /// `format.named(name)` (Kubernetes format library).
+    FormatNamed,
+    /// `format.dns1123Label()` and the other constant formats.
+    FormatConst(NamedFormat),
+    /// `<Format>.validate(string)`.
+    Validate,
 }
 
 impl Func {
@@ -248,6 +261,9 @@ impl Func {
             Func::GetQuery => "getQuery",
             Func::ToTimestamp => "timestamp",
             Func::ToDuration => "duration",
+            Func::FormatNamed => "format.named",
+            Func::FormatConst(f) => f.function_name(),
+            Func::Validate => "validate",
             Func::TimeField(f) => match f {
                 time::Field::FullYear => "getFullYear",
                 time::Field::Month => "getMonth",
@@ -452,7 +468,13 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
                 vec![m(vec![Ty::Timestamp], Int), m(vec![Ty::Timestamp, S], Int), m(vec![Ty::Duration], Int)],
             )
         }
-        _ => return None,
+        // Kubernetes `library/format.go` (1.31+).
+        "format.named" => (Func::FormatNamed, vec![g(vec![S], opt(Ty::Format))]),
+        "validate" => (Func::Validate, vec![m(vec![Ty::Format, S], opt(list(S)))]),
+        _ => match NamedFormat::by_function(name) {
+            Some(f) => (Func::FormatConst(f), vec![g(vec![], Ty::Format)]),
+            None => return None,
+        },
     })
 }
 
@@ -536,6 +558,9 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         // whose size is 0 here).
         Func::ContainsIp => 4u64.saturating_add(t(s(1))),
         Func::ContainsCidr => 7u64.saturating_add(t(s(1))),
+        // k8s `library/cost.go` `EstimateCallCost`: the string's traversal times a regex
+        // of `MaxNameFormatRegexSize` (128) at 0.25 per character.
+        Func::Validate => ceil_mul(t(s(1)), named_format::MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25),
         _ => 1,
     }
 }
@@ -573,6 +598,28 @@ pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
 }
 
 type R<'a> = Result<Value<'a>, EvalErrorKind>;
+
+/// `isQuantity(s)`: whether apimachinery's `resource.ParseQuantity` accepts `s`.
+///
+/// Upstream parses any syntactically valid quantity, falling back to arbitrary
+/// precision (and capping the magnitude at 2^63-1, `maxAllowed` in
+/// `k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
+/// [`Quantity`] reports `OutOfRange`; such text is therefore a quantity here too. An
+/// exponent (`1e<n>`) must still fit Go's `strconv.ParseInt(_, 10, 64)` (`suffix.go`
+/// `interpret`), or upstream refuses the suffix.
+fn is_quantity(s: &str) -> bool {
+    match Quantity::parse(s) {
+        Ok(_) => true,
+        Err(crate::model::QuantityError::OutOfRange { .. }) => {
+            let number = s.trim_start_matches(['+', '-']).trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            match number.strip_prefix(['e', 'E']) {
+                Some(exp) if !exp.is_empty() => exp.parse::<i64>().is_ok(),
+                _ => true,
+            }
+        }
+        Err(_) => false,
+    }
+}
 
 fn overload(function: &'static str, args: &[Value<'_>]) -> EvalErrorKind {
     EvalErrorKind::NoSuchOverload { function, args: args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ") }
@@ -800,7 +847,7 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         (Func::Quantity, Some(V::Str(s)), None, None) => {
             V::Quantity(Quantity::parse(s).map_err(|e| invalid("quantity", e.to_string()))?)
         }
-        (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(Quantity::parse(s).is_ok()),
+        (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
         (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
             let o = match (a, b) {
@@ -1016,6 +1063,16 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         }
         (Func::Url, Some(V::Str(s)), None, None) => V::Url(Rc::new(url::parse_url(s).map_err(|m| invalid("url", m))?)),
         (Func::IsUrl, Some(V::Str(s)), None, None) => V::Bool(url::is_url(s)),
+        (Func::FormatNamed, Some(V::Str(s)), None, None) => {
+            V::Optional(NamedFormat::named(s).map(|f| Rc::new(V::Format(f))))
+        }
+        (Func::FormatConst(f), None, None, None) => V::Format(f),
+        (Func::Validate, Some(V::Format(f)), Some(V::Str(s)), None) => {
+            let errs = f.validate(s);
+            V::Optional(
+                (!errs.is_empty()).then(|| Rc::new(V::List(Rc::new(errs.into_iter().map(V::string).collect())))),
+            )
+        }
         (Func::GetScheme, Some(V::Url(u)), None, None) => V::string(u.scheme().to_owned()),
         (Func::GetHost, Some(V::Url(u)), None, None) => V::string(u.host().to_owned()),
         (Func::GetHostname, Some(V::Url(u)), None, None) => V::string(u.hostname().to_owned()),

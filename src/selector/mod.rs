@@ -44,11 +44,11 @@
 //! `ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`), cel-go's string extensions
 //! (version 2, with `format`), lists extensions (version 3: `slice`, `flatten`, `sort`,
 //! `sortBy`, `lists.range`, `reverse`, `distinct`) and sets, and the Kubernetes list,
-//! regex (`find`, `findAll`), quantity, semver, URL, IP and CIDR libraries.
+//! regex (`find`, `findAll`), quantity, semver, URL, IP, CIDR and format (`format.named`,
+//! `format.dns1123Label()` and the other named formats, `validate`) libraries.
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
-//! "undeclared reference"): the Kubernetes format library (`format.named`,
-//! `format.dns1123Label()` and the other named formats, `validate`), the authorizer
+//! "undeclared reference"): the authorizer
 //! library (it needs an `authorizer` variable, which DRA selectors do not have), and
 //! the alpha list-type attributes (`DRAListTypeAttributes`: list
 //! values and `includes`). At run time, an IANA time zone name given to a timestamp
@@ -91,6 +91,7 @@ mod eval;
 mod format;
 mod functions;
 mod lexer;
+mod named_format;
 mod net;
 mod parser;
 mod semver;
@@ -124,9 +125,10 @@ pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 /// Upstream: cel-go's parser stops at 250 levels of recursion (its default
 /// `MaxRecursionDepth`, which Kubernetes keeps), counted per grammar rule, so roughly
 /// 250 nested parentheses, brackets, calls or unary operators. schedkit deliberately
-/// stops at 100: measured on an unoptimised build, parsing 250 nested parentheses
-/// needs more than a 2 MiB thread stack (about 9 KiB per level), and compiling or
-/// evaluating 250 nested lists does too, so accepting upstream's limit would turn a
+/// stops at 100: measured on an unoptimised build at 247 levels, compiling and
+/// evaluating needs a 4 MiB thread stack for nested parentheses or unary minus and
+/// 8 MiB for `+` chains, nested lists or nested calls (evaluation alone needs 1 to
+/// 2 MiB of that), so accepting upstream's limit would turn a
 /// hostile selector into a stack overflow (an abort, not an error) on a default-sized
 /// thread. Expressions nesting 101 to 250 levels deep, which Kubernetes accepts, are
 /// refused here with [`SelectorError::TooDeep`]; [`Limits::max_depth`] raises the

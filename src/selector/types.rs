@@ -28,6 +28,8 @@ pub(crate) enum Ty {
     Cidr,
     /// `kubernetes.URL` (Kubernetes URL library).
     Url,
+    /// `kubernetes.NamedFormat` (Kubernetes format library).
+    Format,
     /// `google.protobuf.Timestamp`
     Timestamp,
     /// `google.protobuf.Duration`
@@ -99,6 +101,7 @@ impl fmt::Display for Ty {
             Ty::Ip => f.write_str("net.IP"),
             Ty::Cidr => f.write_str("net.CIDR"),
             Ty::Url => f.write_str("kubernetes.URL"),
+            Ty::Format => f.write_str("kubernetes.NamedFormat"),
             Ty::Timestamp => f.write_str("google.protobuf.Timestamp"),
             Ty::Duration => f.write_str("google.protobuf.Duration"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),

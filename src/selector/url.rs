@@ -313,6 +313,12 @@ pub(crate) fn parse_url(s: &str) -> Result<Url, String> {
     Ok(u)
 }
 
+/// Why Go's `url.ParseRequestURI` refuses `s` (the reason only, without the
+/// `parse "<s>": ` prefix), or `None` if it accepts it.
+pub(crate) fn request_uri_error(s: &str) -> Option<String> {
+    parse(s, true).err()
+}
+
 /// `isURL(s)`: whether `ParseRequestURI` accepts `s`.
 pub(crate) fn is_url(s: &str) -> bool {
     parse(s, true).is_ok()

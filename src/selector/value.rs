@@ -70,6 +70,8 @@ pub(crate) enum Value<'a> {
     Duration(i64),
     /// A `kubernetes.URL` (`url("https://example.com")`).
     Url(Rc<super::url::Url>),
+    /// A `kubernetes.NamedFormat` (`format.dns1123Label()`).
+    Format(super::named_format::NamedFormat),
     /// An optional value (`optional.of(x)`, `optional.none()`).
     Optional(Option<Rc<Value<'a>>>),
     /// The `device` variable.
@@ -110,6 +112,7 @@ impl<'a> Value<'a> {
             Value::Ip(_) => "net.IP",
             Value::Cidr(..) => "net.CIDR",
             Value::Url(_) => "kubernetes.URL",
+            Value::Format(_) => "kubernetes.NamedFormat",
             Value::Timestamp(_) => "google.protobuf.Timestamp",
             Value::Duration(_) => "google.protobuf.Duration",
             Value::List(_) => "list",
@@ -252,6 +255,7 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Ip(x), Value::Ip(y)) => x == y,
         (Value::Cidr(x, a), Value::Cidr(y, b)) => x == y && a == b,
         (Value::Url(x), Value::Url(y)) => x == y,
+        (Value::Format(x), Value::Format(y)) => x == y,
         (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
         (Value::Duration(x), Value::Duration(y)) => x == y,
         (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)),
