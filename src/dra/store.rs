@@ -587,6 +587,7 @@ impl DraStore {
             devices: vec![0; w.devices.len().div_ceil(64)],
             counters: vec![0; w.counter_capacity.len()],
             shared: AHashMap::new(),
+            shared_devices: vec![0; w.devices.len().div_ceil(64)],
         };
         let mut mark = |a: &AllocationResult| {
             for r in &a.devices.results {
@@ -599,6 +600,12 @@ impl DraStore {
                     if e.multi {
                         for (si, amount) in consumed_capacity(e, r) {
                             *u.shared.entry((d, si)).or_default() += amount;
+                        }
+                        // A shared device's counters are charged once, by its first share.
+                        if u.mark_shared(d) {
+                            for &(c, amount) in &e.consumes {
+                                u.counters[c as usize] += amount;
+                            }
                         }
                         continue;
                     }
@@ -1116,6 +1123,7 @@ impl DraStore {
         all.extend(inner.inflight.values().flat_map(|l| l.iter().map(|(_, a)| &**a)));
         let mut counters = vec![0i128; w.counter_capacity.len()];
         let mut shared: AHashMap<(u32, usize), i128> = AHashMap::new();
+        let mut shared_devices = InUse::default();
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
@@ -1124,6 +1132,11 @@ impl DraStore {
                 {
                     for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
                         *shared.entry((d, si)).or_default() += amount;
+                    }
+                    if shared_devices.mark_shared(d) {
+                        for &(c, amount) in &w.devices[d as usize].consumes {
+                            counters[c as usize] += amount;
+                        }
                     }
                     continue;
                 }
