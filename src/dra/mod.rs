@@ -14,7 +14,10 @@
 //!   them ([`DraStore::update_device_status`](crate::dra::DraStore::update_device_status),
 //!   [`binding_state`](crate::dra::binding_state));
 //! - [`DeviceTaintRule`](crate::dra::DeviceTaintRule)s, whose taints the allocator honours
-//!   like slice taints ([`DraStore::add_taint_rule`](crate::dra::DraStore::add_taint_rule));
+//!   like slice taints ([`DraStore::add_taint_rule`](crate::dra::DraStore::add_taint_rule)),
+//!   once switched on with
+//!   [`DraStore::set_device_taint_rules`](crate::dra::DraStore::set_device_taint_rules)
+//!   (off by default, as upstream's `DRADeviceTaintRules` gate in v1.36);
 //! - the admin-access namespace label
 //!   ([`DraStore::set_namespace_labels`](crate::dra::DraStore::set_namespace_labels),
 //!   [`DraError::AdminAccessForbidden`](crate::dra::DraError::AdminAccessForbidden));

@@ -49,6 +49,9 @@ struct Inner {
     /// Device taint rules by name (upstream applies them in informer order, which is
     /// unspecified; only the order of a device's taints differs).
     rules: BTreeMap<String, Arc<CompiledTaintRule>>,
+    /// Whether taint rules apply (upstream feature gate `DRADeviceTaintRules`: beta and
+    /// off by default in v1.36, on by default from v1.37).
+    taint_rules_enabled: bool,
     /// Namespace labels (for the admin access check).
     namespaces: AHashMap<String, BTreeMap<String, String>>,
     /// Whether devices with binding conditions may be allocated (upstream feature gate
@@ -298,17 +301,39 @@ impl DraStore {
 
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
-        let rules: Vec<Arc<CompiledTaintRule>> = inner.rules.values().cloned().collect();
+        let rules: Vec<Arc<CompiledTaintRule>> =
+            if inner.taint_rules_enabled { inner.rules.values().cloned().collect() } else { Vec::new() };
         inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
         inner.in_use = None;
     }
 
-    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; its
-    /// taint applies to matching devices from the next cycle on.
+    /// Switches [`DeviceTaintRule`]s on or off (upstream feature gate
+    /// `DRADeviceTaintRules`, beta and off by default in v1.36, which schedkit follows:
+    /// a new store ignores rules until this is called with `true`). Rules added while off
+    /// are kept, validated, and apply as soon as the switch is on; switching off removes
+    /// their taints from the next cycle on, the slices' own taints stay.
+    pub fn set_device_taint_rules(&self, enabled: bool) {
+        let mut inner = self.inner.write();
+        if inner.taint_rules_enabled != enabled {
+            inner.taint_rules_enabled = enabled;
+            Self::rebuild(&mut inner);
+        }
+    }
+
+    /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
+    pub fn device_taint_rules_enabled(&self) -> bool {
+        self.inner.read().taint_rules_enabled
+    }
+
+    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
+    /// taint rules switched on ([`DraStore::set_device_taint_rules`], off by default as
+    /// upstream's `DRADeviceTaintRules` gate in v1.36) its taint applies to matching
+    /// devices from the next cycle on.
     ///
     /// ```
     /// use schedkit::dra::{DeviceTaintRule, DraStore, ResourceSlice};
     /// let store = DraStore::new();
+    /// store.set_device_taint_rules(true);
     /// let slice: ResourceSlice = serde_json::from_str(r#"{"metadata":{"name":"s"},"spec":{
     ///   "driver":"gpu.example.com","nodeName":"n1","pool":{"name":"n1","resourceSliceCount":1},
     ///   "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}}"#).unwrap();
@@ -324,7 +349,9 @@ impl DraStore {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
         inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
-        Self::rebuild(&mut inner);
+        if inner.taint_rules_enabled {
+            Self::rebuild(&mut inner);
+        }
         Ok(())
     }
 
@@ -332,7 +359,7 @@ impl DraStore {
     pub fn remove_taint_rule(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.rules.remove(name).is_some();
-        if removed {
+        if removed && inner.taint_rules_enabled {
             Self::rebuild(&mut inner);
         }
         removed

@@ -707,7 +707,8 @@ pub struct ResourceClaimTemplateSpec {
 /// device its selector matches, on top of the taints the slices publish (upstream
 /// `staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go`,
 /// `applyPatches`). Upstream gates rules behind `DRADeviceTaintRules` (beta, off by
-/// default in v1.36); a [`DraStore`](super::DraStore) applies every rule it is given.
+/// default in v1.36); a [`DraStore`](super::DraStore) likewise ignores rules until
+/// [`set_device_taint_rules(true)`](super::DraStore::set_device_taint_rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceTaintRule {
