@@ -221,6 +221,36 @@ fn a_failed_binding_deletes_the_claim_again() {
 }
 
 #[test]
+fn a_claim_from_an_earlier_attempt_fails_filter_and_is_deleted() {
+    // upstream `TestPlugin` "extended-resource-name-with-resources-has-claim": the pod's
+    // extended-resource claim already exists with requests (made in a prior cycle), so
+    // Filter rejects every node with "cannot schedule extended resource claim" and
+    // PostFilter deletes the claim ("deletion of ResourceClaim completed"); the next
+    // attempt makes a fresh claim.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let mut sched = scheduler(&s, writer.clone(), true);
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    s.add_slice(gpu_slice("node-0", 1)).unwrap();
+    let leftover: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "p-extended-resources", "namespace": "default",
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+            "exactly": {"deviceClassName": "gpu.example.com", "count": 1}}]}}}))
+    .unwrap();
+    s.add_claim(leftover).unwrap();
+    let err = sched.schedule_pod(gpu_pod("p", "1")).unwrap_err().to_string();
+    assert!(err.contains("cannot schedule extended resource claim"), "{err}");
+    assert_eq!(*writer.deleted.lock(), ["p-extended-resources"]);
+    assert!(s.claim("default", "p-extended-resources").is_none());
+    let b = sched.schedule_pod(gpu_pod("p", "1")).unwrap();
+    assert_eq!(b.node(), "node-0");
+    b.run().unwrap();
+    assert_eq!(writer.created.lock().len(), 1, "a fresh claim");
+    assert_eq!(s.audit(), schedkit::dra::Audit::default());
+}
+
+#[test]
 fn unreserve_deletes_the_claim_prebind_made() {
     // upstream `unreserveExtendedResourceClaim`: a binding failing after PreBind created
     // the claim deletes it again, so the devices are free for the retry.

@@ -108,6 +108,9 @@ pub struct PodClaims {
     pub(crate) binding: bool,
     /// The pod's extended resources backed by DRA, if any.
     pub(crate) extended: Option<Arc<ExtendedPlan>>,
+    /// `namespace/name` of a claim made for the pod's extended resources in an earlier
+    /// attempt: it fails Filter on every node until PostFilter deletes it.
+    pub(crate) stale_extended: Option<String>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
 }
@@ -769,7 +772,11 @@ impl DraStore {
             _ => None,
         };
         let claims = self.gather_locked(&mut inner, pod, None, requests)?;
-        if claims.plans.is_empty() && claims.allocated.is_empty() && claims.extended.is_none() {
+        if claims.plans.is_empty()
+            && claims.allocated.is_empty()
+            && claims.extended.is_none()
+            && claims.stale_extended.is_none()
+        {
             return Ok(None);
         }
         Ok(Some(claims))
@@ -898,17 +905,21 @@ impl DraStore {
         } else {
             String::new()
         };
-        if let Some(entry) = requests.and_then(|_| inner.claims.get(&ext_key)).filter(|e| {
-            e.compiled.claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_some_and(|v| v == "true")
-        }) {
-            if let Some(a) = entry.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
-                allocated.push(AllocatedClaim {
-                    key: ext_key,
-                    node_selector: a.node_selector.clone(),
-                    binding: binding_state(&entry.compiled.claim),
-                    allocated_at: entry.allocated_at,
-                });
-            }
+        // Upstream `filterExtendedResources`: a claim from a prior cycle has requests, so
+        // Filter rejects every node ("cannot schedule extended resource claim") and
+        // PostFilter deletes it; the next attempt makes a fresh one.
+        let mut stale_extended = None;
+        if requests.is_some()
+            && inner.claims.get(&ext_key).is_some_and(|e| {
+                e.compiled
+                    .claim
+                    .metadata
+                    .annotations
+                    .get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+                    .is_some_and(|v| v == "true")
+            })
+        {
+            stale_extended = Some(ext_key);
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
@@ -920,6 +931,7 @@ impl DraStore {
             allocated,
             binding: !inner.binding_disabled,
             extended,
+            stale_extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
         })
@@ -1364,6 +1376,13 @@ impl PodClaims {
     /// node's allocatable: [`PodClaims::fits_on`]).
     pub fn has_extended_resources(&self) -> bool {
         self.extended.is_some()
+    }
+
+    /// The claim (`namespace/name`) made for the pod's extended resources in an earlier
+    /// attempt, if one exists: upstream fails Filter on every node with "cannot schedule
+    /// extended resource claim" and deletes it in PostFilter.
+    pub fn stale_extended_claim(&self) -> Option<&str> {
+        self.stale_extended.as_deref()
     }
 
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {

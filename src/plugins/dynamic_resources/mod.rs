@@ -267,6 +267,11 @@ impl FilterPlugin for DynamicResources {
             // node, so PostFilter can deallocate it.
             return Status::unschedulable("resourceclaim not available on the node");
         }
+        if claims.stale_extended_claim().is_some() {
+            // Upstream `filterExtendedResources`: the claim is from a prior cycle;
+            // PostFilter deletes it and the next attempt starts afresh.
+            return Status::unresolvable("cannot schedule extended resource claim");
+        }
         let fits = if claims.has_extended_resources() {
             claims.fits_on(node.name(), &node.node().metadata.labels, node.allocatable())
         } else {
