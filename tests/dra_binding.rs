@@ -14,9 +14,9 @@ use serde_json::json;
 use schedkit::dra::{
     AllocatedDeviceStatus, BindingState, Condition, DraStore, NodeResult, ResourceClaim, ResourceSlice, binding_state,
 };
-use schedkit::framework::{Handle, Plugin, PluginRef, VirtualClock};
+use schedkit::framework::{Handle, PluginRef, VirtualClock};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
-use schedkit::plugins::dynamic_resources::{DEFAULT_BINDING_TIMEOUT, DynamicResources};
+use schedkit::plugins::dynamic_resources::DEFAULT_BINDING_TIMEOUT;
 use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::scheduler::{BindingCycle, Scheduler};
 use schedkit::testing::{NodeBuilder, PodBuilder};
@@ -122,16 +122,10 @@ fn pod(name: &str) -> Pod {
 /// The default profile plus DynamicResources on a virtual clock.
 fn scheduler(store: &Arc<DraStore>, clock: &VirtualClock) -> Scheduler {
     let handle = Handle::new(Arc::new(clock.clone()));
-    let mut registry = default_registry();
-    let s = store.clone();
-    registry
-        .register("DynamicResources", move |_, h| {
-            Ok(Arc::new(DynamicResources::new(s.clone()).with_clock(h.clock_arc())) as Arc<dyn Plugin>)
-        })
-        .unwrap();
+    handle.set_shared(store.clone());
     let mut cfg = default_profile_config();
     cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
-    let profile = registry.build_profile(&cfg, &handle).unwrap();
+    let profile = default_registry().build_profile(&cfg, &handle).unwrap();
     let sched = Scheduler::builder().profile(profile).handle(handle).build();
     for i in 0..2 {
         sched.add_node(NodeBuilder::new(&format!("node-{i}")).cpu("8").memory("32Gi").pods(110).build()).unwrap();

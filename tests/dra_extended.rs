@@ -14,12 +14,13 @@ use serde_json::json;
 use schedkit::dra::{
     DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, PodExtendedResourceClaimStatus, ResourceClaim, ResourceSlice,
 };
-use schedkit::framework::Profile;
+use schedkit::framework::{Handle, PluginArgs, PluginRef, Profile};
 use schedkit::model::Pod;
 use schedkit::plugins::default_binder::{Binder, DefaultBinder};
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
 use schedkit::plugins::node_resources::{Fit, FitArgs};
 use schedkit::plugins::priority_sort::PrioritySort;
+use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::scheduler::Scheduler;
 use schedkit::snapshot::PodInfo;
 use schedkit::testing::{NodeBuilder, PodBuilder};
@@ -248,6 +249,38 @@ fn a_claim_from_an_earlier_attempt_fails_filter_and_is_deleted() {
     b.run().unwrap();
     assert_eq!(writer.created.lock().len(), 1, "a fresh claim");
     assert_eq!(s.audit(), schedkit::dra::Audit::default());
+}
+
+#[test]
+fn the_default_registry_wires_the_shared_store_into_fit_and_dynamic_resources() {
+    // A profile built from config: with a DraStore shared on the handle, NodeResourcesFit
+    // resolves DRA-backed extended resources (upstream NewFit takes the resolver from the
+    // handle's SharedDRAManager) and DynamicResources is built over the same store.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let handle = Handle::default();
+    handle.set_shared(s.clone());
+    handle.set_shared(Arc::new(writer.clone() as Arc<dyn ClaimStatusWriter>));
+    let mut cfg = default_profile_config();
+    cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
+    let profile = default_registry().build_profile(&cfg, &handle).unwrap();
+    let mut sched = Scheduler::builder().profile(profile).handle(handle.clone()).build();
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    s.add_slice(gpu_slice("node-0", 2)).unwrap();
+    let b = sched.schedule_pod(gpu_pod("p", "2")).unwrap();
+    assert_eq!(b.node(), "node-0");
+    b.run().unwrap();
+    assert_eq!(writer.created.lock().len(), 1, "the shared writer made the claim");
+    assert!(s.claim("default", "p-extended-resources").is_some());
+
+    // Args are upstream's DynamicResourcesArgs; bad ones are config errors.
+    let mut bad = cfg.clone();
+    bad.plugin_config.push(PluginArgs { name: "DynamicResources".into(), args: json!({"bindingTimeout": "0s"}) });
+    let err = default_registry().build_profile(&bad, &handle).unwrap_err().to_string();
+    assert!(err.contains("bindingTimeout: must be positive"), "{err}");
+    // Without a shared store the plugin can't be built.
+    let err = default_registry().build_profile(&cfg, &Handle::default()).unwrap_err().to_string();
+    assert!(err.contains("needs a DraStore"), "{err}");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use schedkit::model::{Labels, Pod, PodResourceClaim};
 
 const DRIVER: &str = "driver-a";
 
-fn store(devices: Value) -> DraStore {
+fn store(devices: &Value) -> DraStore {
     let s = DraStore::new();
     s.add_class(
         serde_json::from_value(json!({"metadata": {"name": "class-a"},
@@ -56,7 +56,7 @@ fn exactly(selector: Option<&str>, capacity: Option<&str>) -> Value {
     r
 }
 
-fn claim(name: &str, requests: Value) -> ResourceClaim {
+fn claim(name: &str, requests: &Value) -> ResourceClaim {
     serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"},
         "spec": {"devices": {"requests": requests}}}))
     .unwrap()
@@ -94,14 +94,14 @@ fn consumable_capacity_with_partitionable_device_multiple_capacity_pools() {
     // device-1's remaining capacity, device-2 would need 4 counters with 2 charged, so it
     // gets device-3; req-1 prefers device-2 (counters exhausted) and falls back to the
     // rest of device-1, whose counters were charged by its first share.
-    let s = store(json!([
+    let s = store(&json!([
         device("device-1", "2", true, Some("2")),
         device("device-2", "4", true, Some("2")),
         device("device-3", "2", true, Some("2")),
     ]));
     s.add_claim(claim(
         "claim-0",
-        json!([
+        &json!([
             {"name": "req-0", "exactly": exactly(None, Some("1"))},
             {"name": "req-2", "exactly": exactly(None, Some("2"))},
             {"name": "req-1", "firstAvailable": [
@@ -123,16 +123,16 @@ fn consumable_capacity_with_partitionable_device_multiple_capacity_pools() {
 #[test]
 fn a_committed_share_keeps_its_counters_and_is_not_charged_again() {
     // device-1 (multi, 4 of 4) and partition-1 (exclusive, 4 of 4) exclude each other.
-    let s = store(json!([device("device-1", "4", true, Some("4")), device("partition-1", "4", false, None)]));
+    let s = store(&json!([device("device-1", "4", true, Some("4")), device("partition-1", "4", false, None)]));
     let on = |dev: &str| exactly(Some(&format!("device.attributes[\"driver-a\"].name == \"{dev}\"")), None);
     let share = |dev: &str| {
         let mut r = on(dev);
         r["capacity"] = json!({"requests": {"capacity0": "1"}});
         r
     };
-    s.add_claim(claim("first", json!([{"name": "req-0", "exactly": share("device-1")}]))).unwrap();
-    s.add_claim(claim("second", json!([{"name": "req-0", "exactly": share("device-1")}]))).unwrap();
-    s.add_claim(claim("partition", json!([{"name": "req-0", "exactly": on("partition-1")}]))).unwrap();
+    s.add_claim(claim("first", &json!([{"name": "req-0", "exactly": share("device-1")}]))).unwrap();
+    s.add_claim(claim("second", &json!([{"name": "req-0", "exactly": share("device-1")}]))).unwrap();
+    s.add_claim(claim("partition", &json!([{"name": "req-0", "exactly": on("partition-1")}]))).unwrap();
     assert_eq!(reserve(&s, "first"), Some(pairs(&[("req-0", "device-1")])));
     s.commit(&pod("first"), "uid-first");
     // kubernetes#139040: the committed share still holds the counters in a later cycle.
@@ -154,14 +154,14 @@ fn backtracking_releases_the_counters_a_first_share_charged() {
     // kubernetes#140431: req-0 first takes device-1 (multi, charging all 4), req-1 then
     // can't have partition-2; the search backs out of device-1, which must release the
     // counters so that req-0 on partition-3 and req-1 on partition-2 fit together.
-    let s = store(json!([
+    let s = store(&json!([
         device("device-1", "4", true, Some("1")),
         device("partition-3", "0", false, None),
         device("partition-2", "4", false, None),
     ]));
     s.add_claim(claim(
         "claim-0",
-        json!([
+        &json!([
             {"name": "req-0", "exactly": exactly(Some("device.attributes[\"driver-a\"].name != \"partition-2\""), None)},
             {"name": "req-1", "exactly": exactly(Some("device.attributes[\"driver-a\"].name == \"partition-2\""), None)},
         ]),

@@ -157,9 +157,6 @@ pub(crate) struct Pick {
     pub admin: bool,
     /// Consumable-capacity entries this pick pushed (multi-allocatable devices).
     pub shares: u8,
-    /// Whether this pick charged the device's shared counters (one entry per counter it
-    /// consumes).
-    pub counters: bool,
 }
 
 pub(crate) type Picks = SmallVec<[Pick; 16]>;
@@ -514,8 +511,7 @@ impl Search<'_> {
         // (upstream `allocator_experimental.go`, `allocateDevice`: `skipCounterCheck` via
         // `deviceCapacityInUse`, kubernetes#134103, #140437; committed shares count when
         // the available counters are rebuilt, #139040; undo releases them, #140431).
-        let charge = !admin
-            && (!e.multi || !(self.in_use.shared_in_use(d) || self.picks.iter().any(|p| p.dev == d && !p.admin)));
+        let charge = self.charges_counters(d, admin);
         if charge {
             for &(ci, amount) in &e.consumes {
                 let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
@@ -566,22 +562,24 @@ impl Search<'_> {
         for &(si, amount) in &share_amounts {
             self.share_deltas.push((d, si, amount));
         }
-        self.picks.push(Pick {
-            claim: c,
-            request: r,
-            alt: a,
-            dev: d,
-            admin,
-            shares: share_amounts.len() as u8,
-            counters: charge,
-        });
+        self.picks.push(Pick { claim: c, request: r, alt: a, dev: d, admin, shares: share_amounts.len() as u8 });
         true
+    }
+
+    /// Whether picking device `d` now charges its shared counters: never with admin
+    /// access; always for an exclusive device; for a multi-allocatable one only when it
+    /// holds no share yet (committed, in flight, or among the current picks).
+    fn charges_counters(&self, d: u32, admin: bool) -> bool {
+        !admin
+            && (!self.world.devices[d as usize].multi
+                || !(self.in_use.shared_in_use(d) || self.picks.iter().any(|p| p.dev == d && !p.admin)))
     }
 
     fn undo(&mut self) {
         if let Some(p) = self.picks.pop() {
             self.share_deltas.truncate(self.share_deltas.len().saturating_sub(p.shares as usize));
-            if p.counters {
+            // The picks left are those before `p`: the same answer try_add got.
+            if self.charges_counters(p.dev, p.admin) {
                 let n = self.world.devices[p.dev as usize].consumes.len();
                 self.deltas.truncate(self.deltas.len().saturating_sub(n));
             }
