@@ -24,6 +24,9 @@ use super::types::{
 use super::world::{self, DeviceId, World};
 use crate::model::{Labels, Pod, PodResourceClaim, Resources, Symbol};
 
+/// Upstream `resourceapi.FirstAvailableDeviceRequestMaxSize`: at most 8 subrequests.
+const FIRST_AVAILABLE_MAX: i64 = 8;
+
 /// Where a pod's claim stands.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimEntry {
@@ -108,6 +111,8 @@ pub struct PodClaims {
     pub(crate) binding: bool,
     /// The pod's extended resources backed by DRA, if any.
     pub(crate) extended: Option<Arc<ExtendedPlan>>,
+    /// Whether a claim to allocate has a `firstAvailable` request (what Score ranks).
+    pub(crate) prioritized: bool,
     /// `namespace/name` of a claim made for the pod's extended resources in an earlier
     /// attempt: it fails Filter on every node until PostFilter deletes it.
     pub(crate) stale_extended: Option<String>,
@@ -923,6 +928,9 @@ impl DraStore {
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
+        let prioritized = plans
+            .iter()
+            .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
         Ok(PodClaims {
             world: inner.world.clone(),
             in_use,
@@ -930,6 +938,7 @@ impl DraStore {
             slots,
             allocated,
             binding: !inner.binding_disabled,
+            prioritized,
             extended,
             stale_extended,
             chooser: inner.chooser.clone(),
@@ -1376,6 +1385,56 @@ impl PodClaims {
     /// node's allocatable: [`PodClaims::fits_on`]).
     pub fn has_extended_resources(&self) -> bool {
         self.extended.is_some()
+    }
+
+    /// Whether a claim to allocate has a `firstAvailable` request, so nodes may score
+    /// differently ([`PodClaims::prioritized_list_score`]).
+    pub fn has_prioritized_lists(&self) -> bool {
+        self.prioritized
+    }
+
+    /// The DynamicResources Score of a node (upstream `dynamicresources.go`,
+    /// `computeScore`): allocates on the node as Filter does and, for every
+    /// `firstAvailable` request, adds `8 - i` when the allocation uses its subrequest
+    /// `i` (8 is upstream's `FirstAvailableDeviceRequestMaxSize`), so nodes serving
+    /// earlier subrequests score higher. 0 when the claims don't fit or have no such
+    /// request. Claims allocated in an earlier cycle add nothing.
+    pub fn prioritized_list_score(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+    ) -> Result<i64, AllocError> {
+        if !self.prioritized {
+            return Ok(0);
+        }
+        let Ok(mask) = self.extended_mask(allocatable) else { return Ok(0) };
+        let (plans, slots) = self.plans_for(mask);
+        let picks = match allocator::run(
+            &self.world,
+            &self.in_use,
+            plans,
+            slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(picks) => picks,
+            Outcome::NoFit(_) => return Ok(0),
+        };
+        let mut score = 0;
+        let mut seen: SmallVec<[(u16, u16, u16); 8]> = SmallVec::new();
+        for p in &picks {
+            let req = &plans[p.claim as usize].claim.requests[p.request as usize];
+            let Some(alt) = req.alternatives.get(p.alt as usize) else { continue };
+            if alt.result_name == req.name || seen.contains(&(p.claim, p.request, p.alt)) {
+                continue;
+            }
+            seen.push((p.claim, p.request, p.alt));
+            score += FIRST_AVAILABLE_MAX - i64::from(p.alt);
+        }
+        Ok(score)
     }
 
     /// The claim (`namespace/name`) made for the pod's extended resources in an earlier

@@ -37,9 +37,9 @@ use crate::dra::{
 };
 use crate::framework::{
     ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
-    EventResource, ExtensionPoints, FilterPlugin, Handle, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult,
-    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, RealClock,
-    ReservePlugin, Status,
+    EventResource, ExtensionPoints, FilterPlugin, Handle, NodeScore, NodeToStatus, Plugin, PostFilterPlugin,
+    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn,
+    RealClock, ReservePlugin, ScorePlugin, Status,
 };
 use crate::model::{Node, Pod, Symbol};
 use crate::plugins::names;
@@ -281,6 +281,7 @@ impl Plugin for DynamicResources {
             .pre_filter(self.clone())
             .filter(self.clone())
             .post_filter(self.clone())
+            .score(self.clone())
             .reserve(self.clone())
             .pre_bind(self.clone())
             .enqueue(self);
@@ -370,6 +371,27 @@ impl FilterPlugin for DynamicResources {
             Ok(Err(d)) => diagnosis_status(&d),
             Err(e) => alloc_error(&e),
         }
+    }
+}
+
+impl ScorePlugin for DynamicResources {
+    /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
+    /// `firstAvailable` subrequests score higher; 0 for pods without such requests (no
+    /// allocation is repeated for them).
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(DraState { claims, .. }) = state.read::<DraState>() else { return Ok(0) };
+        if !claims.has_prioritized_lists() {
+            return Ok(0);
+        }
+        claims
+            .prioritized_list_score(node.name(), &node.node().metadata.labels, node.allocatable())
+            .map_err(|e| alloc_error(&e))
+    }
+
+    /// Upstream `NormalizeScore`: `helper.DefaultNormalizeScore(MaxNodeScore, false)`.
+    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        crate::plugins::helper::default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);
+        Status::SUCCESS
     }
 }
 
