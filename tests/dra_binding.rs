@@ -288,3 +288,58 @@ spec:
     store.add_slice(s).unwrap();
     assert!(store.device_taints(DRIVER, "fabric", "gpu-0").unwrap().is_empty());
 }
+
+fn stamped(store: &DraStore) -> Option<String> {
+    let p = pod("stamp");
+    assert!(matches!(store.reserve(&p, "uid-stamp", "node-1", &Labels::default()).unwrap(), NodeResult::Fit(_)));
+    store.commit_at(&p, "uid-stamp", Some(Duration::from_secs(1)));
+    let claim = store.claim("default", "claim").unwrap();
+    claim.status.as_ref().and_then(|s| s.allocation.as_ref()).and_then(|a| a.allocation_timestamp.clone())
+}
+
+#[test]
+fn prebind_writes_the_allocation_timestamp_with_binding_conditions_on() {
+    // upstream `bindClaim`: with DRADeviceBindingConditions on, PreBind sets
+    // status.allocation.allocationTimestamp (`time.Now()`) when it is unset; the binding
+    // timeout runs from that moment ("bound-claim-with-timed-out-binding").
+    let on = store();
+    let ts = stamped(&on).expect("timestamp written");
+    let before = ts.clone();
+    assert!(ts.ends_with('Z') && ts.len() >= 20 && ts.as_bytes()[10] == b'T', "{ts}");
+    assert!(ts.as_str() > "2020-01-01T00:00:00Z", "{ts}");
+    // YAML round trip of the allocation with the timestamp.
+    let claim = on.claim("default", "claim").unwrap();
+    let a = claim.status.as_ref().unwrap().allocation.clone().unwrap();
+    let yaml = serde_norway::to_string(&a).unwrap();
+    assert!(
+        yaml.contains(&format!("allocationTimestamp: {before}")) || yaml.contains("allocationTimestamp: '"),
+        "{yaml}"
+    );
+    let back: schedkit::dra::AllocationResult = serde_norway::from_str(&yaml).unwrap();
+    assert_eq!(back, a);
+    // Off: the field is not written (and devices with binding conditions are not
+    // allocated, so use a plain device).
+    let off = Arc::new(DraStore::new());
+    off.set_binding_conditions(false);
+    off.add_class(
+        serde_json::from_value(json!({"metadata": {"name": "fabric"},
+            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    off.add_slice(
+        serde_json::from_value(json!({"metadata": {"name": "plain"},
+            "spec": {"driver": DRIVER, "allNodes": true,
+                "pool": {"name": "plain", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    off.add_claim(
+        serde_json::from_value(json!({"metadata": {"name": "claim", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "fabric"}}]}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stamped(&off), None);
+}

@@ -788,6 +788,7 @@ pub(crate) fn results(
         out.push(AllocationResult {
             devices: DeviceAllocationResult { results, config },
             node_selector,
+            allocation_timestamp: None,
             other: std::collections::BTreeMap::new(),
         });
     }

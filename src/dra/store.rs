@@ -1008,16 +1008,36 @@ impl DraStore {
         self.commit_at(pod, pod_uid, None)
     }
 
+    /// Sets `status.allocation.allocationTimestamp` to the wall-clock time if the claim
+    /// is allocated and has none yet (upstream `bindClaim`, `time.Now()`).
+    fn stamp_allocation(claim: &mut ResourceClaim) {
+        let Some(a) = claim.status.as_mut().and_then(|s| s.allocation.as_mut()) else { return };
+        if a.allocation_timestamp.is_none() {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(0));
+            a.allocation_timestamp = Some(crate::selector::format_timestamp(nanos));
+        }
+    }
+
     /// [`DraStore::commit`], recording `now` (the scheduler's clock) as the allocation
-    /// time of each newly allocated claim: the start of its binding timeout.
+    /// time of each newly allocated claim: the start of its binding timeout. With binding
+    /// conditions enabled every allocated claim of the pod also gets
+    /// `status.allocation.allocationTimestamp` (wall clock, RFC 3339) if it has none,
+    /// written at the same moment, as upstream's PreBind does.
     pub fn commit_at(&self, pod: &Pod, pod_uid: &str, now: Option<std::time::Duration>) -> Vec<Arc<ResourceClaim>> {
         let mut inner = self.inner.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
+        // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
+        let stamp = !inner.binding_disabled;
         if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
             let key = compiled.key.clone();
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
-                let claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                let mut claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                if stamp {
+                    Self::stamp_allocation(&mut claim);
+                }
                 let claim = Arc::new(claim);
                 let mut c = (*compiled).clone();
                 c.claim = claim.clone();
@@ -1041,6 +1061,10 @@ impl DraStore {
                 status.allocation = Some((**a).clone());
                 entry.allocated_at = now.or(entry.allocated_at);
             }
+            if stamp {
+                Self::stamp_allocation(&mut claim);
+            }
+            let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
             if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
                 status.reserved_for.push(ResourceClaimConsumerReference {
                     api_group: String::new(),
