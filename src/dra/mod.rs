@@ -23,7 +23,10 @@
 //!   [`DraError::AdminAccessForbidden`](crate::dra::DraError::AdminAccessForbidden));
 //! - extended resources backed by device classes (KEP-5004,
 //!   [`DraStore::device_class_for_resource`](crate::dra::DraStore::device_class_for_resource));
-//! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075).
+//! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075), whose
+//!   shared counters are charged once per device, by its first share;
+//! - `allocationTimestamp` in allocation results written at PreBind with binding
+//!   conditions on, and the DynamicResources Score for `firstAvailable` choices.
 
 mod allocator;
 mod chooser;
