@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
 use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
-use schedkit::framework::{CycleState, FilterPlugin, Handle, Plugin, PluginRef, PreFilterPlugin};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, PluginRef, PreFilterPlugin};
 use schedkit::model::{Pod, PodResourceClaim};
 use schedkit::plugins::dynamic_resources::DynamicResources;
 use schedkit::plugins::{default_profile_config, default_registry};
@@ -107,14 +107,11 @@ fn cycle(c: &mut Criterion) {
         });
     });
 
-    let mut registry = default_registry();
-    let s = store.clone();
-    registry
-        .register("DynamicResources", move |_, _| Ok(Arc::new(DynamicResources::new(s.clone())) as Arc<dyn Plugin>))
-        .expect("unique name");
+    let handle = Handle::default();
+    handle.set_shared(store.clone());
     let mut cfg = default_profile_config();
     cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
-    let profile = registry.build_profile(&cfg, &Handle::default()).expect("valid profile");
+    let profile = default_registry().build_profile(&cfg, &handle).expect("valid profile");
     let mut sched = Scheduler::builder().profile(profile).build();
     for i in 0..nodes {
         sched

@@ -14,9 +14,9 @@ use serde_json::json;
 use schedkit::dra::{
     AllocatedDeviceStatus, BindingState, Condition, DraStore, NodeResult, ResourceClaim, ResourceSlice, binding_state,
 };
-use schedkit::framework::{Handle, Plugin, PluginRef, VirtualClock};
+use schedkit::framework::{Handle, PluginRef, VirtualClock};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
-use schedkit::plugins::dynamic_resources::{DEFAULT_BINDING_TIMEOUT, DynamicResources};
+use schedkit::plugins::dynamic_resources::DEFAULT_BINDING_TIMEOUT;
 use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::scheduler::{BindingCycle, Scheduler};
 use schedkit::testing::{NodeBuilder, PodBuilder};
@@ -122,16 +122,10 @@ fn pod(name: &str) -> Pod {
 /// The default profile plus DynamicResources on a virtual clock.
 fn scheduler(store: &Arc<DraStore>, clock: &VirtualClock) -> Scheduler {
     let handle = Handle::new(Arc::new(clock.clone()));
-    let mut registry = default_registry();
-    let s = store.clone();
-    registry
-        .register("DynamicResources", move |_, h| {
-            Ok(Arc::new(DynamicResources::new(s.clone()).with_clock(h.clock_arc())) as Arc<dyn Plugin>)
-        })
-        .unwrap();
+    handle.set_shared(store.clone());
     let mut cfg = default_profile_config();
     cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
-    let profile = registry.build_profile(&cfg, &handle).unwrap();
+    let profile = default_registry().build_profile(&cfg, &handle).unwrap();
     let sched = Scheduler::builder().profile(profile).handle(handle).build();
     for i in 0..2 {
         sched.add_node(NodeBuilder::new(&format!("node-{i}")).cpu("8").memory("32Gi").pods(110).build()).unwrap();
@@ -293,4 +287,59 @@ spec:
     let store = DraStore::new();
     store.add_slice(s).unwrap();
     assert!(store.device_taints(DRIVER, "fabric", "gpu-0").unwrap().is_empty());
+}
+
+fn stamped(store: &DraStore) -> Option<String> {
+    let p = pod("stamp");
+    assert!(matches!(store.reserve(&p, "uid-stamp", "node-1", &Labels::default()).unwrap(), NodeResult::Fit(_)));
+    store.commit_at(&p, "uid-stamp", Some(Duration::from_secs(1)));
+    let claim = store.claim("default", "claim").unwrap();
+    claim.status.as_ref().and_then(|s| s.allocation.as_ref()).and_then(|a| a.allocation_timestamp.clone())
+}
+
+#[test]
+fn prebind_writes_the_allocation_timestamp_with_binding_conditions_on() {
+    // upstream `bindClaim`: with DRADeviceBindingConditions on, PreBind sets
+    // status.allocation.allocationTimestamp (`time.Now()`) when it is unset; the binding
+    // timeout runs from that moment ("bound-claim-with-timed-out-binding").
+    let on = store();
+    let ts = stamped(&on).expect("timestamp written");
+    let before = ts.clone();
+    assert!(ts.ends_with('Z') && ts.len() >= 20 && ts.as_bytes()[10] == b'T', "{ts}");
+    assert!(ts.as_str() > "2020-01-01T00:00:00Z", "{ts}");
+    // YAML round trip of the allocation with the timestamp.
+    let claim = on.claim("default", "claim").unwrap();
+    let a = claim.status.as_ref().unwrap().allocation.clone().unwrap();
+    let yaml = serde_norway::to_string(&a).unwrap();
+    assert!(
+        yaml.contains(&format!("allocationTimestamp: {before}")) || yaml.contains("allocationTimestamp: '"),
+        "{yaml}"
+    );
+    let back: schedkit::dra::AllocationResult = serde_norway::from_str(&yaml).unwrap();
+    assert_eq!(back, a);
+    // Off: the field is not written (and devices with binding conditions are not
+    // allocated, so use a plain device).
+    let off = Arc::new(DraStore::new());
+    off.set_binding_conditions(false);
+    off.add_class(
+        serde_json::from_value(json!({"metadata": {"name": "fabric"},
+            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    off.add_slice(
+        serde_json::from_value(json!({"metadata": {"name": "plain"},
+            "spec": {"driver": DRIVER, "allNodes": true,
+                "pool": {"name": "plain", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    off.add_claim(
+        serde_json::from_value(json!({"metadata": {"name": "claim", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "fabric"}}]}}}))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stamped(&off), None);
 }

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
-use schedkit::framework::{Handle, Plugin, PluginRef, PreEnqueuePlugin};
+use schedkit::framework::{Handle, PluginRef, PreEnqueuePlugin};
 use schedkit::model::{Pod, PodResourceClaim};
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
 use schedkit::plugins::{default_profile_config, default_registry};
@@ -95,16 +95,14 @@ fn store_with_class() -> Arc<DraStore> {
 /// The default profile plus DynamicResources, built through the registry like a
 /// KubeSchedulerConfiguration that enables the plugin.
 fn scheduler(store: &Arc<DraStore>, writer: Arc<Recorder>, nodes: usize) -> Scheduler {
-    let mut registry = default_registry();
-    let s = store.clone();
-    registry
-        .register("DynamicResources", move |_, _| {
-            Ok(Arc::new(DynamicResources::new(s.clone()).with_writer(writer.clone())) as Arc<dyn Plugin>)
-        })
-        .unwrap();
+    // The store and the writer are shared on the handle, where the registry's
+    // DynamicResources (and NodeResourcesFit's device-class lookup) find them.
+    let handle = Handle::default();
+    handle.set_shared(store.clone());
+    handle.set_shared(Arc::new(writer as Arc<dyn ClaimStatusWriter>));
     let mut cfg = default_profile_config();
     cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
-    let profile = registry.build_profile(&cfg, &Handle::default()).unwrap();
+    let profile = default_registry().build_profile(&cfg, &handle).unwrap();
     assert!(profile.filter_plugins().contains(&"DynamicResources"));
     let sched = Scheduler::builder().profile(profile).build();
     for i in 0..nodes {

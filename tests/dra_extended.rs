@@ -14,12 +14,13 @@ use serde_json::json;
 use schedkit::dra::{
     DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, PodExtendedResourceClaimStatus, ResourceClaim, ResourceSlice,
 };
-use schedkit::framework::Profile;
+use schedkit::framework::{Handle, PluginArgs, PluginRef, Profile};
 use schedkit::model::Pod;
 use schedkit::plugins::default_binder::{Binder, DefaultBinder};
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
 use schedkit::plugins::node_resources::{Fit, FitArgs};
 use schedkit::plugins::priority_sort::PrioritySort;
+use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::scheduler::Scheduler;
 use schedkit::snapshot::PodInfo;
 use schedkit::testing::{NodeBuilder, PodBuilder};
@@ -218,6 +219,68 @@ fn a_failed_binding_deletes_the_claim_again() {
     assert!(s.claim("default", "p-extended-resources").is_none(), "never created before PreBind");
     sched.schedule_pod(gpu_pod("p", "1")).unwrap().run().unwrap();
     assert!(s.claim("default", "p-extended-resources").is_some());
+}
+
+#[test]
+fn a_claim_from_an_earlier_attempt_fails_filter_and_is_deleted() {
+    // upstream `TestPlugin` "extended-resource-name-with-resources-has-claim": the pod's
+    // extended-resource claim already exists with requests (made in a prior cycle), so
+    // Filter rejects every node with "cannot schedule extended resource claim" and
+    // PostFilter deletes the claim ("deletion of ResourceClaim completed"); the next
+    // attempt makes a fresh claim.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let mut sched = scheduler(&s, writer.clone(), true);
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    s.add_slice(gpu_slice("node-0", 1)).unwrap();
+    let leftover: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "p-extended-resources", "namespace": "default",
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+            "exactly": {"deviceClassName": "gpu.example.com", "count": 1}}]}}}))
+    .unwrap();
+    s.add_claim(leftover).unwrap();
+    let err = sched.schedule_pod(gpu_pod("p", "1")).unwrap_err().to_string();
+    assert!(err.contains("cannot schedule extended resource claim"), "{err}");
+    assert_eq!(*writer.deleted.lock(), ["p-extended-resources"]);
+    assert!(s.claim("default", "p-extended-resources").is_none());
+    let b = sched.schedule_pod(gpu_pod("p", "1")).unwrap();
+    assert_eq!(b.node(), "node-0");
+    b.run().unwrap();
+    assert_eq!(writer.created.lock().len(), 1, "a fresh claim");
+    assert_eq!(s.audit(), schedkit::dra::Audit::default());
+}
+
+#[test]
+fn the_default_registry_wires_the_shared_store_into_fit_and_dynamic_resources() {
+    // A profile built from config: with a DraStore shared on the handle, NodeResourcesFit
+    // resolves DRA-backed extended resources (upstream NewFit takes the resolver from the
+    // handle's SharedDRAManager) and DynamicResources is built over the same store.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let handle = Handle::default();
+    handle.set_shared(s.clone());
+    handle.set_shared(Arc::new(writer.clone() as Arc<dyn ClaimStatusWriter>));
+    let mut cfg = default_profile_config();
+    cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
+    let profile = default_registry().build_profile(&cfg, &handle).unwrap();
+    let mut sched = Scheduler::builder().profile(profile).handle(handle.clone()).build();
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    s.add_slice(gpu_slice("node-0", 2)).unwrap();
+    let b = sched.schedule_pod(gpu_pod("p", "2")).unwrap();
+    assert_eq!(b.node(), "node-0");
+    b.run().unwrap();
+    assert_eq!(writer.created.lock().len(), 1, "the shared writer made the claim");
+    assert!(s.claim("default", "p-extended-resources").is_some());
+
+    // Args are upstream's DynamicResourcesArgs; bad ones are config errors.
+    let mut bad = cfg.clone();
+    bad.plugin_config.push(PluginArgs { name: "DynamicResources".into(), args: json!({"bindingTimeout": "0s"}) });
+    let err = default_registry().build_profile(&bad, &handle).unwrap_err().to_string();
+    assert!(err.contains("bindingTimeout: must be positive"), "{err}");
+    // Without a shared store the plugin can't be built.
+    let err = default_registry().build_profile(&cfg, &Handle::default()).unwrap_err().to_string();
+    assert!(err.contains("needs a DraStore"), "{err}");
 }
 
 #[test]

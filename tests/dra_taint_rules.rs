@@ -16,6 +16,7 @@ const DRIVER: &str = "driver-a";
 
 fn store() -> DraStore {
     let s = DraStore::new();
+    s.set_device_taint_rules(true);
     for (name, expr) in [
         ("class-a", format!("device.driver == \"{DRIVER}\"")),
         ("big", format!("device.driver == \"{DRIVER}\" && device.attributes[\"{DRIVER}\"].size > 10")),
@@ -257,4 +258,42 @@ fn admin_access_needs_the_namespace_label() {
     assert!(e.to_string().starts_with("ResourceClaimTemplate other/t"), "{e}");
     // Claims without admin access need no label.
     s.add_claim(claim("plain", 1, &json!([]))).unwrap();
+}
+
+#[test]
+fn rules_are_off_by_default_as_the_upstream_gate() {
+    // Upstream `DRADeviceTaintRules` is beta and off by default in v1.36: without the
+    // switch a rule is validated and kept, but taints nothing.
+    let s = DraStore::new();
+    assert!(!s.device_taint_rules_enabled());
+    s.add_class(
+        serde_json::from_value(json!({"metadata": {"name": "class-a"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"driver-a\""}}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    s.add_slice(
+        serde_json::from_value(json!({"metadata": {"name": "slice-1"},
+            "spec": {"driver": DRIVER, "nodeName": "node-1",
+                "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "device-1"}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    s.add_claim(claim("any", 1, &json!([]))).unwrap();
+    s.add_taint_rule(rule("no-device-1", &json!({"device": "device-1"}), "NoSchedule")).unwrap();
+    assert!(keys(&s, "pool-1", "device-1").is_empty());
+    assert_eq!(picked(&s, "any"), Some(vec!["pool-1/device-1".to_owned()]));
+    // A bad rule is still rejected while the gate is off.
+    assert!(matches!(
+        s.add_taint_rule(rule("empty-driver", &json!({"driver": ""}), "NoSchedule")),
+        Err(DraError::InvalidTaintRule { .. })
+    ));
+    // Switching on applies the rule kept meanwhile; switching off lifts it again.
+    s.set_device_taint_rules(true);
+    assert_eq!(keys(&s, "pool-1", "device-1"), ["example.com/taint"]);
+    assert_eq!(picked(&s, "any"), None);
+    s.set_device_taint_rules(false);
+    assert!(keys(&s, "pool-1", "device-1").is_empty());
+    assert_eq!(picked(&s, "any"), Some(vec!["pool-1/device-1".to_owned()]));
 }

@@ -19,8 +19,11 @@
 //!
 //! A device with `allowMultipleAllocations` is never held exclusively: each allocation
 //! consumes part of its capacities under the capacity's `requestPolicy` (KEP-5075) and
-//! the result records `consumedCapacity` and a `shareID`. schedkit does not charge shared
-//! counters for such devices (their counter semantics are not modelled yet).
+//! the result records `consumedCapacity` and a `shareID`. Its shared counters
+//! (`consumesCounters`, partitionable devices) are charged once per device, by its first
+//! share, whether committed, in flight or picked earlier in the same search; later shares
+//! only consume capacity (upstream `allocator_experimental.go`, `allocateDevice`, with
+//! the fixes of kubernetes#134103, #139040, #140431 and #140437).
 //!
 //! # Worst case and budget
 //!
@@ -88,12 +91,33 @@ pub(crate) struct InUse {
     pub counters: Vec<i128>,
     /// Consumed capacity of multi-allocatable devices: `(device, share index)` -> milli.
     pub shared: ahash::AHashMap<(u32, usize), i128>,
+    /// Bit per multi-allocatable device holding at least one share (its shared counters
+    /// are already charged, once, in `counters`).
+    pub shared_devices: Vec<u64>,
 }
 
 impl InUse {
     #[inline]
     pub fn contains(&self, d: u32) -> bool {
-        self.devices.get((d / 64) as usize).is_some_and(|w| w & (1 << (d % 64)) != 0)
+        bit(&self.devices, d)
+    }
+
+    /// Whether a multi-allocatable device already holds a share.
+    #[inline]
+    pub fn shared_in_use(&self, d: u32) -> bool {
+        bit(&self.shared_devices, d)
+    }
+
+    /// Records one share of multi-allocatable device `d`; returns whether it is the
+    /// device's first (the one that charges its counters).
+    pub fn mark_shared(&mut self, d: u32) -> bool {
+        let word = (d / 64) as usize;
+        if self.shared_devices.len() <= word {
+            self.shared_devices.resize(word + 1, 0);
+        }
+        let first = self.shared_devices[word] & (1 << (d % 64)) == 0;
+        self.shared_devices[word] |= 1 << (d % 64);
+        first
     }
 }
 
@@ -481,7 +505,14 @@ impl Search<'_> {
             }
             share_amounts = amounts;
         }
-        if !admin && !e.multi {
+        // Shared counters: an exclusive device charges them on every allocation; a
+        // multi-allocatable device charges them once, with its first share, and later
+        // shares (committed, in flight or picked earlier in this search) skip the check
+        // (upstream `allocator_experimental.go`, `allocateDevice`: `skipCounterCheck` via
+        // `deviceCapacityInUse`, kubernetes#134103, #140437; committed shares count when
+        // the available counters are rebuilt, #139040; undo releases them, #140431).
+        let charge = self.charges_counters(d, admin);
+        if charge {
             for &(ci, amount) in &e.consumes {
                 let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
                 let used = self.in_use.counters.get(ci as usize).copied().unwrap_or(0) + pending + amount;
@@ -523,7 +554,7 @@ impl Search<'_> {
                 }
             }
         }
-        if !admin && !e.multi {
+        if charge {
             for &(ci, amount) in &e.consumes {
                 self.deltas.push((ci, amount));
             }
@@ -535,10 +566,20 @@ impl Search<'_> {
         true
     }
 
+    /// Whether picking device `d` now charges its shared counters: never with admin
+    /// access; always for an exclusive device; for a multi-allocatable one only when it
+    /// holds no share yet (committed, in flight, or among the current picks).
+    fn charges_counters(&self, d: u32, admin: bool) -> bool {
+        !admin
+            && (!self.world.devices[d as usize].multi
+                || !(self.in_use.shared_in_use(d) || self.picks.iter().any(|p| p.dev == d && !p.admin)))
+    }
+
     fn undo(&mut self) {
         if let Some(p) = self.picks.pop() {
             self.share_deltas.truncate(self.share_deltas.len().saturating_sub(p.shares as usize));
-            if !p.admin && !self.world.devices[p.dev as usize].multi {
+            // The picks left are those before `p`: the same answer try_add got.
+            if self.charges_counters(p.dev, p.admin) {
                 let n = self.world.devices[p.dev as usize].consumes.len();
                 self.deltas.truncate(self.deltas.len().saturating_sub(n));
             }
@@ -747,6 +788,7 @@ pub(crate) fn results(
         out.push(AllocationResult {
             devices: DeviceAllocationResult { results, config },
             node_selector,
+            allocation_timestamp: None,
             other: std::collections::BTreeMap::new(),
         });
     }

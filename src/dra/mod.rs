@@ -14,13 +14,19 @@
 //!   them ([`DraStore::update_device_status`](crate::dra::DraStore::update_device_status),
 //!   [`binding_state`](crate::dra::binding_state));
 //! - [`DeviceTaintRule`](crate::dra::DeviceTaintRule)s, whose taints the allocator honours
-//!   like slice taints ([`DraStore::add_taint_rule`](crate::dra::DraStore::add_taint_rule));
+//!   like slice taints ([`DraStore::add_taint_rule`](crate::dra::DraStore::add_taint_rule)),
+//!   once switched on with
+//!   [`DraStore::set_device_taint_rules`](crate::dra::DraStore::set_device_taint_rules)
+//!   (off by default, as upstream's `DRADeviceTaintRules` gate in v1.36);
 //! - the admin-access namespace label
 //!   ([`DraStore::set_namespace_labels`](crate::dra::DraStore::set_namespace_labels),
 //!   [`DraError::AdminAccessForbidden`](crate::dra::DraError::AdminAccessForbidden));
 //! - extended resources backed by device classes (KEP-5004,
 //!   [`DraStore::device_class_for_resource`](crate::dra::DraStore::device_class_for_resource));
-//! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075).
+//! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075), whose
+//!   shared counters are charged once per device, by its first share;
+//! - `allocationTimestamp` in allocation results written at PreBind with binding
+//!   conditions on, and the DynamicResources Score for `firstAvailable` choices.
 
 mod allocator;
 mod chooser;

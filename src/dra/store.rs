@@ -24,6 +24,9 @@ use super::types::{
 use super::world::{self, DeviceId, World};
 use crate::model::{Labels, Pod, PodResourceClaim, Resources, Symbol};
 
+/// Upstream `resourceapi.FirstAvailableDeviceRequestMaxSize`: at most 8 subrequests.
+const FIRST_AVAILABLE_MAX: i64 = 8;
+
 /// Where a pod's claim stands.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimEntry {
@@ -49,6 +52,9 @@ struct Inner {
     /// Device taint rules by name (upstream applies them in informer order, which is
     /// unspecified; only the order of a device's taints differs).
     rules: BTreeMap<String, Arc<CompiledTaintRule>>,
+    /// Whether taint rules apply (upstream feature gate `DRADeviceTaintRules`: beta and
+    /// off by default in v1.36, on by default from v1.37).
+    taint_rules_enabled: bool,
     /// Namespace labels (for the admin access check).
     namespaces: AHashMap<String, BTreeMap<String, String>>,
     /// Whether devices with binding conditions may be allocated (upstream feature gate
@@ -105,6 +111,11 @@ pub struct PodClaims {
     pub(crate) binding: bool,
     /// The pod's extended resources backed by DRA, if any.
     pub(crate) extended: Option<Arc<ExtendedPlan>>,
+    /// Whether a claim to allocate has a `firstAvailable` request (what Score ranks).
+    pub(crate) prioritized: bool,
+    /// `namespace/name` of a claim made for the pod's extended resources in an earlier
+    /// attempt: it fails Filter on every node until PostFilter deletes it.
+    pub(crate) stale_extended: Option<String>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
 }
@@ -298,17 +309,39 @@ impl DraStore {
 
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
-        let rules: Vec<Arc<CompiledTaintRule>> = inner.rules.values().cloned().collect();
+        let rules: Vec<Arc<CompiledTaintRule>> =
+            if inner.taint_rules_enabled { inner.rules.values().cloned().collect() } else { Vec::new() };
         inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
         inner.in_use = None;
     }
 
-    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; its
-    /// taint applies to matching devices from the next cycle on.
+    /// Switches [`DeviceTaintRule`]s on or off (upstream feature gate
+    /// `DRADeviceTaintRules`, beta and off by default in v1.36, which schedkit follows:
+    /// a new store ignores rules until this is called with `true`). Rules added while off
+    /// are kept, validated, and apply as soon as the switch is on; switching off removes
+    /// their taints from the next cycle on, the slices' own taints stay.
+    pub fn set_device_taint_rules(&self, enabled: bool) {
+        let mut inner = self.inner.write();
+        if inner.taint_rules_enabled != enabled {
+            inner.taint_rules_enabled = enabled;
+            Self::rebuild(&mut inner);
+        }
+    }
+
+    /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
+    pub fn device_taint_rules_enabled(&self) -> bool {
+        self.inner.read().taint_rules_enabled
+    }
+
+    /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
+    /// taint rules switched on ([`DraStore::set_device_taint_rules`], off by default as
+    /// upstream's `DRADeviceTaintRules` gate in v1.36) its taint applies to matching
+    /// devices from the next cycle on.
     ///
     /// ```
     /// use schedkit::dra::{DeviceTaintRule, DraStore, ResourceSlice};
     /// let store = DraStore::new();
+    /// store.set_device_taint_rules(true);
     /// let slice: ResourceSlice = serde_json::from_str(r#"{"metadata":{"name":"s"},"spec":{
     ///   "driver":"gpu.example.com","nodeName":"n1","pool":{"name":"n1","resourceSliceCount":1},
     ///   "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}}"#).unwrap();
@@ -324,7 +357,9 @@ impl DraStore {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
         inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
-        Self::rebuild(&mut inner);
+        if inner.taint_rules_enabled {
+            Self::rebuild(&mut inner);
+        }
         Ok(())
     }
 
@@ -332,7 +367,7 @@ impl DraStore {
     pub fn remove_taint_rule(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.rules.remove(name).is_some();
-        if removed {
+        if removed && inner.taint_rules_enabled {
             Self::rebuild(&mut inner);
         }
         removed
@@ -587,6 +622,7 @@ impl DraStore {
             devices: vec![0; w.devices.len().div_ceil(64)],
             counters: vec![0; w.counter_capacity.len()],
             shared: AHashMap::new(),
+            shared_devices: vec![0; w.devices.len().div_ceil(64)],
         };
         let mut mark = |a: &AllocationResult| {
             for r in &a.devices.results {
@@ -599,6 +635,12 @@ impl DraStore {
                     if e.multi {
                         for (si, amount) in consumed_capacity(e, r) {
                             *u.shared.entry((d, si)).or_default() += amount;
+                        }
+                        // A shared device's counters are charged once, by its first share.
+                        if u.mark_shared(d) {
+                            for &(c, amount) in &e.consumes {
+                                u.counters[c as usize] += amount;
+                            }
                         }
                         continue;
                     }
@@ -735,7 +777,11 @@ impl DraStore {
             _ => None,
         };
         let claims = self.gather_locked(&mut inner, pod, None, requests)?;
-        if claims.plans.is_empty() && claims.allocated.is_empty() && claims.extended.is_none() {
+        if claims.plans.is_empty()
+            && claims.allocated.is_empty()
+            && claims.extended.is_none()
+            && claims.stale_extended.is_none()
+        {
             return Ok(None);
         }
         Ok(Some(claims))
@@ -864,20 +910,27 @@ impl DraStore {
         } else {
             String::new()
         };
-        if let Some(entry) = requests.and_then(|_| inner.claims.get(&ext_key)).filter(|e| {
-            e.compiled.claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION).is_some_and(|v| v == "true")
-        }) {
-            if let Some(a) = entry.compiled.claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
-                allocated.push(AllocatedClaim {
-                    key: ext_key,
-                    node_selector: a.node_selector.clone(),
-                    binding: binding_state(&entry.compiled.claim),
-                    allocated_at: entry.allocated_at,
-                });
-            }
+        // Upstream `filterExtendedResources`: a claim from a prior cycle has requests, so
+        // Filter rejects every node ("cannot schedule extended resource claim") and
+        // PostFilter deletes it; the next attempt makes a fresh one.
+        let mut stale_extended = None;
+        if requests.is_some()
+            && inner.claims.get(&ext_key).is_some_and(|e| {
+                e.compiled
+                    .claim
+                    .metadata
+                    .annotations
+                    .get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+                    .is_some_and(|v| v == "true")
+            })
+        {
+            stale_extended = Some(ext_key);
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
+        let prioritized = plans
+            .iter()
+            .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
         Ok(PodClaims {
             world: inner.world.clone(),
             in_use,
@@ -885,7 +938,9 @@ impl DraStore {
             slots,
             allocated,
             binding: !inner.binding_disabled,
+            prioritized,
             extended,
+            stale_extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
         })
@@ -953,16 +1008,36 @@ impl DraStore {
         self.commit_at(pod, pod_uid, None)
     }
 
+    /// Sets `status.allocation.allocationTimestamp` to the wall-clock time if the claim
+    /// is allocated and has none yet (upstream `bindClaim`, `time.Now()`).
+    fn stamp_allocation(claim: &mut ResourceClaim) {
+        let Some(a) = claim.status.as_mut().and_then(|s| s.allocation.as_mut()) else { return };
+        if a.allocation_timestamp.is_none() {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(0));
+            a.allocation_timestamp = Some(crate::selector::format_timestamp(nanos));
+        }
+    }
+
     /// [`DraStore::commit`], recording `now` (the scheduler's clock) as the allocation
-    /// time of each newly allocated claim: the start of its binding timeout.
+    /// time of each newly allocated claim: the start of its binding timeout. With binding
+    /// conditions enabled every allocated claim of the pod also gets
+    /// `status.allocation.allocationTimestamp` (wall clock, RFC 3339) if it has none,
+    /// written at the same moment, as upstream's PreBind does.
     pub fn commit_at(&self, pod: &Pod, pod_uid: &str, now: Option<std::time::Duration>) -> Vec<Arc<ResourceClaim>> {
         let mut inner = self.inner.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
+        // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
+        let stamp = !inner.binding_disabled;
         if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
             let key = compiled.key.clone();
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
-                let claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                let mut claim = Self::extended_claim_with_status(&compiled, a, pod, pod_uid);
+                if stamp {
+                    Self::stamp_allocation(&mut claim);
+                }
                 let claim = Arc::new(claim);
                 let mut c = (*compiled).clone();
                 c.claim = claim.clone();
@@ -986,6 +1061,10 @@ impl DraStore {
                 status.allocation = Some((**a).clone());
                 entry.allocated_at = now.or(entry.allocated_at);
             }
+            if stamp {
+                Self::stamp_allocation(&mut claim);
+            }
+            let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
             if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
                 status.reserved_for.push(ResourceClaimConsumerReference {
                     api_group: String::new(),
@@ -1116,6 +1195,7 @@ impl DraStore {
         all.extend(inner.inflight.values().flat_map(|l| l.iter().map(|(_, a)| &**a)));
         let mut counters = vec![0i128; w.counter_capacity.len()];
         let mut shared: AHashMap<(u32, usize), i128> = AHashMap::new();
+        let mut shared_devices = InUse::default();
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
@@ -1124,6 +1204,11 @@ impl DraStore {
                 {
                     for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
                         *shared.entry((d, si)).or_default() += amount;
+                    }
+                    if shared_devices.mark_shared(d) {
+                        for &(c, amount) in &w.devices[d as usize].consumes {
+                            counters[c as usize] += amount;
+                        }
                     }
                     continue;
                 }
@@ -1324,6 +1409,63 @@ impl PodClaims {
     /// node's allocatable: [`PodClaims::fits_on`]).
     pub fn has_extended_resources(&self) -> bool {
         self.extended.is_some()
+    }
+
+    /// Whether a claim to allocate has a `firstAvailable` request, so nodes may score
+    /// differently ([`PodClaims::prioritized_list_score`]).
+    pub fn has_prioritized_lists(&self) -> bool {
+        self.prioritized
+    }
+
+    /// The DynamicResources Score of a node (upstream `dynamicresources.go`,
+    /// `computeScore`): allocates on the node as Filter does and, for every
+    /// `firstAvailable` request, adds `8 - i` when the allocation uses its subrequest
+    /// `i` (8 is upstream's `FirstAvailableDeviceRequestMaxSize`), so nodes serving
+    /// earlier subrequests score higher. 0 when the claims don't fit or have no such
+    /// request. Claims allocated in an earlier cycle add nothing.
+    pub fn prioritized_list_score(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+    ) -> Result<i64, AllocError> {
+        if !self.prioritized {
+            return Ok(0);
+        }
+        let Ok(mask) = self.extended_mask(allocatable) else { return Ok(0) };
+        let (plans, slots) = self.plans_for(mask);
+        let picks = match allocator::run(
+            &self.world,
+            &self.in_use,
+            plans,
+            slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+        )? {
+            Outcome::Fit(picks) => picks,
+            Outcome::NoFit(_) => return Ok(0),
+        };
+        let mut score = 0;
+        let mut seen: SmallVec<[(u16, u16, u16); 8]> = SmallVec::new();
+        for p in &picks {
+            let req = &plans[p.claim as usize].claim.requests[p.request as usize];
+            let Some(alt) = req.alternatives.get(p.alt as usize) else { continue };
+            if alt.result_name == req.name || seen.contains(&(p.claim, p.request, p.alt)) {
+                continue;
+            }
+            seen.push((p.claim, p.request, p.alt));
+            score += FIRST_AVAILABLE_MAX - i64::from(p.alt);
+        }
+        Ok(score)
+    }
+
+    /// The claim (`namespace/name`) made for the pod's extended resources in an earlier
+    /// attempt, if one exists: upstream fails Filter on every node with "cannot schedule
+    /// extended resource claim" and deletes it in PostFilter.
+    pub fn stale_extended_claim(&self) -> Option<&str> {
+        self.stale_extended.as_deref()
     }
 
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {

@@ -84,8 +84,8 @@ pub struct ResourceSliceSpec {
     /// Counter sets that partitionable devices consume from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_counters: Vec<CounterSet>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -149,8 +149,8 @@ pub struct DeviceSpec {
     /// node selector names that node (upstream `createNodeSelector`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binds_to_node: Option<bool>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -427,8 +427,8 @@ pub struct ExactDeviceRequest {
     /// Consumable capacity wanted from each device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -456,8 +456,8 @@ pub struct DeviceSubRequest {
     /// Consumable capacity wanted from each device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRequirements>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -512,8 +512,8 @@ pub struct ResourceClaimStatus {
     /// conditions wait for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<AllocatedDeviceStatus>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -606,8 +606,13 @@ pub struct AllocationResult {
     /// The nodes where the allocation is usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<NodeSelector>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// When the scheduler recorded the allocation (RFC 3339), written at PreBind when
+    /// device binding conditions are enabled (upstream `bindClaim`); the binding timeout
+    /// runs from that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_timestamp: Option<String>,
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -655,8 +660,8 @@ pub struct DeviceRequestAllocationResult {
     /// Identifies this allocation's share of such a device.
     #[serde(rename = "shareID", default, skip_serializing_if = "Option::is_none")]
     pub share_id: Option<String>,
-    /// Fields schedkit carries but does not interpret (newer or alpha API fields such as
-    /// `allocationTimestamp`), kept so objects round-trip.
+    /// Fields schedkit carries but does not interpret (newer or alpha API fields), kept
+    /// so objects round-trip.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
@@ -707,7 +712,8 @@ pub struct ResourceClaimTemplateSpec {
 /// device its selector matches, on top of the taints the slices publish (upstream
 /// `staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go`,
 /// `applyPatches`). Upstream gates rules behind `DRADeviceTaintRules` (beta, off by
-/// default in v1.36); a [`DraStore`](super::DraStore) applies every rule it is given.
+/// default in v1.36); a [`DraStore`](super::DraStore) likewise ignores rules until
+/// [`set_device_taint_rules(true)`](super::DraStore::set_device_taint_rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceTaintRule {

@@ -1,8 +1,11 @@
 //! What plugins may reach besides their arguments (upstream `framework.Handle`).
 //!
 //! Besides the clock, snapshot and waiting pods, the handle carries preemption's
-//! services (nominated pods, PodDisruptionBudgets, the caller's evictor).
+//! services (nominated pods, PodDisruptionBudgets, the caller's evictor) and shared
+//! services keyed by type (e.g. the [`DraStore`](crate::dra::DraStore), upstream's
+//! `SharedDRAManager`).
 
+use std::any::{Any, TypeId};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -24,6 +27,8 @@ struct Inner {
     waiting: WaitingPods,
     to_activate: Mutex<Vec<Arc<str>>>,
     preemption: PreemptionServices,
+    /// Shared services by type (a handful at most: a vector beats hashing).
+    shared: RwLock<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
 
 impl Default for Handle {
@@ -48,6 +53,7 @@ impl Handle {
                 waiting: WaitingPods::default(),
                 to_activate: Mutex::new(Vec::new()),
                 preemption: PreemptionServices::default(),
+                shared: RwLock::new(Vec::new()),
             }),
         }
     }
@@ -84,6 +90,37 @@ impl Handle {
     /// Drains the pods plugins asked to activate.
     pub(crate) fn take_pods_to_activate(&self) -> Vec<Arc<str>> {
         std::mem::take(&mut *self.inner.to_activate.lock())
+    }
+
+    /// Shares a service of type `T` with every plugin built on this handle, replacing
+    /// any earlier `T` (upstream hands plugins e.g. the `SharedDRAManager` this way). Set
+    /// it before building profiles: the registry's factories read it then. With a
+    /// [`DraStore`](crate::dra::DraStore) shared, the default registry builds
+    /// DynamicResources over it and lets NodeResourcesFit resolve extended resources
+    /// backed by device classes.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use schedkit::dra::DraStore;
+    /// use schedkit::framework::Handle;
+    /// let handle = Handle::default();
+    /// let store = Arc::new(DraStore::new());
+    /// handle.set_shared(store.clone());
+    /// assert!(Arc::ptr_eq(&handle.shared::<DraStore>().unwrap(), &store));
+    /// assert!(handle.shared::<String>().is_none());
+    /// ```
+    pub fn set_shared<T: Any + Send + Sync>(&self, service: Arc<T>) {
+        let mut shared = self.inner.shared.write();
+        let id = TypeId::of::<T>();
+        shared.retain(|(t, _)| *t != id);
+        shared.push((id, service));
+    }
+
+    /// The shared service of type `T`, if one was set ([`Handle::set_shared`]).
+    pub fn shared<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let shared = self.inner.shared.read();
+        let (_, any) = shared.iter().find(|(t, _)| *t == TypeId::of::<T>())?;
+        any.clone().downcast::<T>().ok()
     }
 
     /// Preemption's shared services: nominated pods, PodDisruptionBudgets and the

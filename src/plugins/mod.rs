@@ -50,8 +50,20 @@ pub fn default_registry() -> Registry {
     add(names::NODE_AFFINITY, |a, _| {
         node_affinity::NodeAffinity::from_config(a).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
     });
-    add(names::NODE_RESOURCES_FIT, |a, _| {
-        node_resources::Fit::from_config(a).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+    add(names::NODE_RESOURCES_FIT, |a, h| {
+        let fit = node_resources::Fit::from_config(a).map_err(|e| e.to_string())?;
+        // Upstream NewFit takes the DeviceClassResolver from the handle's SharedDRAManager
+        // (DRAExtendedResource); here: a DraStore shared on the handle.
+        let fit = match h.shared::<crate::dra::DraStore>() {
+            Some(store) => fit.with_device_classes(store),
+            None => fit,
+        };
+        Ok(Arc::new(fit) as Arc<dyn Plugin>)
+    });
+    add(names::DYNAMIC_RESOURCES, |a, h| {
+        dynamic_resources::DynamicResources::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::NODE_RESOURCES_BALANCED_ALLOCATION, |a, _| {
         node_resources::BalancedAllocation::from_config(a)

@@ -96,6 +96,7 @@ mod net;
 mod parser;
 mod semver;
 mod time;
+pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration};
 mod types;
 mod url;
 mod value;

@@ -37,9 +37,9 @@ use crate::dra::{
 };
 use crate::framework::{
     ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
-    EventResource, ExtensionPoints, FilterPlugin, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult,
-    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn, RealClock,
-    ReservePlugin, Status,
+    EventResource, ExtensionPoints, FilterPlugin, Handle, NodeScore, NodeToStatus, Plugin, PostFilterPlugin,
+    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, QueueingHintFn,
+    RealClock, ReservePlugin, ScorePlugin, Status,
 };
 use crate::model::{Node, Pod, Symbol};
 use crate::plugins::names;
@@ -85,6 +85,35 @@ impl ClaimStatusWriter for StoreOnly {
     fn update_status(&self, _claim: &ResourceClaim) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// Why [`DynamicResources::from_config`] can't build the plugin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DynamicResourcesArgsError {
+    /// No [`DraStore`] is shared on the handle.
+    #[error("DynamicResources needs a DraStore shared on the Handle (Handle::set_shared)")]
+    NoStore,
+    /// The args are not a JSON object.
+    #[error("DynamicResourcesArgs: expected an object")]
+    NotAnObject,
+    /// A field upstream's `DynamicResourcesArgs` doesn't have.
+    #[error("DynamicResourcesArgs: unknown field {0:?}")]
+    UnknownField(String),
+    /// A timeout that is not a Go duration string.
+    #[error("DynamicResourcesArgs.{field}: {message}")]
+    BadDuration {
+        /// `bindingTimeout` or `filterTimeout`.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// `bindingTimeout` is zero or negative.
+    #[error("DynamicResourcesArgs.bindingTimeout: must be positive")]
+    NonPositiveBindingTimeout,
+    /// `filterTimeout` is negative.
+    #[error("DynamicResourcesArgs.filterTimeout: must not be negative")]
+    NegativeFilterTimeout,
 }
 
 /// The DynamicResources plugin.
@@ -136,6 +165,65 @@ impl DynamicResources {
             clock: Arc::new(RealClock::default()),
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
         }
+    }
+
+    /// Builds the plugin from a profile's `pluginConfig` args (upstream
+    /// `DynamicResourcesArgs`) over the [`DraStore`] shared on the handle
+    /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)), on the handle's
+    /// clock, writing through the `Arc<dyn ClaimStatusWriter>` shared on the handle if
+    /// there is one (upstream writes through the handle's client set), else only to the
+    /// store. `bindingTimeout` (a Go duration such as `"10m0s"`, positive) sets
+    /// [`DynamicResources::with_binding_timeout`]; `filterTimeout` is validated (not
+    /// negative) and otherwise unused: schedkit bounds Filter with the store's step
+    /// budget ([`DraStore::set_step_budget`]) instead of a wall-clock timeout.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use schedkit::dra::DraStore;
+    /// use schedkit::framework::Handle;
+    /// use schedkit::plugins::dynamic_resources::DynamicResources;
+    /// let handle = Handle::default();
+    /// assert!(DynamicResources::from_config(None, &handle).is_err(), "no store shared");
+    /// handle.set_shared(Arc::new(DraStore::new()));
+    /// let args = serde_json::json!({"bindingTimeout": "5m"});
+    /// assert!(DynamicResources::from_config(Some(&args), &handle).is_ok());
+    /// ```
+    pub fn from_config(
+        args: Option<&serde_json::Value>,
+        handle: &Handle,
+    ) -> Result<DynamicResources, DynamicResourcesArgsError> {
+        type E = DynamicResourcesArgsError;
+        let store = handle.shared::<DraStore>().ok_or(E::NoStore)?;
+        let mut plugin = DynamicResources::new(store).with_clock(handle.clock_arc());
+        if let Some(writer) = handle.shared::<Arc<dyn ClaimStatusWriter>>() {
+            plugin = plugin.with_writer(Arc::clone(&writer));
+        }
+        let Some(args) = args else { return Ok(plugin) };
+        let obj = args.as_object().ok_or(E::NotAnObject)?;
+        if let Some(key) =
+            obj.keys().find(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "bindingTimeout" | "filterTimeout"))
+        {
+            return Err(E::UnknownField(key.clone()));
+        }
+        let duration = |field: &'static str| -> Result<Option<i64>, E> {
+            match obj.get(field) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => {
+                    crate::selector::parse_go_duration(s).map(Some).map_err(|message| E::BadDuration { field, message })
+                }
+                Some(other) => {
+                    Err(E::BadDuration { field, message: format!("expected a duration string, got {other}") })
+                }
+            }
+        };
+        if duration("filterTimeout")?.is_some_and(|ns| ns < 0) {
+            return Err(E::NegativeFilterTimeout);
+        }
+        if let Some(ns) = duration("bindingTimeout")? {
+            let ns = u64::try_from(ns).ok().filter(|&n| n > 0).ok_or(E::NonPositiveBindingTimeout)?;
+            plugin = plugin.with_binding_timeout(Duration::from_nanos(ns));
+        }
+        Ok(plugin)
     }
 
     /// The clock PreBind's binding-condition wait and the binding timeout run on (give it
@@ -193,6 +281,7 @@ impl Plugin for DynamicResources {
             .pre_filter(self.clone())
             .filter(self.clone())
             .post_filter(self.clone())
+            .score(self.clone())
             .reserve(self.clone())
             .pre_bind(self.clone())
             .enqueue(self);
@@ -267,6 +356,11 @@ impl FilterPlugin for DynamicResources {
             // node, so PostFilter can deallocate it.
             return Status::unschedulable("resourceclaim not available on the node");
         }
+        if claims.stale_extended_claim().is_some() {
+            // Upstream `filterExtendedResources`: the claim is from a prior cycle;
+            // PostFilter deletes it and the next attempt starts afresh.
+            return Status::unresolvable("cannot schedule extended resource claim");
+        }
         let fits = if claims.has_extended_resources() {
             claims.fits_on(node.name(), &node.node().metadata.labels, node.allocatable())
         } else {
@@ -277,6 +371,27 @@ impl FilterPlugin for DynamicResources {
             Ok(Err(d)) => diagnosis_status(&d),
             Err(e) => alloc_error(&e),
         }
+    }
+}
+
+impl ScorePlugin for DynamicResources {
+    /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
+    /// `firstAvailable` subrequests score higher; 0 for pods without such requests (no
+    /// allocation is repeated for them).
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(DraState { claims, .. }) = state.read::<DraState>() else { return Ok(0) };
+        if !claims.has_prioritized_lists() {
+            return Ok(0);
+        }
+        claims
+            .prioritized_list_score(node.name(), &node.node().metadata.labels, node.allocatable())
+            .map_err(|e| alloc_error(&e))
+    }
+
+    /// Upstream `NormalizeScore`: `helper.DefaultNormalizeScore(MaxNodeScore, false)`.
+    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        crate::plugins::helper::default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);
+        Status::SUCCESS
     }
 }
 

@@ -1,0 +1,99 @@
+//! DynamicResources Score: nodes whose allocation uses earlier `firstAvailable`
+//! subrequests score higher (upstream `pkg/scheduler/framework/plugins/dynamicresources/
+//! dynamicresources.go`, `Score`/`computeScore`: `8 - i` per request allocated from
+//! subrequest `i`, 8 being `FirstAvailableDeviceRequestMaxSize`; `NormalizeScore` is
+//! `DefaultNormalizeScore(MaxNodeScore, false)`).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
+use schedkit::framework::{CycleState, NodeScore, PreFilterPlugin, ScorePlugin};
+use schedkit::model::{Pod, PodResourceClaim, Symbol};
+use schedkit::plugins::dynamic_resources::DynamicResources;
+use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
+use schedkit::testing::NodeBuilder;
+
+const DRIVER: &str = "driver-a";
+
+fn slice(node: &str, devices: &[(&str, &str)]) -> ResourceSlice {
+    let devices: Vec<_> =
+        devices.iter().map(|(name, size)| json!({"name": name, "attributes": {"size": {"string": size}}})).collect();
+    serde_json::from_value(json!({"metadata": {"name": node},
+        "spec": {"driver": DRIVER, "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
+    .unwrap()
+}
+
+fn sub(name: &str, size: &str) -> serde_json::Value {
+    json!({"name": name, "deviceClassName": "class-a",
+        "selectors": [{"cel": {"expression": format!("device.attributes[\"{DRIVER}\"].size == \"{size}\"")}}]})
+}
+
+fn setup(claim_requests: &serde_json::Value) -> (DynamicResources, PodInfo, Snapshot) {
+    let store = Arc::new(DraStore::new());
+    store
+        .add_class(
+            serde_json::from_value(json!({"metadata": {"name": "class-a"},
+                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
+            .unwrap(),
+        )
+        .unwrap();
+    store.add_slice(slice("node-big", &[("gpu-0", "big")])).unwrap();
+    store.add_slice(slice("node-medium", &[("gpu-0", "medium")])).unwrap();
+    store.add_slice(slice("node-small", &[("gpu-0", "small")])).unwrap();
+    let claim: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "claim", "namespace": "default"},
+        "spec": {"devices": {"requests": claim_requests}}}))
+    .unwrap();
+    store.add_claim(claim).unwrap();
+    let mut pod = Pod::default();
+    pod.metadata.name = "p".into();
+    pod.metadata.namespace = "default".into();
+    pod.spec.resource_claims.push(PodResourceClaim {
+        name: "c".into(),
+        resource_claim_name: Some("claim".into()),
+        resource_claim_template_name: None,
+    });
+    let snapshot = Snapshot::from_nodes(
+        ["node-big", "node-medium", "node-small", "node-none"]
+            .into_iter()
+            .map(|n| NodeInfo::new(Arc::new(NodeBuilder::new(n).cpu("8").build()))),
+    );
+    (DynamicResources::new(store), PodInfo::new(pod).unwrap(), snapshot)
+}
+
+/// Raw and normalized scores of the four nodes.
+fn scores(requests: &serde_json::Value) -> (Vec<i64>, Vec<i64>) {
+    let (plugin, pod, snapshot) = setup(requests);
+    let mut state = CycleState::new();
+    let (_, status) = plugin.pre_filter(&mut state, &pod, &snapshot);
+    assert!(status.is_success(), "{status:?}");
+    let mut list: Vec<NodeScore> = ["node-big", "node-medium", "node-small", "node-none"]
+        .iter()
+        .map(|n| {
+            let info = snapshot.get(n).unwrap();
+            NodeScore { name: Symbol::intern(n), score: plugin.score(&state, &pod, info).unwrap() }
+        })
+        .collect();
+    let raw = list.iter().map(|s| s.score).collect();
+    assert!(plugin.normalize(&state, &pod, &mut list).is_success());
+    (raw, list.iter().map(|s| s.score).collect())
+}
+
+#[test]
+fn earlier_subrequests_score_higher() {
+    // One request preferring big over medium over small: 8, 7, 6; a node where nothing
+    // fits scores 0. Normalized against the best: 100, 87, 75, 0.
+    let (raw, normalized) = scores(&json!([{"name": "req-0", "firstAvailable": [
+        sub("big", "big"), sub("medium", "medium"), sub("small", "small")]}]));
+    assert_eq!(raw, [8, 7, 6, 0]);
+    assert_eq!(normalized, [100, 87, 75, 0]);
+}
+
+#[test]
+fn requests_without_first_available_score_nothing() {
+    let (raw, normalized) = scores(&json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a"}}]));
+    assert_eq!(raw, [0, 0, 0, 0]);
+    assert_eq!(normalized, [0, 0, 0, 0]);
+}
