@@ -564,6 +564,6 @@ fn timestamp_getters_with_iana_zones() {
     ] {
         t(src);
     }
-    // A directory is not a zone.
-    runtime_err("timestamp(0).getHours('America') == 0", "America");
+    // A directory is not a zone: Go reports the read's errno.
+    runtime_err("timestamp(0).getHours('America') == 0", "is a directory");
 }

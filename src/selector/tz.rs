@@ -31,8 +31,8 @@ pub(crate) enum TzError {
     /// Not a TZif file, or inconsistent counts (Go's `errBadData`).
     #[error("malformed time zone information")]
     BadData,
-    /// Over [`MAX_FILE_SIZE`].
-    #[error("file {0} too large")]
+    /// Over [`MAX_FILE_SIZE`] (Go's `fileSizeError`).
+    #[error("time: file {0} is too large")]
     TooLarge(String),
     /// A name with `..`, a leading `/` or `\` (Go's `errLocation`).
     #[error("time: invalid location name")]
@@ -40,7 +40,8 @@ pub(crate) enum TzError {
     /// No zoneinfo source has the name.
     #[error("unknown time zone {0}")]
     Unknown(String),
-    /// Reading the file failed for another reason than its absence.
+    /// Reading the file failed for another reason than its absence; the message is
+    /// the OS error's, as Go returns its `syscall.Errno`.
     #[error("{0}")]
     Io(String),
 }
@@ -160,14 +161,12 @@ impl Zone {
         let (version, mut counts) = header(&mut r)?;
         let mut width = 4;
         if version > 1 {
-            // Skip the 32-bit block; the 64-bit one follows with its own header.
+            // Skip the 32-bit block and the second header's magic and version, which
+            // Go does not check; the counts follow and may differ.
             let skip = counts.block_len(4).ok_or(TzError::BadData)?;
             r.take(skip)?;
-            let (v2, c2) = header(&mut r)?;
-            if v2 != version {
-                return Err(TzError::BadData);
-            }
-            counts = c2;
+            r.take(20)?;
+            counts = Counts::read(&mut r)?;
             width = 8;
         }
         if counts.types == 0 {
@@ -425,16 +424,22 @@ fn check_name(name: &str) -> Result<(), TzError> {
 /// Reads `dir/name`, bounded; `Ok(None)` when absent.
 fn read_zone(dir: &Path, name: &str) -> Result<Option<Zone>, TzError> {
     use std::io::Read as _;
+    // Go's `syscall.Errno` texts for the common cases, else Rust's.
+    fn os_error(e: &std::io::Error) -> TzError {
+        TzError::Io(match e.kind() {
+            std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+            _ => e.to_string(),
+        })
+    }
     let path: PathBuf = dir.join(name);
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(TzError::Io(format!("open {}: {e}", path.display()))),
+        Err(e) => return Err(os_error(&e)),
     };
     let mut data = Vec::new();
-    file.take(MAX_FILE_SIZE + 1)
-        .read_to_end(&mut data)
-        .map_err(|e| TzError::Io(format!("read {}: {e}", path.display())))?;
+    file.take(MAX_FILE_SIZE + 1).read_to_end(&mut data).map_err(|e| os_error(&e))?;
     if data.len() as u64 > MAX_FILE_SIZE {
         return Err(TzError::TooLarge(path.display().to_string()));
     }
@@ -578,6 +583,11 @@ mod tests {
         assert_eq!(z.offset_at(1_720_000_000), 3600);
         assert_eq!(Zone::fixed(60).offset_at(0), 60);
 
+        // Go reads the second header's counts without checking its magic or version.
+        let mut second = tzif(&[(3600, false)], &[], "");
+        assert_eq!(&second[51..55], b"TZif");
+        second[51..56].copy_from_slice(b"xxxx9");
+        assert_eq!(Zone::parse(&second).map(|z| z.offset_at(0)), Ok(3600));
         assert_eq!(Zone::parse(b""), Err(TzError::BadData));
         assert_eq!(Zone::parse(b"TZif4"), Err(TzError::BadData));
         let mut bad_index = tzif(&[(0, false)], &[(10, 0)], "");
@@ -634,6 +644,23 @@ mod tests {
         }
         assert_eq!(load("No/Such_Zone", None), Err(TzError::Unknown("No/Such_Zone".to_owned())));
         assert_eq!(TzError::Unknown("X/Y".into()).to_string(), "unknown time zone X/Y");
+    }
+
+    #[test]
+    fn zoneinfo_dir_comes_first_and_files_are_bounded() {
+        // `$ZONEINFO` is searched before the platform sources (the fixtures as one).
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tzif");
+        let lh = load("Australia_Lord_Howe", Some(&fixtures)).unwrap();
+        assert_eq!(lh.offset_at(at("2024-07-01T00:00:00Z")), 37_800);
+        // A file that is not TZif is Go's errBadData, and the search goes on to the
+        // platform sources (where this name is absent), keeping the first error.
+        assert_eq!(load("README.md", Some(&fixtures)), Err(TzError::BadData));
+        let dir = std::env::temp_dir().join(format!("schedkit-tz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("Big"), vec![0u8; MAX_FILE_SIZE as usize + 1]).unwrap();
+        let big = load("Big", Some(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(big, Err(TzError::TooLarge(_))), "{big:?}");
     }
 
     proptest! {
