@@ -8,6 +8,11 @@
 //! checked against the bytes present before anything is allocated) and never panics:
 //! malformed data is a [`TzError`]. Loaded zones are cached process-wide, so
 //! evaluation reads each file once and a cached lookup allocates nothing.
+//!
+//! Not read, unlike Go: `"Local"` (the host's own zone; a scheduler's answers should
+//! not depend on the machine's clock settings, so it is an unknown zone here), a
+//! `$ZONEINFO` that names a zip file, Android's `tzdata` bundle, and Go's embedded
+//! `time/tzdata` fallback.
 
 use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
