@@ -57,6 +57,21 @@ fn evaluation_allocates_nothing_on_common_paths() {
         assert_eq!(n, 0, "{src} allocated {n} times in 100 evaluations");
         assert_eq!(want, Ok(true), "{src}");
     }
+    // A timestamp getter with an IANA zone reads the zone once (the process-wide
+    // cache), then answers without allocating. Only where the host has zoneinfo.
+    let src = "timestamp('2024-03-10T12:00:00Z').getHours('America/New_York') == 8";
+    let sel = Selector::compile(src).unwrap();
+    match sel.matches(&gpu) {
+        Ok(true) => {
+            let n = allocations_during(|| {
+                for _ in 0..100 {
+                    assert_eq!(sel.matches(&gpu), Ok(true));
+                }
+            });
+            assert_eq!(n, 0, "{src} allocated {n} times in 100 evaluations");
+        }
+        other => eprintln!("note: no zoneinfo on this host ({other:?}); skipping the IANA zone allocation check"),
+    }
     // The counter itself works: building a list literal allocates.
     let sel = Selector::compile("[1, 2].size() == 2").unwrap();
     assert!(allocations_during(|| assert_eq!(sel.matches(&gpu), Ok(true))) > 0);

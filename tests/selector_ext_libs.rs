@@ -494,11 +494,76 @@ fn timestamps_and_durations() {
     runtime_err("timestamp(dyn(253402300800)) == timestamp(0)", "timestamp out of range");
     compile_err("timestamp(253402300800) == timestamp(0)", "timestamp validation failed");
     runtime_err("timestamp(dyn('2023-13-01T00:00:00Z')) == timestamp(0)", "RFC 3339");
-    runtime_err("timestamp(0).getHours('America/New_York') == 0", "unknown time zone America/New_York");
+    // Go's `time.LoadLocation` errors, whether or not the host has zoneinfo.
+    runtime_err("timestamp(0).getHours('No/Such_Zone') == 0", "unknown time zone No/Such_Zone");
+    runtime_err("timestamp(0).getHours('../../etc/passwd') == 0", "time: invalid location name");
+    runtime_err("timestamp(0).getHours('America/../Europe/London') == 0", "time: invalid location name");
+    runtime_err("timestamp(0).getHours('/etc/localtime') == 0", "time: invalid location name");
     // Constant literals are validated when compiling (cel.ValidateTimestampLiterals,
     // cel.ValidateDurationLiterals).
     compile_err("timestamp('2023-02-30T00:00:00Z') == timestamp(0)", "timestamp validation failed");
     compile_err("duration('1d') == duration('1h')", "duration validation failed");
     compile_err("timestamp(0) + timestamp(0) == timestamp(0)", "found no matching overload for '_+_'");
     compile_err("duration('1s').getDate() == 1", "found no matching overload for 'getDate'");
+}
+
+/// Whether the host has the IANA zoneinfo Go's `time.LoadLocation` reads; the tests
+/// of named zones print a note and pass without it (the TZif parser is also tested on
+/// embedded fixtures in `src/selector/tz.rs`).
+fn host_has_zoneinfo() -> bool {
+    let dirs = std::env::var_os("ZONEINFO").into_iter().map(std::path::PathBuf::from);
+    let found = dirs
+        .chain(["/usr/share/zoneinfo", "/usr/share/lib/zoneinfo", "/usr/lib/locale/TZ"].map(std::path::PathBuf::from))
+        .any(|d| d.join("America/New_York").is_file());
+    if !found {
+        eprintln!("note: no zoneinfo on this host (tzdata not installed); skipping IANA time zone checks");
+    }
+    found
+}
+
+/// cel-go's `getHours('America/New_York')` and the other getters with an IANA name,
+/// answered from the host's zoneinfo as Go answers them.
+#[test]
+fn timestamp_getters_with_iana_zones() {
+    if !host_has_zoneinfo() {
+        return;
+    }
+    for src in [
+        // The example of cel-go's docs: 12:00 UTC on the day DST starts is 08:00 EDT.
+        "timestamp('2024-03-10T12:00:00Z').getHours('America/New_York') == 8",
+        // 2024's DST start: 01:59:59 EST, then 03:00:00 EDT.
+        "timestamp('2024-03-10T06:59:59Z').getHours('America/New_York') == 1",
+        "timestamp('2024-03-10T07:00:00Z').getHours('America/New_York') == 3",
+        // 2024's DST end: 01:59:59 EDT, then 01:00:00 EST again.
+        "timestamp('2024-11-03T05:59:59Z').getHours('America/New_York') == 1 && timestamp('2024-11-03T05:59:59Z').getMinutes('America/New_York') == 59",
+        "timestamp('2024-11-03T06:00:00Z').getHours('America/New_York') == 1 && timestamp('2024-11-03T06:00:00Z').getMinutes('America/New_York') == 0",
+        // The local date moves too.
+        "timestamp('2024-01-01T03:00:00Z').getFullYear('America/New_York') == 2023 && timestamp('2024-01-01T03:00:00Z').getDayOfYear('America/New_York') == 364",
+        "timestamp('2024-01-01T03:00:00Z').getMonth('America/New_York') == 11 && timestamp('2024-01-01T03:00:00Z').getDate('America/New_York') == 31",
+        "timestamp('2024-01-01T03:00:00Z').getDayOfWeek('America/New_York') == 0 && timestamp('2024-01-01T03:00:00Z').getDayOfMonth('America/New_York') == 30",
+        // Europe/London: GMT in winter, BST (+1) from 2024-03-31 01:00Z.
+        "timestamp('2024-01-15T12:00:00Z').getHours('Europe/London') == 12",
+        "timestamp('2024-03-31T00:59:59Z').getHours('Europe/London') == 0 && timestamp('2024-03-31T01:00:00Z').getHours('Europe/London') == 2",
+        "timestamp('2024-10-27T00:59:59Z').getHours('Europe/London') == 1 && timestamp('2024-10-27T01:00:00Z').getHours('Europe/London') == 1",
+        // Asia/Kolkata: +05:30 all year, the same as the fixed offset.
+        "timestamp('2024-06-01T00:00:00Z').getHours('Asia/Kolkata') == 5 && timestamp('2024-06-01T00:00:00Z').getMinutes('Asia/Kolkata') == 30",
+        "timestamp('2024-12-01T20:45:00Z').getDate('Asia/Kolkata') == 2 && timestamp('2024-12-01T20:45:00Z').getHours('Asia/Kolkata') == timestamp('2024-12-01T20:45:00Z').getHours('+05:30')",
+        // Australia/Lord_Howe: +10:30, with a 30-minute DST (+11) over the new year.
+        "timestamp('2024-07-01T00:00:00Z').getHours('Australia/Lord_Howe') == 10 && timestamp('2024-07-01T00:00:00Z').getMinutes('Australia/Lord_Howe') == 30",
+        "timestamp('2024-01-01T00:00:00Z').getHours('Australia/Lord_Howe') == 11 && timestamp('2024-01-01T00:00:00Z').getMinutes('Australia/Lord_Howe') == 0",
+        "timestamp('2024-10-05T15:29:59Z').getHours('Australia/Lord_Howe') == 1 && timestamp('2024-10-05T15:30:00Z').getHours('Australia/Lord_Howe') == 2 && timestamp('2024-10-05T15:30:00Z').getMinutes('Australia/Lord_Howe') == 30",
+        // Past any file's last transition the footer's POSIX rule decides: 2150 in
+        // New York is EDT from the second Sunday of March (the 8th) at 02:00 EST.
+        "timestamp('2150-03-08T06:59:59Z').getHours('America/New_York') == 1 && timestamp('2150-03-08T07:00:00Z').getHours('America/New_York') == 3",
+        "timestamp('2150-07-04T16:00:00Z').getHours('America/New_York') == 12 && timestamp('2150-12-25T17:00:00Z').getHours('America/New_York') == 12",
+        "timestamp('9999-12-31T23:59:59Z').getFullYear('Australia/Lord_Howe') == 10000",
+        // Milliseconds do not depend on the zone; Etc names are zones too.
+        "timestamp('2024-03-10T12:00:00.123Z').getMilliseconds('America/New_York') == 123 && timestamp('2024-03-10T12:00:00Z').getHours('Etc/GMT+5') == 7",
+        // Dynamic zone names (from a variable, not a literal) work the same way.
+        "['America/New_York', 'Europe/London'].all(z, timestamp('2024-06-01T12:00:00Z').getHours(z) > 7)",
+    ] {
+        t(src);
+    }
+    // A directory is not a zone: Go reports the read's errno.
+    runtime_err("timestamp(0).getHours('America') == 0", "is a directory");
 }

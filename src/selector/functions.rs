@@ -1053,7 +1053,7 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         (Func::TimeField(field), Some(V::Timestamp(t)), tz, None) => {
             let offset = match tz {
                 None => 0,
-                Some(V::Str(z)) => time::zone_offset(z).map_err(|m| invalid(name, m))?,
+                Some(V::Str(z)) => time::zone_offset(z, *t).map_err(|m| invalid(name, m))?,
                 Some(_) => return Err(no()),
             };
             V::Int(time::timestamp_field(*t, offset, field))

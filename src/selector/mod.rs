@@ -51,9 +51,10 @@
 //! "undeclared reference"): the authorizer
 //! library (it needs an `authorizer` variable, which DRA selectors do not have), and
 //! the alpha list-type attributes (`DRAListTypeAttributes`: list
-//! values and `includes`). At run time, an IANA time zone name given to a timestamp
-//! getter (`getHours("Europe/Paris")`) is an error: schedkit carries no time zone
-//! database, only `"UTC"` and fixed offsets such as `"+05:30"`.
+//! values and `includes`). An IANA time zone name given to a timestamp getter
+//! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, then
+//! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
+//! getter is a runtime error (`unknown time zone Europe/Paris`).
 //! `device.allowMultipleAllocations` is always available, as with the
 //! `DRAConsumableCapacity` gate on.
 //!
@@ -98,6 +99,7 @@ mod semver;
 mod time;
 pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration};
 mod types;
+mod tz;
 mod url;
 mod value;
 

@@ -5,9 +5,9 @@
 //! A timestamp is held as nanoseconds since the Unix epoch, within CEL's range
 //! 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z; a duration as nanoseconds
 //! in an `i64` (Go's `time.Duration`). Calendar getters take an optional time zone:
-//! `"UTC"` (also `""`) or a fixed offset `"+05:30"` as cel-go accepts it; IANA zone
-//! names (`"America/New_York"`) need a time zone database, which schedkit does not
-//! carry, so they are an error here where Kubernetes would answer.
+//! `"UTC"` (also `""`), a fixed offset `"+05:30"` as cel-go accepts it, or an IANA zone
+//! name (`"America/New_York"`) read from the host's zoneinfo as Go's
+//! `time.LoadLocation` reads it (see `tz.rs`).
 
 use std::fmt::Write as _;
 
@@ -17,7 +17,7 @@ const MIN_SECS: i128 = -62_135_596_800;
 const MAX_SECS: i128 = 253_402_300_799;
 
 /// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -28,7 +28,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// The civil date (year, month 1-12, day 1-31) of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -45,7 +45,7 @@ fn is_leap(y: i64) -> bool {
     y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
+pub(crate) fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         2 if is_leap(y) => 29,
         2 => 28,
@@ -213,12 +213,18 @@ pub(crate) fn format_duration(nanos: i64) -> String {
     format!("{secs}s")
 }
 
-/// A time zone argument: `"UTC"`, `""`, or a fixed offset `±H[H]:MM`, as seconds east
-/// of UTC.
-pub(crate) fn zone_offset(tz: &str) -> Result<i128, String> {
+/// A time zone argument at the instant `nanos`, as seconds east of UTC: `"UTC"` or
+/// `""`, a fixed offset `±H[H]:MM` (any argument with a `:`, as cel-go), or an IANA
+/// name read from the host's zoneinfo (Go's `time.LoadLocation`; see [`super::tz`]).
+pub(crate) fn zone_offset(tz: &str, nanos: i128) -> Result<i128, String> {
     match tz.split_once(':') {
         None if tz.is_empty() || tz == "UTC" => Ok(0),
-        None => Err(format!("unknown time zone {tz}")),
+        None => {
+            let zone = super::tz::zone(tz).map_err(|e| e.to_string())?;
+            // CEL's range keeps the seconds well inside i64.
+            let secs = nanos.div_euclid(NANOS).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            Ok(i128::from(zone.offset_at(secs)))
+        }
         Some((h, m)) => {
             // Go's `strconv.Atoi`: 64-bit, so the arithmetic below cannot overflow.
             let atoi = |t: &str| {
@@ -308,8 +314,8 @@ mod tests {
         assert!(parse_duration("1d").is_err());
         assert!(parse_duration("3000000h").is_err());
         assert_eq!(parse_duration("1.000000000000000000000000000000000001h"), Ok(3600 * 1_000_000_000));
-        assert!(zone_offset("99999999999999999999:00").is_err());
-        let far = zone_offset("9223372036854775807:9223372036854775807").unwrap();
+        assert!(zone_offset("99999999999999999999:00", 0).is_err());
+        let far = zone_offset("9223372036854775807:9223372036854775807", 0).unwrap();
         let _ = timestamp_field(0, far, Field::DayOfYear);
     }
 }
