@@ -266,6 +266,70 @@ fn incomplete_pool_serves_exact_count() {
     assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
 }
 
+/// Sets a slice's pool generation and announced slice count.
+fn pool_state(mut s: Value, generation: i64, count: i64) -> Value {
+    s["spec"]["pool"]["generation"] = json!(generation);
+    s["spec"]["pool"]["resourceSliceCount"] = json!(count);
+    s
+}
+
+#[test]
+fn pool_with_more_slices_than_it_announces_is_incomplete() {
+    // upstream `pools_stable.go`, `GatherPools`: a pool is incomplete when its slice count
+    // differs from the first slice's resourceSliceCount, in either direction.
+    let s1 = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
+    let s2 = slice_on("slice-2", "node-1", "pool-1", DRIVER_A, vec![dev("device-2")]);
+    let (w, names) = World::new(&classes_ab(), vec![s1, s2]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
+    let err = w.run(&names).unwrap_err();
+    assert!(matches!(err, GatherError::Alloc(AllocError::PoolIncomplete { .. })), "{err}");
+}
+
+#[test]
+fn pool_completeness_follows_the_first_slice() {
+    // upstream `pools_stable.go`, `GatherPools`: only the first slice's resourceSliceCount
+    // is compared with the number of slices; the re-check over all the pool's slices
+    // (`poolIsIncomplete`) runs only when that first comparison fails. Upstream's "first"
+    // is the first in its input list; schedkit's is the first by slice name.
+    let all = || vec![all_request("req-0", "class-a")];
+    let s1 = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let s2 = pool_state(slice_on("slice-2", "node-1", "pool-1", DRIVER_A, vec![dev("device-2")]), 1, 3);
+    let (w, names) = World::new(&classes_ab(), vec![s1, s2]).claims(vec![claim("claim-0", all(), vec![])]);
+    assert_eq!(
+        picked(&w.run(&names)),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1"), r("req-0", DRIVER_A, "pool-1", "device-2")]])
+    );
+    let s1 = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 3);
+    let s2 = pool_state(slice_on("slice-2", "node-1", "pool-1", DRIVER_A, vec![dev("device-2")]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![s1, s2]).claims(vec![claim("claim-0", all(), vec![])]);
+    assert!(matches!(w.run(&names).unwrap_err(), GatherError::Alloc(AllocError::PoolIncomplete { .. })));
+}
+
+#[test]
+fn incomplete_pool_behind_the_newest_generation_of_any_pool_has_no_devices() {
+    // upstream `pools_stable.go`, `GatherPools`: an incomplete pool whose generation is not
+    // the one `findLatestGenerationInPool` returns loses its slices. Upstream passes every
+    // slice (all drivers and pools) to that function, so a newer generation in another
+    // pool is enough.
+    let incomplete = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let other = pool_state(slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 3, 1);
+    let w = World::new(&classes_ab(), vec![incomplete.clone(), other]);
+    assert!(w.store.device_taints(DRIVER_A, "pool-1", "device-1").is_none());
+    assert!(w.store.device_taints(DRIVER_B, "pool-2", "device-1").is_some());
+    // On the newest generation it keeps its devices, and "All" still sees it incomplete.
+    let other = pool_state(slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 1, 1);
+    let (w, names) = World::new(&classes_ab(), vec![incomplete, other]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
+    assert!(w.store.device_taints(DRIVER_A, "pool-1", "device-1").is_some());
+    assert!(matches!(w.run(&names).unwrap_err(), GatherError::Alloc(AllocError::PoolIncomplete { .. })));
+}
+
 #[test]
 fn all_devices_plus_another_and_reversed() {
     // upstream "all-devices-plus-another", "all-devices-plus-another-reversed"

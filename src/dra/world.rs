@@ -373,9 +373,55 @@ fn rule_matches(
     rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
 }
 
-/// A pool's key, its newest-generation slices in search order, and whether any has
-/// binding conditions.
-type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, bool);
+/// A pool's key, its newest-generation slices in search order, whether any has binding
+/// conditions, and its [`Completeness`].
+type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, bool, Completeness);
+
+/// Whether a pool has all its slices, decided once per slice change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Completeness {
+    Complete,
+    /// Incomplete; its devices stay usable where the allocator allows it.
+    Incomplete,
+    /// Incomplete and on an older generation than the newest slice seen: no devices.
+    Stale,
+}
+
+/// Pool completeness as upstream `GatherPools` decides it (`structured/internal/stable/
+/// pools_stable.go`, with `findSlicesForPool`, `poolIsIncomplete` and
+/// `findLatestGenerationInPool`). `current` are the pool's newest-generation slices and
+/// `all` every slice of the pool, both in name order, so "first" is the first by name.
+///
+/// A pool is complete when it has as many current slices as its first current slice
+/// announces. Otherwise every slice of the pool is checked: the pool is still complete
+/// only if their number matches the first one's `resourceSliceCount` and all agree on
+/// generation and `resourceSliceCount`. An incomplete pool whose generation is not
+/// `latest` loses its devices.
+///
+/// `latest` is the highest generation among *all* slices, of every driver and pool:
+/// upstream passes its whole slice list to `findLatestGenerationInPool`, not just the
+/// pool's slices, and schedkit does the same so that results match.
+///
+/// Upstream gathers per node from the slices that node can reach; schedkit decides once
+/// for all nodes from every slice of the pool, so a pool whose current slices are only
+/// partly visible from a node is judged as a whole.
+fn completeness(current: &[&Arc<ResourceSlice>], all: &[&Arc<ResourceSlice>], latest: i64) -> Completeness {
+    let Some(first) = current.first() else { return Completeness::Complete };
+    if current.len() as i64 == first.spec.pool.resource_slice_count {
+        return Completeness::Complete;
+    }
+    let Some(head) = all.first() else { return Completeness::Complete };
+    let (count, generation) = (head.spec.pool.resource_slice_count, head.spec.pool.generation);
+    let incomplete = all.len() as i64 != count
+        || all.iter().any(|s| s.spec.pool.generation != generation || s.spec.pool.resource_slice_count != count);
+    if !incomplete {
+        Completeness::Complete
+    } else if first.spec.pool.generation != latest {
+        Completeness::Stale
+    } else {
+        Completeness::Incomplete
+    }
+}
 
 /// Flattens validated slices (by name) into a [`World`], adding the taints of matching
 /// [`DeviceTaintRule`](super::DeviceTaintRule)s after each device's own, in rule order.
@@ -396,26 +442,30 @@ pub(crate) fn build(
     // `structured/pools.go`, `GatherPools`; allocator case
     // "lexicographical-sorting-pools-with-binding-conditions").
     let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
+    let latest = slices.values().map(|s| s.spec.pool.generation).max().unwrap_or(0);
     let mut ordered: Vec<PoolSlices<'_>> = pools
         .into_iter()
         .map(|(key, all)| {
             let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
             let mut current: Vec<&Arc<ResourceSlice>> =
-                all.into_iter().filter(|s| s.spec.pool.generation == newest).collect();
+                all.iter().copied().filter(|s| s.spec.pool.generation == newest).collect();
+            let state = completeness(&current, &all, latest);
+            if state == Completeness::Stale {
+                current.clear();
+            }
             current.sort_by_key(|s| has_binding(s));
             let binding = current.iter().any(|s| has_binding(s));
-            (key, current, binding)
+            (key, current, binding, state)
         })
         .collect();
-    ordered.sort_by_key(|(_, _, binding)| *binding);
+    ordered.sort_by_key(|(_, _, binding, _)| *binding);
     let mut w = World { generation, ..World::default() };
-    for ((driver, pool), current, _) in ordered {
-        let expected = current.iter().map(|s| s.spec.pool.resource_slice_count).max().unwrap_or(1);
+    for ((driver, pool), current, _, state) in ordered {
         let pool_idx = w.pools.len() as u32;
         let mut entry = PoolEntry {
             driver: Symbol::intern(&driver),
             name: Symbol::intern(&pool),
-            incomplete: (current.len() as i64) < expected,
+            incomplete: state != Completeness::Complete,
             invalid: None,
         };
         // Counter sets of the whole pool.
