@@ -256,14 +256,31 @@ fn all_devices_of_the_incomplete_pool() {
 }
 
 #[test]
-fn incomplete_pool_serves_exact_count() {
-    // schedkit: upstream allocates ExactCount requests from incomplete pools (allocator.go:
-    // "This does not matter yet as long the incomplete pool has some matching device").
+fn no_allocation_from_incomplete_pools() {
+    // upstream "no-allocation-from-incomplete-pools": an ExactCount request does not take
+    // devices from an incomplete pool either; no allocation and no error.
     let mut s = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
     s["spec"]["pool"]["resourceSliceCount"] = json!(2);
     let (w, names) =
         World::new(&classes_ab(), vec![s]).claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
-    assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
+    assert_eq!(picked(&w.run(&names)), None);
+}
+
+#[test]
+fn obsolete_slice_newest_variant() {
+    // upstream "obsolete-slice" (newest variant; the older one is `obsolete_slice`): two slices both named "slice-1-obsolete" in a pool of
+    // two, the second one generation newer. Upstream lists both; the store keys slices by
+    // name as the API server does, so the second replaces the first (an update of the same
+    // object). Either way the pool holds one slice of two on the newest generation, is
+    // incomplete, and the ExactCount request gets nothing: no allocation, no error.
+    let old = pool_state(slice_on("slice-1-obsolete", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let new = pool_state(slice_on("slice-1-obsolete", "node-1", "pool-1", DRIVER_A, vec![dev("device-2")]), 2, 2);
+    let (w, names) = World::new(&classes_ab(), vec![old, new]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    assert_eq!(picked(&w.run(&names)), None);
 }
 
 /// Sets a slice's pool generation and announced slice count.

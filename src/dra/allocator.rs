@@ -354,8 +354,12 @@ impl Search<'_> {
                 }
                 matching += 1;
                 let pool = &world.pools[e.pool as usize];
-                if pool.incomplete && incomplete.is_none() {
-                    incomplete = Some(pool.label());
+                // Devices of an incomplete pool are never candidates; an "All" request
+                // fails on it below (upstream `allocator_stable.go`, `allocateOne`:
+                // incomplete and invalid pools are skipped for every request).
+                if pool.incomplete {
+                    incomplete.get_or_insert_with(|| pool.label());
+                    return;
                 }
                 if let Some(why) = &pool.invalid {
                     invalid.get_or_insert_with(|| (pool.label(), why.clone()));
