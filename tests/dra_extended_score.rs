@@ -276,3 +276,31 @@ fn most_and_least_allocated_pick_nodes_by_device_counts() {
         assert_eq!(b.node(), want_node, "{kind:?}");
     }
 }
+
+/// BalancedAllocation counts devices the same way (upstream's scorer is shared): with
+/// `[cpu, example.com/gpu]`, a pod of 1 CPU (of 8) and 1 GPU balances 1/8 CPU against
+/// 3/4 GPUs on `node-a` (4 devices, 2 allocated), `(1 - 0.3125) * 100`, and 1/8 against
+/// 1/8 on `node-b` (8 free). Without the resolver the GPU is left out and both score 100.
+#[test]
+fn balanced_allocation_balances_device_counts() {
+    use schedkit::plugins::node_resources::{BalancedAllocation, BalancedAllocationArgs, BalancedScoring};
+    let devices = |n: usize| (0..n).map(|i| named(&format!("gpu-{i}"))).collect::<Vec<_>>();
+    let s = store(
+        Some(class(&[])),
+        vec![slice("node-a", &devices(4)), slice("node-b", &devices(8))],
+        vec![allocated("held-0", "node-a", "gpu-0", None), allocated("held-1", "node-a", "gpu-1", None)],
+    );
+    let args = BalancedAllocationArgs {
+        resources: vec![ResourceSpec::new("cpu", 1), ResourceSpec::new(EXPLICIT, 1)],
+        scoring: BalancedScoring::BalanceAfterPlacement,
+    };
+    let pod = PodInfo::new(PodBuilder::new("p").cpu("1").request(EXPLICIT, "1").build()).unwrap();
+    let node = |n: &str| NodeInfo::new(Arc::new(NodeBuilder::new(n).cpu("8").memory("8Gi").pods(10).build()));
+    let scores = |ba: &BalancedAllocation| {
+        [node("node-a"), node("node-b")].map(|n| ba.score(&CycleState::new(), &pod, &n).unwrap())
+    };
+    let with = BalancedAllocation::new(&args).unwrap().with_device_classes(s.clone());
+    assert_eq!(scores(&with), [68, 100]);
+    let without = BalancedAllocation::new(&args).unwrap();
+    assert_eq!(scores(&without), [100, 100]);
+}

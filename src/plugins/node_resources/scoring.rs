@@ -423,7 +423,7 @@ struct Fractions {
 impl Fractions {
     #[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
     #[inline(always)]
-    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Fractions {
+    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, dra: Option<&ExtendedDeviceCounts>) -> Fractions {
         let mut fr = Fractions {
             n: 0,
             after: [0.0; MAX_SCORED_RESOURCES],
@@ -431,7 +431,7 @@ impl Fractions {
             total_after: 0.0,
             total_before: 0.0,
         };
-        res.for_each_present(pod_requests, node, true, None, |a, r, p, _| {
+        res.for_each_present(pod_requests, node, true, dra, |a, r, p, _| {
             if fr.n == MAX_SCORED_RESOURCES {
                 return;
             }
@@ -451,21 +451,31 @@ impl Fractions {
 /// `int64((1 - std) * 100)` over the requested fractions with the pod placed
 /// (capped at 1), as upstream `balancedResourceScorer` up to v1.35.
 #[inline]
-pub(crate) fn balanced_score(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> i64 {
+pub(crate) fn balanced_score(
+    res: &Resources,
+    pod_requests: &[i64],
+    node: &NodeInfo,
+    dra: Option<&ExtendedDeviceCounts>,
+) -> i64 {
     if let Some((_, after)) = cpu_memory_balance(res, pod_requests, node) {
         return after;
     }
-    let fr = Fractions::of(res, pod_requests, node);
+    let fr = Fractions::of(res, pod_requests, node, dra);
     std_score(&fr.after[..fr.n], fr.total_after)
 }
 
 /// Balanced scores `(without the pod, with it)` in one pass over the node.
 #[inline]
-pub(crate) fn balanced_before_after(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> (i64, i64) {
+pub(crate) fn balanced_before_after(
+    res: &Resources,
+    pod_requests: &[i64],
+    node: &NodeInfo,
+    dra: Option<&ExtendedDeviceCounts>,
+) -> (i64, i64) {
     if let Some(scores) = cpu_memory_balance(res, pod_requests, node) {
         return scores;
     }
-    let fr = Fractions::of(res, pod_requests, node);
+    let fr = Fractions::of(res, pod_requests, node, dra);
     (std_score(&fr.before[..fr.n], fr.total_before), std_score(&fr.after[..fr.n], fr.total_after))
 }
 
