@@ -143,7 +143,7 @@ pub(crate) struct SelectorMatches {
 }
 
 #[inline]
-fn bit(set: &[u64], d: u32) -> bool {
+pub(crate) fn bit(set: &[u64], d: u32) -> bool {
     set.get((d / 64) as usize).is_some_and(|w| w & (1 << (d % 64)) != 0)
 }
 

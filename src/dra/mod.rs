@@ -43,8 +43,8 @@ pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
 pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
 pub use store::{
-    Audit, BindingState, DraStore, GatherError, NodeResult, PodClaims, binding_state, claim_name_for,
-    extended_claim_name,
+    Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, PodClaims, binding_state,
+    claim_name_for, extended_claim_name,
 };
 pub use types::*;
 pub use world::DeviceId;

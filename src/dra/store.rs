@@ -284,6 +284,85 @@ fn claim_key(ns: &str, name: &str) -> String {
     format!("{}/{name}", ns_or_default(ns))
 }
 
+/// Which of the world's devices pass a class's selectors and then `extra` (a request's),
+/// stopping at the first false or error as upstream's `isSelectable`; devices with
+/// binding conditions are left out unless `binding`.
+fn selector_bits(
+    world: &World,
+    class: &CompiledClass,
+    extra: &[Arc<crate::selector::Selector>],
+    binding: bool,
+) -> SelectorMatches {
+    let mut m = SelectorMatches { bits: vec![0u64; world.devices.len().div_ceil(64)], errors: Vec::new() };
+    let class_n = class.selectors.len();
+    for (i, e) in world.devices.iter().enumerate() {
+        if !binding && e.binding.is_some() {
+            continue;
+        }
+        let mut ok = true;
+        for (j, sel) in class.selectors.iter().chain(extra.iter()).enumerate() {
+            match sel.matches(&e.device) {
+                Ok(true) => {}
+                Ok(false) => {
+                    ok = false;
+                    break;
+                }
+                Err(err) => {
+                    let whose = if j < class_n {
+                        format!("class {}: selector #{j}", class.class.metadata.name)
+                    } else {
+                        format!("selector #{}", j - class_n)
+                    };
+                    m.errors.push((i as u32, format!("{whose}: CEL runtime error: {err}")));
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            m.bits[i / 64] |= 1 << (i % 64);
+        }
+    }
+    m
+}
+
+/// Per-cycle view of the devices behind extended resources, for NodeResourcesFit's
+/// Score (KEP-5004; upstream `calculateDRAResourceTotals`): for each scored resource a
+/// device class maps, which devices the class's selectors match, and which devices
+/// are allocated or reserved. Built once per cycle by
+/// [`DraStore::extended_device_counts`]; reading it takes no lock.
+#[derive(Debug, Clone)]
+pub struct ExtendedDeviceCounts {
+    world: Arc<World>,
+    in_use: Arc<InUse>,
+    classes: SmallVec<[Option<Arc<SelectorMatches>>; 4]>,
+}
+
+impl ExtendedDeviceCounts {
+    /// `(devices, allocated)` of the class behind resource `index` (in the order given to
+    /// [`DraStore::extended_device_counts`]) reachable from `node`: every device of every
+    /// slice that reaches the node and matches the class's selectors counts (taints and
+    /// binding conditions do not matter), and one counts as allocated when a claim or an
+    /// in-flight reservation holds it or a share of it. `None` when no class maps the
+    /// resource; `(0, 0)` when a selector fails at run time on a device the node reaches,
+    /// which upstream logs and scores as if the node had none.
+    pub fn counts(&self, index: usize, node: Symbol, labels: &Labels) -> Option<(i64, i64)> {
+        let m = self.classes.get(index)?.as_ref()?;
+        let (mut devices, mut allocated, mut failed) = (0i64, 0i64, false);
+        self.world.for_each_on_node(node, labels, |d| {
+            if allocator::bit(&m.bits, d) {
+                devices += 1;
+                if self.in_use.contains(d) || self.in_use.shared_in_use(d) {
+                    allocated += 1;
+                }
+            } else if !failed && m.errors.iter().any(|&(e, _)| e == d) {
+                failed = true;
+            }
+        });
+        Some(if failed { (0, 0) } else { (devices, allocated) })
+    }
+}
+
 impl DraStore {
     /// An empty store.
     pub fn new() -> DraStore {
@@ -406,6 +485,37 @@ impl DraStore {
     /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
         self.inner.read().extended_names.get(resource).cloned()
+    }
+
+    /// The device view NodeResourcesFit's Score needs for `resources` (the scored ones, in
+    /// order), or `None` when none of them is a DRA-style extended resource a class maps:
+    /// upstream then skips the DRA state altogether (`getDRAPreScoredParams`).
+    pub fn extended_device_counts(&self, resources: &[&str]) -> Option<ExtendedDeviceCounts> {
+        let backed = |inner: &Inner, r: &str| {
+            if !is_dra_extended_resource_name(r) {
+                return None;
+            }
+            inner.extended_names.get(r).and_then(|c| inner.classes.get(c)).cloned()
+        };
+        if !resources.iter().any(|r| backed(&self.inner.read(), r).is_some()) {
+            return None;
+        }
+        let mut inner = self.inner.write();
+        let in_use = Self::in_use(&mut inner, None);
+        let world = inner.world.clone();
+        let mut cache = self.match_cache.lock();
+        if cache.0 != world.generation {
+            *cache = (world.generation, AHashMap::new());
+        }
+        let classes = resources
+            .iter()
+            .map(|r| {
+                let class = backed(&inner, r)?;
+                let key = format!("{}\u{3}extended-score", class.key);
+                Some(cache.1.entry(key).or_insert_with(|| Arc::new(selector_bits(&world, &class, &[], true))).clone())
+            })
+            .collect();
+        Some(ExtendedDeviceCounts { world, in_use, classes })
     }
 
     /// What PreBind recorded in a pod's status about the claim made for its extended
@@ -699,44 +809,7 @@ impl DraStore {
                 let set = cache
                     .1
                     .entry(key)
-                    .or_insert_with(|| {
-                        let mut m =
-                            SelectorMatches { bits: vec![0u64; world.devices.len().div_ceil(64)], errors: Vec::new() };
-                        // Class selectors first, then the request's, stopping at the first
-                        // false or error, as upstream's `isSelectable`.
-                        let class_n = class.selectors.len();
-                        for (i, e) in world.devices.iter().enumerate() {
-                            // Devices with binding conditions need the feature (upstream
-                            // `isSelectable`).
-                            if !binding && e.binding.is_some() {
-                                continue;
-                            }
-                            let mut ok = true;
-                            for (j, sel) in class.selectors.iter().chain(alt.selectors.iter()).enumerate() {
-                                match sel.matches(&e.device) {
-                                    Ok(true) => {}
-                                    Ok(false) => {
-                                        ok = false;
-                                        break;
-                                    }
-                                    Err(err) => {
-                                        let whose = if j < class_n {
-                                            format!("class {}: selector #{j}", class.class.metadata.name)
-                                        } else {
-                                            format!("selector #{}", j - class_n)
-                                        };
-                                        m.errors.push((i as u32, format!("{whose}: CEL runtime error: {err}")));
-                                        ok = false;
-                                        break;
-                                    }
-                                }
-                            }
-                            if ok {
-                                m.bits[i / 64] |= 1 << (i % 64);
-                            }
-                        }
-                        Arc::new(m)
-                    })
+                    .or_insert_with(|| Arc::new(selector_bits(world, class, &alt.selectors, binding)))
                     .clone();
                 per_alt.push(set);
                 cfg_alt.push(class.class.spec.config.clone());

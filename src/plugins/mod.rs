@@ -65,10 +65,14 @@ pub fn default_registry() -> Registry {
             .map(|p| Arc::new(p) as Arc<dyn Plugin>)
             .map_err(|e| e.to_string())
     });
-    add(names::NODE_RESOURCES_BALANCED_ALLOCATION, |a, _| {
-        node_resources::BalancedAllocation::from_config(a)
-            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
-            .map_err(|e| e.to_string())
+    add(names::NODE_RESOURCES_BALANCED_ALLOCATION, |a, h| {
+        let ba = node_resources::BalancedAllocation::from_config(a).map_err(|e| e.to_string())?;
+        // As NodeResourcesFit: upstream takes the resolver from the SharedDRAManager.
+        let ba = match h.shared::<crate::dra::DraStore>() {
+            Some(store) => ba.with_device_classes(store),
+            None => ba,
+        };
+        Ok(Arc::new(ba) as Arc<dyn Plugin>)
     });
     add(names::POD_TOPOLOGY_SPREAD, |a, h| {
         pod_topology_spread::PodTopologySpread::from_config(a, h)

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::ArgsError;
+use super::fit::DeviceClassResolver;
 use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
 use crate::framework::{
     CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
@@ -49,16 +50,43 @@ impl Default for BalancedAllocationArgs {
 pub struct BalancedAllocation {
     scored: ScoredResources,
     scoring: BalancedScoring,
+    /// Resolves extended resources backed by DRA device classes (KEP-5004).
+    device_classes: Option<Arc<dyn DeviceClassResolver>>,
 }
 
+/// The pod's requests (with no defaults) in the order of the balanced resources, and
+/// the cycle's device view when a class maps one of them the pod requests.
 #[derive(Debug, Clone)]
-struct BalancedState(SmallVec<[i64; 4]>);
+struct BalancedState(SmallVec<[i64; 4]>, Option<crate::dra::ExtendedDeviceCounts>);
 
 impl BalancedAllocation {
     /// Builds the plugin, validating resource weights.
     pub fn new(args: &BalancedAllocationArgs) -> Result<Self, ArgsError> {
         scoring::validate_resources("resources", &args.resources)?;
-        Ok(BalancedAllocation { scored: ScoredResources::new(&args.resources), scoring: args.scoring })
+        Ok(BalancedAllocation {
+            scored: ScoredResources::new(&args.resources),
+            scoring: args.scoring,
+            device_classes: None,
+        })
+    }
+
+    /// Balances extended resources backed by a DRA device class by device counts on
+    /// nodes that do not list them, as [`Fit::with_device_classes`](super::Fit::with_device_classes)
+    /// scores them (upstream BalancedAllocation with `DRAExtendedResource`,
+    /// kubernetes/kubernetes#134058).
+    #[must_use]
+    pub fn with_device_classes(mut self, resolver: Arc<dyn DeviceClassResolver>) -> Self {
+        self.device_classes = Some(resolver);
+        self
+    }
+
+    fn state(&self, pod: &PodInfo) -> BalancedState {
+        let reqs = self.scored.pod_requests(pod, true);
+        let dra = match &self.device_classes {
+            Some(d) if self.scored.requests_scalar(&reqs) => d.extended_device_counts(&self.scored.names()),
+            _ => None,
+        };
+        BalancedState(reqs, dra)
     }
 
     /// From config args (absent means defaults).
@@ -70,11 +98,12 @@ impl BalancedAllocation {
         BalancedAllocation::new(&a)
     }
 
-    fn score_with(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
+    fn score_with(&self, s: &BalancedState, node: &NodeInfo) -> i64 {
+        let (reqs, dra) = (&s.0, s.1.as_ref());
         match self.scoring {
-            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(&self.scored, reqs, node),
+            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(&self.scored, reqs, node, dra),
             BalancedScoring::ChangeInBalance => {
-                let (before, after) = scoring::balanced_before_after(&self.scored, reqs, node);
+                let (before, after) = scoring::balanced_before_after(&self.scored, reqs, node, dra);
                 MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
             }
         }
@@ -94,11 +123,11 @@ impl PreScorePlugin for BalancedAllocation {
     /// Skips best-effort pods (nothing requested), as upstream does since
     /// kubernetes/kubernetes#129138, so they don't pile onto one node.
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
-        let reqs = self.scored.pod_requests(pod, true);
-        if reqs.iter().all(|&r| r == 0) {
+        let s = self.state(pod);
+        if s.0.iter().all(|&r| r == 0) {
             return Status::SKIP;
         }
-        state.write(BalancedState(reqs));
+        state.write(s);
         Status::SUCCESS
     }
 }
@@ -106,13 +135,13 @@ impl PreScorePlugin for BalancedAllocation {
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         if let Some(s) = state.read::<BalancedState>() {
-            return Ok(self.score_with(&s.0, node));
+            return Ok(self.score_with(s, node));
         }
-        let reqs = self.scored.pod_requests(pod, true);
-        if reqs.iter().all(|&r| r == 0) {
+        let s = self.state(pod);
+        if s.0.iter().all(|&r| r == 0) {
             return Ok(0);
         }
-        Ok(self.score_with(&reqs, node))
+        Ok(self.score_with(&s, node))
     }
 
     fn score_nodes(
@@ -126,9 +155,9 @@ impl ScorePlugin for BalancedAllocation {
             state,
             nodes,
             scores,
-            || BalancedState(self.scored.pod_requests(pod, true)),
+            || self.state(pod),
             |s, n| {
-                if s.0.iter().all(|&r| r == 0) { 0 } else { self.score_with(&s.0, n) }
+                if s.0.iter().all(|&r| r == 0) { 0 } else { self.score_with(s, n) }
             },
         );
         Ok(())

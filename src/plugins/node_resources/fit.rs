@@ -78,11 +78,23 @@ pub struct Fit {
 pub trait DeviceClassResolver: Send + Sync + std::fmt::Debug {
     /// The class serving `resource`, if any.
     fn device_class_for(&self, resource: &str) -> Option<String>;
+
+    /// The devices behind the scored `resources` (in order) for one scheduling cycle,
+    /// so Score can count a node's devices of a class: `None` (the default) when no
+    /// class maps any of them, and then they score as plain extended resources.
+    fn extended_device_counts(&self, resources: &[&str]) -> Option<crate::dra::ExtendedDeviceCounts> {
+        let _ = resources;
+        None
+    }
 }
 
 impl DeviceClassResolver for crate::dra::DraStore {
     fn device_class_for(&self, resource: &str) -> Option<String> {
         self.device_class_for_resource(resource)
+    }
+
+    fn extended_device_counts(&self, resources: &[&str]) -> Option<crate::dra::ExtendedDeviceCounts> {
+        crate::dra::DraStore::extended_device_counts(self, resources)
     }
 }
 
@@ -100,9 +112,11 @@ struct FitState {
     has_any: bool,
 }
 
-/// The pod's requests in the order of the scored resources (written in PreScore).
+/// The pod's requests in the order of the scored resources, and the cycle's view of
+/// devices behind scored extended resources when a device class maps one the pod
+/// requests (written in PreScore).
 #[derive(Debug, Clone)]
-struct FitScoreState(SmallVec<[i64; 4]>);
+struct FitScoreState(SmallVec<[i64; 4]>, Option<crate::dra::ExtendedDeviceCounts>);
 
 impl Fit {
     /// Builds the plugin, validating the args like upstream `ValidateNodeResourcesFitArgs`.
@@ -131,6 +145,12 @@ impl Fit {
     /// 0): upstream's `DRAExtendedResource` behaviour (`noderesources/fit.go`,
     /// `fitsRequest` with `ShouldDelegateResourceToDRA`). A node that lists the resource
     /// is checked as usual (its device plugin serves it).
+    ///
+    /// Score then counts devices for such a resource when it is scored (in
+    /// `scoringStrategy.resources`) and the pod requests it: on a node that does not
+    /// list it, allocatable is the class's devices the node reaches and requested the
+    /// allocated ones plus the pod's request (upstream
+    /// `calculateDRAExtendedResourceAllocatableRequest`, kubernetes/kubernetes#134058).
     #[must_use]
     pub fn with_device_classes(mut self, resolver: Arc<dyn DeviceClassResolver>) -> Fit {
         self.device_classes = Some(resolver);
@@ -311,22 +331,34 @@ fn rejection(s: &FitState, node: &NodeInfo) -> Status {
 
 impl PreScorePlugin for Fit {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
-        state.write(FitScoreState(self.scored.pod_requests(pod, false)));
+        state.write(self.score_state(pod));
         Status::SUCCESS
     }
 }
 
 impl Fit {
-    fn score_one(&self, reqs: &[i64], node: &NodeInfo) -> i64 {
-        self.scorer.score_node(&self.scored, reqs, node, false)
+    /// The pod's scored requests, and the device view only when the plugin resolves
+    /// device classes and the pod requests a scored extended resource: the default
+    /// `[cpu, memory]` never touches the DRA store.
+    fn score_state(&self, pod: &PodInfo) -> FitScoreState {
+        let reqs = self.scored.pod_requests(pod, false);
+        let dra = match &self.device_classes {
+            Some(d) if self.scored.requests_scalar(&reqs) => d.extended_device_counts(&self.scored.names()),
+            _ => None,
+        };
+        FitScoreState(reqs, dra)
+    }
+
+    fn score_one(&self, s: &FitScoreState, node: &NodeInfo) -> i64 {
+        self.scorer.score_node(&self.scored, &s.0, node, false, s.1.as_ref())
     }
 }
 
 impl ScorePlugin for Fit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         match state.read::<FitScoreState>() {
-            Some(s) => Ok(self.score_one(&s.0, node)),
-            None => Ok(self.score_one(&self.scored.pod_requests(pod, false), node)),
+            Some(s) => Ok(self.score_one(s, node)),
+            None => Ok(self.score_one(&self.score_state(pod), node)),
         }
     }
 
@@ -337,13 +369,7 @@ impl ScorePlugin for Fit {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        score_batch(
-            state,
-            nodes,
-            scores,
-            || FitScoreState(self.scored.pod_requests(pod, false)),
-            |s, n| self.score_one(&s.0, n),
-        );
+        score_batch(state, nodes, scores, || self.score_state(pod), |s, n| self.score_one(s, n));
         Ok(())
     }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::ArgsError;
+use crate::dra::ExtendedDeviceCounts;
 use crate::framework::MAX_NODE_SCORE;
 use crate::model::{Symbol, native_names};
 use crate::snapshot::{NodeInfo, PodInfo};
@@ -185,6 +186,26 @@ impl Resources {
         Resources { kinds, weights: specs.iter().map(|r| r.weight).collect(), cpu_memory }
     }
 
+    /// Whether the pod requests any scored resource other than cpu, memory and
+    /// ephemeral-storage (never with the default `[cpu, memory]`).
+    pub fn requests_scalar(&self, pod_requests: &[i64]) -> bool {
+        self.kinds.iter().zip(pod_requests).any(|(k, &r)| r != 0 && matches!(k, Kind::Scalar(_)))
+    }
+
+    /// The names of all scored resources, in order.
+    pub fn names(&self) -> SmallVec<[&'static str; 4]> {
+        let n = native_names();
+        self.kinds
+            .iter()
+            .map(|k| match *k {
+                Kind::Cpu => n.cpu.as_str(),
+                Kind::Memory => n.memory.as_str(),
+                Kind::EphemeralStorage => n.ephemeral_storage.as_str(),
+                Kind::Scalar(s) => s.as_str(),
+            })
+            .collect()
+    }
+
     /// The pod's request of each resource, with the scoring defaults unless
     /// `use_requested` (upstream `calculatePodResourceRequestList`).
     pub fn pod_requests(&self, pod: &PodInfo, use_requested: bool) -> SmallVec<[i64; 4]> {
@@ -202,13 +223,18 @@ impl Resources {
 }
 
 /// `(allocatable, requested-including-the-pod)` of one resource on a node, or `(0, 0)`
-/// to leave it out (upstream `calculateResourceAllocatableRequest`).
+/// to leave it out (upstream `calculateResourceAllocatableRequest`). `dra` is the
+/// cycle's device view and this resource's index in it: an extended resource the node
+/// does not list (or lists as 0) but a device class maps is scored by devices, with
+/// allocatable the class's devices the node reaches and requested those allocated
+/// plus the pod's request (KEP-5004, upstream `calculateDRAExtendedResourceAllocatableRequest`).
 #[inline]
 pub(crate) fn allocatable_and_requested(
     node: &NodeInfo,
     kind: Kind,
     pod_request: i64,
     use_requested: bool,
+    dra: Option<(&ExtendedDeviceCounts, usize)>,
 ) -> (i64, i64) {
     let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
     let alloc = node.allocatable();
@@ -218,10 +244,20 @@ pub(crate) fn allocatable_and_requested(
         Kind::EphemeralStorage => (alloc.ephemeral_storage, node.requested().ephemeral_storage + pod_request),
         // A scalar resource the pod doesn't ask for is left out of the score.
         Kind::Scalar(_) if pod_request == 0 => (0, 0),
-        Kind::Scalar(name) => match alloc.scalar.iter().find(|(k, _)| *k == name) {
-            Some(&(_, a)) => (a, node.requested().scalar(name) + pod_request),
-            None => (0, 0),
-        },
+        Kind::Scalar(name) => {
+            let listed = alloc.scalar.iter().find(|(k, _)| *k == name).map(|&(_, a)| a);
+            if listed.unwrap_or(0) == 0
+                && let Some((view, i)) = dra
+                && let Some((devices, allocated)) = view.counts(i, node.name(), &node.node().metadata.labels)
+                && devices > 0
+            {
+                return (devices, allocated + pod_request);
+            }
+            match listed {
+                Some(a) => (a, node.requested().scalar(name) + pod_request),
+                None => (0, 0),
+            }
+        }
     }
 }
 
@@ -236,6 +272,7 @@ impl Resources {
         pod_requests: &[i64],
         node: &NodeInfo,
         use_requested: bool,
+        dra: Option<&ExtendedDeviceCounts>,
         mut f: impl FnMut(i64, i64, i64, i64),
     ) {
         if self.cpu_memory
@@ -251,8 +288,8 @@ impl Resources {
             }
             return;
         }
-        for ((kind, &pr), &w) in self.kinds.iter().zip(pod_requests).zip(&self.weights) {
-            let (a, r) = allocatable_and_requested(node, *kind, pr, use_requested);
+        for (i, ((kind, &pr), &w)) in self.kinds.iter().zip(pod_requests).zip(&self.weights).enumerate() {
+            let (a, r) = allocatable_and_requested(node, *kind, pr, use_requested, dra.map(|v| (v, i)));
             if a != 0 {
                 f(a, r, pr, w);
             }
@@ -269,11 +306,12 @@ fn weighted_mean(
     pod_requests: &[i64],
     node: &NodeInfo,
     use_requested: bool,
+    dra: Option<&ExtendedDeviceCounts>,
     f: impl Fn(i64, i64) -> i64,
 ) -> i64 {
     let mut score = 0;
     let mut weight_sum = 0;
-    res.for_each_present(pod_requests, node, use_requested, |a, r, _, w| {
+    res.for_each_present(pod_requests, node, use_requested, dra, |a, r, _, w| {
         score += f(r, a) * w;
         weight_sum += w;
     });
@@ -343,14 +381,21 @@ impl Scorer {
 
     /// The node's score for a pod requesting `pod_requests` (in `res` order).
     #[inline]
-    pub fn score_node(&self, res: &Resources, pod_requests: &[i64], node: &NodeInfo, use_requested: bool) -> i64 {
+    pub fn score_node(
+        &self,
+        res: &Resources,
+        pod_requests: &[i64],
+        node: &NodeInfo,
+        use_requested: bool,
+        dra: Option<&ExtendedDeviceCounts>,
+    ) -> i64 {
         match self {
-            Scorer::Least => weighted_mean(res, pod_requests, node, use_requested, least_requested_score),
-            Scorer::Most => weighted_mean(res, pod_requests, node, use_requested, most_requested_score),
+            Scorer::Least => weighted_mean(res, pod_requests, node, use_requested, dra, least_requested_score),
+            Scorer::Most => weighted_mean(res, pod_requests, node, use_requested, dra, most_requested_score),
             Scorer::Ratio(shape) => {
                 let mut node_score = 0i64;
                 let mut weight_sum = 0i64;
-                res.for_each_present(pod_requests, node, use_requested, |a, r, _, w| {
+                res.for_each_present(pod_requests, node, use_requested, dra, |a, r, _, w| {
                     let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
                     let s = broken_linear(shape, p);
                     // Upstream counts a resource only when its score is positive.
@@ -378,7 +423,7 @@ struct Fractions {
 impl Fractions {
     #[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
     #[inline(always)]
-    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Fractions {
+    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, dra: Option<&ExtendedDeviceCounts>) -> Fractions {
         let mut fr = Fractions {
             n: 0,
             after: [0.0; MAX_SCORED_RESOURCES],
@@ -386,7 +431,7 @@ impl Fractions {
             total_after: 0.0,
             total_before: 0.0,
         };
-        res.for_each_present(pod_requests, node, true, |a, r, p, _| {
+        res.for_each_present(pod_requests, node, true, dra, |a, r, p, _| {
             if fr.n == MAX_SCORED_RESOURCES {
                 return;
             }
@@ -406,21 +451,31 @@ impl Fractions {
 /// `int64((1 - std) * 100)` over the requested fractions with the pod placed
 /// (capped at 1), as upstream `balancedResourceScorer` up to v1.35.
 #[inline]
-pub(crate) fn balanced_score(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> i64 {
+pub(crate) fn balanced_score(
+    res: &Resources,
+    pod_requests: &[i64],
+    node: &NodeInfo,
+    dra: Option<&ExtendedDeviceCounts>,
+) -> i64 {
     if let Some((_, after)) = cpu_memory_balance(res, pod_requests, node) {
         return after;
     }
-    let fr = Fractions::of(res, pod_requests, node);
+    let fr = Fractions::of(res, pod_requests, node, dra);
     std_score(&fr.after[..fr.n], fr.total_after)
 }
 
 /// Balanced scores `(without the pod, with it)` in one pass over the node.
 #[inline]
-pub(crate) fn balanced_before_after(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> (i64, i64) {
+pub(crate) fn balanced_before_after(
+    res: &Resources,
+    pod_requests: &[i64],
+    node: &NodeInfo,
+    dra: Option<&ExtendedDeviceCounts>,
+) -> (i64, i64) {
     if let Some(scores) = cpu_memory_balance(res, pod_requests, node) {
         return scores;
     }
-    let fr = Fractions::of(res, pod_requests, node);
+    let fr = Fractions::of(res, pod_requests, node, dra);
     (std_score(&fr.before[..fr.n], fr.total_before), std_score(&fr.after[..fr.n], fr.total_after))
 }
 
