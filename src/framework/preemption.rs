@@ -838,6 +838,33 @@ pub fn find_candidates(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext
     out
 }
 
+/// A preemption plugin's whole PostFilter: reads the running profile `plugin` was
+/// called from, takes the nominated pods once, and runs [`preempt`] with `strategy`.
+pub fn post_filter_preempt(
+    strategy: &dyn PreemptionStrategy,
+    plugin: &str,
+    handle: &Handle,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    statuses: &NodeToStatus,
+) -> (Option<PostFilterResult>, Status) {
+    let profile = match RunningProfile::read(state, plugin) {
+        Ok(p) => p,
+        Err(s) => return (None, s),
+    };
+    let cx = PreemptionContext {
+        profile: &profile,
+        state,
+        pod,
+        snapshot,
+        statuses,
+        handle,
+        nominated: handle.preemption().nominator().snapshot(),
+    };
+    preempt(strategy, &cx)
+}
+
 /// Upstream `Evaluator.Preempt`: eligibility, candidates, the pick, eviction.
 /// Returns the nominated node with `Success`; `Unschedulable` when preemption can't
 /// help (with upstream's per-node reasons) or when no [`Evictor`] is configured (so a

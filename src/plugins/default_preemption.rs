@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::framework::CycleState;
-use crate::framework::preemption::{
-    self, DryRun, PdbBudgets, PreemptionContext, PreemptionStrategy, RunningProfile, Victims,
-};
+use crate::framework::preemption::{self, DryRun, PdbBudgets, PreemptionContext, PreemptionStrategy, Victims};
 use crate::framework::{ExtensionPoints, Handle, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, Status};
 use crate::plugins::names;
 use crate::snapshot::{PodInfo, Snapshot};
@@ -199,19 +197,6 @@ impl PostFilterPlugin for DefaultPreemption {
         snapshot: &Snapshot,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        let profile = match RunningProfile::read(state, names::DEFAULT_PREEMPTION) {
-            Ok(p) => p,
-            Err(s) => return (None, s),
-        };
-        let cx = PreemptionContext {
-            profile: &profile,
-            state,
-            pod,
-            snapshot,
-            statuses,
-            handle: &self.handle,
-            nominated: self.handle.preemption().nominator().snapshot(),
-        };
-        preemption::preempt(self, &cx)
+        preemption::post_filter_preempt(self, names::DEFAULT_PREEMPTION, &self.handle, state, pod, snapshot, statuses)
     }
 }

@@ -30,7 +30,7 @@ use serde::Deserialize;
 pub use quota::{Bound, ElasticQuota, ElasticQuotaSpec, QuotaError, QuotaInfo, QuotaSet};
 
 use crate::framework::preemption::{
-    self, DryRun, PdbBudgets, PreemptionContext, PreemptionStrategy, RunningProfile, Victims, is_terminating,
+    self, DryRun, PdbBudgets, PreemptionContext, PreemptionStrategy, Victims, is_terminating,
 };
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventResource, ExtensionPoints,
@@ -236,20 +236,7 @@ impl PostFilterPlugin for CapacityScheduling {
         snapshot: &Snapshot,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        let profile = match RunningProfile::read(state, names::CAPACITY_SCHEDULING) {
-            Ok(p) => p,
-            Err(s) => return (None, s),
-        };
-        let cx = PreemptionContext {
-            profile: &profile,
-            state,
-            pod,
-            snapshot,
-            statuses,
-            handle: &self.handle,
-            nominated: self.handle.preemption().nominator().snapshot(),
-        };
-        preemption::preempt(self, &cx)
+        preemption::post_filter_preempt(self, names::CAPACITY_SCHEDULING, &self.handle, state, pod, snapshot, statuses)
     }
 }
 
