@@ -468,47 +468,37 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// CEL's commutative `&&`/`||`: `decides` (false for `&&`, true for `||`) on
+    /// either side wins even over an error on the other; with `passes` on the left
+    /// the right side is the answer; otherwise the left side's error stands.
+    #[inline]
+    fn logical(&mut self, a: &'a Node, b: &'a Node, op: &'static str, decides: Tri, passes: Tri) -> Tri {
+        let l = self.test(a, op);
+        if l == decides {
+            return decides;
+        }
+        let saved = if l == Tri::Err { self.fault.take() } else { None };
+        let r = self.test(b, op);
+        if r == decides {
+            return decides;
+        }
+        if l == passes {
+            return r;
+        }
+        if saved.is_some() {
+            self.fault = saved;
+        }
+        Tri::Err
+    }
+
     /// Evaluates a node that must produce a bool. Returns a three-state answer in a
     /// register; on [`Tri::Err`] the error is in `self.fault`. `op` names the operator
     /// that needed the bool, for the "no such overload" error of a non-bool value.
     #[inline]
-    #[expect(clippy::too_many_lines, reason = "the bool fast paths stay together")]
     fn test(&mut self, n: &'a Node, op: &'static str) -> Tri {
         match n {
-            Node::And(a, b) => {
-                let l = self.test(a, "_&&_");
-                if l == Tri::False {
-                    return Tri::False;
-                }
-                let saved = if l == Tri::Err { self.fault.take() } else { None };
-                match (l, self.test(b, "_&&_")) {
-                    (_, Tri::False) => Tri::False,
-                    (Tri::True, r) => r,
-                    _ => {
-                        if saved.is_some() {
-                            self.fault = saved;
-                        }
-                        Tri::Err
-                    }
-                }
-            }
-            Node::Or(a, b) => {
-                let l = self.test(a, "_||_");
-                if l == Tri::True {
-                    return Tri::True;
-                }
-                let saved = if l == Tri::Err { self.fault.take() } else { None };
-                match (l, self.test(b, "_||_")) {
-                    (_, Tri::True) => Tri::True,
-                    (Tri::False, r) => r,
-                    _ => {
-                        if saved.is_some() {
-                            self.fault = saved;
-                        }
-                        Tri::Err
-                    }
-                }
-            }
+            Node::And(a, b) => self.logical(a, b, "_&&_", Tri::False, Tri::True),
+            Node::Or(a, b) => self.logical(a, b, "_||_", Tri::True, Tri::False),
             Node::OrdTest { f, operands, accept, extra_cost } => {
                 self.cost += extra_cost;
                 let o = match (&operands.0, &operands.1) {
