@@ -38,27 +38,7 @@ fn should_escape(c: u8, mode: Mode) -> bool {
     if c.is_ascii_alphanumeric() {
         return false;
     }
-    if mode == Mode::Host
-        && matches!(
-            c,
-            b'!' | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-                | b':'
-                | b'['
-                | b']'
-                | b'<'
-                | b'>'
-                | b'"'
-        )
-    {
+    if mode == Mode::Host && (is_sub_delim(c) || matches!(c, b':' | b'[' | b']' | b'<' | b'>' | b'"')) {
         return false;
     }
     match c {
@@ -138,27 +118,14 @@ fn escape_path(s: &str) -> String {
     out
 }
 
+/// RFC 3986 `sub-delims`: the characters Go's `net/url` lets through unescaped in
+/// hosts and encoded paths alike.
+fn is_sub_delim(c: u8) -> bool {
+    matches!(c, b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=')
+}
+
 fn valid_encoded_path(s: &str) -> bool {
-    s.bytes().all(|c| {
-        matches!(
-            c,
-            b'!' | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-                | b':'
-                | b'@'
-                | b'['
-                | b']'
-                | b'%'
-        ) || !should_escape(c, Mode::Path)
-    })
+    s.bytes().all(|c| is_sub_delim(c) || matches!(c, b':' | b'@' | b'[' | b']' | b'%') || !should_escape(c, Mode::Path))
 }
 
 fn valid_optional_port(port: &str) -> bool {
