@@ -314,18 +314,7 @@ pub fn run_add_pod_extensions(
     to_add: &PodInfo,
     node: &NodeInfo,
 ) -> Status {
-    for (i, p) in profile.pre_filter.iter().enumerate() {
-        let Some(ext) = p.plugin.extensions() else { continue };
-        if profile.pre_filter_to_filter[i].is_some_and(|f| state.skips_filter(f)) {
-            continue;
-        }
-        let s = ext.add_pod(state, pod, to_add, node);
-        if !s.is_success() {
-            return Status::error(format!("running AddPod on PreFilter plugin {:?}: {}", p.name, s.message()))
-                .with_plugin(p.name);
-        }
-    }
-    Status::SUCCESS
+    run_extensions(profile, state, "AddPod", |ext, state| ext.add_pod(state, pod, to_add, node))
 }
 
 /// RemovePod extensions (upstream `RunPreFilterExtensionRemovePod`).
@@ -336,14 +325,25 @@ pub fn run_remove_pod_extensions(
     to_remove: &PodInfo,
     node: &NodeInfo,
 ) -> Status {
+    run_extensions(profile, state, "RemovePod", |ext, state| ext.remove_pod(state, pod, to_remove, node))
+}
+
+/// Calls `call` on the extensions of every PreFilter plugin whose Filter isn't
+/// skipped; the first failure becomes an `Error` naming `what` and the plugin.
+fn run_extensions(
+    profile: &Profile,
+    state: &mut CycleState,
+    what: &str,
+    mut call: impl FnMut(&dyn super::PreFilterExtensions, &mut CycleState) -> Status,
+) -> Status {
     for (i, p) in profile.pre_filter.iter().enumerate() {
         let Some(ext) = p.plugin.extensions() else { continue };
         if profile.pre_filter_to_filter[i].is_some_and(|f| state.skips_filter(f)) {
             continue;
         }
-        let s = ext.remove_pod(state, pod, to_remove, node);
+        let s = call(ext, state);
         if !s.is_success() {
-            return Status::error(format!("running RemovePod on PreFilter plugin {:?}: {}", p.name, s.message()))
+            return Status::error(format!("running {what} on PreFilter plugin {:?}: {}", p.name, s.message()))
                 .with_plugin(p.name);
         }
     }
