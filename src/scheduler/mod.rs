@@ -650,12 +650,7 @@ impl Scheduler {
                 }
                 at = idx;
                 processed += 1;
-                // Nominated pods (rare) take the untimed path that adds them first.
-                let s = match (timers, nominated) {
-                    (None, None) => runtime::run_active_filters(&active, state, pod, &nodes[idx], current),
-                    (Some(t), None) => runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t),
-                    _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
-                };
+                let s = filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated);
                 if s.is_success() {
                     bufs.feasible.push(idx);
                 } else {
@@ -814,13 +809,35 @@ fn post_filter(
     ScheduleError::Unschedulable(Box::new(err))
 }
 
+/// One node through the cycle's Filters: the plain path, the timed path of a
+/// sampled cycle, or (rare) the path that first adds nominated pods.
+#[expect(clippy::inline_always, reason = "runs once per node in the serial and parallel Filter loops")]
+#[expect(clippy::too_many_arguments, reason = "internal; the cycle's pieces")]
+#[inline(always)]
+fn filter_node(
+    active: &runtime::ActiveFilters<'_>,
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &crate::snapshot::NodeInfo,
+    current: &std::cell::Cell<usize>,
+    timers: Option<&crate::framework::metrics::PointTimers>,
+    nominated: Option<&crate::framework::preemption::NominatedPods>,
+) -> Status {
+    match (timers, nominated) {
+        (None, None) => runtime::run_active_filters(active, state, pod, node, current),
+        (Some(t), None) => runtime::run_filters_timed(profile, state, pod, node, current, t),
+        _ => run_filters_with_nominated(profile, state, pod, node, nominated, current),
+    }
+}
+
 #[cfg(feature = "parallel")]
 mod parallel {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use rayon::prelude::*;
 
-    use super::{Buffers, run_filters_with_nominated, runtime};
+    use super::{Buffers, runtime};
     use crate::framework::metrics::{Histogram, PointTimers, timed};
     use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
     use crate::snapshot::{NodeList, PodInfo, Snapshot};
@@ -883,14 +900,16 @@ mod parallel {
                             }
                             at = idx;
                             processed += 1;
-                            // Nominated pods (rare) take the untimed path that adds them first.
-                            let s = match (timers, nominated) {
-                                (None, None) => runtime::run_active_filters(&active, state, pod, &nodes[idx], current),
-                                (Some(t), None) => {
-                                    runtime::run_filters_timed(profile, state, pod, &nodes[idx], current, t)
-                                }
-                                _ => run_filters_with_nominated(profile, state, pod, &nodes[idx], nominated, current),
-                            };
+                            let s = super::filter_node(
+                                &active,
+                                profile,
+                                state,
+                                pod,
+                                &nodes[idx],
+                                current,
+                                timers,
+                                nominated,
+                            );
                             if s.is_success() {
                                 unpublished += 1;
                                 ok.push(idx);
