@@ -111,8 +111,12 @@ pub struct PodClaims {
     pub(crate) binding: bool,
     /// The pod's extended resources backed by DRA, if any.
     pub(crate) extended: Option<Arc<ExtendedPlan>>,
-    /// Whether a claim to allocate has a `firstAvailable` request (what Score ranks).
+    /// Whether Score has anything to rank: a claim to allocate has a `firstAvailable`
+    /// request, or an allocated claim used a subrequest.
     pub(crate) prioritized: bool,
+    /// What the pod's claims allocated in earlier cycles add to every node's Score
+    /// ([`PodClaims::prioritized_list_score`]).
+    pub(crate) allocated_score: i64,
     /// `namespace/name` of a claim made for the pod's extended resources in an earlier
     /// attempt: it fails Filter on every node until PostFilter deletes it.
     pub(crate) stale_extended: Option<String>,
@@ -278,6 +282,25 @@ fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocat
         }
     }
     out
+}
+
+/// What an allocated claim adds to the DynamicResources Score: `8 - i` for each
+/// `firstAvailable` request whose allocation used its subrequest `i` (upstream
+/// `dynamicresources.go`, `computeScore`, which reads `status.allocation` for claims
+/// allocated in an earlier cycle).
+fn subrequest_score(claim: &ResourceClaim, allocation: &AllocationResult) -> i64 {
+    let mut score = 0;
+    for req in &claim.spec.devices.requests {
+        for (i, sub) in req.first_available.iter().enumerate() {
+            let used = allocation.devices.results.iter().any(|r| {
+                r.request.split_once('/').is_some_and(|(parent, child)| parent == req.name && child == sub.name)
+            });
+            if used {
+                score += FIRST_AVAILABLE_MAX - i as i64;
+            }
+        }
+    }
+    score
 }
 
 fn claim_key(ns: &str, name: &str) -> String {
@@ -955,12 +978,16 @@ impl DraStore {
         let in_use = Self::in_use(inner, exclude);
         let mut plans = Vec::new();
         let mut allocated = Vec::new();
+        let mut allocated_score = 0;
         for pc in &pod.spec.resource_claims {
             let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
             if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
                 let binding = if has_binding_conditions(claim) { binding_state(claim) } else { BindingState::Ready };
+                if !allocated.iter().any(|x: &AllocatedClaim| x.key == key) {
+                    allocated_score += subrequest_score(claim, a);
+                }
                 allocated.push(AllocatedClaim {
                     key,
                     node_selector: a.node_selector.clone(),
@@ -1001,9 +1028,10 @@ impl DraStore {
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
-        let prioritized = plans
-            .iter()
-            .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
+        let prioritized = allocated_score > 0
+            || plans
+                .iter()
+                .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
         Ok(PodClaims {
             world: inner.world.clone(),
             in_use,
@@ -1012,6 +1040,7 @@ impl DraStore {
             allocated,
             binding: !inner.binding_disabled,
             prioritized,
+            allocated_score,
             extended,
             stale_extended,
             chooser: inner.chooser.clone(),
@@ -1484,8 +1513,9 @@ impl PodClaims {
         self.extended.is_some()
     }
 
-    /// Whether a claim to allocate has a `firstAvailable` request, so nodes may score
-    /// differently ([`PodClaims::prioritized_list_score`]).
+    /// Whether Score has anything to add up: a claim to allocate has a `firstAvailable`
+    /// request, or a claim allocated earlier used a subrequest
+    /// ([`PodClaims::prioritized_list_score`]).
     pub fn has_prioritized_lists(&self) -> bool {
         self.prioritized
     }
@@ -1494,8 +1524,11 @@ impl PodClaims {
     /// `computeScore`): allocates on the node as Filter does and, for every
     /// `firstAvailable` request, adds `8 - i` when the allocation uses its subrequest
     /// `i` (8 is upstream's `FirstAvailableDeviceRequestMaxSize`), so nodes serving
-    /// earlier subrequests score higher. 0 when the claims don't fit or have no such
-    /// request. Claims allocated in an earlier cycle add nothing.
+    /// earlier subrequests score higher. Claims allocated in an earlier cycle add the
+    /// same for the subrequests their `status.allocation` names (upstream's fix that
+    /// reads `claim.Status.Allocation` in `computeScore`), but only on nodes where the
+    /// pod still has claims to allocate: upstream keeps no per-node allocation, and
+    /// scores 0, when Filter ran no allocator. 0 when the claims don't fit.
     pub fn prioritized_list_score(
         &self,
         node: Symbol,
@@ -1507,6 +1540,11 @@ impl PodClaims {
         }
         let Ok(mask) = self.extended_mask(allocatable) else { return Ok(0) };
         let (plans, slots) = self.plans_for(mask);
+        if plans.is_empty() {
+            // Only the extended-resource claim was to allocate and the node's device
+            // plugin serves it: Filter still ran the allocator upstream.
+            return Ok(if self.extended.is_some() { self.allocated_score } else { 0 });
+        }
         let picks = match allocator::run(
             &self.world,
             &self.in_use,
@@ -1520,7 +1558,7 @@ impl PodClaims {
             Outcome::Fit(picks) => picks,
             Outcome::NoFit(_) => return Ok(0),
         };
-        let mut score = 0;
+        let mut score = self.allocated_score;
         let mut seen: SmallVec<[(u16, u16, u16); 8]> = SmallVec::new();
         for p in &picks {
             let req = &plans[p.claim as usize].claim.requests[p.request as usize];

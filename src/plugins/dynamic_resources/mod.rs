@@ -376,8 +376,9 @@ impl FilterPlugin for DynamicResources {
 
 impl ScorePlugin for DynamicResources {
     /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
-    /// `firstAvailable` subrequests score higher; 0 for pods without such requests (no
-    /// allocation is repeated for them).
+    /// `firstAvailable` subrequests score higher, and the pod's claims allocated in an
+    /// earlier cycle add what their allocation's subrequests are worth; 0 for pods
+    /// without such requests (no allocation is repeated for them).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let Some(DraState { claims, .. }) = state.read::<DraState>() else { return Ok(0) };
         if !claims.has_prioritized_lists() {
