@@ -31,7 +31,10 @@
 //! `C(n, k)` combinations per alternative, and slots multiply: an unsatisfiable
 //! `matchAttribute` over 8-of-64 devices is 4.4 billion steps. Every device tried counts as
 //! one step; past [`DEFAULT_STEP_BUDGET`] (or the store's configured budget) the search stops
-//! with [`AllocError::BudgetExceeded`] — an error, never a hang. Candidates are pruned
+//! with [`AllocError::BudgetExceeded`] — an error, never a hang. In Filter the
+//! DynamicResources `filterTimeout` also bounds it: the clock is read every 1024 steps and
+//! past the timeout the search stops with [`AllocError::FilterTimeout`], which leaves the
+//! node Unschedulable as upstream. Candidates are pruned
 //! before the search (selectors, taints, capacity, in-use), so realistic claims take a
 //! few dozen steps.
 
@@ -51,6 +54,27 @@ use crate::selector::{AttributeKey, Device};
 
 /// Steps the search may take per node before giving up with an error.
 pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
+
+/// How many search steps pass between two looks at the clock when Filter runs under a
+/// timeout: the clock is never read per device, and searches shorter than this (every
+/// realistic claim) never read it at all.
+pub(crate) const TIMEOUT_CHECK_EVERY: u64 = 1024;
+
+/// A limit on how long one search may run (upstream `DynamicResourcesArgs.filterTimeout`,
+/// applied in `dynamicresources.go` Filter with `context.WithTimeout`). The search reads
+/// `clock` every [`TIMEOUT_CHECK_EVERY`] steps; time is measured from the first such
+/// reading, so the first steps go untimed (microseconds, against a limit of seconds).
+#[derive(Clone, Copy)]
+pub(crate) struct Timeout<'a> {
+    pub clock: &'a dyn crate::framework::Clock,
+    pub limit: std::time::Duration,
+}
+
+impl fmt::Debug for Timeout<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout").field("limit", &self.limit).finish_non_exhaustive()
+    }
+}
 
 /// Orders the candidates of one request before the search takes the first that fits.
 ///
@@ -275,6 +299,9 @@ struct Search<'a> {
     share_deltas: SmallVec<[(u32, usize, i128); 4]>,
     steps: u64,
     budget: u64,
+    timeout: Option<Timeout<'a>>,
+    /// The clock's time at the first timeout check.
+    timed_from: Option<std::time::Duration>,
     stats: SmallVec<[SlotStats; 8]>,
     /// Bit per (claim, constraint index < 63); bit 63 = counters.
     rejected: SmallVec<[u64; 4]>,
@@ -291,6 +318,7 @@ pub(crate) fn run(
     labels: &Labels,
     chooser: Option<&dyn DeviceChooser>,
     budget: u64,
+    timeout: Option<Timeout<'_>>,
 ) -> Result<Outcome, AllocError> {
     let mut s = Search {
         world,
@@ -305,6 +333,8 @@ pub(crate) fn run(
         share_deltas: SmallVec::new(),
         steps: 0,
         budget,
+        timeout,
+        timed_from: None,
         stats: smallvec::smallvec![SlotStats::default(); slots.len()],
         rejected: smallvec::smallvec![0; plans.len()],
     };
@@ -444,10 +474,7 @@ impl Search<'_> {
         }
         let mut k = from;
         while k + left as usize <= cands.len() {
-            self.steps += 1;
-            if self.steps > self.budget {
-                return Err(AllocError::BudgetExceeded { budget: self.budget });
-            }
+            self.step()?;
             let d = cands[k];
             if self.try_add(c, r, a, admin, d) {
                 if self.pick(i, c, r, a, admin, cands, k + 1, left - 1)? {
@@ -464,10 +491,7 @@ impl Search<'_> {
         let mut added = 0;
         let mut ok = true;
         for &d in cands {
-            self.steps += 1;
-            if self.steps > self.budget {
-                return Err(AllocError::BudgetExceeded { budget: self.budget });
-            }
+            self.step()?;
             if self.try_add(c, r, a, admin, d) {
                 added += 1;
             } else {
@@ -482,6 +506,32 @@ impl Search<'_> {
             self.undo();
         }
         Ok(false)
+    }
+
+    /// Counts one device tried against the step budget and, every
+    /// [`TIMEOUT_CHECK_EVERY`] steps, the timeout.
+    #[inline]
+    fn step(&mut self) -> Result<(), AllocError> {
+        self.steps += 1;
+        if self.steps > self.budget {
+            return Err(AllocError::BudgetExceeded { budget: self.budget });
+        }
+        if self.steps % TIMEOUT_CHECK_EVERY == 0
+            && let Some(t) = self.timeout
+        {
+            self.check_timeout(t)?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn check_timeout(&mut self, t: Timeout<'_>) -> Result<(), AllocError> {
+        let now = t.clock.now();
+        let from = *self.timed_from.get_or_insert(now);
+        if now.saturating_sub(from) > t.limit {
+            return Err(AllocError::FilterTimeout);
+        }
+        Ok(())
     }
 
     fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32) -> bool {

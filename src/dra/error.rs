@@ -202,6 +202,10 @@ pub enum AllocError {
         /// Which selector and the evaluator's error.
         message: String,
     },
+    /// The search ran longer than the DynamicResources `filterTimeout` (upstream Filter:
+    /// Unschedulable, "timed out trying to allocate devices").
+    #[error("timed out trying to allocate devices")]
+    FilterTimeout,
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

@@ -37,6 +37,7 @@ mod store;
 mod types;
 mod world;
 
+pub(crate) use allocator::Timeout;
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
 pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};

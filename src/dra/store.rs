@@ -1370,8 +1370,18 @@ impl PodClaims {
     /// Whether every claim fits on a node, without building results (Filter). The
     /// success path allocates nothing on the heap for up to 16 devices per pod.
     pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
+        self.fits_timed(node, labels, None)
+    }
+
+    /// [`PodClaims::fits`] with the search bounded by `timeout`.
+    pub(crate) fn fits_timed(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        timeout: Option<allocator::Timeout<'_>>,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
         if self.extended.is_some() {
-            return self.fits_on(node, labels, &Resources::default());
+            return self.fits_on_timed(node, labels, &Resources::default(), timeout);
         }
         for a in &self.allocated {
             if let Some(sel) = &a.node_selector
@@ -1398,6 +1408,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            timeout,
         )? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
@@ -1413,6 +1424,17 @@ impl PodClaims {
         node: Symbol,
         labels: &Labels,
         allocatable: &Resources,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
+        self.fits_on_timed(node, labels, allocatable, None)
+    }
+
+    /// [`PodClaims::fits_on`] with the search bounded by `timeout`.
+    pub(crate) fn fits_on_timed(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+        timeout: Option<allocator::Timeout<'_>>,
     ) -> Result<Result<(), Diagnosis>, AllocError> {
         if let Err(d) = self.fits_allocated(node, labels) {
             return Ok(Err(d));
@@ -1434,6 +1456,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            timeout,
         )? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
@@ -1498,6 +1521,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            None,
         )? {
             Outcome::Fit(picks) => {
                 let results = allocator::results(&self.world, plans, &picks, sym, self.binding);
@@ -1554,6 +1578,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            None,
         )? {
             Outcome::Fit(picks) => picks,
             Outcome::NoFit(_) => return Ok(0),
