@@ -48,9 +48,12 @@ use super::error::AllocError;
 use super::types::{
     AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceRequestAllocationResult,
 };
-use super::world::{DeviceId, Scope, World, taint_blocks};
+use super::world::{DeviceId, PoolProblem, Scope, World, taint_blocks};
 use crate::model::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
 use crate::selector::{AttributeKey, Device};
+
+/// Upstream's message when allocation fails on a node with invalid pools.
+pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered";
 
 /// Steps the search may take per node before giving up with an error.
 pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
@@ -211,6 +214,12 @@ pub enum Problem {
         /// `shared counters`).
         causes: Vec<String>,
     },
+    /// No solution, and pools gathered for the node are invalid (upstream `Allocate`:
+    /// "invalid resource pools were encountered").
+    InvalidPools {
+        /// `driver/pool` and why it is invalid.
+        pools: Vec<(String, String)>,
+    },
     /// The pod requests an extended resource that no device class serves and the node
     /// does not list (upstream Filter: "cannot fit resource").
     ResourceNotOnNode {
@@ -233,6 +242,13 @@ impl fmt::Display for Problem {
                 ),
             },
             Problem::ResourceNotOnNode { resource } => write!(f, "cannot fit resource {resource}"),
+            Problem::InvalidPools { pools } => {
+                f.write_str(INVALID_POOLS)?;
+                for (pool, why) in pools {
+                    write!(f, "; resource pool {pool} is invalid: {why}")?;
+                }
+                Ok(())
+            }
             Problem::Unsatisfiable { claim, causes } => {
                 write!(f, "claim {claim}: ")?;
                 if causes.is_empty() {
@@ -300,6 +316,8 @@ struct Search<'a> {
     steps: u64,
     budget: u64,
     timeout: Option<Timeout<'a>>,
+    /// Pools gathered for the node that give it no devices.
+    problems: SmallVec<[(u32, PoolProblem); 2]>,
     /// The clock's time at the first timeout check.
     timed_from: Option<std::time::Duration>,
     stats: SmallVec<[SlotStats; 8]>,
@@ -320,6 +338,10 @@ pub(crate) fn run(
     budget: u64,
     timeout: Option<Timeout<'_>>,
 ) -> Result<Outcome, AllocError> {
+    let problems = world.node_problems(node, labels);
+    if let Some((pool, problem)) = problems.first() {
+        all_mode_check(world, plans, *pool, problem)?;
+    }
     let mut s = Search {
         world,
         in_use,
@@ -334,6 +356,7 @@ pub(crate) fn run(
         steps: 0,
         budget,
         timeout,
+        problems,
         timed_from: None,
         stats: smallvec::smallvec![SlotStats::default(); slots.len()],
         rejected: smallvec::smallvec![0; plans.len()],
@@ -341,7 +364,45 @@ pub(crate) fn run(
     if s.slot(0)? {
         return Ok(Outcome::Fit(s.picks));
     }
-    Ok(Outcome::NoFit(s.diagnose()))
+    let mut diagnosis = s.diagnose();
+    // Upstream `Allocate`: when no solution exists and an invalid pool was gathered for
+    // the node, the result is "invalid resource pools were encountered" (Unschedulable
+    // in Filter) rather than a plain failure.
+    let invalid: Vec<(String, String)> = s
+        .problems
+        .iter()
+        .filter_map(|(p, problem)| match problem {
+            PoolProblem::Invalid(why) => Some((world.pools[*p as usize].label(), why.to_string())),
+            PoolProblem::Incomplete => None,
+        })
+        .collect();
+    if !invalid.is_empty() {
+        diagnosis.problems.insert(0, Problem::InvalidPools { pools: invalid });
+    }
+    Ok(Outcome::NoFit(diagnosis))
+}
+
+/// Upstream `validateDeviceRequest`: before searching, every `All` request (or
+/// subrequest), in claim and request order, fails when any pool gathered for the node is
+/// incomplete or invalid, whether or not that pool has devices the request would match;
+/// `pool` is the first such pool.
+fn all_mode_check(world: &World, plans: &[ClaimPlan], pool: u32, problem: &PoolProblem) -> Result<(), AllocError> {
+    for plan in plans {
+        for alt in plan.claim.requests.iter().flat_map(|r| r.alternatives.iter()) {
+            if alt.count.is_some() {
+                continue;
+            }
+            // Upstream names a subrequest by its own name here.
+            let request = alt.result_name.rsplit_once('/').map_or(alt.result_name.as_str(), |(_, sub)| sub).to_owned();
+            let claim = plan.claim.key.clone();
+            let pool = world.pools[pool as usize].label();
+            return Err(match problem {
+                PoolProblem::Incomplete => AllocError::PoolIncomplete { claim, request, pool },
+                PoolProblem::Invalid(why) => AllocError::PoolInvalid { claim, request, pool, reason: why.to_string() },
+            });
+        }
+    }
+    Ok(())
 }
 
 type Cands = SmallVec<[u32; 16]>;
@@ -359,9 +420,8 @@ impl Search<'_> {
             let matches = &plan.matches[r as usize][a];
             let mut cands = Cands::new();
             let (mut matching, mut busy) = (0u32, 0u32);
-            let mut incomplete = None;
-            let mut invalid = None;
             let world = self.world;
+            let problems = &self.problems;
             let mut runtime_error = None;
             world.for_each_on_node(self.node, self.labels, |d| {
                 if !bit(&matches.bits, d) {
@@ -383,16 +443,10 @@ impl Search<'_> {
                     return;
                 }
                 matching += 1;
-                let pool = &world.pools[e.pool as usize];
-                // Devices of an incomplete pool are never candidates; an "All" request
-                // fails on it below (upstream `allocator_stable.go`, `allocateOne`:
-                // incomplete and invalid pools are skipped for every request).
-                if pool.incomplete {
-                    incomplete.get_or_insert_with(|| pool.label());
-                    return;
-                }
-                if let Some(why) = &pool.invalid {
-                    invalid.get_or_insert_with(|| (pool.label(), why.clone()));
+                // Devices of a pool that is incomplete or invalid for this node are never
+                // candidates (upstream `allocateOne` skips such pools; an "All" request
+                // already failed in `all_mode_check`).
+                if !problems.is_empty() && problems.iter().any(|(p, _)| *p == e.pool) {
                     return;
                 }
                 if e.counters_missing || (!alt.admin && self.in_use.contains(d)) {
@@ -422,23 +476,6 @@ impl Search<'_> {
                     st.best_alt = a as u16;
                 }
                 st.enough |= enough;
-            }
-            if alt.count.is_none() {
-                if let Some(pool) = incomplete {
-                    return Err(AllocError::PoolIncomplete {
-                        claim: plan.claim.key.clone(),
-                        request: alt.result_name.clone(),
-                        pool,
-                    });
-                }
-                if let Some((pool, reason)) = invalid {
-                    return Err(AllocError::PoolInvalid {
-                        claim: plan.claim.key.clone(),
-                        request: alt.result_name.clone(),
-                        pool,
-                        reason,
-                    });
-                }
             }
             if !enough {
                 continue;

@@ -164,8 +164,9 @@ pub enum AllocError {
         /// The budget.
         budget: u64,
     },
-    /// An `All` request would take devices from a pool whose slices are being updated
-    /// (upstream: "asks for all devices, but resource pool ... is currently being updated").
+    /// An `All` request while a pool gathered for the node is incomplete, whether or not
+    /// it has devices the request matches (upstream: "asks for all devices, but resource
+    /// pool ... is currently being updated").
     #[error(
         "claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently being updated"
     )]
@@ -177,9 +178,10 @@ pub enum AllocError {
         /// `driver/pool`.
         pool: String,
     },
-    /// An `All` request would take devices from an invalid pool (duplicate device names
-    /// across its slices).
-    #[error("claim {claim}, request {request}: resource pool {pool} is invalid: {reason}")]
+    /// An `All` request while a pool gathered for the node is invalid (duplicate device
+    /// names, duplicate counter sets, consumed counters that don't exist; upstream:
+    /// "asks for all devices, but resource pool ... is currently invalid").
+    #[error("claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently invalid")]
     PoolInvalid {
         /// `namespace/name`.
         claim: String,

@@ -582,28 +582,15 @@ impl DraStore {
         Err(DraError::AdminAccessForbidden { object: object.to_owned(), index, namespace: ns.to_owned() })
     }
 
-    /// Adds or replaces a slice (by name). Validates it first.
+    /// Adds or replaces a slice (by name). Validates it first, on its own: a device name
+    /// repeated within the slice is an error, one repeated in another slice of the pool
+    /// makes the pool invalid where both are seen.
     pub fn add_slice(&self, slice: ResourceSlice) -> Result<(), DraError> {
         world::validate_slice(&slice)?;
         let mut inner = self.inner.write();
-        // Duplicate device names across slices of one pool generation are an error too.
-        let spec = &slice.spec;
-        for other in inner.slices.values() {
-            if other.metadata.name == slice.metadata.name
-                || other.spec.driver != spec.driver
-                || other.spec.pool.name != spec.pool.name
-                || other.spec.pool.generation != spec.pool.generation
-            {
-                continue;
-            }
-            if let Some(d) = spec.devices.iter().find(|d| other.spec.devices.iter().any(|o| o.name == d.name)) {
-                return Err(DraError::DuplicateDevice {
-                    slice: slice.metadata.name.clone(),
-                    pool: spec.pool.name.clone(),
-                    device: d.name.clone(),
-                });
-            }
-        }
+        // Duplicate device names across slices of one pool are not a load error (the API
+        // server accepts them): pool gathering makes the pool invalid for the nodes that
+        // see both slices (upstream `validateDeviceNames`).
         inner.slices.insert(slice.metadata.name.clone(), Arc::new(slice));
         Self::rebuild(&mut inner);
         Ok(())
@@ -778,6 +765,11 @@ impl DraStore {
                         continue;
                     }
                     u.devices[(d / 64) as usize] |= 1 << (d % 64);
+                    if let Some(twins) = w.twins.get(&d) {
+                        for &t in twins {
+                            u.devices[(t / 64) as usize] |= 1 << (t % 64);
+                        }
+                    }
                     for &(c, amount) in &w.devices[d as usize].consumes {
                         u.counters[c as usize] += amount;
                     }

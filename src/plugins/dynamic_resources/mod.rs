@@ -364,9 +364,15 @@ pub const REASON_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 
 /// Filter's verdict for one node: upstream's reason, then one reason per problem (without
 /// the node name, so identical nodes share a histogram line; the node is the status's key).
+///
+/// With invalid pools on the node, upstream reports only "invalid resource pools were
+/// encountered"; that text comes first then, and the details after it.
 fn diagnosis_status(d: &Diagnosis) -> Status {
     let mut reasons = Vec::with_capacity(d.problems.len() + 1);
-    reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    let invalid = matches!(d.problems.first(), Some(crate::dra::Problem::InvalidPools { .. }));
+    if !invalid {
+        reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    }
     reasons.extend(d.problems.iter().map(ToString::to_string));
     Status::with_reasons(Code::Unschedulable, reasons)
 }
