@@ -47,7 +47,8 @@ pub enum DraError {
         /// What is wrong.
         reason: String,
     },
-    /// Two devices of one pool share a name.
+    /// Two devices of one slice share a name (across slices of a pool, the pool is
+    /// invalid where both are seen instead).
     #[error("ResourceSlice {slice}: pool {pool}: duplicate device name {device:?}")]
     DuplicateDevice {
         /// The slice.
