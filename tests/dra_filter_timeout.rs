@@ -161,3 +161,17 @@ fn negative_timeout_is_rejected() {
     let err = DynamicResources::from_config(Some(&json!({"filterTimeout": "-1s"})), &handle).unwrap_err();
     assert_eq!(err.to_string(), "DynamicResourcesArgs.filterTimeout: must not be negative");
 }
+
+#[test]
+fn feature_switch_off_disables_it() {
+    // Upstream applies the timeout only with `DRASchedulerFilterTimeout` (beta, on).
+    let store = pathological();
+    store.set_step_budget(20_000);
+    let mut features = store.features();
+    features.scheduler_filter_timeout = false;
+    store.set_features(features);
+    let clock = Arc::new(Ticking::default());
+    let plugin = DynamicResources::new(store).with_clock(clock.clone());
+    assert_eq!(filter(&plugin).code(), Code::Error);
+    assert_eq!(clock.readings(), 0);
+}

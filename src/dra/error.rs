@@ -209,6 +209,16 @@ pub enum AllocError {
     /// Unschedulable, "timed out trying to allocate devices").
     #[error("timed out trying to allocate devices")]
     FilterTimeout,
+    /// A claim requests admin access while `DRAAdminAccess` is off
+    /// ([`DraFeatures::admin_access`](super::DraFeatures::admin_access); upstream
+    /// `validateDeviceRequest`, an Error in Filter).
+    #[error("claim {claim}, request {request}: admin access is requested, but the feature is disabled")]
+    AdminAccessDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+    },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

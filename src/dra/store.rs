@@ -15,6 +15,7 @@ use super::allocator::{
 use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
 use super::error::{AllocError, BindingError, DraError};
 use super::extended::{self, MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+use super::features::DraFeatures;
 use super::types::{
     ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, ContainerExtendedResourceRequest,
     DeviceClass, DeviceTaintRule, EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX,
@@ -52,14 +53,10 @@ struct Inner {
     /// Device taint rules by name (upstream applies them in informer order, which is
     /// unspecified; only the order of a device's taints differs).
     rules: BTreeMap<String, Arc<CompiledTaintRule>>,
-    /// Whether taint rules apply (upstream feature gate `DRADeviceTaintRules`: beta and
-    /// off by default in v1.36, on by default from v1.37).
-    taint_rules_enabled: bool,
+    /// The feature switches (upstream feature gates).
+    features: DraFeatures,
     /// Namespace labels (for the admin access check).
     namespaces: AHashMap<String, BTreeMap<String, String>>,
-    /// Whether devices with binding conditions may be allocated (upstream feature gate
-    /// `DRADeviceBindingConditions`, beta and on by default in v1.36).
-    binding_disabled: bool,
     /// Extended resource name -> class (explicit `extendedResourceName`s and implicit
     /// `deviceclass.resource.kubernetes.io/<class>` names; the class added last wins, as
     /// upstream's cache follows informer events).
@@ -122,6 +119,11 @@ pub struct PodClaims {
     pub(crate) stale_extended: Option<String>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
+    /// A claim uses a feature that is switched off where upstream's allocator refuses
+    /// it (admin access): Filter fails with this error on every node.
+    pub(crate) disabled: Option<AllocError>,
+    /// Whether the DynamicResources `filterTimeout` applies (`DRASchedulerFilterTimeout`).
+    pub(crate) filter_timeout: bool,
 }
 
 /// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which
@@ -230,6 +232,17 @@ pub enum GatherError {
     /// A class a claim needs was removed.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// A claim to allocate has a `firstAvailable` request while `DRAPrioritizedList` is
+    /// off ([`DraFeatures::prioritized_list`]; upstream PreFilter, Unschedulable).
+    #[error(
+        "resource claim {claim}, request {request}: has subrequests, but the DRAPrioritizedList feature is disabled"
+    )]
+    PrioritizedListDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+    },
     /// The pod requests more DRA-backed extended resources than schedkit handles.
     #[error(
         "pod {pod} requests {count} extended resources backed by DRA; schedkit handles at most {MAX_EXTENDED_RESOURCES}"
@@ -393,6 +406,7 @@ impl DraStore {
             inner: RwLock::new(Inner {
                 budget: DEFAULT_STEP_BUDGET,
                 world: Arc::new(World::default()),
+                features: DraFeatures::default(),
                 ..Inner::default()
             }),
             match_cache: Mutex::new((0, AHashMap::new())),
@@ -404,6 +418,20 @@ impl DraStore {
         self.inner.write().chooser = chooser;
     }
 
+    /// Switches the optional DRA features (upstream feature gates; default: v1.36's).
+    pub fn set_features(&self, features: DraFeatures) {
+        let mut inner = self.inner.write();
+        if inner.features != features {
+            inner.features = features;
+            Self::rebuild(&mut inner);
+        }
+    }
+
+    /// The feature switches in effect ([`DraStore::set_features`]).
+    pub fn features(&self) -> DraFeatures {
+        self.inner.read().features
+    }
+
     /// Sets the per-node search step budget (default [`DEFAULT_STEP_BUDGET`]).
     pub fn set_step_budget(&self, budget: u64) {
         self.inner.write().budget = budget.max(1);
@@ -412,8 +440,8 @@ impl DraStore {
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
         let rules: Vec<Arc<CompiledTaintRule>> =
-            if inner.taint_rules_enabled { inner.rules.values().cloned().collect() } else { Vec::new() };
-        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
+            if inner.features.device_taint_rules { inner.rules.values().cloned().collect() } else { Vec::new() };
+        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes, inner.features));
         inner.in_use = None;
     }
 
@@ -424,15 +452,15 @@ impl DraStore {
     /// their taints from the next cycle on, the slices' own taints stay.
     pub fn set_device_taint_rules(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        if inner.taint_rules_enabled != enabled {
-            inner.taint_rules_enabled = enabled;
+        if inner.features.device_taint_rules != enabled {
+            inner.features.device_taint_rules = enabled;
             Self::rebuild(&mut inner);
         }
     }
 
     /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
     pub fn device_taint_rules_enabled(&self) -> bool {
-        self.inner.read().taint_rules_enabled
+        self.inner.read().features.device_taint_rules
     }
 
     /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
@@ -459,7 +487,7 @@ impl DraStore {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
         inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
-        if inner.taint_rules_enabled {
+        if inner.features.device_taint_rules {
             Self::rebuild(&mut inner);
         }
         Ok(())
@@ -469,7 +497,7 @@ impl DraStore {
     pub fn remove_taint_rule(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.rules.remove(name).is_some();
-        if removed && inner.taint_rules_enabled {
+        if removed && inner.features.device_taint_rules {
             Self::rebuild(&mut inner);
         }
         removed
@@ -507,7 +535,11 @@ impl DraStore {
     /// );
     /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
-        self.inner.read().extended_names.get(resource).cloned()
+        let inner = self.inner.read();
+        if !inner.features.extended_resource {
+            return None;
+        }
+        inner.extended_names.get(resource).cloned()
     }
 
     /// The device view NodeResourcesFit's Score needs for `resources` (the scored ones, in
@@ -515,7 +547,7 @@ impl DraStore {
     /// upstream then skips the DRA state altogether (`getDRAPreScoredParams`).
     pub fn extended_device_counts(&self, resources: &[&str]) -> Option<ExtendedDeviceCounts> {
         let backed = |inner: &Inner, r: &str| {
-            if !is_dra_extended_resource_name(r) {
+            if !inner.features.extended_resource || !is_dra_extended_resource_name(r) {
                 return None;
             }
             inner.extended_names.get(r).and_then(|c| inner.classes.get(c)).cloned()
@@ -552,14 +584,14 @@ impl DraStore {
     /// conditions are never allocated and results carry no conditions.
     pub fn set_binding_conditions(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        inner.binding_disabled = !enabled;
+        inner.features.device_binding_conditions = enabled;
         Self::rebuild(&mut inner);
     }
 
     /// Whether device binding conditions are enabled (see
     /// [`DraStore::set_binding_conditions`]).
     pub fn binding_conditions_enabled(&self) -> bool {
-        !self.inner.read().binding_disabled
+        self.inner.read().features.device_binding_conditions
     }
 
     fn check_admin_access(
@@ -849,7 +881,10 @@ impl DraStore {
     ) -> Result<Option<PodClaims>, GatherError> {
         // Pods without claims are the common case: decide on a read lock.
         if pod.spec.resource_claims.is_empty()
-            && (!Self::requests_scalar(pod) || self.inner.read().extended_names.is_empty())
+            && (!Self::requests_scalar(pod) || {
+                let inner = self.inner.read();
+                inner.extended_names.is_empty() || !inner.features.extended_resource
+            })
         {
             return Ok(None);
         }
@@ -941,7 +976,8 @@ impl DraStore {
                 })
             })?;
             let compiled = Arc::new(compiled);
-            let plan = self.matches(&inner.world, &inner.classes, &compiled, !inner.binding_disabled)?;
+            let plan =
+                self.matches(&inner.world, &inner.classes, &compiled, inner.features.device_binding_conditions)?;
             let mut plans = user_plans.to_vec();
             plans.push(plan);
             let slots = Self::slots(&plans);
@@ -968,6 +1004,8 @@ impl DraStore {
         requests: Option<&Resources>,
     ) -> Result<PodClaims, GatherError> {
         let in_use = Self::in_use(inner, exclude);
+        let features = inner.features;
+        let mut disabled = None;
         let mut plans = Vec::new();
         let mut allocated = Vec::new();
         let mut allocated_score = 0;
@@ -991,13 +1029,19 @@ impl DraStore {
             if plans.iter().any(|p: &ClaimPlan| p.claim.key == key) {
                 continue;
             }
-            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled, !inner.binding_disabled)?);
+            Self::check_features(features, &key, claim, &mut disabled)?;
+            plans.push(self.matches(
+                &inner.world,
+                &inner.classes,
+                &entry.compiled,
+                inner.features.device_binding_conditions,
+            )?);
         }
         let slots = Self::slots(&plans);
         // A claim made for the pod's extended resources in an earlier attempt counts as
         // one of its claims (upstream `findExtendedResourceClaim`).
         let mut extended = None;
-        let ext_key = if requests.is_some() {
+        let ext_key = if requests.is_some() && features.extended_resource {
             claim_key(&pod.metadata.namespace, &extended_claim_name(pod))
         } else {
             String::new()
@@ -1006,6 +1050,7 @@ impl DraStore {
         // Filter rejects every node ("cannot schedule extended resource claim") and
         // PostFilter deletes it; the next attempt makes a fresh one.
         let mut stale_extended = None;
+        let requests = requests.filter(|_| features.extended_resource);
         if requests.is_some()
             && inner.claims.get(&ext_key).is_some_and(|e| {
                 e.compiled
@@ -1020,6 +1065,10 @@ impl DraStore {
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
+        if !features.prioritized_list {
+            // Upstream Score returns 0 without `DRAPrioritizedList`.
+            allocated_score = 0;
+        }
         let prioritized = allocated_score > 0
             || plans
                 .iter()
@@ -1030,14 +1079,40 @@ impl DraStore {
             plans,
             slots,
             allocated,
-            binding: !inner.binding_disabled,
+            binding: inner.features.device_binding_conditions,
             prioritized,
             allocated_score,
             extended,
             stale_extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
+            disabled,
+            filter_timeout: features.scheduler_filter_timeout,
         })
+    }
+
+    /// Upstream's checks of a claim to allocate against switched-off features: PreFilter
+    /// rejects `firstAvailable` without `DRAPrioritizedList`; the allocator (Filter)
+    /// refuses `adminAccess` without `DRAAdminAccess`, which is kept in `disabled` (the
+    /// first such request of the pod, in claim and request order).
+    fn check_features(
+        features: DraFeatures,
+        key: &str,
+        claim: &ResourceClaim,
+        disabled: &mut Option<AllocError>,
+    ) -> Result<(), GatherError> {
+        for req in &claim.spec.devices.requests {
+            if !features.prioritized_list && !req.first_available.is_empty() {
+                return Err(GatherError::PrioritizedListDisabled { claim: key.to_owned(), request: req.name.clone() });
+            }
+            if features.admin_access || disabled.is_some() {
+                continue;
+            }
+            if req.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)) {
+                *disabled = Some(AllocError::AdminAccessDisabled { claim: key.to_owned(), request: req.name.clone() });
+            }
+        }
+        Ok(())
     }
 
     /// Allocates the pod's unallocated claims on `node` and holds the devices in flight
@@ -1124,7 +1199,7 @@ impl DraStore {
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
         // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
-        let stamp = !inner.binding_disabled;
+        let stamp = inner.features.device_binding_conditions;
         if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
             let key = compiled.key.clone();
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
@@ -1375,6 +1450,9 @@ impl PodClaims {
         if self.extended.is_some() {
             return self.fits_on_timed(node, labels, &Resources::default(), timeout);
         }
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
+        }
         for a in &self.allocated {
             if let Some(sel) = &a.node_selector
                 && !sel.matches(labels, node)
@@ -1428,6 +1506,9 @@ impl PodClaims {
         allocatable: &Resources,
         timeout: Option<allocator::Timeout<'_>>,
     ) -> Result<Result<(), Diagnosis>, AllocError> {
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
+        }
         if let Err(d) = self.fits_allocated(node, labels) {
             return Ok(Err(d));
         }
@@ -1495,6 +1576,9 @@ impl PodClaims {
     /// [`PodClaims::allocate`] on a node with `allocatable` (see [`PodClaims::fits_on`]);
     /// the claim for extended resources, when the node needs one, comes last.
     pub fn allocate_on(&self, node: &str, labels: &Labels, allocatable: &Resources) -> Result<NodeResult, AllocError> {
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
+        }
         let sym = Symbol::intern(node);
         if let Err(d) = self.fits_allocated(sym, labels) {
             return Ok(NodeResult::NoFit(d));
@@ -1521,6 +1605,12 @@ impl PodClaims {
             }
             Outcome::NoFit(d) => Ok(NodeResult::NoFit(d)),
         }
+    }
+
+    /// Whether Filter applies the DynamicResources `filterTimeout`
+    /// ([`DraFeatures::scheduler_filter_timeout`] when PreFilter ran).
+    pub fn filter_timeout_enabled(&self) -> bool {
+        self.filter_timeout
     }
 
     /// Whether the pod requests extended resources backed by DRA (Filter then needs the

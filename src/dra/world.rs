@@ -541,10 +541,18 @@ pub(crate) fn build(
     generation: u64,
     rules: &[Arc<CompiledTaintRule>],
     classes: &AHashMap<String, Arc<CompiledClass>>,
+    features: super::DraFeatures,
 ) -> World {
-    // Group by (driver, pool); keep only the newest generation.
+    // Group by (driver, pool); keep only the newest generation. Without partitionable
+    // devices, upstream `GatherPools` skips slices with shared counters or per-device
+    // node selection.
     let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
     for s in slices.values() {
+        if !features.partitionable_devices
+            && (s.spec.per_device_node_selection.is_some() || !s.spec.shared_counters.is_empty())
+        {
+            continue;
+        }
         pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
     }
     // The world holds the newest generation of each pool; per node, pool gathering
@@ -583,7 +591,7 @@ pub(crate) fn build(
                     devices: s.spec.devices.iter().map(|d| Symbol::intern(&d.name)).collect(),
                 })
                 .collect(),
-            counters_invalid: counters_invalid(&current),
+            counters_invalid: if features.partitionable_devices { counters_invalid(&current) } else { None },
         };
         // Counter sets of the whole pool.
         let mut sets: AHashMap<(&str, &str), u32> = AHashMap::new();
@@ -623,8 +631,17 @@ pub(crate) fn build(
                         }
                     }
                 }
-                let mut taints: SmallVec<[Taint; 1]> = d.taints.iter().filter_map(blocking_taint).collect();
-                for rule in rules {
+                // Without partitionable devices a device consuming counters is never
+                // allocated (upstream `allocateDevice`).
+                counters_missing |= !features.partitionable_devices && !d.consumes_counters.is_empty();
+                // Without device taints, none applies (upstream checks them only with
+                // `DRADeviceTaints`).
+                let mut taints: SmallVec<[Taint; 1]> = if features.device_taints {
+                    d.taints.iter().filter_map(blocking_taint).collect()
+                } else {
+                    SmallVec::new()
+                };
+                for rule in rules.iter().filter(|_| features.device_taints) {
                     if let Some(t) = &rule.taint
                         && rule_matches(rule, classes, &driver, &pool, &device)
                     {

@@ -354,6 +354,7 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e @ GatherError::PrioritizedListDisabled { .. }) => (None, Status::unschedulable(e.to_string())),
             Err(e) => (None, Status::error(e.to_string())),
         }
     }
@@ -392,7 +393,7 @@ impl FilterPlugin for DynamicResources {
             // PostFilter deletes it and the next attempt starts afresh.
             return Status::unresolvable("cannot schedule extended resource claim");
         }
-        let timeout = (!self.filter_timeout.is_zero())
+        let timeout = (claims.filter_timeout_enabled() && !self.filter_timeout.is_zero())
             .then(|| crate::dra::Timeout { clock: &*self.clock, limit: self.filter_timeout });
         let fits = if claims.has_extended_resources() {
             claims.fits_on_timed(node.name(), &node.node().metadata.labels, node.allocatable(), timeout)
