@@ -167,6 +167,9 @@ pub(crate) struct AllocatedClaim {
     pub binding: BindingState,
     /// When the allocation was recorded (clock time).
     pub allocated_at: Option<std::time::Duration>,
+    /// `status.allocation.allocationTimestamp` (nanoseconds since the Unix epoch), for
+    /// claims allocated before the store saw them.
+    pub allocation_timestamp: Option<i128>,
 }
 
 /// Where an allocated claim's device binding conditions stand (upstream
@@ -1023,6 +1026,10 @@ impl DraStore {
                     node_selector: a.node_selector.clone(),
                     binding,
                     allocated_at: entry.allocated_at,
+                    allocation_timestamp: a
+                        .allocation_timestamp
+                        .as_deref()
+                        .and_then(|t| crate::selector::parse_timestamp(t).ok()),
                 });
                 continue;
             }
@@ -1724,6 +1731,21 @@ impl PodClaims {
     /// (upstream Filter's `isClaimReadyForBinding` / `isClaimTimeout`): such claims are
     /// unavailable and PostFilter may deallocate them. Empty with binding conditions off.
     pub fn unavailable_claims(&self, now: std::time::Duration, timeout: std::time::Duration) -> Vec<(String, String)> {
+        self.unavailable_claims_on(now, None, timeout)
+    }
+
+    /// [`PodClaims::unavailable_claims`] on a clock whose zero is `epoch_unix_nanos` of
+    /// wall-clock time ([`Clock::unix_epoch_nanos`](crate::framework::Clock::unix_epoch_nanos)):
+    /// a claim allocated before the store saw it (no recorded clock time) then starts its
+    /// binding timeout at its `status.allocation.allocationTimestamp`, placed on the
+    /// clock, as upstream's `isClaimTimeout` compares that timestamp with `time.Now()`.
+    /// Without an epoch such claims never time out.
+    pub fn unavailable_claims_on(
+        &self,
+        now: std::time::Duration,
+        epoch_unix_nanos: Option<i128>,
+        timeout: std::time::Duration,
+    ) -> Vec<(String, String)> {
         if !self.binding {
             return Vec::new();
         }
@@ -1733,7 +1755,9 @@ impl PodClaims {
                 BindingState::Ready => {}
                 BindingState::Failed(e) => out.push((a.key.clone(), e.to_string())),
                 BindingState::Pending => {
-                    if a.allocated_at.is_some_and(|t| t + timeout < now) {
+                    let nanos = |d: std::time::Duration| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX);
+                    let start = a.allocated_at.map(nanos).or_else(|| Some(a.allocation_timestamp? - epoch_unix_nanos?));
+                    if start.is_some_and(|t| t.saturating_add(nanos(timeout)) < nanos(now)) {
                         out.push((a.key.clone(), format!("claim {} timed out waiting for binding conditions", a.key)));
                     }
                 }

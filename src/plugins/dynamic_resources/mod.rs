@@ -342,7 +342,11 @@ impl PreFilterPlugin for DynamicResources {
                 let nodes = (claims.needs_node_labels() || claims.has_extended_resources())
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
                 let unavailable = if claims.already_allocated().next().is_some() {
-                    let u = claims.unavailable_claims(self.clock.now(), self.binding_timeout);
+                    let u = claims.unavailable_claims_on(
+                        self.clock.now(),
+                        self.clock.unix_epoch_nanos(),
+                        self.binding_timeout,
+                    );
                     (!u.is_empty()).then(|| u.into())
                 } else {
                     None
