@@ -693,22 +693,28 @@ pub(crate) fn build(
 /// Files a pool under the nodes it is bad for, when that does not depend on the node
 /// beyond its name; otherwise leaves it to [`World::node_problems`].
 fn classify(w: &mut World, idx: u32, pool: &PoolEntry) {
-    let everywhere = |r: &Reach| matches!(r, Reach::Always | Reach::Slice(Scope::All));
+    // Counter-set slices reach every node and slices without a known node selection
+    // none; what varies between nodes is the rest.
+    let seen_anywhere = |s: &SliceMeta| !matches!(s.reach, Reach::Never);
+    let always = |s: &SliceMeta| matches!(s.reach, Reach::Always);
+    let mut varying = pool.slices.iter().filter(|s| seen_anywhere(s) && !always(s)).map(|s| &s.reach);
     let node_of = |r: &Reach| match r {
         Reach::Slice(Scope::Node(n)) => Some(*n),
         _ => None,
     };
-    let first = pool.slices.first().map(|s| &s.reach);
-    if pool.slices.iter().all(|s| matches!(s.reach, Reach::Never)) {
+    if !pool.slices.iter().any(seen_anywhere) {
         // Never gathered.
-    } else if pool.slices.iter().all(|s| everywhere(&s.reach)) {
-        if let Some(p) = pool_problem(pool, |_| true) {
+    } else if varying.clone().all(|r| matches!(r, Reach::Slice(Scope::All))) {
+        if let Some(p) = pool_problem(pool, seen_anywhere) {
             w.bad_everywhere.push((idx, p));
         }
-    } else if let Some(n) = first.and_then(node_of)
-        && pool.slices.iter().all(|s| node_of(&s.reach) == Some(n))
+    } else if let Some(n) = varying.next().and_then(node_of)
+        && varying.all(|r| node_of(r) == Some(n))
+        // Other nodes see only the counter-set slices; when that view is bad too, the
+        // pool is judged per node.
+        && pool_problem(pool, always).is_none()
     {
-        if let Some(p) = pool_problem(pool, |_| true) {
+        if let Some(p) = pool_problem(pool, seen_anywhere) {
             w.bad_on_node.entry(n).or_default().push((idx, p));
         }
     } else {
@@ -855,6 +861,40 @@ mod tests {
         assert_eq!(apply(&max, Some("2"), "2"), None, "more than maximum");
         let below = json!({"default": "10", "validRange": {"min": "10", "step": "5"}});
         assert_eq!(apply(&below, Some("5"), "15"), Some(10_000), "request below min returns min");
+    }
+
+    fn slices(list: &[serde_json::Value]) -> BTreeMap<String, Arc<ResourceSlice>> {
+        list.iter()
+            .map(|v| {
+                let s: ResourceSlice = serde_json::from_value(v.clone()).unwrap();
+                (s.metadata.name.clone(), Arc::new(s))
+            })
+            .collect()
+    }
+
+    fn pool_slices(count: i64) -> BTreeMap<String, Arc<ResourceSlice>> {
+        let pool = json!({"name": "pool-1", "generation": 1, "resourceSliceCount": count});
+        slices(&[
+            json!({"metadata": {"name": "counters"}, "spec": {"driver": "d", "nodeName": "node-1", "pool": pool,
+                "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "4"}}}]}}),
+            json!({"metadata": {"name": "devices"}, "spec": {"driver": "d", "nodeName": "node-1", "pool": pool,
+                "devices": [{"name": "dev", "consumesCounters": [{"counterSet": "set", "counters": {"mem": {"value": "1"}}}]}]}}),
+        ])
+    }
+
+    #[test]
+    fn per_node_pools_with_counter_sets_are_judged_once() {
+        // A node's partitionable pool (a counter-set slice, which every node gathers, and
+        // a device slice for the node) is filed under its node at build time, so Filter
+        // on other nodes does no per-call work for it.
+        let w = build(&pool_slices(2), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        assert!(w.per_node_pools.is_empty() && w.bad_on_node.is_empty() && w.bad_everywhere.is_empty());
+        // Announcing three slices: incomplete on node-1 and, through the counter set,
+        // everywhere else too, so judged per node.
+        let w = build(&pool_slices(3), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        assert_eq!(w.per_node_pools, [0]);
+        let labels = Labels::default();
+        assert_eq!(w.node_problems(Symbol::intern("node-2"), &labels).as_slice(), [(0, PoolProblem::Incomplete)]);
     }
 
     #[test]
