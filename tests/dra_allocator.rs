@@ -326,25 +326,163 @@ fn pool_completeness_follows_the_first_slice() {
 }
 
 #[test]
-fn incomplete_pool_behind_the_newest_generation_of_any_pool_has_no_devices() {
-    // upstream `pools_stable.go`, `GatherPools`: an incomplete pool whose generation is not
-    // the one `findLatestGenerationInPool` returns loses its slices. Upstream passes every
-    // slice (all drivers and pools) to that function, so a newer generation in another
-    // pool is enough.
+fn incomplete_pool_is_judged_within_the_pool() {
+    // upstream `GatherPools` (`checkSlicesInPool`): only a newer generation of the same
+    // pool makes an incomplete pool's slices obsolete; a newer generation in another
+    // pool changes nothing (the older `findLatestGenerationInPool` looked at every
+    // slice). Pool-1 stays incomplete: no devices for ExactCount, an error for All.
     let incomplete = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
     let other = pool_state(slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 3, 1);
-    let w = World::new(&classes_ab(), vec![incomplete.clone(), other]);
-    assert!(w.store.device_taints(DRIVER_A, "pool-1", "device-1").is_none());
-    assert!(w.store.device_taints(DRIVER_B, "pool-2", "device-1").is_some());
-    // On the newest generation it keeps its devices, and "All" still sees it incomplete.
-    let other = pool_state(slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 1, 1);
+    let (w, names) = World::new(&classes_ab(), vec![incomplete.clone(), other.clone()]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    assert_eq!(picked(&w.run(&names)), None);
     let (w, names) = World::new(&classes_ab(), vec![incomplete, other]).claims(vec![claim(
         "claim-0",
         vec![all_request("req-0", "class-a")],
         vec![],
     )]);
-    assert!(w.store.device_taints(DRIVER_A, "pool-1", "device-1").is_some());
     assert!(matches!(w.run(&names).unwrap_err(), GatherError::Alloc(AllocError::PoolIncomplete { .. })));
+}
+
+#[test]
+fn duplicate_slice() {
+    // upstream "duplicate-slice": two identical slices under different names make a
+    // complete pool of two slices with the same device twice: invalid, and allocation
+    // fails with "invalid resource pools were encountered".
+    let a = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let b = pool_state(slice_on("slice-1-2", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![a, b]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    let NodeResult::NoFit(d) = w.run(&names).unwrap() else { panic!("must not fit") };
+    assert_eq!(
+        d.problems[0],
+        Problem::InvalidPools {
+            pools: vec![("driver-a/pool-1".to_owned(), "duplicate device name device-1".to_owned())]
+        }
+    );
+    assert!(d.to_string().contains("invalid resource pools were encountered"), "{d}");
+}
+
+#[test]
+fn all_mode_fails_on_any_bad_pool_of_the_node() {
+    // upstream `validateDeviceRequest`: an All request fails when *any* pool gathered for
+    // the node is incomplete ("is currently being updated") or invalid ("is currently
+    // invalid"), even one without a device the request matches (here driver-b's pool and
+    // a class-a request). A node that does not gather the bad pool is not affected.
+    let good = slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]);
+    let good2 = slice_on("slice-3", "node-2", "pool-3", DRIVER_A, vec![dev("device-1")]);
+    let incomplete = pool_state(slice_on("slice-2", "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![good.clone(), good2.clone(), incomplete]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
+    assert_eq!(
+        w.run(&names).unwrap_err().to_string(),
+        "claim default/claim-0, request req-0: asks for all devices, but resource pool driver-b/pool-2 is currently being updated"
+    );
+    assert_eq!(
+        picked(&w.run_on(&names, "node-2", &Labels::default())),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-3", "device-1")]])
+    );
+    let dup = |name: &str| pool_state(slice_on(name, "node-1", "pool-2", DRIVER_B, vec![dev("device-1")]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![good, good2, dup("slice-2"), dup("slice-2b")]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
+    assert_eq!(
+        w.run(&names).unwrap_err().to_string(),
+        "claim default/claim-0, request req-0: asks for all devices, but resource pool driver-b/pool-2 is currently invalid"
+    );
+}
+
+#[test]
+fn pools_are_gathered_per_node() {
+    // upstream `GatherPools` runs per node. Pool-1 has one slice for node-1 and one for
+    // node-2, both publishing "device-1", and announces two slices: each node sees one
+    // slice, the pool is complete (both exist), and no node sees a duplicate, so each
+    // node may allocate its own device-1; they share one device ID, so once one is in
+    // use the other is too.
+    let s1 = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let s2 = pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![s1.clone(), s2.clone()]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    for node in ["node-1", "node-2"] {
+        assert_eq!(
+            picked(&w.run_on(&names, node, &Labels::default())),
+            Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]),
+            "{node}"
+        );
+    }
+    let (w, names) = World::new(&classes_ab(), vec![s1, s2]).claims(vec![
+        allocated("claim-held", &[(DRIVER_A, "pool-1", "device-1")]),
+        claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+    ]);
+    let names = &names[1..];
+    assert_eq!(picked(&w.run_on(names, "node-2", &Labels::default())), None);
+
+    // A newer generation of a pool that a node does not see makes the node ignore the
+    // pool's older slices (`checkSlicesInPool`: obsolete): All on node-1 succeeds with
+    // its complete pool while node-2, which sees the incomplete newer generation, fails.
+    let good = slice_on("slice-0", "node-1", "pool-0", DRIVER_A, vec![dev("device-1")]);
+    let old = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_B, vec![dev("device-1")]), 1, 2);
+    let new = pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_B, vec![dev("device-1")]), 2, 2);
+    let (w, names) = World::new(&classes_ab(), vec![good, old, new]).claims(vec![claim(
+        "claim-0",
+        vec![all_request("req-0", "class-a")],
+        vec![],
+    )]);
+    assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-0", "device-1")]]));
+    assert!(matches!(
+        w.run_on(&names, "node-2", &Labels::default()).unwrap_err(),
+        GatherError::Alloc(AllocError::PoolIncomplete { .. })
+    ));
+}
+
+#[test]
+fn counter_set_problems_make_the_pool_invalid() {
+    // upstream `buildPool`: "duplicate counter set name", "counter set ... not found".
+    let counters = |name: &str, set: &str| {
+        json!({"metadata": {"name": name}, "spec": {"driver": DRIVER_A, "nodeName": "node-1",
+            "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
+            "sharedCounters": [{"name": set, "counters": {"mem": {"value": "8"}}}]}})
+    };
+    let mut d = dev("device-1");
+    d["consumesCounters"] = json!([{"counterSet": "other", "counters": {"mem": {"value": "1"}}}]);
+    let devices = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![d]), 1, 2);
+    let (w, names) = World::new(&classes_ab(), vec![counters("slice-0", "gpu-0"), devices]).claims(vec![claim(
+        "claim-0",
+        vec![request("req-0", "class-a", 1)],
+        vec![],
+    )]);
+    let NodeResult::NoFit(diag) = w.run(&names).unwrap() else { panic!("must not fit") };
+    assert_eq!(
+        diag.problems[0],
+        Problem::InvalidPools { pools: vec![("driver-a/pool-1".to_owned(), "counter set other not found".to_owned())] }
+    );
+    let plain = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 3);
+    let (w, names) = World::new(
+        &classes_ab(),
+        vec![pool_state(counters("slice-0", "gpu-0"), 1, 3), pool_state(counters("slice-0b", "gpu-0"), 1, 3), plain],
+    )
+    .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 1)], vec![])]);
+    let NodeResult::NoFit(diag) = w.run(&names).unwrap() else { panic!("must not fit") };
+    assert_eq!(
+        diag.problems[0],
+        Problem::InvalidPools {
+            pools: vec![("driver-a/pool-1".to_owned(), "duplicate counter set name gpu-0".to_owned())]
+        }
+    );
 }
 
 #[test]

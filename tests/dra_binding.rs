@@ -343,3 +343,64 @@ fn prebind_writes_the_allocation_timestamp_with_binding_conditions_on() {
     .unwrap();
     assert_eq!(stamped(&off), None);
 }
+
+/// A clock standing still at `now`, whose zero is `epoch` seconds after the Unix epoch.
+#[derive(Debug)]
+struct WallClock {
+    epoch: i128,
+    now: Duration,
+}
+
+impl schedkit::framework::Clock for WallClock {
+    fn now(&self) -> Duration {
+        self.now
+    }
+
+    fn unix_epoch_nanos(&self) -> Option<i128> {
+        Some(self.epoch * 1_000_000_000)
+    }
+}
+
+/// 2026-01-01T00:00:00Z in seconds since the Unix epoch.
+const ALLOCATED: i128 = 1_767_225_600;
+
+/// Filter's verdict for a pod whose claim was allocated (waiting for its binding
+/// conditions) at 2026-01-01T00:00:00Z before the store saw it.
+fn filter_loaded_allocation(clock: Arc<dyn schedkit::framework::Clock>) -> schedkit::framework::Status {
+    use schedkit::framework::{CycleState, FilterPlugin, PreFilterPlugin};
+    use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
+    let store = store();
+    let mut claim = (*store.claim("default", "claim").unwrap()).clone();
+    claim.status = Some(
+        serde_json::from_value(json!({"allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "fabric",
+                "device": "device-binding-conditions",
+                "bindingConditions": ["condition-1", "condition-2"],
+                "bindingFailureConditions": ["failure-condition-1", "failure-condition-2"]}]},
+            "allocationTimestamp": "2026-01-01T00:00:00Z"}}))
+        .unwrap(),
+    );
+    store.add_claim(claim).unwrap();
+    let plugin = schedkit::plugins::dynamic_resources::DynamicResources::new(store).with_clock(clock);
+    let node = NodeInfo::new(Arc::new(NodeBuilder::new("node-1").cpu("8").build()));
+    let pod = PodInfo::new(pod("p")).unwrap();
+    let mut state = CycleState::new();
+    let (_, status) = plugin.pre_filter(&mut state, &pod, &Snapshot::from_nodes([node.clone()]));
+    assert!(status.is_success(), "{status:?}");
+    plugin.filter(&state, &pod, &node)
+}
+
+#[test]
+fn a_loaded_allocation_times_out_from_its_allocation_timestamp() {
+    // upstream `isClaimTimeout`: allocationTimestamp + bindingTimeout (600 s) before
+    // time.Now(). schedkit places the timestamp on the plugin's clock through the clock's
+    // wall-clock epoch: 601 s later the claim is unavailable, 599 s later it is not.
+    let late = Arc::new(WallClock { epoch: ALLOCATED + 600, now: Duration::from_secs(1) });
+    assert_eq!(filter_loaded_allocation(late).message(), "resourceclaim not available on the node");
+    let early = Arc::new(WallClock { epoch: ALLOCATED + 598, now: Duration::from_secs(1) });
+    assert!(filter_loaded_allocation(early).is_success());
+    // A virtual clock has no wall-clock epoch: the timestamp can't be placed, no timeout.
+    let clock = VirtualClock::new();
+    clock.advance(Duration::from_secs(100_000));
+    assert!(filter_loaded_allocation(Arc::new(clock)).is_success());
+}

@@ -296,3 +296,37 @@ fn claim_events_requeue_only_pods_using_the_claim() {
     );
     assert!(events[1].hint.is_some());
 }
+
+#[test]
+fn invalid_pool_makes_filter_unschedulable_with_upstreams_message() {
+    // upstream Filter: `ErrFailedAllocationOnNode` ("invalid resource pools were
+    // encountered", allocator case "duplicate-slice") is Unschedulable, not an Error, so
+    // other nodes may still fit.
+    use schedkit::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin};
+    use schedkit::snapshot::{NodeInfo, Snapshot};
+    let store = store_with_class();
+    for name in ["dup-a", "dup-b"] {
+        let slice: ResourceSlice = serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"driver": DRIVER, "nodeName": "node-0",
+                "pool": {"name": "node-0", "generation": 1, "resourceSliceCount": 2},
+                "devices": [{"name": "gpu-0", "attributes": {"productName": {"string": H100}}}]}}))
+        .unwrap();
+        store.add_slice(slice).unwrap();
+    }
+    store.add_claim(gpu_claim("c", 1, H100, false)).unwrap();
+    let plugin = DynamicResources::new(store);
+    let node = NodeInfo::new(Arc::new(NodeBuilder::new("node-0").cpu("8").build()));
+    let pod = PodInfo::new(pod_with_claim("p", "c")).unwrap();
+    let mut state = CycleState::new();
+    let (_, status) = plugin.pre_filter(&mut state, &pod, &Snapshot::from_nodes([node.clone()]));
+    assert!(status.is_success(), "{status:?}");
+    let status = plugin.filter(&state, &pod, &node);
+    assert_eq!(status.code(), Code::Unschedulable);
+    assert!(
+        status.message().starts_with(
+            "invalid resource pools were encountered; resource pool gpu.nvidia.com/node-0 is invalid: duplicate device name gpu-0"
+        ),
+        "{}",
+        status.message()
+    );
+}

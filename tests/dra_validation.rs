@@ -111,14 +111,15 @@ fn duplicate_device_names_in_a_pool() {
     let s = store();
     let err = s.add_slice(slice(base_spec(json!([{"name": "gpu-0"}, {"name": "gpu-0"}])))).unwrap_err();
     assert_eq!(err, DraError::DuplicateDevice { slice: "s".into(), pool: "p".into(), device: "gpu-0".into() });
-    // Across two slices of one pool generation.
+    // Across two slices of one pool the API server accepts them, and so does the store:
+    // upstream pool gathering makes the pool invalid where both slices are seen
+    // (`dra_allocator.rs`, "duplicate-slice").
     let mut a = slice(base_spec(json!([{"name": "gpu-0"}])));
     a.spec.pool.resource_slice_count = 2;
     s.add_slice(a.clone()).unwrap();
     let mut b = a;
     b.metadata.name = "s2".into();
-    let err = s.add_slice(b).unwrap_err();
-    assert!(matches!(err, DraError::DuplicateDevice { .. }), "{err}");
+    s.add_slice(b).unwrap();
 }
 
 #[test]

@@ -31,7 +31,10 @@
 //! `C(n, k)` combinations per alternative, and slots multiply: an unsatisfiable
 //! `matchAttribute` over 8-of-64 devices is 4.4 billion steps. Every device tried counts as
 //! one step; past [`DEFAULT_STEP_BUDGET`] (or the store's configured budget) the search stops
-//! with [`AllocError::BudgetExceeded`] — an error, never a hang. Candidates are pruned
+//! with [`AllocError::BudgetExceeded`] — an error, never a hang. In Filter the
+//! DynamicResources `filterTimeout` also bounds it: the clock is read every 1024 steps and
+//! past the timeout the search stops with [`AllocError::FilterTimeout`], which leaves the
+//! node Unschedulable as upstream. Candidates are pruned
 //! before the search (selectors, taints, capacity, in-use), so realistic claims take a
 //! few dozen steps.
 
@@ -45,12 +48,36 @@ use super::error::AllocError;
 use super::types::{
     AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceRequestAllocationResult,
 };
-use super::world::{DeviceId, Scope, World, taint_blocks};
+use super::world::{DeviceId, PoolProblem, Scope, World, taint_blocks};
 use crate::model::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
 use crate::selector::{AttributeKey, Device};
 
+/// Upstream's message when allocation fails on a node with invalid pools.
+pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
 /// Steps the search may take per node before giving up with an error.
 pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
+
+/// How many search steps pass between two looks at the clock when Filter runs under a
+/// timeout: the clock is never read per device, and searches shorter than this (every
+/// realistic claim) never read it at all.
+pub(crate) const TIMEOUT_CHECK_EVERY: u64 = 1024;
+
+/// A limit on how long one search may run (upstream `DynamicResourcesArgs.filterTimeout`,
+/// applied in `dynamicresources.go` Filter with `context.WithTimeout`). The search reads
+/// `clock` every [`TIMEOUT_CHECK_EVERY`] steps; time is measured from the first such
+/// reading, so the first steps go untimed (microseconds, against a limit of seconds).
+#[derive(Clone, Copy)]
+pub(crate) struct Timeout<'a> {
+    pub clock: &'a dyn crate::framework::Clock,
+    pub limit: std::time::Duration,
+}
+
+impl fmt::Debug for Timeout<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout").field("limit", &self.limit).finish_non_exhaustive()
+    }
+}
 
 /// Orders the candidates of one request before the search takes the first that fits.
 ///
@@ -187,6 +214,12 @@ pub enum Problem {
         /// `shared counters`).
         causes: Vec<String>,
     },
+    /// No solution, and pools gathered for the node are invalid (upstream `Allocate`:
+    /// "invalid resource pools were encountered").
+    InvalidPools {
+        /// `driver/pool` and why it is invalid.
+        pools: Vec<(String, String)>,
+    },
     /// The pod requests an extended resource that no device class serves and the node
     /// does not list (upstream Filter: "cannot fit resource").
     ResourceNotOnNode {
@@ -209,6 +242,13 @@ impl fmt::Display for Problem {
                 ),
             },
             Problem::ResourceNotOnNode { resource } => write!(f, "cannot fit resource {resource}"),
+            Problem::InvalidPools { pools } => {
+                f.write_str(INVALID_POOLS)?;
+                for (pool, why) in pools {
+                    write!(f, "; resource pool {pool} is invalid: {why}")?;
+                }
+                Ok(())
+            }
             Problem::Unsatisfiable { claim, causes } => {
                 write!(f, "claim {claim}: ")?;
                 if causes.is_empty() {
@@ -275,6 +315,11 @@ struct Search<'a> {
     share_deltas: SmallVec<[(u32, usize, i128); 4]>,
     steps: u64,
     budget: u64,
+    timeout: Option<Timeout<'a>>,
+    /// Pools gathered for the node that give it no devices.
+    problems: SmallVec<[(u32, PoolProblem); 2]>,
+    /// The clock's time at the first timeout check.
+    timed_from: Option<std::time::Duration>,
     stats: SmallVec<[SlotStats; 8]>,
     /// Bit per (claim, constraint index < 63); bit 63 = counters.
     rejected: SmallVec<[u64; 4]>,
@@ -291,7 +336,12 @@ pub(crate) fn run(
     labels: &Labels,
     chooser: Option<&dyn DeviceChooser>,
     budget: u64,
+    timeout: Option<Timeout<'_>>,
 ) -> Result<Outcome, AllocError> {
+    let problems = world.node_problems(node, labels);
+    if let Some((pool, problem)) = problems.first() {
+        all_mode_check(world, plans, *pool, problem)?;
+    }
     let mut s = Search {
         world,
         in_use,
@@ -305,13 +355,54 @@ pub(crate) fn run(
         share_deltas: SmallVec::new(),
         steps: 0,
         budget,
+        timeout,
+        problems,
+        timed_from: None,
         stats: smallvec::smallvec![SlotStats::default(); slots.len()],
         rejected: smallvec::smallvec![0; plans.len()],
     };
     if s.slot(0)? {
         return Ok(Outcome::Fit(s.picks));
     }
-    Ok(Outcome::NoFit(s.diagnose()))
+    let mut diagnosis = s.diagnose();
+    // Upstream `Allocate`: when no solution exists and an invalid pool was gathered for
+    // the node, the result is "invalid resource pools were encountered" (Unschedulable
+    // in Filter) rather than a plain failure.
+    let invalid: Vec<(String, String)> = s
+        .problems
+        .iter()
+        .filter_map(|(p, problem)| match problem {
+            PoolProblem::Invalid(why) => Some((world.pools[*p as usize].label(), why.to_string())),
+            PoolProblem::Incomplete => None,
+        })
+        .collect();
+    if !invalid.is_empty() {
+        diagnosis.problems.insert(0, Problem::InvalidPools { pools: invalid });
+    }
+    Ok(Outcome::NoFit(diagnosis))
+}
+
+/// Upstream `validateDeviceRequest`: before searching, every `All` request (or
+/// subrequest), in claim and request order, fails when any pool gathered for the node is
+/// incomplete or invalid, whether or not that pool has devices the request would match;
+/// `pool` is the first such pool.
+fn all_mode_check(world: &World, plans: &[ClaimPlan], pool: u32, problem: &PoolProblem) -> Result<(), AllocError> {
+    for plan in plans {
+        for alt in plan.claim.requests.iter().flat_map(|r| r.alternatives.iter()) {
+            if alt.count.is_some() {
+                continue;
+            }
+            // Upstream names a subrequest by its own name here.
+            let request = alt.result_name.rsplit_once('/').map_or(alt.result_name.as_str(), |(_, sub)| sub).to_owned();
+            let claim = plan.claim.key.clone();
+            let pool = world.pools[pool as usize].label();
+            return Err(match problem {
+                PoolProblem::Incomplete => AllocError::PoolIncomplete { claim, request, pool },
+                PoolProblem::Invalid(why) => AllocError::PoolInvalid { claim, request, pool, reason: why.to_string() },
+            });
+        }
+    }
+    Ok(())
 }
 
 type Cands = SmallVec<[u32; 16]>;
@@ -329,9 +420,8 @@ impl Search<'_> {
             let matches = &plan.matches[r as usize][a];
             let mut cands = Cands::new();
             let (mut matching, mut busy) = (0u32, 0u32);
-            let mut incomplete = None;
-            let mut invalid = None;
             let world = self.world;
+            let problems = &self.problems;
             let mut runtime_error = None;
             world.for_each_on_node(self.node, self.labels, |d| {
                 if !bit(&matches.bits, d) {
@@ -353,16 +443,10 @@ impl Search<'_> {
                     return;
                 }
                 matching += 1;
-                let pool = &world.pools[e.pool as usize];
-                // Devices of an incomplete pool are never candidates; an "All" request
-                // fails on it below (upstream `allocator_stable.go`, `allocateOne`:
-                // incomplete and invalid pools are skipped for every request).
-                if pool.incomplete {
-                    incomplete.get_or_insert_with(|| pool.label());
-                    return;
-                }
-                if let Some(why) = &pool.invalid {
-                    invalid.get_or_insert_with(|| (pool.label(), why.clone()));
+                // Devices of a pool that is incomplete or invalid for this node are never
+                // candidates (upstream `allocateOne` skips such pools; an "All" request
+                // already failed in `all_mode_check`).
+                if !problems.is_empty() && problems.iter().any(|(p, _)| *p == e.pool) {
                     return;
                 }
                 if e.counters_missing || (!alt.admin && self.in_use.contains(d)) {
@@ -392,23 +476,6 @@ impl Search<'_> {
                     st.best_alt = a as u16;
                 }
                 st.enough |= enough;
-            }
-            if alt.count.is_none() {
-                if let Some(pool) = incomplete {
-                    return Err(AllocError::PoolIncomplete {
-                        claim: plan.claim.key.clone(),
-                        request: alt.result_name.clone(),
-                        pool,
-                    });
-                }
-                if let Some((pool, reason)) = invalid {
-                    return Err(AllocError::PoolInvalid {
-                        claim: plan.claim.key.clone(),
-                        request: alt.result_name.clone(),
-                        pool,
-                        reason,
-                    });
-                }
             }
             if !enough {
                 continue;
@@ -444,10 +511,7 @@ impl Search<'_> {
         }
         let mut k = from;
         while k + left as usize <= cands.len() {
-            self.steps += 1;
-            if self.steps > self.budget {
-                return Err(AllocError::BudgetExceeded { budget: self.budget });
-            }
+            self.step()?;
             let d = cands[k];
             if self.try_add(c, r, a, admin, d) {
                 if self.pick(i, c, r, a, admin, cands, k + 1, left - 1)? {
@@ -464,10 +528,7 @@ impl Search<'_> {
         let mut added = 0;
         let mut ok = true;
         for &d in cands {
-            self.steps += 1;
-            if self.steps > self.budget {
-                return Err(AllocError::BudgetExceeded { budget: self.budget });
-            }
+            self.step()?;
             if self.try_add(c, r, a, admin, d) {
                 added += 1;
             } else {
@@ -482,6 +543,32 @@ impl Search<'_> {
             self.undo();
         }
         Ok(false)
+    }
+
+    /// Counts one device tried against the step budget and, every
+    /// [`TIMEOUT_CHECK_EVERY`] steps, the timeout.
+    #[inline]
+    fn step(&mut self) -> Result<(), AllocError> {
+        self.steps += 1;
+        if self.steps > self.budget {
+            return Err(AllocError::BudgetExceeded { budget: self.budget });
+        }
+        if self.steps % TIMEOUT_CHECK_EVERY == 0
+            && let Some(t) = self.timeout
+        {
+            self.check_timeout(t)?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn check_timeout(&mut self, t: Timeout<'_>) -> Result<(), AllocError> {
+        let now = t.clock.now();
+        let from = *self.timed_from.get_or_insert(now);
+        if now.saturating_sub(from) > t.limit {
+            return Err(AllocError::FilterTimeout);
+        }
+        Ok(())
     }
 
     fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32) -> bool {

@@ -47,7 +47,8 @@ pub enum DraError {
         /// What is wrong.
         reason: String,
     },
-    /// Two devices of one pool share a name.
+    /// Two devices of one slice share a name (across slices of a pool, the pool is
+    /// invalid where both are seen instead).
     #[error("ResourceSlice {slice}: pool {pool}: duplicate device name {device:?}")]
     DuplicateDevice {
         /// The slice.
@@ -164,8 +165,9 @@ pub enum AllocError {
         /// The budget.
         budget: u64,
     },
-    /// An `All` request would take devices from a pool whose slices are being updated
-    /// (upstream: "asks for all devices, but resource pool ... is currently being updated").
+    /// An `All` request while a pool gathered for the node is incomplete, whether or not
+    /// it has devices the request matches (upstream: "asks for all devices, but resource
+    /// pool ... is currently being updated").
     #[error(
         "claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently being updated"
     )]
@@ -177,9 +179,10 @@ pub enum AllocError {
         /// `driver/pool`.
         pool: String,
     },
-    /// An `All` request would take devices from an invalid pool (duplicate device names
-    /// across its slices).
-    #[error("claim {claim}, request {request}: resource pool {pool} is invalid: {reason}")]
+    /// An `All` request while a pool gathered for the node is invalid (duplicate device
+    /// names, duplicate counter sets, consumed counters that don't exist; upstream:
+    /// "asks for all devices, but resource pool ... is currently invalid").
+    #[error("claim {claim}, request {request}: asks for all devices, but resource pool {pool} is currently invalid")]
     PoolInvalid {
         /// `namespace/name`.
         claim: String,
@@ -201,6 +204,20 @@ pub enum AllocError {
         request: String,
         /// Which selector and the evaluator's error.
         message: String,
+    },
+    /// The search ran longer than the DynamicResources `filterTimeout` (upstream Filter:
+    /// Unschedulable, "timed out trying to allocate devices").
+    #[error("timed out trying to allocate devices")]
+    FilterTimeout,
+    /// A claim requests admin access while `DRAAdminAccess` is off
+    /// ([`DraFeatures::admin_access`](super::DraFeatures::admin_access); upstream
+    /// `validateDeviceRequest`, an Error in Filter).
+    #[error("claim {claim}, request {request}: admin access is requested, but the feature is disabled")]
+    AdminAccessDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
     },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]

@@ -26,22 +26,28 @@
 //! - consumable capacity of devices with `allowMultipleAllocations` (KEP-5075), whose
 //!   shared counters are charged once per device, by its first share;
 //! - `allocationTimestamp` in allocation results written at PreBind with binding
-//!   conditions on, and the DynamicResources Score for `firstAvailable` choices.
+//!   conditions on, and the DynamicResources Score for `firstAvailable` choices;
+//! - upstream's DRA feature gates as switches with v1.36's defaults
+//!   ([`DraFeatures`](crate::dra::DraFeatures),
+//!   [`DraStore::set_features`](crate::dra::DraStore::set_features)).
 
 mod allocator;
 mod chooser;
 mod compiled;
 mod error;
 mod extended;
+mod features;
 mod store;
 mod types;
 mod world;
 
+pub(crate) use allocator::Timeout;
 pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
 pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
 pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+pub use features::DraFeatures;
 pub use store::{
     Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, PodClaims, binding_state,
     claim_name_for, extended_claim_name,

@@ -15,6 +15,7 @@ use super::allocator::{
 use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
 use super::error::{AllocError, BindingError, DraError};
 use super::extended::{self, MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+use super::features::DraFeatures;
 use super::types::{
     ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, ContainerExtendedResourceRequest,
     DeviceClass, DeviceTaintRule, EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX,
@@ -52,14 +53,10 @@ struct Inner {
     /// Device taint rules by name (upstream applies them in informer order, which is
     /// unspecified; only the order of a device's taints differs).
     rules: BTreeMap<String, Arc<CompiledTaintRule>>,
-    /// Whether taint rules apply (upstream feature gate `DRADeviceTaintRules`: beta and
-    /// off by default in v1.36, on by default from v1.37).
-    taint_rules_enabled: bool,
+    /// The feature switches (upstream feature gates).
+    features: DraFeatures,
     /// Namespace labels (for the admin access check).
     namespaces: AHashMap<String, BTreeMap<String, String>>,
-    /// Whether devices with binding conditions may be allocated (upstream feature gate
-    /// `DRADeviceBindingConditions`, beta and on by default in v1.36).
-    binding_disabled: bool,
     /// Extended resource name -> class (explicit `extendedResourceName`s and implicit
     /// `deviceclass.resource.kubernetes.io/<class>` names; the class added last wins, as
     /// upstream's cache follows informer events).
@@ -111,13 +108,22 @@ pub struct PodClaims {
     pub(crate) binding: bool,
     /// The pod's extended resources backed by DRA, if any.
     pub(crate) extended: Option<Arc<ExtendedPlan>>,
-    /// Whether a claim to allocate has a `firstAvailable` request (what Score ranks).
+    /// Whether Score has anything to rank: a claim to allocate has a `firstAvailable`
+    /// request, or an allocated claim used a subrequest.
     pub(crate) prioritized: bool,
+    /// What the pod's claims allocated in earlier cycles add to every node's Score
+    /// ([`PodClaims::prioritized_list_score`]).
+    pub(crate) allocated_score: i64,
     /// `namespace/name` of a claim made for the pod's extended resources in an earlier
     /// attempt: it fails Filter on every node until PostFilter deletes it.
     pub(crate) stale_extended: Option<String>,
     pub(crate) chooser: Option<Arc<dyn DeviceChooser>>,
     pub(crate) budget: u64,
+    /// A claim uses a feature that is switched off where upstream's allocator refuses
+    /// it (admin access): Filter fails with this error on every node.
+    pub(crate) disabled: Option<AllocError>,
+    /// Whether the DynamicResources `filterTimeout` applies (`DRASchedulerFilterTimeout`).
+    pub(crate) filter_timeout: bool,
 }
 
 /// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which
@@ -161,6 +167,9 @@ pub(crate) struct AllocatedClaim {
     pub binding: BindingState,
     /// When the allocation was recorded (clock time).
     pub allocated_at: Option<std::time::Duration>,
+    /// `status.allocation.allocationTimestamp` (nanoseconds since the Unix epoch), for
+    /// claims allocated before the store saw them.
+    pub allocation_timestamp: Option<i128>,
 }
 
 /// Where an allocated claim's device binding conditions stand (upstream
@@ -226,6 +235,17 @@ pub enum GatherError {
     /// A class a claim needs was removed.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// A claim to allocate has a `firstAvailable` request while `DRAPrioritizedList` is
+    /// off ([`DraFeatures::prioritized_list`]; upstream PreFilter, Unschedulable).
+    #[error(
+        "resource claim {claim}, request {request}: has subrequests, but the DRAPrioritizedList feature is disabled"
+    )]
+    PrioritizedListDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request.
+        request: String,
+    },
     /// The pod requests more DRA-backed extended resources than schedkit handles.
     #[error(
         "pod {pod} requests {count} extended resources backed by DRA; schedkit handles at most {MAX_EXTENDED_RESOURCES}"
@@ -278,6 +298,25 @@ fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocat
         }
     }
     out
+}
+
+/// What an allocated claim adds to the DynamicResources Score: `8 - i` for each
+/// `firstAvailable` request whose allocation used its subrequest `i` (upstream
+/// `dynamicresources.go`, `computeScore`, which reads `status.allocation` for claims
+/// allocated in an earlier cycle).
+fn subrequest_score(claim: &ResourceClaim, allocation: &AllocationResult) -> i64 {
+    let mut score = 0;
+    for req in &claim.spec.devices.requests {
+        for (i, sub) in req.first_available.iter().enumerate() {
+            let used = allocation.devices.results.iter().any(|r| {
+                r.request.split_once('/').is_some_and(|(parent, child)| parent == req.name && child == sub.name)
+            });
+            if used {
+                score += FIRST_AVAILABLE_MAX - i as i64;
+            }
+        }
+    }
+    score
 }
 
 fn claim_key(ns: &str, name: &str) -> String {
@@ -370,6 +409,7 @@ impl DraStore {
             inner: RwLock::new(Inner {
                 budget: DEFAULT_STEP_BUDGET,
                 world: Arc::new(World::default()),
+                features: DraFeatures::default(),
                 ..Inner::default()
             }),
             match_cache: Mutex::new((0, AHashMap::new())),
@@ -381,6 +421,20 @@ impl DraStore {
         self.inner.write().chooser = chooser;
     }
 
+    /// Switches the optional DRA features (upstream feature gates; default: v1.36's).
+    pub fn set_features(&self, features: DraFeatures) {
+        let mut inner = self.inner.write();
+        if inner.features != features {
+            inner.features = features;
+            Self::rebuild(&mut inner);
+        }
+    }
+
+    /// The feature switches in effect ([`DraStore::set_features`]).
+    pub fn features(&self) -> DraFeatures {
+        self.inner.read().features
+    }
+
     /// Sets the per-node search step budget (default [`DEFAULT_STEP_BUDGET`]).
     pub fn set_step_budget(&self, budget: u64) {
         self.inner.write().budget = budget.max(1);
@@ -389,8 +443,8 @@ impl DraStore {
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
         let rules: Vec<Arc<CompiledTaintRule>> =
-            if inner.taint_rules_enabled { inner.rules.values().cloned().collect() } else { Vec::new() };
-        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes));
+            if inner.features.device_taint_rules { inner.rules.values().cloned().collect() } else { Vec::new() };
+        inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes, inner.features));
         inner.in_use = None;
     }
 
@@ -401,15 +455,15 @@ impl DraStore {
     /// their taints from the next cycle on, the slices' own taints stay.
     pub fn set_device_taint_rules(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        if inner.taint_rules_enabled != enabled {
-            inner.taint_rules_enabled = enabled;
+        if inner.features.device_taint_rules != enabled {
+            inner.features.device_taint_rules = enabled;
             Self::rebuild(&mut inner);
         }
     }
 
     /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
     pub fn device_taint_rules_enabled(&self) -> bool {
-        self.inner.read().taint_rules_enabled
+        self.inner.read().features.device_taint_rules
     }
 
     /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
@@ -436,7 +490,7 @@ impl DraStore {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
         inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
-        if inner.taint_rules_enabled {
+        if inner.features.device_taint_rules {
             Self::rebuild(&mut inner);
         }
         Ok(())
@@ -446,7 +500,7 @@ impl DraStore {
     pub fn remove_taint_rule(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.rules.remove(name).is_some();
-        if removed && inner.taint_rules_enabled {
+        if removed && inner.features.device_taint_rules {
             Self::rebuild(&mut inner);
         }
         removed
@@ -484,7 +538,11 @@ impl DraStore {
     /// );
     /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
-        self.inner.read().extended_names.get(resource).cloned()
+        let inner = self.inner.read();
+        if !inner.features.extended_resource {
+            return None;
+        }
+        inner.extended_names.get(resource).cloned()
     }
 
     /// The device view NodeResourcesFit's Score needs for `resources` (the scored ones, in
@@ -492,7 +550,7 @@ impl DraStore {
     /// upstream then skips the DRA state altogether (`getDRAPreScoredParams`).
     pub fn extended_device_counts(&self, resources: &[&str]) -> Option<ExtendedDeviceCounts> {
         let backed = |inner: &Inner, r: &str| {
-            if !is_dra_extended_resource_name(r) {
+            if !inner.features.extended_resource || !is_dra_extended_resource_name(r) {
                 return None;
             }
             inner.extended_names.get(r).and_then(|c| inner.classes.get(c)).cloned()
@@ -529,14 +587,14 @@ impl DraStore {
     /// conditions are never allocated and results carry no conditions.
     pub fn set_binding_conditions(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        inner.binding_disabled = !enabled;
+        inner.features.device_binding_conditions = enabled;
         Self::rebuild(&mut inner);
     }
 
     /// Whether device binding conditions are enabled (see
     /// [`DraStore::set_binding_conditions`]).
     pub fn binding_conditions_enabled(&self) -> bool {
-        !self.inner.read().binding_disabled
+        self.inner.read().features.device_binding_conditions
     }
 
     fn check_admin_access(
@@ -559,28 +617,15 @@ impl DraStore {
         Err(DraError::AdminAccessForbidden { object: object.to_owned(), index, namespace: ns.to_owned() })
     }
 
-    /// Adds or replaces a slice (by name). Validates it first.
+    /// Adds or replaces a slice (by name). Validates it first, on its own: a device name
+    /// repeated within the slice is an error, one repeated in another slice of the pool
+    /// makes the pool invalid where both are seen.
     pub fn add_slice(&self, slice: ResourceSlice) -> Result<(), DraError> {
         world::validate_slice(&slice)?;
         let mut inner = self.inner.write();
-        // Duplicate device names across slices of one pool generation are an error too.
-        let spec = &slice.spec;
-        for other in inner.slices.values() {
-            if other.metadata.name == slice.metadata.name
-                || other.spec.driver != spec.driver
-                || other.spec.pool.name != spec.pool.name
-                || other.spec.pool.generation != spec.pool.generation
-            {
-                continue;
-            }
-            if let Some(d) = spec.devices.iter().find(|d| other.spec.devices.iter().any(|o| o.name == d.name)) {
-                return Err(DraError::DuplicateDevice {
-                    slice: slice.metadata.name.clone(),
-                    pool: spec.pool.name.clone(),
-                    device: d.name.clone(),
-                });
-            }
-        }
+        // Duplicate device names across slices of one pool are not a load error (the API
+        // server accepts them): pool gathering makes the pool invalid for the nodes that
+        // see both slices (upstream `validateDeviceNames`).
         inner.slices.insert(slice.metadata.name.clone(), Arc::new(slice));
         Self::rebuild(&mut inner);
         Ok(())
@@ -755,6 +800,11 @@ impl DraStore {
                         continue;
                     }
                     u.devices[(d / 64) as usize] |= 1 << (d % 64);
+                    if let Some(twins) = w.twins.get(&d) {
+                        for &t in twins {
+                            u.devices[(t / 64) as usize] |= 1 << (t % 64);
+                        }
+                    }
                     for &(c, amount) in &w.devices[d as usize].consumes {
                         u.counters[c as usize] += amount;
                     }
@@ -834,7 +884,10 @@ impl DraStore {
     ) -> Result<Option<PodClaims>, GatherError> {
         // Pods without claims are the common case: decide on a read lock.
         if pod.spec.resource_claims.is_empty()
-            && (!Self::requests_scalar(pod) || self.inner.read().extended_names.is_empty())
+            && (!Self::requests_scalar(pod) || {
+                let inner = self.inner.read();
+                inner.extended_names.is_empty() || !inner.features.extended_resource
+            })
         {
             return Ok(None);
         }
@@ -926,7 +979,8 @@ impl DraStore {
                 })
             })?;
             let compiled = Arc::new(compiled);
-            let plan = self.matches(&inner.world, &inner.classes, &compiled, !inner.binding_disabled)?;
+            let plan =
+                self.matches(&inner.world, &inner.classes, &compiled, inner.features.device_binding_conditions)?;
             let mut plans = user_plans.to_vec();
             plans.push(plan);
             let slots = Self::slots(&plans);
@@ -953,32 +1007,48 @@ impl DraStore {
         requests: Option<&Resources>,
     ) -> Result<PodClaims, GatherError> {
         let in_use = Self::in_use(inner, exclude);
+        let features = inner.features;
+        let mut disabled = None;
         let mut plans = Vec::new();
         let mut allocated = Vec::new();
+        let mut allocated_score = 0;
         for pc in &pod.spec.resource_claims {
             let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
             if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
                 let binding = if has_binding_conditions(claim) { binding_state(claim) } else { BindingState::Ready };
+                if !allocated.iter().any(|x: &AllocatedClaim| x.key == key) {
+                    allocated_score += subrequest_score(claim, a);
+                }
                 allocated.push(AllocatedClaim {
                     key,
                     node_selector: a.node_selector.clone(),
                     binding,
                     allocated_at: entry.allocated_at,
+                    allocation_timestamp: a
+                        .allocation_timestamp
+                        .as_deref()
+                        .and_then(|t| crate::selector::parse_timestamp(t).ok()),
                 });
                 continue;
             }
             if plans.iter().any(|p: &ClaimPlan| p.claim.key == key) {
                 continue;
             }
-            plans.push(self.matches(&inner.world, &inner.classes, &entry.compiled, !inner.binding_disabled)?);
+            Self::check_features(features, &key, claim, &mut disabled)?;
+            plans.push(self.matches(
+                &inner.world,
+                &inner.classes,
+                &entry.compiled,
+                inner.features.device_binding_conditions,
+            )?);
         }
         let slots = Self::slots(&plans);
         // A claim made for the pod's extended resources in an earlier attempt counts as
         // one of its claims (upstream `findExtendedResourceClaim`).
         let mut extended = None;
-        let ext_key = if requests.is_some() {
+        let ext_key = if requests.is_some() && features.extended_resource {
             claim_key(&pod.metadata.namespace, &extended_claim_name(pod))
         } else {
             String::new()
@@ -987,6 +1057,7 @@ impl DraStore {
         // Filter rejects every node ("cannot schedule extended resource claim") and
         // PostFilter deletes it; the next attempt makes a fresh one.
         let mut stale_extended = None;
+        let requests = requests.filter(|_| features.extended_resource);
         if requests.is_some()
             && inner.claims.get(&ext_key).is_some_and(|e| {
                 e.compiled
@@ -1001,22 +1072,54 @@ impl DraStore {
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
-        let prioritized = plans
-            .iter()
-            .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
+        if !features.prioritized_list {
+            // Upstream Score returns 0 without `DRAPrioritizedList`.
+            allocated_score = 0;
+        }
+        let prioritized = allocated_score > 0
+            || plans
+                .iter()
+                .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
         Ok(PodClaims {
             world: inner.world.clone(),
             in_use,
             plans,
             slots,
             allocated,
-            binding: !inner.binding_disabled,
+            binding: inner.features.device_binding_conditions,
             prioritized,
+            allocated_score,
             extended,
             stale_extended,
             chooser: inner.chooser.clone(),
             budget: inner.budget,
+            disabled,
+            filter_timeout: features.scheduler_filter_timeout,
         })
+    }
+
+    /// Upstream's checks of a claim to allocate against switched-off features: PreFilter
+    /// rejects `firstAvailable` without `DRAPrioritizedList`; the allocator (Filter)
+    /// refuses `adminAccess` without `DRAAdminAccess`, which is kept in `disabled` (the
+    /// first such request of the pod, in claim and request order).
+    fn check_features(
+        features: DraFeatures,
+        key: &str,
+        claim: &ResourceClaim,
+        disabled: &mut Option<AllocError>,
+    ) -> Result<(), GatherError> {
+        for req in &claim.spec.devices.requests {
+            if !features.prioritized_list && !req.first_available.is_empty() {
+                return Err(GatherError::PrioritizedListDisabled { claim: key.to_owned(), request: req.name.clone() });
+            }
+            if features.admin_access || disabled.is_some() {
+                continue;
+            }
+            if req.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)) {
+                *disabled = Some(AllocError::AdminAccessDisabled { claim: key.to_owned(), request: req.name.clone() });
+            }
+        }
+        Ok(())
     }
 
     /// Allocates the pod's unallocated claims on `node` and holds the devices in flight
@@ -1103,7 +1206,7 @@ impl DraStore {
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
         // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
-        let stamp = !inner.binding_disabled;
+        let stamp = inner.features.device_binding_conditions;
         if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
             let key = compiled.key.clone();
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
@@ -1341,8 +1444,21 @@ impl PodClaims {
     /// Whether every claim fits on a node, without building results (Filter). The
     /// success path allocates nothing on the heap for up to 16 devices per pod.
     pub fn fits(&self, node: Symbol, labels: &Labels) -> Result<Result<(), Diagnosis>, AllocError> {
+        self.fits_timed(node, labels, None)
+    }
+
+    /// [`PodClaims::fits`] with the search bounded by `timeout`.
+    pub(crate) fn fits_timed(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        timeout: Option<allocator::Timeout<'_>>,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
         if self.extended.is_some() {
-            return self.fits_on(node, labels, &Resources::default());
+            return self.fits_on_timed(node, labels, &Resources::default(), timeout);
+        }
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
         }
         for a in &self.allocated {
             if let Some(sel) = &a.node_selector
@@ -1369,6 +1485,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            timeout,
         )? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
@@ -1385,6 +1502,20 @@ impl PodClaims {
         labels: &Labels,
         allocatable: &Resources,
     ) -> Result<Result<(), Diagnosis>, AllocError> {
+        self.fits_on_timed(node, labels, allocatable, None)
+    }
+
+    /// [`PodClaims::fits_on`] with the search bounded by `timeout`.
+    pub(crate) fn fits_on_timed(
+        &self,
+        node: Symbol,
+        labels: &Labels,
+        allocatable: &Resources,
+        timeout: Option<allocator::Timeout<'_>>,
+    ) -> Result<Result<(), Diagnosis>, AllocError> {
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
+        }
         if let Err(d) = self.fits_allocated(node, labels) {
             return Ok(Err(d));
         }
@@ -1405,6 +1536,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            timeout,
         )? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
@@ -1451,6 +1583,9 @@ impl PodClaims {
     /// [`PodClaims::allocate`] on a node with `allocatable` (see [`PodClaims::fits_on`]);
     /// the claim for extended resources, when the node needs one, comes last.
     pub fn allocate_on(&self, node: &str, labels: &Labels, allocatable: &Resources) -> Result<NodeResult, AllocError> {
+        if let Some(e) = &self.disabled {
+            return Err(e.clone());
+        }
         let sym = Symbol::intern(node);
         if let Err(d) = self.fits_allocated(sym, labels) {
             return Ok(NodeResult::NoFit(d));
@@ -1469,6 +1604,7 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            None,
         )? {
             Outcome::Fit(picks) => {
                 let results = allocator::results(&self.world, plans, &picks, sym, self.binding);
@@ -1478,14 +1614,21 @@ impl PodClaims {
         }
     }
 
+    /// Whether Filter applies the DynamicResources `filterTimeout`
+    /// ([`DraFeatures::scheduler_filter_timeout`] when PreFilter ran).
+    pub fn filter_timeout_enabled(&self) -> bool {
+        self.filter_timeout
+    }
+
     /// Whether the pod requests extended resources backed by DRA (Filter then needs the
     /// node's allocatable: [`PodClaims::fits_on`]).
     pub fn has_extended_resources(&self) -> bool {
         self.extended.is_some()
     }
 
-    /// Whether a claim to allocate has a `firstAvailable` request, so nodes may score
-    /// differently ([`PodClaims::prioritized_list_score`]).
+    /// Whether Score has anything to add up: a claim to allocate has a `firstAvailable`
+    /// request, or a claim allocated earlier used a subrequest
+    /// ([`PodClaims::prioritized_list_score`]).
     pub fn has_prioritized_lists(&self) -> bool {
         self.prioritized
     }
@@ -1494,8 +1637,11 @@ impl PodClaims {
     /// `computeScore`): allocates on the node as Filter does and, for every
     /// `firstAvailable` request, adds `8 - i` when the allocation uses its subrequest
     /// `i` (8 is upstream's `FirstAvailableDeviceRequestMaxSize`), so nodes serving
-    /// earlier subrequests score higher. 0 when the claims don't fit or have no such
-    /// request. Claims allocated in an earlier cycle add nothing.
+    /// earlier subrequests score higher. Claims allocated in an earlier cycle add the
+    /// same for the subrequests their `status.allocation` names (upstream's fix that
+    /// reads `claim.Status.Allocation` in `computeScore`), but only on nodes where the
+    /// pod still has claims to allocate: upstream keeps no per-node allocation, and
+    /// scores 0, when Filter ran no allocator. 0 when the claims don't fit.
     pub fn prioritized_list_score(
         &self,
         node: Symbol,
@@ -1507,6 +1653,11 @@ impl PodClaims {
         }
         let Ok(mask) = self.extended_mask(allocatable) else { return Ok(0) };
         let (plans, slots) = self.plans_for(mask);
+        if plans.is_empty() {
+            // Only the extended-resource claim was to allocate and the node's device
+            // plugin serves it: Filter still ran the allocator upstream.
+            return Ok(if self.extended.is_some() { self.allocated_score } else { 0 });
+        }
         let picks = match allocator::run(
             &self.world,
             &self.in_use,
@@ -1516,11 +1667,12 @@ impl PodClaims {
             labels,
             self.chooser.as_deref(),
             self.budget,
+            None,
         )? {
             Outcome::Fit(picks) => picks,
             Outcome::NoFit(_) => return Ok(0),
         };
-        let mut score = 0;
+        let mut score = self.allocated_score;
         let mut seen: SmallVec<[(u16, u16, u16); 8]> = SmallVec::new();
         for p in &picks {
             let req = &plans[p.claim as usize].claim.requests[p.request as usize];
@@ -1579,6 +1731,21 @@ impl PodClaims {
     /// (upstream Filter's `isClaimReadyForBinding` / `isClaimTimeout`): such claims are
     /// unavailable and PostFilter may deallocate them. Empty with binding conditions off.
     pub fn unavailable_claims(&self, now: std::time::Duration, timeout: std::time::Duration) -> Vec<(String, String)> {
+        self.unavailable_claims_on(now, None, timeout)
+    }
+
+    /// [`PodClaims::unavailable_claims`] on a clock whose zero is `epoch_unix_nanos` of
+    /// wall-clock time ([`Clock::unix_epoch_nanos`](crate::framework::Clock::unix_epoch_nanos)):
+    /// a claim allocated before the store saw it (no recorded clock time) then starts its
+    /// binding timeout at its `status.allocation.allocationTimestamp`, placed on the
+    /// clock, as upstream's `isClaimTimeout` compares that timestamp with `time.Now()`.
+    /// Without an epoch such claims never time out.
+    pub fn unavailable_claims_on(
+        &self,
+        now: std::time::Duration,
+        epoch_unix_nanos: Option<i128>,
+        timeout: std::time::Duration,
+    ) -> Vec<(String, String)> {
         if !self.binding {
             return Vec::new();
         }
@@ -1588,7 +1755,9 @@ impl PodClaims {
                 BindingState::Ready => {}
                 BindingState::Failed(e) => out.push((a.key.clone(), e.to_string())),
                 BindingState::Pending => {
-                    if a.allocated_at.is_some_and(|t| t + timeout < now) {
+                    let nanos = |d: std::time::Duration| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX);
+                    let start = a.allocated_at.map(nanos).or_else(|| Some(a.allocation_timestamp? - epoch_unix_nanos?));
+                    if start.is_some_and(|t| t.saturating_add(nanos(timeout)) < nanos(now)) {
                         out.push((a.key.clone(), format!("claim {} timed out waiting for binding conditions", a.key)));
                     }
                 }

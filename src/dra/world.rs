@@ -1,10 +1,28 @@
-//! The devices of every complete-enough pool, flattened once per slice change into the
-//! order the allocator searches (upstream `structured/pools.go`, `GatherPools`).
+//! The devices of every pool's newest generation, flattened once per slice change into
+//! the order the allocator searches, plus what each node's pool gathering decides
+//! (upstream `structured/internal/*/pools*.go`, `GatherPools`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
 //! newest generation sorted by name; within a slice, devices in the order published.
 //! Slices with binding conditions come after the other slices of their pool, and pools
 //! with such slices after all other pools.
+//!
+//! # Pools per node
+//!
+//! Upstream gathers pools for each node from the slices that node can see: slices for
+//! the node by name, by node selector or for all nodes, slices with per-device node
+//! selection when any device reaches the node, and slices with shared counters always.
+//! A pool is incomplete, invalid (duplicate device names, duplicate counter sets,
+//! consumed counters that don't exist) or ignored (a newer generation exists that the
+//! node can't see) *for that node*. Which pools are bad for which node is decided here,
+//! once per slice change: pools whose slices all target one node by name, or all nodes,
+//! are judged once; only pools mixing node selections are judged per Filter call
+//! ([`World::node_problems`]).
+//!
+//! One difference remains: a node that sees a complete older generation of a pool
+//! while a newer generation exists only for other nodes would, upstream, allocate from
+//! the older generation; schedkit keeps only the newest generation's devices, so that
+//! node sees the pool (complete, valid) without devices.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -172,8 +190,95 @@ pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
 pub(crate) struct PoolEntry {
     pub driver: Symbol,
     pub name: Symbol,
-    pub incomplete: bool,
-    pub invalid: Option<String>,
+    /// The newest generation among the pool's slices (whose devices the world holds).
+    pub newest: i64,
+    /// Every slice of the pool, all generations, by slice name.
+    pub slices: Vec<SliceMeta>,
+    /// Why the newest generation's counter sets make the pool invalid, if they do.
+    pub counters_invalid: Option<Arc<str>>,
+}
+
+/// What pool gathering needs to know about one slice.
+#[derive(Debug, Clone)]
+pub(crate) struct SliceMeta {
+    pub generation: i64,
+    pub count: i64,
+    pub reach: Reach,
+    /// The slice publishes shared counters: a counter-set slice, not a device slice.
+    pub counters: bool,
+    pub devices: Vec<Symbol>,
+}
+
+/// For which nodes upstream `GatherPools` picks up a slice.
+#[derive(Debug, Clone)]
+pub(crate) enum Reach {
+    /// Shared counters: every node.
+    Always,
+    /// `nodeName`, `nodeSelector` or `allNodes` of the slice.
+    Slice(Scope),
+    /// `perDeviceNodeSelection`: nodes some device reaches.
+    PerDevice(Vec<Scope>),
+    /// No node selection upstream knows: never.
+    Never,
+}
+
+impl Scope {
+    fn reaches(&self, node: Symbol, labels: &Labels) -> bool {
+        match self {
+            Scope::Node(n) => *n == node,
+            Scope::Selector(s) => s.matches(labels, node),
+            Scope::All => true,
+        }
+    }
+}
+
+impl Reach {
+    fn reaches(&self, node: Symbol, labels: &Labels) -> bool {
+        match self {
+            Reach::Always => true,
+            Reach::Slice(s) => s.reaches(node, labels),
+            Reach::PerDevice(scopes) => scopes.iter().any(|s| s.reaches(node, labels)),
+            Reach::Never => false,
+        }
+    }
+}
+
+/// Why a pool gathered for a node gives no devices there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PoolProblem {
+    /// Fewer (or more) slices of its generation than it announces.
+    Incomplete,
+    /// Invalid, with upstream's reason.
+    Invalid(Arc<str>),
+}
+
+/// Upstream `GatherPools` for one pool and one node, given which slices the node sees:
+/// `None` when the pool is not gathered, is ignored (a newer generation exists that the
+/// node does not see: `checkSlicesInPool`), or is complete and valid.
+fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Option<PoolProblem> {
+    let g = pool.slices.iter().filter(|s| visible(s)).map(|s| s.generation).max()?;
+    let seen = || pool.slices.iter().filter(|s| s.generation == g && visible(s));
+    let count = seen().next().map_or(0, |s| s.count);
+    if seen().count() as i64 != count {
+        if pool.slices.iter().any(|s| s.generation > g) {
+            return None;
+        }
+        if pool.slices.iter().filter(|s| s.generation == g).count() as i64 != count {
+            return Some(PoolProblem::Incomplete);
+        }
+    }
+    let mut names = ahash::AHashSet::new();
+    for s in seen().filter(|s| !s.counters) {
+        for d in &s.devices {
+            if !names.insert(*d) {
+                return Some(PoolProblem::Invalid(format!("duplicate device name {}", d.as_str()).into()));
+            }
+        }
+    }
+    if g == pool.newest {
+        return pool.counters_invalid.clone().map(PoolProblem::Invalid);
+    }
+    None
 }
 
 impl PoolEntry {
@@ -196,6 +301,16 @@ pub(crate) struct World {
     pub counter_capacity: Vec<i128>,
     pub counter_names: Vec<String>,
     pub index: AHashMap<DeviceId, u32>,
+    /// Pools whose slices all target one node by name, and are bad there.
+    pub bad_on_node: AHashMap<Symbol, SmallVec<[(u32, PoolProblem); 1]>>,
+    /// Pools whose slices all reach every node, and are bad everywhere.
+    pub bad_everywhere: Vec<(u32, PoolProblem)>,
+    /// Pools mixing node selections: judged per node.
+    pub per_node_pools: Vec<u32>,
+    /// Devices published twice under one name in one pool (slices for different nodes):
+    /// the first entry -> the later ones. Upstream tracks use by device ID, so one in use
+    /// makes all of them in use.
+    pub twins: AHashMap<u32, SmallVec<[u32; 1]>>,
 }
 
 pub(crate) fn milli(q: &Quantity) -> i128 {
@@ -373,54 +488,50 @@ fn rule_matches(
     rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
 }
 
-/// A pool's key, its newest-generation slices in search order, whether any has binding
-/// conditions, and its [`Completeness`].
-type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, bool, Completeness);
+/// A pool's key, every slice of it (by name), its newest-generation slices in search
+/// order, and whether any has binding conditions.
+type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, Vec<&'a Arc<ResourceSlice>>, bool);
 
-/// Whether a pool has all its slices, decided once per slice change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Completeness {
-    Complete,
-    /// Incomplete; its devices stay usable where the allocator allows it.
-    Incomplete,
-    /// Incomplete and on an older generation than the newest slice seen: no devices.
-    Stale,
+fn reach_of(s: &ResourceSlice) -> Reach {
+    let spec = &s.spec;
+    if !spec.shared_counters.is_empty() {
+        Reach::Always
+    } else if spec.node_name.as_deref().is_some_and(|n| !n.is_empty())
+        || spec.all_nodes == Some(true)
+        || spec.node_selector.is_some()
+    {
+        Reach::Slice(scope_of(s, &DeviceSpec::default()))
+    } else if spec.per_device_node_selection == Some(true) {
+        Reach::PerDevice(spec.devices.iter().map(|d| scope_of(s, d)).collect())
+    } else {
+        Reach::Never
+    }
 }
 
-/// Pool completeness as upstream `GatherPools` decides it (`structured/internal/stable/
-/// pools_stable.go`, with `findSlicesForPool`, `poolIsIncomplete` and
-/// `findLatestGenerationInPool`). `current` are the pool's newest-generation slices and
-/// `all` every slice of the pool, both in name order, so "first" is the first by name.
-///
-/// A pool is complete when it has as many current slices as its first current slice
-/// announces. Otherwise every slice of the pool is checked: the pool is still complete
-/// only if their number matches the first one's `resourceSliceCount` and all agree on
-/// generation and `resourceSliceCount`. An incomplete pool whose generation is not
-/// `latest` loses its devices.
-///
-/// `latest` is the highest generation among *all* slices, of every driver and pool:
-/// upstream passes its whole slice list to `findLatestGenerationInPool`, not just the
-/// pool's slices, and schedkit does the same so that results match.
-///
-/// Upstream gathers per node from the slices that node can reach; schedkit decides once
-/// for all nodes from every slice of the pool, so a pool whose current slices are only
-/// partly visible from a node is judged as a whole.
-fn completeness(current: &[&Arc<ResourceSlice>], all: &[&Arc<ResourceSlice>], latest: i64) -> Completeness {
-    let Some(first) = current.first() else { return Completeness::Complete };
-    if current.len() as i64 == first.spec.pool.resource_slice_count {
-        return Completeness::Complete;
+/// Why the counter sets of a pool's newest-generation slices make it invalid (upstream
+/// `getAndValidateCounterSets`, `validateDeviceCounterConsumption`).
+fn counters_invalid(current: &[&Arc<ResourceSlice>]) -> Option<Arc<str>> {
+    let mut sets: AHashMap<&str, &super::types::CounterSet> = AHashMap::new();
+    for s in current {
+        for cs in &s.spec.shared_counters {
+            if sets.insert(cs.name.as_str(), cs).is_some() {
+                return Some(format!("duplicate counter set name {}", cs.name).into());
+            }
+        }
     }
-    let Some(head) = all.first() else { return Completeness::Complete };
-    let (count, generation) = (head.spec.pool.resource_slice_count, head.spec.pool.generation);
-    let incomplete = all.len() as i64 != count
-        || all.iter().any(|s| s.spec.pool.generation != generation || s.spec.pool.resource_slice_count != count);
-    if !incomplete {
-        Completeness::Complete
-    } else if first.spec.pool.generation != latest {
-        Completeness::Stale
-    } else {
-        Completeness::Incomplete
+    for s in current {
+        for d in &s.spec.devices {
+            for c in &d.consumes_counters {
+                let Some(set) = sets.get(c.counter_set.as_str()) else {
+                    return Some(format!("counter set {} not found", c.counter_set).into());
+                };
+                if let Some(name) = c.counters.keys().find(|k| !set.counters.contains_key(*k)) {
+                    return Some(format!("counter {name} not found in counter set {}", set.name).into());
+                }
+            }
+        }
     }
+    None
 }
 
 /// Flattens validated slices (by name) into a [`World`], adding the taints of matching
@@ -430,43 +541,57 @@ pub(crate) fn build(
     generation: u64,
     rules: &[Arc<CompiledTaintRule>],
     classes: &AHashMap<String, Arc<CompiledClass>>,
+    features: super::DraFeatures,
 ) -> World {
-    // Group by (driver, pool); keep only the newest generation.
+    // Group by (driver, pool); keep only the newest generation. Without partitionable
+    // devices, upstream `GatherPools` skips slices with shared counters or per-device
+    // node selection.
     let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
     for s in slices.values() {
+        if !features.partitionable_devices
+            && (s.spec.per_device_node_selection.is_some() || !s.spec.shared_counters.is_empty())
+        {
+            continue;
+        }
         pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
     }
-    // Only the newest generation of each pool counts. Slices with a device that has
-    // binding conditions go after the others of their pool, and such pools after all
-    // others, so the search prefers devices that need no binding wait (upstream
+    // The world holds the newest generation of each pool; per node, pool gathering
+    // decides below whether the node may use it. Slices with a device that has binding
+    // conditions go after the others of their pool, and such pools after all others, so
+    // the search prefers devices that need no binding wait (upstream
     // `structured/pools.go`, `GatherPools`; allocator case
     // "lexicographical-sorting-pools-with-binding-conditions").
     let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
-    let latest = slices.values().map(|s| s.spec.pool.generation).max().unwrap_or(0);
     let mut ordered: Vec<PoolSlices<'_>> = pools
         .into_iter()
         .map(|(key, all)| {
             let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
             let mut current: Vec<&Arc<ResourceSlice>> =
                 all.iter().copied().filter(|s| s.spec.pool.generation == newest).collect();
-            let state = completeness(&current, &all, latest);
-            if state == Completeness::Stale {
-                current.clear();
-            }
             current.sort_by_key(|s| has_binding(s));
             let binding = current.iter().any(|s| has_binding(s));
-            (key, current, binding, state)
+            (key, all, current, binding)
         })
         .collect();
-    ordered.sort_by_key(|(_, _, binding, _)| *binding);
+    ordered.sort_by_key(|(_, _, _, binding)| *binding);
     let mut w = World { generation, ..World::default() };
-    for ((driver, pool), current, _, state) in ordered {
+    for ((driver, pool), all, current, _) in ordered {
         let pool_idx = w.pools.len() as u32;
-        let mut entry = PoolEntry {
+        let entry = PoolEntry {
             driver: Symbol::intern(&driver),
             name: Symbol::intern(&pool),
-            incomplete: state != Completeness::Complete,
-            invalid: None,
+            newest: current.first().map_or(0, |s| s.spec.pool.generation),
+            slices: all
+                .iter()
+                .map(|s| SliceMeta {
+                    generation: s.spec.pool.generation,
+                    count: s.spec.pool.resource_slice_count,
+                    reach: reach_of(s),
+                    counters: !s.spec.shared_counters.is_empty(),
+                    devices: s.spec.devices.iter().map(|d| Symbol::intern(&d.name)).collect(),
+                })
+                .collect(),
+            counters_invalid: if features.partitionable_devices { counters_invalid(&current) } else { None },
         };
         // Counter sets of the whole pool.
         let mut sets: AHashMap<(&str, &str), u32> = AHashMap::new();
@@ -474,9 +599,7 @@ pub(crate) fn build(
             for cs in &s.spec.shared_counters {
                 for (cname, c) in &cs.counters {
                     let idx = w.counter_capacity.len() as u32;
-                    if sets.insert((cs.name.as_str(), cname.as_str()), idx).is_some() {
-                        entry.invalid = Some(format!("counter set {} defined twice", cs.name));
-                    }
+                    sets.entry((cs.name.as_str(), cname.as_str())).or_insert(idx);
                     w.counter_capacity.push(milli(&c.value));
                     w.counter_names.push(format!("{driver}/{pool}/{}/{cname}", cs.name));
                 }
@@ -489,8 +612,11 @@ pub(crate) fn build(
                 let Ok(device) = selector_device(&s.metadata.name, &driver, d) else { continue };
                 let id = DeviceId::new(&driver, &pool, &d.name);
                 let idx = w.devices.len() as u32;
-                if w.index.insert(id, idx).is_some() {
-                    entry.invalid = Some(format!("duplicate device name {:?}", d.name));
+                // A duplicate name makes the pool invalid where it is gathered; the index
+                // keeps the first device.
+                let first = *w.index.entry(id).or_insert(idx);
+                if first != idx {
+                    w.twins.entry(first).or_default().push(idx);
                 }
                 let mut consumes = SmallVec::new();
                 let mut counters_missing = false;
@@ -505,8 +631,17 @@ pub(crate) fn build(
                         }
                     }
                 }
-                let mut taints: SmallVec<[Taint; 1]> = d.taints.iter().filter_map(blocking_taint).collect();
-                for rule in rules {
+                // Without partitionable devices a device consuming counters is never
+                // allocated (upstream `allocateDevice`).
+                counters_missing |= !features.partitionable_devices && !d.consumes_counters.is_empty();
+                // Without device taints, none applies (upstream checks them only with
+                // `DRADeviceTaints`).
+                let mut taints: SmallVec<[Taint; 1]> = if features.device_taints {
+                    d.taints.iter().filter_map(blocking_taint).collect()
+                } else {
+                    SmallVec::new()
+                };
+                for rule in rules.iter().filter(|_| features.device_taints) {
                     if let Some(t) = &rule.taint
                         && rule_matches(rule, classes, &driver, &pool, &device)
                     {
@@ -549,12 +684,67 @@ pub(crate) fn build(
                 });
             }
         }
+        classify(&mut w, pool_idx, &entry);
         w.pools.push(entry);
     }
     w
 }
 
+/// Files a pool under the nodes it is bad for, when that does not depend on the node
+/// beyond its name; otherwise leaves it to [`World::node_problems`].
+fn classify(w: &mut World, idx: u32, pool: &PoolEntry) {
+    // Counter-set slices reach every node and slices without a known node selection
+    // none; what varies between nodes is the rest.
+    let seen_anywhere = |s: &SliceMeta| !matches!(s.reach, Reach::Never);
+    let always = |s: &SliceMeta| matches!(s.reach, Reach::Always);
+    let mut varying = pool.slices.iter().filter(|s| seen_anywhere(s) && !always(s)).map(|s| &s.reach);
+    let node_of = |r: &Reach| match r {
+        Reach::Slice(Scope::Node(n)) => Some(*n),
+        _ => None,
+    };
+    if !pool.slices.iter().any(seen_anywhere) {
+        // Never gathered.
+    } else if varying.clone().all(|r| matches!(r, Reach::Slice(Scope::All))) {
+        if let Some(p) = pool_problem(pool, seen_anywhere) {
+            w.bad_everywhere.push((idx, p));
+        }
+    } else if let Some(n) = varying.next().and_then(node_of)
+        && varying.all(|r| node_of(r) == Some(n))
+        // Other nodes see only the counter-set slices; when that view is bad too, the
+        // pool is judged per node.
+        && pool_problem(pool, always).is_none()
+    {
+        if let Some(p) = pool_problem(pool, seen_anywhere) {
+            w.bad_on_node.entry(n).or_default().push((idx, p));
+        }
+    } else {
+        w.per_node_pools.push(idx);
+    }
+}
+
 impl World {
+    /// The pools gathered for `node` that give it no devices, in pool order: incomplete
+    /// or invalid there (upstream `GatherPools` for the node). Empty, without allocating,
+    /// for the usual cluster of complete per-node pools.
+    pub fn node_problems(&self, node: Symbol, labels: &Labels) -> SmallVec<[(u32, PoolProblem); 2]> {
+        let mut out = SmallVec::new();
+        if !self.bad_on_node.is_empty()
+            && let Some(v) = self.bad_on_node.get(&node)
+        {
+            out.extend(v.iter().cloned());
+        }
+        out.extend(self.bad_everywhere.iter().cloned());
+        for &p in &self.per_node_pools {
+            if let Some(problem) = pool_problem(&self.pools[p as usize], |s| s.reach.reaches(node, labels)) {
+                out.push((p, problem));
+            }
+        }
+        if out.len() > 1 {
+            out.sort_by_key(|(p, _)| *p);
+        }
+        out
+    }
+
     /// Whether any device is reachable through a node selector.
     pub fn has_selector_scoped(&self) -> bool {
         self.shared.iter().any(|&d| matches!(self.devices[d as usize].scope, Scope::Selector(_)))
@@ -671,6 +861,40 @@ mod tests {
         assert_eq!(apply(&max, Some("2"), "2"), None, "more than maximum");
         let below = json!({"default": "10", "validRange": {"min": "10", "step": "5"}});
         assert_eq!(apply(&below, Some("5"), "15"), Some(10_000), "request below min returns min");
+    }
+
+    fn slices(list: &[serde_json::Value]) -> BTreeMap<String, Arc<ResourceSlice>> {
+        list.iter()
+            .map(|v| {
+                let s: ResourceSlice = serde_json::from_value(v.clone()).unwrap();
+                (s.metadata.name.clone(), Arc::new(s))
+            })
+            .collect()
+    }
+
+    fn pool_slices(count: i64) -> BTreeMap<String, Arc<ResourceSlice>> {
+        let pool = json!({"name": "pool-1", "generation": 1, "resourceSliceCount": count});
+        slices(&[
+            json!({"metadata": {"name": "counters"}, "spec": {"driver": "d", "nodeName": "node-1", "pool": pool,
+                "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "4"}}}]}}),
+            json!({"metadata": {"name": "devices"}, "spec": {"driver": "d", "nodeName": "node-1", "pool": pool,
+                "devices": [{"name": "dev", "consumesCounters": [{"counterSet": "set", "counters": {"mem": {"value": "1"}}}]}]}}),
+        ])
+    }
+
+    #[test]
+    fn per_node_pools_with_counter_sets_are_judged_once() {
+        // A node's partitionable pool (a counter-set slice, which every node gathers, and
+        // a device slice for the node) is filed under its node at build time, so Filter
+        // on other nodes does no per-call work for it.
+        let w = build(&pool_slices(2), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        assert!(w.per_node_pools.is_empty() && w.bad_on_node.is_empty() && w.bad_everywhere.is_empty());
+        // Announcing three slices: incomplete on node-1 and, through the counter set,
+        // everywhere else too, so judged per node.
+        let w = build(&pool_slices(3), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        assert_eq!(w.per_node_pools, [0]);
+        let labels = Labels::default();
+        assert_eq!(w.node_problems(Symbol::intern("node-2"), &labels).as_slice(), [(0, PoolProblem::Incomplete)]);
     }
 
     #[test]

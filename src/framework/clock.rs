@@ -17,23 +17,39 @@ pub trait Clock: Send + Sync + 'static {
     fn real_wait(&self, remaining: Duration) -> Duration {
         remaining
     }
+
+    /// The wall-clock time at this clock's zero, in nanoseconds since the Unix epoch, if
+    /// the clock has one: it places timestamps other components wrote (RFC 3339 in API
+    /// objects) on this clock. Default: none, as virtual time has no wall-clock meaning.
+    fn unix_epoch_nanos(&self) -> Option<i128> {
+        None
+    }
 }
 
 /// Wall-clock time, measured from when the clock was made.
 #[derive(Debug, Clone, Copy)]
 pub struct RealClock {
     start: Instant,
+    /// The system time at `start`, in nanoseconds since the Unix epoch.
+    start_unix: i128,
 }
 
 impl Default for RealClock {
     fn default() -> Self {
-        RealClock { start: Instant::now() }
+        let start_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(0));
+        RealClock { start: Instant::now(), start_unix }
     }
 }
 
 impl Clock for RealClock {
     fn now(&self) -> Duration {
         self.start.elapsed()
+    }
+
+    fn unix_epoch_nanos(&self) -> Option<i128> {
+        Some(self.start_unix)
     }
 }
 

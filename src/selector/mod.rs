@@ -97,7 +97,7 @@ mod net;
 mod parser;
 mod semver;
 mod time;
-pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration};
+pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration, parse_timestamp};
 mod types;
 mod tz;
 mod url;

@@ -132,10 +132,16 @@ pub struct DynamicResources {
     writer: Arc<dyn ClaimStatusWriter>,
     clock: Arc<dyn Clock>,
     binding_timeout: Duration,
+    /// Zero: no timeout.
+    filter_timeout: Duration,
 }
 
 /// Upstream's default `bindingTimeout` (`pkg/scheduler/apis/config/v1/defaults.go`).
 pub const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Upstream's default `filterTimeout` (`DynamicResourcesFilterTimeoutDefault` in
+/// `pkg/scheduler/apis/config/types_pluginargs.go`).
+pub const DEFAULT_FILTER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Upstream PreBind's poll interval for binding conditions (`dynamicresources.go`).
 const BINDING_POLL: Duration = Duration::from_secs(5);
@@ -164,6 +170,7 @@ impl DynamicResources {
             writer: Arc::new(StoreOnly),
             clock: Arc::new(RealClock::default()),
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
+            filter_timeout: DEFAULT_FILTER_TIMEOUT,
         }
     }
 
@@ -173,9 +180,8 @@ impl DynamicResources {
     /// clock, writing through the `Arc<dyn ClaimStatusWriter>` shared on the handle if
     /// there is one (upstream writes through the handle's client set), else only to the
     /// store. `bindingTimeout` (a Go duration such as `"10m0s"`, positive) sets
-    /// [`DynamicResources::with_binding_timeout`]; `filterTimeout` is validated (not
-    /// negative) and otherwise unused: schedkit bounds Filter with the store's step
-    /// budget ([`DraStore::set_step_budget`]) instead of a wall-clock timeout.
+    /// [`DynamicResources::with_binding_timeout`]; `filterTimeout` (not negative, `"0s"`
+    /// switches it off) sets [`DynamicResources::with_filter_timeout`].
     ///
     /// ```
     /// use std::sync::Arc;
@@ -216,8 +222,9 @@ impl DynamicResources {
                 }
             }
         };
-        if duration("filterTimeout")?.is_some_and(|ns| ns < 0) {
-            return Err(E::NegativeFilterTimeout);
+        if let Some(ns) = duration("filterTimeout")? {
+            let ns = u64::try_from(ns).map_err(|_| E::NegativeFilterTimeout)?;
+            plugin = plugin.with_filter_timeout(Duration::from_nanos(ns));
         }
         if let Some(ns) = duration("bindingTimeout")? {
             let ns = u64::try_from(ns).ok().filter(|&n| n > 0).ok_or(E::NonPositiveBindingTimeout)?;
@@ -239,6 +246,19 @@ impl DynamicResources {
     #[must_use]
     pub fn with_binding_timeout(mut self, timeout: Duration) -> DynamicResources {
         self.binding_timeout = timeout;
+        self
+    }
+
+    /// How long Filter's allocator may search on one node (upstream
+    /// `DynamicResourcesArgs.filterTimeout`, default [`DEFAULT_FILTER_TIMEOUT`]; zero
+    /// switches it off). Past it the node is Unschedulable with "timed out trying to
+    /// allocate devices", as upstream. The search looks at the plugin's clock
+    /// ([`DynamicResources::with_clock`]) once every 1024 devices it tries, never per
+    /// device, so it overshoots by at most that much work; the store's step budget
+    /// ([`DraStore::set_step_budget`]) still bounds the search when the timeout is off.
+    #[must_use]
+    pub fn with_filter_timeout(mut self, timeout: Duration) -> DynamicResources {
+        self.filter_timeout = timeout;
         self
     }
 
@@ -297,8 +317,13 @@ impl PreEnqueuePlugin for DynamicResources {
     }
 }
 
+/// An allocator error as upstream Filter reports it: a timeout makes the node
+/// Unschedulable, anything else is an Error that aborts the pod's attempt.
 fn alloc_error(e: &AllocError) -> Status {
-    Status::error(e.to_string())
+    match e {
+        AllocError::FilterTimeout => Status::unschedulable(e.to_string()),
+        _ => Status::error(e.to_string()),
+    }
 }
 
 impl PreFilterPlugin for DynamicResources {
@@ -317,7 +342,11 @@ impl PreFilterPlugin for DynamicResources {
                 let nodes = (claims.needs_node_labels() || claims.has_extended_resources())
                     .then(|| Arc::new(snapshot.nodes().iter().map(|n| (n.name(), n.node_arc().clone())).collect()));
                 let unavailable = if claims.already_allocated().next().is_some() {
-                    let u = claims.unavailable_claims(self.clock.now(), self.binding_timeout);
+                    let u = claims.unavailable_claims_on(
+                        self.clock.now(),
+                        self.clock.unix_epoch_nanos(),
+                        self.binding_timeout,
+                    );
                     (!u.is_empty()).then(|| u.into())
                 } else {
                     None
@@ -329,6 +358,7 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e @ GatherError::PrioritizedListDisabled { .. }) => (None, Status::unschedulable(e.to_string())),
             Err(e) => (None, Status::error(e.to_string())),
         }
     }
@@ -339,9 +369,15 @@ pub const REASON_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 
 /// Filter's verdict for one node: upstream's reason, then one reason per problem (without
 /// the node name, so identical nodes share a histogram line; the node is the status's key).
+///
+/// With invalid pools on the node, upstream reports only "invalid resource pools were
+/// encountered"; that text comes first then, and the details after it.
 fn diagnosis_status(d: &Diagnosis) -> Status {
     let mut reasons = Vec::with_capacity(d.problems.len() + 1);
-    reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    let invalid = matches!(d.problems.first(), Some(crate::dra::Problem::InvalidPools { .. }));
+    if !invalid {
+        reasons.push(REASON_CANNOT_ALLOCATE.to_owned());
+    }
     reasons.extend(d.problems.iter().map(ToString::to_string));
     Status::with_reasons(Code::Unschedulable, reasons)
 }
@@ -361,10 +397,12 @@ impl FilterPlugin for DynamicResources {
             // PostFilter deletes it and the next attempt starts afresh.
             return Status::unresolvable("cannot schedule extended resource claim");
         }
+        let timeout = (claims.filter_timeout_enabled() && !self.filter_timeout.is_zero())
+            .then(|| crate::dra::Timeout { clock: &*self.clock, limit: self.filter_timeout });
         let fits = if claims.has_extended_resources() {
-            claims.fits_on(node.name(), &node.node().metadata.labels, node.allocatable())
+            claims.fits_on_timed(node.name(), &node.node().metadata.labels, node.allocatable(), timeout)
         } else {
-            claims.fits(node.name(), &node.node().metadata.labels)
+            claims.fits_timed(node.name(), &node.node().metadata.labels, timeout)
         };
         match fits {
             Ok(Ok(())) => Status::SUCCESS,
@@ -376,8 +414,9 @@ impl FilterPlugin for DynamicResources {
 
 impl ScorePlugin for DynamicResources {
     /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
-    /// `firstAvailable` subrequests score higher; 0 for pods without such requests (no
-    /// allocation is repeated for them).
+    /// `firstAvailable` subrequests score higher, and the pod's claims allocated in an
+    /// earlier cycle add what their allocation's subrequests are worth; 0 for pods
+    /// without such requests (no allocation is repeated for them).
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let Some(DraState { claims, .. }) = state.read::<DraState>() else { return Ok(0) };
         if !claims.has_prioritized_lists() {
