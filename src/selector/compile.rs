@@ -260,11 +260,12 @@ impl Compiler<'_> {
     #[expect(clippy::too_many_lines, reason = "one arm per node kind")]
     fn expr(&mut self, e: &Expr) -> Result<Out, SelectorError> {
         Ok(match &e.kind {
-            ExprKind::Null => out(Node::Const(Const::Null), Ty::Null, 0, 0),
-            ExprKind::Bool(b) => out(Node::Const(Const::Bool(*b)), Ty::Bool, 0, 0),
-            ExprKind::Int(v) => out(Node::Const(Const::Int(*v)), Ty::Int, 0, 0),
-            ExprKind::Uint(v) => out(Node::Const(Const::Uint(*v)), Ty::Uint, 0, 0),
-            ExprKind::Double(v) => out(Node::Const(Const::Double(*v)), Ty::Double, 0, 0),
+            // cel-go `computeExprSize`: a scalar literal has size 1.
+            ExprKind::Null => out(Node::Const(Const::Null), Ty::Null, 0, 1),
+            ExprKind::Bool(b) => out(Node::Const(Const::Bool(*b)), Ty::Bool, 0, 1),
+            ExprKind::Int(v) => out(Node::Const(Const::Int(*v)), Ty::Int, 0, 1),
+            ExprKind::Uint(v) => out(Node::Const(Const::Uint(*v)), Ty::Uint, 0, 1),
+            ExprKind::Double(v) => out(Node::Const(Const::Double(*v)), Ty::Double, 0, 1),
             ExprKind::String(s) => {
                 let n = s.chars().count() as u64;
                 out(Node::Const(Const::Str(s.as_str().into())), Ty::String, 0, n)
@@ -884,7 +885,7 @@ impl Compiler<'_> {
         };
         let (mut cost, size) = match list_ext_estimate(f, &outs) {
             Some(est) => est,
-            None => (functions::call_cost(f, &sizes, shape), functions::result_size(f, &sizes)),
+            None => (call_estimate(f, &outs, shape), call_result_size(f, &outs, &result)),
         };
         for o in &outs {
             cost = add(cost, o.cost);
@@ -1165,6 +1166,107 @@ fn const_uint(o: &Out) -> Option<u64> {
         Node::Const(Const::Int(k)) => Some(u64::try_from(*k).unwrap_or(0)),
         Node::Const(Const::Uint(u)) => Some(*u),
         _ => None,
+    }
+}
+
+/// The size cel-go assigns a value it knows nothing about (`UnknownSizeEstimate` in
+/// `checker/cost.go`): anything up to `math.MaxUint64` characters or elements.
+pub(crate) const UNKNOWN_SIZE: u64 = u64::MAX;
+
+/// The size of a value known only by its type: cel-go's `computeTypeSize`
+/// (`checker/cost.go`) gives scalars (bool, int, uint, double, timestamp, duration, and
+/// optionals of those) size 1, and leaves every other type unknown.
+fn type_size(ty: &Ty) -> u64 {
+    match ty {
+        Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::Timestamp | Ty::Duration => 1,
+        Ty::Optional(t) => type_size(t),
+        _ => UNKNOWN_SIZE,
+    }
+}
+
+/// A string constant's length in characters, the lower bound of its size.
+fn const_len(o: &Out) -> u64 {
+    match &o.node {
+        Node::Const(Const::Str(s)) => s.chars().count() as u64,
+        Node::Const(Const::Bytes(b)) => b.len() as u64,
+        _ => 0,
+    }
+}
+
+/// The argument sizes a call's cost depends on. Upstream prices the parsing of a string
+/// argument of `containsIP`/`containsCIDR` (k8s `library/cost.go`) only in the string
+/// overloads; a typed argument costs nothing, whatever its (unknown) size.
+fn priced_sizes(f: Func, outs: &[Out]) -> Vec<u64> {
+    let arg_is = |i: usize, t: Ty| outs.get(i).is_some_and(|o| o.ty == t || o.ty == Ty::Dyn);
+    outs.iter()
+        .enumerate()
+        .map(|(i, o)| match f {
+            Func::ContainsIp | Func::ContainsCidr if i == 1 && !arg_is(1, Ty::String) => 0,
+            _ => o.size,
+        })
+        .collect()
+}
+
+/// The estimated cost of a call without its arguments ([`functions::call_cost`]), except
+/// that cel-go prices only the conversions between strings and bytes (`StringToBytes`,
+/// `BytesToString`) as traversals; the other `string()` and `bytes()` overloads cost 1,
+/// and with a `dyn` argument the dearer candidate counts.
+fn call_estimate(f: Func, outs: &[Out], shape: functions::Shape) -> u64 {
+    let traversal = || functions::call_cost(f, &priced_sizes(f, outs), shape);
+    match (f, outs.first().map(|o| &o.ty)) {
+        (Func::ToString, Some(Ty::Bytes)) | (Func::ToBytes, Some(Ty::String)) => traversal(),
+        (Func::ToString | Func::ToBytes, Some(Ty::Dyn)) => traversal().max(1),
+        (Func::ToString | Func::ToBytes, _) => 1,
+        _ => traversal(),
+    }
+}
+
+/// The worst-case size of a call's result, as upstream's estimators state it, else the
+/// size of its type ([`type_size`]).
+fn call_result_size(f: Func, outs: &[Out], result: &Ty) -> u64 {
+    let size = |i: usize| outs.get(i).map_or(0, |o| o.size);
+    let ty = |i: usize| outs.get(i).map(|o| &o.ty);
+    match f {
+        // cel-go `maybeUnwrapDynCall`: `dyn(x)` has the size of `x`.
+        Func::Dyn => size(0),
+        // k8s `library/cost.go` `join`: every element at its largest, with a separator
+        // between each two.
+        Func::Join => {
+            let n = size(0);
+            let elem = match ty(0) {
+                Some(Ty::List(el)) if matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn) => outs[0].elem_size,
+                _ => 0,
+            };
+            n.saturating_mul(elem).saturating_add(size(1).saturating_mul(n.saturating_sub(1)))
+        }
+        // k8s `library/cost.go` `replace`: the shortest possible match (a constant's
+        // length, else 0) replaced by the longest replacement as often as it fits.
+        Func::Replace => {
+            let (sz, from_min, to_max) = (size(0), const_len(&outs[1]), size(2));
+            let (count, retained) = if from_min == 0 {
+                (if sz < UNKNOWN_SIZE { sz + 1 } else { sz }, sz)
+            } else if to_max <= from_min {
+                (0, sz)
+            } else {
+                (sz.div_ceil(from_min), 0)
+            };
+            count.saturating_mul(to_max).saturating_add(retained)
+        }
+        // k8s `library/cost.go` `split`: a constant limit bounds the element count.
+        Func::Split => match outs.get(2).map(|o| &o.node) {
+            Some(Node::Const(Const::Int(k))) if *k >= 0 => k.unsigned_abs(),
+            _ => size(0),
+        },
+        // cel-go `BytesToString` keeps the size, `StringToBytes` may take 4 bytes per
+        // character; the other conversions to string or bytes are not sized.
+        // With a `dyn` argument every overload is a candidate, and cel-go's `costCall`
+        // keeps the sizes the sized candidates state.
+        Func::ToString if matches!(ty(0), Some(Ty::Bytes | Ty::Dyn)) => size(0),
+        Func::ToBytes if matches!(ty(0), Some(Ty::String | Ty::Dyn)) => size(0).saturating_mul(4),
+        _ => {
+            let sizes: Vec<u64> = outs.iter().map(|o| o.size).collect();
+            functions::result_size(f, &sizes).unwrap_or_else(|| type_size(result))
+        }
     }
 }
 

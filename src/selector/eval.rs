@@ -288,6 +288,7 @@ fn const_value(c: &Const) -> Value<'_> {
 fn actual_size(v: &Value<'_>) -> u64 {
     match v {
         Value::Str(s) => s.len() as u64,
+        Value::Bytes(b) => b.len() as u64,
         Value::List(l) => l.len() as u64,
         Value::Map(m) => m.len() as u64,
         _ => 1,
@@ -625,6 +626,10 @@ impl<'a> Ctx<'a> {
             | Func::IsCidr
             | Func::ContainsIp
             | Func::ContainsCidr => functions::net_runtime_cost(f, &vals),
+            // cel-go `interpreter/runtimecost.go`: only the conversions between strings
+            // and bytes traverse their argument.
+            Func::ToString if !matches!(vals.first(), Some(Value::Bytes(_))) => 1,
+            Func::ToBytes if !matches!(vals.first(), Some(Value::Str(_))) => 1,
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
                 let shape =

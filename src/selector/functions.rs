@@ -548,6 +548,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::Format
         | Func::Url
         | Func::ToBytes
+        | Func::ToString
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
@@ -565,35 +566,33 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
     }
 }
 
-/// Maximum size (characters or elements) of the result, for nested estimates.
-pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
+/// Maximum size (characters or elements) of the result, for nested estimates, where
+/// upstream's estimator states one; `None` where it does not.
+///
+/// cel-go's `checker/cost.go` (`costCall`, `computeSize`) keeps a call's result size
+/// only when the function's estimate provides one (its own `functionCost` cases and
+/// the estimators of `k8s.io/apiserver/pkg/cel/library/cost.go`); otherwise the size
+/// is that of the result type, 1 for a scalar (`computeTypeSize`), and unknown
+/// (`UnknownSizeEstimate`, `0..=math.MaxUint64`) for anything else. The compiler turns
+/// `None` into that type-based size. Sizes that depend on more than the argument
+/// sizes (`join`, `replace`, `split` with a limit, `string`/`bytes` conversions, `dyn`)
+/// are worked out in `compile.rs`.
+pub(crate) fn result_size(f: Func, sizes: &[u64]) -> Option<u64> {
     let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
     match f {
-        Func::Contains
-        | Func::StartsWith
-        | Func::EndsWith
-        | Func::LowerAscii
+        // k8s `library/cost.go`: `lowerAscii`, `upperAscii`, `substring`, `trim` keep
+        // the receiver's size; `find` and `findAll` return at most one match (or
+        // element) per character; `split` at most one element per character.
+        Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
         | Func::Substring
         | Func::Find
-        // A URL and its parts are no longer than its text (escaping aside).
-        | Func::Url
-        | Func::GetScheme
-        | Func::GetHost
-        | Func::GetHostname
-        | Func::GetPort
-        | Func::GetQuery => s(0),
-        Func::Split | Func::FindAll => s(0).saturating_add(1),
-        Func::Quote => s(0).saturating_mul(2).saturating_add(2),
-        Func::Replace => s(0).saturating_mul(s(2).max(1)),
-        Func::Join => s(0).saturating_mul(64),
-        Func::CharAt => 1,
-        // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
-        Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
-        Func::GetEscapedPath => s(0).saturating_mul(3),
-        Func::ToString | Func::Min | Func::Max => 64,
-        _ => 0,
+        | Func::FindAll
+        | Func::Split => Some(s(0)),
+        // cel-go `ExtQuoteString`: every character escaped, plus the two quotes.
+        Func::Quote => Some(s(0).saturating_mul(2).saturating_add(2)),
+        _ => None,
     }
 }
 
