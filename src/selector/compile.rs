@@ -1519,9 +1519,11 @@ fn macro_name(kind: LoopKind) -> &'static str {
 /// upstream reports it.
 fn fold(f: Func, args: &[Node]) -> Option<Node> {
     match (f, args) {
-        (Func::Quantity, [Node::Const(Const::Str(s))]) => {
-            Quantity::parse(s).ok().map(|q| Node::Const(Const::Quantity(q)))
-        }
+        (Func::Quantity, [Node::Const(Const::Str(s))]) => match super::bigqty::parse_quantity(s) {
+            Ok(Ok(q)) => Some(Node::Const(Const::Quantity(q))),
+            // Beyond `Quantity`'s range: built at evaluation time.
+            _ => None,
+        },
         (Func::Semver, [Node::Const(Const::Str(s))]) => {
             Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
         }

@@ -562,7 +562,10 @@ impl<'a> Ctx<'a> {
                         match (&l, &r) {
                             (Value::Quantity(x), Value::Quantity(y)) => x.cmp(y),
                             (Value::Semver(x), Value::Semver(y)) => (**x).cmp(&**y),
-                            _ => return self.fail(*overload(f.name(), &[&l, &r])),
+                            _ => match (functions::any_quantity(&l), functions::any_quantity(&r)) {
+                                (Some(x), Some(y)) => x.cmp(y),
+                                _ => return self.fail(*overload(f.name(), &[&l, &r])),
+                            },
                         }
                     }
                 };

@@ -48,6 +48,7 @@ use std::rc::Rc;
 
 use regex::Regex;
 
+use super::bigqty::{self, AnyQuantity};
 use super::error::EvalErrorKind;
 use super::named_format::{self, NamedFormat};
 use super::net;
@@ -601,9 +602,9 @@ type R<'a> = Result<Value<'a>, EvalErrorKind>;
 /// `isQuantity(s)`: whether apimachinery's `resource.ParseQuantity` accepts `s`.
 ///
 /// Upstream parses any syntactically valid quantity, falling back to arbitrary
-/// precision (and capping the magnitude at 2^63-1, `maxAllowed` in
-/// `k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
-/// [`Quantity`] reports `OutOfRange`; such text is therefore a quantity here too. An
+/// precision (`k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
+/// [`Quantity`] reports `OutOfRange` (`quantity()` then builds a `bigqty`); such text
+/// is therefore a quantity here too, even one too large for `quantity()` to build. An
 /// exponent (`1e<n>`) must still fit Go's `strconv.ParseInt(_, 10, 64)` (`suffix.go`
 /// `interpret`), or upstream refuses the suffix.
 fn is_quantity(s: &str) -> bool {
@@ -617,6 +618,15 @@ fn is_quantity(s: &str) -> bool {
             }
         }
         Err(_) => false,
+    }
+}
+
+/// A quantity value of either representation.
+pub(crate) fn any_quantity<'v>(v: &'v Value<'_>) -> Option<AnyQuantity<'v>> {
+    match v {
+        Value::Quantity(q) => Some(AnyQuantity::Small(q)),
+        Value::BigQuantity(q) => Some(AnyQuantity::Big(q)),
+        _ => None,
     }
 }
 
@@ -844,15 +854,22 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             best
         }
         (Func::Quantity, Some(V::Str(s)), None, None) => {
-            V::Quantity(Quantity::parse(s).map_err(|e| invalid("quantity", e.to_string()))?)
+            match bigqty::parse_quantity(s).map_err(|e| invalid("quantity", e))? {
+                Ok(q) => V::Quantity(q),
+                Err(big) => V::BigQuantity(Rc::new(big)),
+            }
         }
         (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
         (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
+        (Func::Sign, Some(V::BigQuantity(q)), None, None) => V::Int(q.sign()),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
             let o = match (a, b) {
                 (V::Quantity(x), V::Quantity(y)) => x.cmp(y),
                 (V::Semver(x), V::Semver(y)) => (**x).cmp(&**y),
-                _ => return Err(no()),
+                _ => match (any_quantity(a), any_quantity(b)) {
+                    (Some(x), Some(y)) => x.cmp(y),
+                    _ => return Err(no()),
+                },
             };
             match f {
                 Func::IsGreaterThan => V::Bool(o == Ordering::Greater),
@@ -861,22 +878,46 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             }
         }
         (Func::AsApproximateFloat, Some(V::Quantity(q)), None, None) => V::Double(q.as_f64()),
+        (Func::AsApproximateFloat, Some(V::BigQuantity(q)), None, None) => V::Double(q.to_f64()),
         (Func::AsInteger, Some(V::Quantity(q)), None, None) => {
             V::Int(q.as_i64_exact().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
         }
+        (Func::AsInteger, Some(V::BigQuantity(q)), None, None) => {
+            V::Int(q.as_i64().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
+        }
         (Func::IsInteger, Some(V::Quantity(q)), None, None) => V::Bool(q.as_i64_exact().is_some()),
-        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(other), None) => {
-            let other = match other {
-                V::Quantity(o) => *o,
-                V::Int(i) => Quantity::from_int(*i),
+        (Func::IsInteger, Some(V::BigQuantity(q)), None, None) => V::Bool(q.as_i64().is_some()),
+        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(V::Quantity(_) | V::Int(_)), None) => {
+            let other = match a1 {
+                Some(V::Quantity(o)) => *o,
+                Some(V::Int(i)) => Quantity::from_int(*i),
                 _ => return Err(no()),
             };
             let r = if f == Func::Add { q.checked_add(&other) } else { q.checked_sub(&other) };
-            V::Quantity(r.ok_or(EvalErrorKind::Overflow(name))?)
+            match r {
+                Some(r) => V::Quantity(r),
+                // Upstream continues in arbitrary precision where int64 overflows.
+                None => V::BigQuantity(Rc::new(AnyQuantity::Small(q).add(AnyQuantity::Small(&other), f == Func::Sub))),
+            }
+        }
+        (Func::Add | Func::Sub, Some(a), Some(b), None) => {
+            let small;
+            let y = match b {
+                V::Int(i) => {
+                    small = Quantity::from_int(*i);
+                    Some(AnyQuantity::Small(&small))
+                }
+                other => any_quantity(other),
+            };
+            match (any_quantity(a), y) {
+                (Some(x), Some(y)) => V::BigQuantity(Rc::new(x.add(y, f == Func::Sub))),
+                _ => return Err(no()),
+            }
         }
         (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => {
             V::Quantity(q.checked_mul_int(*k).ok_or(EvalErrorKind::Overflow("mul"))?)
         }
+        (Func::Mul, Some(V::BigQuantity(q)), Some(V::Int(k)), None) => V::BigQuantity(Rc::new(q.mul_int(*k))),
         (Func::Semver | Func::IsSemver, Some(V::Str(s)), norm, None) => {
             let normalize = match norm {
                 None => false,

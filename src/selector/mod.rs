@@ -85,6 +85,7 @@
 #![expect(clippy::many_single_char_names, reason = "operator code reads best with l/r/a/b/e names as in the CEL spec")]
 
 mod ast;
+mod bigqty;
 mod compile;
 mod device;
 mod error;
