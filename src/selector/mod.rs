@@ -54,7 +54,9 @@
 //! values and `includes`). An IANA time zone name given to a timestamp getter
 //! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
-//! getter is a runtime error (`unknown time zone Europe/Paris`).
+//! getter is a runtime error (`unknown time zone Europe/Paris`). `"Local"` is the
+//! process's own zone, as Go's `time.Local` that kube-scheduler uses (`$TZ`, else
+//! `/etc/localtime`, else UTC).
 //! `device.allowMultipleAllocations` is always available, as with the
 //! `DRAConsumableCapacity` gate on.
 //!
