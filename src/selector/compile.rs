@@ -208,6 +208,23 @@ fn out(node: Node, ty: Ty, cost: u64, size: u64) -> Out {
     Out { node, ty, cost, size, elem_size: bounds::MAX_VALUE_LEN }
 }
 
+/// A list literal being compiled.
+struct ListAcc {
+    nodes: Vec<(Node, bool)>,
+    ty: Option<Ty>,
+    cost: u64,
+    elem_size: u64,
+}
+
+/// A map literal being compiled.
+struct MapAcc {
+    nodes: Vec<(Node, Node, bool)>,
+    kt: Option<Ty>,
+    vt: Option<Ty>,
+    cost: u64,
+    elem_size: u64,
+}
+
 struct Scope {
     name: String,
     slot: usize,
@@ -257,14 +274,35 @@ impl Compiler<'_> {
         self.scopes.iter().rev().find(|s| s.name == name)
     }
 
-    #[expect(clippy::too_many_lines, reason = "one arm per node kind")]
+    /// Compiles one node. The recursion of the checker runs through here and the
+    /// per-kind helpers, so each keeps its stack frame small: a helper recurses into
+    /// its children and hands the results to a separate, non-recursive function (an
+    /// unoptimised build does not share stack slots between the arms of a match, and
+    /// an expression may nest [`super::MAX_NESTING_DEPTH`] levels deep).
     fn expr(&mut self, e: &Expr) -> Result<Out, SelectorError> {
+        match &e.kind {
+            ExprKind::Select { operand, field, optional } => self.select_expr(e, operand, field, *optional),
+            ExprKind::Index { operand, index, optional } => self.index_expr(e, operand, index, *optional),
+            ExprKind::Call { target, function, args } => self.call(e, target.as_deref(), function, args),
+            ExprKind::Unary { op, operand } => self.unary_expr(e, *op, operand),
+            ExprKind::Binary { op, lhs, rhs } => self.binary_expr(e, *op, lhs, rhs),
+            ExprKind::Conditional { cond, then, otherwise } => self.conditional(e, cond, then, otherwise),
+            ExprKind::List { items, optional } => self.list_literal(items, optional),
+            ExprKind::Map { entries, optional } => self.map_literal(entries, optional),
+            _ => self.leaf(e),
+        }
+    }
+
+    /// Literals and identifiers.
+    #[inline(never)]
+    fn leaf(&self, e: &Expr) -> Result<Out, SelectorError> {
         Ok(match &e.kind {
-            ExprKind::Null => out(Node::Const(Const::Null), Ty::Null, 0, 0),
-            ExprKind::Bool(b) => out(Node::Const(Const::Bool(*b)), Ty::Bool, 0, 0),
-            ExprKind::Int(v) => out(Node::Const(Const::Int(*v)), Ty::Int, 0, 0),
-            ExprKind::Uint(v) => out(Node::Const(Const::Uint(*v)), Ty::Uint, 0, 0),
-            ExprKind::Double(v) => out(Node::Const(Const::Double(*v)), Ty::Double, 0, 0),
+            // cel-go `computeExprSize`: a scalar literal has size 1.
+            ExprKind::Null => out(Node::Const(Const::Null), Ty::Null, 0, 1),
+            ExprKind::Bool(b) => out(Node::Const(Const::Bool(*b)), Ty::Bool, 0, 1),
+            ExprKind::Int(v) => out(Node::Const(Const::Int(*v)), Ty::Int, 0, 1),
+            ExprKind::Uint(v) => out(Node::Const(Const::Uint(*v)), Ty::Uint, 0, 1),
+            ExprKind::Double(v) => out(Node::Const(Const::Double(*v)), Ty::Double, 0, 1),
             ExprKind::String(s) => {
                 let n = s.chars().count() as u64;
                 out(Node::Const(Const::Str(s.as_str().into())), Ty::String, 0, n)
@@ -281,168 +319,215 @@ impl Compiler<'_> {
                     return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
                 }
             }
-            ExprKind::Select { operand, field, optional } => {
-                // The type names of the IP and CIDR libraries, for `type(x) == net.IP`.
-                if let (ExprKind::Ident(ns), false) = (&operand.kind, *optional) {
-                    if ns == "net" && self.lookup(ns).is_none() {
-                        if let Some(t) = match field.as_str() {
-                            "IP" => Some("net.IP"),
-                            "CIDR" => Some("net.CIDR"),
-                            _ => None,
-                        } {
-                            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
-                        }
-                    }
-                }
-                // `google.protobuf.Timestamp` and `google.protobuf.Duration`, the type
-                // names of timestamps and durations.
-                if let ExprKind::Select { operand: inner, field: pkg, optional: false } = &operand.kind {
-                    if matches!(&inner.kind, ExprKind::Ident(g) if g == "google" && self.lookup(g).is_none())
-                        && pkg == "protobuf"
-                        && !*optional
-                    {
-                        if let Some(t) = match field.as_str() {
-                            "Timestamp" => Some("google.protobuf.Timestamp"),
-                            "Duration" => Some("google.protobuf.Duration"),
-                            _ => None,
-                        } {
-                            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
-                        }
-                    }
-                }
-                let o = self.expr(operand)?;
-                if *optional || matches!(o.ty, Ty::Optional(_)) {
-                    self.optional_select(e, o, field)?
-                } else {
-                    self.select(e, o, field, false)?
-                }
-            }
-            ExprKind::Index { operand, index, optional } => {
-                let o = self.expr(operand)?;
-                let i = self.expr(index)?;
-                if *optional || matches!(o.ty, Ty::Optional(_)) {
-                    self.optional_index(e, o, i)?
-                } else {
-                    self.index(e, o, i)?
-                }
-            }
-            ExprKind::Call { target, function, args } => self.call(e, target.as_deref(), function, args)?,
-            ExprKind::Unary { op, operand } => {
-                let o = self.expr(operand)?;
-                match op {
-                    UnaryOp::Not => {
-                        if !Ty::Bool.accepts(&o.ty) {
-                            return Err(self.no_overload(e, "!_", None, &[&o.ty]));
-                        }
-                        out(Node::Not(Box::new(o.node)), Ty::Bool, add(o.cost, 1), 0)
-                    }
-                    UnaryOp::Neg => {
-                        if !matches!(o.ty, Ty::Int | Ty::Double | Ty::Dyn) {
-                            return Err(self.no_overload(e, "-_", None, &[&o.ty]));
-                        }
-                        out(Node::Neg(Box::new(o.node)), o.ty, add(o.cost, 1), 0)
-                    }
-                }
-            }
-            ExprKind::Binary { op, lhs, rhs } => {
-                let l = self.expr(lhs)?;
-                let r = self.expr(rhs)?;
-                self.binary(e, *op, l, r)?
-            }
-            ExprKind::Conditional { cond, then, otherwise } => {
-                let c = self.expr(cond)?;
-                if !Ty::Bool.accepts(&c.ty) {
-                    return Err(self.type_err(cond, format!("the condition of '?:' must be bool, not {}", c.ty)));
-                }
-                let t = self.expr(then)?;
-                let o = self.expr(otherwise)?;
-                let Some(ty) = t.ty.join(&o.ty) else {
-                    return Err(
-                        self.type_err(e, format!("the branches of '?:' have different types: {} and {}", t.ty, o.ty))
-                    );
-                };
-                let size = t.size.max(o.size);
-                out(
-                    Node::Cond(Box::new(c.node), Box::new(t.node), Box::new(o.node)),
-                    ty,
-                    add(c.cost, t.cost.max(o.cost)),
-                    size,
-                )
-            }
-            ExprKind::List { items, optional } => {
-                let mut nodes = Vec::with_capacity(items.len());
-                let mut ty: Option<Ty> = None;
-                let mut cost = 10u64;
-                let mut elem_size = 0u64;
-                for (i, item) in items.iter().enumerate() {
-                    let o = self.expr(item)?;
-                    let is_opt = optional.contains(&i);
-                    let item_ty = if is_opt { self.optional_content(item, &o.ty)? } else { o.ty.clone() };
-                    let mixed = self.mixed_literals > 0;
-                    ty = Some(match ty {
-                        None => item_ty,
-                        Some(t) if mixed => t.join(&item_ty).unwrap_or(Ty::Dyn),
-                        Some(t) => t.join(&item_ty).ok_or_else(|| {
-                            self.type_err(
-                                item,
-                                format!("list elements must have one type: expected {t}, found {item_ty}"),
-                            )
-                        })?,
-                    });
-                    cost = add(cost, o.cost);
-                    elem_size = elem_size.max(o.size);
-                    nodes.push((o.node, is_opt));
-                }
-                let n = nodes.len() as u64;
-                let node = if optional.is_empty() {
-                    Node::List(nodes.into_iter().map(|(n, _)| n).collect())
-                } else {
-                    Node::OptList(nodes.into())
-                };
-                Out { node, ty: Ty::list(ty.unwrap_or(Ty::Dyn)), cost, size: n, elem_size }
-            }
-            ExprKind::Map { entries, optional } => {
-                let mut nodes = Vec::with_capacity(entries.len());
-                let mut kt: Option<Ty> = None;
-                let mut vt: Option<Ty> = None;
-                let mut cost = 30u64;
-                let mut elem_size = 0u64;
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    let ko = self.expr(k)?;
-                    if !matches!(ko.ty, Ty::Int | Ty::Uint | Ty::String | Ty::Bool | Ty::Dyn) {
-                        return Err(self.type_err(k, format!("unsupported map key type {}", ko.ty)));
-                    }
-                    let vo = self.expr(v)?;
-                    let is_opt = optional.contains(&i);
-                    let v_ty = if is_opt { self.optional_content(v, &vo.ty)? } else { vo.ty.clone() };
-                    let mixed = self.mixed_literals > 0;
-                    kt = Some(match kt {
-                        None => ko.ty.clone(),
-                        Some(t) if mixed => t.join(&ko.ty).unwrap_or(Ty::Dyn),
-                        Some(t) => t.join(&ko.ty).ok_or_else(|| {
-                            self.type_err(k, format!("map keys must have one type: expected {t}, found {}", ko.ty))
-                        })?,
-                    });
-                    vt = Some(match vt {
-                        None => v_ty,
-                        Some(t) if mixed => t.join(&v_ty).unwrap_or(Ty::Dyn),
-                        Some(t) => t.join(&v_ty).ok_or_else(|| {
-                            self.type_err(v, format!("map values must have one type: expected {t}, found {v_ty}"))
-                        })?,
-                    });
-                    cost = add(add(cost, ko.cost), vo.cost);
-                    elem_size = elem_size.max(ko.size);
-                    nodes.push((ko.node, vo.node, is_opt));
-                }
-                let n = nodes.len() as u64;
-                let node = if optional.is_empty() {
-                    Node::Map(nodes.into_iter().map(|(k, v, _)| (k, v)).collect())
-                } else {
-                    Node::OptMap(nodes.into())
-                };
-                Out { node, ty: Ty::map(kt.unwrap_or(Ty::Dyn), vt.unwrap_or(Ty::Dyn)), cost, size: n, elem_size }
-            }
+            _ => unreachable!("leaf() is called on literals and identifiers only"),
         })
+    }
+
+    #[inline(never)]
+    fn select_expr(&mut self, e: &Expr, operand: &Expr, field: &str, optional: bool) -> Result<Out, SelectorError> {
+        if let Some(t) = self.qualified_type_name(operand, field, optional) {
+            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
+        }
+        let o = self.expr(operand)?;
+        if optional || matches!(o.ty, Ty::Optional(_)) {
+            self.optional_select(e, o, field)
+        } else {
+            self.select(e, o, field, false)
+        }
+    }
+
+    /// `net.IP`, `net.CIDR`, `google.protobuf.Timestamp` and `google.protobuf.Duration`
+    /// as type values (for `type(x) == net.IP`), unless `net` or `google` is a variable.
+    fn qualified_type_name(&self, operand: &Expr, field: &str, optional: bool) -> Option<&'static str> {
+        if optional {
+            return None;
+        }
+        match &operand.kind {
+            ExprKind::Ident(ns) if ns == "net" && self.lookup(ns).is_none() => match field {
+                "IP" => Some("net.IP"),
+                "CIDR" => Some("net.CIDR"),
+                _ => None,
+            },
+            ExprKind::Select { operand: inner, field: pkg, optional: false }
+                if pkg == "protobuf"
+                    && matches!(&inner.kind, ExprKind::Ident(g) if g == "google" && self.lookup(g).is_none()) =>
+            {
+                match field {
+                    "Timestamp" => Some("google.protobuf.Timestamp"),
+                    "Duration" => Some("google.protobuf.Duration"),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    #[inline(never)]
+    fn index_expr(&mut self, e: &Expr, operand: &Expr, index: &Expr, optional: bool) -> Result<Out, SelectorError> {
+        let o = self.expr(operand)?;
+        let i = self.expr(index)?;
+        if optional || matches!(o.ty, Ty::Optional(_)) { self.optional_index(e, o, i) } else { self.index(e, o, i) }
+    }
+
+    #[inline(never)]
+    fn unary_expr(&mut self, e: &Expr, op: UnaryOp, operand: &Expr) -> Result<Out, SelectorError> {
+        let o = self.expr(operand)?;
+        self.unary(e, op, o)
+    }
+
+    #[inline(never)]
+    fn unary(&self, e: &Expr, op: UnaryOp, o: Out) -> Result<Out, SelectorError> {
+        match op {
+            UnaryOp::Not => {
+                if !Ty::Bool.accepts(&o.ty) {
+                    return Err(self.no_overload(e, "!_", None, &[&o.ty]));
+                }
+                Ok(out(Node::Not(Box::new(o.node)), Ty::Bool, add(o.cost, 1), 0))
+            }
+            UnaryOp::Neg => {
+                if !matches!(o.ty, Ty::Int | Ty::Double | Ty::Dyn) {
+                    return Err(self.no_overload(e, "-_", None, &[&o.ty]));
+                }
+                Ok(out(Node::Neg(Box::new(o.node)), o.ty, add(o.cost, 1), 0))
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn binary_expr(&mut self, e: &Expr, op: BinaryOp, lhs: &Expr, rhs: &Expr) -> Result<Out, SelectorError> {
+        let l = self.expr(lhs)?;
+        let r = self.expr(rhs)?;
+        self.binary(e, op, l, r)
+    }
+
+    #[inline(never)]
+    fn conditional(&mut self, e: &Expr, cond: &Expr, then: &Expr, otherwise: &Expr) -> Result<Out, SelectorError> {
+        let c = self.expr(cond)?;
+        if !Ty::Bool.accepts(&c.ty) {
+            return Err(self.cond_not_bool(cond, &c.ty));
+        }
+        let t = self.expr(then)?;
+        let o = self.expr(otherwise)?;
+        self.join_branches(e, c, t, o)
+    }
+
+    #[inline(never)]
+    fn cond_not_bool(&self, cond: &Expr, ty: &Ty) -> SelectorError {
+        self.type_err(cond, format!("the condition of '?:' must be bool, not {ty}"))
+    }
+
+    #[inline(never)]
+    fn join_branches(&self, e: &Expr, c: Out, t: Out, o: Out) -> Result<Out, SelectorError> {
+        let Some(ty) = t.ty.join(&o.ty) else {
+            return Err(self.type_err(e, format!("the branches of '?:' have different types: {} and {}", t.ty, o.ty)));
+        };
+        let size = t.size.max(o.size);
+        Ok(out(
+            Node::Cond(Box::new(c.node), Box::new(t.node), Box::new(o.node)),
+            ty,
+            add(c.cost, t.cost.max(o.cost)),
+            size,
+        ))
+    }
+
+    #[inline(never)]
+    fn list_literal(&mut self, items: &[Expr], optional: &[usize]) -> Result<Out, SelectorError> {
+        let mut acc = ListAcc { nodes: Vec::with_capacity(items.len()), ty: None, cost: 10, elem_size: 0 };
+        for (i, item) in items.iter().enumerate() {
+            let o = self.expr(item)?;
+            self.list_item(&mut acc, item, o, optional.contains(&i))?;
+        }
+        Ok(Self::list_out(acc, optional.is_empty()))
+    }
+
+    #[inline(never)]
+    fn list_item(&self, acc: &mut ListAcc, item: &Expr, o: Out, is_opt: bool) -> Result<(), SelectorError> {
+        let item_ty = if is_opt { self.optional_content(item, &o.ty)? } else { o.ty.clone() };
+        let mixed = self.mixed_literals > 0;
+        acc.ty = Some(match acc.ty.take() {
+            None => item_ty,
+            Some(t) if mixed => t.join(&item_ty).unwrap_or(Ty::Dyn),
+            Some(t) => t.join(&item_ty).ok_or_else(|| {
+                self.type_err(item, format!("list elements must have one type: expected {t}, found {item_ty}"))
+            })?,
+        });
+        acc.cost = add(acc.cost, o.cost);
+        acc.elem_size = acc.elem_size.max(o.size);
+        acc.nodes.push((o.node, is_opt));
+        Ok(())
+    }
+
+    fn list_out(acc: ListAcc, plain: bool) -> Out {
+        let n = acc.nodes.len() as u64;
+        let node = if plain {
+            Node::List(acc.nodes.into_iter().map(|(n, _)| n).collect())
+        } else {
+            Node::OptList(acc.nodes.into())
+        };
+        Out { node, ty: Ty::list(acc.ty.unwrap_or(Ty::Dyn)), cost: acc.cost, size: n, elem_size: acc.elem_size }
+    }
+
+    #[inline(never)]
+    fn map_literal(&mut self, entries: &[(Expr, Expr)], optional: &[usize]) -> Result<Out, SelectorError> {
+        let mut acc = MapAcc { nodes: Vec::with_capacity(entries.len()), kt: None, vt: None, cost: 30, elem_size: 0 };
+        for (i, (k, v)) in entries.iter().enumerate() {
+            let ko = self.expr(k)?;
+            self.check_map_key(k, &ko.ty)?;
+            let vo = self.expr(v)?;
+            self.map_entry(&mut acc, (k, ko), (v, vo), optional.contains(&i))?;
+        }
+        Ok(Self::map_out(acc, optional.is_empty()))
+    }
+
+    #[inline(never)]
+    fn check_map_key(&self, k: &Expr, ty: &Ty) -> Result<(), SelectorError> {
+        if matches!(ty, Ty::Int | Ty::Uint | Ty::String | Ty::Bool | Ty::Dyn) {
+            Ok(())
+        } else {
+            Err(self.type_err(k, format!("unsupported map key type {ty}")))
+        }
+    }
+
+    #[inline(never)]
+    fn map_entry(
+        &self,
+        acc: &mut MapAcc,
+        key: (&Expr, Out),
+        value: (&Expr, Out),
+        is_opt: bool,
+    ) -> Result<(), SelectorError> {
+        let ((k, ko), (v, vo)) = (key, value);
+        let v_ty = if is_opt { self.optional_content(v, &vo.ty)? } else { vo.ty.clone() };
+        let mixed = self.mixed_literals > 0;
+        acc.kt = Some(match acc.kt.take() {
+            None => ko.ty.clone(),
+            Some(t) if mixed => t.join(&ko.ty).unwrap_or(Ty::Dyn),
+            Some(t) => t.join(&ko.ty).ok_or_else(|| {
+                self.type_err(k, format!("map keys must have one type: expected {t}, found {}", ko.ty))
+            })?,
+        });
+        acc.vt = Some(match acc.vt.take() {
+            None => v_ty,
+            Some(t) if mixed => t.join(&v_ty).unwrap_or(Ty::Dyn),
+            Some(t) => t.join(&v_ty).ok_or_else(|| {
+                self.type_err(v, format!("map values must have one type: expected {t}, found {v_ty}"))
+            })?,
+        });
+        acc.cost = add(add(acc.cost, ko.cost), vo.cost);
+        acc.elem_size = acc.elem_size.max(ko.size);
+        acc.nodes.push((ko.node, vo.node, is_opt));
+        Ok(())
+    }
+
+    fn map_out(acc: MapAcc, plain: bool) -> Out {
+        let n = acc.nodes.len() as u64;
+        let node = if plain {
+            Node::Map(acc.nodes.into_iter().map(|(k, v, _)| (k, v)).collect())
+        } else {
+            Node::OptMap(acc.nodes.into())
+        };
+        let ty = Ty::map(acc.kt.unwrap_or(Ty::Dyn), acc.vt.unwrap_or(Ty::Dyn));
+        Out { node, ty, cost: acc.cost, size: n, elem_size: acc.elem_size }
     }
 
     /// The content type of an optional list element or map value (`[?x]`, `{?k: x}`):
@@ -761,78 +846,74 @@ impl Compiler<'_> {
         }
     }
 
-    #[expect(clippy::too_many_lines, reason = "macros and ordinary calls share argument handling")]
+    /// A call: a macro (`has`, `cel.bind`, the comprehensions, `sortBy`) or a function.
     fn call(&mut self, e: &Expr, target: Option<&Expr>, function: &str, args: &[Expr]) -> Result<Out, SelectorError> {
-        // has(x.f)
         if target.is_none() && function == "has" {
-            let [arg] = args else {
-                return Err(self.type_err(e, "has() takes exactly one argument"));
-            };
-            let ExprKind::Select { operand, field, .. } = &arg.kind else {
-                return Err(self.type_err(arg, "invalid argument to has() macro: expected a field selection"));
-            };
-            let o = self.expr(operand)?;
-            let operand_cost = o.cost;
-            let mut r = self.select(arg, o, field, true)?;
-            r.ty = Ty::Bool;
-            // Kubernetes prices a presence test at 0 (`PresenceTestHasCost(false)` in
-            // `k8s.io/apiserver/pkg/cel/environment/base.go`).
-            r.cost = operand_cost;
-            return Ok(r);
+            return self.has_macro(e, args);
         }
-        // cel.bind(var, init, body)
-        if let Some(ExprKind::Ident(ns)) = target.map(|t| &t.kind) {
-            if ns == "cel" && function == "bind" && self.lookup("cel").is_none() {
-                let [v, init, body] = args else {
-                    return Err(self.type_err(e, "cel.bind() takes three arguments"));
-                };
-                let name = self.var_name(v, e)?;
-                let i = self.expr(init)?;
-                let slot = self.bind_var(name, i.ty.clone(), i.size);
-                let b = self.expr(body);
-                self.scopes.pop();
-                let b = b?;
-                let cost = add(add(10, i.cost), b.cost);
-                return Ok(out(
-                    Node::Bind { slot, init: Box::new(i.node), body: Box::new(b.node) },
-                    b.ty,
-                    cost,
-                    b.size,
-                ));
-            }
-        }
-        // Comprehension macros.
         if let Some(t) = target {
-            let kind = match (function, args.len()) {
-                ("all", 2) => Some((LoopKind::All, false)),
-                ("exists", 2) => Some((LoopKind::Exists, false)),
-                ("exists_one", 2) => Some((LoopKind::ExistsOne, false)),
-                ("map", 2) => Some((LoopKind::Map, false)),
-                ("map", 3) => Some((LoopKind::MapFilter, false)),
-                ("filter", 2) => Some((LoopKind::Filter, false)),
-                // Two-variable comprehensions (cel-go ext.TwoVarComprehensions, in the
-                // Kubernetes environment since 1.32).
-                ("all", 3) => Some((LoopKind::All, true)),
-                ("exists", 3) => Some((LoopKind::Exists, true)),
-                ("existsOne", 3) => Some((LoopKind::ExistsOne, true)),
-                ("transformList", 3) => Some((LoopKind::Map, true)),
-                ("transformList", 4) => Some((LoopKind::MapFilter, true)),
-                ("transformMap", 3) => Some((LoopKind::TransformMap, true)),
-                ("transformMap", 4) => Some((LoopKind::TransformMapFilter, true)),
-                ("transformMapEntry", 3) => Some((LoopKind::TransformMapEntry, true)),
-                ("transformMapEntry", 4) => Some((LoopKind::TransformMapEntryFilter, true)),
-                _ => None,
-            };
-            if let Some((kind, two)) = kind {
+            if matches!(&t.kind, ExprKind::Ident(ns) if ns == "cel")
+                && function == "bind"
+                && self.lookup("cel").is_none()
+            {
+                return self.bind_macro(e, args);
+            }
+            if let Some((kind, two)) = comprehension_kind(function, args.len()) {
                 return self.comprehension(e, t, kind, two, args);
             }
-        }
-        // list.sortBy(e, key) (cel-go ext.Lists version 2+).
-        if let Some(t) = target {
+            // list.sortBy(e, key) (cel-go ext.Lists version 2+).
             if function == "sortBy" && args.len() == 2 {
                 return self.sort_by(e, t, args);
             }
         }
+        self.function_call(e, target, function, args)
+    }
+
+    /// `has(x.f)`.
+    #[inline(never)]
+    fn has_macro(&mut self, e: &Expr, args: &[Expr]) -> Result<Out, SelectorError> {
+        let [arg] = args else {
+            return Err(self.type_err(e, "has() takes exactly one argument"));
+        };
+        let ExprKind::Select { operand, field, .. } = &arg.kind else {
+            return Err(self.type_err(arg, "invalid argument to has() macro: expected a field selection"));
+        };
+        let o = self.expr(operand)?;
+        let operand_cost = o.cost;
+        let mut r = self.select(arg, o, field, true)?;
+        r.ty = Ty::Bool;
+        // Kubernetes prices a presence test at 0 (`PresenceTestHasCost(false)` in
+        // `k8s.io/apiserver/pkg/cel/environment/base.go`).
+        r.cost = operand_cost;
+        Ok(r)
+    }
+
+    /// `cel.bind(var, init, body)`.
+    #[inline(never)]
+    fn bind_macro(&mut self, e: &Expr, args: &[Expr]) -> Result<Out, SelectorError> {
+        let [v, init, body] = args else {
+            return Err(self.type_err(e, "cel.bind() takes three arguments"));
+        };
+        let name = self.var_name(v, e)?;
+        let i = self.expr(init)?;
+        let slot = self.bind_var(name, i.ty.clone(), i.size);
+        let b = self.expr(body);
+        self.scopes.pop();
+        let b = b?;
+        let cost = add(add(10, i.cost), b.cost);
+        Ok(out(Node::Bind { slot, init: Box::new(i.node), body: Box::new(b.node) }, b.ty, cost, b.size))
+    }
+
+    /// A function call: resolves the name, compiles the operands, then
+    /// [`Compiler::finish_call`] picks the overload.
+    #[inline(never)]
+    fn function_call(
+        &mut self,
+        e: &Expr,
+        target: Option<&Expr>,
+        function: &str,
+        args: &[Expr],
+    ) -> Result<Out, SelectorError> {
         // Namespaced global functions: sets.contains(...), strings.quote(...).
         let (target, name) = match target.map(|t| &t.kind) {
             Some(ExprKind::Ident(ns))
@@ -850,11 +931,25 @@ impl Compiler<'_> {
         self.mixed_literals += exempt;
         let outs = self.call_operands(target, args);
         self.mixed_literals -= exempt;
-        let outs = outs?;
+        self.finish_call(e, target.is_some(), args, &name, f, &sigs, outs?)
+    }
+
+    /// Type-checks, prices and emits a function call whose operands are compiled.
+    #[expect(clippy::too_many_arguments, reason = "the parts of the call, as function_call resolved them")]
+    #[inline(never)]
+    fn finish_call(
+        &mut self,
+        e: &Expr,
+        member: bool,
+        args: &[Expr],
+        name: &str,
+        f: Func,
+        sigs: &[functions::Sig],
+        outs: Vec<Out>,
+    ) -> Result<Out, SelectorError> {
         let tys: Vec<Ty> = outs.iter().map(|o| o.ty.clone()).collect();
-        let member = target.is_some();
         let mut result: Option<Ty> = None;
-        for sig in &sigs {
+        for sig in sigs {
             if sig.member == member
                 && sig.params.len() == tys.len()
                 && sig.params.iter().zip(&tys).all(|(p, a)| p.accepts(a))
@@ -868,9 +963,9 @@ impl Compiler<'_> {
         let Some(result) = result else {
             let refs: Vec<&Ty> = tys.iter().collect();
             return Err(if member {
-                self.no_overload(e, &name, Some(refs[0]), &refs[1..])
+                self.no_overload(e, name, Some(refs[0]), &refs[1..])
             } else {
-                self.no_overload(e, &name, None, &refs)
+                self.no_overload(e, name, None, &refs)
             });
         };
         let result = functions::refine_result(f, &tys, result);
@@ -884,7 +979,7 @@ impl Compiler<'_> {
         };
         let (mut cost, size) = match list_ext_estimate(f, &outs) {
             Some(est) => est,
-            None => (functions::call_cost(f, &sizes, shape), functions::result_size(f, &sizes)),
+            None => (call_estimate(f, &outs, shape), call_result_size(f, &outs, &result)),
         };
         for o in &outs {
             cost = add(cost, o.cost);
@@ -1049,6 +1144,27 @@ impl Compiler<'_> {
         args: &[Expr],
     ) -> Result<Out, SelectorError> {
         let r = self.expr(range)?;
+        let vars = self.loop_vars(e, range, &r, two, args)?;
+        let body = &args[usize::from(two)..];
+        let compiled = self.loop_body(kind, body);
+        if two {
+            self.scopes.pop();
+        }
+        self.scopes.pop();
+        self.finish_comprehension(e, kind, body, r, vars, compiled?)
+    }
+
+    /// Declares the iteration variables of a comprehension over `r` (the caller pops
+    /// their scopes): the slots of the variables and the type of the first.
+    #[inline(never)]
+    fn loop_vars(
+        &mut self,
+        e: &Expr,
+        range: &Expr,
+        r: &Out,
+        two: bool,
+        args: &[Expr],
+    ) -> Result<(usize, Option<usize>, Ty), SelectorError> {
         let (var_ty, value_ty) = match &r.ty {
             Ty::List(el) if two => (Ty::Int, (**el).clone()),
             Ty::List(el) => ((**el).clone(), Ty::Dyn),
@@ -1078,23 +1194,32 @@ impl Compiler<'_> {
             }
             var2 = Some(self.bind_var(name2, value_ty, bounds::MAX_VALUE_LEN));
         }
-        let body = &args[usize::from(two)..];
-        let compiled = (|| -> Result<(Option<Out>, Option<Out>), SelectorError> {
-            Ok(match kind {
-                LoopKind::Map | LoopKind::TransformMap | LoopKind::TransformMapEntry => {
-                    (None, Some(self.expr(&body[1])?))
-                }
-                LoopKind::MapFilter | LoopKind::TransformMapFilter | LoopKind::TransformMapEntryFilter => {
-                    (Some(self.expr(&body[1])?), Some(self.expr(&body[2])?))
-                }
-                _ => (Some(self.expr(&body[1])?), None),
-            })
-        })();
-        if two {
-            self.scopes.pop();
-        }
-        self.scopes.pop();
-        let (pred, transform) = compiled?;
+        Ok((var, var2, var_ty))
+    }
+
+    /// The predicate and the transform of a comprehension, as its kind has them.
+    #[inline(never)]
+    fn loop_body(&mut self, kind: LoopKind, body: &[Expr]) -> Result<(Option<Out>, Option<Out>), SelectorError> {
+        Ok(match kind {
+            LoopKind::Map | LoopKind::TransformMap | LoopKind::TransformMapEntry => (None, Some(self.expr(&body[1])?)),
+            LoopKind::MapFilter | LoopKind::TransformMapFilter | LoopKind::TransformMapEntryFilter => {
+                let p = self.expr(&body[1])?;
+                (Some(p), Some(self.expr(&body[2])?))
+            }
+            _ => (Some(self.expr(&body[1])?), None),
+        })
+    }
+
+    #[inline(never)]
+    fn finish_comprehension(
+        &self,
+        e: &Expr,
+        kind: LoopKind,
+        body: &[Expr],
+        r: Out,
+        (var, var2, var_ty): (usize, Option<usize>, Ty),
+        (pred, transform): (Option<Out>, Option<Out>),
+    ) -> Result<Out, SelectorError> {
         if let Some(p) = &pred {
             if !Ty::Bool.accepts(&p.ty) {
                 let at = &body[1];
@@ -1158,6 +1283,30 @@ impl Compiler<'_> {
     }
 }
 
+/// The comprehension macro a member call names, and whether it takes two variables.
+fn comprehension_kind(function: &str, args: usize) -> Option<(LoopKind, bool)> {
+    Some(match (function, args) {
+        ("all", 2) => (LoopKind::All, false),
+        ("exists", 2) => (LoopKind::Exists, false),
+        ("exists_one", 2) => (LoopKind::ExistsOne, false),
+        ("map", 2) => (LoopKind::Map, false),
+        ("map", 3) => (LoopKind::MapFilter, false),
+        ("filter", 2) => (LoopKind::Filter, false),
+        // Two-variable comprehensions (cel-go ext.TwoVarComprehensions, in the
+        // Kubernetes environment since 1.32).
+        ("all", 3) => (LoopKind::All, true),
+        ("exists", 3) => (LoopKind::Exists, true),
+        ("existsOne", 3) => (LoopKind::ExistsOne, true),
+        ("transformList", 3) => (LoopKind::Map, true),
+        ("transformList", 4) => (LoopKind::MapFilter, true),
+        ("transformMap", 3) => (LoopKind::TransformMap, true),
+        ("transformMap", 4) => (LoopKind::TransformMapFilter, true),
+        ("transformMapEntry", 3) => (LoopKind::TransformMapEntry, true),
+        ("transformMapEntry", 4) => (LoopKind::TransformMapEntryFilter, true),
+        _ => return None,
+    })
+}
+
 /// A non-negative integer constant, as cel-go's `nodeAsUintValue` reads a literal
 /// argument for a cost estimate.
 fn const_uint(o: &Out) -> Option<u64> {
@@ -1165,6 +1314,107 @@ fn const_uint(o: &Out) -> Option<u64> {
         Node::Const(Const::Int(k)) => Some(u64::try_from(*k).unwrap_or(0)),
         Node::Const(Const::Uint(u)) => Some(*u),
         _ => None,
+    }
+}
+
+/// The size cel-go assigns a value it knows nothing about (`UnknownSizeEstimate` in
+/// `checker/cost.go`): anything up to `math.MaxUint64` characters or elements.
+pub(crate) const UNKNOWN_SIZE: u64 = u64::MAX;
+
+/// The size of a value known only by its type: cel-go's `computeTypeSize`
+/// (`checker/cost.go`) gives scalars (bool, int, uint, double, timestamp, duration, and
+/// optionals of those) size 1, and leaves every other type unknown.
+fn type_size(ty: &Ty) -> u64 {
+    match ty {
+        Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::Timestamp | Ty::Duration => 1,
+        Ty::Optional(t) => type_size(t),
+        _ => UNKNOWN_SIZE,
+    }
+}
+
+/// A string constant's length in characters, the lower bound of its size.
+fn const_len(o: &Out) -> u64 {
+    match &o.node {
+        Node::Const(Const::Str(s)) => s.chars().count() as u64,
+        Node::Const(Const::Bytes(b)) => b.len() as u64,
+        _ => 0,
+    }
+}
+
+/// The argument sizes a call's cost depends on. Upstream prices the parsing of a string
+/// argument of `containsIP`/`containsCIDR` (k8s `library/cost.go`) only in the string
+/// overloads; a typed argument costs nothing, whatever its (unknown) size.
+fn priced_sizes(f: Func, outs: &[Out]) -> Vec<u64> {
+    let arg_is = |i: usize, t: Ty| outs.get(i).is_some_and(|o| o.ty == t || o.ty == Ty::Dyn);
+    outs.iter()
+        .enumerate()
+        .map(|(i, o)| match f {
+            Func::ContainsIp | Func::ContainsCidr if i == 1 && !arg_is(1, Ty::String) => 0,
+            _ => o.size,
+        })
+        .collect()
+}
+
+/// The estimated cost of a call without its arguments ([`functions::call_cost`]), except
+/// that cel-go prices only the conversions between strings and bytes (`StringToBytes`,
+/// `BytesToString`) as traversals; the other `string()` and `bytes()` overloads cost 1,
+/// and with a `dyn` argument the dearer candidate counts.
+fn call_estimate(f: Func, outs: &[Out], shape: functions::Shape) -> u64 {
+    let traversal = || functions::call_cost(f, &priced_sizes(f, outs), shape);
+    match (f, outs.first().map(|o| &o.ty)) {
+        (Func::ToString, Some(Ty::Bytes)) | (Func::ToBytes, Some(Ty::String)) => traversal(),
+        (Func::ToString | Func::ToBytes, Some(Ty::Dyn)) => traversal().max(1),
+        (Func::ToString | Func::ToBytes, _) => 1,
+        _ => traversal(),
+    }
+}
+
+/// The worst-case size of a call's result, as upstream's estimators state it, else the
+/// size of its type ([`type_size`]).
+fn call_result_size(f: Func, outs: &[Out], result: &Ty) -> u64 {
+    let size = |i: usize| outs.get(i).map_or(0, |o| o.size);
+    let ty = |i: usize| outs.get(i).map(|o| &o.ty);
+    match f {
+        // cel-go `maybeUnwrapDynCall`: `dyn(x)` has the size of `x`.
+        Func::Dyn => size(0),
+        // k8s `library/cost.go` `join`: every element at its largest, with a separator
+        // between each two.
+        Func::Join => {
+            let n = size(0);
+            let elem = match ty(0) {
+                Some(Ty::List(el)) if matches!(**el, Ty::String | Ty::Bytes | Ty::Dyn) => outs[0].elem_size,
+                _ => 0,
+            };
+            n.saturating_mul(elem).saturating_add(size(1).saturating_mul(n.saturating_sub(1)))
+        }
+        // k8s `library/cost.go` `replace`: the shortest possible match (a constant's
+        // length, else 0) replaced by the longest replacement as often as it fits.
+        Func::Replace => {
+            let (sz, from_min, to_max) = (size(0), const_len(&outs[1]), size(2));
+            let (count, retained) = if from_min == 0 {
+                (if sz < UNKNOWN_SIZE { sz + 1 } else { sz }, sz)
+            } else if to_max <= from_min {
+                (0, sz)
+            } else {
+                (sz.div_ceil(from_min), 0)
+            };
+            count.saturating_mul(to_max).saturating_add(retained)
+        }
+        // k8s `library/cost.go` `split`: a constant limit bounds the element count.
+        Func::Split => match outs.get(2).map(|o| &o.node) {
+            Some(Node::Const(Const::Int(k))) if *k >= 0 => k.unsigned_abs(),
+            _ => size(0),
+        },
+        // cel-go `BytesToString` keeps the size, `StringToBytes` may take 4 bytes per
+        // character; the other conversions to string or bytes are not sized.
+        // With a `dyn` argument every overload is a candidate, and cel-go's `costCall`
+        // keeps the sizes the sized candidates state.
+        Func::ToString if matches!(ty(0), Some(Ty::Bytes | Ty::Dyn)) => size(0),
+        Func::ToBytes if matches!(ty(0), Some(Ty::String | Ty::Dyn)) => size(0).saturating_mul(4),
+        _ => {
+            let sizes: Vec<u64> = outs.iter().map(|o| o.size).collect();
+            functions::result_size(f, &sizes).unwrap_or_else(|| type_size(result))
+        }
     }
 }
 
@@ -1269,9 +1519,11 @@ fn macro_name(kind: LoopKind) -> &'static str {
 /// upstream reports it.
 fn fold(f: Func, args: &[Node]) -> Option<Node> {
     match (f, args) {
-        (Func::Quantity, [Node::Const(Const::Str(s))]) => {
-            Quantity::parse(s).ok().map(|q| Node::Const(Const::Quantity(q)))
-        }
+        (Func::Quantity, [Node::Const(Const::Str(s))]) => match super::bigqty::parse_quantity(s) {
+            Ok(Ok(q)) => Some(Node::Const(Const::Quantity(q))),
+            // Beyond `Quantity`'s range: built at evaluation time.
+            _ => None,
+        },
         (Func::Semver, [Node::Const(Const::Str(s))]) => {
             Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
         }

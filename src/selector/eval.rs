@@ -288,6 +288,7 @@ fn const_value(c: &Const) -> Value<'_> {
 fn actual_size(v: &Value<'_>) -> u64 {
     match v {
         Value::Str(s) => s.len() as u64,
+        Value::Bytes(b) => b.len() as u64,
         Value::List(l) => l.len() as u64,
         Value::Map(m) => m.len() as u64,
         _ => 1,
@@ -310,7 +311,6 @@ impl<'a> Ctx<'a> {
         self.locals[slot] = v;
     }
 
-    #[expect(clippy::too_many_lines, reason = "one arm per node kind keeps the hot loop in one function")]
     pub(crate) fn eval(&mut self, n: &'a Node) -> R<'a> {
         match n {
             Node::Const(c) => Ok(const_value(c)),
@@ -366,90 +366,119 @@ impl<'a> Ctx<'a> {
                 self.cost += 3;
                 Ok(Value::Bool(self.device.has_capacity_domain(*dom)))
             }
-            Node::Select { operand, field, test } => {
-                let o = self.eval(operand)?;
-                self.cost += 1;
-                select_str(&o, field, *test)
-            }
-            Node::OptSelect { operand, field } => {
-                let o = self.eval(operand)?;
-                self.cost += 1;
-                let container = match o {
-                    Value::Optional(None) => return Ok(Value::Optional(None)),
-                    Value::Optional(Some(v)) => (*v).clone(),
-                    other => other,
-                };
-                match select_str(&container, field, true)? {
-                    Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(&container, field, false)?)))),
-                    _ => Ok(Value::Optional(None)),
-                }
-            }
-            Node::OptIndex { operand, index: key } => {
-                let o = self.eval(operand)?;
-                let k = self.eval(key)?;
-                self.cost += 1;
-                let container = match o {
-                    Value::Optional(None) => return Ok(Value::Optional(None)),
-                    Value::Optional(Some(v)) => (*v).clone(),
-                    other => other,
-                };
-                let present = match &container {
-                    Value::List(_) => index(&container, &k).is_ok(),
-                    _ => contains(&container, &k)?,
-                };
-                if present {
-                    Ok(Value::Optional(Some(Rc::new(index(&container, &k)?))))
-                } else {
-                    Ok(Value::Optional(None))
-                }
-            }
-            Node::Index { operand, index: key } => {
-                let o = self.eval(operand)?;
-                let k = self.eval(key)?;
-                self.cost += 1;
-                index(&o, &k)
-            }
+            Node::Select { operand, field, test } => self.eval_select(operand, field, *test),
+            Node::OptSelect { operand, field } => self.eval_opt_select(operand, field),
+            Node::OptIndex { operand, index: key } => self.eval_opt_index(operand, key),
+            Node::Index { operand, index: key } => self.eval_index(operand, key),
             Node::Call { f, args, regex } => self.eval_call(*f, args, regex.as_deref()),
-            Node::Not(x) => {
-                let v = self.eval(x)?;
-                self.cost += 1;
-                match v {
-                    Value::Bool(b) => Ok(Value::Bool(!b)),
-                    other => Err(overload("!_", &[&other])),
-                }
-            }
-            Node::Neg(x) => {
-                let v = self.eval(x)?;
-                self.cost += 1;
-                match v {
-                    Value::Int(i) => i.checked_neg().map(Value::Int).ok_or(EvalErrorKind::Overflow("-_").into()),
-                    Value::Double(d) => Ok(Value::Double(-d)),
-                    other => Err(overload("-_", &[&other])),
-                }
-            }
+            Node::Not(x) => self.eval_not(x),
+            Node::Neg(x) => self.eval_neg(x),
             Node::And(..) | Node::Or(..) | Node::OrdTest { .. } => self.eval_bool(n).map(Value::Bool),
-            Node::Cond(c, t, e) => match self.eval(c)? {
-                Value::Bool(true) => self.eval(t),
-                Value::Bool(false) => self.eval(e),
-                other => Err(overload("_?_:_", &[&other])),
-            },
-            Node::Binary(op, ops) => {
-                let l = self.operand(&ops.0)?;
-                let r = self.operand(&ops.1)?;
-                self.binary(*op, &l, &r)
-            }
+            Node::Cond(c, t, e) => self.eval_cond(c, t, e),
+            Node::Binary(op, ops) => self.eval_binary(*op, ops),
             Node::List(items) => self.eval_list(items),
             Node::Map(entries) => self.eval_map(entries),
             Node::OptList(items) => self.eval_opt_list(items),
             Node::OptMap(entries) => self.eval_opt_map(entries),
             Node::Loop(l) => self.eval_loop(l),
-            Node::Bind { slot, init, body } => {
-                self.cost += 10;
-                let v = self.eval(init)?;
-                self.set_local(*slot, v);
-                self.eval(body)
-            }
+            Node::Bind { slot, init, body } => self.eval_bind(*slot, init, body),
         }
+    }
+
+    // The arms of `eval`, each in its own function so that the frame of `eval`, which
+    // every level of a deeply nested expression puts on the stack, stays small in an
+    // unoptimised build. The hot ones may still be inlined by an optimised build.
+
+    #[inline(never)]
+    fn eval_select(&mut self, operand: &'a Node, field: &str, test: bool) -> R<'a> {
+        let o = self.eval(operand)?;
+        self.cost += 1;
+        select_str(&o, field, test)
+    }
+
+    #[inline(never)]
+    fn eval_opt_select(&mut self, operand: &'a Node, field: &str) -> R<'a> {
+        let o = self.eval(operand)?;
+        self.cost += 1;
+        let container = match o {
+            Value::Optional(None) => return Ok(Value::Optional(None)),
+            Value::Optional(Some(v)) => (*v).clone(),
+            other => other,
+        };
+        match select_str(&container, field, true)? {
+            Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(&container, field, false)?)))),
+            _ => Ok(Value::Optional(None)),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_opt_index(&mut self, operand: &'a Node, key: &'a Node) -> R<'a> {
+        let o = self.eval(operand)?;
+        let k = self.eval(key)?;
+        self.cost += 1;
+        let container = match o {
+            Value::Optional(None) => return Ok(Value::Optional(None)),
+            Value::Optional(Some(v)) => (*v).clone(),
+            other => other,
+        };
+        let present = match &container {
+            Value::List(_) => index(&container, &k).is_ok(),
+            _ => contains(&container, &k)?,
+        };
+        if present { Ok(Value::Optional(Some(Rc::new(index(&container, &k)?)))) } else { Ok(Value::Optional(None)) }
+    }
+
+    #[inline(never)]
+    fn eval_index(&mut self, operand: &'a Node, key: &'a Node) -> R<'a> {
+        let o = self.eval(operand)?;
+        let k = self.eval(key)?;
+        self.cost += 1;
+        index(&o, &k)
+    }
+
+    #[inline]
+    fn eval_not(&mut self, x: &'a Node) -> R<'a> {
+        let v = self.eval(x)?;
+        self.cost += 1;
+        match v {
+            Value::Bool(b) => Ok(Value::Bool(!b)),
+            other => Err(overload("!_", &[&other])),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_neg(&mut self, x: &'a Node) -> R<'a> {
+        let v = self.eval(x)?;
+        self.cost += 1;
+        match v {
+            Value::Int(i) => i.checked_neg().map(Value::Int).ok_or(EvalErrorKind::Overflow("-_").into()),
+            Value::Double(d) => Ok(Value::Double(-d)),
+            other => Err(overload("-_", &[&other])),
+        }
+    }
+
+    #[inline]
+    fn eval_cond(&mut self, c: &'a Node, t: &'a Node, e: &'a Node) -> R<'a> {
+        match self.eval(c)? {
+            Value::Bool(true) => self.eval(t),
+            Value::Bool(false) => self.eval(e),
+            other => Err(overload("_?_:_", &[&other])),
+        }
+    }
+
+    #[inline]
+    fn eval_binary(&mut self, op: BinaryOp, ops: &'a (Operand, Operand)) -> R<'a> {
+        let l = self.operand(&ops.0)?;
+        let r = self.operand(&ops.1)?;
+        self.binary(op, &l, &r)
+    }
+
+    #[inline(never)]
+    fn eval_bind(&mut self, slot: usize, init: &'a Node, body: &'a Node) -> R<'a> {
+        self.cost += 10;
+        let v = self.eval(init)?;
+        self.set_local(slot, v);
+        self.eval(body)
     }
 
     #[inline]
@@ -533,7 +562,10 @@ impl<'a> Ctx<'a> {
                         match (&l, &r) {
                             (Value::Quantity(x), Value::Quantity(y)) => x.cmp(y),
                             (Value::Semver(x), Value::Semver(y)) => (**x).cmp(&**y),
-                            _ => return self.fail(*overload(f.name(), &[&l, &r])),
+                            _ => match (functions::any_quantity(&l), functions::any_quantity(&r)) {
+                                (Some(x), Some(y)) => x.cmp(y),
+                                _ => return self.fail(*overload(f.name(), &[&l, &r])),
+                            },
                         }
                     }
                 };
@@ -625,6 +657,10 @@ impl<'a> Ctx<'a> {
             | Func::IsCidr
             | Func::ContainsIp
             | Func::ContainsCidr => functions::net_runtime_cost(f, &vals),
+            // cel-go `interpreter/runtimecost.go`: only the conversions between strings
+            // and bytes traverse their argument.
+            Func::ToString if !matches!(vals.first(), Some(Value::Bytes(_))) => 1,
+            Func::ToBytes if !matches!(vals.first(), Some(Value::Str(_))) => 1,
             _ => {
                 let sizes: SmallVec<[u64; 3]> = vals.iter().map(actual_size).collect();
                 let shape =

@@ -48,6 +48,7 @@ use std::rc::Rc;
 
 use regex::Regex;
 
+use super::bigqty::{self, AnyQuantity};
 use super::error::EvalErrorKind;
 use super::named_format::{self, NamedFormat};
 use super::net;
@@ -548,6 +549,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::Format
         | Func::Url
         | Func::ToBytes
+        | Func::ToString
         | Func::IndexOf
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
@@ -565,35 +567,33 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
     }
 }
 
-/// Maximum size (characters or elements) of the result, for nested estimates.
-pub(crate) fn result_size(f: Func, sizes: &[u64]) -> u64 {
+/// Maximum size (characters or elements) of the result, for nested estimates, where
+/// upstream's estimator states one; `None` where it does not.
+///
+/// cel-go's `checker/cost.go` (`costCall`, `computeSize`) keeps a call's result size
+/// only when the function's estimate provides one (its own `functionCost` cases and
+/// the estimators of `k8s.io/apiserver/pkg/cel/library/cost.go`); otherwise the size
+/// is that of the result type, 1 for a scalar (`computeTypeSize`), and unknown
+/// (`UnknownSizeEstimate`, `0..=math.MaxUint64`) for anything else. The compiler turns
+/// `None` into that type-based size. Sizes that depend on more than the argument
+/// sizes (`join`, `replace`, `split` with a limit, `string`/`bytes` conversions, `dyn`)
+/// are worked out in `compile.rs`.
+pub(crate) fn result_size(f: Func, sizes: &[u64]) -> Option<u64> {
     let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
     match f {
-        Func::Contains
-        | Func::StartsWith
-        | Func::EndsWith
-        | Func::LowerAscii
+        // k8s `library/cost.go`: `lowerAscii`, `upperAscii`, `substring`, `trim` keep
+        // the receiver's size; `find` and `findAll` return at most one match (or
+        // element) per character; `split` at most one element per character.
+        Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
         | Func::Substring
         | Func::Find
-        // A URL and its parts are no longer than its text (escaping aside).
-        | Func::Url
-        | Func::GetScheme
-        | Func::GetHost
-        | Func::GetHostname
-        | Func::GetPort
-        | Func::GetQuery => s(0),
-        Func::Split | Func::FindAll => s(0).saturating_add(1),
-        Func::Quote => s(0).saturating_mul(2).saturating_add(2),
-        Func::Replace => s(0).saturating_mul(s(2).max(1)),
-        Func::Join => s(0).saturating_mul(64),
-        Func::CharAt => 1,
-        // Not bounded upstream; schedkit counts the pattern plus a full value per argument.
-        Func::Format => s(0).saturating_add(s(1).saturating_mul(64)),
-        Func::GetEscapedPath => s(0).saturating_mul(3),
-        Func::ToString | Func::Min | Func::Max => 64,
-        _ => 0,
+        | Func::FindAll
+        | Func::Split => Some(s(0)),
+        // cel-go `ExtQuoteString`: every character escaped, plus the two quotes.
+        Func::Quote => Some(s(0).saturating_mul(2).saturating_add(2)),
+        _ => None,
     }
 }
 
@@ -602,9 +602,9 @@ type R<'a> = Result<Value<'a>, EvalErrorKind>;
 /// `isQuantity(s)`: whether apimachinery's `resource.ParseQuantity` accepts `s`.
 ///
 /// Upstream parses any syntactically valid quantity, falling back to arbitrary
-/// precision (and capping the magnitude at 2^63-1, `maxAllowed` in
-/// `k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
-/// [`Quantity`] reports `OutOfRange`; such text is therefore a quantity here too. An
+/// precision (`k8s.io/apimachinery/pkg/api/resource/quantity.go`) where schedkit's
+/// [`Quantity`] reports `OutOfRange` (`quantity()` then builds a `bigqty`); such text
+/// is therefore a quantity here too, even one too large for `quantity()` to build. An
 /// exponent (`1e<n>`) must still fit Go's `strconv.ParseInt(_, 10, 64)` (`suffix.go`
 /// `interpret`), or upstream refuses the suffix.
 fn is_quantity(s: &str) -> bool {
@@ -618,6 +618,15 @@ fn is_quantity(s: &str) -> bool {
             }
         }
         Err(_) => false,
+    }
+}
+
+/// A quantity value of either representation.
+pub(crate) fn any_quantity<'v>(v: &'v Value<'_>) -> Option<AnyQuantity<'v>> {
+    match v {
+        Value::Quantity(q) => Some(AnyQuantity::Small(q)),
+        Value::BigQuantity(q) => Some(AnyQuantity::Big(q)),
+        _ => None,
     }
 }
 
@@ -845,15 +854,22 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             best
         }
         (Func::Quantity, Some(V::Str(s)), None, None) => {
-            V::Quantity(Quantity::parse(s).map_err(|e| invalid("quantity", e.to_string()))?)
+            match bigqty::parse_quantity(s).map_err(|e| invalid("quantity", e))? {
+                Ok(q) => V::Quantity(q),
+                Err(big) => V::BigQuantity(Rc::new(big)),
+            }
         }
         (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
         (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
+        (Func::Sign, Some(V::BigQuantity(q)), None, None) => V::Int(q.sign()),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
             let o = match (a, b) {
                 (V::Quantity(x), V::Quantity(y)) => x.cmp(y),
                 (V::Semver(x), V::Semver(y)) => (**x).cmp(&**y),
-                _ => return Err(no()),
+                _ => match (any_quantity(a), any_quantity(b)) {
+                    (Some(x), Some(y)) => x.cmp(y),
+                    _ => return Err(no()),
+                },
             };
             match f {
                 Func::IsGreaterThan => V::Bool(o == Ordering::Greater),
@@ -862,22 +878,46 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             }
         }
         (Func::AsApproximateFloat, Some(V::Quantity(q)), None, None) => V::Double(q.as_f64()),
+        (Func::AsApproximateFloat, Some(V::BigQuantity(q)), None, None) => V::Double(q.to_f64()),
         (Func::AsInteger, Some(V::Quantity(q)), None, None) => {
             V::Int(q.as_i64_exact().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
         }
+        (Func::AsInteger, Some(V::BigQuantity(q)), None, None) => {
+            V::Int(q.as_i64().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
+        }
         (Func::IsInteger, Some(V::Quantity(q)), None, None) => V::Bool(q.as_i64_exact().is_some()),
-        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(other), None) => {
-            let other = match other {
-                V::Quantity(o) => *o,
-                V::Int(i) => Quantity::from_int(*i),
+        (Func::IsInteger, Some(V::BigQuantity(q)), None, None) => V::Bool(q.as_i64().is_some()),
+        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(V::Quantity(_) | V::Int(_)), None) => {
+            let other = match a1 {
+                Some(V::Quantity(o)) => *o,
+                Some(V::Int(i)) => Quantity::from_int(*i),
                 _ => return Err(no()),
             };
             let r = if f == Func::Add { q.checked_add(&other) } else { q.checked_sub(&other) };
-            V::Quantity(r.ok_or(EvalErrorKind::Overflow(name))?)
+            match r {
+                Some(r) => V::Quantity(r),
+                // Upstream continues in arbitrary precision where int64 overflows.
+                None => V::BigQuantity(Rc::new(AnyQuantity::Small(q).add(AnyQuantity::Small(&other), f == Func::Sub))),
+            }
+        }
+        (Func::Add | Func::Sub, Some(a), Some(b), None) => {
+            let small;
+            let y = match b {
+                V::Int(i) => {
+                    small = Quantity::from_int(*i);
+                    Some(AnyQuantity::Small(&small))
+                }
+                other => any_quantity(other),
+            };
+            match (any_quantity(a), y) {
+                (Some(x), Some(y)) => V::BigQuantity(Rc::new(x.add(y, f == Func::Sub))),
+                _ => return Err(no()),
+            }
         }
         (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => {
             V::Quantity(q.checked_mul_int(*k).ok_or(EvalErrorKind::Overflow("mul"))?)
         }
+        (Func::Mul, Some(V::BigQuantity(q)), Some(V::Int(k)), None) => V::BigQuantity(Rc::new(q.mul_int(*k))),
         (Func::Semver | Func::IsSemver, Some(V::Str(s)), norm, None) => {
             let normalize = match norm {
                 None => false,

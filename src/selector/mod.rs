@@ -54,7 +54,9 @@
 //! values and `includes`). An IANA time zone name given to a timestamp getter
 //! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
-//! getter is a runtime error (`unknown time zone Europe/Paris`).
+//! getter is a runtime error (`unknown time zone Europe/Paris`). `"Local"` is the
+//! process's own zone, as Go's `time.Local` that kube-scheduler uses (`$TZ`, else
+//! `/etc/localtime`, else UTC).
 //! `device.allowMultipleAllocations` is always available, as with the
 //! `DRAConsumableCapacity` gate on.
 //!
@@ -85,6 +87,7 @@
 #![expect(clippy::many_single_char_names, reason = "operator code reads best with l/r/a/b/e names as in the CEL spec")]
 
 mod ast;
+mod bigqty;
 mod compile;
 mod device;
 mod error;
@@ -126,19 +129,19 @@ pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 /// Deepest accepted nesting of the expression tree (parser recursion and tree depth).
 ///
 /// Upstream: cel-go's parser stops at 250 levels of recursion (its default
-/// `MaxRecursionDepth`, which Kubernetes keeps), counted per grammar rule, so roughly
-/// 250 nested parentheses, brackets, calls or unary operators. schedkit deliberately
-/// stops at 100: measured on an unoptimised build at 247 levels, compiling and
-/// evaluating needs a 4 MiB thread stack for nested parentheses or unary minus and
-/// 8 MiB for `+` chains, nested lists or nested calls (evaluation alone needs 1 to
-/// 2 MiB of that), so accepting upstream's limit would turn a
-/// hostile selector into a stack overflow (an abort, not an error) on a default-sized
-/// thread. Expressions nesting 101 to 250 levels deep, which Kubernetes accepts, are
-/// refused here with [`SelectorError::TooDeep`]; [`Limits::max_depth`] raises the
-/// limit for callers that run on larger stacks. Chains of `&&` and `||` are balanced
-/// (as cel-go does), so 100 levels hold far more conditions than fit in
-/// [`MAX_EXPRESSION_LENGTH`].
-pub const MAX_NESTING_DEPTH: usize = 100;
+/// `maxRecursionDepth`, `parser/options.go`; the Kubernetes CEL environment,
+/// `k8s.io/apiserver/pkg/cel/environment/base.go`, and the DRA compiler,
+/// `k8s.io/dynamic-resource-allocation/cel/compile.go`, do not set
+/// `cel.ParserRecursionLimit`), counted per grammar rule, so roughly 250 nested
+/// parentheses, brackets, calls, macros or unary operators. schedkit counts both the
+/// parser's recursion and the depth of the resulting tree against the same limit.
+/// Parsing, checking and evaluating an expression at this depth fits a 2 MiB thread
+/// stack even in an unoptimised build (the recursive functions keep small frames), and
+/// an expression one level deeper is refused with [`SelectorError::TooDeep`] before any
+/// deep recursion. Chains of `&&` and `||` are balanced (as cel-go does), so they stay
+/// shallow however long they are. [`Limits::max_depth`] lowers the limit, or raises it
+/// for callers whose threads have proportionally larger stacks.
+pub const MAX_NESTING_DEPTH: usize = 250;
 
 /// Limits applied by [`Selector::compile_with`]; [`Limits::default`] is upstream's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -153,23 +153,30 @@ impl Parser<'_> {
         Ok(())
     }
 
+    // The recursive descent keeps each function's stack frame small (an unoptimised
+    // build gives every local and temporary its own slot): the cycle expr -> binary ->
+    // unary -> member -> primary -> expr repeats once per nesting level, up to
+    // `max_depth` times, so the less common continuations live in separate functions.
+
     fn expr(&mut self) -> Result<Expr, SelectorError> {
         self.enter()?;
         let cond = self.binary(2)?;
-        let result = if self.peek() == &Tok::Question {
-            let pos = self.bump().start;
-            let then = self.binary(2)?;
-            self.expect(&Tok::Colon, "':'")?;
-            let otherwise = self.expr()?;
-            Ok(node(
-                ExprKind::Conditional { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
-                pos,
-            ))
-        } else {
-            Ok(cond)
-        };
+        let result = if self.peek() == &Tok::Question { self.ternary(cond) } else { Ok(cond) };
         self.depth -= 1;
         result
+    }
+
+    /// `cond ? then : otherwise`, after `cond`.
+    #[inline(never)]
+    fn ternary(&mut self, cond: Expr) -> Result<Expr, SelectorError> {
+        let pos = self.bump().start;
+        let then = self.binary(2)?;
+        self.expect(&Tok::Colon, "':'")?;
+        let otherwise = self.expr()?;
+        Ok(node(
+            ExprKind::Conditional { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
+            pos,
+        ))
     }
 
     fn binop(&self) -> Option<BinaryOp> {
@@ -200,30 +207,41 @@ impl Parser<'_> {
     fn binary(&mut self, min_prec: u8) -> Result<Expr, SelectorError> {
         let mut lhs = self.unary()?;
         while let Some(op) = self.binop().filter(|op| op.precedence() >= min_prec) {
-            let prec = op.precedence();
-            if matches!(op, BinaryOp::And | BinaryOp::Or) {
-                let mut terms = vec![lhs];
-                let mut ops = Vec::new();
-                while self.binop() == Some(op) {
-                    ops.push(self.bump().start);
-                    terms.push(self.binary(prec + 1)?);
-                }
-                lhs = balance(op, terms, &ops);
-            } else {
-                let pos = self.bump().start;
-                let rhs = self.binary(prec + 1)?;
-                lhs = node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, pos);
-            }
+            lhs = self.binary_rhs(lhs, op)?;
         }
         Ok(lhs)
     }
 
+    /// `lhs op rhs`, or a whole chain of `op` when it is `&&` or `||`.
+    #[inline(never)]
+    fn binary_rhs(&mut self, lhs: Expr, op: BinaryOp) -> Result<Expr, SelectorError> {
+        let prec = op.precedence();
+        if matches!(op, BinaryOp::And | BinaryOp::Or) {
+            let mut terms = vec![lhs];
+            let mut ops = Vec::new();
+            while self.binop() == Some(op) {
+                ops.push(self.bump().start);
+                terms.push(self.binary(prec + 1)?);
+            }
+            Ok(balance(op, terms, &ops))
+        } else {
+            let pos = self.bump().start;
+            let rhs = self.binary(prec + 1)?;
+            Ok(node(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, pos))
+        }
+    }
+
     fn unary(&mut self) -> Result<Expr, SelectorError> {
-        let op = match self.peek() {
-            Tok::Bang => UnaryOp::Not,
-            Tok::Minus => UnaryOp::Neg,
-            _ => return self.member(),
-        };
+        match self.peek() {
+            Tok::Bang | Tok::Minus => self.prefixed(),
+            _ => self.member(),
+        }
+    }
+
+    /// A run of `!` or `-` and its operand.
+    #[inline(never)]
+    fn prefixed(&mut self) -> Result<Expr, SelectorError> {
+        let op = if self.peek() == &Tok::Bang { UnaryOp::Not } else { UnaryOp::Neg };
         let pos = self.start();
         let mut count = 0usize;
         let same = |t: &Tok| match op {
@@ -234,33 +252,38 @@ impl Parser<'_> {
             self.bump();
             count += 1;
         }
-        if op == UnaryOp::Neg {
-            // A minus directly before a number literal is part of the literal.
-            let lit_pos = self.start();
-            let negated = match self.peek() {
-                Tok::Int(v) => Some(ExprKind::Int(-*v)),
-                Tok::IntMinMagnitude => Some(ExprKind::Int(i64::MIN)),
-                Tok::Double(v) => Some(ExprKind::Double(-*v)),
-                _ => None,
-            };
-            if let Some(kind) = negated {
-                self.bump();
-                let lit = self.member_suffix(node(kind, lit_pos.saturating_sub(1)))?;
-                count -= 1;
-                return Ok(if count % 2 == 1 {
-                    node(ExprKind::Unary { op, operand: Box::new(lit) }, pos)
-                } else {
-                    lit
-                });
-            }
+        // A minus directly before a number literal is part of the literal.
+        if op == UnaryOp::Neg && matches!(self.peek(), Tok::Int(_) | Tok::IntMinMagnitude | Tok::Double(_)) {
+            return self.negative_literal(pos, count);
         }
         let operand = self.member()?;
         Ok(if count % 2 == 1 { node(ExprKind::Unary { op, operand: Box::new(operand) }, pos) } else { operand })
     }
 
+    /// A negative number literal after a run of `count` minus signs at `pos`.
+    #[inline(never)]
+    fn negative_literal(&mut self, pos: usize, count: usize) -> Result<Expr, SelectorError> {
+        let t = self.bump();
+        let kind = match t.tok {
+            Tok::Int(v) => ExprKind::Int(-v),
+            Tok::Double(v) => ExprKind::Double(-v),
+            _ => ExprKind::Int(i64::MIN),
+        };
+        let lit = self.member_suffix(node(kind, t.start.saturating_sub(1)))?;
+        Ok(if (count - 1) % 2 == 1 {
+            node(ExprKind::Unary { op: UnaryOp::Neg, operand: Box::new(lit) }, pos)
+        } else {
+            lit
+        })
+    }
+
     fn member(&mut self) -> Result<Expr, SelectorError> {
         let primary = self.primary()?;
-        self.member_suffix(primary)
+        if matches!(self.peek(), Tok::Dot | Tok::DotQuestion | Tok::LBracket | Tok::LBracketQuestion | Tok::LBrace) {
+            self.member_suffix(primary)
+        } else {
+            Ok(primary)
+        }
     }
 
     fn member_suffix(&mut self, mut e: Expr) -> Result<Expr, SelectorError> {
@@ -319,6 +342,45 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<Expr, SelectorError> {
+        match self.peek() {
+            Tok::LParen => {
+                self.pos += 1;
+                let e = self.expr()?;
+                self.expect(&Tok::RParen, "')'")?;
+                Ok(e)
+            }
+            Tok::LBracket | Tok::LBracketQuestion => self.list_elements(),
+            Tok::LBrace => self.map_entries(),
+            Tok::Ident(_) | Tok::Dot => self.named(),
+            _ => self.literal(),
+        }
+    }
+
+    /// An identifier or a global call, possibly with a leading '.' (the root namespace:
+    /// `.device` is `device`).
+    #[inline(never)]
+    fn named(&mut self) -> Result<Expr, SelectorError> {
+        let mut t = self.bump();
+        if t.tok == Tok::Dot {
+            t = self.bump();
+            if !matches!(t.tok, Tok::Ident(_)) {
+                return Err(self.err(t.start, "expected an identifier after '.'"));
+            }
+        }
+        let Tok::Ident(name) = t.tok else {
+            return Err(self.err(t.start, format!("unexpected {}", t.tok.describe())));
+        };
+        if self.peek() == &Tok::LParen {
+            self.bump();
+            let args = self.expr_list(&Tok::RParen)?;
+            return Ok(node(ExprKind::Call { target: None, function: name, args }, t.start));
+        }
+        Ok(node(ExprKind::Ident(name), t.start))
+    }
+
+    /// A literal (or an unexpected token).
+    #[inline(never)]
+    fn literal(&mut self) -> Result<Expr, SelectorError> {
         let t = self.bump();
         let pos = t.start;
         let kind = match t.tok {
@@ -333,23 +395,6 @@ impl Parser<'_> {
             Tok::True => ExprKind::Bool(true),
             Tok::False => ExprKind::Bool(false),
             Tok::Null => ExprKind::Null,
-            Tok::Dot => {
-                // A leading '.' names the root namespace; `.device` is `device`.
-                let t2 = self.bump();
-                let Tok::Ident(name) = t2.tok else {
-                    return Err(self.err(t2.start, "expected an identifier after '.'"));
-                };
-                return self.ident_or_call(name, t2.start);
-            }
-            Tok::Ident(name) => return self.ident_or_call(name, pos),
-            Tok::LParen => {
-                let e = self.expr()?;
-                self.expect(&Tok::RParen, "')'")?;
-                return Ok(e);
-            }
-            // `[?` opens a list whose first element is optional.
-            Tok::LBracket | Tok::LBracketQuestion => self.list_elements(t.tok == Tok::LBracketQuestion)?,
-            Tok::LBrace => self.map_entries()?,
             other => {
                 return Err(self.err(pos, format!("unexpected {}", other.describe())));
             }
@@ -357,21 +402,14 @@ impl Parser<'_> {
         Ok(node(kind, pos))
     }
 
-    fn ident_or_call(&mut self, name: String, pos: usize) -> Result<Expr, SelectorError> {
-        if self.peek() == &Tok::LParen {
-            self.bump();
-            let args = self.expr_list(&Tok::RParen)?;
-            return Ok(node(ExprKind::Call { target: None, function: name, args }, pos));
-        }
-        Ok(node(ExprKind::Ident(name), pos))
-    }
-
-    /// The elements of a list literal after its `[` (or `[?`, then `first_optional`),
-    /// up to the closing `]`; `?x` marks an optional element.
-    fn list_elements(&mut self, first_optional: bool) -> Result<ExprKind, SelectorError> {
+    /// A list literal; `?x` marks an optional element, and `[?` opens a list whose
+    /// first element is optional.
+    #[inline(never)]
+    fn list_elements(&mut self) -> Result<Expr, SelectorError> {
+        let open = self.bump();
         let mut items = Vec::new();
         let mut optional = Vec::new();
-        let mut next_optional = first_optional;
+        let mut next_optional = open.tok == Tok::LBracketQuestion;
         loop {
             if !next_optional && self.peek() == &Tok::RBracket {
                 break;
@@ -391,10 +429,13 @@ impl Parser<'_> {
             break;
         }
         self.expect(&Tok::RBracket, "']'")?;
-        Ok(ExprKind::List { items, optional })
+        Ok(node(ExprKind::List { items, optional }, open.start))
     }
 
-    fn map_entries(&mut self) -> Result<ExprKind, SelectorError> {
+    /// A map literal; `?` before an entry makes it optional.
+    #[inline(never)]
+    fn map_entries(&mut self) -> Result<Expr, SelectorError> {
+        let open = self.bump().start;
         let mut entries = Vec::new();
         let mut optional = Vec::new();
         while self.peek() != &Tok::RBrace {
@@ -402,10 +443,7 @@ impl Parser<'_> {
                 self.bump();
                 optional.push(entries.len());
             }
-            let k = self.expr()?;
-            self.expect(&Tok::Colon, "':'")?;
-            let v = self.expr()?;
-            entries.push((k, v));
+            entries.push(self.map_entry()?);
             if self.peek() == &Tok::Comma {
                 self.bump();
             } else {
@@ -413,6 +451,13 @@ impl Parser<'_> {
             }
         }
         self.expect(&Tok::RBrace, "'}'")?;
-        Ok(ExprKind::Map { entries, optional })
+        Ok(node(ExprKind::Map { entries, optional }, open))
+    }
+
+    /// `key: value`.
+    fn map_entry(&mut self) -> Result<(Expr, Expr), SelectorError> {
+        let k = self.expr()?;
+        self.expect(&Tok::Colon, "':'")?;
+        Ok((k, self.expr()?))
     }
 }

@@ -214,13 +214,15 @@ pub(crate) fn format_duration(nanos: i64) -> String {
 }
 
 /// A time zone argument at the instant `nanos`, as seconds east of UTC: `"UTC"` or
-/// `""`, a fixed offset `±H[H]:MM` (any argument with a `:`, as cel-go), or an IANA
-/// name read from the host's zoneinfo (Go's `time.LoadLocation`; see [`super::tz`]).
+/// `""`, a fixed offset `±H[H]:MM` (any argument with a `:`, as cel-go), `"Local"`
+/// (the process's zone, Go's `time.Local`), or an IANA name read from the host's
+/// zoneinfo (Go's `time.LoadLocation`; see [`super::tz`]).
 pub(crate) fn zone_offset(tz: &str, nanos: i128) -> Result<i128, String> {
     match tz.split_once(':') {
         None if tz.is_empty() || tz == "UTC" => Ok(0),
         None => {
-            let zone = super::tz::zone(tz).map_err(|e| e.to_string())?;
+            let zone =
+                if tz == "Local" { super::tz::local() } else { super::tz::zone(tz).map_err(|e| e.to_string())? };
             // CEL's range keeps the seconds well inside i64.
             let secs = nanos.div_euclid(NANOS).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
             Ok(i128::from(zone.offset_at(secs)))

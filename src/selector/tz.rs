@@ -9,14 +9,19 @@
 //! malformed data is a [`TzError`]. Loaded zones are cached process-wide, so
 //! evaluation reads each file once and a cached lookup allocates nothing.
 //!
-//! Not read, unlike Go: `"Local"` (the host's own zone; a scheduler's answers should
-//! not depend on the machine's clock settings, so it is an unknown zone here), a
-//! `$ZONEINFO` that names a zip file, Android's `tzdata` bundle, and Go's embedded
-//! `time/tzdata` fallback.
+//! `"Local"` is the process's own zone, as Go's `time.Local` (`initLocal` in
+//! `time/zoneinfo_unix.go`), which kube-scheduler uses when it evaluates a selector:
+//! `$TZ` unset reads `/etc/localtime`; `$TZ` empty or `UTC` is UTC; `$TZ` naming an
+//! absolute path (after an optional `:`) reads that file; any other `$TZ` is a zone
+//! name looked up in the platform sources (not `$ZONEINFO`). Whatever cannot be read
+//! falls back to UTC, never an error. It is determined once per process.
+//!
+//! Not read, unlike Go: a `$ZONEINFO` that names a zip file, Android's `tzdata`
+//! bundle, and Go's embedded `time/tzdata` fallback.
 
 use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use ahash::AHashMap;
 use parking_lot::RwLock;
@@ -226,8 +231,7 @@ impl Zone {
         Ok(Self { transitions, indices, types, footer })
     }
 
-    /// A zone of one fixed offset (for tests).
-    #[cfg(test)]
+    /// A zone of one fixed offset (UTC for Go's fallback `Local`, and tests).
     fn fixed(offset: i64) -> Self {
         Self { transitions: vec![i64::MIN], indices: vec![0], types: vec![(offset, false)], footer: None }
     }
@@ -485,6 +489,30 @@ pub(crate) fn zone(name: &str) -> Result<Arc<Zone>, TzError> {
         Entry::Vacant(e) if len < MAX_CACHED => Ok(Arc::clone(e.insert(zone))),
         Entry::Vacant(_) => Ok(zone),
     }
+}
+
+/// Go's `time.Local`, determined once per process (see the module documentation).
+pub(crate) fn local() -> Arc<Zone> {
+    static LOCAL: OnceLock<Arc<Zone>> = OnceLock::new();
+    Arc::clone(LOCAL.get_or_init(|| Arc::new(init_local())))
+}
+
+fn init_local() -> Zone {
+    let found = match std::env::var_os("TZ") {
+        None => read_zone(Path::new("/etc"), "localtime").ok().flatten(),
+        Some(tz) => {
+            let tz = tz.to_string_lossy();
+            let tz = tz.strip_prefix(':').unwrap_or(&tz);
+            if tz.starts_with('/') {
+                read_zone(Path::new(""), tz).ok().flatten()
+            } else if !tz.is_empty() && tz != "UTC" {
+                load(tz, None).ok()
+            } else {
+                None
+            }
+        }
+    };
+    found.unwrap_or_else(|| Zone::fixed(0))
 }
 
 #[cfg(test)]

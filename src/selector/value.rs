@@ -57,6 +57,8 @@ pub(crate) enum Value<'a> {
     Str(Str<'a>),
     Bytes(Rc<[u8]>),
     Quantity(Quantity),
+    /// A quantity beyond the range of [`Quantity`], as upstream's decimal fallback.
+    BigQuantity(Rc<super::bigqty::BigQuantity>),
     Semver(Ver<'a>),
     List(Rc<Vec<Value<'a>>>),
     Map(Rc<Vec<(Value<'a>, Value<'a>)>>),
@@ -107,7 +109,7 @@ impl<'a> Value<'a> {
             Value::Double(_) => "double",
             Value::Str(_) => "string",
             Value::Bytes(_) => "bytes",
-            Value::Quantity(_) => "kubernetes.Quantity",
+            Value::Quantity(_) | Value::BigQuantity(_) => "kubernetes.Quantity",
             Value::Semver(_) => "kubernetes.Semver",
             Value::Ip(_) => "net.IP",
             Value::Cidr(..) => "net.CIDR",
@@ -251,6 +253,13 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Str(x), Value::Str(y)) => **x == **y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::Quantity(x), Value::Quantity(y)) => x == y,
+        (Value::BigQuantity(_), Value::Quantity(_) | Value::BigQuantity(_))
+        | (Value::Quantity(_), Value::BigQuantity(_)) => {
+            matches!(
+                (super::functions::any_quantity(a), super::functions::any_quantity(b)),
+                (Some(x), Some(y)) if x.cmp(y).is_eq()
+            )
+        }
         (Value::Semver(x), Value::Semver(y)) => **x == **y,
         (Value::Ip(x), Value::Ip(y)) => x == y,
         (Value::Cidr(x, a), Value::Cidr(y, b)) => x == y && a == b,

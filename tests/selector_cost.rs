@@ -1,0 +1,81 @@
+//! Worst-case cost estimates of results whose size upstream does or does not know.
+//!
+//! cel-go's `checker/cost.go` keeps a call's result size only when an estimator states
+//! one (its own `functionCost` cases, and `k8s.io/apiserver/pkg/cel/library/cost.go`
+//! for the Kubernetes libraries); any other non-scalar result has an unknown size, up
+//! to `math.MaxUint64`, and a size-dependent operation on it (concatenation, `matches`,
+//! a comprehension, a comparison of two such values) is then estimated beyond any
+//! budget. Every expected value below is worked out by hand from those two files, with
+//! the DRA bounds (`device.driver` is at most 63 characters) and the DRA budget,
+//! `resourceapi.CELSelectorExpressionMaxCost` (1,000,000).
+
+use schedkit::selector::{MAX_COST, Selector, SelectorError};
+
+fn cost(src: &str) -> u64 {
+    Selector::compile(src).unwrap_or_else(|e| panic!("{src}: {e}")).estimated_cost()
+}
+
+fn refused(src: &str) -> u64 {
+    match Selector::compile(src) {
+        Err(SelectorError::CostLimitExceeded { estimated, limit }) => {
+            assert_eq!(limit, MAX_COST, "{src}");
+            estimated
+        }
+        other => panic!("{src}: expected the cost limit to refuse it, got {other:?}"),
+    }
+}
+
+#[test]
+fn results_of_unknown_size_are_unbounded() {
+    // cel-go prices none of these calls' result sizes (optional functions, `string` of
+    // an int, the URL accessors, `format`), so the size-dependent operation on top of
+    // them is estimated at about 0.1 * 2^64.
+    for src in [
+        "optional.of('abc').value() + 'd' == 'abcd'",
+        "optional.of('abc').orValue('x').matches('^a')",
+        "optional.of('abc').value() == optional.of('abc').value()",
+        "optional.of([1, 2]).value().all(x, x > 0)",
+        "optional.of(['a']).value().exists(x, x == 'a')",
+        "string(1) + 'a' == '1a'",
+        "url('https://example.com/a').getHost() + 'x' == 'example.comx'",
+        "'%s'.format(['a']) + 'b' == 'ab'",
+    ] {
+        assert!(refused(src) > 1_000_000_000_000_000, "{src}");
+    }
+    // The same operations on results of known size stay cheap.
+    assert_eq!(cost("optional.of(1).value() == 1"), 1 + 1 + 1);
+    assert_eq!(cost("'abc' + 'd' == 'abcd'"), 1 + 1);
+}
+
+#[test]
+fn results_sized_by_upstream_estimators() {
+    // `replace` (k8s library/cost.go): 63 characters, each constant two-character match
+    // replaced by up to 63 characters: ceil(63 / 2) * 63 = 2016. The call costs
+    // 0.2 * 63 -> 13 plus two selections of 2; appending the driver traverses
+    // 2016 + 63 characters (208); comparing with '' costs 0.
+    assert_eq!(cost("device.driver.replace('ab', device.driver) + device.driver == ''"), 13 + 2 + 2 + 2 + 208);
+    // An empty pattern matches around every character: 64 * 63 + 63 = 4095, plus 63
+    // appended: ceil(415.8) = 416.
+    assert_eq!(cost("device.driver.replace('', device.driver) + device.driver == ''"), 13 + 2 + 2 + 2 + 416);
+    // `string(bytes)` keeps the size (cel-go BytesToString): 25 bytes cost 3, and
+    // appending one character traverses 26 (3).
+    assert_eq!(cost("string(b'0123456789012345678901234') + 'x' == ''"), 3 + 3);
+    // `bytes(string)` may take 4 bytes per character (cel-go StringToBytes): the call
+    // costs ceil(6.3) = 7 plus 2, and appending one byte traverses 253 (26).
+    assert_eq!(cost("bytes(device.driver) + b'x' == b''"), 7 + 2 + 26);
+    // `string(int)` is not a traversal, whatever the size of its result.
+    assert_eq!(cost("string(1) == '1'"), 1 + 1);
+}
+
+#[test]
+fn a_constant_split_limit_bounds_the_loop() {
+    // k8s library/cost.go `split`: a constant limit is the element count. The call costs
+    // 0.2 * 63 -> 13 plus the selection (2); `all` costs 5 per element (3 for the loop,
+    // 2 for `s == 'a'`) and 1 for the result: 16 + 5 * k.
+    let src = |k: u64| format!("device.driver.split('', {k}).all(s, s == 'a')");
+    assert_eq!(cost(&src(10)), 16 + 50);
+    assert_eq!(cost(&src(199_996)), 999_996);
+    assert_eq!(refused(&src(199_997)), 1_000_001);
+    // Without a limit, at most one element per character of the driver.
+    assert_eq!(cost("device.driver.split('').all(s, s == 'a')"), 16 + 5 * 63);
+}
