@@ -57,7 +57,11 @@ fn large_quantities_are_never_integers() {
         r#"!quantity("1e30").add(1).sub(quantity("1e30")).isInteger()"#,
         r#"!quantity("9999999999999999999999999999999").sub(quantity("9999999999999999999999999999998")).isInteger()"#,
         r#"!quantity("99999999999999999999999Ki").isInteger()"#,
-        r#"quantity("9223372036854775807").isInteger()"#,
+        // Nineteen digits miss ParseQuantity's int64 fast path (at most 18), so even
+        // 2^63-1 is a decimal there; eighteen digits are an int64Amount.
+        r#"!quantity("9223372036854775807").isInteger()"#,
+        r#"quantity("922337203685477580").isInteger()"#,
+        r#"quantity("-000000000000000000000000922337203685477580").isInteger()"#,
         // An int64Amount (at most 18 digits) stays one while the sum fits: 1e30 - 1e30
         // is 0 * 10^30, an integer; 1e30 + 1e30 is 2 * 10^30, too large for an int64.
         r#"quantity("1e30").sub(quantity("1e30")).isInteger()"#,
@@ -97,4 +101,33 @@ fn unparsable_quantities_keep_upstreams_errors() {
     // Beyond what schedkit builds (upstream would try to materialise the digits).
     let e = eval(r#"quantity("1e200000") == quantity("1")"#).unwrap_err();
     assert!(e.contains("too large"), "{e}");
+}
+
+#[test]
+fn small_quantities_upstream_holds_as_decimals() {
+    // ParseQuantity's fast path takes a binary suffix only without a fraction and with
+    // `15 - digits - exponent*3/10 - 1 >= 0`; a decimal needs at most 18 digits and a
+    // scale of at least 10^-9. Outside it the value is an inf.Dec: never an integer,
+    // but compared and added exactly.
+    for src in [
+        r#"!quantity("1.5Ki").isInteger()"#,
+        r#"quantity("1.5Ki").compareTo(quantity("1536")) == 0 && quantity("1.5Ki") == quantity("1536")"#,
+        r#"!quantity("1Pi").isInteger() && !quantity("1Ei").isInteger()"#,
+        r#"quantity("1Pi").compareTo(quantity("1125899906842624")) == 0"#,
+        r#"quantity("1Ti").isInteger() && quantity("99Ti").isInteger() && !quantity("100Ti").isInteger()"#,
+        r#"quantity("99999999999Ki").isInteger() && !quantity("999999999999Ki").isInteger()"#,
+        r#"!quantity("0.1234567890123456789").isInteger()"#,
+        r#"!quantity("1.5Ki").add(quantity("512")).isInteger()"#,
+        r#"quantity("1.5Ki").add(quantity("512")) == quantity("2Ki")"#,
+        r#"quantity("1.5Ki").sign() == 1 && quantity("-1.5Ki").sign() == -1"#,
+        // The fast path's own cases stay integers.
+        r#"quantity("80Gi").isInteger() && quantity("1.5k").isInteger() && quantity("0.5").isInteger() == false"#,
+    ] {
+        assert_eq!(eval(src), Ok(true), "{src}");
+    }
+    let e = eval(r#"quantity("1.5Ki").asInteger() == 1536"#).unwrap_err();
+    assert!(e.contains("cannot convert value to integer"), "{e}");
+    // AsApproximateFloat64 of the decimal: nano-units as a float, times 10^-9.
+    let want = 1_536_000_000_000f64 * 1e-9;
+    assert_eq!(eval(&format!(r#"quantity("1.5Ki").asApproximateFloat() == {want:e}"#)), Ok(true));
 }

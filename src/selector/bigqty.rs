@@ -15,8 +15,11 @@
 //! nano-units, in base 10^9 limbs) and the representation upstream would have,
 //! which `add`, `sub` and `mul` update as upstream's `Quantity.Add`, `Sub` and `Mul`
 //! do. The ordinary [`Quantity`] path is untouched (no allocation); this type is only
-//! built when [`Quantity::parse`] reports [`QuantityError::OutOfRange`], and by
-//! arithmetic on such a value (or past [`Quantity`]'s range).
+//! built when [`Quantity::parse`] reports [`QuantityError::OutOfRange`], when
+//! `quantity()` reads text upstream would hold as a decimal although [`Quantity`]
+//! holds it (`1.5Ki`, `1Pi`, 19 digits: see `upstream_keeps_int64`), and by
+//! arithmetic on such a value (or past [`Quantity`]'s range). Device capacities keep
+//! the ordinary representation whatever their text.
 //!
 //! Two departures from upstream, both for inputs upstream cannot process in practice:
 //! an exponent is read as Go does (it must fit an `int64`, then it is truncated to 32
@@ -182,29 +185,7 @@ impl BigQuantity {
             "" => "0",
             n => n,
         };
-        let (exponent, binary): (i64, bool) = match suffix {
-            "" => (0, false),
-            "n" => (-9, false),
-            "u" => (-6, false),
-            "m" => (-3, false),
-            "k" => (3, false),
-            "M" => (6, false),
-            "G" => (9, false),
-            "T" => (12, false),
-            "P" => (15, false),
-            "E" => (18, false),
-            "Ki" => (10, true),
-            "Mi" => (20, true),
-            "Gi" => (30, true),
-            "Ti" => (40, true),
-            "Pi" => (50, true),
-            "Ei" => (60, true),
-            // `suffix.go` parses the exponent as an int64 and keeps its low 32 bits.
-            s => match s.get(1..).and_then(|e| e.parse::<i64>().ok()) {
-                Some(e) => (i64::from(e as i32), false),
-                None => return Err("unable to parse quantity's suffix".to_owned()),
-            },
-        };
+        let (exponent, binary) = suffix_exponent(suffix)?;
         if binary {
             // Out of range with a binary suffix means above the cap.
             return BigQuantity::parse_capped(neg);
@@ -403,6 +384,59 @@ fn sub_magnitude(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// A suffix's power and whether it is binary (`2^power`) rather than decimal
+/// (`10^power`), as upstream's `quantitySuffixer.interpret` reads it.
+fn suffix_exponent(suffix: &str) -> Result<(i64, bool), String> {
+    Ok(match suffix {
+        "" => (0, false),
+        "n" => (-9, false),
+        "u" => (-6, false),
+        "m" => (-3, false),
+        "k" => (3, false),
+        "M" => (6, false),
+        "G" => (9, false),
+        "T" => (12, false),
+        "P" => (15, false),
+        "E" => (18, false),
+        "Ki" => (10, true),
+        "Mi" => (20, true),
+        "Gi" => (30, true),
+        "Ti" => (40, true),
+        "Pi" => (50, true),
+        "Ei" => (60, true),
+        // `suffix.go` parses the exponent as an int64 and keeps its low 32 bits.
+        s => match s.get(1..).and_then(|e| e.parse::<i64>().ok()) {
+            Some(e) => (i64::from(e as i32), false),
+            None => return Err("unable to parse quantity's suffix".to_owned()),
+        },
+    })
+}
+
+/// Whether upstream's `ParseQuantity` keeps `text` (a quantity [`Quantity::parse`]
+/// accepted) as an `int64Amount` rather than an `inf.Dec`: its fast path needs at most
+/// 18 digits (leading zeros of the integer part not counted, the fraction's all
+/// counted) and a scale of at least 10^-9; a binary suffix needs no fraction and
+/// `15 - digits - exponent*3/10 - 1 >= 0`, so `1.5Ki`, `1Pi` and `1Ei` are decimals.
+fn upstream_keeps_int64(text: &str) -> bool {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(split);
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let int = int.trim_start_matches('0');
+    // `parseQuantityString` counts a numerator of no digits as "0".
+    let num_len = int.len().max(1) as i64;
+    let Ok((exponent, binary)) = suffix_exponent(suffix) else { return false };
+    if binary {
+        if !frac.is_empty() || 15 - num_len - exponent * 3 / 10 - 1 < 0 {
+            return false;
+        }
+        // `int64Multiply(value, 1 << exponent)`; at most 11 digits here.
+        int.parse::<i64>().unwrap_or(0).checked_mul(1 << exponent).is_some()
+    } else {
+        num_len + frac.len() as i64 <= 18 && exponent - frac.len() as i64 >= -9
+    }
+}
+
 /// `quantity(text)`: the ordinary [`Quantity`] when it holds the value, else the
 /// arbitrary-precision fallback.
 pub(crate) fn parse_quantity(text: &str) -> Result<Result<Quantity, BigQuantity>, String> {
@@ -411,6 +445,11 @@ pub(crate) fn parse_quantity(text: &str) -> Result<Result<Quantity, BigQuantity>
         // Within schedkit's range but above upstream's cap for binary suffixes.
         Ok(q) if q.format() == QuantityFormat::BinarySi && q.nanos().abs() > CAP_NANOS => {
             BigQuantity::parse_capped(q.nanos() < 0).map(Err)
+        }
+        // Within range, but upstream holds it as a decimal: exact comparisons and
+        // arithmetic are unaffected, `isInteger` and `asApproximateFloat` are not.
+        Ok(q) if !upstream_keeps_int64(text) => {
+            Ok(Err(BigQuantity { repr: Repr::Dec { scale: 9 }, ..BigQuantity::from_nanos(q.nanos()) }))
         }
         Ok(q) => Ok(Ok(q)),
         Err(QuantityError::OutOfRange { .. }) => BigQuantity::parse(text).map(Err),
