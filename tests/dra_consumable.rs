@@ -136,3 +136,42 @@ fn request_policy_needs_allow_multiple_allocations() {
         .unwrap_err();
     assert!(err.to_string().contains("requestPolicy needs allowMultipleAllocations"), "{err}");
 }
+
+#[test]
+fn a_device_named_twice_in_a_pool_is_one_device_to_share() {
+    // Two slices of one pool, for different nodes, both name gpu-0 (the API server
+    // allows it; the pool is invalid only where both are seen). Upstream tracks
+    // consumed capacity by device ID, so a share taken through either entry counts
+    // against both. Found by the DRA fuzz target: the second entry in slice order was
+    // charged, the first stayed free, and gpu-0 was handed out twice in full.
+    let s = DraStore::new();
+    s.add_class(
+        serde_json::from_value(json!({"metadata": {"name": "example-device-class"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"dra.example.com\""}}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    for (slice, node) in [("a", "worker-2"), ("b", "worker-1")] {
+        s.add_slice(
+            serde_json::from_value(json!({"metadata": {"name": slice},
+                "spec": {"nodeName": node, "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
+                    "driver": "dra.example.com",
+                    "devices": [{"name": "gpu-0", "allowMultipleAllocations": true,
+                        "capacity": {"memory": {"value": "10Gi"}}}]}}))
+            .unwrap(),
+        )
+        .unwrap();
+    }
+    s.add_claim(claim("first", None)).unwrap();
+    s.add_claim(claim("second", None)).unwrap();
+    let labels = Labels::default();
+    let NodeResult::Fit(_) = s.reserve(&pod("p1", "first"), "uid-1", "worker-1", &labels).unwrap() else {
+        panic!("the first claim takes all of gpu-0's memory on worker-1")
+    };
+    s.commit(&pod("p1", "first"), "uid-1");
+    for node in ["worker-1", "worker-2"] {
+        let res = s.reserve(&pod("p2", "second"), "uid-2", node, &labels).unwrap();
+        assert!(matches!(res, NodeResult::NoFit(_)), "gpu-0 has no memory left on {node}: {res:?}");
+        assert_eq!(s.audit(), Audit::default());
+    }
+}

@@ -788,11 +788,24 @@ impl DraStore {
                 if let Some(&d) = w.index.get(&id) {
                     let e = &w.devices[d as usize];
                     if e.multi {
-                        for (si, amount) in consumed_capacity(e, r) {
-                            *u.shared.entry((d, si)).or_default() += amount;
+                        // A duplicate name elsewhere in the pool (a twin, in a slice for
+                        // other nodes) is the same device to upstream, which tracks
+                        // consumption by device ID: every entry carries the share, and an
+                        // exclusive twin is in use.
+                        let first_share = !u.shared_in_use(d);
+                        for t in std::iter::once(d).chain(w.twins.get(&d).into_iter().flatten().copied()) {
+                            let te = &w.devices[t as usize];
+                            if te.multi {
+                                for (si, amount) in consumed_capacity(te, r) {
+                                    *u.shared.entry((t, si)).or_default() += amount;
+                                }
+                                u.mark_shared(t);
+                            } else {
+                                u.devices[(t / 64) as usize] |= 1 << (t % 64);
+                            }
                         }
                         // A shared device's counters are charged once, by its first share.
-                        if u.mark_shared(d) {
+                        if first_share {
                             for &(c, amount) in &e.consumes {
                                 u.counters[c as usize] += amount;
                             }
