@@ -785,7 +785,12 @@ impl DraStore {
                     continue;
                 }
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                if let Some(&d) = w.index.get(&id) {
+                let Some(&first) = w.index.get(&id) else { continue };
+                // The same device in another generation of its pool (held for nodes that
+                // still gather that generation) is charged too, against its own
+                // generation's counters and capacities.
+                let copies = w.older.get(&first).map_or(&[][..], |v| v.as_slice());
+                for d in std::iter::once(first).chain(copies.iter().copied()) {
                     let e = &w.devices[d as usize];
                     if e.multi {
                         for (si, amount) in consumed_capacity(e, r) {
@@ -800,13 +805,15 @@ impl DraStore {
                         continue;
                     }
                     u.devices[(d / 64) as usize] |= 1 << (d % 64);
-                    if let Some(twins) = w.twins.get(&d) {
-                        for &t in twins {
-                            u.devices[(t / 64) as usize] |= 1 << (t % 64);
-                        }
-                    }
-                    for &(c, amount) in &w.devices[d as usize].consumes {
+                    for &(c, amount) in &e.consumes {
                         u.counters[c as usize] += amount;
+                    }
+                }
+                if let Some(twins) = w.twins.get(&first)
+                    && !w.devices[first as usize].multi
+                {
+                    for &t in twins {
+                        u.devices[(t / 64) as usize] |= 1 << (t % 64);
                     }
                 }
             }
