@@ -418,6 +418,13 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
     if selections != 1 && !spec.devices.is_empty() {
         return Err(bad("exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection must be set"));
     }
+    // Since v1.35 a slice publishes either counter sets or devices, never both (upstream
+    // `pkg/apis/resource/validation/validation.go`, `validateResourceSliceSpec`, for every
+    // served version); the allocator would treat such a slice as a counter-set slice and
+    // skip its devices (`buildPool`).
+    if !spec.shared_counters.is_empty() && !spec.devices.is_empty() {
+        return Err(DraError::CountersWithDevices { slice: name.clone() });
+    }
     let mut seen = ahash::AHashSet::new();
     for d in &spec.devices {
         if !seen.insert(d.name.as_str()) {
@@ -448,24 +455,6 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
                     "device {}: with perDeviceNodeSelection exactly one of nodeName, nodeSelector, allNodes must be set",
                     d.name
                 )));
-            }
-        }
-        // Counters over capacity, against sets defined in this slice.
-        for c in &d.consumes_counters {
-            let Some(set) = spec.shared_counters.iter().find(|s| s.name == c.counter_set) else { continue };
-            for (counter, amount) in &c.counters {
-                let cap = set.counters.get(counter).map(|x| &x.value);
-                let over = cap.is_none_or(|cap| milli(&amount.value) > milli(cap));
-                if over {
-                    return Err(DraError::CounterOverCapacity(Box::new(super::error::CounterOverCapacity {
-                        slice: name.clone(),
-                        device: d.name.clone(),
-                        set: c.counter_set.clone(),
-                        counter: counter.clone(),
-                        consumed: amount.value.to_string(),
-                        capacity: cap.map_or_else(|| "0".to_owned(), ToString::to_string),
-                    })));
-                }
             }
         }
     }
