@@ -230,6 +230,21 @@ pub enum AllocError {
         /// The request.
         request: String,
     },
+    /// A request (or subrequest) asks for capacity while `DRAConsumableCapacity` is off
+    /// ([`DraFeatures::consumable_capacity`](super::DraFeatures::consumable_capacity);
+    /// upstream `Allocate`, an Error in Filter).
+    #[error(
+        "claim {claim}, {} {request}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+        if *.subrequest { "subrequest" } else { "request" }
+    )]
+    ConsumableCapacityDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request, or the subrequest's own name.
+        request: String,
+        /// Whether `request` names a subrequest.
+        subrequest: bool,
+    },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

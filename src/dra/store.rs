@@ -1107,8 +1107,9 @@ impl DraStore {
 
     /// Upstream's checks of a claim to allocate against switched-off features: PreFilter
     /// rejects `firstAvailable` without `DRAPrioritizedList`; the allocator (Filter)
-    /// refuses `adminAccess` without `DRAAdminAccess`, which is kept in `disabled` (the
-    /// first such request of the pod, in claim and request order).
+    /// refuses capacity requests without `DRAConsumableCapacity` and `adminAccess`
+    /// without `DRAAdminAccess`, which is kept in `disabled` (the first such request of
+    /// the pod, in claim and request order; for one request, capacity first).
     fn check_features(
         features: DraFeatures,
         key: &str,
@@ -1119,7 +1120,29 @@ impl DraStore {
             if !features.prioritized_list && !req.first_available.is_empty() {
                 return Err(GatherError::PrioritizedListDisabled { claim: key.to_owned(), request: req.name.clone() });
             }
-            if features.admin_access || disabled.is_some() {
+            if disabled.is_some() {
+                continue;
+            }
+            if !features.consumable_capacity {
+                let claim = key.to_owned();
+                if req.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
+                    *disabled = Some(AllocError::ConsumableCapacityDisabled {
+                        claim,
+                        request: req.name.clone(),
+                        subrequest: false,
+                    });
+                    continue;
+                }
+                if let Some(sub) = req.first_available.iter().find(|s| s.capacity.is_some()) {
+                    *disabled = Some(AllocError::ConsumableCapacityDisabled {
+                        claim,
+                        request: sub.name.clone(),
+                        subrequest: true,
+                    });
+                    continue;
+                }
+            }
+            if features.admin_access {
                 continue;
             }
             if req.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)) {

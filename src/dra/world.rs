@@ -727,7 +727,9 @@ pub(crate) fn build(
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
                     Scope::Selector(_) | Scope::All => w.shared.push(idx),
                 }
-                let multi = d.allow_multiple_allocations == Some(true);
+                // Without consumable capacity a device is never shared (upstream
+                // `allocateDevice` reads `allowMultipleAllocations` only with the feature).
+                let multi = features.consumable_capacity && d.allow_multiple_allocations == Some(true);
                 let shares = if multi {
                     d.capacity
                         .iter()
