@@ -500,6 +500,25 @@ fn older_complete_generation_seen_by_a_node() {
             "{count} devices on node-2"
         );
     }
+    // Generation 2 republishes the partitions (without counters) for node-2. A partition
+    // allocated under its ID charges generation 1's counter too, so node-1 can't take
+    // the other one; two such allocations overdraw it.
+    let new_parts =
+        pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_A, vec![dev("part-0"), dev("part-1")]), 2, 1);
+    let (w, names) = World::new(&classes_ab(), vec![counters.clone(), parts.clone(), new_parts.clone()]).claims(vec![
+        allocated("claim-held", &[(DRIVER_A, "pool-1", "part-0")]),
+        claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+    ]);
+    assert_eq!(picked(&w.run_on(&names[1..], "node-1", &Labels::default())), None);
+    assert_eq!(
+        picked(&w.run_on(&names[1..], "node-2", &Labels::default())),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "part-1")]])
+    );
+    let (w, _) = World::new(&classes_ab(), vec![counters, parts, new_parts]).claims(vec![
+        allocated("held-0", &[(DRIVER_A, "pool-1", "part-0")]),
+        allocated("held-1", &[(DRIVER_A, "pool-1", "part-1")]),
+    ]);
+    assert_eq!(w.store.audit().overdrawn_counters, ["driver-a/pool-1/gpu-0/mem"]);
 }
 
 #[test]

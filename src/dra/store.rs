@@ -1405,22 +1405,26 @@ impl DraStore {
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                if let Some(&d) = w.index.get(&id)
-                    && w.devices[d as usize].multi
-                {
-                    for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
-                        *shared.entry((d, si)).or_default() += amount;
-                    }
-                    if shared_devices.mark_shared(d) {
-                        for &(c, amount) in &w.devices[d as usize].consumes {
-                            counters[c as usize] += amount;
+                let Some(&first) = w.index.get(&id) else {
+                    *count.entry(id).or_default() += 1;
+                    continue;
+                };
+                if !w.devices[first as usize].multi {
+                    *count.entry(id).or_default() += 1;
+                }
+                // As in `in_use`: every generation's copy of the device is charged.
+                let copies = w.older.get(&first).map_or(&[][..], |v| v.as_slice());
+                for d in std::iter::once(first).chain(copies.iter().copied()) {
+                    let e = &w.devices[d as usize];
+                    if e.multi {
+                        for (si, amount) in consumed_capacity(e, r) {
+                            *shared.entry((d, si)).or_default() += amount;
+                        }
+                        if !shared_devices.mark_shared(d) {
+                            continue;
                         }
                     }
-                    continue;
-                }
-                *count.entry(id).or_default() += 1;
-                if let Some(&d) = w.index.get(&id) {
-                    for &(c, amount) in &w.devices[d as usize].consumes {
+                    for &(c, amount) in &e.consumes {
                         counters[c as usize] += amount;
                     }
                 }
