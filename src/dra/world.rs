@@ -1,9 +1,10 @@
-//! The devices of every pool's newest generation, flattened once per slice change into
-//! the order the allocator searches, plus what each node's pool gathering decides
-//! (upstream `structured/internal/*/pools*.go`, `GatherPools`).
+//! The devices of every pool's newest generation (and of older ones some node may still
+//! use), flattened once per slice change into the order the allocator searches, plus
+//! what each node's pool gathering decides (upstream
+//! `structured/internal/incubating/pools_incubating.go`, `GatherPools`, `buildPool`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
-//! newest generation sorted by name; within a slice, devices in the order published.
+//! generation the node uses sorted by name; within a slice, devices in the order published.
 //! Slices with binding conditions come after the other slices of their pool, and pools
 //! with such slices after all other pools.
 //!
@@ -13,8 +14,7 @@
 //! the node by name, by node selector or for all nodes, slices with per-device node
 //! selection when any device reaches the node, and slices with shared counters always.
 //! A pool is incomplete, invalid (duplicate device names, duplicate counter sets,
-//! consumed counters that don't exist) or ignored (a newer generation exists that the
-//! node can't see) *for that node*. Which pools are bad for which node is decided here,
+//! consumed counters that don't exist) or ignored (see below) *for that node*. Which pools are bad for which node is decided here,
 //! once per slice change: pools whose slices all target one node by name, or all nodes,
 //! are judged once; only pools mixing node selections are judged per Filter call
 //! ([`World::node_problems`]).
