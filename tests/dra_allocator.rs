@@ -450,6 +450,78 @@ fn pools_are_gathered_per_node() {
 }
 
 #[test]
+fn older_complete_generation_seen_by_a_node() {
+    // upstream `GatherPools` (incubating `pools_incubating.go`): a node keeps the newest
+    // generation among the slices *it* sees and, when those are as many as announced,
+    // allocates from them without looking further. Pool-1 moved to generation 2 in a
+    // slice for node-2 only; node-1 still sees its complete generation 1 and allocates
+    // device-1 from it (ExactCount and All), node-2 gets device-2.
+    let old = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 1);
+    let new = pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_A, vec![dev("device-2")]), 2, 1);
+    for req in [request("req-0", "class-a", 1), all_request("req-0", "class-a")] {
+        let (w, names) =
+            World::new(&classes_ab(), vec![old.clone(), new.clone()]).claims(vec![claim("claim-0", vec![req], vec![])]);
+        assert_eq!(picked(&w.run(&names)), Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-1")]]));
+        assert_eq!(
+            picked(&w.run_on(&names, "node-2", &Labels::default())),
+            Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "device-2")]])
+        );
+    }
+    // A device allocated under its ID is in use in every generation that publishes it.
+    let old_same = pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![dev("device-1")]), 1, 1);
+    let new_same = pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_A, vec![dev("device-1")]), 2, 1);
+    let (w, names) = World::new(&classes_ab(), vec![old_same, new_same]).claims(vec![
+        allocated("claim-held", &[(DRIVER_A, "pool-1", "device-1")]),
+        claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+    ]);
+    for node in ["node-1", "node-2"] {
+        assert_eq!(picked(&w.run_on(&names[1..], node, &Labels::default())), None, "{node}");
+    }
+    // The older generation's own counter sets apply on node-1: one unit of memory for two
+    // partitions (both nodes also see the counter-set slice, which keeps node-2 on
+    // generation 2 where it is complete on its own).
+    let counters = json!({"metadata": {"name": "slice-0"}, "spec": {"driver": DRIVER_A, "nodeName": "node-1",
+        "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
+        "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "1"}}}]}});
+    let part = |name: &str| {
+        let mut d = dev(name);
+        d["consumesCounters"] = json!([{"counterSet": "gpu-0", "counters": {"mem": {"value": "1"}}}]);
+        d
+    };
+    let parts =
+        pool_state(slice_on("slice-1", "node-1", "pool-1", DRIVER_A, vec![part("part-0"), part("part-1")]), 1, 2);
+    for (count, fits) in [(1, true), (2, false)] {
+        let (w, names) = World::new(&classes_ab(), vec![counters.clone(), parts.clone(), new.clone()])
+            .claims(vec![claim("claim-0", vec![request("req-0", "class-a", count)], vec![])]);
+        assert_eq!(picked(&w.run(&names)).is_some(), fits, "{count} partitions on node-1");
+        assert_eq!(
+            picked(&w.run_on(&names, "node-2", &Labels::default())).is_some(),
+            count == 1,
+            "{count} devices on node-2"
+        );
+    }
+    // Generation 2 republishes the partitions (without counters) for node-2. A partition
+    // allocated under its ID charges generation 1's counter too, so node-1 can't take
+    // the other one; two such allocations overdraw it.
+    let new_parts =
+        pool_state(slice_on("slice-2", "node-2", "pool-1", DRIVER_A, vec![dev("part-0"), dev("part-1")]), 2, 1);
+    let (w, names) = World::new(&classes_ab(), vec![counters.clone(), parts.clone(), new_parts.clone()]).claims(vec![
+        allocated("claim-held", &[(DRIVER_A, "pool-1", "part-0")]),
+        claim("claim-0", vec![request("req-0", "class-a", 1)], vec![]),
+    ]);
+    assert_eq!(picked(&w.run_on(&names[1..], "node-1", &Labels::default())), None);
+    assert_eq!(
+        picked(&w.run_on(&names[1..], "node-2", &Labels::default())),
+        Some(vec![vec![r("req-0", DRIVER_A, "pool-1", "part-1")]])
+    );
+    let (w, _) = World::new(&classes_ab(), vec![counters, parts, new_parts]).claims(vec![
+        allocated("held-0", &[(DRIVER_A, "pool-1", "part-0")]),
+        allocated("held-1", &[(DRIVER_A, "pool-1", "part-1")]),
+    ]);
+    assert_eq!(w.store.audit().overdrawn_counters, ["driver-a/pool-1/gpu-0/mem"]);
+}
+
+#[test]
 fn counter_set_problems_make_the_pool_invalid() {
     // upstream `buildPool`: "duplicate counter set name", "counter set ... not found".
     let counters = |name: &str, set: &str| {

@@ -86,6 +86,7 @@ fn defaults_are_v1_36() {
     assert!(f.device_binding_conditions, "DRADeviceBindingConditions: beta, on in 1.36");
     assert!(f.extended_resource, "DRAExtendedResource: beta, on in 1.36");
     assert!(f.scheduler_filter_timeout, "DRASchedulerFilterTimeout: beta, on");
+    assert!(f.consumable_capacity, "DRAConsumableCapacity: beta, on in 1.36");
     assert_eq!(DraStore::new().features(), f);
     // The older setters switch the same features.
     let s = DraStore::new();
@@ -171,6 +172,94 @@ fn admin_access_off_fails_filter_with_an_error() {
     assert_eq!(
         status.message(),
         "claim default/claim-0, request req-0: admin access is requested, but the feature is disabled"
+    );
+}
+
+/// A device shared by allocations that take one unit of "mem" each (by default).
+fn shared_device() -> Value {
+    json!([{"name": "device-1", "allowMultipleAllocations": true,
+        "capacity": {"mem": {"value": "4", "requestPolicy": {"default": "1", "validRange": {"min": "1"}}}}}])
+}
+
+fn result_of(store: &DraStore) -> schedkit::dra::DeviceRequestAllocationResult {
+    match allocate(store).unwrap() {
+        NodeResult::Fit(list) => list[0].1.devices.results[0].clone(),
+        NodeResult::NoFit(d) => panic!("expected a fit, got {d}"),
+    }
+}
+
+#[test]
+fn consumable_capacity_off_allocates_shared_devices_exclusively() {
+    // upstream `allocateDevice` reads `allowMultipleAllocations` only with
+    // DRAConsumableCapacity: off, the device is allocated whole, without a share ID or
+    // consumed capacity.
+    let store = store(&shared_device());
+    add_claim(&store, &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a"}}]));
+    let shared = result_of(&store);
+    assert!(shared.share_id.is_some() && shared.consumed_capacity.contains_key("mem"), "{shared:?}");
+    with(&store, |f| f.consumable_capacity = false);
+    let whole = result_of(&store);
+    assert!(whole.share_id.is_none() && whole.consumed_capacity.is_empty(), "{whole:?}");
+
+    // upstream `dynamicresources.go` PreFilter (`ListAllAllocatedDevices` when the
+    // feature is off): an existing allocation of a share holds the whole device.
+    let held: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "held", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "class-a"}}]}},
+        "status": {"allocation": {"devices": {"results": [{"request": "req-0", "driver": DRIVER, "pool": "pool-1",
+            "device": "device-1", "shareID": "6a1c7a4e-0000-4000-8000-000000000001", "consumedCapacity": {"mem": "1"}}]}}}}))
+    .unwrap();
+    store.add_claim(held).unwrap();
+    assert!(!fits(&store));
+    with(&store, |f| f.consumable_capacity = true);
+    assert!(fits(&store));
+}
+
+#[test]
+fn consumable_capacity_off_fails_capacity_requests_with_an_error() {
+    // upstream `Allocate`: "claim ..., request ...: has capacity requests, but the
+    // DRAConsumableCapacity feature is disabled" (or "subrequest ..." for a
+    // `firstAvailable` entry), an Error status from Filter; checked before admin access.
+    let store = store(&shared_device());
+    add_claim(
+        &store,
+        &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a", "adminAccess": true,
+            "capacity": {"requests": {"mem": "2"}}}}]),
+    );
+    assert!(fits(&store));
+    with(&store, |f| {
+        f.consumable_capacity = false;
+        f.admin_access = false;
+    });
+    assert_eq!(
+        allocate(&store).unwrap_err(),
+        GatherError::Alloc(AllocError::ConsumableCapacityDisabled {
+            claim: "default/claim-0".into(),
+            request: "req-0".into(),
+            subrequest: false
+        })
+    );
+    let plugin = DynamicResources::new(store);
+    let mut state = CycleState::new();
+    let (_, status) = plugin.pre_filter(&mut state, &pod(), &Snapshot::from_nodes([node()]));
+    assert!(status.is_success(), "{status:?}");
+    let status = plugin.filter(&state, &pod(), &node());
+    assert_eq!(status.code(), Code::Error);
+    assert_eq!(
+        status.message(),
+        "claim default/claim-0, request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled"
+    );
+
+    let store = self::store(&shared_device());
+    add_claim(
+        &store,
+        &json!([{"name": "req-0", "firstAvailable": [{"name": "plain", "deviceClassName": "class-a"},
+            {"name": "half", "deviceClassName": "class-a", "capacity": {"requests": {"mem": "2"}}}]}]),
+    );
+    assert!(fits(&store));
+    with(&store, |f| f.consumable_capacity = false);
+    assert_eq!(
+        allocate(&store).unwrap_err().to_string(),
+        "claim default/claim-0, subrequest half: has capacity requests, but the DRAConsumableCapacity feature is disabled"
     );
 }
 

@@ -73,9 +73,10 @@ fn op(pods: usize, nodes: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Node `i`'s slice: devices `gpu-j` with a `kind`; partitioned nodes add two halves
-/// per GPU, all drawing "memory" from one counter set per GPU.
-fn slice(i: usize, n: &NodeSpec) -> ResourceSlice {
+/// Node `i`'s slices: devices `gpu-j` with a `kind`; partitioned nodes add two halves
+/// per GPU, all drawing "memory" from one counter set per GPU, published in a second
+/// slice of the pool (a slice holds counter sets or devices, not both).
+fn slices(i: usize, n: &NodeSpec) -> Vec<ResourceSlice> {
     let mut devices: Vec<Value> = Vec::new();
     let mut sets = Vec::new();
     for (j, kind) in n.gpus.iter().enumerate() {
@@ -94,10 +95,23 @@ fn slice(i: usize, n: &NodeSpec) -> ResourceSlice {
             devices.push(json!({"name": format!("gpu-{j}"), "attributes": {"kind": {"int": kind}}}));
         }
     }
-    serde_json::from_value(json!({"metadata": {"name": format!("node-{i}")}, "spec": {"driver": DRIVER,
-        "nodeName": format!("node-{i}"), "pool": {"name": format!("node-{i}"), "generation": 1, "resourceSliceCount": 1},
-        "devices": devices, "sharedCounters": sets}}))
-    .unwrap()
+    let count = if sets.is_empty() { 1 } else { 2 };
+    let pool = json!({"name": format!("node-{i}"), "generation": 1, "resourceSliceCount": count});
+    let mut out = vec![
+        serde_json::from_value(json!({"metadata": {"name": format!("node-{i}")}, "spec": {"driver": DRIVER,
+            "nodeName": format!("node-{i}"), "pool": pool, "devices": devices}}))
+        .unwrap(),
+    ];
+    if !sets.is_empty() {
+        out.push(
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("node-{i}-counters")}, "spec": {"driver": DRIVER,
+                "nodeName": format!("node-{i}"), "pool": pool, "sharedCounters": sets}}),
+            )
+            .unwrap(),
+        );
+    }
+    out
 }
 
 fn claim(i: usize, c: &ClaimSpec) -> ResourceClaim {
@@ -144,7 +158,9 @@ fn store(nodes: &[NodeSpec], claims: &[ClaimSpec]) -> DraStore {
     )
     .unwrap();
     for (i, n) in nodes.iter().enumerate() {
-        s.add_slice(slice(i, n)).unwrap();
+        for slice in slices(i, n) {
+            s.add_slice(slice).unwrap();
+        }
     }
     for (i, c) in claims.iter().enumerate() {
         s.add_claim(claim(i, c)).unwrap();
@@ -193,7 +209,7 @@ proptest! {
             && let NodeResult::Fit(l) = s.reserve(&pod(1), "uid-1", "node-0", &Labels::default()).unwrap() {
             held.extend(l[0].1.devices.results.iter().map(|r| r.device.clone()));
         }
-        let matching: BTreeSet<String> = slice(0, &node)
+        let matching: BTreeSet<String> = slices(0, &node)[0]
             .spec
             .devices
             .iter()

@@ -22,11 +22,17 @@ fn store(devices: &Value) -> DraStore {
         .unwrap(),
     )
     .unwrap();
+    // The counter set and the devices consuming it in two slices of one pool (the API
+    // server rejects a slice with both since v1.35).
+    let counters = json!({"metadata": {"name": "slice-0"},
+        "spec": {"nodeName": "node-1", "driver": DRIVER,
+                 "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
+                 "sharedCounters": [{"name": "counter-set-0", "counters": {"memory": {"value": "4"}}}]}});
     let slice = json!({"metadata": {"name": "slice-1"},
         "spec": {"nodeName": "node-1", "driver": DRIVER,
-                 "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
-                 "sharedCounters": [{"name": "counter-set-0", "counters": {"memory": {"value": "4"}}}],
+                 "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
                  "devices": devices}});
+    s.add_slice(serde_json::from_value(counters).unwrap()).unwrap();
     s.add_slice(serde_json::from_value(slice).unwrap()).unwrap();
     s
 }

@@ -123,15 +123,21 @@ fn duplicate_device_names_in_a_pool() {
 }
 
 #[test]
-fn counters_consumed_beyond_capacity() {
+fn counter_sets_and_devices_in_one_slice() {
+    // upstream `validation.go`, `validateResourceSliceSpec` ("only one of `sharedCounters`
+    // or `devices` is allowed", since v1.35 for every served version): rejected with the
+    // slice's name, whatever the devices consume.
     let mut spec = base_spec(json!([{"name": "gpu-0",
-        "consumesCounters": [{"counterSet": "set", "counters": {"memory": {"value": "48Gi"}}}]}]));
+        "consumesCounters": [{"counterSet": "set", "counters": {"memory": {"value": "8Gi"}}}]}]));
     spec["sharedCounters"] = json!([{"name": "set", "counters": {"memory": {"value": "40Gi"}}}]);
-    let err = store().add_slice(slice(spec)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "ResourceSlice s: device gpu-0 consumes 48Gi of counter memory in set set, more than its capacity 40Gi"
-    );
+    let s = store();
+    let err = s.add_slice(slice(spec)).unwrap_err();
+    assert_eq!(err, DraError::CountersWithDevices { slice: "s".into() });
+    assert_eq!(err.to_string(), "ResourceSlice s: only one of sharedCounters and devices may be set");
+    // Each on its own is fine.
+    let mut counters = base_spec(json!([]));
+    counters["sharedCounters"] = json!([{"name": "set", "counters": {"memory": {"value": "40Gi"}}}]);
+    s.add_slice(slice(counters)).unwrap();
 }
 
 #[test]

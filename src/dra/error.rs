@@ -58,12 +58,23 @@ pub enum DraError {
         /// The repeated name.
         device: String,
     },
-    /// A device consumes more of a counter than its counter set holds.
+    /// A device consumes more of a counter than its counter set holds. No longer returned:
+    /// a slice can't hold both counter sets and devices
+    /// ([`DraError::CountersWithDevices`]), and the API server checks no consumption
+    /// across slices; such a device is simply never allocated.
     #[error(
         "ResourceSlice {}: device {} consumes {} of counter {} in set {}, more than its capacity {}",
         .0.slice, .0.device, .0.consumed, .0.counter, .0.set, .0.capacity
     )]
     CounterOverCapacity(Box<CounterOverCapacity>),
+    /// A slice sets both `sharedCounters` and `devices`, which the API server rejects
+    /// since v1.35: counter sets and the devices consuming them go in separate slices of
+    /// one pool.
+    #[error("ResourceSlice {slice}: only one of sharedCounters and devices may be set")]
+    CountersWithDevices {
+        /// The slice.
+        slice: String,
+    },
     /// Another structural problem in a slice (node selection, attributes, counter sets).
     #[error("ResourceSlice {slice}: {reason}")]
     InvalidSlice {
@@ -218,6 +229,21 @@ pub enum AllocError {
         claim: String,
         /// The request.
         request: String,
+    },
+    /// A request (or subrequest) asks for capacity while `DRAConsumableCapacity` is off
+    /// ([`DraFeatures::consumable_capacity`](super::DraFeatures::consumable_capacity);
+    /// upstream `Allocate`, an Error in Filter).
+    #[error(
+        "claim {claim}, {} {request}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+        if *.subrequest { "subrequest" } else { "request" }
+    )]
+    ConsumableCapacityDisabled {
+        /// `namespace/name`.
+        claim: String,
+        /// The request, or the subrequest's own name.
+        request: String,
+        /// Whether `request` names a subrequest.
+        subrequest: bool,
     },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]

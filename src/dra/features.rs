@@ -46,6 +46,13 @@ pub struct DraFeatures {
     /// `DRASchedulerFilterTimeout` (beta, on): the DynamicResources `filterTimeout`
     /// applies. Off, Filter's allocation is bounded only by the step budget.
     pub scheduler_filter_timeout: bool,
+    /// `DRAConsumableCapacity` (beta since v1.36, on): devices with
+    /// `allowMultipleAllocations` are shared by allocations that consume their capacity
+    /// (KEP-5075). Off, such a device is allocated exclusively like any other (an
+    /// allocation with a share ID holds all of it), and Filter fails a claim to allocate
+    /// whose request or subrequest asks for capacity with an error ("has capacity
+    /// requests, but the DRAConsumableCapacity feature is disabled").
+    pub consumable_capacity: bool,
 }
 
 impl Default for DraFeatures {
@@ -59,6 +66,7 @@ impl Default for DraFeatures {
             device_binding_conditions: true,
             extended_resource: true,
             scheduler_filter_timeout: true,
+            consumable_capacity: true,
         }
     }
 }

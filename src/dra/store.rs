@@ -785,7 +785,12 @@ impl DraStore {
                     continue;
                 }
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                if let Some(&d) = w.index.get(&id) {
+                let Some(&first) = w.index.get(&id) else { continue };
+                // The same device in another generation of its pool (held for nodes that
+                // still gather that generation) is charged too, against its own
+                // generation's counters and capacities.
+                let copies = w.older.get(&first).map_or(&[][..], |v| v.as_slice());
+                for d in std::iter::once(first).chain(copies.iter().copied()) {
                     let e = &w.devices[d as usize];
                     if e.multi {
                         // A duplicate name elsewhere in the pool (a twin, in a slice for
@@ -813,13 +818,15 @@ impl DraStore {
                         continue;
                     }
                     u.devices[(d / 64) as usize] |= 1 << (d % 64);
-                    if let Some(twins) = w.twins.get(&d) {
-                        for &t in twins {
-                            u.devices[(t / 64) as usize] |= 1 << (t % 64);
-                        }
-                    }
-                    for &(c, amount) in &w.devices[d as usize].consumes {
+                    for &(c, amount) in &e.consumes {
                         u.counters[c as usize] += amount;
+                    }
+                }
+                if let Some(twins) = w.twins.get(&first)
+                    && !w.devices[first as usize].multi
+                {
+                    for &t in twins {
+                        u.devices[(t / 64) as usize] |= 1 << (t % 64);
                     }
                 }
             }
@@ -1113,8 +1120,9 @@ impl DraStore {
 
     /// Upstream's checks of a claim to allocate against switched-off features: PreFilter
     /// rejects `firstAvailable` without `DRAPrioritizedList`; the allocator (Filter)
-    /// refuses `adminAccess` without `DRAAdminAccess`, which is kept in `disabled` (the
-    /// first such request of the pod, in claim and request order).
+    /// refuses capacity requests without `DRAConsumableCapacity` and `adminAccess`
+    /// without `DRAAdminAccess`, which is kept in `disabled` (the first such request of
+    /// the pod, in claim and request order; for one request, capacity first).
     fn check_features(
         features: DraFeatures,
         key: &str,
@@ -1125,7 +1133,29 @@ impl DraStore {
             if !features.prioritized_list && !req.first_available.is_empty() {
                 return Err(GatherError::PrioritizedListDisabled { claim: key.to_owned(), request: req.name.clone() });
             }
-            if features.admin_access || disabled.is_some() {
+            if disabled.is_some() {
+                continue;
+            }
+            if !features.consumable_capacity {
+                let claim = key.to_owned();
+                if req.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
+                    *disabled = Some(AllocError::ConsumableCapacityDisabled {
+                        claim,
+                        request: req.name.clone(),
+                        subrequest: false,
+                    });
+                    continue;
+                }
+                if let Some(sub) = req.first_available.iter().find(|s| s.capacity.is_some()) {
+                    *disabled = Some(AllocError::ConsumableCapacityDisabled {
+                        claim,
+                        request: sub.name.clone(),
+                        subrequest: true,
+                    });
+                    continue;
+                }
+            }
+            if features.admin_access {
                 continue;
             }
             if req.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)) {
@@ -1388,22 +1418,26 @@ impl DraStore {
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
                 let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                if let Some(&d) = w.index.get(&id)
-                    && w.devices[d as usize].multi
-                {
-                    for (si, amount) in consumed_capacity(&w.devices[d as usize], r) {
-                        *shared.entry((d, si)).or_default() += amount;
-                    }
-                    if shared_devices.mark_shared(d) {
-                        for &(c, amount) in &w.devices[d as usize].consumes {
-                            counters[c as usize] += amount;
+                let Some(&first) = w.index.get(&id) else {
+                    *count.entry(id).or_default() += 1;
+                    continue;
+                };
+                if !w.devices[first as usize].multi {
+                    *count.entry(id).or_default() += 1;
+                }
+                // As in `in_use`: every generation's copy of the device is charged.
+                let copies = w.older.get(&first).map_or(&[][..], |v| v.as_slice());
+                for d in std::iter::once(first).chain(copies.iter().copied()) {
+                    let e = &w.devices[d as usize];
+                    if e.multi {
+                        for (si, amount) in consumed_capacity(e, r) {
+                            *shared.entry((d, si)).or_default() += amount;
+                        }
+                        if !shared_devices.mark_shared(d) {
+                            continue;
                         }
                     }
-                    continue;
-                }
-                *count.entry(id).or_default() += 1;
-                if let Some(&d) = w.index.get(&id) {
-                    for &(c, amount) in &w.devices[d as usize].consumes {
+                    for &(c, amount) in &e.consumes {
                         counters[c as usize] += amount;
                     }
                 }

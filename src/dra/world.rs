@@ -1,9 +1,10 @@
-//! The devices of every pool's newest generation, flattened once per slice change into
-//! the order the allocator searches, plus what each node's pool gathering decides
-//! (upstream `structured/internal/*/pools*.go`, `GatherPools`).
+//! The devices of every pool's newest generation (and of older ones some node may still
+//! use), flattened once per slice change into the order the allocator searches, plus
+//! what each node's pool gathering decides (upstream
+//! `structured/internal/incubating/pools_incubating.go`, `GatherPools`, `buildPool`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
-//! newest generation sorted by name; within a slice, devices in the order published.
+//! generation the node uses sorted by name; within a slice, devices in the order published.
 //! Slices with binding conditions come after the other slices of their pool, and pools
 //! with such slices after all other pools.
 //!
@@ -13,16 +14,23 @@
 //! the node by name, by node selector or for all nodes, slices with per-device node
 //! selection when any device reaches the node, and slices with shared counters always.
 //! A pool is incomplete, invalid (duplicate device names, duplicate counter sets,
-//! consumed counters that don't exist) or ignored (a newer generation exists that the
-//! node can't see) *for that node*. Which pools are bad for which node is decided here,
+//! consumed counters that don't exist) or ignored (see below) *for that node*. Which pools are bad for which node is decided here,
 //! once per slice change: pools whose slices all target one node by name, or all nodes,
 //! are judged once; only pools mixing node selections are judged per Filter call
 //! ([`World::node_problems`]).
 //!
-//! One difference remains: a node that sees a complete older generation of a pool
-//! while a newer generation exists only for other nodes would, upstream, allocate from
-//! the older generation; schedkit keeps only the newest generation's devices, so that
-//! node sees the pool (complete, valid) without devices.
+//! # Generations
+//!
+//! Each node keeps, per pool, only the newest generation among the slices *it* sees. When
+//! those slices are as many as the first of them announces, the node allocates from
+//! them, even if a newer generation exists in slices only other nodes see. Otherwise
+//! upstream `checkSlicesInPool` looks at every slice of the pool: a newer generation
+//! anywhere makes the node ignore the pool, else the pool is incomplete unless the
+//! generation's slices across all nodes make up the announced count. So besides the
+//! newest generation, the world holds the devices of older generations whenever some
+//! node might see one of them as its newest ([`World::for_each_on_node`] offers such a
+//! device only to a node that gathers its generation); one device ID is one device for
+//! use tracking, whatever the generation.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -88,6 +96,8 @@ pub(crate) struct DevEntry {
     pub binding: Option<Arc<(Vec<String>, Vec<String>)>>,
     /// `bindsToNode`.
     pub binds_to_node: bool,
+    /// The pool generation of the slice that publishes it.
+    pub generation: i64,
 }
 
 /// One consumable capacity of a multi-allocatable device.
@@ -190,12 +200,13 @@ pub(crate) fn parse_policy(v: &serde_json::Value) -> Result<Policy, String> {
 pub(crate) struct PoolEntry {
     pub driver: Symbol,
     pub name: Symbol,
-    /// The newest generation among the pool's slices (whose devices the world holds).
+    /// The newest generation among the pool's slices.
     pub newest: i64,
     /// Every slice of the pool, all generations, by slice name.
     pub slices: Vec<SliceMeta>,
-    /// Why the newest generation's counter sets make the pool invalid, if they do.
-    pub counters_invalid: Option<Arc<str>>,
+    /// Per generation whose devices the world holds: why its counter sets make the pool
+    /// invalid, when they do.
+    pub counters_invalid: SmallVec<[(i64, Arc<str>); 1]>,
 }
 
 /// What pool gathering needs to know about one slice.
@@ -252,21 +263,48 @@ pub(crate) enum PoolProblem {
     Invalid(Arc<str>),
 }
 
+/// How upstream `GatherPools` treats one pool for one node.
+enum Gathered {
+    /// Not gathered, or ignored: the node's newest generation is incomplete where it looks
+    /// and a newer generation exists in slices it does not see (`checkSlicesInPool`).
+    No,
+    /// Gathered at this generation, complete.
+    Complete(i64),
+    /// Gathered, incomplete.
+    Incomplete,
+}
+
 /// Upstream `GatherPools` for one pool and one node, given which slices the node sees:
-/// `None` when the pool is not gathered, is ignored (a newer generation exists that the
-/// node does not see: `checkSlicesInPool`), or is complete and valid.
-fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Option<PoolProblem> {
-    let g = pool.slices.iter().filter(|s| visible(s)).map(|s| s.generation).max()?;
+/// the node keeps the newest generation among them and counts them against the first
+/// one's `resourceSliceCount`; only when that falls short does it look at the pool's
+/// other slices.
+fn gather(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Gathered {
+    let Some(g) = pool.slices.iter().filter(|s| visible(s)).map(|s| s.generation).max() else {
+        return Gathered::No;
+    };
     let seen = || pool.slices.iter().filter(|s| s.generation == g && visible(s));
     let count = seen().next().map_or(0, |s| s.count);
     if seen().count() as i64 != count {
         if pool.slices.iter().any(|s| s.generation > g) {
-            return None;
+            return Gathered::No;
         }
         if pool.slices.iter().filter(|s| s.generation == g).count() as i64 != count {
-            return Some(PoolProblem::Incomplete);
+            return Gathered::Incomplete;
         }
     }
+    Gathered::Complete(g)
+}
+
+/// Upstream `GatherPools` for one pool and one node, given which slices the node sees:
+/// `None` when the pool is not gathered, is ignored (a newer generation exists that the
+/// node does not see: `checkSlicesInPool`), or is complete and valid.
+fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Option<PoolProblem> {
+    let g = match gather(pool, &visible) {
+        Gathered::No => return None,
+        Gathered::Incomplete => return Some(PoolProblem::Incomplete),
+        Gathered::Complete(g) => g,
+    };
+    let seen = || pool.slices.iter().filter(|s| s.generation == g && visible(s));
     let mut names = ahash::AHashSet::new();
     for s in seen().filter(|s| !s.counters) {
         for d in &s.devices {
@@ -275,10 +313,7 @@ fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Optio
             }
         }
     }
-    if g == pool.newest {
-        return pool.counters_invalid.clone().map(PoolProblem::Invalid);
-    }
-    None
+    pool.counters_invalid.iter().find(|(h, _)| *h == g).map(|(_, why)| PoolProblem::Invalid(why.clone()))
 }
 
 impl PoolEntry {
@@ -311,6 +346,11 @@ pub(crate) struct World {
     /// the first entry -> the later ones. Upstream tracks use by device ID, so one in use
     /// makes all of them in use.
     pub twins: AHashMap<u32, SmallVec<[u32; 1]>>,
+    /// The first entry of a device ID -> its entries in other generations of the pool:
+    /// each copy charges its own generation's counters and capacity.
+    pub older: AHashMap<u32, SmallVec<[u32; 1]>>,
+    /// Whether any device of an older generation is held.
+    pub stale: bool,
 }
 
 pub(crate) fn milli(q: &Quantity) -> i128 {
@@ -378,6 +418,13 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
     if selections != 1 && !spec.devices.is_empty() {
         return Err(bad("exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection must be set"));
     }
+    // Since v1.35 a slice publishes either counter sets or devices, never both (upstream
+    // `pkg/apis/resource/validation/validation.go`, `validateResourceSliceSpec`, for every
+    // served version); the allocator would treat such a slice as a counter-set slice and
+    // skip its devices (`buildPool`).
+    if !spec.shared_counters.is_empty() && !spec.devices.is_empty() {
+        return Err(DraError::CountersWithDevices { slice: name.clone() });
+    }
     let mut seen = ahash::AHashSet::new();
     for d in &spec.devices {
         if !seen.insert(d.name.as_str()) {
@@ -408,24 +455,6 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
                     "device {}: with perDeviceNodeSelection exactly one of nodeName, nodeSelector, allNodes must be set",
                     d.name
                 )));
-            }
-        }
-        // Counters over capacity, against sets defined in this slice.
-        for c in &d.consumes_counters {
-            let Some(set) = spec.shared_counters.iter().find(|s| s.name == c.counter_set) else { continue };
-            for (counter, amount) in &c.counters {
-                let cap = set.counters.get(counter).map(|x| &x.value);
-                let over = cap.is_none_or(|cap| milli(&amount.value) > milli(cap));
-                if over {
-                    return Err(DraError::CounterOverCapacity(Box::new(super::error::CounterOverCapacity {
-                        slice: name.clone(),
-                        device: d.name.clone(),
-                        set: c.counter_set.clone(),
-                        counter: counter.clone(),
-                        consumed: amount.value.to_string(),
-                        capacity: cap.map_or_else(|| "0".to_owned(), ToString::to_string),
-                    })));
-                }
             }
         }
     }
@@ -488,9 +517,27 @@ fn rule_matches(
     rule.selectors.iter().all(|s| s.matches(device).unwrap_or(false))
 }
 
-/// A pool's key, every slice of it (by name), its newest-generation slices in search
-/// order, and whether any has binding conditions.
+/// A pool's key, every slice of it (by name), the slices whose devices the world holds
+/// in search order (newest generation first), and whether any newest-generation slice
+/// has binding conditions.
 type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, Vec<&'a Arc<ResourceSlice>>, bool);
+
+/// Whether some node may gather an older generation of the pool: not when a slice of the
+/// newest generation reaches every node (a counter-set slice or `allNodes`), nor when all
+/// the pool's slices target the same node by name.
+fn older_generations_matter(all: &[&Arc<ResourceSlice>], newest: i64) -> bool {
+    let reaches = all.iter().map(|s| (s.spec.pool.generation, reach_of(s)));
+    if reaches.clone().any(|(g, r)| g == newest && matches!(r, Reach::Always | Reach::Slice(Scope::All))) {
+        return false;
+    }
+    let mut nodes = reaches.filter_map(|(_, r)| match r {
+        Reach::Never => None,
+        Reach::Slice(Scope::Node(n)) => Some(Some(n)),
+        _ => Some(None),
+    });
+    let first = nodes.next().flatten();
+    !(first.is_some() && nodes.all(|n| n == first))
+}
 
 fn reach_of(s: &ResourceSlice) -> Reach {
     let spec = &s.spec;
@@ -555,32 +602,39 @@ pub(crate) fn build(
         }
         pools.entry((s.spec.driver.clone(), s.spec.pool.name.clone())).or_default().push(s);
     }
-    // The world holds the newest generation of each pool; per node, pool gathering
-    // decides below whether the node may use it. Slices with a device that has binding
-    // conditions go after the others of their pool, and such pools after all others, so
-    // the search prefers devices that need no binding wait (upstream
-    // `structured/pools.go`, `GatherPools`; allocator case
-    // "lexicographical-sorting-pools-with-binding-conditions").
+    // The world holds the newest generation of each pool, and older ones that some node
+    // may gather; per node, pool gathering decides below whether the node may use them.
+    // Slices with a device that has binding conditions go after the others of their pool
+    // (and generation), and such pools after all others, so the search prefers devices
+    // that need no binding wait (upstream `structured/pools.go`, `GatherPools`; allocator
+    // case "lexicographical-sorting-pools-with-binding-conditions").
     let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
     let mut ordered: Vec<PoolSlices<'_>> = pools
         .into_iter()
         .map(|(key, all)| {
             let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
-            let mut current: Vec<&Arc<ResourceSlice>> =
-                all.iter().copied().filter(|s| s.spec.pool.generation == newest).collect();
-            current.sort_by_key(|s| has_binding(s));
-            let binding = current.iter().any(|s| has_binding(s));
-            (key, all, current, binding)
+            let older = older_generations_matter(&all, newest);
+            let mut held: Vec<&Arc<ResourceSlice>> =
+                all.iter().copied().filter(|s| older || s.spec.pool.generation == newest).collect();
+            held.sort_by_key(|s| (std::cmp::Reverse(s.spec.pool.generation), has_binding(s)));
+            let binding = held.iter().any(|s| s.spec.pool.generation == newest && has_binding(s));
+            (key, all, held, binding)
         })
         .collect();
     ordered.sort_by_key(|(_, _, _, binding)| *binding);
     let mut w = World { generation, ..World::default() };
-    for ((driver, pool), all, current, _) in ordered {
+    for ((driver, pool), all, held, _) in ordered {
         let pool_idx = w.pools.len() as u32;
+        let mut generations: SmallVec<[i64; 1]> = SmallVec::new();
+        for s in &held {
+            if generations.last() != Some(&s.spec.pool.generation) {
+                generations.push(s.spec.pool.generation);
+            }
+        }
         let entry = PoolEntry {
             driver: Symbol::intern(&driver),
             name: Symbol::intern(&pool),
-            newest: current.first().map_or(0, |s| s.spec.pool.generation),
+            newest: generations.first().copied().unwrap_or(0),
             slices: all
                 .iter()
                 .map(|s| SliceMeta {
@@ -591,23 +645,37 @@ pub(crate) fn build(
                     devices: s.spec.devices.iter().map(|d| Symbol::intern(&d.name)).collect(),
                 })
                 .collect(),
-            counters_invalid: if features.partitionable_devices { counters_invalid(&current) } else { None },
+            counters_invalid: if features.partitionable_devices {
+                generations
+                    .iter()
+                    .filter_map(|&g| {
+                        let slices: Vec<_> = held.iter().copied().filter(|s| s.spec.pool.generation == g).collect();
+                        counters_invalid(&slices).map(|why| (g, why))
+                    })
+                    .collect()
+            } else {
+                SmallVec::new()
+            },
         };
-        // Counter sets of the whole pool.
-        let mut sets: AHashMap<(&str, &str), u32> = AHashMap::new();
-        for s in &current {
+        // Counter sets of the whole pool, per generation.
+        let mut sets: AHashMap<(i64, &str, &str), u32> = AHashMap::new();
+        for s in &held {
+            let g = s.spec.pool.generation;
             for cs in &s.spec.shared_counters {
                 for (cname, c) in &cs.counters {
                     let idx = w.counter_capacity.len() as u32;
-                    sets.entry((cs.name.as_str(), cname.as_str())).or_insert(idx);
+                    sets.entry((g, cs.name.as_str(), cname.as_str())).or_insert(idx);
                     w.counter_capacity.push(milli(&c.value));
                     w.counter_names.push(format!("{driver}/{pool}/{}/{cname}", cs.name));
                 }
             }
         }
-        let set_names: ahash::AHashSet<&str> =
-            current.iter().flat_map(|s| s.spec.shared_counters.iter().map(|c| c.name.as_str())).collect();
-        for s in &current {
+        let set_names: ahash::AHashSet<(i64, &str)> = held
+            .iter()
+            .flat_map(|s| s.spec.shared_counters.iter().map(|c| (s.spec.pool.generation, c.name.as_str())))
+            .collect();
+        for s in &held {
+            let g = s.spec.pool.generation;
             for d in &s.spec.devices {
                 let Ok(device) = selector_device(&s.metadata.name, &driver, d) else { continue };
                 let id = DeviceId::new(&driver, &pool, &d.name);
@@ -617,15 +685,19 @@ pub(crate) fn build(
                 let first = *w.index.entry(id).or_insert(idx);
                 if first != idx {
                     w.twins.entry(first).or_default().push(idx);
+                    if w.devices[first as usize].generation != g {
+                        w.older.entry(first).or_default().push(idx);
+                    }
                 }
+                w.stale |= g != entry.newest;
                 let mut consumes = SmallVec::new();
                 let mut counters_missing = false;
                 for c in &d.consumes_counters {
-                    if !set_names.contains(c.counter_set.as_str()) {
+                    if !set_names.contains(&(g, c.counter_set.as_str())) {
                         counters_missing = true;
                     }
                     for (cname, amount) in &c.counters {
-                        match sets.get(&(c.counter_set.as_str(), cname.as_str())) {
+                        match sets.get(&(g, c.counter_set.as_str(), cname.as_str())) {
                             Some(&ci) => consumes.push((ci, milli(&amount.value))),
                             None => counters_missing = true,
                         }
@@ -655,7 +727,9 @@ pub(crate) fn build(
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
                     Scope::Selector(_) | Scope::All => w.shared.push(idx),
                 }
-                let multi = d.allow_multiple_allocations == Some(true);
+                // Without consumable capacity a device is never shared (upstream
+                // `allocateDevice` reads `allowMultipleAllocations` only with the feature).
+                let multi = features.consumable_capacity && d.allow_multiple_allocations == Some(true);
                 let shares = if multi {
                     d.capacity
                         .iter()
@@ -681,6 +755,7 @@ pub(crate) fn build(
                     shares,
                     binding,
                     binds_to_node: d.binds_to_node == Some(true),
+                    generation: g,
                 });
             }
         }
@@ -760,11 +835,22 @@ impl World {
         }
     }
 
-    /// Calls `f` for every device reachable from `node`, in upstream order.
+    /// Whether `node` gathers the generation that publishes device `d`: always for the
+    /// newest generation of its pool, which a node reaching the device sees; for an older
+    /// one, when that is the newest generation the node sees and complete there.
+    fn gathers_generation_of(&self, d: u32, node: Symbol, labels: &Labels) -> bool {
+        let e = &self.devices[d as usize];
+        let pool = &self.pools[e.pool as usize];
+        e.generation == pool.newest
+            || matches!(gather(pool, |s| s.reach.reaches(node, labels)), Gathered::Complete(g) if g == e.generation)
+    }
+
+    /// Calls `f` for every device reachable from `node` in a generation the node
+    /// gathers, in upstream order.
     #[inline]
     pub fn for_each_on_node(&self, node: Symbol, labels: &Labels, mut f: impl FnMut(u32)) {
         let local: &[u32] = self.node_local.get(&node).map_or(&[], |v| v.as_slice());
-        if self.shared.is_empty() {
+        if self.shared.is_empty() && !self.stale {
             for &d in local {
                 f(d);
             }
@@ -773,15 +859,19 @@ impl World {
         let (mut i, mut j) = (0, 0);
         while i < local.len() || j < self.shared.len() {
             let take_local = j >= self.shared.len() || (i < local.len() && local[i] < self.shared[j]);
-            if take_local {
-                f(local[i]);
+            let d = if take_local {
                 i += 1;
+                local[i - 1]
             } else {
-                let d = self.shared[j];
                 j += 1;
-                if self.reachable(d, node, labels) {
-                    f(d);
+                let d = self.shared[j - 1];
+                if !self.reachable(d, node, labels) {
+                    continue;
                 }
+                d
+            };
+            if !self.stale || self.gathers_generation_of(d, node, labels) {
+                f(d);
             }
         }
     }
