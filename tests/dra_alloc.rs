@@ -69,11 +69,20 @@ fn filter_allocates_nothing_when_claims_fit() {
         .unwrap();
         let mut state = CycleState::new();
         assert!(plugin.pre_filter(&mut state, &pod, &snapshot).1.is_success());
-        let region = Region::new(GLOBAL);
-        for _ in 0..100 {
-            assert!(plugin.filter(&state, &pod, &node).is_success());
-        }
-        let change = region.change();
-        assert_eq!(change.allocations + change.reallocations, 0, "{claim}: Filter allocated");
+        // The count is process-wide: the test harness's main thread allocates once
+        // when it first blocks waiting for this test, at a moment that depends on
+        // scheduling. A one-time allocation elsewhere can spoil one attempt, never
+        // three; Filter allocating would spoil every one.
+        let fewest = (0..3)
+            .map(|_| {
+                let region = Region::new(GLOBAL);
+                for _ in 0..100 {
+                    assert!(plugin.filter(&state, &pod, &node).is_success());
+                }
+                let change = region.change();
+                change.allocations + change.reallocations
+            })
+            .min();
+        assert_eq!(fewest, Some(0), "{claim}: Filter allocated in every attempt");
     }
 }
