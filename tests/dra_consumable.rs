@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use schedkit::dra::{Audit, DraStore, NodeResult, ResourceClaim};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
 
-fn store(device: Value) -> DraStore {
+/// A store with the example device class and no slices.
+fn with_class() -> DraStore {
     let s = DraStore::new();
     s.add_class(
         serde_json::from_value(json!({"metadata": {"name": "example-device-class"},
@@ -17,6 +18,11 @@ fn store(device: Value) -> DraStore {
         .unwrap(),
     )
     .unwrap();
+    s
+}
+
+fn store(device: Value) -> DraStore {
+    let s = with_class();
     let mut slice = json!({"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
         "metadata": {"name": "resourceslice"},
         "spec": {"nodeName": "worker-1", "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
@@ -144,13 +150,7 @@ fn a_device_named_twice_in_a_pool_is_one_device_to_share() {
     // consumed capacity by device ID, so a share taken through either entry counts
     // against both. Found by the DRA fuzz target: the second entry in slice order was
     // charged, the first stayed free, and gpu-0 was handed out twice in full.
-    let s = DraStore::new();
-    s.add_class(
-        serde_json::from_value(json!({"metadata": {"name": "example-device-class"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"dra.example.com\""}}]}}))
-        .unwrap(),
-    )
-    .unwrap();
+    let s = with_class();
     for (slice, node) in [("a", "worker-2"), ("b", "worker-1")] {
         s.add_slice(
             serde_json::from_value(json!({"metadata": {"name": slice},

@@ -440,17 +440,31 @@ impl Compiler<'_> {
         Ok(Self::list_out(acc, optional.is_empty()))
     }
 
+    /// The common type of a literal's elements so far (`None` before the first) and
+    /// the next one's: their join; with mixed literals allowed, `dyn` when they don't
+    /// join, else a type error naming `what` ("list elements", "map keys", ...).
+    fn join_literal_type(
+        &self,
+        so_far: Option<Ty>,
+        next: Ty,
+        mixed: bool,
+        at: &Expr,
+        what: &str,
+    ) -> Result<Ty, SelectorError> {
+        match so_far {
+            None => Ok(next),
+            Some(t) if mixed => Ok(t.join(&next).unwrap_or(Ty::Dyn)),
+            Some(t) => t
+                .join(&next)
+                .ok_or_else(|| self.type_err(at, format!("{what} must have one type: expected {t}, found {next}"))),
+        }
+    }
+
     #[inline(never)]
     fn list_item(&self, acc: &mut ListAcc, item: &Expr, o: Out, is_opt: bool) -> Result<(), SelectorError> {
         let item_ty = if is_opt { self.optional_content(item, &o.ty)? } else { o.ty.clone() };
         let mixed = self.mixed_literals > 0;
-        acc.ty = Some(match acc.ty.take() {
-            None => item_ty,
-            Some(t) if mixed => t.join(&item_ty).unwrap_or(Ty::Dyn),
-            Some(t) => t.join(&item_ty).ok_or_else(|| {
-                self.type_err(item, format!("list elements must have one type: expected {t}, found {item_ty}"))
-            })?,
-        });
+        acc.ty = Some(self.join_literal_type(acc.ty.take(), item_ty, mixed, item, "list elements")?);
         acc.cost = add(acc.cost, o.cost);
         acc.elem_size = acc.elem_size.max(o.size);
         acc.nodes.push((o.node, is_opt));
@@ -499,20 +513,8 @@ impl Compiler<'_> {
         let ((k, ko), (v, vo)) = (key, value);
         let v_ty = if is_opt { self.optional_content(v, &vo.ty)? } else { vo.ty.clone() };
         let mixed = self.mixed_literals > 0;
-        acc.kt = Some(match acc.kt.take() {
-            None => ko.ty.clone(),
-            Some(t) if mixed => t.join(&ko.ty).unwrap_or(Ty::Dyn),
-            Some(t) => t.join(&ko.ty).ok_or_else(|| {
-                self.type_err(k, format!("map keys must have one type: expected {t}, found {}", ko.ty))
-            })?,
-        });
-        acc.vt = Some(match acc.vt.take() {
-            None => v_ty,
-            Some(t) if mixed => t.join(&v_ty).unwrap_or(Ty::Dyn),
-            Some(t) => t.join(&v_ty).ok_or_else(|| {
-                self.type_err(v, format!("map values must have one type: expected {t}, found {v_ty}"))
-            })?,
-        });
+        acc.kt = Some(self.join_literal_type(acc.kt.take(), ko.ty.clone(), mixed, k, "map keys")?);
+        acc.vt = Some(self.join_literal_type(acc.vt.take(), v_ty, mixed, v, "map values")?);
         acc.cost = add(add(acc.cost, ko.cost), vo.cost);
         acc.elem_size = acc.elem_size.max(ko.size);
         acc.nodes.push((ko.node, vo.node, is_opt));

@@ -24,6 +24,16 @@ pub(crate) type Fault = Box<EvalErrorKind>;
 
 type R<'a> = Result<Value<'a>, Fault>;
 
+/// The operand of `?.` / `[?]`: the value inside an optional (`None` when it is
+/// empty, which makes the whole selection empty), any other value as it is.
+fn optional_operand(o: Value<'_>) -> Option<Value<'_>> {
+    match o {
+        Value::Optional(None) => None,
+        Value::Optional(Some(v)) => Some((*v).clone()),
+        other => Some(other),
+    }
+}
+
 /// A bool, or an error parked in [`Ctx::fault`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tri {
@@ -400,11 +410,7 @@ impl<'a> Ctx<'a> {
     fn eval_opt_select(&mut self, operand: &'a Node, field: &str) -> R<'a> {
         let o = self.eval(operand)?;
         self.cost += 1;
-        let container = match o {
-            Value::Optional(None) => return Ok(Value::Optional(None)),
-            Value::Optional(Some(v)) => (*v).clone(),
-            other => other,
-        };
+        let Some(container) = optional_operand(o) else { return Ok(Value::Optional(None)) };
         match select_str(&container, field, true)? {
             Value::Bool(true) => Ok(Value::Optional(Some(Rc::new(select_str(&container, field, false)?)))),
             _ => Ok(Value::Optional(None)),
@@ -416,11 +422,7 @@ impl<'a> Ctx<'a> {
         let o = self.eval(operand)?;
         let k = self.eval(key)?;
         self.cost += 1;
-        let container = match o {
-            Value::Optional(None) => return Ok(Value::Optional(None)),
-            Value::Optional(Some(v)) => (*v).clone(),
-            other => other,
-        };
+        let Some(container) = optional_operand(o) else { return Ok(Value::Optional(None)) };
         let present = match &container {
             Value::List(_) => index(&container, &k).is_ok(),
             _ => contains(&container, &k)?,
