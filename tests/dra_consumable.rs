@@ -175,3 +175,38 @@ fn a_device_named_twice_in_a_pool_is_one_device_to_share() {
         assert_eq!(s.audit(), Audit::default());
     }
 }
+
+#[test]
+fn a_larger_older_generation_may_be_shared_beyond_a_smaller_newer_one() {
+    // worker-1 sees only generation 1 of the pool (gpu-0 with 10Gi), worker-2 only
+    // generation 2 (gpu-0 with 6Gi). Upstream lets each node allocate from the
+    // generation it sees complete and tracks consumption by device ID: 8Gi taken on
+    // worker-1 is legitimate, and leaves nothing on worker-2. The audit's bound is the
+    // largest copy (found by the DRA fuzz target, which flagged the 6Gi copy).
+    let s = with_class();
+    for (slice, node, generation, memory) in [("old", "worker-1", 1, "10Gi"), ("new", "worker-2", 2, "6Gi")] {
+        s.add_slice(
+            serde_json::from_value(json!({"metadata": {"name": slice},
+                "spec": {"nodeName": node, "pool": {"name": "pool", "generation": generation, "resourceSliceCount": 1},
+                    "driver": "dra.example.com",
+                    "devices": [{"name": "gpu-0", "allowMultipleAllocations": true,
+                        "capacity": {"memory": {"value": memory}}}]}}))
+            .unwrap(),
+        )
+        .unwrap();
+    }
+    s.add_claim(claim("big", Some("8Gi"))).unwrap();
+    s.add_claim(claim("small", Some("1Gi"))).unwrap();
+    let labels = Labels::default();
+    let NodeResult::Fit(_) = s.reserve(&pod("p1", "big"), "uid-1", "worker-1", &labels).unwrap() else {
+        panic!("worker-1 allocates 8Gi from generation 1's 10Gi")
+    };
+    s.commit(&pod("p1", "big"), "uid-1");
+    assert_eq!(s.audit(), Audit::default());
+    let res = s.reserve(&pod("p2", "small"), "uid-2", "worker-2", &labels).unwrap();
+    assert!(matches!(res, NodeResult::NoFit(_)), "8Gi of gpu-0 are in use; generation 2 has 6Gi: {res:?}");
+    let NodeResult::Fit(_) = s.reserve(&pod("p2", "small"), "uid-2", "worker-1", &labels).unwrap() else {
+        panic!("1Gi more fits generation 1's 10Gi")
+    };
+    assert_eq!(s.audit(), Audit::default());
+}

@@ -793,24 +793,25 @@ impl DraStore {
                 for d in std::iter::once(first).chain(copies.iter().copied()) {
                     let e = &w.devices[d as usize];
                     if e.multi {
-                        // A duplicate name elsewhere in the pool (a twin, in a slice for
-                        // other nodes) is the same device to upstream, which tracks
-                        // consumption by device ID: every entry carries the share, and an
-                        // exclusive twin is in use.
-                        let first_share = !u.shared_in_use(d);
-                        for t in std::iter::once(d).chain(w.twins.get(&d).into_iter().flatten().copied()) {
-                            let te = &w.devices[t as usize];
-                            if te.multi {
-                                for (si, amount) in consumed_capacity(te, r) {
-                                    *u.shared.entry((t, si)).or_default() += amount;
+                        // Every entry with this device ID (twins: a duplicate name in
+                        // another slice, or the device in an older generation) is the same
+                        // device to upstream, which tracks consumption by device ID: each
+                        // carries the share once, and an exclusive one is in use.
+                        if d == first {
+                            for t in std::iter::once(first).chain(w.twins.get(&first).into_iter().flatten().copied()) {
+                                let te = &w.devices[t as usize];
+                                if te.multi {
+                                    for (si, amount) in consumed_capacity(te, r) {
+                                        *u.shared.entry((t, si)).or_default() += amount;
+                                    }
+                                } else {
+                                    u.devices[(t / 64) as usize] |= 1 << (t % 64);
                                 }
-                                u.mark_shared(t);
-                            } else {
-                                u.devices[(t / 64) as usize] |= 1 << (t % 64);
                             }
                         }
-                        // A shared device's counters are charged once, by its first share.
-                        if first_share {
+                        // A shared device's counters are charged once per generation, by
+                        // its first share.
+                        if u.mark_shared(d) {
                             for &(c, amount) in &e.consumes {
                                 u.counters[c as usize] += amount;
                             }
@@ -1445,19 +1446,25 @@ impl DraStore {
         }
         let mut double_allocated: Vec<DeviceId> = count.into_iter().filter(|(_, n)| *n > 1).map(|(d, _)| d).collect();
         double_allocated.sort();
-        let mut overdrawn_counters: Vec<String> = counters
-            .iter()
-            .enumerate()
-            .filter(|(i, v)| **v > w.counter_capacity[*i])
-            .map(|(i, _)| w.counter_names[i].clone())
-            .collect();
+        // A counter or capacity published in several generations of its pool (each
+        // node allocating from the generation it sees) may legitimately be charged
+        // beyond a smaller copy's value through a larger copy: the allocator checks
+        // the copy it allocates from. So the bound is the largest copy's value.
+        let mut by_name: std::collections::BTreeMap<String, (i128, i128)> = std::collections::BTreeMap::new();
+        let mut bound = |name: String, used: i128, value: i128| {
+            let (u, v) = by_name.entry(name).or_insert((used, value));
+            *u = (*u).max(used);
+            *v = (*v).max(value);
+        };
+        for (i, &used) in counters.iter().enumerate() {
+            bound(w.counter_names[i].clone(), used, w.counter_capacity[i]);
+        }
         for ((d, si), used) in shared {
             let e = &w.devices[d as usize];
-            if used > e.shares[si].value {
-                overdrawn_counters.push(format!("{}/capacity/{}", e.id, e.shares[si].name));
-            }
+            bound(format!("{}/capacity/{}", e.id, e.shares[si].name), used, e.shares[si].value);
         }
-        overdrawn_counters.sort();
+        let overdrawn_counters: Vec<String> =
+            by_name.into_iter().filter(|(_, (used, value))| used > value).map(|(name, _)| name).collect();
         Audit { double_allocated, overdrawn_counters }
     }
 
