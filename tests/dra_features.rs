@@ -282,7 +282,8 @@ fn partitionable_devices_off() {
     store
         .add_slice(
             serde_json::from_value(json!({"metadata": {"name": "counters"},
-                "spec": {"driver": DRIVER, "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
+                "spec": {"driver": DRIVER, "nodeName": "node-1",
+                    "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 2},
                     "sharedCounters": [{"name": "set-0", "counters": {"mem": {"value": "4"}}}]}}))
             .unwrap(),
         )

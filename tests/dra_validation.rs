@@ -153,7 +153,20 @@ fn bad_attributes_and_node_selection() {
     let mut spec = base_spec(json!([{"name": "g"}]));
     spec["allNodes"] = json!(true);
     let err = s.add_slice(slice(spec)).unwrap_err();
-    assert!(err.to_string().contains("exactly one of nodeName, nodeSelector, allNodes"), "{err}");
+    // upstream validation_resourceslice_test.go "bad-node-selection-all-nodes".
+    assert!(err.to_string().ends_with("exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set"), "{err}");
+    // A counter-set slice needs a node selection too (validateResourceSliceSpec checks
+    // every slice).
+    let err = s
+        .add_slice(slice(json!({"driver": "gpu.example.com",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "1"}}}]})))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"),
+        "{err}"
+    );
 }
 
 #[test]

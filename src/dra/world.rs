@@ -415,8 +415,19 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
         + usize::from(spec.node_selector.is_some())
         + usize::from(spec.all_nodes == Some(true))
         + usize::from(spec.per_device_node_selection == Some(true));
-    if selections != 1 && !spec.devices.is_empty() {
-        return Err(bad("exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection must be set"));
+    // Every slice, counter-set slices included (upstream `validateResourceSliceSpec`).
+    match selections {
+        0 => {
+            return Err(bad(
+                "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required",
+            ));
+        }
+        1 => {}
+        _ => {
+            return Err(bad(
+                "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set",
+            ));
+        }
     }
     // Since v1.35 a slice publishes either counter sets or devices, never both (upstream
     // `pkg/apis/resource/validation/validation.go`, `validateResourceSliceSpec`, for every
