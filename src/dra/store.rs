@@ -1426,17 +1426,24 @@ impl DraStore {
                 if !w.devices[first as usize].multi {
                     *count.entry(id).or_default() += 1;
                 }
-                // As in `in_use`: every generation's copy of the device is charged.
+                // As in `in_use`: a share is charged to every entry with the device's
+                // ID (twins, older generations among them), counters once per
+                // generation's copy.
+                if w.devices[first as usize].multi {
+                    for t in std::iter::once(first).chain(w.twins.get(&first).into_iter().flatten().copied()) {
+                        let te = &w.devices[t as usize];
+                        if te.multi {
+                            for (si, amount) in consumed_capacity(te, r) {
+                                *shared.entry((t, si)).or_default() += amount;
+                            }
+                        }
+                    }
+                }
                 let copies = w.older.get(&first).map_or(&[][..], |v| v.as_slice());
                 for d in std::iter::once(first).chain(copies.iter().copied()) {
                     let e = &w.devices[d as usize];
-                    if e.multi {
-                        for (si, amount) in consumed_capacity(e, r) {
-                            *shared.entry((d, si)).or_default() += amount;
-                        }
-                        if !shared_devices.mark_shared(d) {
-                            continue;
-                        }
+                    if e.multi && !shared_devices.mark_shared(d) {
+                        continue;
                     }
                     for &(c, amount) in &e.consumes {
                         counters[c as usize] += amount;
