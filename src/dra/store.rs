@@ -1471,7 +1471,9 @@ impl DraStore {
             bound(format!("{}/capacity/{}", e.id, e.shares[si].name), used, e.shares[si].value);
         }
         let overdrawn_counters: Vec<String> =
-            by_name.into_iter().filter(|(_, (used, value))| used > value).map(|(name, _)| name).collect();
+            // Nothing consumed overdraws nothing, even a counter published with a
+            // negative value (which no allocation can then consume).
+            by_name.into_iter().filter(|(_, (used, value))| used > value && *used > 0).map(|(name, _)| name).collect();
         Audit { double_allocated, overdrawn_counters }
     }
 
