@@ -1523,33 +1523,13 @@ impl PodClaims {
         if let Some(e) = &self.disabled {
             return Err(e.clone());
         }
-        for a in &self.allocated {
-            if let Some(sel) = &a.node_selector
-                && !sel.matches(labels, node)
-            {
-                return Ok(Err(Diagnosis {
-                    node: node.as_str().to_owned(),
-                    problems: vec![allocator::Problem::Unsatisfiable {
-                        claim: a.key.clone(),
-                        causes: vec!["allocated on other nodes: node selector".to_owned()],
-                    }],
-                }));
-            }
+        if let Err(d) = self.fits_allocated(node, labels) {
+            return Ok(Err(d));
         }
         if self.plans.is_empty() {
             return Ok(Ok(()));
         }
-        match allocator::run(
-            &self.world,
-            &self.in_use,
-            &self.plans,
-            &self.slots,
-            node,
-            labels,
-            self.chooser.as_deref(),
-            self.budget,
-            timeout,
-        )? {
+        match self.search(&self.plans, &self.slots, node, labels, timeout)? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
         }
@@ -1590,17 +1570,7 @@ impl PodClaims {
         if plans.is_empty() {
             return Ok(Ok(()));
         }
-        match allocator::run(
-            &self.world,
-            &self.in_use,
-            plans,
-            slots,
-            node,
-            labels,
-            self.chooser.as_deref(),
-            self.budget,
-            timeout,
-        )? {
+        match self.search(plans, slots, node, labels, timeout)? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
         }
@@ -1658,17 +1628,7 @@ impl PodClaims {
             Err(resource) => return Ok(NodeResult::NoFit(Self::not_on_node(sym, resource))),
         };
         let (plans, slots) = self.plans_for(mask);
-        match allocator::run(
-            &self.world,
-            &self.in_use,
-            plans,
-            slots,
-            sym,
-            labels,
-            self.chooser.as_deref(),
-            self.budget,
-            None,
-        )? {
+        match self.search(plans, slots, sym, labels, None)? {
             Outcome::Fit(picks) => {
                 let results = allocator::results(&self.world, plans, &picks, sym, self.binding);
                 Ok(NodeResult::Fit(plans.iter().map(|p| p.claim.key.clone()).zip(results).collect()))
@@ -1721,17 +1681,7 @@ impl PodClaims {
             // plugin serves it: Filter still ran the allocator upstream.
             return Ok(if self.extended.is_some() { self.allocated_score } else { 0 });
         }
-        let picks = match allocator::run(
-            &self.world,
-            &self.in_use,
-            plans,
-            slots,
-            node,
-            labels,
-            self.chooser.as_deref(),
-            self.budget,
-            None,
-        )? {
+        let picks = match self.search(plans, slots, node, labels, None)? {
             Outcome::Fit(picks) => picks,
             Outcome::NoFit(_) => return Ok(0),
         };
@@ -1754,6 +1704,29 @@ impl PodClaims {
     /// extended resource claim" and deletes it in PostFilter.
     pub fn stale_extended_claim(&self) -> Option<&str> {
         self.stale_extended.as_deref()
+    }
+
+    /// One allocator search with this pod's world, devices in use, chooser and step
+    /// budget.
+    fn search(
+        &self,
+        plans: &[ClaimPlan],
+        slots: &[(u16, u16)],
+        node: Symbol,
+        labels: &Labels,
+        timeout: Option<allocator::Timeout<'_>>,
+    ) -> Result<Outcome, AllocError> {
+        allocator::run(
+            &self.world,
+            &self.in_use,
+            plans,
+            slots,
+            node,
+            labels,
+            self.chooser.as_deref(),
+            self.budget,
+            timeout,
+        )
     }
 
     fn fits_allocated(&self, node: Symbol, labels: &Labels) -> Result<(), Diagnosis> {
