@@ -24,6 +24,19 @@ pub(crate) type Fault = Box<EvalErrorKind>;
 
 type R<'a> = Result<Value<'a>, Fault>;
 
+/// Adds one entry of a map literal; a key already present is an error, as in cel-go.
+fn push_map_entry<'a>(entries: &mut Vec<(Value<'a>, Value<'a>)>, k: Value<'a>, v: Value<'a>) -> Result<(), Fault> {
+    if entries.iter().any(|(x, _)| equals(x, &k)) {
+        return Err(EvalErrorKind::InvalidArgument {
+            function: "{}",
+            message: format!("duplicate map key {}", display_key(&k)),
+        }
+        .into());
+    }
+    entries.push((k, v));
+    Ok(())
+}
+
 /// The operand of `?.` / `[?]`: the value inside an optional (`None` when it is
 /// empty, which makes the whole selection empty), any other value as it is.
 fn optional_operand(o: Value<'_>) -> Option<Value<'_>> {
@@ -691,14 +704,7 @@ impl<'a> Ctx<'a> {
         for (k, val) in entries {
             let k = self.eval(k)?;
             let val = self.eval(val)?;
-            if v.iter().any(|(x, _)| equals(x, &k)) {
-                return Err(EvalErrorKind::InvalidArgument {
-                    function: "{}",
-                    message: format!("duplicate map key {}", display_key(&k)),
-                }
-                .into());
-            }
-            v.push((k, val));
+            push_map_entry(&mut v, k, val)?;
         }
         Ok(Value::Map(Rc::new(v)))
     }
@@ -757,14 +763,7 @@ impl<'a> Ctx<'a> {
                     .into());
                 }
             };
-            if v.iter().any(|(x, _)| equals(x, &k)) {
-                return Err(EvalErrorKind::InvalidArgument {
-                    function: "{}",
-                    message: format!("duplicate map key {}", display_key(&k)),
-                }
-                .into());
-            }
-            v.push((k, val));
+            push_map_entry(&mut v, k, val)?;
         }
         Ok(Value::Map(Rc::new(v)))
     }

@@ -423,6 +423,25 @@ fn format_map(v: &Value<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// Writes the backslash escape Go's `%q` and cel-go's `strings.quote` share for `c`
+/// (`\"`, `\\`, `\a` `\b` `\f` `\n` `\r` `\t` `\v`); false when `c` has none.
+pub(crate) fn push_c_escape(out: &mut String, c: char) -> bool {
+    let escape = match c {
+        '"' => "\\\"",
+        '\\' => "\\\\",
+        '\u{07}' => "\\a",
+        '\u{08}' => "\\b",
+        '\u{0c}' => "\\f",
+        '\n' => "\\n",
+        '\r' => "\\r",
+        '\t' => "\\t",
+        '\u{0b}' => "\\v",
+        _ => return false,
+    };
+    out.push_str(escape);
+    true
+}
+
 /// Go's `%q` of a string: double quotes, `\"` and `\\`, the C escapes, `\xNN` for other
 /// ASCII control characters and `\uNNNN` for non-printable characters beyond ASCII.
 pub(crate) fn go_quote(s: &str) -> String {
@@ -430,15 +449,7 @@ pub(crate) fn go_quote(s: &str) -> String {
     out.push('"');
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
+            c if push_c_escape(&mut out, c) => {}
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }

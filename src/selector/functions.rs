@@ -1308,17 +1308,8 @@ fn split<'a>(s: &str, sep: &str, n: i64) -> Vec<Value<'a>> {
 fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
-        match c {
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c => out.push(c),
+        if !super::format::push_c_escape(&mut out, c) {
+            out.push(c);
         }
     }
     out.push('"');
