@@ -15,11 +15,10 @@
 //! nano-units, in base 10^9 limbs) and the representation upstream would have,
 //! which `add`, `sub` and `mul` update as upstream's `Quantity.Add`, `Sub` and `Mul`
 //! do. The ordinary [`Quantity`] path is untouched (no allocation); this type is only
-//! built when [`Quantity::parse`] reports [`QuantityError::OutOfRange`], when
-//! `quantity()` reads text upstream would hold as a decimal although [`Quantity`]
-//! holds it (`1.5Ki`, `1Pi`, 19 digits: see `upstream_keeps_int64`), and by
-//! arithmetic on such a value (or past [`Quantity`]'s range). Device capacities keep
-//! the ordinary representation whatever their text.
+//! built when [`Quantity::parse`] reports [`QuantityError::OutOfRange`], and by
+//! arithmetic on such a value (or past [`Quantity`]'s range). Values [`Quantity`]
+//! holds carry a [`Held`] instead: how upstream would hold them (`1.5Ki`, `1Pi` and
+//! 19 digits as decimals, `1000m` as `int64Amount{1000, -3}`), without allocating.
 //!
 //! Two departures from upstream, both for inputs upstream cannot process in practice:
 //! an exponent is read as Go does (it must fit an `int64`, then it is truncated to 32
@@ -44,11 +43,126 @@ const BINARY_CAP_UNITS: u64 = i64::MAX as u64;
 
 /// How upstream would hold a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Repr {
+pub(crate) enum Repr {
     /// `int64Amount{value, scale}`: `value * 10^scale`.
     Int { value: i64, scale: i32 },
     /// `inf.Dec` with this scale (digits after the point).
     Dec { scale: i32 },
+}
+
+/// How upstream holds a value that [`Quantity`] also holds. A [`Quantity`] keeps only
+/// the value and its format, but upstream's answers to `isInteger()`, `asInteger()`
+/// and `asApproximateFloat()` depend on how the value was written (`1`, `1.0` and
+/// `1000m` are equal, yet only the first is an integer there), so the selector
+/// carries this beside each quantity value. It costs nothing on comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// As `ParseQuantity` holds the value's canonical text. Device capacities reach
+    /// the scheduler after a round trip through the API server, which re-emits every
+    /// quantity in canonical form (`Quantity.MarshalJSON` and `String` call
+    /// `CanonicalizeBytes` unless the parsed text was already canonical), so this is
+    /// how a scheduler sees them whatever the driver wrote.
+    Canonical,
+    /// `int64Amount` with this scale: the unscaled value is the nano-units divided by
+    /// 10^(9 + scale), always exact (the scale is at least -9).
+    Int(i32),
+    /// `inf.Dec` with this scale (digits after the point).
+    Dec(i32),
+}
+
+impl Held {
+    /// Upstream's representation of `q` held this way.
+    pub(crate) fn repr(self, q: &Quantity) -> Repr {
+        match self {
+            Held::Canonical => canonical_held(q).repr(q),
+            Held::Int(scale) => Repr::Int { value: unscaled(q.nanos(), scale), scale },
+            Held::Dec(scale) => Repr::Dec { scale },
+        }
+    }
+
+    fn of(repr: Repr) -> Held {
+        match repr {
+            Repr::Int { scale, .. } => Held::Int(scale),
+            Repr::Dec { scale } => Held::Dec(scale),
+        }
+    }
+
+    /// How upstream holds `q.add(other)` (or `sub`) when the result stays within
+    /// [`Quantity`]'s range: upstream's `Quantity.Add` (`Sub`) representation rule.
+    pub(crate) fn sum(q: (&Quantity, Held), other: (&Quantity, Held), subtract: bool) -> Held {
+        Held::of(add_repr(q.1.repr(q.0), other.1.repr(other.0), subtract))
+    }
+
+    /// How upstream holds `q.mul(k)`: upstream's `Quantity.Mul`.
+    pub(crate) fn product(q: &Quantity, held: Held, k: i64) -> Held {
+        Held::of(mul_repr(held.repr(q), k))
+    }
+
+    /// Upstream's `AsInt64` (`isInteger()`, `asInteger()`): only an `int64Amount`
+    /// whose scale is not negative and whose value fits, so `1000m` is not an integer.
+    pub(crate) fn as_i64(self, q: &Quantity) -> Option<i64> {
+        repr_as_i64(self.repr(q))
+    }
+
+    /// Upstream's `AsApproximateFloat64`: the unscaled integer times `math.Pow10` of
+    /// the exponent, so `1.1` gives 11 × 0.1, one unit in the last place above 1.1.
+    pub(crate) fn to_f64(self, q: &Quantity) -> f64 {
+        match self.repr(q) {
+            Repr::Int { value, scale } => scaled_f64(value as f64, i64::from(scale)),
+            Repr::Dec { scale } => {
+                // The unscaled integer is nanos * 10^(scale - 9); exact for the
+                // scales small values reach (at most 9 unless a zero was written
+                // with more places), otherwise go through the arbitrary precision.
+                let nanos = q.nanos();
+                let unscaled = match scale {
+                    s if s <= 9 => {
+                        10i128.checked_pow((9 - s).unsigned_abs()).filter(|&d| nanos % d == 0).map(|d| nanos / d)
+                    }
+                    s => 10i128.checked_pow((s - 9).unsigned_abs()).and_then(|m| nanos.checked_mul(m)),
+                };
+                match unscaled {
+                    Some(u) => scaled_f64(u as f64, -i64::from(scale)),
+                    None => BigQuantity { repr: Repr::Dec { scale }, ..BigQuantity::from_nanos(nanos) }.to_f64(),
+                }
+            }
+        }
+    }
+}
+
+/// `base * math.Pow10(exponent)`, or `base` when the exponent is zero (as upstream).
+fn scaled_f64(base: f64, exponent: i64) -> f64 {
+    if exponent == 0 { base } else { base * go_pow10(exponent) }
+}
+
+/// `nanos / 10^(9 + scale)` for a scale of at least -9 (zero beyond `i128`'s digits).
+fn unscaled(nanos: i128, scale: i32) -> i64 {
+    let v = 10i128.checked_pow((9 + scale).unsigned_abs()).map_or(0, |d| nanos / d);
+    i64::try_from(v).unwrap_or(0)
+}
+
+/// How upstream holds the canonical text of `q`: formatted on the stack and read as
+/// `quantity()` reads text.
+fn canonical_held(q: &Quantity) -> Held {
+    let mut buf = StackText { bytes: [0; 64], len: 0 };
+    if write!(buf, "{q}").is_err() {
+        return Held::Dec(9);
+    }
+    std::str::from_utf8(&buf.bytes[..buf.len]).map_or(Held::Dec(9), text_held)
+}
+
+/// A short text written without allocating.
+struct StackText {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// An arbitrary-precision quantity: `(-1)^neg * limbs` nano-units, limbs in base 10^9,
@@ -64,25 +178,30 @@ pub(crate) struct BigQuantity {
 /// Either kind of quantity, borrowed.
 #[derive(Clone, Copy)]
 pub(crate) enum AnyQuantity<'q> {
-    Small(&'q Quantity),
+    Small(&'q Quantity, Held),
     Big(&'q BigQuantity),
 }
 
 impl AnyQuantity<'_> {
     fn to_big(self) -> BigQuantity {
         match self {
-            AnyQuantity::Small(q) => BigQuantity::from_small(q),
+            AnyQuantity::Small(q, held) => BigQuantity::from_small(q, held),
             AnyQuantity::Big(b) => b.clone(),
         }
+    }
+
+    /// `self * k`, as upstream's `Quantity.Mul`.
+    pub(crate) fn mul(self, k: i64) -> BigQuantity {
+        self.to_big().mul_int(k)
     }
 
     /// Upstream's `Cmp`.
     pub(crate) fn cmp(self, other: AnyQuantity<'_>) -> Ordering {
         match (self, other) {
-            (AnyQuantity::Small(a), AnyQuantity::Small(b)) => a.cmp(b),
+            (AnyQuantity::Small(a, _), AnyQuantity::Small(b, _)) => a.cmp(b),
             (AnyQuantity::Big(a), AnyQuantity::Big(b)) => a.cmp_value(b),
-            (AnyQuantity::Small(a), AnyQuantity::Big(b)) => BigQuantity::from_small(a).cmp_value(b),
-            (AnyQuantity::Big(a), AnyQuantity::Small(b)) => a.cmp_value(&BigQuantity::from_small(b)),
+            (AnyQuantity::Small(a, _), AnyQuantity::Big(b)) => BigQuantity::from_nanos(a.nanos()).cmp_value(b),
+            (AnyQuantity::Big(a), AnyQuantity::Small(b, _)) => a.cmp_value(&BigQuantity::from_nanos(b.nanos())),
         }
     }
 
@@ -90,21 +209,56 @@ impl AnyQuantity<'_> {
     /// `int64Amount` sum when both are `int64Amount`s and it fits, else a decimal.
     pub(crate) fn add(self, other: AnyQuantity<'_>, subtract: bool) -> BigQuantity {
         let (a, mut b) = (self.to_big(), other.to_big());
+        let repr = add_repr(a.repr, b.repr, subtract);
         if subtract {
             b.neg = !b.neg && !b.limbs.is_empty();
-            if let Repr::Int { value, scale } = b.repr {
-                b.repr = value.checked_neg().map_or(Repr::Dec { scale: -scale }, |value| Repr::Int { value, scale });
-            }
         }
-        let repr = match (a.repr, b.repr) {
-            (Repr::Int { value: x, scale: xs }, Repr::Int { value: y, scale: ys }) => {
-                int_add(x, xs, y, ys).unwrap_or(Repr::Dec { scale: (-xs).max(-ys) })
-            }
-            (ra, rb) => Repr::Dec { scale: dec_scale(ra).max(dec_scale(rb)) },
-        };
         let mut sum = a.add_value(&b);
         sum.repr = repr;
         sum
+    }
+}
+
+/// The representation of `a + b` (or `a - b`), as upstream's `Quantity.Add` (`Sub`):
+/// the `int64Amount` sum when both are `int64Amount`s and it fits, else a decimal
+/// with the larger of the two scales. Negating the most negative `int64` also falls
+/// back to a decimal, as `int64Amount.Sub` does.
+fn add_repr(a: Repr, b: Repr, subtract: bool) -> Repr {
+    let b = match b {
+        Repr::Int { value, scale } if subtract => {
+            value.checked_neg().map_or(Repr::Dec { scale: -scale }, |value| Repr::Int { value, scale })
+        }
+        other => other,
+    };
+    match (a, b) {
+        (Repr::Int { value: x, scale: xs }, Repr::Int { value: y, scale: ys }) => {
+            int_add(x, xs, y, ys).unwrap_or(Repr::Dec { scale: (-xs).max(-ys) })
+        }
+        (ra, rb) => Repr::Dec { scale: dec_scale(ra).max(dec_scale(rb)) },
+    }
+}
+
+/// The representation of `a * k`, as upstream's `Quantity.Mul`: `int64Amount.Mul`
+/// keeps the scale (a zero factor gives a plain zero) unless the product overflows,
+/// then a decimal of the same scale. (Upstream also falls back when a product at a
+/// negative scale stops being whole, or at a positive scale stops fitting once
+/// scaled; the decimal and the `int64Amount` answer every CEL question alike then.)
+fn mul_repr(a: Repr, k: i64) -> Repr {
+    match a {
+        Repr::Int { value, .. } if value != 0 && k == 0 => Repr::Int { value: 0, scale: 0 },
+        Repr::Int { value, scale } => {
+            value.checked_mul(k).map_or(Repr::Dec { scale: -scale }, |value| Repr::Int { value, scale })
+        }
+        dec @ Repr::Dec { .. } => dec,
+    }
+}
+
+/// Upstream's `AsInt64` of a representation.
+fn repr_as_i64(r: Repr) -> Option<i64> {
+    match r {
+        Repr::Int { value, scale: 0 } => Some(value),
+        Repr::Int { value, scale } if scale > 0 => scale_up(value, scale),
+        _ => None,
     }
 }
 
@@ -148,18 +302,9 @@ fn go_pow10(n: i64) -> f64 {
 }
 
 impl BigQuantity {
-    /// An ordinary quantity, with the representation upstream's parser would most
-    /// likely have given it: the fewest digits at a scale of at least 10^-9.
-    fn from_small(q: &Quantity) -> BigQuantity {
-        let nanos = q.nanos();
-        let mut value = nanos;
-        let mut scale = -9;
-        while value != 0 && value % 10 == 0 && scale < 0 {
-            value /= 10;
-            scale += 1;
-        }
-        let repr = i64::try_from(value).map_or(Repr::Dec { scale: 9 }, |value| Repr::Int { value, scale });
-        BigQuantity { repr, ..BigQuantity::from_nanos(nanos) }
+    /// An ordinary quantity, with its upstream representation.
+    fn from_small(q: &Quantity, held: Held) -> BigQuantity {
+        BigQuantity { repr: held.repr(q), ..BigQuantity::from_nanos(q.nanos()) }
     }
 
     fn from_nanos(nanos: i128) -> BigQuantity {
@@ -295,22 +440,12 @@ impl BigQuantity {
         }
         trim(&mut limbs);
         let neg = !limbs.is_empty() && (self.neg != (k < 0));
-        let repr = match self.repr {
-            Repr::Int { value, scale } => {
-                value.checked_mul(k).map_or(Repr::Dec { scale: -scale }, |value| Repr::Int { value, scale })
-            }
-            dec @ Repr::Dec { .. } => dec,
-        };
-        BigQuantity { neg, limbs, repr }
+        BigQuantity { neg, limbs, repr: mul_repr(self.repr, k) }
     }
 
     /// Upstream's `AsInt64`: only an `int64Amount` whose value fits.
     pub(crate) fn as_i64(&self) -> Option<i64> {
-        match self.repr {
-            Repr::Int { value, scale: 0 } => Some(value),
-            Repr::Int { value, scale } if scale > 0 => scale_up(value, scale),
-            _ => None,
-        }
+        repr_as_i64(self.repr)
     }
 
     /// Upstream's `AsApproximateFloat64`: the unscaled integer as a float, times
@@ -328,7 +463,7 @@ impl BigQuantity {
                 (if self.neg { -base } else { base }, -i64::from(scale))
             }
         };
-        if exponent == 0 { base } else { base * go_pow10(exponent) }
+        scaled_f64(base, exponent)
     }
 
     /// The magnitude in nano-units, in decimal.
@@ -412,12 +547,18 @@ fn suffix_exponent(suffix: &str) -> Result<(i64, bool), String> {
     })
 }
 
-/// Whether upstream's `ParseQuantity` keeps `text` (a quantity [`Quantity::parse`]
-/// accepted) as an `int64Amount` rather than an `inf.Dec`: its fast path needs at most
-/// 18 digits (leading zeros of the integer part not counted, the fraction's all
-/// counted) and a scale of at least 10^-9; a binary suffix needs no fraction and
-/// `15 - digits - exponent*3/10 - 1 >= 0`, so `1.5Ki`, `1Pi` and `1Ei` are decimals.
-fn upstream_keeps_int64(text: &str) -> bool {
+/// How upstream's `ParseQuantity` holds `text` (a quantity [`Quantity::parse`]
+/// accepted). Its int64 fast path needs at most 18 digits (leading zeros of the
+/// integer part not counted, the fraction's all counted) and a scale of at least
+/// 10^-9, and gives `int64Amount{digits, exponent - fraction digits}`; a binary
+/// suffix needs no fraction and `15 - digits - exponent*3/10 - 1 >= 0`, and gives
+/// scale 0. Anything else is an `inf.Dec` rounded up to scale 9 (a zero keeps the
+/// scale it was written with). So `1.5Ki`, `1Pi` and 19 digits are decimals, and
+/// `1000m` is `int64Amount{1000, -3}`.
+fn text_held(text: &str) -> Held {
+    if text == "0" {
+        return Held::Int(0);
+    }
     let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
     let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
     let (number, suffix) = unsigned.split_at(split);
@@ -425,33 +566,37 @@ fn upstream_keeps_int64(text: &str) -> bool {
     let int = int.trim_start_matches('0');
     // `parseQuantityString` counts a numerator of no digits as "0".
     let num_len = int.len().max(1) as i64;
-    let Ok((exponent, binary)) = suffix_exponent(suffix) else { return false };
-    if binary {
-        if !frac.is_empty() || 15 - num_len - exponent * 3 / 10 - 1 < 0 {
-            return false;
-        }
-        // `int64Multiply(value, 1 << exponent)`; at most 11 digits here.
-        int.parse::<i64>().unwrap_or(0).checked_mul(1 << exponent).is_some()
+    let frac_len = frac.len() as i64;
+    let Ok((exponent, binary)) = suffix_exponent(suffix) else { return Held::Dec(9) };
+    let fast = if binary {
+        // The precision `15 - digits - exponent*3/10 - 1` must not be negative, and
+        // `int64Multiply(value, 1 << exponent)` must fit (at most 11 digits here).
+        frac.is_empty()
+            && 15 - num_len - exponent * 3 / 10 > 0
+            && int.parse::<i64>().unwrap_or(0).checked_mul(1 << exponent).is_some()
     } else {
-        num_len + frac.len() as i64 <= 18 && exponent - frac.len() as i64 >= -9
+        num_len + frac_len <= 18 && exponent - frac_len >= -9
+    };
+    let zero = int.is_empty() && frac.bytes().all(|d| d == b'0');
+    match (fast, binary) {
+        (true, true) => Held::Int(0),
+        (true, false) => Held::Int((exponent - frac_len) as i32),
+        (false, _) if !zero => Held::Dec(9),
+        (false, true) => Held::Dec(frac_len as i32),
+        (false, false) => Held::Dec(i32::try_from(frac_len - exponent).unwrap_or(i32::MAX)),
     }
 }
 
-/// `quantity(text)`: the ordinary [`Quantity`] when it holds the value, else the
-/// arbitrary-precision fallback.
-pub(crate) fn parse_quantity(text: &str) -> Result<Result<Quantity, BigQuantity>, String> {
+/// `quantity(text)`: the ordinary [`Quantity`] and how upstream holds it when it
+/// holds the value, else the arbitrary-precision fallback.
+pub(crate) fn parse_quantity(text: &str) -> Result<Result<(Quantity, Held), BigQuantity>, String> {
     const CAP_NANOS: i128 = BINARY_CAP_UNITS as i128 * BASE as i128;
     match Quantity::parse(text) {
         // Within schedkit's range but above upstream's cap for binary suffixes.
         Ok(q) if q.format() == QuantityFormat::BinarySi && q.nanos().abs() > CAP_NANOS => {
             BigQuantity::parse_capped(q.nanos() < 0).map(Err)
         }
-        // Within range, but upstream holds it as a decimal: exact comparisons and
-        // arithmetic are unaffected, `isInteger` and `asApproximateFloat` are not.
-        Ok(q) if !upstream_keeps_int64(text) => {
-            Ok(Err(BigQuantity { repr: Repr::Dec { scale: 9 }, ..BigQuantity::from_nanos(q.nanos()) }))
-        }
-        Ok(q) => Ok(Ok(q)),
+        Ok(q) => Ok(Ok((q, text_held(text)))),
         Err(QuantityError::OutOfRange { .. }) => BigQuantity::parse(text).map(Err),
         Err(e) => Err(e.to_string()),
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use regex::Regex;
 
 use super::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+use super::bigqty::Held;
 use super::device::{AttributeKey, Symbol};
 use super::error::SelectorError;
 use super::functions::{self, Func, compile_regex};
@@ -40,7 +41,7 @@ pub(crate) enum Const {
     Double(f64),
     Str(Box<str>),
     Bytes(Box<[u8]>),
-    Quantity(Quantity),
+    Quantity(Quantity, Held),
     Semver(Box<Semver>),
 }
 
@@ -1522,7 +1523,7 @@ fn macro_name(kind: LoopKind) -> &'static str {
 fn fold(f: Func, args: &[Node]) -> Option<Node> {
     match (f, args) {
         (Func::Quantity, [Node::Const(Const::Str(s))]) => match super::bigqty::parse_quantity(s) {
-            Ok(Ok(q)) => Some(Node::Const(Const::Quantity(q))),
+            Ok(Ok((q, held))) => Some(Node::Const(Const::Quantity(q, held))),
             // Beyond `Quantity`'s range: built at evaluation time.
             _ => None,
         },

@@ -156,6 +156,12 @@ impl Device {
     }
 
     /// Adds or replaces a capacity; `name` as for [`Device::with_attribute`].
+    ///
+    /// Selectors see the capacity as a scheduler in a cluster does: after the API
+    /// server re-emitted it in canonical form. That shows in `isInteger()`,
+    /// `asInteger()` and `asApproximateFloat()`, which upstream answers from how the
+    /// text was written: a capacity written `1.5Ki` is canonically `1536`, an integer,
+    /// although `quantity("1.5Ki").isInteger()` is false.
     #[must_use]
     pub fn with_capacity(mut self, name: &str, value: Quantity) -> Device {
         self.set_capacity(name, value);

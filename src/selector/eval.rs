@@ -13,6 +13,7 @@ use std::rc::Rc;
 use smallvec::SmallVec;
 
 use super::ast::BinaryOp;
+use super::bigqty::Held;
 use super::compile::{Const, Loop, LoopKind, Node, Operand};
 use super::device::{AttributeKey, AttributeValue, Device, Symbol};
 use super::error::EvalErrorKind;
@@ -117,7 +118,7 @@ fn lookup_cap<'a>(d: &'a Device, dom: Option<Symbol>, id: &str, test: bool) -> R
     let found = dom.zip(Symbol::lookup(id)).and_then(|(dom, id)| d.capacity(AttributeKey::new(dom, id)));
     match (found, test) {
         (f, true) => Ok(Value::Bool(f.is_some())),
-        (Some(q), false) => Ok(Value::Quantity(*q)),
+        (Some(q), false) => Ok(Value::Quantity(*q, Held::Canonical)),
         (None, false) => Err(missing_named(id, dom, true)),
     }
 }
@@ -302,7 +303,7 @@ fn const_value(c: &Const) -> Value<'_> {
         Const::Double(d) => Value::Double(*d),
         Const::Str(s) => Value::str(s),
         Const::Bytes(b) => Value::Bytes(Rc::from(&b[..])),
-        Const::Quantity(q) => Value::Quantity(*q),
+        Const::Quantity(q, held) => Value::Quantity(*q, *held),
         Const::Semver(v) => Value::Semver(Ver::Borrowed(v)),
     }
 }
@@ -371,7 +372,10 @@ impl<'a> Ctx<'a> {
             }
             Node::Cap(key) => {
                 self.cost += 4;
-                self.device.capacity(*key).map(|q| Value::Quantity(*q)).ok_or_else(|| missing(*key, true))
+                self.device
+                    .capacity(*key)
+                    .map(|q| Value::Quantity(*q, Held::Canonical))
+                    .ok_or_else(|| missing(*key, true))
             }
             Node::HasAttr(key) => {
                 self.cost += 3;
@@ -506,7 +510,10 @@ impl<'a> Ctx<'a> {
             }
             Operand::Cap(key) => {
                 self.cost += 4;
-                self.device.capacity(*key).map(|q| Value::Quantity(*q)).ok_or_else(|| missing(*key, true))
+                self.device
+                    .capacity(*key)
+                    .map(|q| Value::Quantity(*q, Held::Canonical))
+                    .ok_or_else(|| missing(*key, true))
             }
             Operand::Node(n) => self.eval(n),
         }
@@ -546,7 +553,7 @@ impl<'a> Ctx<'a> {
             Node::OrdTest { f, operands, accept, extra_cost } => {
                 self.cost += extra_cost;
                 let o = match (&operands.0, &operands.1) {
-                    (Operand::Cap(k), Operand::Const(Const::Quantity(q))) => {
+                    (Operand::Cap(k), Operand::Const(Const::Quantity(q, _))) => {
                         self.cost += 4;
                         match self.device.capacity(*k) {
                             Some(c) => c.cmp(q),
@@ -575,7 +582,7 @@ impl<'a> Ctx<'a> {
                             Err(e) => return self.fail(*e),
                         };
                         match (&l, &r) {
-                            (Value::Quantity(x), Value::Quantity(y)) => x.cmp(y),
+                            (Value::Quantity(x, _), Value::Quantity(y, _)) => x.cmp(y),
                             (Value::Semver(x), Value::Semver(y)) => (**x).cmp(&**y),
                             _ => match (functions::any_quantity(&l), functions::any_quantity(&r)) {
                                 (Some(x), Some(y)) => x.cmp(y),

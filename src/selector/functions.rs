@@ -48,7 +48,7 @@ use std::rc::Rc;
 
 use regex::Regex;
 
-use super::bigqty::{self, AnyQuantity};
+use super::bigqty::{self, AnyQuantity, Held};
 use super::error::EvalErrorKind;
 use super::named_format::{self, NamedFormat};
 use super::net;
@@ -624,7 +624,7 @@ fn is_quantity(s: &str) -> bool {
 /// A quantity value of either representation.
 pub(crate) fn any_quantity<'v>(v: &'v Value<'_>) -> Option<AnyQuantity<'v>> {
     match v {
-        Value::Quantity(q) => Some(AnyQuantity::Small(q)),
+        Value::Quantity(q, held) => Some(AnyQuantity::Small(q, *held)),
         Value::BigQuantity(q) => Some(AnyQuantity::Big(q)),
         _ => None,
     }
@@ -855,16 +855,16 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
         }
         (Func::Quantity, Some(V::Str(s)), None, None) => {
             match bigqty::parse_quantity(s).map_err(|e| invalid("quantity", e))? {
-                Ok(q) => V::Quantity(q),
+                Ok((q, held)) => V::Quantity(q, held),
                 Err(big) => V::BigQuantity(Rc::new(big)),
             }
         }
         (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
-        (Func::Sign, Some(V::Quantity(q)), None, None) => V::Int(i64::from(q.sign())),
+        (Func::Sign, Some(V::Quantity(q, _)), None, None) => V::Int(i64::from(q.sign())),
         (Func::Sign, Some(V::BigQuantity(q)), None, None) => V::Int(q.sign()),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {
             let o = match (a, b) {
-                (V::Quantity(x), V::Quantity(y)) => x.cmp(y),
+                (V::Quantity(x, _), V::Quantity(y, _)) => x.cmp(y),
                 (V::Semver(x), V::Semver(y)) => (**x).cmp(&**y),
                 _ => match (any_quantity(a), any_quantity(b)) {
                     (Some(x), Some(y)) => x.cmp(y),
@@ -877,27 +877,31 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
                 _ => V::Int(o as i64),
             }
         }
-        (Func::AsApproximateFloat, Some(V::Quantity(q)), None, None) => V::Double(q.as_f64()),
+        (Func::AsApproximateFloat, Some(V::Quantity(q, held)), None, None) => V::Double(held.to_f64(q)),
         (Func::AsApproximateFloat, Some(V::BigQuantity(q)), None, None) => V::Double(q.to_f64()),
-        (Func::AsInteger, Some(V::Quantity(q)), None, None) => {
-            V::Int(q.as_i64_exact().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
+        (Func::AsInteger, Some(V::Quantity(q, held)), None, None) => {
+            V::Int(held.as_i64(q).ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
         }
         (Func::AsInteger, Some(V::BigQuantity(q)), None, None) => {
             V::Int(q.as_i64().ok_or_else(|| invalid("asInteger", "cannot convert value to integer"))?)
         }
-        (Func::IsInteger, Some(V::Quantity(q)), None, None) => V::Bool(q.as_i64_exact().is_some()),
+        (Func::IsInteger, Some(V::Quantity(q, held)), None, None) => V::Bool(held.as_i64(q).is_some()),
         (Func::IsInteger, Some(V::BigQuantity(q)), None, None) => V::Bool(q.as_i64().is_some()),
-        (Func::Add | Func::Sub, Some(V::Quantity(q)), Some(V::Quantity(_) | V::Int(_)), None) => {
+        (Func::Add | Func::Sub, Some(V::Quantity(q, held)), Some(V::Quantity(..) | V::Int(_)), None) => {
+            // `add(int)` adds `resource.NewQuantity(int)`: an `int64Amount` of scale 0.
             let other = match a1 {
-                Some(V::Quantity(o)) => *o,
-                Some(V::Int(i)) => Quantity::from_int(*i),
+                Some(V::Quantity(o, o_held)) => (*o, *o_held),
+                Some(V::Int(i)) => (Quantity::from_int(*i), Held::Int(0)),
                 _ => return Err(no()),
             };
-            let r = if f == Func::Add { q.checked_add(&other) } else { q.checked_sub(&other) };
+            let subtract = f == Func::Sub;
+            let r = if subtract { q.checked_sub(&other.0) } else { q.checked_add(&other.0) };
             match r {
-                Some(r) => V::Quantity(r),
+                Some(r) => V::Quantity(r, Held::sum((q, *held), (&other.0, other.1), subtract)),
                 // Upstream continues in arbitrary precision where int64 overflows.
-                None => V::BigQuantity(Rc::new(AnyQuantity::Small(q).add(AnyQuantity::Small(&other), f == Func::Sub))),
+                None => V::BigQuantity(Rc::new(
+                    AnyQuantity::Small(q, *held).add(AnyQuantity::Small(&other.0, other.1), subtract),
+                )),
             }
         }
         (Func::Add | Func::Sub, Some(a), Some(b), None) => {
@@ -905,7 +909,7 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             let y = match b {
                 V::Int(i) => {
                     small = Quantity::from_int(*i);
-                    Some(AnyQuantity::Small(&small))
+                    Some(AnyQuantity::Small(&small, Held::Int(0)))
                 }
                 other => any_quantity(other),
             };
@@ -914,9 +918,11 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
                 _ => return Err(no()),
             }
         }
-        (Func::Mul, Some(V::Quantity(q)), Some(V::Int(k)), None) => {
-            V::Quantity(q.checked_mul_int(*k).ok_or(EvalErrorKind::Overflow("mul"))?)
-        }
+        (Func::Mul, Some(V::Quantity(q, held)), Some(V::Int(k)), None) => match q.checked_mul_int(*k) {
+            Some(r) => V::Quantity(r, Held::product(q, *held, *k)),
+            // Upstream continues in arbitrary precision where int64 overflows.
+            None => V::BigQuantity(Rc::new(AnyQuantity::Small(q, *held).mul(*k))),
+        },
         (Func::Mul, Some(V::BigQuantity(q)), Some(V::Int(k)), None) => V::BigQuantity(Rc::new(q.mul_int(*k))),
         (Func::Semver | Func::IsSemver, Some(V::Str(s)), norm, None) => {
             let normalize = match norm {

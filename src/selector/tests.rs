@@ -137,3 +137,10 @@ fn timestamp_costs_are_cel_go_defaults() {
     assert_eq!(costs("timestamp('2023-02-03T23:31:20Z') + duration('1h')"), (3, 3));
     assert_eq!(costs("timestamp(0).getHours('+01:00')"), (2, 2));
 }
+
+#[test]
+fn quantity_values_stay_small() {
+    // The quantity's representation rides in the value's padding: evaluation moves
+    // values by copy, so a larger `Value` would cost every expression.
+    assert!(std::mem::size_of::<super::value::Value<'_>>() <= 48, "{}", std::mem::size_of::<super::value::Value<'_>>());
+}

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::ops::Deref;
 use std::rc::Rc;
 
+use super::bigqty::Held;
 use super::device::{AttributeValue, Device, Symbol};
 use super::semver::Semver;
 use crate::model::Quantity;
@@ -56,7 +57,9 @@ pub(crate) enum Value<'a> {
     Double(f64),
     Str(Str<'a>),
     Bytes(Rc<[u8]>),
-    Quantity(Quantity),
+    /// A quantity and how upstream would hold it (which `isInteger()` and
+    /// `asApproximateFloat()` answer by).
+    Quantity(Quantity, Held),
     /// A quantity beyond the range of [`Quantity`], as upstream's decimal fallback.
     BigQuantity(Rc<super::bigqty::BigQuantity>),
     Semver(Ver<'a>),
@@ -109,7 +112,7 @@ impl<'a> Value<'a> {
             Value::Double(_) => "double",
             Value::Str(_) => "string",
             Value::Bytes(_) => "bytes",
-            Value::Quantity(_) | Value::BigQuantity(_) => "kubernetes.Quantity",
+            Value::Quantity(..) | Value::BigQuantity(_) => "kubernetes.Quantity",
             Value::Semver(_) => "kubernetes.Semver",
             Value::Ip(_) => "net.IP",
             Value::Cidr(..) => "net.CIDR",
@@ -203,7 +206,7 @@ impl<'a> Value<'a> {
                 .capacities()
                 .iter()
                 .filter(|(k, _)| k.domain() == *dom)
-                .map(|(k, q)| (Value::str(k.id().as_str()), Value::Quantity(*q)))
+                .map(|(k, q)| (Value::str(k.id().as_str()), Value::Quantity(*q, Held::Canonical)))
                 .collect(),
             Value::AttrDomain(_, None) | Value::CapDomain(_, None) => Vec::new(),
             _ => return None,
@@ -252,9 +255,9 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => **x == **y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
-        (Value::Quantity(x), Value::Quantity(y)) => x == y,
-        (Value::BigQuantity(_), Value::Quantity(_) | Value::BigQuantity(_))
-        | (Value::Quantity(_), Value::BigQuantity(_)) => {
+        (Value::Quantity(x, _), Value::Quantity(y, _)) => x == y,
+        (Value::BigQuantity(_), Value::Quantity(..) | Value::BigQuantity(_))
+        | (Value::Quantity(..), Value::BigQuantity(_)) => {
             matches!(
                 (super::functions::any_quantity(a), super::functions::any_quantity(b)),
                 (Some(x), Some(y)) if x.cmp(y).is_eq()
