@@ -223,6 +223,26 @@ fn cases() -> Vec<Case> {
             5 + (3 + 3) * 64,
         )
         .attrs(vec![("name", A::S("fish"))]),
+        // `includes` on scalar attributes (the list cases need list-type attributes,
+        // alpha and not built). Upstream runs these with the gate on in the
+        // new-expressions environment; a scheduler compiles stored expressions, which
+        // declare `includes` whatever the gate.
+        case("includes-function-on-bool-scalar-positive", r#"device.attributes["dra.example.com"].name.includes(true)"#, ex, Ok(true), 4 + 48)
+            .attrs(vec![("name", A::B(true))]),
+        case("includes-function-on-bool-scalar-negative", r#"device.attributes["dra.example.com"].name.includes(true)"#, ex, Ok(false), 4 + 48)
+            .attrs(vec![("name", A::B(false))]),
+        case("includes-function-on-int-scalar-positive", r#"device.attributes["dra.example.com"].name.includes(1)"#, ex, Ok(true), 4 + 48)
+            .attrs(vec![("name", A::I(1))]),
+        case("includes-function-on-int-scalar-negative", r#"device.attributes["dra.example.com"].name.includes(1)"#, ex, Ok(false), 4 + 48)
+            .attrs(vec![("name", A::I(2))]),
+        case("includes-function-on-string-scalar-positive", r#"device.attributes["dra.example.com"].name.includes("fish")"#, ex, Ok(true), 4 + 48)
+            .attrs(vec![("name", A::S("fish"))]),
+        case("includes-function-on-string-scalar-negative", r#"device.attributes["dra.example.com"].name.includes("bird")"#, ex, Ok(false), 4 + 48)
+            .attrs(vec![("name", A::S("fish"))]),
+        case("includes-function-on-semver-scalar-positive", r#"device.attributes["dra.example.com"].name.includes(semver("1.0.0"))"#, ex, Ok(true), 4 + 48 + 1)
+            .attrs(vec![("name", A::V("1.0.0"))]),
+        case("includes-function-on-semver-scalar-negative", r#"device.attributes["dra.example.com"].name.includes(semver("2.0.0"))"#, ex, Ok(false), 4 + 48 + 1)
+            .attrs(vec![("name", A::V("1.0.0"))]),
         case(
             "macro-exists-on-version",
             r#"device.attributes["dra.example.com"].name.exists(x, x.isGreaterThan(semver("0.0.1")))"#,
@@ -265,6 +285,24 @@ fn upstream_allow_multiple_allocations_cases() {
         let dev = d.clone().with_allow_multiple_allocations(allow);
         assert_eq!(sel.matches(&dev), Ok(want), "{src} with {allow}");
     }
+}
+
+#[test]
+fn includes_on_lists_looks_at_no_more_than_48_values() {
+    // As "includes-function-on-very-long-list-*", with list literals for list-type
+    // attributes: 48 values are searched; a 49th is an error, unless a match came first.
+    let d = device("dra.example.com", &[], &[]);
+    let list = |n: usize| (0..n).map(|i| format!("'value-{i}'")).collect::<Vec<_>>().join(", ");
+    let eval = |src: String| Selector::compile(&src).unwrap().matches(&d).map_err(|e| e.to_string());
+    assert_eq!(eval(format!("[{}].includes('value-48')", list(48))), Ok(false));
+    assert_eq!(eval(format!("[{}].includes('value-47')", list(48))), Ok(true));
+    assert_eq!(eval(format!("[{}].includes('value-3')", list(60))), Ok(true));
+    let e = eval(format!("[{}].includes('value-49')", list(49))).unwrap_err();
+    assert!(e.contains("'includes' function cannot be applied to lists longer than 48 values"), "{e}");
+    // Equality is CEL's: numbers compare across types, other types are not equal, and
+    // a map is compared as one value.
+    assert_eq!(eval("1.includes(1u) && [1.0, 2.0].includes(2) && ![1, 2].includes('1')".into()), Ok(true));
+    assert_eq!(eval("{'a': 1}.includes('a')".into()), Ok(false));
 }
 
 #[test]

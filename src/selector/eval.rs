@@ -664,7 +664,9 @@ impl<'a> Ctx<'a> {
             | Func::IsGreaterThan
             | Func::IsLessThan
             | Func::CompareTo
-            | Func::Validate => 1,
+            | Func::Validate
+            // DRA's estimator prices `includes` at compile time only.
+            | Func::Includes => 1,
             Func::Slice
             | Func::Flatten
             | Func::Sort

@@ -166,6 +166,8 @@ pub(crate) enum Func {
     FormatConst(NamedFormat),
     /// `<Format>.validate(string)`.
     Validate,
+    /// `<attribute>.includes(value)` (DRA, `k8s.io/dynamic-resource-allocation/cel`).
+    Includes,
 }
 
 impl Func {
@@ -237,6 +239,7 @@ impl Func {
             Func::Reverse => "reverse",
             Func::Distinct => "distinct",
             Func::Format => "format",
+            Func::Includes => "includes",
             Func::Ip => "ip",
             Func::IsIp => "isIP",
             Func::IpIsCanonical => "ip.isCanonical",
@@ -378,6 +381,11 @@ pub(crate) fn signatures(name: &str) -> Option<(Func, Vec<Sig>)> {
         "findAll" => (Func::FindAll, vec![m(vec![S, S], list(S)), m(vec![S, S, Int], list(S))]),
         "quantity" => (Func::Quantity, vec![g(vec![S], Q)]),
         "isQuantity" => (Func::IsQuantity, vec![g(vec![S], Bool)]),
+        // DRA's `includes` (`k8s.io/dynamic-resource-allocation/cel/compile.go`, since
+        // 1.36): declared for the list-type attributes gate, but the scheduler compiles
+        // with the stored-expressions environment, which ignores feature gates, so a
+        // scheduler always accepts it.
+        "includes" => (Func::Includes, vec![m(vec![Dyn, Dyn], Bool)]),
         // Declared as a global overload upstream; the member form is accepted too.
         "sign" => (Func::Sign, vec![g(vec![Q], Int), m(vec![Q], Int)]),
         "isGreaterThan" => (Func::IsGreaterThan, vec![m(vec![Q, Q], Bool), m(vec![V, V], Bool)]),
@@ -554,6 +562,8 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::LastIndexOf => t(s(0)),
         Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
+        // DRA's `draCostEstimator`: one comparison per value an attribute may hold.
+        Func::Includes => MAX_ATTRIBUTE_VALUES as u64,
         // k8s `library/cost.go`: comparing two addresses of at most 16 bytes (0.1 per
         // byte, both sides), containsCIDR also masks (another 16 bytes, plus 1), and a
         // string argument is parsed first (0.1 per character; 0 for a typed argument,
@@ -619,6 +629,29 @@ fn is_quantity(s: &str) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Most values of a list-type device attribute (`ResourceSliceMaxAttributeValuesPerDevice`,
+/// `k8s.io/api/resource/v1`).
+const MAX_ATTRIBUTE_VALUES: usize = 48;
+
+/// DRA's `includes`: whether a list holds the value (looking at no more than
+/// [`MAX_ATTRIBUTE_VALUES`] elements before failing), or whether a single value equals
+/// it.
+fn includes(target: &Value<'_>, value: &Value<'_>) -> Result<bool, EvalErrorKind> {
+    let Value::List(items) = target else { return Ok(equals(target, value)) };
+    for (i, item) in items.iter().enumerate() {
+        if i >= MAX_ATTRIBUTE_VALUES {
+            return Err(invalid(
+                "includes",
+                format!("'includes' function cannot be applied to lists longer than {MAX_ATTRIBUTE_VALUES} values"),
+            ));
+        }
+        if equals(item, value) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A quantity value of either representation.
@@ -860,6 +893,7 @@ pub(crate) fn call<'a>(f: Func, name: &'static str, args: &[Value<'a>], regex: O
             }
         }
         (Func::IsQuantity, Some(V::Str(s)), None, None) => V::Bool(is_quantity(s)),
+        (Func::Includes, Some(target), Some(value), None) => V::Bool(includes(target, value)?),
         (Func::Sign, Some(V::Quantity(q, _)), None, None) => V::Int(i64::from(q.sign())),
         (Func::Sign, Some(V::BigQuantity(q)), None, None) => V::Int(q.sign()),
         (Func::IsGreaterThan | Func::IsLessThan | Func::CompareTo, Some(a), Some(b), None) => {

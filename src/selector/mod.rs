@@ -50,15 +50,21 @@
 //! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): the authorizer
 //! library (it needs an `authorizer` variable, which DRA selectors do not have), and
-//! the alpha list-type attributes (`DRAListTypeAttributes`: list
-//! values and `includes`). An IANA time zone name given to a timestamp getter
+//! list-valued attributes (alpha `DRAListTypeAttributes`; the API server drops list
+//! values while the gate is off). An IANA time zone name given to a timestamp getter
 //! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
 //! getter is a runtime error (`unknown time zone Europe/Paris`). `"Local"` is the
 //! process's own zone, as Go's `time.Local` that kube-scheduler uses (`$TZ`, else
 //! `/etc/localtime`, else UTC).
-//! `device.allowMultipleAllocations` is always available, as with the
-//! `DRAConsumableCapacity` gate on.
+//!
+//! The environment is the one kube-scheduler compiles selectors in: the
+//! stored-expressions environment (the default of
+//! `k8s.io/dynamic-resource-allocation/cel/compile.go`), which ignores feature gates.
+//! So `device.allowMultipleAllocations` (`DRAConsumableCapacity`) and DRA's
+//! `<value>.includes(x)` (`DRAListTypeAttributes`, since 1.36: whether a list holds
+//! `x`, or a single value equals it) are always available, as in a scheduler; only
+//! the API server's validation of new objects refuses them while their gate is off.
 //!
 //! [`Selector::compile`]: crate::selector::Selector::compile
 //! [`Selector::matches`]: crate::selector::Selector::matches
