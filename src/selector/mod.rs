@@ -52,7 +52,8 @@
 //! library (it needs an `authorizer` variable, which DRA selectors do not have), and
 //! list-valued attributes (alpha `DRAListTypeAttributes`; the API server drops list
 //! values while the gate is off). An IANA time zone name given to a timestamp getter
-//! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, then
+//! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, a
+//! directory or an uncompressed zip file, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
 //! getter is a runtime error (`unknown time zone Europe/Paris`). `"Local"` is the
 //! process's own zone, as Go's `time.Local` that kube-scheduler uses (`$TZ`, else

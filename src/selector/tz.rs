@@ -16,8 +16,10 @@
 //! name looked up in the platform sources (not `$ZONEINFO`). Whatever cannot be read
 //! falls back to UTC, never an error. It is determined once per process.
 //!
-//! Not read, unlike Go: a `$ZONEINFO` that names a zip file, Android's `tzdata`
-//! bundle, and Go's embedded `time/tzdata` fallback.
+//! `$ZONEINFO` may name a directory or, as in Go, an uncompressed zip file (such as
+//! Go's `lib/time/zoneinfo.zip`). Not read, unlike Go: Android's `tzdata` bundle,
+//! `$GOROOT/lib/time/zoneinfo.zip` (a Go installation's, absent from scheduler
+//! images) and Go's embedded `time/tzdata` (kube-scheduler does not import it).
 
 use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
@@ -455,13 +457,87 @@ fn read_zone(dir: &Path, name: &str) -> Result<Option<Zone>, TzError> {
     Zone::parse(&data).map(Some)
 }
 
-/// Loads `name` from `$ZONEINFO`, then the platform sources, keeping the first error
+/// Reads `name` from the zip file `zip` as Go's `loadTzinfoFromZip` does (the form of
+/// Go's own `lib/time/zoneinfo.zip`): the central directory from the end record, the
+/// entry by exact name, stored (uncompressed) entries only, the data after the local
+/// header. `Ok(None)` when the zip has no such entry; Go's messages otherwise. Every
+/// offset and length is checked against the file, so a malformed zip is an error.
+fn read_zone_zip(zip: &Path, name: &str) -> Result<Option<Zone>, TzError> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    const END_RECORD: u32 = 0x0605_4b50;
+    const CENTRAL_HEADER: u32 = 0x0201_4b50;
+    const LOCAL_HEADER: u32 = 0x0403_4b50;
+    let corrupt = || TzError::Io(format!("corrupt zip file {}", zip.display()));
+    let mut file = match std::fs::File::open(zip) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(TzError::Io(e.to_string())),
+    };
+    let len = file.metadata().map_err(|e| TzError::Io(e.to_string()))?.len();
+    let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, TzError> {
+        if offset.checked_add(n).is_none_or(|end| end > len) || n > MAX_FILE_SIZE.max(1 << 24) {
+            return Err(corrupt());
+        }
+        let mut buf = vec![0; n as usize];
+        file.seek(SeekFrom::Start(offset)).and_then(|_| file.read_exact(&mut buf)).map_err(|_| corrupt())?;
+        Ok(buf)
+    };
+    let u16_at = |b: &[u8], at: usize| b.get(at..at + 2).map(|x| u16::from_le_bytes([x[0], x[1]]));
+    let u32_at = |b: &[u8], at: usize| b.get(at..at + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
+    let tail = read_at(len.checked_sub(22).ok_or_else(corrupt)?, 22)?;
+    if u32_at(&tail, 0) != Some(END_RECORD) {
+        return Err(corrupt());
+    }
+    let (Some(entries), Some(dir_size), Some(dir_off)) = (u16_at(&tail, 10), u32_at(&tail, 12), u32_at(&tail, 16))
+    else {
+        return Err(corrupt());
+    };
+    let dir = read_at(u64::from(dir_off), u64::from(dir_size))?;
+    let mut at = 0usize;
+    for _ in 0..entries {
+        if u32_at(&dir, at) != Some(CENTRAL_HEADER) {
+            break;
+        }
+        let field = |o: usize| u16_at(&dir, at + o).map(usize::from).ok_or_else(corrupt);
+        let (method, name_len, extra_len, comment_len) = (field(10)?, field(28)?, field(30)?, field(32)?);
+        let size = u32_at(&dir, at + 24).ok_or_else(corrupt)?;
+        let offset = u32_at(&dir, at + 42).ok_or_else(corrupt)?;
+        let entry_name = dir.get(at + 46..at + 46 + name_len).ok_or_else(corrupt)?;
+        at += 46 + name_len + extra_len + comment_len;
+        if entry_name != name.as_bytes() {
+            continue;
+        }
+        if method != 0 {
+            return Err(TzError::Io(format!("unsupported compression for {name} in {}", zip.display())));
+        }
+        let local = read_at(u64::from(offset), 30 + name_len as u64)?;
+        let consistent = u32_at(&local, 0) == Some(LOCAL_HEADER)
+            && u16_at(&local, 8).map(usize::from) == Some(method)
+            && u16_at(&local, 26).map(usize::from) == Some(name_len)
+            && local.get(30..) == Some(name.as_bytes());
+        let local_extra = u16_at(&local, 28).ok_or_else(corrupt)?;
+        if !consistent {
+            return Err(corrupt());
+        }
+        if u64::from(size) > MAX_FILE_SIZE {
+            return Err(TzError::TooLarge(format!("{}/{name}", zip.display())));
+        }
+        let data = read_at(u64::from(offset) + 30 + name_len as u64 + u64::from(local_extra), u64::from(size))?;
+        return Zone::parse(&data).map(Some);
+    }
+    Ok(None)
+}
+
+/// Loads `name` from `$ZONEINFO` (a directory, or a zip file when its name ends in
+/// `.zip`, as Go's `loadTzinfo`), then the platform sources, keeping the first error
 /// other than absence (Go's `LoadLocation` and `loadLocation`).
 fn load(name: &str, zoneinfo: Option<&Path>) -> Result<Zone, TzError> {
     check_name(name)?;
     let mut first_err = None;
     for dir in zoneinfo.into_iter().chain(PLATFORM_ZONE_SOURCES.iter().map(Path::new)) {
-        match read_zone(dir, name) {
+        let is_zip = dir.as_os_str().len() > 4 && dir.as_os_str().as_encoded_bytes().ends_with(b".zip");
+        let found = if is_zip { read_zone_zip(dir, name) } else { read_zone(dir, name) };
+        match found {
             Ok(Some(z)) => return Ok(z),
             Ok(None) => {}
             Err(e) => {
@@ -696,8 +772,98 @@ mod tests {
         assert!(matches!(big, Err(TzError::TooLarge(_))), "{big:?}");
     }
 
+    /// A zip file of `(name, data, method)` entries, data stored as given (CRCs are
+    /// left zero: Go does not check them).
+    fn zip(entries: &[(&str, &[u8], u16)]) -> Vec<u8> {
+        let (mut out, mut central) = (Vec::new(), Vec::new());
+        for &(name, data, method) in entries {
+            let offset = out.len() as u32;
+            let (size, name_len) = (data.len() as u32, name.len() as u16);
+            out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+            out.extend_from_slice(&[20, 0, 0, 0]);
+            out.extend_from_slice(&method.to_le_bytes());
+            out.extend_from_slice(&[0; 8]);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&name_len.to_le_bytes());
+            out.extend_from_slice(&0u16.to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(data);
+            central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+            central.extend_from_slice(&[20, 3, 20, 0, 0, 0]);
+            central.extend_from_slice(&method.to_le_bytes());
+            central.extend_from_slice(&[0; 8]);
+            central.extend_from_slice(&size.to_le_bytes());
+            central.extend_from_slice(&size.to_le_bytes());
+            central.extend_from_slice(&name_len.to_le_bytes());
+            central.extend_from_slice(&[0; 12]);
+            central.extend_from_slice(&offset.to_le_bytes());
+            central.extend_from_slice(name.as_bytes());
+        }
+        let (dir_off, dir_size, n) = (out.len() as u32, central.len() as u32, entries.len() as u16);
+        out.extend_from_slice(&central);
+        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&dir_size.to_le_bytes());
+        out.extend_from_slice(&dir_off.to_le_bytes());
+        out.extend_from_slice(&[0; 2]);
+        out
+    }
+
+    #[test]
+    fn zoneinfo_may_be_a_zip_file() {
+        // Names no platform source has, so only the zip can answer.
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tzif");
+        let lord_howe = std::fs::read(fixtures.join("Australia_Lord_Howe")).unwrap();
+        let dir = std::env::temp_dir().join(format!("schedkit-tzzip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("zoneinfo.zip");
+        std::fs::write(
+            &path,
+            zip(&[("Etc/Other", b"TZif", 0), ("Zip_Test/Lord_Howe", &lord_howe, 0), ("Deflated", b"x", 8)]),
+        )
+        .unwrap();
+        let lh = load("Zip_Test/Lord_Howe", Some(&path));
+        let absent = load("No/Such_Zone", Some(&path));
+        let deflated = load("Deflated", Some(&path));
+        let not_tzif = load("Etc/Other", Some(&path));
+        // A zip cut short, and one whose local header disagrees with its directory.
+        let whole = zip(&[("Zip_Test/Lord_Howe", &lord_howe, 0)]);
+        std::fs::write(&path, &whole[whole.len() / 2..]).unwrap();
+        let truncated = load("Zip_Test/Lord_Howe", Some(&path));
+        let mut bad_local = whole.clone();
+        bad_local[8] = 8;
+        std::fs::write(&path, &bad_local).unwrap();
+        let inconsistent = load("Zip_Test/Lord_Howe", Some(&path));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lh.unwrap().offset_at(at("2024-07-01T00:00:00Z")), 37_800);
+        assert_eq!(absent, Err(TzError::Unknown("No/Such_Zone".to_owned())));
+        let shown = path.display();
+        assert_eq!(deflated, Err(TzError::Io(format!("unsupported compression for Deflated in {shown}"))));
+        assert_eq!(not_tzif, Err(TzError::BadData));
+        assert_eq!(truncated, Err(TzError::Io(format!("corrupt zip file {shown}"))));
+        assert_eq!(inconsistent, Err(TzError::Io(format!("corrupt zip file {shown}"))));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Mutated zip files never panic.
+        #[test]
+        fn zip_mutations_never_panic(at in 0usize..400, byte in any::<u8>(), cut in 0usize..400) {
+            let mut data = zip(&[("A", b"TZif2", 0), ("B/C", &[0u8; 40], 0)]);
+            let at = at % data.len();
+            data[at] = byte;
+            data.truncate(data.len() - cut % data.len());
+            let path = std::env::temp_dir().join(format!("schedkit-tzfuzz-{}-{at}-{cut}.zip", std::process::id()));
+            std::fs::write(&path, &data).unwrap();
+            let _ = load("A", Some(&path));
+            let _ = load("B/C", Some(&path));
+            std::fs::remove_file(&path).unwrap();
+        }
+
 
         /// Random bytes, and random bytes after a valid header, never panic.
         #[test]
