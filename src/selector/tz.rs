@@ -34,8 +34,10 @@ pub(crate) const MAX_FILE_SIZE: u64 = 1 << 20;
 /// Zones kept in the process-wide cache. The database has about 600 names, but one
 /// file has many spellings (`America/./New_York`), so the cache is capped.
 const MAX_CACHED: usize = 1024;
-/// Go's `platformZoneSources` on Unix, searched after `$ZONEINFO`.
-const PLATFORM_ZONE_SOURCES: [&str; 3] = ["/usr/share/zoneinfo/", "/usr/share/lib/zoneinfo/", "/usr/lib/locale/TZ/"];
+/// Go's `platformZoneSources` on Unix, searched after `$ZONEINFO` (current Go also
+/// searches NixOS's `/etc/zoneinfo`).
+const PLATFORM_ZONE_SOURCES: [&str; 4] =
+    ["/usr/share/zoneinfo/", "/usr/share/lib/zoneinfo/", "/usr/lib/locale/TZ/", "/etc/zoneinfo/"];
 
 /// Why a zone could not be loaded. The messages are Go's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
