@@ -279,7 +279,8 @@ impl Compiler<'_> {
     /// per-kind helpers, so each keeps its stack frame small: a helper recurses into
     /// its children and hands the results to a separate, non-recursive function (an
     /// unoptimised build does not share stack slots between the arms of a match, and
-    /// an expression may nest [`super::MAX_NESTING_DEPTH`] levels deep).
+    /// the tree of an accepted expression may be twice [`super::MAX_NESTING_DEPTH`]
+    /// levels deep).
     fn expr(&mut self, e: &Expr) -> Result<Out, SelectorError> {
         match &e.kind {
             ExprKind::Select { operand, field, optional } => self.select_expr(e, operand, field, *optional),

@@ -133,21 +133,31 @@ pub const MAX_COST: u64 = 1_000_000;
 /// `CELSelectorExpressionMaxLength` (10 KiB).
 pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
 
-/// Deepest accepted nesting of the expression tree (parser recursion and tree depth).
+/// Deepest accepted nesting, counted as cel-go's parser counts it.
 ///
-/// Upstream: cel-go's parser stops at 250 levels of recursion (its default
-/// `maxRecursionDepth`, `parser/options.go`; the Kubernetes CEL environment,
-/// `k8s.io/apiserver/pkg/cel/environment/base.go`, and the DRA compiler,
+/// Upstream: cel-go's parser (`parser/parser.go`) refuses an expression when, with
+/// `maxRecursionDepth` = 250 (its default, `parser/options.go`; the Kubernetes CEL
+/// environment, `k8s.io/apiserver/pkg/cel/environment/base.go`, and the DRA compiler,
 /// `k8s.io/dynamic-resource-allocation/cel/compile.go`, do not set
-/// `cel.ParserRecursionLimit`), counted per grammar rule, so roughly 250 nested
-/// parentheses, brackets, calls, macros or unary operators. schedkit counts both the
-/// parser's recursion and the depth of the resulting tree against the same limit.
-/// Parsing, checking and evaluating an expression at this depth fits a 2 MiB thread
-/// stack even in an unoptimised build (the recursive functions keep small frames), and
-/// an expression one level deeper is refused with [`SelectorError::TooDeep`] before any
-/// deep recursion. Chains of `&&` and `||` are balanced (as cel-go does), so they stay
-/// shallow however long they are. [`Limits::max_depth`] lowers the limit, or raises it
-/// for callers whose threads have proportionally larger stacks.
+/// `cel.ParserRecursionLimit`), either more than 250 contexts of any one rule of its
+/// ANTLR grammar are open while parsing (its `recursionListener`, which counts each
+/// rule separately and, through ANTLR's events for left-recursive rules, charges a
+/// chain of operators or member suffixes once), or more than 250 conditionals,
+/// relational or arithmetic operators, selections, receiver calls (macros included)
+/// and indexes lie on one path of the parse tree (its visitor). schedkit replays both
+/// counts exactly, so it accepts 249 nested parentheses, lists, maps, calls, macros or
+/// `!(`, 250-term `+` chains, 249 chained method calls, and 83 levels of
+/// `[x] == [(`…`)]`, like cel-go (the counting and a table per shape are at
+/// `Rule` in `parser.rs`). Chains of `&&` and `||` count in neither and are balanced,
+/// so they stay shallow however long they are.
+///
+/// In one respect schedkit is stricter, deliberately: it also refuses a tree more than
+/// twice the limit deep (500 levels), which cel-go's counts allow only for expressions
+/// that pack several uncounted nodes (`&&`, `!`, lists) into each of hundreds of
+/// nesting levels. Parsing, checking and evaluating any accepted expression fits a 2 MiB
+/// thread stack even in an unoptimised build, and a deeper one is refused with
+/// [`SelectorError::TooDeep`] before any deep recursion. [`Limits::max_depth`] lowers the
+/// limit, or raises it for callers whose threads have proportionally larger stacks.
 pub const MAX_NESTING_DEPTH: usize = 250;
 
 /// Limits applied by [`Selector::compile_with`]; [`Limits::default`] is upstream's.
@@ -158,7 +168,8 @@ pub struct Limits {
     pub max_cost: u64,
     /// Maximum expression length in bytes.
     pub max_length: usize,
-    /// Maximum nesting depth.
+    /// Maximum nesting depth, as cel-go's parser counts it (see [`MAX_NESTING_DEPTH`]);
+    /// the tree may be at most twice as deep.
     pub max_depth: usize,
 }
 

@@ -25,31 +25,77 @@ use super::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 use super::error::SelectorError;
 use super::lexer::{Tok, Token, tokenize};
 
-/// Parses `src` into a tree, enforcing `max_depth` on both parser recursion and the
-/// depth of the resulting tree.
+/// Parses `src` into a tree, refusing with [`SelectorError::TooDeep`] what cel-go's
+/// parser refuses for nesting deeper than `max_depth` (see [`Rule`] and [`depths`]),
+/// and, as a safety bound of schedkit's own, any tree deeper than
+/// [`TREE_DEPTH_FACTOR`] × `max_depth`.
 pub(crate) fn parse(src: &str, max_depth: usize) -> Result<Expr, SelectorError> {
     let tokens = tokenize(src)?;
-    let mut p = Parser { src, tokens, pos: 0, depth: 0, max_depth };
-    let e = p.expr()?;
+    let mut p = Parser { src, tokens, pos: 0, open: [0; RULES], max_depth, too_deep: false };
+    // cel-go stops at the first count over the limit, so that error wins over any later
+    // one; this parser notices it at the next `expr`.
+    let e = p.expr().map_err(|e| if p.too_deep { SelectorError::TooDeep { limit: max_depth } } else { e })?;
+    if p.too_deep {
+        return Err(SelectorError::TooDeep { limit: max_depth });
+    }
     if p.peek() != &Tok::Eof {
         let t = p.tokens[p.pos].clone();
         return Err(p.err(t.start, format!("unexpected {}", t.tok.describe())));
     }
-    if tree_depth(&e) > max_depth {
+    let (tree, visitor) = depths(&e);
+    if visitor > max_depth || tree > max_depth.saturating_mul(TREE_DEPTH_FACTOR) {
         return Err(SelectorError::TooDeep { limit: max_depth });
     }
     Ok(e)
 }
 
+/// How much deeper than the nesting limit the tree itself may be.
+///
+/// cel-go bounds the tree only through its two counts, which leave some nodes
+/// uncounted: a nesting level (one more open `expr`) may hold a list, map or global
+/// call, a `!` or `-` and balanced `&&`/`||` trees besides what the visitor counts. So
+/// cel-go accepts trees several times deeper than its limit (well over 1,000 levels
+/// within the 10 KiB expression length). The checker and evaluator recurse once per
+/// tree level, at up to about 3 KiB of stack per level in an unoptimised build (receiver
+/// calls; about 2.5 KiB for lists under `&&`), so schedkit also refuses trees deeper than
+/// this factor times the limit (500 levels by default), which fits a 2 MiB stack with
+/// room to spare. This is a deliberate divergence from cel-go: it refuses only
+/// expressions that put more than one uncounted node on a path for each counted one,
+/// over hundreds of levels (such as `[true && true && true && true && !`…`[0]]` nested
+/// more than 83 times); every single-kind nesting (parentheses, lists, maps, calls,
+/// macros, operator, selection, index and ternary chains) reaches cel-go's own limit
+/// first.
+pub(crate) const TREE_DEPTH_FACTOR: usize = 2;
+
 /// Depth of the tree, computed without recursion so that any tree is safe to measure.
+#[cfg(test)]
 pub(crate) fn tree_depth(root: &Expr) -> usize {
-    let mut max = 0;
-    let mut stack = vec![(root, 1usize)];
-    while let Some((e, d)) = stack.pop() {
-        max = max.max(d);
-        for_each_child(e, |c| stack.push((c, d + 1)));
+    depths(root).0
+}
+
+/// The depth of the tree, and the depth that cel-go's parse-tree visitor counts
+/// (`checkAndIncrementRecursionDepth` in `parser/parser.go`, message "max recursion
+/// depth exceeded"): the most nodes on one path from the root that are a conditional,
+/// a binary operator other than `&&` and `||`, a selection (also `.?`), a receiver-style
+/// call (including the macros `all`, `exists`, `exists_one`, `map`, `filter` and
+/// `cel.bind`) or an index (also `[?`). Parentheses, lists, maps, global calls, `!`,
+/// `-`, `&&` and `||` do not count. Computed without recursion.
+pub(crate) fn depths(root: &Expr) -> (usize, usize) {
+    let (mut tree, mut visitor) = (0, 0);
+    let mut stack = vec![(root, 1usize, 0usize)];
+    while let Some((e, d, v)) = stack.pop() {
+        let counted = match &e.kind {
+            ExprKind::Binary { op, .. } => !matches!(op, BinaryOp::And | BinaryOp::Or),
+            ExprKind::Call { target, .. } => target.is_some(),
+            ExprKind::Conditional { .. } | ExprKind::Select { .. } | ExprKind::Index { .. } => true,
+            _ => false,
+        };
+        let v = v + usize::from(counted);
+        tree = tree.max(d);
+        visitor = visitor.max(v);
+        for_each_child(e, |c| stack.push((c, d + 1, v)));
     }
-    max
+    (tree, visitor)
 }
 
 /// Calls `f` on every direct child of `e`.
@@ -103,12 +149,94 @@ fn balance(op: BinaryOp, terms: Vec<Expr>, ops: &[usize]) -> Expr {
     build(op, &mut slots, ops, 0, n - 1)
 }
 
+/// The rules of cel-go's ANTLR grammar (`parser/gen/CEL.g4`) that can nest, whose open
+/// contexts cel-go's parser counts, each rule separately.
+///
+/// cel-go (`parser/parser.go`) bounds nesting twice, both with `maxRecursionDepth`
+/// (default 250, `parser/options.go`; Kubernetes keeps it):
+///
+/// 1. While parsing, a `recursionListener` adds one to a counter of the rule's own on
+///    every enter-rule event and takes one off (not below zero) on every exit-rule
+///    event; a counter above the limit fails the parse ("expression recursion limit
+///    exceeded"). Ordinary rules (`expr`, `conditionalOr`, `conditionalAnd`, `unary`,
+///    `primary`, `exprList`, `listInit`, `mapInitializerList`, `optExpr`, ...) enter
+///    once and exit once. The left-recursive rules `relation`, `calc` and `member` enter
+///    once per invocation (`EnterRecursionRule`); then, for each further operator or
+///    suffix, the generated loop fires an exit event before `PushNewRecursionContext`
+///    fires an enter event, so the count stays put; and `UnrollRecursionContexts` at
+///    the end fires one exit per context of the chain (one plus the operators), which
+///    may take the counter below the contexts still open further out (clamped at zero).
+///    So an operator or suffix chain costs one level, the right operand of a relational
+///    or arithmetic operator one more, and each nesting through parentheses, lists,
+///    maps, call arguments or an index one level of `expr` and of every rule between.
+/// 2. The parse-tree visitor counts conditionals, relational and arithmetic operators,
+///    selections, receiver calls and indexes on one path ("max recursion depth
+///    exceeded"; see [`depths`]).
+///
+/// Both apply, to the text before macro expansion (a macro is a receiver or global
+/// call); `&&`/`||` chains count in neither (the visitor builds them balanced), and
+/// `expressionSizeCodePointLimit` (100,000 code points) lies far beyond Kubernetes'
+/// 10 KiB expression length. With the limit 250, the shapes of `tests/selector_depth.rs`
+/// are accepted up to exactly these counts n (n + 1 is refused):
+///
+/// | shape (n = nesting count)                                   | n   | binding count (≤ 250)  |
+/// |-------------------------------------------------------------|-----|------------------------|
+/// | `(`ⁿ`true)`ⁿ, `!(`ⁿ, `-(`ⁿ, `[`ⁿ, `{1: `ⁿ, `int(`ⁿ, `dyn(`ⁿ   | 249 | `expr` etc.: n + 1     |
+/// | `true ? (`ⁿ`true) : false`ⁿ, `false ? false : `ⁿ`true`      | 249 | `expr`: n + 1          |
+/// | `[0][`ⁿ`0]`ⁿ` == 0`, `[1].all(x, `ⁿ (`exists`, `cel.bind`)  | 249 | `expr`, `member`: n + 1 |
+/// | `1 + `ⁿ⁻¹`1 > 0` (also `-`, strings and `!=`)               | 250 | visitor: n − 1 + 1     |
+/// | `'A'` + `.lowerAscii()`ⁿ + ` == 'a'`                        | 249 | visitor: n + 1         |
+/// | `[1].map(x, `ⁿ`1).size() == 1`                              | 248 | visitor: n + 2         |
+/// | `device.attributes['x']` + `.a`ⁿ or `['a']`ⁿ + ` == 1`      | 247 | visitor: n + 3         |
+/// | `device.attributes['x']` + `.?a`ⁿ + `.hasValue()`           | 247 | visitor: n + 3         |
+/// | `[true] == [(`ⁿ`true)]`ⁿ                                    | 83  | `relation`: 3n + 1     |
+///
+/// In the last, each level opens `relation` for the left-hand side, keeps it with the
+/// `==` context, opens it again for the right operand and once more for the list
+/// element, so the innermost `true` is in the (3n + 1)th open `relation`.
+#[derive(Clone, Copy)]
+enum Rule {
+    Expr,
+    ConditionalOr,
+    ConditionalAnd,
+    Relation,
+    Calc,
+    Unary,
+    Member,
+    Primary,
+    ExprList,
+    ListInit,
+    MapInitializerList,
+    OptExpr,
+}
+
+/// The number of [`Rule`]s.
+const RULES: usize = 12;
+
+/// The rules that one call of [`Parser::binary`] may have open, outermost first.
+const BINARY_RULES: [Rule; 4] = [Rule::ConditionalOr, Rule::ConditionalAnd, Rule::Relation, Rule::Calc];
+
+/// The rules that a [`Parser::binary`] call has open: from `outer` to `inner` (indexes
+/// into [`BINARY_RULES`]), with the operators added to `relation` and `calc`.
+#[derive(Clone, Copy)]
+struct OpenRules {
+    outer: u8,
+    inner: u8,
+    relation: usize,
+    calc: usize,
+}
+
 struct Parser<'s> {
     src: &'s str,
     tokens: Vec<Token>,
     pos: usize,
-    depth: usize,
+    /// cel-go's count of open contexts of each [`Rule`].
+    open: [usize; RULES],
     max_depth: usize,
+    /// Some count went over `max_depth`: checked at each `expr` (every nesting passes
+    /// through it), which keeps the recursion bounded and the frames of the other
+    /// recursive functions free of error paths.
+    too_deep: bool,
 }
 
 fn node(kind: ExprKind, pos: usize) -> Expr {
@@ -145,12 +273,24 @@ impl Parser<'_> {
         }
     }
 
-    fn enter(&mut self) -> Result<(), SelectorError> {
-        self.depth += 1;
-        if self.depth > self.max_depth {
-            return Err(SelectorError::TooDeep { limit: self.max_depth });
-        }
-        Ok(())
+    /// An enter-rule event of cel-go's parser.
+    fn enter(&mut self, rule: Rule) {
+        let open = &mut self.open[rule as usize];
+        *open += 1;
+        self.too_deep |= *open > self.max_depth;
+    }
+
+    /// `times` exit-rule events of cel-go's parser (its counter never goes below zero).
+    fn exit(&mut self, rule: Rule, times: usize) {
+        let open = &mut self.open[rule as usize];
+        *open = open.saturating_sub(times);
+    }
+
+    /// One more operator or suffix of a left-recursive rule: the exit event of the
+    /// context so far, then the enter event of the one that wraps it.
+    fn push_context(&mut self, rule: Rule) {
+        self.exit(rule, 1);
+        self.enter(rule);
     }
 
     // The recursive descent keeps each function's stack frame small (an unoptimised
@@ -159,10 +299,13 @@ impl Parser<'_> {
     // `max_depth` times, so the less common continuations live in separate functions.
 
     fn expr(&mut self) -> Result<Expr, SelectorError> {
-        self.enter()?;
+        self.enter(Rule::Expr);
+        if self.too_deep {
+            return Err(SelectorError::TooDeep { limit: self.max_depth });
+        }
         let cond = self.binary(2)?;
         let result = if self.peek() == &Tok::Question { self.ternary(cond) } else { Ok(cond) };
-        self.depth -= 1;
+        self.exit(Rule::Expr, 1);
         result
     }
 
@@ -204,12 +347,67 @@ impl Parser<'_> {
     /// nesting level rather than one per precedence level. Chains of `||` or `&&` are
     /// built as balanced trees, as cel-go's parser does: the operators are associative
     /// (also in their error handling), and a balanced tree keeps long chains shallow.
+    ///
+    /// For the depth limit, a call stands for the invocations of cel-go's rules that
+    /// parse the same text: from `conditionalOr` (`min_prec` 2), `conditionalAnd` (3),
+    /// `relation` (4, or 5 for the right operand of a relational operator) or `calc`
+    /// (6 and 7, right operands of arithmetic operators) inwards to `calc`. An operator
+    /// of a rule ends the invocations of the rules inside it, and adds a context to its
+    /// own if that is left-recursive.
     fn binary(&mut self, min_prec: u8) -> Result<Expr, SelectorError> {
+        let mut open = self.open_binary(min_prec);
         let mut lhs = self.unary()?;
+        self.exit(Rule::Unary, 1);
         while let Some(op) = self.binop().filter(|op| op.precedence() >= min_prec) {
+            self.binary_context(&mut open, op);
             lhs = self.binary_rhs(lhs, op)?;
         }
+        self.close_binary(open, open.outer);
         Ok(lhs)
+    }
+
+    /// Enters the rules of a [`Parser::binary`] call.
+    #[inline(never)]
+    fn open_binary(&mut self, min_prec: u8) -> OpenRules {
+        let outer = match min_prec {
+            2 => 0,
+            3 => 1,
+            4 | 5 => 2,
+            _ => 3,
+        };
+        for &rule in &BINARY_RULES[usize::from(outer)..] {
+            self.enter(rule);
+        }
+        OpenRules { outer, inner: 3, relation: 0, calc: 0 }
+    }
+
+    /// Leaves the rules inside that of `op`, and adds a context to it if it is
+    /// left-recursive.
+    #[inline(never)]
+    fn binary_context(&mut self, open: &mut OpenRules, op: BinaryOp) {
+        let level = op.precedence().min(5) - 2;
+        debug_assert!(level <= open.inner);
+        self.close_binary(*open, level + 1);
+        open.inner = level;
+        match BINARY_RULES[usize::from(level)] {
+            Rule::Relation => open.relation += 1,
+            Rule::Calc => open.calc += 1,
+            _ => return,
+        }
+        self.push_context(BINARY_RULES[usize::from(level)]);
+    }
+
+    /// Leaves the rules of `open` from its innermost out to `outer`.
+    #[inline(never)]
+    fn close_binary(&mut self, open: OpenRules, outer: u8) {
+        for level in outer..=open.inner {
+            let times = match BINARY_RULES[usize::from(level)] {
+                Rule::Relation => open.relation,
+                Rule::Calc => open.calc,
+                _ => 0,
+            };
+            self.exit(BINARY_RULES[usize::from(level)], 1 + times);
+        }
     }
 
     /// `lhs op rhs`, or a whole chain of `op` when it is `&&` or `||`.
@@ -231,7 +429,9 @@ impl Parser<'_> {
         }
     }
 
+    /// Enters the `unary` rule, which the caller leaves.
     fn unary(&mut self) -> Result<Expr, SelectorError> {
+        self.enter(Rule::Unary);
         match self.peek() {
             Tok::Bang | Tok::Minus => self.prefixed(),
             _ => self.member(),
@@ -263,6 +463,10 @@ impl Parser<'_> {
     /// A negative number literal after a run of `count` minus signs at `pos`.
     #[inline(never)]
     fn negative_literal(&mut self, pos: usize, count: usize) -> Result<Expr, SelectorError> {
+        // A literal `member` with its `primary`, as in `member()`.
+        self.enter(Rule::Member);
+        self.enter(Rule::Primary);
+        self.exit(Rule::Primary, 1);
         let t = self.bump();
         let kind = match t.tok {
             Tok::Int(v) => ExprKind::Int(-v),
@@ -278,16 +482,26 @@ impl Parser<'_> {
     }
 
     fn member(&mut self) -> Result<Expr, SelectorError> {
+        self.enter(Rule::Member);
         let primary = self.primary()?;
+        self.exit(Rule::Primary, 1);
         if matches!(self.peek(), Tok::Dot | Tok::DotQuestion | Tok::LBracket | Tok::LBracketQuestion | Tok::LBrace) {
             self.member_suffix(primary)
         } else {
+            self.exit(Rule::Member, 1);
             Ok(primary)
         }
     }
 
+    /// The selections, calls and indexes after `e`, in the `member` rule entered for
+    /// `e`, which this leaves.
     fn member_suffix(&mut self, mut e: Expr) -> Result<Expr, SelectorError> {
+        let mut pushed = 0;
         loop {
+            if matches!(self.peek(), Tok::Dot | Tok::DotQuestion | Tok::LBracket | Tok::LBracketQuestion) {
+                self.push_context(Rule::Member);
+                pushed += 1;
+            }
             match self.peek() {
                 Tok::Dot | Tok::DotQuestion => {
                     let optional = self.bump().tok == Tok::DotQuestion;
@@ -319,7 +533,10 @@ impl Parser<'_> {
                 Tok::LBrace if matches!(e.kind, ExprKind::Ident(_) | ExprKind::Select { .. }) => {
                     return Err(self.err(self.start(), "message construction is not supported"));
                 }
-                _ => return Ok(e),
+                _ => {
+                    self.exit(Rule::Member, 1 + pushed);
+                    return Ok(e);
+                }
             }
         }
     }
@@ -328,6 +545,7 @@ impl Parser<'_> {
     fn expr_list(&mut self, close: &Tok) -> Result<Vec<Expr>, SelectorError> {
         let mut items = Vec::new();
         if self.peek() != close {
+            self.enter(Rule::ExprList);
             loop {
                 items.push(self.expr()?);
                 if self.peek() == &Tok::Comma {
@@ -336,12 +554,15 @@ impl Parser<'_> {
                 }
                 break;
             }
+            self.exit(Rule::ExprList, 1);
         }
         self.expect(close, "')'")?;
         Ok(items)
     }
 
+    /// Enters the `primary` rule, which the caller leaves.
     fn primary(&mut self) -> Result<Expr, SelectorError> {
+        self.enter(Rule::Primary);
         match self.peek() {
             Tok::LParen => {
                 self.pos += 1;
@@ -410,6 +631,10 @@ impl Parser<'_> {
         let mut items = Vec::new();
         let mut optional = Vec::new();
         let mut next_optional = open.tok == Tok::LBracketQuestion;
+        let any = next_optional || self.peek() != &Tok::RBracket;
+        if any {
+            self.enter(Rule::ListInit);
+        }
         loop {
             if !next_optional && self.peek() == &Tok::RBracket {
                 break;
@@ -421,12 +646,17 @@ impl Parser<'_> {
                 optional.push(items.len());
                 next_optional = false;
             }
+            self.enter(Rule::OptExpr);
             items.push(self.expr()?);
+            self.exit(Rule::OptExpr, 1);
             if self.peek() == &Tok::Comma {
                 self.bump();
                 continue;
             }
             break;
+        }
+        if any {
+            self.exit(Rule::ListInit, 1);
         }
         self.expect(&Tok::RBracket, "']'")?;
         Ok(node(ExprKind::List { items, optional }, open.start))
@@ -438,6 +668,10 @@ impl Parser<'_> {
         let open = self.bump().start;
         let mut entries = Vec::new();
         let mut optional = Vec::new();
+        let any = self.peek() != &Tok::RBrace;
+        if any {
+            self.enter(Rule::MapInitializerList);
+        }
         while self.peek() != &Tok::RBrace {
             if self.peek() == &Tok::Question {
                 self.bump();
@@ -450,13 +684,18 @@ impl Parser<'_> {
                 break;
             }
         }
+        if any {
+            self.exit(Rule::MapInitializerList, 1);
+        }
         self.expect(&Tok::RBrace, "'}'")?;
         Ok(node(ExprKind::Map { entries, optional }, open))
     }
 
     /// `key: value`.
     fn map_entry(&mut self) -> Result<(Expr, Expr), SelectorError> {
+        self.enter(Rule::OptExpr);
         let k = self.expr()?;
+        self.exit(Rule::OptExpr, 1);
         self.expect(&Tok::Colon, "':'")?;
         Ok((k, self.expr()?))
     }
