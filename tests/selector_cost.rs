@@ -79,3 +79,61 @@ fn a_constant_split_limit_bounds_the_loop() {
     // Without a limit, at most one element per character of the driver.
     assert_eq!(cost("device.driver.split('').all(s, s == 'a')"), 16 + 5 * 63);
 }
+
+#[test]
+fn equality_is_priced_by_operand_size_except_kubernetes_types() {
+    // cel-go checker/cost.go `functionCost` (`equals`, `not_equals`): 0.1 per unit of
+    // the smaller operand size, for every type. k8s library/cost.go `EstimateCallCost`
+    // case `_==_` overrides it for `==` only, and only between two values of the same
+    // Kubernetes type. A device attribute is `dyn` (64 at most), so comparing two costs
+    // ceil(6.4) = 7; each access costs 4.
+    assert_eq!(cost("device.attributes['d'].a == device.attributes['d'].b"), 4 + 4 + 7);
+    assert_eq!(cost("device.attributes['d'].a != device.attributes['d'].b"), 4 + 4 + 7);
+    assert_eq!(cost("device.attributes['d'].a == 'x'"), 4 + 1);
+    // `dyn` against a semver built by a call: not the same type, so cel-go's rule, with
+    // the call's size unknown: min(64, unknown) = 64.
+    assert_eq!(cost("device.attributes['d'].v == semver('1.0.0')"), 4 + 1 + 7);
+    // Same type: semver and quantity equality cost 1, `!=` falls back to the sizes, and
+    // two parsed values have none.
+    assert_eq!(cost("semver('1.0.0') == semver('1.0.0')"), 1 + 1 + 1);
+    refused("semver('1.0.0') != semver('1.0.1')");
+    refused("quantity('1') != quantity('2')");
+    refused("ip('::1') != ip('::2')");
+    refused("cidr('::/0') != cidr('::/1')");
+    // A capacity value's declared size is 0 (`QuantityDeclType` has no MaxElements).
+    assert_eq!(cost("device.capacity['d'].mem == quantity('1Gi')"), 4 + 1 + 1);
+    assert_eq!(cost("device.capacity['d'].mem != quantity('1Gi')"), 4 + 1);
+    // Lists and maps: by element count.
+    assert_eq!(cost("[1, 2] == [1, 2]"), 10 + 10 + 1);
+    let eleven: Vec<String> = (0..11).map(|i| i.to_string()).collect();
+    let l = format!("[{}]", eleven.join(", "));
+    assert_eq!(cost(&format!("{l} == {l}")), 10 + 10 + 2);
+    assert_eq!(cost("{'a': 1} != {'b': 2}"), 30 + 30 + 1);
+    // URLs (k8s `_==_`): 0.1 per character of the right operand, whose size is that of
+    // its string (`url` states it): ceil(0.3) = 1.
+    assert_eq!(cost("url('https://example.com') == url('abc')"), 2 + 1 + 1);
+    // `type` values and optionals of non-scalars have no size: refused. Optionals of
+    // scalars have size 1.
+    refused("type(device.attributes['d'].a) == int");
+    refused("optional.none() == optional.none()");
+    assert_eq!(cost("optional.of(1) == optional.of(2)"), 1 + 1 + 1);
+}
+
+#[test]
+fn dyn_operands_are_priced_at_the_dearest_candidate() {
+    // cel-go `costCall` unions the estimates of every overload the checker kept; with two
+    // `dyn` operands `+` may be a string concatenation: ceil(0.1 * (64 + 64)) = 13, and
+    // the sum of the sizes (128) stays the result size.
+    assert_eq!(cost("device.attributes['d'].a + device.attributes['d'].b == 'x'"), 4 + 4 + 13 + 1);
+    // `dyn(x)` costs 1 and keeps the size of `x` (`maybeUnwrapDynCall`).
+    assert_eq!(cost("dyn('abc') + dyn('de') == 'abcde'"), 1 + 1 + 1 + 1);
+    assert_eq!(cost("dyn([1]) + dyn([2]) == [1, 2]"), 11 + 11 + 1 + 10 + 1);
+    // One concrete operand leaves one overload: `dyn(1) + 2` is an int addition.
+    assert_eq!(cost("dyn(1) + 2 == 3"), 1 + 1 + 1);
+    // Two unknown sizes: the string candidate is priced beyond any budget.
+    refused("dyn(semver('1.0.0').major()) + dyn(optional.none().value()) == 1");
+    // Ordering: string and bytes candidates by the shorter operand.
+    assert_eq!(cost("device.attributes['d'].a < device.attributes['d'].b"), 4 + 4 + 7);
+    assert_eq!(cost("device.attributes['d'].a < 'abc'"), 4 + 1);
+    assert_eq!(cost("device.attributes['d'].a < 5"), 4 + 1);
+}

@@ -314,7 +314,7 @@ impl Compiler<'_> {
                 } else if name == "device" {
                     out(Node::Device, Ty::Device, 1, 0)
                 } else if let Some(t) = type_name(name) {
-                    out(Node::Const(Const::Type(t)), Ty::Type, 0, 0)
+                    out(Node::Const(Const::Type(t)), Ty::Type, 0, UNKNOWN_SIZE)
                 } else {
                     return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
                 }
@@ -326,7 +326,7 @@ impl Compiler<'_> {
     #[inline(never)]
     fn select_expr(&mut self, e: &Expr, operand: &Expr, field: &str, optional: bool) -> Result<Out, SelectorError> {
         if let Some(t) = self.qualified_type_name(operand, field, optional) {
-            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, 0));
+            return Ok(out(Node::Const(Const::Type(t)), Ty::Type, 0, UNKNOWN_SIZE));
         }
         let o = self.expr(operand)?;
         if optional || matches!(o.ty, Ty::Optional(_)) {
@@ -382,13 +382,14 @@ impl Compiler<'_> {
                 if !Ty::Bool.accepts(&o.ty) {
                     return Err(self.no_overload(e, "!_", None, &[&o.ty]));
                 }
-                Ok(out(Node::Not(Box::new(o.node)), Ty::Bool, add(o.cost, 1), 0))
+                Ok(out(Node::Not(Box::new(o.node)), Ty::Bool, add(o.cost, 1), 1))
             }
             UnaryOp::Neg => {
                 if !matches!(o.ty, Ty::Int | Ty::Double | Ty::Dyn) {
                     return Err(self.no_overload(e, "-_", None, &[&o.ty]));
                 }
-                Ok(out(Node::Neg(Box::new(o.node)), o.ty, add(o.cost, 1), 0))
+                let size = type_size(&o.ty);
+                Ok(out(Node::Neg(Box::new(o.node)), o.ty, add(o.cost, 1), size))
             }
         }
     }
@@ -617,19 +618,19 @@ impl Compiler<'_> {
                 let sym = Symbol::intern(d);
                 Out { elem_size, ..out(Node::CapDomain(sym), v, cost, bounds::MAX_ATTRIBUTES) }
             }
-            (Node::Attributes, Some(d)) => out(Node::HasAttrDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
-            (Node::Capacity, Some(d)) => out(Node::HasCapDomain(Symbol::intern(d)), Ty::Bool, cost, 0),
+            (Node::Attributes, Some(d)) => out(Node::HasAttrDomain(Symbol::intern(d)), Ty::Bool, cost, 1),
+            (Node::Capacity, Some(d)) => out(Node::HasCapDomain(Symbol::intern(d)), Ty::Bool, cost, 1),
             (Node::AttrDomain(dom), Some(id)) => {
                 let key = AttributeKey::new(*dom, Symbol::intern(id));
                 if test {
-                    out(Node::HasAttr(key), Ty::Bool, cost, 0)
+                    out(Node::HasAttr(key), Ty::Bool, cost, 1)
                 } else {
                     out(Node::Attr(key), v, cost, bounds::MAX_VALUE_LEN)
                 }
             }
             (Node::CapDomain(dom), Some(id)) => {
                 let key = AttributeKey::new(*dom, Symbol::intern(id));
-                if test { out(Node::HasCap(key), Ty::Bool, cost, 0) } else { out(Node::Cap(key), v, cost, 0) }
+                if test { out(Node::HasCap(key), Ty::Bool, cost, 1) } else { out(Node::Cap(key), v, cost, 0) }
             }
             _ => {
                 let size = match &v {
@@ -739,22 +740,14 @@ impl Compiler<'_> {
                 } else {
                     Node::Or(Box::new(l.node), Box::new(r.node))
                 };
-                Ok(out(node, Ty::Bool, base, 0))
+                Ok(out(node, Ty::Bool, base, 1))
             }
             BinaryOp::Eq | BinaryOp::Ne => {
                 if l.ty.join(&r.ty).is_none() {
                     return Err(bad(self));
                 }
-                let c = if matches!(l.ty, Ty::String | Ty::Bytes) || matches!(r.ty, Ty::String | Ty::Bytes) {
-                    ceil_tenth(l.size.min(r.size))
-                } else if l.ty == Ty::Format && r.ty == Ty::Format {
-                    // k8s `library/cost.go`: two formats compare their names, at most
-                    // `MaxFormatSize` (64) characters.
-                    ceil_tenth(super::named_format::MAX_FORMAT_SIZE)
-                } else {
-                    1
-                };
-                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
+                let c = equality_cost(op, &l, &r);
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 1))
             }
             BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
                 let ok = (numeric(&l.ty) && numeric(&r.ty))
@@ -764,11 +757,11 @@ impl Compiler<'_> {
                 if !ok {
                     return Err(bad(self));
                 }
-                let c = if matches!(l.ty, Ty::String | Ty::Bytes) { ceil_tenth(l.size.min(r.size)) } else { 1 };
+                let c = ordering_cost(&l, &r);
                 if let Some(node) = compare_to_test(op, &l.node, &r.node) {
-                    return Ok(out(node, Ty::Bool, add(base, c), 0));
+                    return Ok(out(node, Ty::Bool, add(base, c), 1));
                 }
-                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 0))
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, add(base, c), 1))
             }
             BinaryOp::In => {
                 let c = match &r.ty {
@@ -787,10 +780,10 @@ impl Compiler<'_> {
                         _ => None,
                     };
                     if let Some(node) = fast {
-                        return Ok(out(node, Ty::Bool, cost, 0));
+                        return Ok(out(node, Ty::Bool, cost, 1));
                     }
                 }
-                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, cost, 0))
+                Ok(out(Node::Binary(op, operands(l.node, r.node)), Ty::Bool, cost, 1))
             }
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
                 // Timestamps and durations: timestamp ± duration, duration + timestamp,
@@ -803,10 +796,22 @@ impl Compiler<'_> {
                     _ => None,
                 };
                 if let Some(ty) = time {
-                    return Ok(out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, 1), 0));
+                    return Ok(out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, 1), 1));
                 }
                 let Some(ty) = l.ty.join(&r.ty) else {
                     return Err(bad(self));
+                };
+                // cel-go's checker: a `dyn` operand beside a number (or, for `+`, a string,
+                // bytes or a list) leaves one overload, whose result type is the other
+                // operand's; the cost estimate then sees that type, not `dyn`.
+                let ty = match (&l.ty, &r.ty) {
+                    (Ty::Dyn, t) | (t, Ty::Dyn)
+                        if matches!(t, Ty::Int | Ty::Uint | Ty::Double)
+                            || (op == BinaryOp::Add && matches!(t, Ty::String | Ty::Bytes | Ty::List(_))) =>
+                    {
+                        t.clone()
+                    }
+                    _ => ty,
                 };
                 let ok = match op {
                     BinaryOp::Add => {
@@ -818,15 +823,10 @@ impl Compiler<'_> {
                 if !ok {
                     return Err(bad(self));
                 }
-                // cel-go: concatenating strings or bytes traverses both (0.1 per
-                // character); concatenating lists is O(1).
-                let (c, size) = match ty {
-                    Ty::String | Ty::Bytes => {
-                        let s = add(l.size, r.size);
-                        (ceil_tenth(s), s)
-                    }
-                    Ty::List(_) => (1, add(l.size, r.size)),
-                    _ => (1, 0),
+                let (c, size) = if op == BinaryOp::Add {
+                    addition_estimate(&l, &r, &ty)
+                } else {
+                    (1, arithmetic_size(&l.ty, &r.ty, &ty))
                 };
                 let elem_size = l.elem_size.max(r.elem_size);
                 Ok(Out { elem_size, ..out(Node::Binary(op, operands(l.node, r.node)), ty, add(base, c), size) })
@@ -1272,7 +1272,9 @@ impl Compiler<'_> {
             LoopKind::Filter => (r.ty.clone(), r.elem_size),
             _ => (Ty::Bool, 0),
         };
-        let size = if matches!(ty, Ty::Bool) { 0 } else { n };
+        // cel-go sizes a comprehension by its accumulator: a literal (the bool and count
+        // macros) has size 1, a list or map the size of the range.
+        let size = if matches!(ty, Ty::Bool) { 1 } else { n };
         let node = Node::Loop(Box::new(Loop {
             kind,
             range: r.node,
@@ -1317,6 +1319,91 @@ fn const_uint(o: &Out) -> Option<u64> {
         Node::Const(Const::Uint(u)) => Some(*u),
         _ => None,
     }
+}
+
+/// The size cel-go's estimator uses for an operand: `computeTypeSize` gives every value of
+/// a scalar type (and a `null` literal, `computeExprSize`) size 1, whatever else is known.
+fn operand_size(o: &Out) -> u64 {
+    if matches!(o.ty, Ty::Null) || type_size(&o.ty) == 1 { 1 } else { o.size }
+}
+
+/// Estimated cost of `==` and `!=` without the operands.
+///
+/// Kubernetes first (`k8s.io/apiserver/pkg/cel/library/cost.go`, `EstimateCallCost`,
+/// case `_==_`, since 1.31): only for `==`, and only when both operands have the same
+/// type, `net.IP`, `net.CIDR`, `kubernetes.Quantity` and `kubernetes.Semver` cost 1,
+/// `kubernetes.NamedFormat` `MaxFormatSize` (64) characters at 0.1, and `kubernetes.URL`
+/// 0.1 per character of the right operand's computed size (upstream takes that size
+/// for both sides), 1 when it has none. Everything else, `!=` always, falls through to
+/// cel-go (`checker/cost.go`, `functionCost`, overloads `equals`/`not_equals`): 0.1 per
+/// unit of the smaller operand size, whatever the types, so two operands of unknown size
+/// (a `type`, an `optional` of a non-scalar, an opaque value built by a call) are priced
+/// beyond any budget.
+fn equality_cost(op: BinaryOp, l: &Out, r: &Out) -> u64 {
+    if op == BinaryOp::Eq && l.ty == r.ty {
+        match l.ty {
+            Ty::Ip | Ty::Cidr | Ty::Quantity | Ty::Semver => return 1,
+            Ty::Format => return ceil_tenth(super::named_format::MAX_FORMAT_SIZE),
+            Ty::Url => return if r.size == UNKNOWN_SIZE { 1 } else { ceil_tenth(r.size) },
+            _ => {}
+        }
+    }
+    ceil_tenth(operand_size(l).min(operand_size(r)))
+}
+
+/// The operand kinds of the overloads cel-go's checker keeps for a binary operator
+/// (`GetOverloadIDs`): with a `dyn` operand every overload the other operand fits stays a
+/// candidate, and `costCall` (`checker/cost.go`) charges the dearest of them.
+struct Candidates {
+    /// A string or bytes overload, priced by size.
+    text: bool,
+    list: bool,
+    /// Any overload on other types (numbers, bools, timestamps, ...), all O(1).
+    other: bool,
+}
+
+fn candidates(l: &Ty, r: &Ty) -> Candidates {
+    let both = |f: fn(&Ty) -> bool| (f(l) || *l == Ty::Dyn) && (f(r) || *r == Ty::Dyn);
+    let sized = |t: &Ty| matches!(t, Ty::String | Ty::Bytes | Ty::List(_));
+    Candidates {
+        text: both(|t| *t == Ty::String) || both(|t| *t == Ty::Bytes),
+        list: both(|t| matches!(t, Ty::List(_))),
+        other: !sized(l) && !sized(r),
+    }
+}
+
+/// Estimated cost of `<`, `<=`, `>`, `>=` without the operands: cel-go prices the string
+/// and bytes overloads at 0.1 per character of the shorter operand, every other overload
+/// at 1 (`checker/cost.go`, `functionCost`, `LessString` ... `GreaterEqualsBytes`), and
+/// takes the dearest candidate.
+fn ordering_cost(l: &Out, r: &Out) -> u64 {
+    let c = candidates(&l.ty, &r.ty);
+    let traversal = if c.text { ceil_tenth(operand_size(l).min(operand_size(r))) } else { 0 };
+    traversal.max(u64::from(c.other || c.list))
+}
+
+/// Estimated cost (without the operands) and result size of `+`, over the candidate
+/// overloads (`checker/cost.go`, `functionCost`, `AddString`, `AddBytes`, `AddList`):
+/// concatenating strings or bytes traverses both (0.1 per character), concatenating
+/// lists costs 1, and all three state the sum of the operand sizes as the result size;
+/// the numeric and time overloads cost 1 and leave the size to the result type. With
+/// `dyn` operands (`dyn(x) + dyn(y)`) the dearest candidate counts and the stated size
+/// is kept.
+fn addition_estimate(l: &Out, r: &Out, ty: &Ty) -> (u64, u64) {
+    let c = candidates(&l.ty, &r.ty);
+    let sum = add(operand_size(l), operand_size(r));
+    let cost = if c.text { ceil_tenth(sum) } else { 0 };
+    let cost = cost.max(u64::from(c.list || c.other));
+    let size = if c.text || c.list { sum } else { arithmetic_size(&l.ty, &r.ty, ty) };
+    (cost, size)
+}
+
+/// The size of a numeric or time result, that of its type (`computeTypeSize`): 1, except
+/// with two `dyn` operands, where the candidates' result types differ and the checker
+/// types the call `dyn`, of unknown size. One concrete operand selects overloads of one
+/// scalar result type.
+fn arithmetic_size(l: &Ty, r: &Ty, ty: &Ty) -> u64 {
+    if matches!(ty, Ty::Dyn) && !matches!((l, r), (Ty::Dyn, Ty::Dyn)) { 1 } else { type_size(ty) }
 }
 
 /// The size cel-go assigns a value it knows nothing about (`UnknownSizeEstimate` in
