@@ -137,3 +137,21 @@ fn dyn_operands_are_priced_at_the_dearest_candidate() {
     assert_eq!(cost("device.attributes['d'].a < 'abc'"), 4 + 1);
     assert_eq!(cost("device.attributes['d'].a < 5"), 4 + 1);
 }
+
+#[test]
+fn list_elements_have_no_size_in_the_dra_environment() {
+    // k8s library/cost.go `join` and `isSorted`/`sum`/`min`/`max`/`indexOf` size a
+    // list's elements through the environment's size estimator, which in DRA sizes only
+    // values reached from `device`: a list literal's elements have no size there.
+    refused("['a', 'b'].join(',') == 'a,b'");
+    refused("['a', 'b'].join() == 'ab'");
+    refused("['b', 'a'].isSorted()");
+    refused("['b', 'a'].indexOf('a') == 1");
+    // An empty list has no elements to size; numbers add no traversal.
+    assert_eq!(cost("[].join() == ''"), 10);
+    assert_eq!(cost("[2, 1].isSorted()"), 10 + 2);
+    // A `dyn` receiver has no element type: `join` counts only the separators (63 of
+    // one character, ceil(6.3) = 7), `isSorted` is priced as a string (ceil(6.4)).
+    assert_eq!(cost("device.attributes['d'].l.join(',') == ''"), 4 + 7);
+    assert_eq!(cost("device.attributes['d'].l.isSorted()"), 4 + 7);
+}

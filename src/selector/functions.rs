@@ -540,7 +540,13 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         }
         Func::Contains => t(s(0)).saturating_mul(t(s(1))),
         Func::StartsWith | Func::EndsWith => t(s(1)),
-        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => s(0).saturating_mul(per_element),
+        Func::IndexOf | Func::LastIndexOf | Func::IsSorted | Func::Sum | Func::Min | Func::Max
+            if shape.list_receiver =>
+        {
+            s(0).saturating_mul(per_element)
+        }
+        // k8s `library/cost.go`: a receiver without an element type (`dyn`) is priced as
+        // a string, 0.1 per unit of its size.
         Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
@@ -551,8 +557,11 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::ToBytes
         | Func::ToString
         | Func::IndexOf
-        | Func::LastIndexOf => t(s(0)),
-        Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
+        | Func::LastIndexOf
+        | Func::IsSorted
+        | Func::Sum
+        | Func::Min
+        | Func::Max => t(s(0)),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
         // k8s `library/cost.go`: comparing two addresses of at most 16 bytes (0.1 per
         // byte, both sides), containsCIDR also masks (another 16 bytes, plus 1), and a
