@@ -1240,19 +1240,30 @@ impl Compiler<'_> {
         let n = r.size;
         let p = pred.as_ref().map_or(0, |o| o.cost);
         let t = transform.as_ref().map_or(0, |o| o.cost);
+        // The list builders append `[t]` to the accumulator (ident 1, list 10, `+` 1); the
+        // map builders (cel-go `ext/comprehensions.go`) call `cel.@mapInsert` (1) on the
+        // accumulator (1) with the key variable (1, `transformMap` only) and the
+        // transform, and start from `{}` (`MapCreateBaseCost`, 30) instead of `[]` (10).
+        // k8s library/cost_test.go `TestTwoVariableComprehensionCost` pins both.
         let per_iter = match kind {
             LoopKind::All => add(3, p),
             LoopKind::Exists => add(4, p),
             LoopKind::ExistsOne => add(2, p),
-            LoopKind::Map | LoopKind::TransformMap | LoopKind::TransformMapEntry => add(12, t),
+            LoopKind::Map => add(12, t),
+            LoopKind::TransformMap => add(3, t),
+            LoopKind::TransformMapEntry => add(2, t),
             LoopKind::Filter => add(13, p),
-            LoopKind::MapFilter | LoopKind::TransformMapFilter | LoopKind::TransformMapEntryFilter => {
-                add(add(12, p), t)
-            }
+            LoopKind::MapFilter => add(add(12, p), t),
+            LoopKind::TransformMapFilter => add(add(3, p), t),
+            LoopKind::TransformMapEntryFilter => add(add(2, p), t),
         };
         let tail = match kind {
             LoopKind::All | LoopKind::Exists => 1,
             LoopKind::ExistsOne => 2,
+            LoopKind::TransformMap
+            | LoopKind::TransformMapFilter
+            | LoopKind::TransformMapEntry
+            | LoopKind::TransformMapEntryFilter => 31,
             _ => 11,
         };
         let cost = add(add(r.cost, n.saturating_mul(per_iter)), tail);
