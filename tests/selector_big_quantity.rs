@@ -20,7 +20,9 @@ fn large_quantities_compare_and_add_exactly() {
     for src in [
         r#"quantity("1e30").isGreaterThan(quantity("1e29"))"#,
         r#"quantity("1e30").compareTo(quantity("1000000000000000000000000000000")) == 0"#,
-        r#"quantity("1e30") == quantity("1000e27") && quantity("1e30") != quantity("1e31")"#,
+        // `!=` is priced by operand size (k8s `cost.go` prices only `==` of quantities),
+        // and two parsed quantities have none: Kubernetes refuses `q1 != q2`.
+        r#"quantity("1e30") == quantity("1000e27") && !(quantity("1e30") == quantity("1e31"))"#,
         r#"quantity("-1e30").sign() == -1 && quantity("1e30").sign() == 1"#,
         r#"quantity("-1e30").isLessThan(quantity("-1e29")) && quantity("-1e29").isGreaterThan(quantity("-1e30"))"#,
         r#"quantity("1e30").add(quantity("1")).compareTo(quantity("1000000000000000000000000000001")) == 0"#,

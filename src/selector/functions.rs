@@ -548,7 +548,13 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         }
         Func::Contains => t(s(0)).saturating_mul(t(s(1))),
         Func::StartsWith | Func::EndsWith => t(s(1)),
-        Func::IndexOf | Func::LastIndexOf if shape.list_receiver => s(0).saturating_mul(per_element),
+        Func::IndexOf | Func::LastIndexOf | Func::IsSorted | Func::Sum | Func::Min | Func::Max
+            if shape.list_receiver =>
+        {
+            s(0).saturating_mul(per_element)
+        }
+        // k8s `library/cost.go`: a receiver without an element type (`dyn`) is priced as
+        // a string, 0.1 per unit of its size.
         Func::LowerAscii
         | Func::UpperAscii
         | Func::Trim
@@ -559,8 +565,11 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
         | Func::ToBytes
         | Func::ToString
         | Func::IndexOf
-        | Func::LastIndexOf => t(s(0)),
-        Func::IsSorted | Func::Sum | Func::Min | Func::Max => s(0).saturating_mul(per_element),
+        | Func::LastIndexOf
+        | Func::IsSorted
+        | Func::Sum
+        | Func::Min
+        | Func::Max => t(s(0)),
         Func::SetsContains | Func::SetsEquivalent | Func::SetsIntersects => s(0).saturating_mul(s(1)).max(1),
         // DRA's `draCostEstimator`: one comparison per value an attribute may hold.
         Func::Includes => MAX_ATTRIBUTE_VALUES as u64,
