@@ -41,8 +41,11 @@ pub(crate) enum Const {
     Double(f64),
     Str(Box<str>),
     Bytes(Box<[u8]>),
-    Quantity(Quantity, Held),
-    Semver(Box<Semver>),
+    /// A folded `quantity()` call: the value and what evaluating the call costs
+    /// (upstream evaluates it for every device).
+    Quantity(Quantity, Held, u32),
+    /// A folded `semver()` call and what evaluating it costs.
+    Semver(Box<Semver>, u32),
 }
 
 /// What a comprehension macro computes.
@@ -1649,20 +1652,25 @@ fn macro_name(kind: LoopKind) -> &'static str {
 
 /// Folds `quantity("...")` and `semver("..."[, bool])` with constant arguments into
 /// constants; a constant that does not parse is left to fail at evaluation time, where
+/// The run-time cost of a folded `quantity(s)` or `semver(s)` call.
+fn parse_cost(s: &str) -> u32 {
+    u32::try_from(functions::string_traversal_cost(s)).unwrap_or(u32::MAX)
+}
+
 /// upstream reports it.
 fn fold(f: Func, args: &[Node]) -> Option<Node> {
     match (f, args) {
         (Func::Quantity, [Node::Const(Const::Str(s))]) => match super::bigqty::parse_quantity(s) {
-            Ok(Ok((q, held))) => Some(Node::Const(Const::Quantity(q, held))),
+            Ok(Ok((q, held))) => Some(Node::Const(Const::Quantity(q, held, parse_cost(s)))),
             // Beyond `Quantity`'s range: built at evaluation time.
             _ => None,
         },
         (Func::Semver, [Node::Const(Const::Str(s))]) => {
-            Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
+            Semver::parse(s).ok().map(|v| Node::Const(Const::Semver(Box::new(v), parse_cost(s))))
         }
         (Func::Semver, [Node::Const(Const::Str(s)), Node::Const(Const::Bool(norm))]) => {
             let v = if *norm { Semver::parse_normalized(s) } else { Semver::parse(s) };
-            v.ok().map(|v| Node::Const(Const::Semver(Box::new(v))))
+            v.ok().map(|v| Node::Const(Const::Semver(Box::new(v), parse_cost(s))))
         }
         _ => None,
     }

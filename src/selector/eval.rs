@@ -303,8 +303,16 @@ fn const_value(c: &Const) -> Value<'_> {
         Const::Double(d) => Value::Double(*d),
         Const::Str(s) => Value::str(s),
         Const::Bytes(b) => Value::Bytes(Rc::from(&b[..])),
-        Const::Quantity(q, held) => Value::Quantity(*q, *held),
-        Const::Semver(v) => Value::Semver(Ver::Borrowed(v)),
+        Const::Quantity(q, held, _) => Value::Quantity(*q, *held),
+        Const::Semver(v, _) => Value::Semver(Ver::Borrowed(v)),
+    }
+}
+
+/// What evaluating a constant costs: nothing, except the folded parser calls.
+fn const_cost(c: &Const) -> u64 {
+    match c {
+        Const::Quantity(_, _, cost) | Const::Semver(_, cost) => u64::from(*cost),
+        _ => 0,
     }
 }
 
@@ -337,7 +345,10 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn eval(&mut self, n: &'a Node) -> R<'a> {
         match n {
-            Node::Const(c) => Ok(const_value(c)),
+            Node::Const(c) => {
+                self.cost += const_cost(c);
+                Ok(const_value(c))
+            }
             Node::Local(slot) => {
                 self.cost += 1;
                 Ok(self.locals.get(*slot).cloned().unwrap_or(Value::Null))
@@ -503,7 +514,10 @@ impl<'a> Ctx<'a> {
     #[inline]
     fn operand(&mut self, o: &'a Operand) -> R<'a> {
         match o {
-            Operand::Const(c) => Ok(const_value(c)),
+            Operand::Const(c) => {
+                self.cost += const_cost(c);
+                Ok(const_value(c))
+            }
             Operand::Attr(key) => {
                 self.cost += 4;
                 self.device.attribute(*key).map(attr_value).ok_or_else(|| missing(*key, false))
@@ -553,15 +567,15 @@ impl<'a> Ctx<'a> {
             Node::OrdTest { f, operands, accept, extra_cost } => {
                 self.cost += extra_cost;
                 let o = match (&operands.0, &operands.1) {
-                    (Operand::Cap(k), Operand::Const(Const::Quantity(q, _))) => {
-                        self.cost += 4;
+                    (Operand::Cap(k), Operand::Const(Const::Quantity(q, _, parse))) => {
+                        self.cost += 4 + u64::from(*parse);
                         match self.device.capacity(*k) {
                             Some(c) => c.cmp(q),
                             None => return self.fail(missing_kind(*k, true)),
                         }
                     }
-                    (Operand::Attr(k), Operand::Const(Const::Semver(v))) => {
-                        self.cost += 4;
+                    (Operand::Attr(k), Operand::Const(Const::Semver(v, parse))) => {
+                        self.cost += 4 + u64::from(*parse);
                         match self.device.attribute(*k) {
                             Some(AttributeValue::Version(a)) => a.cmp(v),
                             Some(other) => {
@@ -659,9 +673,12 @@ impl<'a> Ctx<'a> {
         let cost = match f {
             // `validate`: upstream's `CallCost` looks for a `cel.Format` value where the
             // runtime holds a `*cel.Format`, so the call costs cel-go's default of 1.
-            Func::Quantity
-            | Func::Semver
-            | Func::IsGreaterThan
+            // k8s `CallCost`: the parsers traverse their string.
+            Func::Quantity | Func::Semver | Func::IsQuantity | Func::IsSemver => match vals.first() {
+                Some(Value::Str(s)) => functions::string_traversal_cost(s),
+                _ => 1,
+            },
+            Func::IsGreaterThan
             | Func::IsLessThan
             | Func::CompareTo
             | Func::Validate
@@ -825,34 +842,58 @@ impl<'a> Ctx<'a> {
             }
             .into());
         };
+        // cel-go's run-time cost of the expanded macro (`parser/macro.go`,
+        // `ext/comprehensions.go`): the accumulator's initial value (`[]` 10, `{}` 30,
+        // a literal 0), per element the loop condition (`@not_strictly_false(accu)` 2 for
+        // `all`, with a `!` 3 for `exists`, none for the others) and the step that was
+        // taken (a conditional step costs only the branch it evaluates), and the result
+        // (`accu` 1, `accu == 1` 2 for `exists_one`). The estimate in `compile.rs` is
+        // the same with every step at its dearest.
+        let (init, condition) = match lp.kind {
+            LoopKind::All => (0, 2),
+            LoopKind::Exists => (0, 3),
+            LoopKind::ExistsOne => (0, 0),
+            LoopKind::Map | LoopKind::MapFilter | LoopKind::Filter => (10, 0),
+            LoopKind::TransformMap
+            | LoopKind::TransformMapFilter
+            | LoopKind::TransformMapEntry
+            | LoopKind::TransformMapEntryFilter => (30, 0),
+        };
+        // What appending one result costs: `accu + [x]` (ident, list, `+`, plus the
+        // element's own ident for `filter`) or `cel.@mapInsert(accu, k, v)`.
+        let append = match lp.kind {
+            LoopKind::Filter => 13,
+            LoopKind::Map | LoopKind::MapFilter => 12,
+            LoopKind::TransformMap | LoopKind::TransformMapFilter => 3,
+            _ => 2,
+        };
+        self.charge(init)?;
         let mut first_err: Option<Fault> = None;
         let mut count = 0u64;
         let mut acc: Vec<Value<'a>> = Vec::new();
         let mut entries: Vec<(Value<'a>, Value<'a>)> = Vec::new();
-        for (item, value) in items {
+        let len = items.len();
+        for (index, (item, value)) in items.into_iter().enumerate() {
             self.set_local(lp.var, item.clone());
             if let Some(slot) = lp.var2 {
                 self.set_local(slot, value);
             }
-            let step = match lp.kind {
-                LoopKind::All => 3,
-                LoopKind::Exists => 4,
-                LoopKind::ExistsOne => 2,
-                LoopKind::Map
-                | LoopKind::MapFilter
-                | LoopKind::TransformMap
-                | LoopKind::TransformMapFilter
-                | LoopKind::TransformMapEntry
-                | LoopKind::TransformMapEntryFilter => 12,
-                LoopKind::Filter => 13,
-            };
-            self.charge(step)?;
+            self.charge(condition)?;
+            if matches!(lp.kind, LoopKind::All | LoopKind::Exists) {
+                // The step `accu && p` (`accu || p`) reads the accumulator.
+                self.charge(1)?;
+            }
             let pred = lp.pred.as_ref().map(|p| self.eval(p));
             match lp.kind {
                 LoopKind::All | LoopKind::Exists => {
                     let decisive = lp.kind == LoopKind::Exists;
                     match pred {
                         Some(Ok(Value::Bool(b))) if b == decisive => {
+                            // The next element's loop condition ends the loop.
+                            if index + 1 < len {
+                                self.charge(condition)?;
+                            }
+                            self.charge(1)?;
                             return Ok(Value::Bool(decisive));
                         }
                         Some(Ok(Value::Bool(_))) | None => {}
@@ -865,8 +906,11 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 LoopKind::ExistsOne => match pred {
-                    Some(Ok(Value::Bool(true))) => count += 1,
-                    Some(Ok(Value::Bool(false))) | None => {}
+                    Some(Ok(Value::Bool(true))) => {
+                        self.charge(2)?;
+                        count += 1;
+                    }
+                    Some(Ok(Value::Bool(false))) | None => self.charge(1)?,
                     Some(Ok(other)) => return Err(overload("_?_:_", &[&other])),
                     Some(Err(e)) => return Err(e),
                 },
@@ -883,6 +927,8 @@ impl<'a> Ctx<'a> {
                         Some(Ok(other)) => return Err(overload("_?_:_", &[&other])),
                         Some(Err(e)) => return Err(e),
                     };
+                    // A filtered-out element evaluates only the `accu` branch.
+                    self.charge(if keep { append } else { 1 })?;
                     if keep {
                         let v = match &lp.transform {
                             Some(t) => self.eval(t)?,
@@ -913,6 +959,7 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        self.charge(if lp.kind == LoopKind::ExistsOne { 2 } else { 1 })?;
         match lp.kind {
             LoopKind::All | LoopKind::Exists => match first_err {
                 Some(e) => Err(e),

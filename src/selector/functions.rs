@@ -640,6 +640,13 @@ fn is_quantity(s: &str) -> bool {
     }
 }
 
+/// Kubernetes' run-time cost of a call that parses `s` (`quantity`, `isQuantity`,
+/// `semver`, `isSemver`: `CallCost` in `k8s.io/apiserver/pkg/cel/library/cost.go`):
+/// 0.1 per character, rounded up.
+pub(crate) fn string_traversal_cost(s: &str) -> u64 {
+    ceil_mul(s.chars().count() as u64, 0.1)
+}
+
 /// Most values of a list-type device attribute (`ResourceSliceMaxAttributeValuesPerDevice`,
 /// `k8s.io/api/resource/v1`).
 const MAX_ATTRIBUTE_VALUES: usize = 48;
