@@ -320,32 +320,19 @@ impl BigQuantity {
     /// Parses `text`, which [`Quantity::parse`] refused as out of range, as upstream's
     /// `ParseQuantity` does. The error is upstream's message where it has one.
     pub(crate) fn parse(text: &str) -> Result<BigQuantity, String> {
-        let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
-        let neg = text.starts_with('-');
-        let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
-        let (number, suffix) = unsigned.split_at(split);
-        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-        // `parseQuantityString`: leading zeros of the integer part do not count.
-        let num = match int.trim_start_matches('0') {
-            "" => "0",
-            n => n,
-        };
-        let (exponent, binary) = suffix_exponent(suffix)?;
-        if binary {
+        let t = Text::split(text)?;
+        if t.binary {
             // Out of range with a binary suffix means above the cap.
-            return BigQuantity::parse_capped(neg);
+            return BigQuantity::parse_capped(t.neg);
         }
-        let digits: Vec<u8> = int.bytes().chain(frac.bytes()).skip_while(|&d| d == b'0').map(|d| d - b'0').collect();
+        let digits: Vec<u8> =
+            t.int.bytes().chain(t.frac.bytes()).skip_while(|&d| d == b'0').map(|d| d - b'0').collect();
         // value = digits * 10^(exponent - frac.len()) units = digits * 10^shift nanos.
-        let scale = exponent - frac.len() as i64;
+        let scale = t.exponent - t.frac.len() as i64;
         let mut q = BigQuantity::from_digits(&digits, scale + 9)?;
-        q.neg = neg && !q.limbs.is_empty();
-        // The int64 fast path of `ParseQuantity`: at most 18 digits, a scale of at
-        // least 10^-9, digits that parse as an int64.
-        let fast =
-            (num.len() + frac.len() <= 18 && scale >= -9).then(|| format!("{num}{frac}").parse::<i64>().ok()).flatten();
-        q.repr = match fast {
-            Some(v) => Repr::Int { value: if neg { -v } else { v }, scale: scale as i32 },
+        q.neg = t.neg && !q.limbs.is_empty();
+        q.repr = match t.decimal_fast_path() {
+            Some((value, scale)) => Repr::Int { value, scale },
             None => Repr::Dec { scale: 9 },
         };
         Ok(q)
@@ -559,31 +546,67 @@ fn text_held(text: &str) -> Held {
     if text == "0" {
         return Held::Int(0);
     }
-    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
-    let (number, suffix) = unsigned.split_at(split);
-    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let int = int.trim_start_matches('0');
-    // `parseQuantityString` counts a numerator of no digits as "0".
-    let num_len = int.len().max(1) as i64;
-    let frac_len = frac.len() as i64;
-    let Ok((exponent, binary)) = suffix_exponent(suffix) else { return Held::Dec(9) };
-    let fast = if binary {
+    let Ok(t) = Text::split(text) else { return Held::Dec(9) };
+    let frac_len = t.frac.len() as i64;
+    if t.binary {
         // The precision `15 - digits - exponent*3/10 - 1` must not be negative, and
         // `int64Multiply(value, 1 << exponent)` must fit (at most 11 digits here).
-        frac.is_empty()
-            && 15 - num_len - exponent * 3 / 10 > 0
-            && int.parse::<i64>().unwrap_or(0).checked_mul(1 << exponent).is_some()
-    } else {
-        num_len + frac_len <= 18 && exponent - frac_len >= -9
-    };
-    let zero = int.is_empty() && frac.bytes().all(|d| d == b'0');
-    match (fast, binary) {
-        (true, true) => Held::Int(0),
-        (true, false) => Held::Int((exponent - frac_len) as i32),
-        (false, _) if !zero => Held::Dec(9),
-        (false, true) => Held::Dec(frac_len as i32),
-        (false, false) => Held::Dec(i32::try_from(frac_len - exponent).unwrap_or(i32::MAX)),
+        let fast = t.frac.is_empty()
+            && 15 - t.num_len() - t.exponent * 3 / 10 > 0
+            && t.int.parse::<i64>().unwrap_or(0).checked_mul(1 << t.exponent).is_some();
+        return match (fast, t.is_zero()) {
+            (true, _) => Held::Int(0),
+            (false, false) => Held::Dec(9),
+            (false, true) => Held::Dec(frac_len as i32),
+        };
+    }
+    match (t.decimal_fast_path(), t.is_zero()) {
+        (Some((_, scale)), _) => Held::Int(scale),
+        (None, false) => Held::Dec(9),
+        (None, true) => Held::Dec(i32::try_from(frac_len - t.exponent).unwrap_or(i32::MAX)),
+    }
+}
+
+/// Quantity text split as upstream's `parseQuantityString` splits it: sign, integer
+/// digits (leading zeros dropped), fraction digits, and the suffix read as a power.
+struct Text<'t> {
+    neg: bool,
+    int: &'t str,
+    frac: &'t str,
+    exponent: i64,
+    binary: bool,
+}
+
+impl<'t> Text<'t> {
+    fn split(text: &'t str) -> Result<Text<'t>, String> {
+        let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+        let split = unsigned.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(unsigned.len());
+        let (number, suffix) = unsigned.split_at(split);
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        let (exponent, binary) = suffix_exponent(suffix)?;
+        Ok(Text { neg: text.starts_with('-'), int: int.trim_start_matches('0'), frac, exponent, binary })
+    }
+
+    /// The numerator's length as upstream counts it: no digits count as "0".
+    fn num_len(&self) -> i64 {
+        self.int.len().max(1) as i64
+    }
+
+    fn is_zero(&self) -> bool {
+        self.int.is_empty() && self.frac.bytes().all(|d| d == b'0')
+    }
+
+    /// `ParseQuantity`'s int64 fast path for a decimal suffix: at most 18 digits and a
+    /// scale of at least 10^-9 give `int64Amount{digits, exponent - fraction digits}`.
+    fn decimal_fast_path(&self) -> Option<(i64, i32)> {
+        let scale = self.exponent - self.frac.len() as i64;
+        if self.num_len() + self.frac.len() as i64 > 18 || scale < -9 {
+            return None;
+        }
+        // At most 18 digits: always within an int64.
+        let digits = self.int.bytes().chain(self.frac.bytes());
+        let value = digits.fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+        Some((if self.neg { -value } else { value }, i32::try_from(scale).ok()?))
     }
 }
 
