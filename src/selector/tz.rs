@@ -31,6 +31,9 @@ use parking_lot::RwLock;
 /// The largest TZif file read. The largest file in the IANA database is a few
 /// kilobytes; Go's limit is 10 MiB.
 pub(crate) const MAX_FILE_SIZE: u64 = 1 << 20;
+/// The largest part of a zip file read at once (its central directory, or one
+/// entry): Go's `zoneinfo.zip` directory is about 40 KiB.
+const MAX_ZIP_READ: u64 = 1 << 24;
 /// Zones kept in the process-wide cache. The database has about 600 names, but one
 /// file has many spellings (`America/./New_York`), so the cache is capped.
 const MAX_CACHED: usize = 1024;
@@ -477,7 +480,7 @@ fn read_zone_zip(zip: &Path, name: &str) -> Result<Option<Zone>, TzError> {
     };
     let len = file.metadata().map_err(|e| TzError::Io(e.to_string()))?.len();
     let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, TzError> {
-        if offset.checked_add(n).is_none_or(|end| end > len) || n > MAX_FILE_SIZE.max(1 << 24) {
+        if offset.checked_add(n).is_none_or(|end| end > len) || n > MAX_ZIP_READ {
             return Err(corrupt());
         }
         let mut buf = vec![0; n as usize];
