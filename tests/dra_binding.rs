@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
+#[path = "support/dra.rs"]
+mod dra_support;
+use dra_support::driver_class;
+
 use schedkit::dra::{
     AllocatedDeviceStatus, BindingState, Condition, DraStore, NodeResult, ResourceClaim, ResourceSlice, binding_state,
 };
@@ -42,13 +46,7 @@ fn fabric_slice() -> ResourceSlice {
 
 fn store() -> Arc<DraStore> {
     let store = Arc::new(DraStore::new());
-    store
-        .add_class(
-            serde_json::from_value(json!({"metadata": {"name": "fabric"},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-            .unwrap(),
-        )
-        .unwrap();
+    store.add_class(driver_class("fabric", DRIVER)).unwrap();
     store.add_slice(fabric_slice()).unwrap();
     store
         .add_claim(
@@ -321,12 +319,7 @@ fn prebind_writes_the_allocation_timestamp_with_binding_conditions_on() {
     // allocated, so use a plain device).
     let off = Arc::new(DraStore::new());
     off.set_binding_conditions(false);
-    off.add_class(
-        serde_json::from_value(json!({"metadata": {"name": "fabric"},
-            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-        .unwrap(),
-    )
-    .unwrap();
+    off.add_class(driver_class("fabric", DRIVER)).unwrap();
     off.add_slice(
         serde_json::from_value(json!({"metadata": {"name": "plain"},
             "spec": {"driver": DRIVER, "allNodes": true,

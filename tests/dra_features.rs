@@ -7,6 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+#[path = "support/dra.rs"]
+mod dra_support;
+use dra_support::{driver_class, node_slice};
+
 use schedkit::dra::{AllocError, DraFeatures, DraStore, GatherError, NodeResult, ResourceClaim};
 use schedkit::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, ScorePlugin};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
@@ -20,21 +24,8 @@ const ADMIN_LABEL: &str = schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL;
 fn store(devices: &Value) -> Arc<DraStore> {
     let store = Arc::new(DraStore::new());
     store.set_namespace_labels("default", [(ADMIN_LABEL.to_owned(), "true".to_owned())].into());
-    store
-        .add_class(
-            serde_json::from_value(json!({"metadata": {"name": "class-a"},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-            .unwrap(),
-        )
-        .unwrap();
-    store
-        .add_slice(
-            serde_json::from_value(json!({"metadata": {"name": "slice-1"},
-                "spec": {"driver": DRIVER, "nodeName": "node-1",
-                    "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-            .unwrap(),
-        )
-        .unwrap();
+    store.add_class(driver_class("class-a", DRIVER)).unwrap();
+    store.add_slice(node_slice("slice-1", DRIVER, "node-1", devices)).unwrap();
     store
 }
 

@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "support/dra.rs"]
+mod dra_support;
+use dra_support::{driver_class, node_slice};
+
 use schedkit::dra::{DraStore, ResourceClaim};
 use schedkit::framework::{Clock, Code, CycleState, FilterPlugin, Handle, PreFilterPlugin};
 use schedkit::model::{Pod, PodResourceClaim};
@@ -40,23 +44,10 @@ impl Ticking {
 /// `claim-0`, `claim-1`, ... with these requests and constraints.
 fn store(claims: &[(Value, Value)]) -> Arc<DraStore> {
     let store = Arc::new(DraStore::new());
-    store
-        .add_class(
-            serde_json::from_value(json!({"metadata": {"name": "class-a"},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-            .unwrap(),
-        )
-        .unwrap();
-    let devices: Vec<Value> =
+    store.add_class(driver_class("class-a", DRIVER)).unwrap();
+    let devices: Value =
         (0..40).map(|i| json!({"name": format!("device-{i}"), "attributes": {"numa": {"int": i}}})).collect();
-    store
-        .add_slice(
-            serde_json::from_value(json!({"metadata": {"name": "slice-1"},
-                "spec": {"driver": DRIVER, "nodeName": "node-1",
-                    "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-            .unwrap(),
-        )
-        .unwrap();
+    store.add_slice(node_slice("slice-1", DRIVER, "node-1", &devices)).unwrap();
     for (i, (requests, constraints)) in claims.iter().enumerate() {
         let claim: ResourceClaim = serde_json::from_value(json!({
             "metadata": {"name": format!("claim-{i}"), "namespace": "default"},

@@ -7,6 +7,10 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+#[path = "support/dra.rs"]
+mod dra_support;
+use dra_support::driver_class;
+
 use schedkit::dra::{Audit, DraStore, NodeResult, ResourceClaim, ResourceSlice};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
 
@@ -151,12 +155,7 @@ fn pod(i: usize) -> Pod {
 fn store(nodes: &[NodeSpec], claims: &[ClaimSpec]) -> DraStore {
     let s = DraStore::new();
     s.set_namespace_labels("default", [(schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL.into(), "true".into())].into());
-    s.add_class(
-        serde_json::from_value(json!({"metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-        .unwrap(),
-    )
-    .unwrap();
+    s.add_class(driver_class("gpu", DRIVER)).unwrap();
     for (i, n) in nodes.iter().enumerate() {
         for slice in slices(i, n) {
             s.add_slice(slice).unwrap();

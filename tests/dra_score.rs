@@ -8,6 +8,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+#[path = "support/dra.rs"]
+mod dra_support;
+use dra_support::driver_class;
+
 use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
 use schedkit::framework::{CycleState, NodeScore, PreFilterPlugin, ScorePlugin};
 use schedkit::model::{Pod, PodResourceClaim, Symbol};
@@ -43,13 +47,7 @@ fn setup_with(
     allocated: &[(&str, serde_json::Value, &[&str])],
 ) -> (DynamicResources, PodInfo, Snapshot) {
     let store = Arc::new(DraStore::new());
-    store
-        .add_class(
-            serde_json::from_value(json!({"metadata": {"name": "class-a"},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}}))
-            .unwrap(),
-        )
-        .unwrap();
+    store.add_class(driver_class("class-a", DRIVER)).unwrap();
     store.add_slice(slice("node-big", &[("gpu-0", "big")])).unwrap();
     store.add_slice(slice("node-medium", &[("gpu-0", "medium")])).unwrap();
     store.add_slice(slice("node-small", &[("gpu-0", "small")])).unwrap();
