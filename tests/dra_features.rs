@@ -46,6 +46,15 @@ fn allocate(store: &DraStore) -> Result<NodeResult, GatherError> {
     store.allocate_claims(&[("default", "claim-0")], "node-1", &Labels::default())
 }
 
+/// The plugin's Filter status for `pod()` on `node()`, after a successful PreFilter.
+fn filter(store: Arc<DraStore>) -> schedkit::framework::Status {
+    let plugin = DynamicResources::new(store);
+    let mut state = CycleState::new();
+    let (_, status) = plugin.pre_filter(&mut state, &pod(), &Snapshot::from_nodes([node()]));
+    assert!(status.is_success(), "{status:?}");
+    plugin.filter(&state, &pod(), &node())
+}
+
 fn fits(store: &DraStore) -> bool {
     matches!(allocate(store).unwrap(), NodeResult::Fit(_))
 }
@@ -154,11 +163,7 @@ fn admin_access_off_fails_filter_with_an_error() {
             request: "req-0".into()
         })
     );
-    let plugin = DynamicResources::new(store);
-    let mut state = CycleState::new();
-    let (_, status) = plugin.pre_filter(&mut state, &pod(), &Snapshot::from_nodes([node()]));
-    assert!(status.is_success(), "{status:?}");
-    let status = plugin.filter(&state, &pod(), &node());
+    let status = filter(store);
     assert_eq!(status.code(), Code::Error);
     assert_eq!(
         status.message(),
@@ -229,11 +234,7 @@ fn consumable_capacity_off_fails_capacity_requests_with_an_error() {
             subrequest: false
         })
     );
-    let plugin = DynamicResources::new(store);
-    let mut state = CycleState::new();
-    let (_, status) = plugin.pre_filter(&mut state, &pod(), &Snapshot::from_nodes([node()]));
-    assert!(status.is_success(), "{status:?}");
-    let status = plugin.filter(&state, &pod(), &node());
+    let status = filter(store);
     assert_eq!(status.code(), Code::Error);
     assert_eq!(
         status.message(),
