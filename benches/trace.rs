@@ -16,7 +16,7 @@ use schedkit::testing::PodBuilder;
 use schedkit::trace::replay::{Replay, prefixed_names, tuned_arrivals};
 use schedkit::trace::{gpu_capacity_milli, load_nodes, load_pods, synthetic_nodes};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
 
 /// One cycle (schedule + abort, so the cluster stays as it is) of a rotating mix of
 /// trace pods, on the openb cluster filled to about 60% of its GPUs by the policy.

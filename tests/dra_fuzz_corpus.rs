@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 fn seeds() -> Vec<(PathBuf, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed/dra");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus-seed/dra");
     let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("seed corpus exists").flatten().map(|e| e.path()).collect();
     paths.sort();
     paths

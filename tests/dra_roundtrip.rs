@@ -7,7 +7,7 @@ use serde_json::Value;
 use schedkit::dra::{DeviceClass, DraError, DraStore, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 
 fn docs(file: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(format!("{}/tests/fixtures/dra/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text = std::fs::read_to_string(format!("{}/../tests/fixtures/dra/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     serde_norway::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).unwrap())
         .filter(|v| !v.is_null())

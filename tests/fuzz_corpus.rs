@@ -4,7 +4,7 @@
 use std::path::Path;
 
 fn replay(target: &str, run: fn(&[u8])) -> usize {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed").join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus-seed").join(target);
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
@@ -26,7 +26,7 @@ fn pod_json_corpus() {
 
 #[test]
 fn truncations_of_the_corpus_never_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed/pod_json");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus-seed/pod_json");
     for entry in std::fs::read_dir(dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
         for cut in (0..bytes.len()).step_by(7) {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 #[test]
 fn seed_corpus_and_its_mutations_never_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed/selector");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus-seed/selector");
     let devices = exercise::devices();
     let mut seeds = 0;
     let mut inputs = 0;
@@ -36,7 +36,7 @@ fn random_mutations_of_the_seeds_never_panic() {
     // A fixed-seed slice of what the fuzzer does: splice, insert, delete and replace
     // bytes of the seeds. (Run for minutes in release while developing: no findings
     // after the out-of-range double literal fix.)
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus-seed/selector");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus-seed/selector");
     let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("seed corpus exists").flatten().map(|e| e.path()).collect();
     paths.sort();
     let seeds: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).expect("readable seed")).collect();

@@ -7,7 +7,7 @@ use schedkit::topology::{
 };
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/topology/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../tests/fixtures/topology/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

@@ -3,7 +3,7 @@
 
 use schedkit::trace::{TraceError, gpu_capacity_milli, load_nodes, load_pods, parse_nodes, parse_pods};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
 
 #[test]
 fn bundled_node_lists_load_with_their_row_counts() {

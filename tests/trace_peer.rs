@@ -12,7 +12,7 @@ use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::trace::replay::Replay;
 use schedkit::trace::{TracePod, load_nodes, load_pods};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
 
 fn csv(path: &str) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap();

@@ -8,7 +8,7 @@ use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::trace::replay::{Replay, Step, binned, prefixed_names, tuned_arrivals};
 use schedkit::trace::{gpu_capacity_milli, load_nodes, load_pods};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
 
 #[test]
 fn fgd_allocates_at_least_as_much_as_every_baseline_at_saturation() {
