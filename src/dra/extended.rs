@@ -11,7 +11,7 @@ use super::types::{
     ContainerExtendedResourceRequest, DeviceClaim, DeviceRequest, ExactDeviceRequest,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, ResourceClaimSpec,
 };
-use crate::model::{Container, Pod, Quantity, Symbol};
+use crate::model::{Container, Pod, Quantity, Symbol, is_extended_resource_name};
 
 /// The most DRA-backed extended resources one pod may request: Filter keeps one claim
 /// variant per subset a node may have to provide through DRA (2^4 = 16). Upstream has no
@@ -22,7 +22,7 @@ pub const MAX_EXTENDED_RESOURCES: usize = 4;
 /// an extended resource name (qualified, outside `kubernetes.io`, not `requests.*`) or a
 /// class's implicit name.
 pub fn is_dra_extended_resource_name(name: &str) -> bool {
-    crate::plugins::helper::is_extended_resource_name(name) || name.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+    is_extended_resource_name(name) || name.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
 }
 
 /// A container's integral request for `resource` (upstream `AsInt64`; fractional or zero
