@@ -37,6 +37,7 @@ mod compiled;
 mod error;
 mod extended;
 mod features;
+mod slice;
 mod store;
 mod types;
 mod world;

@@ -294,7 +294,7 @@ fn consumed_capacity(e: &world::DevEntry, r: &super::types::DeviceRequestAllocat
     for (name, q) in &r.consumed_capacity {
         let key = crate::selector::AttributeKey::qualified(name, e.device.driver());
         if let Some(si) = e.shares.iter().position(|s| s.key == key) {
-            out.push((si, world::milli(q)));
+            out.push((si, super::slice::milli(q)));
         }
     }
     out
@@ -621,7 +621,7 @@ impl DraStore {
     /// repeated within the slice is an error, one repeated in another slice of the pool
     /// makes the pool invalid where both are seen.
     pub fn add_slice(&self, slice: ResourceSlice) -> Result<(), DraError> {
-        world::validate_slice(&slice)?;
+        super::slice::validate_slice(&slice)?;
         let mut inner = self.inner.write();
         // Duplicate device names across slices of one pool are not a load error (the API
         // server accepts them): pool gathering makes the pool invalid for the nodes that
