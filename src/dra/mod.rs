@@ -27,9 +27,9 @@
 //!   shared counters are charged once per device, by its first share;
 //! - `allocationTimestamp` in allocation results written at PreBind with binding
 //!   conditions on, and the DynamicResources Score for `firstAvailable` choices;
-//! - upstream's DRA feature gates as switches with v1.36's defaults
-//!   ([`DraFeatures`](crate::dra::DraFeatures),
-//!   [`DraStore::set_features`](crate::dra::DraStore::set_features)).
+//! - upstream's DRA feature gates with v1.36's defaults
+//!   ([`FeatureGates`](crate::framework::FeatureGates),
+//!   [`DraStore::set_feature_gates`](crate::dra::DraStore::set_feature_gates)).
 
 mod allocator;
 mod chooser;
@@ -48,6 +48,7 @@ pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
 pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+#[expect(deprecated, reason = "DraFeatures stays for one release")]
 pub use features::DraFeatures;
 pub use store::{
     Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, PodClaims, binding_state,

@@ -15,6 +15,7 @@ use super::allocator::{
 use super::compiled::{CompiledClaim, CompiledClass, CompiledTaintRule, ns_or_default};
 use super::error::{AllocError, BindingError, DraError};
 use super::extended::{self, MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+#[expect(deprecated, reason = "DraStore::set_features/features keep taking DraFeatures for one release")]
 use super::features::DraFeatures;
 use super::types::{
     ADMIN_ACCESS_NAMESPACE_LABEL, AllocatedDeviceStatus, AllocationResult, ContainerExtendedResourceRequest,
@@ -23,6 +24,7 @@ use super::types::{
     ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
 };
 use super::world::{self, DeviceId, World};
+use crate::framework::{Feature, FeatureGates};
 use crate::model::{Labels, Pod, PodResourceClaim, Resources, Symbol};
 
 /// Upstream `resourceapi.FirstAvailableDeviceRequestMaxSize`: at most 8 subrequests.
@@ -54,7 +56,7 @@ struct Inner {
     /// unspecified; only the order of a device's taints differs).
     rules: BTreeMap<String, Arc<CompiledTaintRule>>,
     /// The feature switches (upstream feature gates).
-    features: DraFeatures,
+    features: FeatureGates,
     /// Namespace labels (for the admin access check).
     namespaces: AHashMap<String, BTreeMap<String, String>>,
     /// Extended resource name -> class (explicit `extendedResourceName`s and implicit
@@ -236,7 +238,7 @@ pub enum GatherError {
     #[error(transparent)]
     Alloc(#[from] AllocError),
     /// A claim to allocate has a `firstAvailable` request while `DRAPrioritizedList` is
-    /// off ([`DraFeatures::prioritized_list`]; upstream PreFilter, Unschedulable).
+    /// off ([`Feature::DRAPrioritizedList`]; upstream PreFilter, Unschedulable).
     #[error(
         "resource claim {claim}, request {request}: has subrequests, but the DRAPrioritizedList feature is disabled"
     )]
@@ -409,7 +411,7 @@ impl DraStore {
             inner: RwLock::new(Inner {
                 budget: DEFAULT_STEP_BUDGET,
                 world: Arc::new(World::default()),
-                features: DraFeatures::default(),
+                features: FeatureGates::new(),
                 ..Inner::default()
             }),
             match_cache: Mutex::new((0, AHashMap::new())),
@@ -421,18 +423,48 @@ impl DraStore {
         self.inner.write().chooser = chooser;
     }
 
-    /// Switches the optional DRA features (upstream feature gates; default: v1.36's).
-    pub fn set_features(&self, features: DraFeatures) {
+    /// Sets the feature gates the store reads (default: v1.36's): the DRA ones switch the
+    /// allocator's optional features, the others are kept for whoever reads them.
+    ///
+    /// ```
+    /// use schedkit::dra::DraStore;
+    /// use schedkit::framework::Feature;
+    /// let store = DraStore::new();
+    /// let gates = store.feature_gates();
+    /// assert!(gates.enabled(Feature::DRAPrioritizedList) && !gates.enabled(Feature::DRADeviceTaintRules));
+    /// store.set_feature_gates(gates.with(Feature::DRAPrioritizedList, false));
+    /// assert!(!store.feature_gates().enabled(Feature::DRAPrioritizedList));
+    /// ```
+    pub fn set_feature_gates(&self, gates: FeatureGates) {
         let mut inner = self.inner.write();
-        if inner.features != features {
-            inner.features = features;
+        if inner.features != gates {
+            inner.features = gates;
             Self::rebuild(&mut inner);
         }
     }
 
-    /// The feature switches in effect ([`DraStore::set_features`]).
-    pub fn features(&self) -> DraFeatures {
+    /// The feature gates in effect ([`DraStore::set_feature_gates`]).
+    pub fn feature_gates(&self) -> FeatureGates {
         self.inner.read().features
+    }
+
+    /// Switches the optional DRA features.
+    ///
+    /// Deprecated: moved to [`DraStore::set_feature_gates`].
+    #[deprecated(since = "0.2.0", note = "moved to DraStore::set_feature_gates")]
+    #[expect(deprecated, reason = "takes the deprecated DraFeatures")]
+    pub fn set_features(&self, features: DraFeatures) {
+        let gates = features.onto(self.feature_gates());
+        self.set_feature_gates(gates);
+    }
+
+    /// The DRA feature switches in effect.
+    ///
+    /// Deprecated: moved to [`DraStore::feature_gates`].
+    #[deprecated(since = "0.2.0", note = "moved to DraStore::feature_gates")]
+    #[expect(deprecated, reason = "returns the deprecated DraFeatures")]
+    pub fn features(&self) -> DraFeatures {
+        DraFeatures::from(self.feature_gates())
     }
 
     /// Sets the per-node search step budget (default [`DEFAULT_STEP_BUDGET`]).
@@ -442,8 +474,11 @@ impl DraStore {
 
     fn rebuild(inner: &mut Inner) {
         let generation = inner.world.generation + 1;
-        let rules: Vec<Arc<CompiledTaintRule>> =
-            if inner.features.device_taint_rules { inner.rules.values().cloned().collect() } else { Vec::new() };
+        let rules: Vec<Arc<CompiledTaintRule>> = if inner.features.enabled(Feature::DRADeviceTaintRules) {
+            inner.rules.values().cloned().collect()
+        } else {
+            Vec::new()
+        };
         inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes, inner.features));
         inner.in_use = None;
     }
@@ -455,15 +490,15 @@ impl DraStore {
     /// their taints from the next cycle on, the slices' own taints stay.
     pub fn set_device_taint_rules(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        if inner.features.device_taint_rules != enabled {
-            inner.features.device_taint_rules = enabled;
+        if inner.features.enabled(Feature::DRADeviceTaintRules) != enabled {
+            inner.features.set_enabled(Feature::DRADeviceTaintRules, enabled);
             Self::rebuild(&mut inner);
         }
     }
 
     /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
     pub fn device_taint_rules_enabled(&self) -> bool {
-        self.inner.read().features.device_taint_rules
+        self.inner.read().features.enabled(Feature::DRADeviceTaintRules)
     }
 
     /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
@@ -490,7 +525,7 @@ impl DraStore {
         let compiled = CompiledTaintRule::new(rule)?;
         let mut inner = self.inner.write();
         inner.rules.insert(compiled.rule.metadata.name.clone(), Arc::new(compiled));
-        if inner.features.device_taint_rules {
+        if inner.features.enabled(Feature::DRADeviceTaintRules) {
             Self::rebuild(&mut inner);
         }
         Ok(())
@@ -500,7 +535,7 @@ impl DraStore {
     pub fn remove_taint_rule(&self, name: &str) -> bool {
         let mut inner = self.inner.write();
         let removed = inner.rules.remove(name).is_some();
-        if removed && inner.features.device_taint_rules {
+        if removed && inner.features.enabled(Feature::DRADeviceTaintRules) {
             Self::rebuild(&mut inner);
         }
         removed
@@ -539,7 +574,7 @@ impl DraStore {
     /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
         let inner = self.inner.read();
-        if !inner.features.extended_resource {
+        if !inner.features.enabled(Feature::DRAExtendedResource) {
             return None;
         }
         inner.extended_names.get(resource).cloned()
@@ -550,7 +585,7 @@ impl DraStore {
     /// upstream then skips the DRA state altogether (`getDRAPreScoredParams`).
     pub fn extended_device_counts(&self, resources: &[&str]) -> Option<ExtendedDeviceCounts> {
         let backed = |inner: &Inner, r: &str| {
-            if !inner.features.extended_resource || !is_dra_extended_resource_name(r) {
+            if !inner.features.enabled(Feature::DRAExtendedResource) || !is_dra_extended_resource_name(r) {
                 return None;
             }
             inner.extended_names.get(r).and_then(|c| inner.classes.get(c)).cloned()
@@ -587,14 +622,14 @@ impl DraStore {
     /// conditions are never allocated and results carry no conditions.
     pub fn set_binding_conditions(&self, enabled: bool) {
         let mut inner = self.inner.write();
-        inner.features.device_binding_conditions = enabled;
+        inner.features.set_enabled(Feature::DRADeviceBindingConditions, enabled);
         Self::rebuild(&mut inner);
     }
 
     /// Whether device binding conditions are enabled (see
     /// [`DraStore::set_binding_conditions`]).
     pub fn binding_conditions_enabled(&self) -> bool {
-        self.inner.read().features.device_binding_conditions
+        self.inner.read().features.enabled(Feature::DRADeviceBindingConditions)
     }
 
     fn check_admin_access(
@@ -907,7 +942,7 @@ impl DraStore {
         if pod.spec.resource_claims.is_empty()
             && (!Self::requests_scalar(pod) || {
                 let inner = self.inner.read();
-                inner.extended_names.is_empty() || !inner.features.extended_resource
+                inner.extended_names.is_empty() || !inner.features.enabled(Feature::DRAExtendedResource)
             })
         {
             return Ok(None);
@@ -1000,8 +1035,12 @@ impl DraStore {
                 })
             })?;
             let compiled = Arc::new(compiled);
-            let plan =
-                self.matches(&inner.world, &inner.classes, &compiled, inner.features.device_binding_conditions)?;
+            let plan = self.matches(
+                &inner.world,
+                &inner.classes,
+                &compiled,
+                inner.features.enabled(Feature::DRADeviceBindingConditions),
+            )?;
             let mut plans = user_plans.to_vec();
             plans.push(plan);
             let slots = Self::slots(&plans);
@@ -1062,14 +1101,14 @@ impl DraStore {
                 &inner.world,
                 &inner.classes,
                 &entry.compiled,
-                inner.features.device_binding_conditions,
+                inner.features.enabled(Feature::DRADeviceBindingConditions),
             )?);
         }
         let slots = Self::slots(&plans);
         // A claim made for the pod's extended resources in an earlier attempt counts as
         // one of its claims (upstream `findExtendedResourceClaim`).
         let mut extended = None;
-        let ext_key = if requests.is_some() && features.extended_resource {
+        let ext_key = if requests.is_some() && features.enabled(Feature::DRAExtendedResource) {
             claim_key(&pod.metadata.namespace, &extended_claim_name(pod))
         } else {
             String::new()
@@ -1078,7 +1117,7 @@ impl DraStore {
         // Filter rejects every node ("cannot schedule extended resource claim") and
         // PostFilter deletes it; the next attempt makes a fresh one.
         let mut stale_extended = None;
-        let requests = requests.filter(|_| features.extended_resource);
+        let requests = requests.filter(|_| features.enabled(Feature::DRAExtendedResource));
         if requests.is_some()
             && inner.claims.get(&ext_key).is_some_and(|e| {
                 e.compiled
@@ -1093,7 +1132,7 @@ impl DraStore {
         } else if let Some(requests) = requests {
             extended = self.extended_plan(inner, pod, requests, &plans)?.map(Arc::new);
         }
-        if !features.prioritized_list {
+        if !features.enabled(Feature::DRAPrioritizedList) {
             // Upstream Score returns 0 without `DRAPrioritizedList`.
             allocated_score = 0;
         }
@@ -1107,7 +1146,7 @@ impl DraStore {
             plans,
             slots,
             allocated,
-            binding: inner.features.device_binding_conditions,
+            binding: inner.features.enabled(Feature::DRADeviceBindingConditions),
             prioritized,
             allocated_score,
             extended,
@@ -1115,7 +1154,7 @@ impl DraStore {
             chooser: inner.chooser.clone(),
             budget: inner.budget,
             disabled,
-            filter_timeout: features.scheduler_filter_timeout,
+            filter_timeout: features.enabled(Feature::DRASchedulerFilterTimeout),
         })
     }
 
@@ -1125,19 +1164,19 @@ impl DraStore {
     /// without `DRAAdminAccess`, which is kept in `disabled` (the first such request of
     /// the pod, in claim and request order; for one request, capacity first).
     fn check_features(
-        features: DraFeatures,
+        features: FeatureGates,
         key: &str,
         claim: &ResourceClaim,
         disabled: &mut Option<AllocError>,
     ) -> Result<(), GatherError> {
         for req in &claim.spec.devices.requests {
-            if !features.prioritized_list && !req.first_available.is_empty() {
+            if !features.enabled(Feature::DRAPrioritizedList) && !req.first_available.is_empty() {
                 return Err(GatherError::PrioritizedListDisabled { claim: key.to_owned(), request: req.name.clone() });
             }
             if disabled.is_some() {
                 continue;
             }
-            if !features.consumable_capacity {
+            if !features.enabled(Feature::DRAConsumableCapacity) {
                 let claim = key.to_owned();
                 if req.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
                     *disabled = Some(AllocError::ConsumableCapacityDisabled {
@@ -1156,7 +1195,7 @@ impl DraStore {
                     continue;
                 }
             }
-            if features.admin_access {
+            if features.enabled(Feature::DRAAdminAccess) {
                 continue;
             }
             if req.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)) {
@@ -1250,7 +1289,7 @@ impl DraStore {
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
         // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
-        let stamp = inner.features.device_binding_conditions;
+        let stamp = inner.features.enabled(Feature::DRADeviceBindingConditions);
         if let Some((compiled, mappings)) = inner.extended_inflight.remove(pod_uid) {
             let key = compiled.key.clone();
             if let Some((_, a)) = list.iter().find(|(k, _)| *k == key) {
@@ -1638,7 +1677,7 @@ impl PodClaims {
     }
 
     /// Whether Filter applies the DynamicResources `filterTimeout`
-    /// ([`DraFeatures::scheduler_filter_timeout`] when PreFilter ran).
+    /// ([`Feature::DRASchedulerFilterTimeout`] when PreFilter ran).
     pub fn filter_timeout_enabled(&self) -> bool {
         self.filter_timeout
     }

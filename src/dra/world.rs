@@ -387,14 +387,14 @@ pub(crate) fn build(
     generation: u64,
     rules: &[Arc<CompiledTaintRule>],
     classes: &AHashMap<String, Arc<CompiledClass>>,
-    features: super::DraFeatures,
+    features: crate::framework::FeatureGates,
 ) -> World {
     // Group by (driver, pool); keep only the newest generation. Without partitionable
     // devices, upstream `GatherPools` skips slices with shared counters or per-device
     // node selection.
     let mut pools: BTreeMap<(String, String), Vec<&Arc<ResourceSlice>>> = BTreeMap::new();
     for s in slices.values() {
-        if !features.partitionable_devices
+        if !features.enabled(crate::framework::Feature::DRAPartitionableDevices)
             && (s.spec.per_device_node_selection.is_some() || !s.spec.shared_counters.is_empty())
         {
             continue;
@@ -444,7 +444,7 @@ pub(crate) fn build(
                     devices: s.spec.devices.iter().map(|d| Symbol::intern(&d.name)).collect(),
                 })
                 .collect(),
-            counters_invalid: if features.partitionable_devices {
+            counters_invalid: if features.enabled(crate::framework::Feature::DRAPartitionableDevices) {
                 generations
                     .iter()
                     .filter_map(|&g| {
@@ -504,15 +504,16 @@ pub(crate) fn build(
                 }
                 // Without partitionable devices a device consuming counters is never
                 // allocated (upstream `allocateDevice`).
-                counters_missing |= !features.partitionable_devices && !d.consumes_counters.is_empty();
+                counters_missing |= !features.enabled(crate::framework::Feature::DRAPartitionableDevices)
+                    && !d.consumes_counters.is_empty();
                 // Without device taints, none applies (upstream checks them only with
                 // `DRADeviceTaints`).
-                let mut taints: SmallVec<[Taint; 1]> = if features.device_taints {
+                let mut taints: SmallVec<[Taint; 1]> = if features.enabled(crate::framework::Feature::DRADeviceTaints) {
                     d.taints.iter().filter_map(blocking_taint).collect()
                 } else {
                     SmallVec::new()
                 };
-                for rule in rules.iter().filter(|_| features.device_taints) {
+                for rule in rules.iter().filter(|_| features.enabled(crate::framework::Feature::DRADeviceTaints)) {
                     if let Some(t) = &rule.taint
                         && rule_matches(rule, classes, &driver, &pool, &device)
                     {
@@ -528,7 +529,8 @@ pub(crate) fn build(
                 }
                 // Without consumable capacity a device is never shared (upstream
                 // `allocateDevice` reads `allowMultipleAllocations` only with the feature).
-                let multi = features.consumable_capacity && d.allow_multiple_allocations == Some(true);
+                let multi = features.enabled(crate::framework::Feature::DRAConsumableCapacity)
+                    && d.allow_multiple_allocations == Some(true);
                 let shares = if multi {
                     d.capacity
                         .iter()
@@ -734,11 +736,11 @@ mod tests {
         // A node's partitionable pool (a counter-set slice, which every node gathers, and
         // a device slice for the node) is filed under its node at build time, so Filter
         // on other nodes does no per-call work for it.
-        let w = build(&pool_slices(2), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        let w = build(&pool_slices(2), 1, &[], &AHashMap::new(), crate::framework::FeatureGates::default());
         assert!(w.per_node_pools.is_empty() && w.bad_on_node.is_empty() && w.bad_everywhere.is_empty());
         // Announcing three slices: incomplete on node-1 and, through the counter set,
         // everywhere else too, so judged per node.
-        let w = build(&pool_slices(3), 1, &[], &AHashMap::new(), crate::dra::DraFeatures::default());
+        let w = build(&pool_slices(3), 1, &[], &AHashMap::new(), crate::framework::FeatureGates::default());
         assert_eq!(w.per_node_pools, [0]);
         let labels = Labels::default();
         assert_eq!(w.node_problems(Symbol::intern("node-2"), &labels).as_slice(), [(0, PoolProblem::Incomplete)]);
