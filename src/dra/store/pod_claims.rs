@@ -170,7 +170,7 @@ impl PodClaims {
     }
 
     /// Whether Filter applies the DynamicResources `filterTimeout`
-    /// ([`Feature::DRASchedulerFilterTimeout`] when PreFilter ran).
+    /// ([`Feature::DRASchedulerFilterTimeout`](crate::framework::Feature::DRASchedulerFilterTimeout) when PreFilter ran).
     pub fn filter_timeout_enabled(&self) -> bool {
         self.filter_timeout
     }
