@@ -5,7 +5,7 @@
 //! Load slices, classes and claims into a [`DraStore`](crate::dra::DraStore) (each is validated and compiled
 //! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly
 //! ([`DraStore::allocate_claims`](crate::dra::DraStore::allocate_claims)) or register the
-//! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
+//! `DynamicResources` plugin (`schedkit::plugins::dynamic_resources`), which sits above this module.
 //!
 //! Beyond the core allocator the store models:
 //!
