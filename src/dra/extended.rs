@@ -1,4 +1,7 @@
-//! Extended resources backed by DRA (KEP-5004): a pod asking for `example.com/gpu: 2`
+//! Extended resources backed by DRA (KEP-5004): the claim the scheduler makes for a
+//! pod's extended resources that a DeviceClass serves.
+//!
+//! A pod asking for `example.com/gpu: 2`
 //! in `resources.requests`, where a DeviceClass names `example.com/gpu` as its
 //! `extendedResourceName` (or the pod asks for the class's implicit name
 //! `deviceclass.resource.kubernetes.io/<class>`), gets devices of that class through a

@@ -1,6 +1,7 @@
 //! Dynamic Resource Allocation: the `resource.k8s.io/v1` objects, the shared
-//! [`DraStore`](crate::dra::DraStore), and the structured allocator (upstream
-//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`).
+//! [`DraStore`](crate::dra::DraStore), and the structured allocator.
+//!
+//! Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`.
 //!
 //! Load slices, classes and claims into a [`DraStore`](crate::dra::DraStore) (each is validated and compiled
 //! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly

@@ -1,7 +1,10 @@
-//! The devices of every pool's newest generation (and of older ones some node may still
-//! use), flattened once per slice change into the order the allocator searches, plus
-//! what each node's pool gathering decides (upstream
-//! `structured/internal/incubating/pools_incubating.go`, `GatherPools`, `buildPool`).
+//! The world the allocator searches: every pool's devices flattened once per slice
+//! change, and which pools each node may use.
+//!
+//! It holds the devices of every pool's newest generation (and of older ones some node
+//! may still use) in the order the allocator searches, plus what each node's pool
+//! gathering decides (upstream `structured/internal/incubating/pools_incubating.go`,
+//! `GatherPools`, `buildPool`).
 //!
 //! Upstream order: pools sorted by driver then pool name; within a pool, slices of the
 //! generation the node uses sorted by name; within a slice, devices in the order published.

@@ -1,7 +1,8 @@
-//! The structured allocator: finds devices on one node for every request of every claim
-//! of a pod, together or not at all (upstream
-//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go` and its
-//! `internal/stable` variant).
+//! The structured allocator's search: devices on one node for every request of every
+//! claim of a pod, together or not at all.
+//!
+//! Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`
+//! and its `internal/stable` variant.
 //!
 //! # Search
 //!

@@ -1,4 +1,7 @@
-//! The shared DRA store: slices, classes, claims and in-flight allocations, updated by the
+//! The shared DRA store: its types and settings; loading, gathering, the claim
+//! lifecycle and allocation live in the sibling files.
+//!
+//! The store holds slices, classes, claims and in-flight allocations, updated by the
 //! caller and read by the DynamicResources plugin (upstream keeps these in informers plus
 //! the scheduler's `AssumeCache` and in-flight allocation map).
 

@@ -1,6 +1,8 @@
-//! The `resource.k8s.io/v1` objects the scheduler reads and writes, in their exact
-//! serialized shape (camelCase, the same field names), so real manifests load as they
-//! are (upstream `k8s.io/api/resource/v1/types.go`), one file per kind.
+//! The `resource.k8s.io/v1` objects the scheduler reads and writes, one file per kind;
+//! here the shared `ObjectMeta`, label and annotation names, and pod status types.
+//!
+//! Each is in its exact serialized shape (camelCase, the same field names), so real
+//! manifests load as they are (upstream `k8s.io/api/resource/v1/types.go`).
 //!
 //! These are plain data: validation and compilation happen when an object is added to a
 //! [`DraStore`](super::DraStore), which returns a typed [`DraError`](super::DraError).
