@@ -1,4 +1,4 @@
-//! DRA feature switches ([`DraFeatures`]) as upstream's feature gates: defaults of
+//! DRA feature gates ([`FeatureGates`]) as upstream's: defaults of
 //! Kubernetes v1.36 (`pkg/features/kube_features.go`), and what each one turns off
 //! (`dynamicresources.go` PreFilter/Filter/Score, the structured allocator's
 //! `Features`, `GatherPools`).
@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 mod dra_support;
 use dra_support::{driver_class, node_slice};
 
-use schedkit::dra::{AllocError, DraFeatures, DraStore, GatherError, NodeResult, ResourceClaim};
-use schedkit::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, ScorePlugin};
+use schedkit::dra::{AllocError, DraStore, GatherError, NodeResult, ResourceClaim};
+use schedkit::framework::{
+    Code, CycleState, Feature, FeatureGates, FilterPlugin, Handle, PreFilterPlugin, ScorePlugin,
+};
 use schedkit::model::{Labels, Pod, PodResourceClaim};
 use schedkit::plugins::dynamic_resources::DynamicResources;
 use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -36,10 +38,10 @@ fn add_claim(store: &DraStore, requests: &Value) {
     store.add_claim(claim).unwrap();
 }
 
-fn with(store: &DraStore, f: impl FnOnce(&mut DraFeatures)) {
-    let mut features = store.features();
-    f(&mut features);
-    store.set_features(features);
+fn with(store: &DraStore, f: impl FnOnce(&mut FeatureGates)) {
+    let mut gates = store.feature_gates();
+    f(&mut gates);
+    store.set_feature_gates(gates);
 }
 
 fn allocate(store: &DraStore) -> Result<NodeResult, GatherError> {
@@ -76,7 +78,47 @@ fn node() -> NodeInfo {
 }
 
 #[test]
+fn gates_default_to_v1_36() {
+    let g = FeatureGates::default();
+    assert!(g.enabled(Feature::DRAPrioritizedList), "DRAPrioritizedList: GA in 1.36");
+    assert!(g.enabled(Feature::DRAAdminAccess), "DRAAdminAccess: GA in 1.36");
+    assert!(g.enabled(Feature::DRADeviceTaints), "DRADeviceTaints: beta, on in 1.36");
+    assert!(!g.enabled(Feature::DRADeviceTaintRules), "DRADeviceTaintRules: beta, off in 1.36");
+    assert!(g.enabled(Feature::DRAPartitionableDevices), "DRAPartitionableDevices: beta, on in 1.36");
+    assert!(g.enabled(Feature::DRADeviceBindingConditions), "DRADeviceBindingConditions: beta, on in 1.36");
+    assert!(g.enabled(Feature::DRAExtendedResource), "DRAExtendedResource: beta, on in 1.36");
+    assert!(g.enabled(Feature::DRASchedulerFilterTimeout), "DRASchedulerFilterTimeout: beta, on");
+    assert!(g.enabled(Feature::DRAConsumableCapacity), "DRAConsumableCapacity: beta, on in 1.36");
+    assert_eq!(DraStore::new().feature_gates(), g);
+    // The older setters switch the same gates.
+    let s = DraStore::new();
+    s.set_device_taint_rules(true);
+    s.set_binding_conditions(false);
+    let g = s.feature_gates();
+    assert!(g.enabled(Feature::DRADeviceTaintRules) && !g.enabled(Feature::DRADeviceBindingConditions));
+}
+
+#[test]
+fn handle_gates_reach_the_store() {
+    // Gates set on the handle are handed to the shared store when DynamicResources is
+    // built from it; without them the store keeps its own.
+    let handle = Handle::default();
+    let store = Arc::new(DraStore::new());
+    store.set_device_taint_rules(true);
+    handle.set_shared(store.clone());
+    DynamicResources::from_config(None, &handle).unwrap();
+    assert!(store.device_taint_rules_enabled());
+    handle.set_feature_gates("DRAAdminAccess=false".parse().unwrap());
+    DynamicResources::from_config(None, &handle).unwrap();
+    assert_eq!(store.feature_gates(), FeatureGates::default().with(Feature::DRAAdminAccess, false));
+}
+
+/// The deprecated `DraFeatures` and `DraStore::set_features`/`features` keep working for
+/// one release.
+#[test]
+#[expect(deprecated, reason = "tests the deprecated DraFeatures path")]
 fn defaults_are_v1_36() {
+    use schedkit::dra::DraFeatures;
     let f = DraFeatures::default();
     assert!(f.prioritized_list, "DRAPrioritizedList: GA in 1.36");
     assert!(f.admin_access, "DRAAdminAccess: GA in 1.36");
@@ -105,7 +147,7 @@ fn prioritized_list_off_fails_pre_filter() {
     let snapshot = Snapshot::from_nodes([node()]);
     let (_, status) = plugin.pre_filter(&mut CycleState::new(), &pod(), &snapshot);
     assert!(status.is_success(), "{status:?}");
-    with(&store, |f| f.prioritized_list = false);
+    with(&store, |f| f.set_enabled(Feature::DRAPrioritizedList, false));
     let (_, status) = plugin.pre_filter(&mut CycleState::new(), &pod(), &snapshot);
     assert_eq!(status.code(), Code::Unschedulable);
     assert_eq!(
@@ -144,7 +186,7 @@ fn prioritized_list_off_scores_nothing() {
         plugin.score(&state, &p, &node()).unwrap()
     };
     assert_eq!(score_of(&plugin), 8);
-    with(&store, |f| f.prioritized_list = false);
+    with(&store, |f| f.set_enabled(Feature::DRAPrioritizedList, false));
     assert_eq!(score_of(&plugin), 0);
 }
 
@@ -155,7 +197,7 @@ fn admin_access_off_fails_filter_with_an_error() {
     let store = store(&json!([{"name": "device-1"}]));
     add_claim(&store, &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a", "adminAccess": true}}]));
     assert!(fits(&store));
-    with(&store, |f| f.admin_access = false);
+    with(&store, |f| f.set_enabled(Feature::DRAAdminAccess, false));
     assert_eq!(
         allocate(&store).unwrap_err(),
         GatherError::Alloc(AllocError::AdminAccessDisabled {
@@ -193,7 +235,7 @@ fn consumable_capacity_off_allocates_shared_devices_exclusively() {
     add_claim(&store, &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a"}}]));
     let shared = result_of(&store);
     assert!(shared.share_id.is_some() && shared.consumed_capacity.contains_key("mem"), "{shared:?}");
-    with(&store, |f| f.consumable_capacity = false);
+    with(&store, |f| f.set_enabled(Feature::DRAConsumableCapacity, false));
     let whole = result_of(&store);
     assert!(whole.share_id.is_none() && whole.consumed_capacity.is_empty(), "{whole:?}");
 
@@ -206,7 +248,7 @@ fn consumable_capacity_off_allocates_shared_devices_exclusively() {
     .unwrap();
     store.add_claim(held).unwrap();
     assert!(!fits(&store));
-    with(&store, |f| f.consumable_capacity = true);
+    with(&store, |f| f.set_enabled(Feature::DRAConsumableCapacity, true));
     assert!(fits(&store));
 }
 
@@ -223,8 +265,8 @@ fn consumable_capacity_off_fails_capacity_requests_with_an_error() {
     );
     assert!(fits(&store));
     with(&store, |f| {
-        f.consumable_capacity = false;
-        f.admin_access = false;
+        f.set_enabled(Feature::DRAConsumableCapacity, false);
+        f.set_enabled(Feature::DRAAdminAccess, false);
     });
     assert_eq!(
         allocate(&store).unwrap_err(),
@@ -248,7 +290,7 @@ fn consumable_capacity_off_fails_capacity_requests_with_an_error() {
             {"name": "half", "deviceClassName": "class-a", "capacity": {"requests": {"mem": "2"}}}]}]),
     );
     assert!(fits(&store));
-    with(&store, |f| f.consumable_capacity = false);
+    with(&store, |f| f.set_enabled(Feature::DRAConsumableCapacity, false));
     assert_eq!(
         allocate(&store).unwrap_err().to_string(),
         "claim default/claim-0, subrequest half: has capacity requests, but the DRAConsumableCapacity feature is disabled"
@@ -261,7 +303,7 @@ fn device_taints_off_ignores_taints() {
     let store = store(&json!([{"name": "device-1", "taints": [{"key": "k", "effect": "NoSchedule"}]}]));
     add_claim(&store, &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a"}}]));
     assert!(!fits(&store));
-    with(&store, |f| f.device_taints = false);
+    with(&store, |f| f.set_enabled(Feature::DRADeviceTaints, false));
     assert!(fits(&store));
 }
 
@@ -302,7 +344,7 @@ fn partitionable_devices_off() {
         .unwrap();
     add_claim(&store, &json!([{"name": "req-0", "exactly": {"deviceClassName": "class-a", "count": 2}}]));
     assert!(fits(&store));
-    with(&store, |f| f.partitionable_devices = false);
+    with(&store, |f| f.set_enabled(Feature::DRAPartitionableDevices, false));
     // Both the counter slice and the per-device slice are skipped: pool-2 is gone and
     // pool-1, one of its two slices left, is incomplete; device-1 matches but is not
     // available (it also consumes counters, which alone would rule it out).
@@ -322,7 +364,7 @@ fn extended_resource_off_backs_nothing() {
     store.add_class(class).unwrap();
     assert_eq!(store.device_class_for_resource("example.com/gpu").as_deref(), Some("gpu"));
     assert!(store.extended_device_counts(&["example.com/gpu"]).is_some());
-    with(&store, |f| f.extended_resource = false);
+    with(&store, |f| f.set_enabled(Feature::DRAExtendedResource, false));
     assert_eq!(store.device_class_for_resource("example.com/gpu"), None);
     assert!(store.extended_device_counts(&["example.com/gpu"]).is_none());
 }

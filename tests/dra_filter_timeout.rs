@@ -16,7 +16,7 @@ mod dra_support;
 use dra_support::{driver_class, node_slice};
 
 use schedkit::dra::{DraStore, ResourceClaim};
-use schedkit::framework::{Clock, Code, CycleState, FilterPlugin, Handle, PreFilterPlugin};
+use schedkit::framework::{Clock, Code, CycleState, Feature, FilterPlugin, Handle, PreFilterPlugin};
 use schedkit::model::{Pod, PodResourceClaim};
 use schedkit::plugins::dynamic_resources::DynamicResources;
 use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -158,9 +158,7 @@ fn feature_switch_off_disables_it() {
     // Upstream applies the timeout only with `DRASchedulerFilterTimeout` (beta, on).
     let store = pathological();
     store.set_step_budget(20_000);
-    let mut features = store.features();
-    features.scheduler_filter_timeout = false;
-    store.set_features(features);
+    store.set_feature_gates(store.feature_gates().with(Feature::DRASchedulerFilterTimeout, false));
     let clock = Arc::new(Ticking::default());
     let plugin = DynamicResources::new(store).with_clock(clock.clone());
     assert_eq!(filter(&plugin).code(), Code::Error);

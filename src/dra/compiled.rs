@@ -9,7 +9,6 @@ use super::error::DraError;
 use super::types::{
     AllocationMode, DeviceClass, DeviceSelector, DeviceTaintRule, OpaqueDeviceConfiguration, ResourceClaim,
 };
-use super::world::constraint_key;
 use crate::model::{Quantity, Toleration};
 use crate::selector::{AttributeKey, Selector};
 
@@ -325,4 +324,9 @@ impl CompiledClaim {
 
 pub(crate) fn ns_or_default(ns: &str) -> &str {
     if ns.is_empty() { "default" } else { ns }
+}
+
+/// An attribute key for a constraint's fully qualified name.
+fn constraint_key(name: &str) -> AttributeKey {
+    AttributeKey::qualified(name, "")
 }

@@ -221,7 +221,7 @@ pub enum AllocError {
     #[error("timed out trying to allocate devices")]
     FilterTimeout,
     /// A claim requests admin access while `DRAAdminAccess` is off
-    /// ([`DraFeatures::admin_access`](super::DraFeatures::admin_access); upstream
+    /// ([`Feature::DRAAdminAccess`](crate::framework::Feature::DRAAdminAccess); upstream
     /// `validateDeviceRequest`, an Error in Filter).
     #[error("claim {claim}, request {request}: admin access is requested, but the feature is disabled")]
     AdminAccessDisabled {
@@ -231,7 +231,7 @@ pub enum AllocError {
         request: String,
     },
     /// A request (or subrequest) asks for capacity while `DRAConsumableCapacity` is off
-    /// ([`DraFeatures::consumable_capacity`](super::DraFeatures::consumable_capacity);
+    /// ([`Feature::DRAConsumableCapacity`](crate::framework::Feature::DRAConsumableCapacity);
     /// upstream `Allocate`, an Error in Filter).
     #[error(
         "claim {claim}, {} {request}: has capacity requests, but the DRAConsumableCapacity feature is disabled",

@@ -1,4 +1,7 @@
-//! Extended resources backed by DRA (KEP-5004): a pod asking for `example.com/gpu: 2`
+//! Extended resources backed by DRA (KEP-5004): the claim the scheduler makes for a
+//! pod's extended resources that a DeviceClass serves.
+//!
+//! A pod asking for `example.com/gpu: 2`
 //! in `resources.requests`, where a DeviceClass names `example.com/gpu` as its
 //! `extendedResourceName` (or the pod asks for the class's implicit name
 //! `deviceclass.resource.kubernetes.io/<class>`), gets devices of that class through a
@@ -11,7 +14,7 @@ use super::types::{
     ContainerExtendedResourceRequest, DeviceClaim, DeviceRequest, ExactDeviceRequest,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, ResourceClaimSpec,
 };
-use crate::model::{Container, Pod, Quantity, Symbol};
+use crate::model::{Container, Pod, Quantity, Symbol, is_extended_resource_name};
 
 /// The most DRA-backed extended resources one pod may request: Filter keeps one claim
 /// variant per subset a node may have to provide through DRA (2^4 = 16). Upstream has no
@@ -22,7 +25,7 @@ pub const MAX_EXTENDED_RESOURCES: usize = 4;
 /// an extended resource name (qualified, outside `kubernetes.io`, not `requests.*`) or a
 /// class's implicit name.
 pub fn is_dra_extended_resource_name(name: &str) -> bool {
-    crate::plugins::helper::is_extended_resource_name(name) || name.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+    is_extended_resource_name(name) || name.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
 }
 
 /// A container's integral request for `resource` (upstream `AsInt64`; fractional or zero

@@ -1,21 +1,18 @@
-//! Switches for the DRA features that upstream puts behind feature gates, with the
-//! defaults of Kubernetes v1.36 (`pkg/features/kube_features.go`, versioned specs), read
-//! where upstream reads them (`dynamicresources.go`, `AllocatorFeatures`, and the
-//! structured allocator's `Features`).
+//! The DRA switches as they were before [`FeatureGates`]: a struct of booleans kept for
+//! one release, converting to and from the framework's gates.
 
-/// Which optional DRA features are on ([`DraStore::set_features`](super::DraStore::set_features)).
+#![expect(deprecated, reason = "the deprecated DraFeatures' own definitions and conversions")]
+
+use crate::framework::{Feature, FeatureGates};
+
+/// Which optional DRA features are on.
 ///
-/// ```
-/// use schedkit::dra::{DraFeatures, DraStore};
-/// let store = DraStore::new();
-/// let mut features = store.features();
-/// assert!(features.prioritized_list && !features.device_taint_rules);
-/// features.prioritized_list = false;
-/// store.set_features(features);
-/// assert!(!store.features().prioritized_list);
-/// ```
+/// Deprecated: moved to [`FeatureGates`] (one gate per [`Feature`]), which
+/// [`DraStore::set_feature_gates`](super::DraStore::set_feature_gates) takes. Each field
+/// is the gate named in its doc; `From` converts both ways.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
+#[deprecated(since = "0.2.0", note = "moved to schedkit::framework::FeatureGates")]
 #[allow(clippy::struct_excessive_bools, reason = "one switch per upstream feature gate")]
 pub struct DraFeatures {
     /// `DRAPrioritizedList` (GA, on): `firstAvailable` requests. Off, PreFilter rejects a
@@ -57,16 +54,45 @@ pub struct DraFeatures {
 
 impl Default for DraFeatures {
     fn default() -> Self {
+        DraFeatures::from(FeatureGates::default())
+    }
+}
+
+impl From<FeatureGates> for DraFeatures {
+    fn from(g: FeatureGates) -> Self {
         DraFeatures {
-            prioritized_list: true,
-            admin_access: true,
-            device_taints: true,
-            device_taint_rules: false,
-            partitionable_devices: true,
-            device_binding_conditions: true,
-            extended_resource: true,
-            scheduler_filter_timeout: true,
-            consumable_capacity: true,
+            prioritized_list: g.enabled(Feature::DRAPrioritizedList),
+            admin_access: g.enabled(Feature::DRAAdminAccess),
+            device_taints: g.enabled(Feature::DRADeviceTaints),
+            device_taint_rules: g.enabled(Feature::DRADeviceTaintRules),
+            partitionable_devices: g.enabled(Feature::DRAPartitionableDevices),
+            device_binding_conditions: g.enabled(Feature::DRADeviceBindingConditions),
+            extended_resource: g.enabled(Feature::DRAExtendedResource),
+            scheduler_filter_timeout: g.enabled(Feature::DRASchedulerFilterTimeout),
+            consumable_capacity: g.enabled(Feature::DRAConsumableCapacity),
         }
+    }
+}
+
+/// The defaults for the gates `DraFeatures` has no field for.
+impl From<DraFeatures> for FeatureGates {
+    fn from(f: DraFeatures) -> Self {
+        f.onto(FeatureGates::default())
+    }
+}
+
+impl DraFeatures {
+    /// `gates` with the DRA gates switched as these fields say.
+    pub(crate) fn onto(self, gates: FeatureGates) -> FeatureGates {
+        gates
+            .with(Feature::DRAPrioritizedList, self.prioritized_list)
+            .with(Feature::DRAAdminAccess, self.admin_access)
+            .with(Feature::DRADeviceTaints, self.device_taints)
+            .with(Feature::DRADeviceTaintRules, self.device_taint_rules)
+            .with(Feature::DRAPartitionableDevices, self.partitionable_devices)
+            .with(Feature::DRADeviceBindingConditions, self.device_binding_conditions)
+            .with(Feature::DRAExtendedResource, self.extended_resource)
+            .with(Feature::DRASchedulerFilterTimeout, self.scheduler_filter_timeout)
+            .with(Feature::DRAConsumableCapacity, self.consumable_capacity)
     }
 }

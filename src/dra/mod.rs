@@ -1,11 +1,12 @@
 //! Dynamic Resource Allocation: the `resource.k8s.io/v1` objects, the shared
-//! [`DraStore`](crate::dra::DraStore), and the structured allocator (upstream
-//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`).
+//! [`DraStore`](crate::dra::DraStore), and the structured allocator.
+//!
+//! Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`.
 //!
 //! Load slices, classes and claims into a [`DraStore`](crate::dra::DraStore) (each is validated and compiled
 //! once, with typed [`DraError`](crate::dra::DraError)s), then either call the allocator directly
 //! ([`DraStore::allocate_claims`](crate::dra::DraStore::allocate_claims)) or register the
-//! [`DynamicResources`](crate::plugins::dynamic_resources::DynamicResources) plugin.
+//! `DynamicResources` plugin (`schedkit::plugins::dynamic_resources`), which sits above this module.
 //!
 //! Beyond the core allocator the store models:
 //!
@@ -27,9 +28,9 @@
 //!   shared counters are charged once per device, by its first share;
 //! - `allocationTimestamp` in allocation results written at PreBind with binding
 //!   conditions on, and the DynamicResources Score for `firstAvailable` choices;
-//! - upstream's DRA feature gates as switches with v1.36's defaults
-//!   ([`DraFeatures`](crate::dra::DraFeatures),
-//!   [`DraStore::set_features`](crate::dra::DraStore::set_features)).
+//! - upstream's DRA feature gates with v1.36's defaults
+//!   ([`FeatureGates`](crate::framework::FeatureGates),
+//!   [`DraStore::set_feature_gates`](crate::dra::DraStore::set_feature_gates)).
 
 mod allocator;
 mod chooser;
@@ -37,6 +38,7 @@ mod compiled;
 mod error;
 mod extended;
 mod features;
+mod slice;
 mod store;
 mod types;
 mod world;
@@ -47,6 +49,7 @@ pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};
 pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
+#[expect(deprecated, reason = "DraFeatures stays for one release")]
 pub use features::DraFeatures;
 pub use store::{
     Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, PodClaims, binding_state,

@@ -1,7 +1,8 @@
 //! What plugins may reach besides their arguments (upstream `framework.Handle`).
 //!
-//! Besides the clock, snapshot and waiting pods, the handle carries preemption's
-//! services (nominated pods, PodDisruptionBudgets, the caller's evictor) and shared
+//! Besides the clock, snapshot and waiting pods, the handle carries the
+//! [`FeatureGates`], preemption's services (nominated pods, PodDisruptionBudgets, the
+//! caller's evictor) and shared
 //! services keyed by type (e.g. the [`DraStore`](crate::dra::DraStore), upstream's
 //! `SharedDRAManager`).
 
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::preemption::PreemptionServices;
-use super::{Clock, RealClock, WaitingPods};
+use super::{Clock, FeatureGates, RealClock, WaitingPods};
 use crate::snapshot::Snapshot;
 
 /// Shared services for plugins: the clock, the current snapshot and the pods waiting
@@ -27,6 +28,9 @@ struct Inner {
     waiting: WaitingPods,
     to_activate: Mutex<Vec<Arc<str>>>,
     preemption: PreemptionServices,
+    /// `None` until [`Handle::set_feature_gates`]: the defaults, and a shared
+    /// `DraStore` keeps its own switches.
+    gates: RwLock<Option<FeatureGates>>,
     /// Shared services by type (a handful at most: a vector beats hashing).
     shared: RwLock<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
@@ -53,6 +57,7 @@ impl Handle {
                 waiting: WaitingPods::default(),
                 to_activate: Mutex::new(Vec::new()),
                 preemption: PreemptionServices::default(),
+                gates: RwLock::new(None),
                 shared: RwLock::new(Vec::new()),
             }),
         }
@@ -90,6 +95,35 @@ impl Handle {
     /// Drains the pods plugins asked to activate.
     pub(crate) fn take_pods_to_activate(&self) -> Vec<Arc<str>> {
         std::mem::take(&mut *self.inner.to_activate.lock())
+    }
+
+    /// The feature gates plugins read (upstream `feature.DefaultFeatureGate`, handed to
+    /// plugins as `feature.Features`): v1.36's defaults until
+    /// [`Handle::set_feature_gates`]. A `Copy` bitset: read it once per plugin or cycle.
+    pub fn feature_gates(&self) -> FeatureGates {
+        self.inner.gates.read().unwrap_or_default()
+    }
+
+    /// Sets the feature gates for every plugin built on this handle. Set them before
+    /// building profiles: the registry's factories read them then, and DynamicResources
+    /// built from the registry hands them to the shared
+    /// [`DraStore`](crate::dra::DraStore) ([`DraStore::set_feature_gates`](crate::dra::DraStore::set_feature_gates)).
+    /// Until they are set, a shared store keeps the switches it has.
+    ///
+    /// ```
+    /// use schedkit::framework::{Feature, FeatureGates, Handle};
+    /// let handle = Handle::default();
+    /// assert_eq!(handle.feature_gates(), FeatureGates::default());
+    /// handle.set_feature_gates("DRADeviceTaintRules=true".parse().unwrap());
+    /// assert!(handle.feature_gates().enabled(Feature::DRADeviceTaintRules));
+    /// ```
+    pub fn set_feature_gates(&self, gates: FeatureGates) {
+        *self.inner.gates.write() = Some(gates);
+    }
+
+    /// The feature gates if [`Handle::set_feature_gates`] set them.
+    pub(crate) fn feature_gates_if_set(&self) -> Option<FeatureGates> {
+        *self.inner.gates.read()
     }
 
     /// Shares a service of type `T` with every plugin built on this handle, replacing

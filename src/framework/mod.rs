@@ -1,9 +1,10 @@
 //! The contract: [`Status`], [`CycleState`], the plugin traits, [`Profile`] and
-//! [`Registry`], the [`Handle`] plugins reach the world through, the clock, and the
-//! [`preemption`] evaluator preemption plugins share.
+//! [`Registry`], the [`FeatureGates`], the [`Handle`] plugins reach the world through,
+//! the clock, and the [`preemption`] evaluator preemption plugins share.
 
 mod clock;
 mod cycle_state;
+mod features;
 mod handle;
 mod interface;
 pub mod metrics;
@@ -15,6 +16,7 @@ mod waiting_pods;
 
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
+pub use features::{Feature, FeatureGateError, FeatureGates};
 pub use handle::Handle;
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,

@@ -12,6 +12,7 @@ pub mod node;
 pub mod pdb;
 pub mod pod;
 pub mod quantity;
+pub mod resource_names;
 pub mod resources;
 
 pub use intern::Symbol;
@@ -28,6 +29,7 @@ pub use pod::{
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
 };
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
+pub use resource_names::is_extended_resource_name;
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,

@@ -35,12 +35,13 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]
     }
 }
 
-/// Whether a resource name is an extended resource (upstream
-/// `v1helper.IsExtendedResourceName`): not native (it has a `/` outside the
-/// `kubernetes.io/` domain) and not a quota `requests.` name.
+/// Whether a resource name is an extended resource.
+///
+/// Deprecated: moved to [`crate::model::is_extended_resource_name`], a fact about
+/// resource names that the DRA allocator needs too.
+#[deprecated(since = "0.2.0", note = "moved to schedkit::model::is_extended_resource_name")]
 pub fn is_extended_resource_name(name: &str) -> bool {
-    let native = !name.contains('/') || name.contains("kubernetes.io/");
-    !native && !name.starts_with("requests.")
+    crate::model::is_extended_resource_name(name)
 }
 
 /// Scores a batch of nodes with a plugin's PreScore state `T`, read once for the

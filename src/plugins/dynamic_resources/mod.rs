@@ -179,7 +179,10 @@ impl DynamicResources {
     /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)), on the handle's
     /// clock, writing through the `Arc<dyn ClaimStatusWriter>` shared on the handle if
     /// there is one (upstream writes through the handle's client set), else only to the
-    /// store. `bindingTimeout` (a Go duration such as `"10m0s"`, positive) sets
+    /// store. Feature gates set on the handle
+    /// ([`Handle::set_feature_gates`](crate::framework::Handle::set_feature_gates)) are
+    /// handed to the store ([`DraStore::set_feature_gates`]); without them the store
+    /// keeps its own. `bindingTimeout` (a Go duration such as `"10m0s"`, positive) sets
     /// [`DynamicResources::with_binding_timeout`]; `filterTimeout` (not negative, `"0s"`
     /// switches it off) sets [`DynamicResources::with_filter_timeout`].
     ///
@@ -200,6 +203,9 @@ impl DynamicResources {
     ) -> Result<DynamicResources, DynamicResourcesArgsError> {
         type E = DynamicResourcesArgsError;
         let store = handle.shared::<DraStore>().ok_or(E::NoStore)?;
+        if let Some(gates) = handle.feature_gates_if_set() {
+            store.set_feature_gates(gates);
+        }
         let mut plugin = DynamicResources::new(store).with_clock(handle.clock_arc());
         if let Some(writer) = handle.shared::<Arc<dyn ClaimStatusWriter>>() {
             plugin = plugin.with_writer(Arc::clone(&writer));

@@ -15,8 +15,7 @@ use crate::framework::{
     ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
     ScorePlugin, Status,
 };
-use crate::model::{Symbol, native_names};
-use crate::plugins::helper::is_extended_resource_name;
+use crate::model::{Symbol, is_extended_resource_name, native_names};
 use crate::plugins::helper::score_batch;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};

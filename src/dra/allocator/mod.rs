@@ -1,7 +1,8 @@
-//! The structured allocator: finds devices on one node for every request of every claim
-//! of a pod, together or not at all (upstream
-//! `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go` and its
-//! `internal/stable` variant).
+//! The structured allocator's search: devices on one node for every request of every
+//! claim of a pod, together or not at all.
+//!
+//! Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/allocator.go`
+//! and its `internal/stable` variant.
 //!
 //! # Search
 //!
@@ -38,6 +39,9 @@
 //! before the search (selectors, taints, capacity, in-use), so realistic claims take a
 //! few dozen steps.
 
+mod diagnosis;
+mod results;
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -45,12 +49,12 @@ use smallvec::SmallVec;
 
 use super::compiled::{CompiledClaim, ConstraintKind};
 use super::error::AllocError;
-use super::types::{
-    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceRequestAllocationResult,
-};
-use super::world::{DeviceId, PoolProblem, Scope, World, taint_blocks};
-use crate::model::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
+use super::world::{DeviceId, PoolProblem, World, taint_blocks};
+use crate::model::{Labels, Symbol};
 use crate::selector::{AttributeKey, Device};
+
+pub use diagnosis::{Diagnosis, Problem};
+pub(crate) use results::results;
 
 /// Upstream's message when allocation fails on a node with invalid pools.
 pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered";
@@ -187,104 +191,6 @@ pub(crate) struct Pick {
 }
 
 pub(crate) type Picks = SmallVec<[Pick; 16]>;
-
-/// Why a node can't satisfy the pod's claims.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Problem {
-    /// Fewer usable devices than requested.
-    TooFewDevices {
-        /// `namespace/name`.
-        claim: String,
-        /// Request (best alternative).
-        request: String,
-        /// Devices on the node matching the selectors.
-        matching: u32,
-        /// Of those, not in use and tolerating taints.
-        available: u32,
-        /// Wanted (`None`: All, which needs at least one and all free).
-        wanted: Option<u32>,
-    },
-    /// Enough devices exist, but no combination satisfies the claim's constraints or the
-    /// pool's shared counters.
-    Unsatisfiable {
-        /// `namespace/name`.
-        claim: String,
-        /// The constraints that rejected combinations (`constraint matchAttribute X`,
-        /// `shared counters`).
-        causes: Vec<String>,
-    },
-    /// No solution, and pools gathered for the node are invalid (upstream `Allocate`:
-    /// "invalid resource pools were encountered").
-    InvalidPools {
-        /// `driver/pool` and why it is invalid.
-        pools: Vec<(String, String)>,
-    },
-    /// The pod requests an extended resource that no device class serves and the node
-    /// does not list (upstream Filter: "cannot fit resource").
-    ResourceNotOnNode {
-        /// The resource.
-        resource: String,
-    },
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Problem::TooFewDevices { claim, request, matching, available, wanted } => match wanted {
-                Some(w) => write!(
-                    f,
-                    "claim {claim}, request {request}: {available} of {w} requested devices available ({matching} match)"
-                ),
-                None => write!(
-                    f,
-                    "claim {claim}, request {request}: allocationMode All: {available} of {matching} matching devices available"
-                ),
-            },
-            Problem::ResourceNotOnNode { resource } => write!(f, "cannot fit resource {resource}"),
-            Problem::InvalidPools { pools } => {
-                f.write_str(INVALID_POOLS)?;
-                for (pool, why) in pools {
-                    write!(f, "; resource pool {pool} is invalid: {why}")?;
-                }
-                Ok(())
-            }
-            Problem::Unsatisfiable { claim, causes } => {
-                write!(f, "claim {claim}: ")?;
-                if causes.is_empty() {
-                    return write!(f, "no combination of devices fits");
-                }
-                for (i, c) in causes.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("; ")?;
-                    }
-                    write!(f, "{c} not satisfiable")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Per-node diagnosis of a pod whose claims don't fit (schedkit extension; upstream only
-/// reports "cannot allocate all claims").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnosis {
-    /// The node.
-    pub node: String,
-    /// What failed.
-    pub problems: Vec<Problem>,
-}
-
-impl fmt::Display for Diagnosis {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: cannot allocate all claims", self.node)?;
-        for p in &self.problems {
-            write!(f, "; {p}")?;
-        }
-        Ok(())
-    }
-}
 
 /// What one node run found.
 #[derive(Debug)]
@@ -724,164 +630,4 @@ impl Search<'_> {
         }
         Diagnosis { node: self.node.as_str().to_owned(), problems }
     }
-}
-
-/// A quantity in milli-units as Kubernetes would print it: the largest binary suffix
-/// that divides it, else a plain integer, else milli-units.
-fn quantity_text(milli: i128) -> String {
-    if milli % 1000 != 0 {
-        return format!("{milli}m");
-    }
-    let v = milli / 1000;
-    for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
-        let unit = 1i128 << shift;
-        if v != 0 && v % unit == 0 {
-            return format!("{}{suffix}", v / unit);
-        }
-    }
-    v.to_string()
-}
-
-/// `consumedCapacity` and `shareID` for a result on a multi-allocatable device
-/// (consumable capacity, KEP-5075); empty for exclusive devices and admin access.
-fn share_fields(
-    e: &super::world::DevEntry,
-    alt: &super::compiled::Alternative,
-    claim: &str,
-    admin: bool,
-) -> (std::collections::BTreeMap<String, crate::model::Quantity>, Option<String>) {
-    let mut consumed = std::collections::BTreeMap::new();
-    if !e.multi || admin {
-        return (consumed, None);
-    }
-    let Some(amounts) = e.consumption(&alt.capacity) else { return (consumed, None) };
-    for (si, milli) in amounts {
-        let q = crate::model::Quantity::parse(&quantity_text(milli))
-            .unwrap_or_else(|_| crate::model::Quantity::from_milli(i64::try_from(milli).unwrap_or(i64::MAX)));
-        consumed.insert(e.shares[si].name.clone(), q);
-    }
-    // A stable UID-shaped id per (claim, request, device); upstream generates a random UID.
-    let mut h = ahash::AHasher::default();
-    std::hash::Hash::hash(&(claim, &alt.result_name, e.id.to_string()), &mut h);
-    let a = std::hash::Hasher::finish(&h);
-    std::hash::Hash::hash(&a, &mut h);
-    let b = std::hash::Hasher::finish(&h);
-    let id = format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xffff,
-        b >> 48,
-        b & 0xffff_ffff_ffff
-    );
-    (consumed, Some(id))
-}
-
-/// Builds each claim's `AllocationResult` from the picks (upstream
-/// `allocator.go`, `createNodeSelector` for the node selector: any node-local device, or
-/// with binding conditions enabled any device with `bindsToNode`, pins the allocation to
-/// the node; otherwise the selectors of network-attached devices are merged into one
-/// term; devices for all nodes add nothing). With binding conditions enabled each result
-/// copies its device's binding and binding failure conditions
-/// (`allocator_experimental.go`, `Allocate`).
-pub(crate) fn results(
-    world: &World,
-    plans: &[ClaimPlan],
-    picks: &[Pick],
-    node: Symbol,
-    binding: bool,
-) -> Vec<AllocationResult> {
-    let mut out = Vec::with_capacity(plans.len());
-    for (c, plan) in plans.iter().enumerate() {
-        let mut results = Vec::new();
-        let mut local = false;
-        let mut selectors: Vec<&Arc<NodeSelector>> = Vec::new();
-        let mut config = Vec::new();
-        let mut seen_alts: SmallVec<[(u16, u16); 4]> = SmallVec::new();
-        for p in picks.iter().filter(|p| p.claim as usize == c) {
-            let alt = &plan.claim.requests[p.request as usize].alternatives[p.alt as usize];
-            let e = &world.devices[p.dev as usize];
-            match &e.scope {
-                Scope::Node(_) => local = true,
-                Scope::Selector(s) => {
-                    if !selectors.iter().any(|x| x == &s) {
-                        selectors.push(s);
-                    }
-                }
-                Scope::All => {}
-            }
-            if binding && e.binds_to_node {
-                local = true;
-            }
-            let (binding_conditions, binding_failure_conditions) = match (&e.binding, binding) {
-                (Some(b), true) => (b.0.clone(), b.1.clone()),
-                _ => (Vec::new(), Vec::new()),
-            };
-            let (consumed_capacity, share_id) = share_fields(e, alt, &plan.claim.key, p.admin);
-            results.push(DeviceRequestAllocationResult {
-                request: alt.result_name.clone(),
-                driver: e.id.driver.as_str().to_owned(),
-                pool: e.id.pool.as_str().to_owned(),
-                device: e.id.device.as_str().to_owned(),
-                admin_access: alt.admin.then_some(true),
-                tolerations: alt.tolerations.clone(),
-                binding_conditions,
-                binding_failure_conditions,
-                consumed_capacity,
-                share_id,
-                other: std::collections::BTreeMap::new(),
-            });
-            if !seen_alts.contains(&(p.request, p.alt)) {
-                seen_alts.push((p.request, p.alt));
-                for cfg in &plan.class_config[p.request as usize][p.alt as usize] {
-                    config.push(DeviceAllocationConfiguration {
-                        source: "FromClass".to_owned(),
-                        requests: vec![alt.result_name.clone()],
-                        opaque: cfg.opaque.clone(),
-                    });
-                }
-            }
-        }
-        for (reqs, opaque) in &plan.claim.config {
-            config.push(DeviceAllocationConfiguration {
-                source: "FromClaim".to_owned(),
-                requests: reqs.clone(),
-                opaque: opaque.clone(),
-            });
-        }
-        let node_selector = if local {
-            Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_expressions: Vec::new(),
-                    match_fields: vec![NodeSelectorRequirement::new(
-                        crate::model::FIELD_METADATA_NAME,
-                        NodeSelectorOperator::In,
-                        &[node.as_str()],
-                    )],
-                }],
-            })
-        } else {
-            match selectors.as_slice() {
-                [] => None,
-                [one] => Some(NodeSelector::clone(one)),
-                many => {
-                    let mut term = NodeSelectorTerm::default();
-                    for s in many {
-                        if let Some(t) = s.node_selector_terms.first() {
-                            term.match_expressions.extend(t.match_expressions.iter().cloned());
-                            term.match_fields.extend(t.match_fields.iter().cloned());
-                        }
-                    }
-                    Some(NodeSelector { node_selector_terms: vec![term] })
-                }
-            }
-        };
-        out.push(AllocationResult {
-            devices: DeviceAllocationResult { results, config },
-            node_selector,
-            allocation_timestamp: None,
-            other: std::collections::BTreeMap::new(),
-        });
-    }
-    out
 }
