@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use schedkit::framework::{LatencyRecorder, LatencyReport};
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
+use schedkit::sim::{Replay, Step, binned, prefixed_names, tuned_arrivals};
 use schedkit::snapshot::PodInfo;
-use schedkit::trace::replay::{Replay, Step, binned, prefixed_names, tuned_arrivals};
 use schedkit::trace::{TraceNode, TracePod, gpu_capacity_milli, load_nodes, load_pods};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data");
