@@ -14,6 +14,7 @@
 //!
 //! [`gpu_share`]: crate::plugins::gpu_share
 
+mod convert;
 mod experiment;
 mod plot;
 mod replay;

@@ -37,17 +37,6 @@ use crate::scheduler::{Scheduler, TieBreak};
 use crate::snapshot::PodInfo;
 use crate::trace::{TraceNode, TracePod};
 
-impl TypicalPods {
-    /// The typical pods of a trace pod list (threshold 95%, as the paper).
-    pub fn from_pods(pods: &[TracePod]) -> TypicalPods {
-        let specs: Vec<String> = pods.iter().map(|p| p.gpu_spec.join("|")).collect();
-        TypicalPods::from_shapes(
-            pods.iter().zip(&specs).map(|(p, s)| (p.cpu_milli, p.gpu_milli, p.num_gpu, s.as_str())),
-            95.0,
-        )
-    }
-}
-
 /// One pod arrival: which trace row, under which name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrival {
