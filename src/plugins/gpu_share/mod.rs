@@ -6,14 +6,20 @@
 //! (`hkust-adsl/kubernetes-scheduler-simulator`, whose `Open-Gpu-Share` plugin this
 //! module's [`GpuShareFit`] follows).
 //!
+//! # Files
+//!
+//! `request.rs`: the pod's request and its labels; `state.rs`: the device table;
+//! `fit.rs`: GpuShareFit and device choice; `score.rs`: [`PolicyScore`]; one file per
+//! policy; `frag.rs`: fragmentation; `policy.rs`: the [`Policy`] profiles.
+//!
 //! # Where the device state lives
 //!
 //! Which device has how much free milli-GPU is plugin state: a [`NodeInfo`] has no slot
 //! for it. It lives in a [`GpuState`], a table keyed by node name behind one lock, shared
 //! (by `Arc`) by [`GpuShareFit`] and the policy Score plugins. [`GpuShareFit`]'s Reserve
 //! picks the devices (by the profile's [`DeviceSelect`]) and records them in the table and
-//! in the [`CycleState`] ([`ReservedDevices`]); Unreserve gives back exactly what Reserve
-//! took. A node missing from the table has all its GPUs free (its count and model come
+//! in the [`CycleState`] ([`ReservedDevices`]); Unreserve gives back exactly what
+//! Reserve took. A node missing from the table has all its GPUs free (its count and model come
 //! from the node: allocatable [`GPU_COUNT_RESOURCE`], label [`GPU_MODEL_LABEL`]);
 //! [`GpuState::add_node`] registers nodes up front so Filter doesn't read them from the
 //! node each time. Pods bound outside the scheduler are recorded with
@@ -42,58 +48,14 @@
 //! One Score plugin per policy of the paper: [`Fgd`], [`BestFit`], [`DotProduct`],
 //! [`GpuPacking`], [`GpuClustering`], [`RandomScore`]; [`Policy`] builds the profile the
 //! paper's experiments use (GpuShareFit + NodeResourcesFit's Filter + one policy, with
-//! that policy's device selection). Each file cites the simulator file it follows; the
+//! that policy's device selection). Every policy is declared the same way, as a
+//! [`PolicyScore`]: its name, what it reads once per batch of nodes, one node's score,
+//! and optionally a PreScore step and a normalisation; the Plugin and ScorePlugin
+//! wiring comes with the trait. Each file cites the simulator file it follows; the
 //! integer truncations and BestFit's min-max normalisation are the simulator's, and
 //! `tests/trace_peer.rs` checks FGD against a run of the simulator pod by pod.
-
-/// Declares a policy Score plugin over the shared [`GpuState`] whose node score is
-/// its [`ViewScore::score_in`] with no normalization: the struct, its constructor
-/// and the Plugin/ScorePlugin wiring (one request read and one table lock per batch).
-macro_rules! view_score_plugin {
-    ($(#[$doc:meta])* $ty:ident, $name:expr) => {
-        $(#[$doc])*
-        pub struct $ty {
-            state: std::sync::Arc<super::GpuState>,
-        }
-
-        impl $ty {
-            #[doc = concat!(stringify!($ty), " over `state`.")]
-            pub fn new(state: std::sync::Arc<super::GpuState>) -> $ty {
-                $ty { state }
-            }
-        }
-
-        impl crate::framework::Plugin for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-            fn register(self: std::sync::Arc<Self>, points: &mut crate::framework::ExtensionPoints) {
-                points.score(self);
-            }
-        }
-
-        impl crate::framework::ScorePlugin for $ty {
-            fn score(
-                &self,
-                state: &crate::framework::CycleState,
-                pod: &crate::snapshot::PodInfo,
-                node: &crate::snapshot::NodeInfo,
-            ) -> Result<i64, crate::framework::Status> {
-                super::score_one(self, state, pod, node)
-            }
-
-            fn score_nodes(
-                &self,
-                state: &crate::framework::CycleState,
-                pod: &crate::snapshot::PodInfo,
-                nodes: crate::snapshot::NodeList<'_>,
-                scores: &mut [crate::framework::NodeScore],
-            ) -> Result<(), crate::framework::Status> {
-                super::score_batch(self, state, pod, nodes, scores)
-            }
-        }
-    };
-}
+//!
+//! [`CycleState`]: crate::framework::CycleState
 
 mod best_fit;
 mod dot_product;
@@ -105,6 +67,7 @@ mod gpu_packing;
 mod policy;
 mod random_fit;
 mod request;
+mod score;
 mod state;
 
 pub use best_fit::BestFit;
@@ -119,10 +82,10 @@ pub use random_fit::RandomScore;
 pub use request::{
     GPU_COUNT_LABEL, GPU_COUNT_RESOURCE, GPU_MILLI_LABEL, GPU_MODEL_LABEL, GpuRequest, GpuRequestState, request_of,
 };
+pub use score::{PolicyScore, TableBatch};
 pub use state::{Allocation, GpuError, GpuState, GpuView, NodeGpus};
 
-use crate::framework::{CycleState, Status};
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::NodeInfo;
 
 /// Milli-GPU in one GPU.
 pub const MILLI: u32 = 1000;
@@ -130,47 +93,6 @@ pub const MILLI: u32 = 1000;
 pub const MAX_SPEC_CPU: f64 = 128_000.0;
 /// Largest GPU of a node in the paper's normalisations (`MaxSpecGpu`, milli-GPU).
 pub const MAX_SPEC_GPU: f64 = 8_000.0;
-
-/// A policy Score plugin scoring one node given a table view and the pod's request,
-/// so `score` and the batched `score_nodes` share one body.
-pub(crate) trait ViewScore {
-    fn gpu_state(&self) -> &GpuState;
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status>;
-}
-
-/// `ScorePlugin::score` of a [`ViewScore`].
-pub(crate) fn score_one<T: ViewScore>(
-    p: &T,
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-) -> Result<i64, Status> {
-    let req = request_of(state, pod);
-    p.score_in(&p.gpu_state().view(), req.as_ref(), pod, node)
-}
-
-/// `ScorePlugin::score_nodes` of a [`ViewScore`]: the request read and the table locked
-/// once per batch.
-pub(crate) fn score_batch<T: ViewScore>(
-    p: &T,
-    state: &CycleState,
-    pod: &PodInfo,
-    nodes: crate::snapshot::NodeList<'_>,
-    scores: &mut [crate::framework::NodeScore],
-) -> Result<(), Status> {
-    let req = request_of(state, pod);
-    let view = p.gpu_state().view();
-    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-        slot.score = p.score_in(&view, req.as_ref(), pod, node)?;
-    }
-    Ok(())
-}
 
 /// SplitMix64, seeded: for RandomScore and random device choice.
 #[derive(Debug, Clone)]

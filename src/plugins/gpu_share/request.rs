@@ -87,7 +87,7 @@ impl GpuRequest {
     }
 }
 
-/// The request of the pod in this cycle, written by [`GpuShareFit`]'s PreFilter.
+/// The request of the pod in this cycle, written by [`GpuShareFit`](super::GpuShareFit)'s PreFilter.
 #[derive(Debug, Clone, Default)]
 pub struct GpuRequestState(pub Option<GpuRequest>);
 
