@@ -11,9 +11,9 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use schedkit::framework::{FilterFn, LatencyRecorder, Profile, ScoreFn, Status};
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::scheduler::{Scheduler, SchedulerBuilder, TieBreak};
+use schedkit::sim::{Replay, prefixed_names, tuned_arrivals};
 use schedkit::snapshot::PodInfo;
 use schedkit::testing::PodBuilder;
-use schedkit::trace::replay::{Replay, prefixed_names, tuned_arrivals};
 use schedkit::trace::{gpu_capacity_milli, load_nodes, load_pods, synthetic_nodes};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");

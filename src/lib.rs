@@ -50,6 +50,7 @@ pub mod queue;
 pub mod scheduler;
 /// The CEL-compatible DRA device selector language: compile once, match devices in nanoseconds.
 pub mod selector;
+pub mod sim;
 pub mod snapshot;
 pub mod testing;
 /// GPU topology graphs, `nvidia-smi topo -m` parsing and topology-aware GPU set selection.

@@ -12,8 +12,8 @@ use schedkit::plugins::gpu_share::{
     GpuRequest, GpuShareFit, GpuState, Policy, TypicalPods,
 };
 use schedkit::scheduler::{Scheduler, TieBreak};
+use schedkit::sim::{Replay, node_resources_fit};
 use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
-use schedkit::trace::replay::{Replay, node_resources_fit};
 use schedkit::trace::{TraceNode, TracePod, parse_nodes, parse_pods};
 
 fn node(name: &str, cpu: i64, gpus: u32, model: &str) -> TraceNode {

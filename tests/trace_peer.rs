@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
-use schedkit::trace::replay::Replay;
+use schedkit::sim::Replay;
 use schedkit::trace::{TracePod, load_nodes, load_pods};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
-use schedkit::trace::replay::{Replay, Step, binned, prefixed_names, tuned_arrivals};
+use schedkit::sim::{Replay, Step, binned, prefixed_names, tuned_arrivals};
 use schedkit::trace::{gpu_capacity_milli, load_nodes, load_pods};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");

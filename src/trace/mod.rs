@@ -1,7 +1,9 @@
-//! Cluster data for examples, tests and benches: synthetic cluster generators, the
-//! loader of the `openb` GPU cluster trace, and a replay engine for it.
+//! Cluster data for examples, tests and benches: synthetic cluster generators and the
+//! loader of the `openb` GPU cluster trace. Data only: replaying a trace through the
+//! scheduler is [`crate::sim`].
 
 mod openb;
+/// Deprecated: moved to [`crate::sim`] (each item here is a deprecated alias).
 pub mod replay;
 mod synthetic;
 

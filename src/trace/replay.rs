@@ -1,349 +1,52 @@
-//! Replaying a GPU cluster trace through schedkit, the experiment of the FGD paper: pods
-//! are shuffled with a seed, the workload is tuned to a multiple of the cluster's GPU
-//! capacity, and pods arrive one at a time and are scheduled at once or fail (no
-//! retries, departures or preemption), every node scored, ties to the smallest node
-//! name, GpuShareFit and a cpu/memory fit filter beside exactly one policy.
-//!
-//! ```
-//! use schedkit::plugins::gpu_share::{Policy, TypicalPods};
-//! use schedkit::trace::replay::{Replay, tuned_arrivals};
-//! use schedkit::trace::{parse_nodes, parse_pods};
-//! let nodes = parse_nodes("n", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n").unwrap();
-//! let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,1000,1024,1,1000\n").unwrap();
-//! let typical = std::sync::Arc::new(TypicalPods::from_pods(&pods));
-//! let mut replay = Replay::new(&nodes, None, typical, Policy::Fgd, 42).unwrap();
-//! for a in tuned_arrivals(&pods, 2000, 0.5, 42) { // below the trace's own demand: no copies
-//!     let step = replay.step(&pods[a.pod], &a.name);
-//!     assert!(step.node.is_some());
-//! }
-//! assert_eq!(replay.used_milli(), 1500);
-//! ```
+//! Deprecated: the replay driver moved to [`crate::sim`]. These aliases keep the old
+//! paths working, with a deprecation warning, for one release.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use ahash::AHashMap;
-use smallvec::SmallVec;
+use crate::framework::Plugin;
+use crate::trace::{TraceNode, TracePod};
 
-use super::{TraceNode, TracePod};
-use crate::framework::{Handle, Plugin};
-use crate::model::Symbol;
-use crate::plugins::gpu_share::frag::gpus_frag;
-use crate::plugins::gpu_share::{GpuState, NodeGpus, Policy, ReservedDevices, TypicalPods};
-use crate::plugins::node_resources::{Fit, FitArgs};
-use crate::scheduler::{Scheduler, TieBreak};
-use crate::snapshot::PodInfo;
+/// Deprecated: moved to [`crate::sim::Arrival`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::Arrival`")]
+pub type Arrival = crate::sim::Arrival;
 
-impl TypicalPods {
-    /// The typical pods of a trace pod list (threshold 95%, as the paper).
-    pub fn from_pods(pods: &[TracePod]) -> TypicalPods {
-        let specs: Vec<String> = pods.iter().map(|p| p.gpu_spec.join("|")).collect();
-        TypicalPods::from_shapes(
-            pods.iter().zip(&specs).map(|(p, s)| (p.cpu_milli, p.gpu_milli, p.num_gpu, s.as_str())),
-            95.0,
-        )
-    }
+/// Deprecated: moved to [`crate::sim::Replay`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::Replay`")]
+pub type Replay = crate::sim::Replay;
+
+/// Deprecated: moved to [`crate::sim::ReplayError`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::ReplayError`")]
+pub type ReplayError = crate::sim::ReplayError;
+
+/// Deprecated: moved to [`crate::sim::Step`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::Step`")]
+pub type Step = crate::sim::Step;
+
+/// Deprecated: moved to [`crate::sim::tuned_arrivals`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::tuned_arrivals`")]
+pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: u64) -> Vec<crate::sim::Arrival> {
+    crate::sim::tuned_arrivals(pods, capacity_milli, ratio, seed)
 }
 
-/// One pod arrival: which trace row, under which name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Arrival {
-    /// Pod name (`<row name>-tuned-<i>` for tuned copies).
-    pub name: String,
-    /// Index of the trace row.
-    pub pod: usize,
-}
-
-/// SplitMix64 for shuffling and drawing.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The arrival order of the paper's method: the trace's pods shuffled with `seed`, then
-/// copies drawn uniformly with replacement from the trace and appended until the next
-/// draw would push the total GPU demand past `ratio * capacity_milli`. (The authors'
-/// simulator uses Go's `math/rand`; this uses SplitMix64, so orders differ from theirs
-/// for the same seed, not in distribution.)
-pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: u64) -> Vec<Arrival> {
-    let mut rng = seed ^ 0x005e_ed0f_a7c2;
-    let mut order: Vec<usize> = (0..pods.len()).collect();
-    for i in (1..order.len()).rev() {
-        let j = (splitmix(&mut rng) % (i as u64 + 1)) as usize;
-        order.swap(i, j);
-    }
-    let mut out: Vec<Arrival> = order.into_iter().map(|i| Arrival { name: pods[i].name.clone(), pod: i }).collect();
-    if pods.is_empty() || ratio <= 0.0 {
-        return out;
-    }
-    let target = (ratio * capacity_milli as f64) as i64;
-    let mut arrived: i64 = pods.iter().map(TracePod::gpu_demand).sum();
-    let mut k = 0;
-    loop {
-        let j = (splitmix(&mut rng) % pods.len() as u64) as usize;
-        let d = pods[j].gpu_demand();
-        if arrived + d > target {
-            break;
-        }
-        arrived += d;
-        out.push(Arrival { name: format!("{}-tuned-{k}", pods[j].name), pod: j });
-        k += 1;
-    }
-    out
-}
-
-/// Node names as the authors' simulator renames them before a run: a seeded random
-/// 4-digit prefix, `<prefix>-<name>`. Since score ties go to the smallest name, this makes
-/// the tie-break a seeded random (but fixed) node order rather than the trace's order,
-/// which groups nodes by GPU model. (Their prefixes come from Go's `math/rand`; these
-/// from SplitMix64.)
+/// Deprecated: moved to [`crate::sim::prefixed_names`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::prefixed_names`")]
 pub fn prefixed_names(nodes: &[TraceNode], seed: u64) -> Vec<String> {
-    let mut rng = seed ^ 0x0a4e_5eed;
-    nodes.iter().map(|n| format!("{:04}-{}", splitmix(&mut rng) % 10_000, n.name)).collect()
+    crate::sim::prefixed_names(nodes, seed)
 }
 
-/// What happened to one arriving pod, and the cluster after it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    /// Index of the node it went to (in the replay's node list), `None` if it failed.
-    pub node: Option<usize>,
-    /// GPU devices it took.
-    pub devices: SmallVec<[u8; 8]>,
-    /// GPU demand of all pods so far (failed ones included), milli.
-    pub arrived_milli: i64,
-    /// Allocated GPU over the cluster, milli.
-    pub used_milli: i64,
-    /// Cluster fragmentation (sum of node fragmentation), milli.
-    pub frag_milli: f64,
-    /// Time spent in the scheduling and binding cycle.
-    pub elapsed: Duration,
-}
-
-/// Why a replay could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReplayError {
-    /// The profile failed to build.
-    #[error(transparent)]
-    Config(#[from] crate::framework::ConfigError),
-    /// A node was refused by the cache.
-    #[error(transparent)]
-    Cache(#[from] crate::snapshot::CacheError),
-    /// `names` doesn't match `nodes`.
-    #[error("{names} node names given for {nodes} nodes")]
-    Names {
-        /// Names given.
-        names: usize,
-        /// Nodes.
-        nodes: usize,
-    },
-}
-
-/// The default filter the paper's runs use beside GpuShareFit: upstream
-/// NodeResourcesFit (cpu, memory, pod count) with default args; [`Policy::profile`]
-/// disables its Score.
+/// Deprecated: moved to [`crate::sim::node_resources_fit`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::node_resources_fit`")]
 pub fn node_resources_fit() -> Arc<dyn Plugin> {
-    Arc::new(Fit::new(&FitArgs::default()).expect("default NodeResourcesFit args are valid"))
+    crate::sim::node_resources_fit()
 }
 
-/// A trace replay in progress: a scheduler with one policy's profile over the trace's
-/// nodes, and the cluster's GPU allocation and fragmentation after each pod.
-pub struct Replay {
-    scheduler: Scheduler,
-    state: Arc<GpuState>,
-    typical: Arc<TypicalPods>,
-    names: Vec<Symbol>,
-    index: AHashMap<Symbol, usize>,
-    frag: Vec<f64>,
-    arrived_milli: i64,
-}
-
-impl std::fmt::Debug for Replay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replay")
-            .field("nodes", &self.names.len())
-            .field("arrived_milli", &self.arrived_milli)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Replay {
-    /// A replay of `policy` over `nodes`; `names` renames them (the names ties are
-    /// broken by), `seed` drives the random policy.
-    pub fn new(
-        nodes: &[TraceNode],
-        names: Option<&[String]>,
-        typical: Arc<TypicalPods>,
-        policy: Policy,
-        seed: u64,
-    ) -> Result<Replay, ReplayError> {
-        Replay::with_builder(nodes, names, typical, policy, seed, |b| b)
-    }
-
-    /// Like [`Replay::new`], letting the caller adjust the scheduler (e.g. turn on the
-    /// latency recorder).
-    pub fn with_builder(
-        nodes: &[TraceNode],
-        names: Option<&[String]>,
-        typical: Arc<TypicalPods>,
-        policy: Policy,
-        seed: u64,
-        adjust: impl FnOnce(crate::scheduler::SchedulerBuilder) -> crate::scheduler::SchedulerBuilder,
-    ) -> Result<Replay, ReplayError> {
-        if let Some(n) = names
-            && n.len() != nodes.len()
-        {
-            return Err(ReplayError::Names { names: n.len(), nodes: nodes.len() });
-        }
-        let state = GpuState::new();
-        let handle = Handle::default();
-        let profile = policy.profile(
-            crate::framework::DEFAULT_SCHEDULER_NAME,
-            &state,
-            &handle,
-            &typical,
-            seed,
-            vec![node_resources_fit()],
-        )?;
-        let builder = Scheduler::builder()
-            .profile(profile)
-            .handle(handle)
-            .percentage_of_nodes_to_score(100)
-            .parallelism(1)
-            .tie_break(TieBreak::SmallestName)
-            .seed(seed);
-        let scheduler = adjust(builder).build();
-        let mut names_out = Vec::with_capacity(nodes.len());
-        let mut index = AHashMap::new();
-        let mut frag = Vec::with_capacity(nodes.len());
-        for (i, n) in nodes.iter().enumerate() {
-            let mut node = n.to_node();
-            if let Some(names) = names {
-                node.metadata.name.clone_from(&names[i]);
-            }
-            let sym = Symbol::intern(node.name());
-            frag.push(gpus_frag(&typical, &NodeGpus::from_node(&node), n.cpu_milli));
-            state.add_node(&node);
-            scheduler.add_node(node)?;
-            names_out.push(sym);
-            index.insert(sym, i);
-        }
-        Ok(Replay { scheduler, state, typical, names: names_out, index, frag, arrived_milli: 0 })
-    }
-
-    /// The scheduler.
-    pub fn scheduler(&self) -> &Scheduler {
-        &self.scheduler
-    }
-
-    /// The scheduler, keeping the cluster as the replay left it (e.g. to bench cycles
-    /// on a partly filled cluster).
-    pub fn into_scheduler(self) -> Scheduler {
-        self.scheduler
-    }
-
-    /// The GPU device table.
-    pub fn gpu_state(&self) -> &Arc<GpuState> {
-        &self.state
-    }
-
-    /// Allocated GPU over the cluster, milli.
-    pub fn used_milli(&self) -> i64 {
-        self.state.used_milli()
-    }
-
-    /// Cluster fragmentation, milli (sum over nodes, in node order).
-    pub fn frag_milli(&self) -> f64 {
-        self.frag.iter().sum()
-    }
-
-    /// The scheduler's name of node `i`.
-    pub fn node_name(&self, i: usize) -> &'static str {
-        self.names[i].as_str()
-    }
-
-    /// Schedules one arriving pod (built from `pod` under `name`).
-    pub fn step(&mut self, pod: &TracePod, name: &str) -> Step {
-        match PodInfo::new(pod.to_pod_named(name)) {
-            Ok(info) => self.step_info(&info, pod.gpu_demand()),
-            Err(_) => self.record(None, SmallVec::new(), pod.gpu_demand(), Duration::ZERO),
-        }
-    }
-
-    /// Schedules one pod already converted (so callers can time only the cycle).
-    pub fn step_info(&mut self, info: &PodInfo, gpu_demand: i64) -> Step {
-        let start = Instant::now();
-        let result = self.scheduler.schedule_one(info);
-        let (node, devices) = match result {
-            Ok(binding) => {
-                let devices =
-                    binding.cycle_state().read::<ReservedDevices>().map(|r| r.devices.clone()).unwrap_or_default();
-                let node = binding.node().to_owned();
-                match binding.run() {
-                    Ok(_) => (Some(node), devices),
-                    Err(_) => (None, SmallVec::new()),
-                }
-            }
-            Err(_) => (None, SmallVec::new()),
-        };
-        let elapsed = start.elapsed();
-        let idx = node.and_then(|n| self.index.get(&Symbol::intern(&n)).copied());
-        self.record(idx, devices, gpu_demand, elapsed)
-    }
-
-    fn record(&mut self, idx: Option<usize>, devices: SmallVec<[u8; 8]>, demand: i64, elapsed: Duration) -> Step {
-        self.arrived_milli += demand;
-        if let Some(i) = idx {
-            let name = self.names[i];
-            let cache = self.scheduler.cache().lock();
-            if let Some(info) = cache.node_info(name.as_str()) {
-                let cpu = info.allocatable().milli_cpu - info.requested().milli_cpu;
-                let gpus = self.state.node(name.as_str()).unwrap_or_else(|| NodeGpus::from_node(info.node()));
-                self.frag[i] = gpus_frag(&self.typical, &gpus, cpu);
-            }
-        }
-        Step {
-            node: idx,
-            devices,
-            arrived_milli: self.arrived_milli,
-            used_milli: self.state.used_milli(),
-            frag_milli: self.frag_milli(),
-            elapsed,
-        }
-    }
-}
-
-/// Per-bin means of a replay's curve: bin `b` holds the steps whose arrived GPU demand
-/// rounds to `b`% of capacity; value is the mean of `f(step)` over them; empty bins take
-/// the previous bin's value (the first non-empty one at the start), as the authors'
-/// analysis fills missing bins from a neighbour.
-pub fn binned(steps: &[Step], capacity_milli: i64, bins: usize, f: impl Fn(&Step) -> f64) -> Vec<f64> {
-    let mut sum = vec![0.0; bins];
-    let mut n = vec![0u32; bins];
-    for s in steps {
-        let b = (s.arrived_milli as f64 * 100.0 / capacity_milli as f64).round();
-        if b >= 0.0 && (b as usize) < bins {
-            sum[b as usize] += f(s);
-            n[b as usize] += 1;
-        }
-    }
-    let mut out = vec![f64::NAN; bins];
-    for b in 0..bins {
-        if n[b] > 0 {
-            out[b] = sum[b] / f64::from(n[b]);
-        }
-    }
-    let first = out.iter().copied().find(|v| !v.is_nan()).unwrap_or(0.0);
-    let mut last = first;
-    for v in &mut out {
-        if v.is_nan() {
-            *v = last;
-        } else {
-            last = *v;
-        }
-    }
-    out
+/// Deprecated: moved to [`crate::sim::binned`].
+#[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::binned`")]
+pub fn binned(
+    steps: &[crate::sim::Step],
+    capacity_milli: i64,
+    bins: usize,
+    f: impl Fn(&crate::sim::Step) -> f64,
+) -> Vec<f64> {
+    crate::sim::binned(steps, capacity_milli, bins, f)
 }

@@ -7,11 +7,9 @@
 
 use std::sync::Arc;
 
-use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left, score_batch, score_one};
-use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status,
-};
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use super::{GpuRequest, GpuState, MAX_SPEC_CPU, MAX_SPEC_GPU, PolicyScore, TableBatch, cpu_left};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`BestFit`].
 pub const NAME: &str = "BestFitScore";
@@ -25,15 +23,6 @@ impl BestFit {
     /// BestFit over `state`.
     pub fn new(state: Arc<GpuState>) -> BestFit {
         BestFit { state }
-    }
-}
-
-impl Plugin for BestFit {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.score(self);
     }
 }
 
@@ -51,18 +40,16 @@ pub(crate) fn min_max_normalize(scores: &mut [NodeScore]) {
     }
 }
 
-impl ViewScore for BestFit {
-    fn gpu_state(&self) -> &GpuState {
-        &self.state
+impl PolicyScore for BestFit {
+    const NAME: &'static str = NAME;
+    type Batch<'a> = TableBatch<'a>;
+
+    fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> TableBatch<'a> {
+        TableBatch::new(&self.state, state, pod)
     }
 
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status> {
+    fn score_node(&self, b: &TableBatch<'_>, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (view, req) = (&b.view, b.req.as_ref());
         let gpu_req = req.map_or(0, GpuRequest::total_milli);
         let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;
@@ -75,25 +62,8 @@ impl ViewScore for BestFit {
         score += (gpu_avail - gpu_req) as f64 / MAX_SPEC_GPU * 0.5;
         Ok(((1.0 - score) * MAX_NODE_SCORE as f64) as i64)
     }
-}
 
-impl ScorePlugin for BestFit {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        score_one(self, state, pod, node)
-    }
-
-    fn score_nodes(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: NodeList<'_>,
-        scores: &mut [NodeScore],
-    ) -> Result<(), Status> {
-        score_batch(self, state, pod, nodes, scores)
-    }
-
-    fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+    fn normalize_scores(&self, scores: &mut [NodeScore]) {
         min_max_normalize(scores);
-        Status::SUCCESS
     }
 }

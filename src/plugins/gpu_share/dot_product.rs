@@ -7,31 +7,37 @@
 //! aligned capacity for later. A node with too little CPU scores 0. No normalisation.
 //! Device: the fullest one that fits (`gpuSelMethod: best`).
 
-use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_CPU, MAX_SPEC_GPU, ViewScore, cpu_left};
-use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use std::sync::Arc;
+
+use super::{GpuRequest, GpuState, MAX_SPEC_CPU, MAX_SPEC_GPU, PolicyScore, TableBatch, cpu_left};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`DotProduct`].
 pub const NAME: &str = "DotProductScore";
 
-view_score_plugin!(
-    /// The DotProduct Score plugin.
-    DotProduct,
-    NAME
-);
+/// The DotProduct Score plugin.
+pub struct DotProduct {
+    state: Arc<GpuState>,
+}
 
-impl ViewScore for DotProduct {
-    fn gpu_state(&self) -> &GpuState {
-        &self.state
+impl DotProduct {
+    /// DotProduct over `state`.
+    pub fn new(state: Arc<GpuState>) -> DotProduct {
+        DotProduct { state }
+    }
+}
+
+impl PolicyScore for DotProduct {
+    const NAME: &'static str = NAME;
+    type Batch<'a> = TableBatch<'a>;
+
+    fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> TableBatch<'a> {
+        TableBatch::new(&self.state, state, pod)
     }
 
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status> {
+    fn score_node(&self, b: &TableBatch<'_>, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (view, req) = (&b.view, b.req.as_ref());
         let gpu_req = req.map_or(0, GpuRequest::total_milli);
         let cpu_avail = cpu_left(node);
         let pod_cpu = pod.non_zero_requests.milli_cpu;

@@ -18,10 +18,10 @@ use parking_lot::RwLock;
 use smallvec::SmallVec;
 
 use super::frag::{free_after, node_frag};
-use super::{GpuRequest, GpuState, GpuView, NodeGpus, TypicalPods, ViewScore, cpu_left, score_batch, score_one};
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, ScorePlugin, Status};
+use super::{GpuRequest, GpuState, NodeGpus, PolicyScore, TableBatch, TypicalPods, cpu_left};
+use crate::framework::{CycleState, MAX_NODE_SCORE, Status};
 use crate::model::Symbol;
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`Fgd`].
 pub const NAME: &str = "FGDScore";
@@ -129,27 +129,16 @@ pub(crate) fn best_share_device(
     best_share_device_with(|m, c, f| node_frag(typical, m, c, f), gpus, before, cpu_left - pod_cpu, req)
 }
 
-impl Plugin for Fgd {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.score(self);
-    }
-}
+impl PolicyScore for Fgd {
+    const NAME: &'static str = NAME;
+    type Batch<'a> = TableBatch<'a>;
 
-impl ViewScore for Fgd {
-    fn gpu_state(&self) -> &GpuState {
-        &self.state
+    fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> TableBatch<'a> {
+        TableBatch::new(&self.state, state, pod)
     }
 
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status> {
+    fn score_node(&self, b: &TableBatch<'_>, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (view, req) = (&b.view, b.req.as_ref());
         let pod_cpu = pod.non_zero_requests.milli_cpu;
         let cpu = cpu_left(node);
         view.with_node(node, |gpus| {
@@ -176,21 +165,5 @@ impl ViewScore for Fgd {
                 }
             }
         })
-    }
-}
-
-impl ScorePlugin for Fgd {
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        score_one(self, state, pod, node)
-    }
-
-    fn score_nodes(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: NodeList<'_>,
-        scores: &mut [NodeScore],
-    ) -> Result<(), Status> {
-        score_batch(self, state, pod, nodes, scores)
     }
 }

@@ -9,31 +9,37 @@
 //!
 //! A pod without GPU request scores 0. Device: the fullest one that fits.
 
-use super::{GpuRequest, GpuState, GpuView, MAX_SPEC_GPU, ViewScore};
-use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use std::sync::Arc;
+
+use super::{GpuState, MAX_SPEC_GPU, PolicyScore, TableBatch};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`GpuClustering`].
 pub const NAME: &str = "GpuClusteringScore";
 
-view_score_plugin!(
-    /// The GpuClustering Score plugin.
-    GpuClustering,
-    NAME
-);
+/// The GpuClustering Score plugin.
+pub struct GpuClustering {
+    state: Arc<GpuState>,
+}
 
-impl ViewScore for GpuClustering {
-    fn gpu_state(&self) -> &GpuState {
-        &self.state
+impl GpuClustering {
+    /// GpuClustering over `state`.
+    pub fn new(state: Arc<GpuState>) -> GpuClustering {
+        GpuClustering { state }
+    }
+}
+
+impl PolicyScore for GpuClustering {
+    const NAME: &'static str = NAME;
+    type Batch<'a> = TableBatch<'a>;
+
+    fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> TableBatch<'a> {
+        TableBatch::new(&self.state, state, pod)
     }
 
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        _pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status> {
+    fn score_node(&self, b: &TableBatch<'_>, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (view, req) = (&b.view, b.req.as_ref());
         let Some(req) = req else { return Ok(MIN_NODE_SCORE) };
         let tag = req.affinity_tag();
         let max_gpu = MAX_SPEC_GPU as i64;

@@ -9,31 +9,37 @@
 //!
 //! A pod without GPU request scores 0 everywhere. Device: the fullest one that fits.
 
-use super::{GpuRequest, GpuState, GpuView, MILLI, ViewScore};
-use crate::framework::{MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
+use std::sync::Arc;
+
+use super::{GpuState, MILLI, PolicyScore, TableBatch};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// Name of [`GpuPacking`].
 pub const NAME: &str = "GpuPackingScore";
 
-view_score_plugin!(
-    /// The GpuPacking Score plugin.
-    GpuPacking,
-    NAME
-);
+/// The GpuPacking Score plugin.
+pub struct GpuPacking {
+    state: Arc<GpuState>,
+}
 
-impl ViewScore for GpuPacking {
-    fn gpu_state(&self) -> &GpuState {
-        &self.state
+impl GpuPacking {
+    /// GpuPacking over `state`.
+    pub fn new(state: Arc<GpuState>) -> GpuPacking {
+        GpuPacking { state }
+    }
+}
+
+impl PolicyScore for GpuPacking {
+    const NAME: &'static str = NAME;
+    type Batch<'a> = TableBatch<'a>;
+
+    fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> TableBatch<'a> {
+        TableBatch::new(&self.state, state, pod)
     }
 
-    fn score_in(
-        &self,
-        view: &GpuView<'_>,
-        req: Option<&GpuRequest>,
-        _pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<i64, Status> {
+    fn score_node(&self, b: &TableBatch<'_>, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (view, req) = (&b.view, b.req.as_ref());
         let Some(req) = req else { return Ok(MIN_NODE_SCORE) };
         view.with_node(node, |g| {
             let fully_free = g.fully_free() as i64;

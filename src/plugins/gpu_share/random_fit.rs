@@ -2,13 +2,10 @@
 //! feasible node uniformly at random (seeded); Score gives it 100 and every other node
 //! 0. With GpuShareFit's random device choice this is the paper's "Random" baseline.
 
-use std::sync::Arc;
-
 use parking_lot::Mutex;
 
-use super::Rng;
-use crate::framework::{CycleState, ExtensionPoints, MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin, PreScorePlugin};
-use crate::framework::{ScorePlugin, Status};
+use super::{PolicyScore, Rng};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
 use crate::model::Symbol;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -31,29 +28,27 @@ impl RandomScore {
     }
 }
 
-impl Plugin for RandomScore {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_score(self.clone()).score(self);
-    }
-}
+impl PolicyScore for RandomScore {
+    const NAME: &'static str = NAME;
+    const PRE_SCORE: bool = true;
+    /// The node PreScore picked (`None`: PreScore did not run).
+    type Batch<'a> = Option<Symbol>;
 
-impl PreScorePlugin for RandomScore {
-    fn pre_score(&self, state: &mut CycleState, _: &PodInfo, nodes: NodeList<'_>) -> Status {
+    fn prepare(&self, state: &mut CycleState, _: &PodInfo, nodes: NodeList<'_>) -> Status {
         let i = self.rng.lock().below(nodes.len());
         if let Some(n) = nodes.get(i) {
             state.write(Picked(n.name()));
         }
         Status::SUCCESS
     }
-}
 
-impl ScorePlugin for RandomScore {
-    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<Picked>() {
-            Some(p) if p.0 == node.name() => Ok(MAX_NODE_SCORE),
+    fn batch(&self, state: &CycleState, _: &PodInfo) -> Option<Symbol> {
+        state.read::<Picked>().map(|p| p.0)
+    }
+
+    fn score_node(&self, picked: &Option<Symbol>, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        match picked {
+            Some(p) if *p == node.name() => Ok(MAX_NODE_SCORE),
             Some(_) => Ok(MIN_NODE_SCORE),
             None => Err(Status::error("RandomScore: PreScore did not run")),
         }

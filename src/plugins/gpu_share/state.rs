@@ -1,0 +1,482 @@
+//! The device state table: [`GpuState`] (free milli-GPU per device of every node,
+//! behind one lock, with a per-node summary for Filter), its read view [`GpuView`],
+//! a node's devices [`NodeGpus`] and a pod's [`Allocation`].
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+use smallvec::SmallVec;
+
+use super::{GPU_COUNT_RESOURCE, GPU_MODEL_LABEL, GpuRequest, MILLI};
+use crate::model::{Node, Symbol};
+use crate::snapshot::NodeInfo;
+
+/// One node's GPU devices.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeGpus {
+    /// GPU model (empty: none).
+    pub model: Symbol,
+    /// Free milli-GPU per device, by device index.
+    pub free: SmallVec<[u32; 8]>,
+    /// GPU pods on the node per affinity tag (see [`GpuRequest::affinity_tag`]).
+    pub tags: SmallVec<[(u8, u32); 4]>,
+}
+
+impl NodeGpus {
+    /// All devices of `node` free.
+    pub fn from_node(node: &Node) -> NodeGpus {
+        let (count_key, model_key) = *KEYS;
+        let count = node.status.allocatable.get(count_key).map_or(0, crate::model::Quantity::value);
+        let model = node.metadata.labels.get(model_key).unwrap_or_default();
+        NodeGpus {
+            model,
+            free: std::iter::repeat_n(MILLI, count.clamp(0, 64) as usize).collect(),
+            tags: SmallVec::new(),
+        }
+    }
+
+    /// Number of devices.
+    pub fn count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Free milli-GPU over all devices.
+    pub fn total_free(&self) -> i64 {
+        self.free.iter().map(|&f| i64::from(f)).sum()
+    }
+
+    /// Devices with all 1000 milli free.
+    pub fn fully_free(&self) -> usize {
+        self.free.iter().filter(|&&f| f == MILLI).count()
+    }
+
+    /// Whether the devices can serve `req` (ignoring the model): `count` devices with
+    /// at least `milli` free each (the simulator's `CanNodeHostPodOnGpuMemory`).
+    pub fn can_host(&self, req: &GpuRequest) -> bool {
+        self.free.iter().filter(|&&f| f >= req.milli).count() >= req.count as usize
+    }
+
+    /// The first `count` fully free devices (the simulator's `AllocateExclusiveGpuId`).
+    pub fn exclusive_devices(&self, count: u32) -> Option<SmallVec<[u8; 8]>> {
+        let d: SmallVec<[u8; 8]> = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|&(_, &f)| f == MILLI)
+            .map(|(i, _)| i as u8)
+            .take(count as usize)
+            .collect();
+        (d.len() == count as usize).then_some(d)
+    }
+}
+
+/// Interned [`GPU_COUNT_RESOURCE`] and [`GPU_MODEL_LABEL`].
+static KEYS: std::sync::LazyLock<(Symbol, Symbol)> =
+    std::sync::LazyLock::new(|| (Symbol::intern(GPU_COUNT_RESOURCE), Symbol::intern(GPU_MODEL_LABEL)));
+
+/// A pod's recorded allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    /// Node.
+    pub node: Symbol,
+    /// Devices taken.
+    pub devices: SmallVec<[u8; 8]>,
+    /// Milli-GPU taken on each device.
+    pub milli: u32,
+    tag: u8,
+}
+
+/// Why an allocation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// The pod already holds devices.
+    #[error("pod {0} already holds GPU devices")]
+    AlreadyAllocated(String),
+    /// A device index is out of range, repeated, or lacks free milli-GPU.
+    #[error("node {node}: device {device} cannot give {milli} milli-GPU")]
+    DoesNotFit {
+        /// Node.
+        node: String,
+        /// Device index.
+        device: usize,
+        /// Milli asked.
+        milli: u32,
+    },
+    /// The devices given don't match the request's GPU count.
+    #[error("request wants {want} device(s), got {got}")]
+    WrongCount {
+        /// Wanted.
+        want: u32,
+        /// Given.
+        got: usize,
+    },
+}
+
+/// What Filter and the policies' totals need of one node's devices, kept beside its
+/// entry and refreshed on every change, so a Filter call reads a few bytes instead of
+/// walking the devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Summary {
+    model: Symbol,
+    /// Devices.
+    count: u32,
+    /// Devices with at least [`MILLI`] free.
+    full: u32,
+    /// Most free milli-GPU on one device (0 without devices).
+    max_free: u32,
+    /// Free milli-GPU over all devices.
+    total_free: i64,
+}
+
+impl Summary {
+    fn of(g: &NodeGpus) -> Summary {
+        Summary {
+            model: g.model,
+            count: g.free.len() as u32,
+            full: g.free.iter().filter(|&&f| f >= MILLI).count() as u32,
+            max_free: g.free.iter().copied().max().unwrap_or(0),
+            total_free: g.total_free(),
+        }
+    }
+
+    /// [`NodeGpus::can_host`] of `g` (whose summary this is) without walking the
+    /// devices for the requests GpuRequest allows: one device, or whole devices.
+    #[inline]
+    fn can_host(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        match req.count {
+            0 => true,
+            1 => self.count > 0 && self.max_free >= req.milli,
+            _ if req.milli == MILLI => self.full >= req.count,
+            _ => g.can_host(req),
+        }
+    }
+
+    /// Whether the node may serve `req`: it has GPUs, of an allowed model, with room.
+    #[inline]
+    fn fits(&self, g: &NodeGpus, req: &GpuRequest) -> bool {
+        self.count > 0 && req.accepts_model(self.model) && self.can_host(g, req)
+    }
+
+    /// Whether the summary alone answers [`NodeGpus::can_host`] for `req` (every
+    /// request [`GpuRequest::from_pod`] accepts).
+    pub(super) fn answers(req: &GpuRequest) -> bool {
+        req.count <= 1 || req.milli == MILLI
+    }
+
+    /// [`Summary::fits`] for a request the summary [answers](Summary::answers).
+    #[inline]
+    fn fits_exactly(&self, req: &GpuRequest) -> bool {
+        self.count > 0
+            && req.accepts_model(self.model)
+            && match req.count {
+                0 => true,
+                1 => self.max_free >= req.milli,
+                _ => self.full >= req.count,
+            }
+    }
+}
+
+/// Node name -> entry index: a slot array indexed by the name's symbol id (node names
+/// are interned when nodes are added, so their ids are small; larger ids go through a
+/// hash map). Shared by `Arc` with the cycles' Filter views; adding a node copies it
+/// only while a cycle still holds it.
+#[derive(Default, Clone)]
+pub(super) struct NodeIndex {
+    slots: Vec<u32>,
+    overflow: AHashMap<Symbol, u32>,
+}
+
+impl NodeIndex {
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<usize> {
+        let id = name.id() as usize;
+        let i = if id < DIRECT_SLOTS { *self.slots.get(id)? } else { *self.overflow.get(&name)? };
+        (i != u32::MAX).then_some(i as usize)
+    }
+
+    fn insert(&mut self, name: Symbol, i: usize) {
+        let id = name.id() as usize;
+        if id < DIRECT_SLOTS {
+            if self.slots.len() <= id {
+                self.slots.resize(id + 1, u32::MAX);
+            }
+            self.slots[id] = i as u32;
+        } else {
+            self.overflow.insert(name, i as u32);
+        }
+    }
+}
+
+/// Node GPU entries stored densely in insertion order, found through a [`NodeIndex`].
+/// Filter walks the nodes in snapshot order, which is insertion order here, so lookups
+/// stay in cache. Each entry has a [`Summary`]; entries change only through
+/// [`NodeTable::modify`], which refreshes it. The summaries are shared by `Arc` with
+/// the cycles' Filter views, like the index: a change copies them only while a view
+/// still holds them (GpuShareFit's Reserve drops its cycle's view before it allocates,
+/// so the scheduler's own cycles never copy).
+#[derive(Default)]
+struct NodeTable {
+    index: Arc<NodeIndex>,
+    entries: Vec<NodeGpus>,
+    summaries: Arc<Vec<Summary>>,
+}
+
+/// Symbol ids below this get a direct slot (4 bytes each).
+const DIRECT_SLOTS: usize = 1 << 20;
+
+impl NodeTable {
+    #[inline]
+    fn index(&self, name: Symbol) -> Option<usize> {
+        self.index.get(name)
+    }
+
+    #[inline]
+    fn get(&self, name: Symbol) -> Option<&NodeGpus> {
+        self.index(name).map(|i| &self.entries[i])
+    }
+
+    /// Changes entry `i` and refreshes its summary.
+    fn modify<R>(&mut self, i: usize, f: impl FnOnce(&mut NodeGpus) -> R) -> R {
+        let r = f(&mut self.entries[i]);
+        Arc::make_mut(&mut self.summaries)[i] = Summary::of(&self.entries[i]);
+        r
+    }
+
+    /// The index of `name`'s entry, inserting `f()` first if there is none.
+    fn index_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> usize {
+        if let Some(i) = self.index(name) {
+            return i;
+        }
+        let i = self.entries.len();
+        let g = f();
+        Arc::make_mut(&mut self.summaries).push(Summary::of(&g));
+        self.entries.push(g);
+        Arc::make_mut(&mut self.index).insert(name, i);
+        i
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// What GpuShareFit's Filter reads in a cycle, written by its PreFilter: the request
+/// and the device summaries as the table stood then (shared, not copied), so each
+/// Filter call is a lookup in data the cycle holds instead of a lock of the shared
+/// table. Every node is judged against the same table state, as every node is judged
+/// against the same snapshot; Reserve then allocates against the live table, which
+/// refuses what no longer fits.
+#[derive(Clone)]
+pub(super) enum FilterView {
+    /// The pod asks for no GPU.
+    NoGpu,
+    /// The pod's request (one the summaries answer exactly) and the summaries.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
+}
+
+impl FilterView {
+    #[inline]
+    pub(super) fn fits(&self, node: &NodeInfo) -> bool {
+        match self {
+            FilterView::NoGpu => true,
+            FilterView::Table { req, index, summaries } => {
+                if let Some(i) = index.get(node.name()) {
+                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
+                } else {
+                    let g = NodeGpus::from_node(node.node());
+                    Summary::of(&g).fits(&g, req)
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    nodes: NodeTable,
+    allocs: AHashMap<Arc<str>, Allocation>,
+    used_milli: i64,
+}
+
+/// The per-node GPU device table shared by GpuShareFit and the policy plugins.
+#[derive(Default)]
+pub struct GpuState {
+    inner: RwLock<Inner>,
+}
+
+impl std::fmt::Debug for GpuState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = self.inner.read();
+        f.debug_struct("GpuState").field("nodes", &i.nodes.len()).field("allocations", &i.allocs.len()).finish()
+    }
+}
+
+impl GpuState {
+    /// An empty table (every node's GPUs free).
+    pub fn new() -> Arc<GpuState> {
+        Arc::new(GpuState::default())
+    }
+
+    /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
+    #[inline]
+    pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
+        self.view().with_node(node, f)
+    }
+
+    /// A read view of the table, for looking at many nodes under one lock (Score
+    /// batches). Don't hold it across Reserve.
+    pub fn view(&self) -> GpuView<'_> {
+        GpuView(self.inner.read())
+    }
+
+    /// Adds `node` with all its devices free, or refreshes its count and model (keeping
+    /// allocations when the count is unchanged). Optional, since a node the table hasn't
+    /// seen counts as all free, but it spares Filter and Score reading the node's GPU
+    /// count and model on every call.
+    pub fn add_node(&self, node: &Node) {
+        let fresh = NodeGpus::from_node(node);
+        let mut inner = self.inner.write();
+        let name = Symbol::intern(node.name());
+        if let Some(i) = inner.nodes.index(name) {
+            inner.nodes.modify(i, |g| {
+                g.model = fresh.model;
+                if g.free.len() != fresh.free.len() {
+                    g.free = fresh.free;
+                }
+            });
+        } else {
+            inner.nodes.index_or_insert_with(name, || fresh);
+        }
+    }
+
+    /// A copy of a node's devices, if the table has seen the node.
+    pub fn node(&self, name: &str) -> Option<NodeGpus> {
+        self.inner.read().nodes.get(Symbol::lookup(name)?).cloned()
+    }
+
+    /// The pod's allocation.
+    pub fn allocation(&self, uid: &str) -> Option<Allocation> {
+        self.inner.read().allocs.get(uid).cloned()
+    }
+
+    /// Milli-GPU allocated over all nodes.
+    pub fn used_milli(&self) -> i64 {
+        self.inner.read().used_milli
+    }
+
+    /// Records that pod `uid` takes `req.milli` on each of `devices` of `node`. Refuses
+    /// (changing nothing) a device out of range or repeated, or with too little free,
+    /// so no device ever goes below 0 free or above 1000 used.
+    pub fn allocate(&self, uid: &str, node: &Node, req: &GpuRequest, devices: &[u8]) -> Result<(), GpuError> {
+        if devices.len() != req.count as usize {
+            return Err(GpuError::WrongCount { want: req.count, got: devices.len() });
+        }
+        let mut inner = self.inner.write();
+        if inner.allocs.contains_key(uid) {
+            return Err(GpuError::AlreadyAllocated(uid.to_owned()));
+        }
+        let name = Symbol::intern(node.name());
+        let i = inner.nodes.index_or_insert_with(name, || NodeGpus::from_node(node));
+        let gpus = &inner.nodes.entries[i];
+        for (k, &d) in devices.iter().enumerate() {
+            let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
+            if !ok {
+                return Err(GpuError::DoesNotFit {
+                    node: node.name().to_owned(),
+                    device: d as usize,
+                    milli: req.milli,
+                });
+            }
+        }
+        let tag = req.affinity_tag();
+        inner.nodes.modify(i, |gpus| {
+            for &d in devices {
+                gpus.free[d as usize] -= req.milli;
+            }
+            match gpus.tags.iter_mut().find(|(t, _)| *t == tag) {
+                Some(e) => e.1 += 1,
+                None => gpus.tags.push((tag, 1)),
+            }
+        });
+        inner.used_milli += req.total_milli();
+        inner.allocs.insert(uid.into(), Allocation { node: name, devices: devices.into(), milli: req.milli, tag });
+        Ok(())
+    }
+
+    /// Gives back what pod `uid` holds; `None` if it holds nothing.
+    pub fn release(&self, uid: &str) -> Option<Allocation> {
+        let mut inner = self.inner.write();
+        let a = inner.allocs.remove(uid)?;
+        inner.used_milli -= i64::from(a.milli) * a.devices.len() as i64;
+        if let Some(i) = inner.nodes.index(a.node) {
+            inner.nodes.modify(i, |g| {
+                for &d in &a.devices {
+                    g.free[d as usize] += a.milli;
+                }
+                if let Some(i) = g.tags.iter().position(|(t, _)| *t == a.tag) {
+                    g.tags[i].1 -= 1;
+                    if g.tags[i].1 == 0 {
+                        g.tags.swap_remove(i);
+                    }
+                }
+            });
+        }
+        Some(a)
+    }
+}
+
+/// A read view of a [`GpuState`].
+pub struct GpuView<'a>(parking_lot::RwLockReadGuard<'a, Inner>);
+
+impl std::fmt::Debug for GpuView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuView").field("nodes", &self.0.nodes.len()).finish()
+    }
+}
+
+impl GpuView<'_> {
+    /// What GpuShareFit's Filter reads for `req` this cycle: the table's summaries as
+    /// they stand (shared, not copied), or `None` when they can't answer `req` alone.
+    pub(super) fn filter_view(&self, req: &GpuRequest) -> Option<FilterView> {
+        let t = &self.0.nodes;
+        Summary::answers(req).then(|| FilterView::Table {
+            req: req.clone(),
+            index: t.index.clone(),
+            summaries: t.summaries.clone(),
+        })
+    }
+
+    /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
+    #[inline]
+    pub fn with_node<R>(&self, node: &NodeInfo, f: impl FnOnce(&NodeGpus) -> R) -> R {
+        match self.0.nodes.get(node.name()) {
+            Some(g) => f(g),
+            None => f(&NodeGpus::from_node(node.node())),
+        }
+    }
+
+    /// Whether `node` may serve `req` (GpuShareFit's Filter): it has GPUs, of a model
+    /// `req` accepts, and room by [`NodeGpus::can_host`].
+    #[inline]
+    pub fn fits(&self, node: &NodeInfo, req: &GpuRequest) -> bool {
+        let t = &self.0.nodes;
+        if let Some(i) = t.index(node.name()) {
+            t.summaries[i].fits(&t.entries[i], req)
+        } else {
+            let g = NodeGpus::from_node(node.node());
+            Summary::of(&g).fits(&g, req)
+        }
+    }
+
+    /// The node's free milli-GPU over all devices ([`NodeGpus::total_free`]).
+    #[inline]
+    pub fn total_free(&self, node: &NodeInfo) -> i64 {
+        let t = &self.0.nodes;
+        match t.index(node.name()) {
+            Some(i) => t.summaries[i].total_free,
+            None => NodeGpus::from_node(node.node()).total_free(),
+        }
+    }
+}

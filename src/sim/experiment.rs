@@ -1,0 +1,203 @@
+//! Policy runs over seeds: an [`Experiment`] replays a trace once per seed under one
+//! policy and averages what the FGD paper reports into a [`PolicyResult`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::replay::{Replay, ReplayError, Step, binned, prefixed_names, tuned_arrivals};
+use crate::framework::{LatencyRecorder, LatencyReport};
+use crate::model::PodError;
+use crate::plugins::gpu_share::{Policy, TypicalPods};
+use crate::snapshot::PodInfo;
+use crate::trace::{TraceNode, TracePod, gpu_capacity_milli};
+
+/// Bins of a run's curves: arrived GPU demand 0..=130% of capacity, one per percent.
+pub const CURVE_BINS: usize = 131;
+
+/// The settings of a run: which seeds, how much demand, how often to time plugins.
+///
+/// ```
+/// use schedkit::plugins::gpu_share::{Policy, TypicalPods};
+/// use schedkit::sim::Experiment;
+/// use schedkit::trace::{parse_nodes, parse_pods};
+/// let nodes = parse_nodes("n", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n").unwrap();
+/// let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\n").unwrap();
+/// let typical = std::sync::Arc::new(TypicalPods::from_pods(&pods));
+/// let exp = Experiment { seeds: vec![42, 43], ..Experiment::default() };
+/// // Tuned to 130% of 2 GPUs: five half-GPU pods arrive, four fit.
+/// let r = exp.run(&nodes, &pods, &typical, Policy::Fgd, |_, _| {}).unwrap();
+/// assert_eq!((r.scheduled, r.failed), (4.0, 1.0));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    /// Seeds to average over (each shuffles the arrivals, renames the nodes and seeds
+    /// the random policy).
+    pub seeds: Vec<u64>,
+    /// Target GPU demand as a multiple of the cluster's GPU capacity (the paper: 1.3).
+    pub tune: f64,
+    /// Time every plugin call in one cycle in this many (0: off; then the run measures
+    /// pods per CPU second instead).
+    pub profile_every: u64,
+}
+
+impl Default for Experiment {
+    /// Seed 42, tuned to 130%, plugins timed in one cycle in 10.
+    fn default() -> Experiment {
+        Experiment { seeds: vec![42], tune: 1.3, profile_every: 10 }
+    }
+}
+
+/// One policy's results, averaged over the experiment's seeds.
+#[derive(Debug, Clone)]
+pub struct PolicyResult {
+    /// The policy.
+    pub policy: Policy,
+    /// Pods placed per run.
+    pub scheduled: f64,
+    /// Pods that failed per run.
+    pub failed: f64,
+    /// Allocated GPU, % of capacity, when arrivals reach 100% of capacity.
+    pub alloc_100: f64,
+    /// Allocated GPU, % of capacity, when arrivals reach 130% of capacity.
+    pub alloc_130: f64,
+    /// Allocated GPU, % of capacity, after the last pod.
+    pub alloc_end: f64,
+    /// Fragmented share of the idle GPU after the last pod, %.
+    pub frag_ratio_end: f64,
+    /// Scheduling and binding cycles per second of wall time, over the cycles the
+    /// latency recorder did not sample.
+    pub pods_per_sec: f64,
+    /// Pods per second of this thread's CPU time over the whole replay loop, when
+    /// plugins were not timed and the platform reports thread CPU time (Linux).
+    pub pods_per_cpu_sec: Option<f64>,
+    /// Allocated GPU, % of capacity, per bin of arrived demand ([`CURVE_BINS`] bins).
+    pub curve: Vec<f64>,
+    /// Per-plugin latency of the sampled cycles.
+    pub latency: LatencyReport,
+    /// Wall time of the cycles the recorder sampled.
+    pub sampled: Duration,
+}
+
+/// Why a run stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A trace pod is not a valid pod.
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    /// The replay could not start.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// The tuned workload has no pods.
+    #[error("empty workload")]
+    EmptyWorkload,
+    /// The experiment has no seeds.
+    #[error("no seeds to run")]
+    NoSeeds,
+}
+
+impl Experiment {
+    /// Replays `pods` on `nodes` under `policy` once per seed and averages the results.
+    /// `progress(label, pods)` is told how many more pods are done, in steps of about
+    /// 0.5% of a run.
+    pub fn run(
+        &self,
+        nodes: &[TraceNode],
+        pods: &[TracePod],
+        typical: &Arc<TypicalPods>,
+        policy: Policy,
+        mut progress: impl FnMut(&str, usize),
+    ) -> Result<PolicyResult, RunError> {
+        if self.seeds.is_empty() {
+            return Err(RunError::NoSeeds);
+        }
+        let capacity = gpu_capacity_milli(nodes);
+        let recorder = Arc::new(LatencyRecorder::sampling(self.profile_every.max(1)));
+        let (mut scheduled, mut failed, mut a100, mut a130, mut aend, mut fend) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let (mut timed_pods, mut timed, mut sampled) = (0usize, Duration::ZERO, Duration::ZERO);
+        let (mut all_pods, mut cpu) = (0usize, Some(Duration::ZERO));
+        let mut curve = vec![0.0; CURVE_BINS];
+        for &seed in &self.seeds {
+            let arrivals = tuned_arrivals(pods, capacity, self.tune, seed);
+            let infos: Vec<(PodInfo, i64)> = arrivals
+                .iter()
+                .map(|a| {
+                    let p = &pods[a.pod];
+                    PodInfo::new(p.to_pod_named(&a.name)).map(|i| (i, p.gpu_demand()))
+                })
+                .collect::<Result<_, _>>()?;
+            let rec = recorder.clone();
+            let profiling = self.profile_every > 0;
+            let names = prefixed_names(nodes, seed);
+            let mut replay = Replay::with_builder(nodes, Some(&names), typical.clone(), policy, seed, |b| {
+                if profiling { b.latency_recorder(rec) } else { b }
+            })?;
+            let mut steps: Vec<Step> = Vec::with_capacity(infos.len());
+            let chunk = (infos.len() / 200).max(1);
+            let label = format!("{} seed {seed}", policy.name());
+            let cpu_start = thread_cpu_time();
+            for (k, (info, demand)) in infos.iter().enumerate() {
+                let step = replay.step_info(info, *demand);
+                if replay.scheduler().last_cycle_sampled() {
+                    sampled += step.elapsed;
+                } else {
+                    timed_pods += 1;
+                    timed += step.elapsed;
+                }
+                if step.node.is_some() {
+                    scheduled += 1.0;
+                } else {
+                    failed += 1.0;
+                }
+                steps.push(step);
+                if (k + 1) % chunk == 0 {
+                    progress(&label, chunk);
+                }
+            }
+            cpu = match (cpu, cpu_start, thread_cpu_time()) {
+                (Some(c), Some(a), Some(b)) => Some(c + b.saturating_sub(a)),
+                _ => None,
+            };
+            all_pods += infos.len();
+            progress(&label, infos.len() % chunk);
+            let cap = capacity as f64;
+            let alloc = binned(&steps, capacity, CURVE_BINS, |s| s.used_milli as f64 * 100.0 / cap);
+            for (c, v) in curve.iter_mut().zip(&alloc) {
+                *c += v;
+            }
+            a100 += alloc[100];
+            a130 += alloc[130];
+            let last = steps.last().ok_or(RunError::EmptyWorkload)?;
+            aend += last.used_milli as f64 * 100.0 / cap;
+            let idle = (capacity - last.used_milli) as f64;
+            fend += if idle > 0.0 { last.frag_milli * 100.0 / idle } else { 0.0 };
+        }
+        let n = self.seeds.len() as f64;
+        for c in &mut curve {
+            *c /= n;
+        }
+        Ok(PolicyResult {
+            policy,
+            scheduled: scheduled / n,
+            failed: failed / n,
+            alloc_100: a100 / n,
+            alloc_130: a130 / n,
+            alloc_end: aend / n,
+            frag_ratio_end: fend / n,
+            pods_per_sec: timed_pods as f64 / timed.as_secs_f64().max(1e-9),
+            pods_per_cpu_sec: cpu
+                .filter(|c| !c.is_zero() && self.profile_every == 0)
+                .map(|c| all_pods as f64 / c.as_secs_f64()),
+            curve,
+            latency: recorder.report(),
+            sampled,
+        })
+    }
+}
+
+/// CPU time of this thread so far (Linux `/proc/thread-self/schedstat`), which a busy
+/// shared machine doesn't inflate the way it does wall-clock time.
+fn thread_cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok().map(Duration::from_nanos)
+}

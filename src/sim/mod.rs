@@ -1,0 +1,26 @@
+//! Trace-driven simulation, the layer on top: replays a GPU cluster trace through the
+//! [`Scheduler`](crate::scheduler::Scheduler) and the [`gpu_share`] policies.
+//!
+//! The FGD paper's method (Weng et al., USENIX ATC'23) and its simulator: [`Replay`]
+//! drives one policy's scheduler pod by pod over a trace from [`crate::trace`];
+//! [`tuned_arrivals`] and [`prefixed_names`] set up a run as the authors' simulator does;
+//! [`binned`] turns a run's steps into the paper's curves. On top of that, an
+//! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`], [`summary`]
+//! tabulates results beside the paper's figures and [`allocation_svg`] plots them.
+//!
+//! `sim` sits above `scheduler` and `plugins` and names them; nothing below names
+//! `sim` (the loaders in [`crate::trace`] are data only). The `simulate` example is a
+//! thin command line over this module.
+//!
+//! [`gpu_share`]: crate::plugins::gpu_share
+
+mod convert;
+mod experiment;
+mod plot;
+mod replay;
+mod report;
+
+pub use experiment::{CURVE_BINS, Experiment, PolicyResult, RunError};
+pub use plot::allocation_svg;
+pub use replay::{Arrival, Replay, ReplayError, Step, binned, node_resources_fit, prefixed_names, tuned_arrivals};
+pub use report::{PaperMeans, SummaryContext, paper_means, summary};
