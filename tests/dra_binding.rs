@@ -211,7 +211,7 @@ fn binding_times_out_after_the_binding_timeout() {
     clock.advance(DEFAULT_BINDING_TIMEOUT.saturating_sub(Duration::from_secs(10)));
     std::thread::sleep(Duration::from_millis(20));
     assert!(!h.is_finished(), "still inside the 600 s binding timeout");
-    drive(&clock, &h, Duration::from_secs(5), Duration::from_secs(60));
+    drive(&clock, &h, Duration::from_secs(5), Duration::from_mins(1));
     let err = h.join().unwrap().expect_err("times out");
     assert!(err.contains("binding timeout"), "{err}");
     assert!(err.contains("600s"), "{err}");
@@ -227,7 +227,7 @@ fn a_timed_out_allocation_is_unavailable_in_the_next_cycle() {
     let b = sched.schedule_pod(pod("p")).unwrap();
     let plugin_wait = bind_in_background(b);
     std::thread::sleep(Duration::from_millis(20));
-    drive(&clock, &plugin_wait, Duration::from_secs(30), Duration::from_secs(900));
+    drive(&clock, &plugin_wait, Duration::from_secs(30), Duration::from_mins(15));
     assert!(plugin_wait.join().unwrap().is_err());
     // The claim stays allocated (upstream leaves it to the next attempt).
     let claim: Arc<ResourceClaim> = store.claim("default", "claim").unwrap();

@@ -24,7 +24,7 @@ const A100: &str = "NVIDIA A100-SXM4-40GB";
 
 /// H100 nodes (even) are one NVLink domain of 8; A100 nodes (odd) two domains of 4.
 fn node_slice(i: usize) -> ResourceSlice {
-    let h100 = i % 2 == 0;
+    let h100 = i.is_multiple_of(2);
     let devices: Vec<_> = (0..8)
         .map(|g| {
             json!({"name": format!("gpu-{g}"),
@@ -144,13 +144,13 @@ fn hundred_nodes_eight_gpus_mixed_claims() {
         let a = status.allocation.as_ref().unwrap();
         assert_eq!(a.devices.results.len() as i64, *count, "{claim}");
         let n: usize = node.trim_start_matches("node-").parse().unwrap();
-        assert_eq!(n % 2 == 0, *model == H100, "{claim} on {node} has the wrong model");
+        assert_eq!(n.is_multiple_of(2), *model == H100, "{claim} on {node} has the wrong model");
         let mut domains = HashSet::new();
         for r in &a.devices.results {
             assert_eq!(r.pool, *node, "{claim}: device from another node");
             assert!(seen.insert((r.pool.clone(), r.device.clone())), "{claim}: {}/{} given twice", r.pool, r.device);
             let g: i64 = r.device.trim_start_matches("gpu-").parse().unwrap();
-            domains.insert(if n % 2 == 0 { 0 } else { g / 4 });
+            domains.insert(if n.is_multiple_of(2) { 0 } else { g / 4 });
         }
         if *match_domain {
             assert_eq!(domains.len(), 1, "{claim}: matchAttribute nvlinkDomain violated");

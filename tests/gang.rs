@@ -171,7 +171,7 @@ fn min_resources_that_the_cluster_cannot_cover_are_rejected_in_pre_filter() {
     assert_eq!(cache_state(&s).iter().map(|n| n.3).sum::<i64>(), 0, "no GPU reserved");
     // A node with room arrives: the gang is retried and placed.
     s.add_node(NodeBuilder::new("n9").cpu("32").memory("128Gi").gpus(8).build()).unwrap();
-    let run = s.run_until_settled(&clock, Duration::from_secs(60));
+    let run = s.run_until_settled(&clock, Duration::from_mins(1));
     assert_eq!(run.bound, 3);
 }
 
@@ -207,12 +207,12 @@ fn bad_groups_and_args_are_typed_errors() {
         Err(PodGroupError::InvalidTimeout { .. })
     ));
     assert!(matches!(
-        groups.upsert(PodGroup::new("ns", "g", 1).schedule_timeout(Duration::from_secs(16 * 60))),
+        groups.upsert(PodGroup::new("ns", "g", 1).schedule_timeout(Duration::from_mins(16))),
         Err(PodGroupError::InvalidTimeout { .. })
     ));
     assert!(groups.get("ns", "g").is_none(), "nothing registered by a refused upsert");
     assert_eq!(groups.remove("ns", "g"), Err(PodGroupError::NotFound("ns/g".into())));
-    let too_long = CoschedulingArgs { permit_waiting_time: Duration::from_secs(3600), ..CoschedulingArgs::default() };
+    let too_long = CoschedulingArgs { permit_waiting_time: Duration::from_hours(1), ..CoschedulingArgs::default() };
     assert!(Coscheduling::new(&handle, too_long).is_err());
     let zero = CoschedulingArgs { permit_waiting_time: Duration::ZERO, ..CoschedulingArgs::default() };
     assert!(Coscheduling::new(&handle, zero).is_err());
@@ -236,7 +236,7 @@ fn a_group_removed_while_its_pods_wait_is_refused_at_permit() {
     // As upstream, Unreserve of a group-less pod doesn't touch siblings: the two
     // that wait are released by their timeout.
     assert_eq!(s.waiting_count(), 2);
-    clock.advance(Duration::from_secs(60));
+    clock.advance(Duration::from_mins(1));
     s.resume_waiting();
     assert_eq!(s.waiting_count(), 0);
     assert_eq!(cache_state(&s), before);
@@ -274,9 +274,9 @@ proptest! {
                 s.add_pod(p.build()).unwrap();
             }
         }
-        s.run_until_settled(&clock, Duration::from_secs(600));
+        s.run_until_settled(&clock, Duration::from_mins(10));
         // Let any wait still pending time out, without starting new attempts.
-        clock.advance(Duration::from_secs(60));
+        clock.advance(Duration::from_mins(1));
         s.resume_waiting();
         prop_assert_eq!(s.waiting_count(), 0);
         let mut bound_total = 0;

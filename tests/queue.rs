@@ -103,7 +103,7 @@ fn unschedulable_pods_return_after_the_max_stay() {
     q.add(pod("p", 0)).unwrap();
     let p = q.pop().unwrap();
     assert_eq!(q.requeue_failed(&p.pod.uid, &["SomePlugin"]).unwrap(), QueueLocation::Unschedulable);
-    clock.advance(Duration::from_secs(300));
+    clock.advance(Duration::from_mins(5));
     q.flush();
     assert_eq!(q.location(&p.pod.uid), Some(QueueLocation::Unschedulable), "upstream moves strictly after 5 min");
     clock.advance(Duration::from_nanos(1));
@@ -364,7 +364,7 @@ fn permit_timeout_rejects_unreserves_and_restores_the_cache_exactly() {
 #[test]
 fn a_permit_wait_beyond_fifteen_minutes_is_capped_like_upstream() {
     let log = Arc::new(Mutex::new(Vec::new()));
-    let gate = Arc::new(Gate { timeout: Duration::from_secs(3600), log });
+    let gate = Arc::new(Gate { timeout: Duration::from_hours(1), log });
     let (mut s, clock) = plain_scheduler(vec![Arc::new(Fit::new()), gate]);
     s.add_node(NodeBuilder::new("n").cpu("4").memory("4Gi").build()).unwrap();
     s.add_pod(PodBuilder::new("p").cpu("1").build()).unwrap();
@@ -442,7 +442,7 @@ fn events_can_be_fed_from_another_thread_while_the_loop_runs() {
         s.run_until_idle();
     }
     feeder.join().unwrap();
-    let run = s.run_until_settled(&clock, Duration::from_secs(60));
+    let run = s.run_until_settled(&clock, Duration::from_mins(1));
     assert_eq!(run.waiting, 0);
     let bound = (0..50).filter(|i| s.pod_state(&format!("default/p{i}")) == Some(PodState::Bound)).count();
     assert_eq!(bound, 50);
@@ -517,7 +517,7 @@ proptest! {
             }
         }
         // Ready pods pop in priority order.
-        clock.advance(Duration::from_secs(3600));
+        clock.advance(Duration::from_hours(1));
         let mut last = i32::MAX;
         while let Some(p) = q.pop() {
             prop_assert!(p.pod.priority() <= last);

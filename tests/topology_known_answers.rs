@@ -115,7 +115,7 @@ fn go_best_effort(m: &GpuMatrix, free: u128, size: usize) -> u128 {
     if size == 1 {
         return devices.first().copied().flatten().map_or(0, |d| 1 << d);
     }
-    while devices.len() % size != 0 {
+    while !devices.len().is_multiple_of(size) {
         devices.push(None);
     }
     let padding = devices.iter().filter(|d| d.is_none()).count();

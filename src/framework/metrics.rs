@@ -218,7 +218,7 @@ impl LatencyRecorder {
     /// Whether the next cycle is recorded (advances the sampling counter).
     #[inline]
     pub(crate) fn sample(&self) -> bool {
-        self.cycles.fetch_add(1, Ordering::Relaxed) % self.sample_every == 0
+        self.cycles.fetch_add(1, Ordering::Relaxed).is_multiple_of(self.sample_every)
     }
 
     /// The histogram of `plugin` at `point` (created on first use).

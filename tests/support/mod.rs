@@ -194,4 +194,4 @@ pub fn sym(s: &str) -> Symbol {
 
 pub mod plugins;
 
-pub const LONG: Duration = Duration::from_secs(60);
+pub const LONG: Duration = Duration::from_mins(1);

@@ -459,7 +459,7 @@ impl Search<'_> {
         if self.steps > self.budget {
             return Err(AllocError::BudgetExceeded { budget: self.budget });
         }
-        if self.steps % TIMEOUT_CHECK_EVERY == 0
+        if self.steps.is_multiple_of(TIMEOUT_CHECK_EVERY)
             && let Some(t) = self.timeout
         {
             self.check_timeout(t)?;
