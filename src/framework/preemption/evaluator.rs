@@ -67,7 +67,7 @@ pub trait PreemptionStrategy: Send + Sync {
         nominated_node_status: Option<&Status>,
     ) -> Result<(), String>;
 
-    /// Chooses victims on the node of `dry` (see [`select_victims_on_node`]).
+    /// Chooses victims on the node of `dry` (see [`select_victims_on_node`](super::select_victims_on_node)).
     fn select_victims_on_node(
         &self,
         cx: &PreemptionContext<'_>,
@@ -172,7 +172,7 @@ pub fn post_filter_preempt(
 
 /// Upstream `Evaluator.Preempt`: eligibility, candidates, the pick, eviction.
 /// Returns the nominated node with `Success`; `Unschedulable` when preemption can't
-/// help (with upstream's per-node reasons) or when no [`Evictor`] is configured (so a
+/// help (with upstream's per-node reasons) or when no [`Evictor`](super::Evictor) is configured (so a
 /// profile with a preemption plugin but no evictor behaves as one without, and says
 /// so); `Error` when a dry run or the eviction fails — after a failed eviction the
 /// result still names the node, and the scheduler keeps the pod nominated there.

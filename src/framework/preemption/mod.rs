@@ -16,7 +16,7 @@
 //!    found ([`PreemptionStrategy::offset_and_num_candidates`]). A dry run is a
 //!    [`DryRun`]: a clone of the cycle state (reference-count bumps; a plugin's value
 //!    is copied only when its AddPod/RemovePod extension mutates it) and a copy of one
-//!    [`NodeInfo`]. Nothing else is cloned;
+//!    [`NodeInfo`](crate::snapshot::NodeInfo). Nothing else is cloned;
 //! 4. the best candidate is chosen by [`pick_one_node_for_preemption`];
 //! 5. its victims are handed to the [`Evictor`], lower-priority pods nominated to the
 //!    same node lose their nomination, and the pod's node is returned as the

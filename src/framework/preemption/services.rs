@@ -72,7 +72,7 @@ impl Evictor for RecordingEvictor {
     }
 }
 
-/// What preemption plugins reach through the [`Handle`]: nominated pods, the
+/// What preemption plugins reach through the [`Handle`](crate::framework::Handle): nominated pods, the
 /// PodDisruptionBudgets, and the caller's evictor.
 #[derive(Default)]
 pub struct PreemptionServices {
