@@ -9,6 +9,10 @@
 //! keeps a clone of every `Arc` it counted, which also keeps the address from being
 //! reused. When the snapshot object and its node list are the ones last seen,
 //! [`Snapshot::changed_since`] names the replaced nodes and nothing else is visited.
+//!
+//! The memo owns the lookup, the LRU and the recount; a plugin supplies only a
+//! [`Contribution`]: its workload key, how one node counts, and how a count is added
+//! to and taken away from the totals.
 
 use std::sync::Arc;
 
@@ -19,27 +23,46 @@ use crate::snapshot::{NodeInfo, Snapshot};
 /// How many workloads a memo keeps.
 const CAPACITY: usize = 4;
 
+/// One node's share of a workload's cluster-wide totals: what differs between the
+/// memos (a plugin's key, how a node is counted, what the sums are); the memo does
+/// the rest. Implemented by each plugin's per-node type, so adding and taking away
+/// a share is a static call with no allocation of its own.
+pub(crate) trait Contribution: Default {
+    /// What identifies a workload (pods with equal keys share the totals).
+    type Key: PartialEq + Clone;
+    /// The sums over every node.
+    type Totals;
+
+    /// Empty totals for a workload first seen.
+    fn empty_totals(key: &Self::Key) -> Self::Totals;
+    /// Adds this node's share to `totals`.
+    fn add_to(&self, key: &Self::Key, totals: &mut Self::Totals);
+    /// Takes this node's share, added earlier, away from `totals`.
+    fn sub_from(&self, key: &Self::Key, totals: &mut Self::Totals);
+}
+
 /// Each node's contribution `C` to a sum, as last counted.
 #[derive(Debug)]
-pub(crate) struct NodeContributions<C> {
+struct NodeContributions<C> {
     nodes: Vec<(Arc<NodeInfo>, C)>,
     /// `(snapshot id, structure generation, generation)` last synced with.
     seen: Option<(u64, u64, u64)>,
 }
 
-impl<C: Default> NodeContributions<C> {
-    pub(crate) fn with_capacity(nodes: usize) -> Self {
+impl<C: Contribution> NodeContributions<C> {
+    fn with_capacity(nodes: usize) -> Self {
         NodeContributions { nodes: Vec::with_capacity(nodes), seen: None }
     }
 
-    /// Brings the contributions up to date with `snapshot`: for each node replaced
-    /// (or added, or removed) since the last sync, `apply(old, -1)`, then
-    /// `count(node)` and `apply(new, 1)`.
-    pub(crate) fn sync(
+    /// Brings `totals` up to date with `snapshot`: for each node replaced (or added,
+    /// or removed) since the last sync, takes its old share away, then `count(node)`
+    /// and adds the new one.
+    fn sync(
         &mut self,
         snapshot: &Snapshot,
+        key: &C::Key,
+        totals: &mut C::Totals,
         mut count: impl FnMut(&NodeInfo) -> C,
-        mut apply: impl FnMut(&C, i64),
     ) {
         let nodes = snapshot.nodes();
         let view = (snapshot.id(), snapshot.structure_generation());
@@ -51,16 +74,16 @@ impl<C: Default> NodeContributions<C> {
         };
         if let Some(changed) = changed {
             for i in changed {
-                self.refresh(i, &nodes[i], &mut count, &mut apply);
+                self.refresh(i, &nodes[i], key, totals, &mut count);
             }
         } else {
             while self.nodes.len() > nodes.len() {
                 if let Some((_, old)) = self.nodes.pop() {
-                    apply(&old, -1);
+                    old.sub_from(key, totals);
                 }
             }
             for (i, node) in nodes.iter().enumerate() {
-                self.refresh(i, node, &mut count, &mut apply);
+                self.refresh(i, node, key, totals, &mut count);
             }
         }
         self.seen = Some((view.0, view.1, snapshot.generation()));
@@ -71,18 +94,19 @@ impl<C: Default> NodeContributions<C> {
         &mut self,
         i: usize,
         node: &Arc<NodeInfo>,
+        key: &C::Key,
+        totals: &mut C::Totals,
         count: &mut impl FnMut(&NodeInfo) -> C,
-        apply: &mut impl FnMut(&C, i64),
     ) {
         if let Some((cached, old)) = self.nodes.get_mut(i) {
             if Arc::ptr_eq(cached, node) {
                 return;
             }
             let old = std::mem::take(old);
-            apply(&old, -1);
+            old.sub_from(key, totals);
         }
         let new = count(node);
-        apply(&new, 1);
+        new.add_to(key, totals);
         if i < self.nodes.len() {
             self.nodes[i] = (node.clone(), new);
         } else {
@@ -91,55 +115,73 @@ impl<C: Default> NodeContributions<C> {
     }
 }
 
-/// The entries `E` of the last few workloads, least recently used evicted first.
-pub(crate) struct WorkloadMemo<E> {
-    entries: Mutex<(u64, Vec<(u64, E)>)>,
+/// One workload: its key, each node's share as last counted, and the totals.
+struct Entry<C: Contribution> {
+    /// The memo's clock when last used.
+    used: u64,
+    key: C::Key,
+    nodes: NodeContributions<C>,
+    totals: C::Totals,
 }
 
-impl<E> Default for WorkloadMemo<E> {
+/// The totals of the last few workloads, least recently used evicted first.
+pub(crate) struct WorkloadMemo<C: Contribution> {
+    entries: Mutex<(u64, Vec<Entry<C>>)>,
+}
+
+impl<C: Contribution> Default for WorkloadMemo<C> {
     fn default() -> Self {
         WorkloadMemo { entries: Mutex::new((0, Vec::new())) }
     }
 }
 
-impl<E> Clone for WorkloadMemo<E> {
+impl<C: Contribution> Clone for WorkloadMemo<C> {
     /// A clone starts empty (the entries are a cache, not state).
     fn clone(&self) -> Self {
         WorkloadMemo::default()
     }
 }
 
-impl<E> std::fmt::Debug for WorkloadMemo<E> {
+impl<C: Contribution> std::fmt::Debug for WorkloadMemo<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkloadMemo").field("workloads", &self.entries.lock().1.len()).finish()
     }
 }
 
-impl<E> WorkloadMemo<E> {
-    /// Runs `f` on the entry `is_mine` picks, made by `make` (evicting the least
-    /// recently used beyond [`CAPACITY`]) when there is none.
-    pub(crate) fn with_entry<R>(
+impl<C: Contribution> WorkloadMemo<C> {
+    /// Calls `f` with `key`'s totals over every node of `snapshot`, recounting with
+    /// `count` only the nodes whose `NodeInfo` changed since this workload's last
+    /// cycle. A workload first seen gets a new entry (a clone of `key`), evicting the
+    /// least recently used beyond [`CAPACITY`].
+    pub(crate) fn with_totals<R>(
         &self,
-        is_mine: impl Fn(&E) -> bool,
-        make: impl FnOnce() -> E,
-        f: impl FnOnce(&mut E) -> R,
+        key: &C::Key,
+        snapshot: &Snapshot,
+        count: impl FnMut(&NodeInfo) -> C,
+        f: impl FnOnce(&C::Totals) -> R,
     ) -> R {
         let mut guard = self.entries.lock();
         let (clock, entries) = &mut *guard;
         *clock += 1;
-        let idx = if let Some(i) = entries.iter().position(|(_, e)| is_mine(e)) {
+        let idx = if let Some(i) = entries.iter().position(|e| e.key == *key) {
             i
         } else {
             if entries.len() >= CAPACITY
-                && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, (used, _))| *used).map(|(i, _)| i)
+                && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, e)| e.used).map(|(i, _)| i)
             {
                 entries.swap_remove(lru);
             }
-            entries.push((0, make()));
+            entries.push(Entry {
+                used: 0,
+                key: key.clone(),
+                nodes: NodeContributions::with_capacity(snapshot.len()),
+                totals: C::empty_totals(key),
+            });
             entries.len() - 1
         };
-        let (used, entry) = &mut entries[idx];
-        *used = *clock;
-        f(entry)
+        let entry = &mut entries[idx];
+        entry.used = *clock;
+        entry.nodes.sync(snapshot, &entry.key, &mut entry.totals, count);
+        f(&entry.totals)
     }
 }

@@ -48,8 +48,14 @@
 //! assert_eq!(q.location(&first.pod.uid), Some(QueueLocation::Active));
 //! ```
 
+mod active;
+mod backoff;
+mod config;
 pub mod events;
+mod gating;
 mod heap;
+mod hints;
+mod unschedulable;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -59,122 +65,16 @@ use std::time::Duration;
 use ahash::AHashMap;
 use smallvec::SmallVec;
 
-use self::heap::{IndexedHeap, Item, Order};
-use crate::framework::runtime::guard;
+pub use self::config::{
+    DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_UNSCHEDULABLE_STAY, QueueConfig, QueueError,
+};
+use self::gating::ProfileHooks;
+use self::heap::IndexedHeap;
 use crate::framework::{
-    Clock, ClusterEvent, ClusterEventWithHint, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Named,
-    PreEnqueuePlugin, Profile, QueueSortPlugin, QueuedPodInfo, QueueingHint, Status,
+    Clock, ClusterEvent, DEFAULT_SCHEDULER_NAME, EventObject, EventResource, Profile, QueueSortPlugin, QueuedPodInfo,
+    QueueingHint, Status,
 };
 use crate::snapshot::PodInfo;
-
-/// In-flight event-log length at which it is trimmed. Events older than every pod
-/// in flight are dropped; if more than half the limit remain, the pods in flight
-/// are marked to be requeued (after backoff) whatever they fail on, and the log is
-/// cleared: conservative (never a missed event), and bounded while a gang waits at
-/// Permit for minutes of busy cluster events.
-const EVENT_LOG_LIMIT: usize = 4096;
-
-/// Upstream `DefaultPodInitialBackoffDuration`.
-pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
-/// Upstream `DefaultPodMaxBackoffDuration`.
-pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(10);
-/// Upstream `DefaultPodMaxInUnschedulablePodsDuration`.
-pub const DEFAULT_MAX_UNSCHEDULABLE_STAY: Duration = Duration::from_secs(5 * 60);
-
-/// Queue timings (upstream `podInitialBackoffSeconds`, `podMaxBackoffSeconds` and
-/// `podMaxInUnschedulablePodsDuration`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueConfig {
-    /// Backoff after the first failed attempt; doubled per further attempt.
-    pub initial_backoff: Duration,
-    /// Backoff cap.
-    pub max_backoff: Duration,
-    /// Longest a pod stays in the unschedulable pool without a relevant event.
-    pub max_unschedulable_stay: Duration,
-}
-
-impl Default for QueueConfig {
-    fn default() -> Self {
-        QueueConfig {
-            initial_backoff: DEFAULT_INITIAL_BACKOFF,
-            max_backoff: DEFAULT_MAX_BACKOFF,
-            max_unschedulable_stay: DEFAULT_MAX_UNSCHEDULABLE_STAY,
-        }
-    }
-}
-
-impl QueueConfig {
-    /// Checks that the initial backoff is positive and not above the maximum, and the
-    /// max stay is positive (upstream's config validation).
-    pub fn validate(&self) -> Result<(), QueueError> {
-        if self.initial_backoff.is_zero() {
-            return Err(QueueError::InvalidConfig("initial backoff must be positive".into()));
-        }
-        if self.max_backoff < self.initial_backoff {
-            return Err(QueueError::InvalidConfig(format!(
-                "max backoff {:?} is below the initial backoff {:?}",
-                self.max_backoff, self.initial_backoff
-            )));
-        }
-        if self.max_unschedulable_stay.is_zero() {
-            return Err(QueueError::InvalidConfig("max unschedulable stay must be positive".into()));
-        }
-        Ok(())
-    }
-
-    /// Backoff after `attempts` attempts, as upstream `calculateBackoffDuration`: none
-    /// before any attempt, then the initial backoff doubled per further attempt, capped.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use schedkit::queue::QueueConfig;
-    /// let c = QueueConfig::default();
-    /// let secs: Vec<u64> = (0..7).map(|a| c.backoff(a).as_secs()).collect();
-    /// assert_eq!(secs, [0, 1, 2, 4, 8, 10, 10]);
-    /// ```
-    pub fn backoff(&self, attempts: u32) -> Duration {
-        if attempts == 0 {
-            return Duration::ZERO;
-        }
-        let mut d = self.initial_backoff;
-        for _ in 1..attempts {
-            if d > self.max_backoff.saturating_sub(d) {
-                return self.max_backoff;
-            }
-            d += d;
-        }
-        d.min(self.max_backoff)
-    }
-}
-
-/// Why the queue refused an operation. The queue is unchanged when one is returned.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum QueueError {
-    /// A pod with this uid is already queued (use update).
-    #[error("pod {0} is already in the scheduling queue")]
-    AlreadyQueued(String),
-    /// No queued pod with this uid.
-    #[error("pod {0} is not in the scheduling queue")]
-    NotFound(String),
-    /// The pod was not handed out by `pop`.
-    #[error("pod {0} is not being scheduled")]
-    NotInFlight(String),
-    /// No profile serves the pod's `schedulerName`.
-    #[error("pod {pod}: no profile for scheduler name {scheduler_name:?}")]
-    NoProfile {
-        /// namespace/name.
-        pod: String,
-        /// The name asked for.
-        scheduler_name: String,
-    },
-    /// The pod is already assigned to a node; it belongs in the cache, not the queue.
-    #[error("pod {0} is assigned to a node and can't be queued")]
-    Assigned(String),
-    /// Bad timings.
-    #[error("invalid queue config: {0}")]
-    InvalidConfig(String),
-}
 
 /// Where a queued pod is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -217,15 +117,6 @@ pub struct QueueCounts {
     pub in_flight: usize,
 }
 
-struct ProfileHooks {
-    name: String,
-    pre_enqueue: Vec<Named<dyn PreEnqueuePlugin>>,
-    hints: Vec<(&'static str, ClusterEventWithHint)>,
-    /// Plugins that can reject a pod but don't implement EnqueueExtensions: as
-    /// upstream, they count as interested in every event.
-    no_events: Vec<&'static str>,
-}
-
 struct Entry {
     info: QueuedPodInfo,
     profile: u32,
@@ -247,27 +138,6 @@ struct Entry {
 
 fn entry(slots: &[Option<Entry>], s: u32) -> &Entry {
     slots[s as usize].as_ref().expect("queued slots are live")
-}
-
-struct Ord<'a> {
-    slots: &'a [Option<Entry>],
-    sort: Option<&'a dyn QueueSortPlugin>,
-    keyed: bool,
-}
-
-impl Order for Ord<'_> {
-    #[inline]
-    fn less(&self, a: &Item, b: &Item) -> bool {
-        if self.keyed {
-            // `seq` wraps after 2^32 pushes; only the FIFO tie-break could glitch then.
-            return (a.key, a.ts, a.seq) < (b.key, b.ts, b.seq);
-        }
-        let (ia, ib) = (&entry(self.slots, a.slot).info, &entry(self.slots, b.slot).info);
-        match self.sort {
-            Some(sort) => guard("QueueSort", "QueueSort", || sort.less(ia, ib)).unwrap_or(false),
-            None => (a.key, a.ts, a.seq) < (b.key, b.ts, b.seq),
-        }
-    }
 }
 
 /// The scheduling queue. Not synchronized itself: the scheduler keeps it behind a
@@ -320,42 +190,7 @@ impl SchedulingQueue {
     /// ordered as PrioritySort would).
     pub fn new(profiles: &[Arc<Profile>], clock: Arc<dyn Clock>, config: QueueConfig) -> Result<Self, QueueError> {
         config.validate()?;
-        let hooks = profiles
-            .iter()
-            .map(|p| ProfileHooks {
-                name: p.name().to_owned(),
-                pre_enqueue: p.pre_enqueue().to_vec(),
-                hints: p
-                    .enqueue_extensions()
-                    .iter()
-                    .flat_map(|e| {
-                        guard(e.name, "EventsToRegister", || e.plugin.events_to_register())
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(move |h| (e.name, h))
-                    })
-                    .collect(),
-                no_events: {
-                    let with: Vec<&'static str> = p.enqueue_extensions().iter().map(|e| e.name).collect();
-                    let mut v: Vec<&'static str> = [
-                        p.pre_enqueue_plugins(),
-                        p.pre_filter_plugins(),
-                        p.filter_plugins(),
-                        p.reserve_plugins(),
-                        p.permit_plugins(),
-                        p.pre_bind_plugins(),
-                        p.bind_plugins(),
-                    ]
-                    .concat()
-                    .into_iter()
-                    .filter(|n| !with.contains(n))
-                    .collect();
-                    v.sort_unstable();
-                    v.dedup();
-                    v
-                },
-            })
-            .collect();
+        let hooks = profiles.iter().map(ProfileHooks::of).collect();
         Ok(SchedulingQueue {
             clock,
             config,
@@ -454,86 +289,6 @@ impl SchedulingQueue {
         Ok(self.enqueue_or_gate(slot))
     }
 
-    /// Runs PreEnqueue; moves the (detached) slot to active or gated.
-    fn enqueue_or_gate(&mut self, slot: u32) -> QueueLocation {
-        let e = self.e(slot);
-        let hooks = &self.profiles[e.profile as usize];
-        let mut gate = None;
-        for p in &hooks.pre_enqueue {
-            let pod = &e.info.pod;
-            let s = guard(p.name, "PreEnqueue", || p.plugin.pre_enqueue(pod)).unwrap_or_else(|s| s);
-            if !s.is_success() {
-                gate = Some(s.with_plugin(p.name));
-                break;
-            }
-        }
-        match gate {
-            None => {
-                self.e_mut(slot).gate = None;
-                self.push_active(slot);
-                QueueLocation::Active
-            }
-            Some(s) => {
-                let plugin = s.plugin().unwrap_or("PreEnqueue");
-                let e = self.e_mut(slot);
-                e.rejectors = smallvec::smallvec![plugin];
-                e.gate = Some(s);
-                self.push_pool(slot, QueueLocation::Gated);
-                QueueLocation::Gated
-            }
-        }
-    }
-
-    /// The heap item for a slot: its QueueSort key (PrioritySort's `-priority` when
-    /// there is no QueueSort plugin) and timestamp.
-    fn item(&mut self, slot: u32) -> Item {
-        let e = entry(&self.slots, slot);
-        let key = match &self.sort {
-            None => Some(-i64::from(e.info.pod.priority())),
-            Some(s) => guard("QueueSort", "QueueSort", || s.sort_key(&e.info.pod)).ok().flatten(),
-        };
-        let ts = u64::try_from(e.info.timestamp.as_nanos()).unwrap_or(u64::MAX);
-        if key.is_none() {
-            self.keyed = false;
-        }
-        self.push_seq = self.push_seq.wrapping_add(1);
-        Item { key: key.unwrap_or(0), ts, slot, seq: self.push_seq }
-    }
-
-    fn push_active(&mut self, slot: u32) {
-        self.e_mut(slot).loc = QueueLocation::Active;
-        let item = self.item(slot);
-        let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
-        self.active.push(item, &ord, &mut self.positions);
-    }
-
-    fn push_backoff(&mut self, slot: u32) {
-        self.seq += 1;
-        let seq = self.seq;
-        let expiry = self.backoff_expiry(slot);
-        let e = self.e_mut(slot);
-        e.loc = QueueLocation::Backoff;
-        e.seq = seq;
-        self.backoff.push(Reverse((expiry, seq, slot)));
-        self.backoff_len += 1;
-    }
-
-    fn push_pool(&mut self, slot: u32, loc: QueueLocation) {
-        self.seq += 1;
-        let seq = self.seq;
-        let since = self.e(slot).info.timestamp;
-        let pos = self.pool.len();
-        let e = self.e_mut(slot);
-        e.loc = loc;
-        e.seq = seq;
-        e.pool_pos = pos;
-        self.pool.push(slot);
-        self.pool_since.push(Reverse((since, seq, slot)));
-        if loc == QueueLocation::Gated {
-            self.gated_len += 1;
-        }
-    }
-
     /// Takes a slot out of wherever it is (leaving it detached, location unchanged).
     fn detach(&mut self, slot: u32) {
         let (loc, pool_pos) = {
@@ -541,27 +296,9 @@ impl SchedulingQueue {
             (e.loc, e.pool_pos)
         };
         match loc {
-            QueueLocation::Active => {
-                let at = self.positions[slot as usize] as usize;
-                let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
-                self.active.remove_at(at, &ord, &mut self.positions);
-            }
-            QueueLocation::Backoff => {
-                // The heap entry goes stale: its seq no longer matches.
-                self.backoff_len -= 1;
-                self.e_mut(slot).seq = 0;
-            }
-            QueueLocation::Unschedulable | QueueLocation::Gated => {
-                if loc == QueueLocation::Gated {
-                    self.gated_len -= 1;
-                }
-                let pos = pool_pos;
-                self.pool.swap_remove(pos);
-                if let Some(&moved) = self.pool.get(pos) {
-                    self.e_mut(moved).pool_pos = pos;
-                }
-                self.e_mut(slot).seq = 0;
-            }
+            QueueLocation::Active => self.remove_active(slot),
+            QueueLocation::Backoff => self.remove_backoff(slot),
+            QueueLocation::Unschedulable | QueueLocation::Gated => self.remove_pool(slot, loc, pool_pos),
             QueueLocation::InFlight => {}
         }
     }
@@ -571,11 +308,6 @@ impl SchedulingQueue {
         self.by_uid.remove(&e.info.pod.uid);
         self.free.push(slot);
         Some(e)
-    }
-
-    fn backoff_expiry(&self, slot: u32) -> Duration {
-        let i = &self.e(slot).info;
-        i.timestamp + self.config.backoff(i.attempts)
     }
 
     /// Updates a pod in place (upstream `Update`). An active or backing-off pod keeps
@@ -595,10 +327,7 @@ impl SchedulingQueue {
         let obj = EventObject::Pod { old: Some(old), new: Some(pod) };
         match loc {
             QueueLocation::Active => {
-                let at = self.positions[slot as usize] as usize;
-                let item = self.item(slot);
-                let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
-                self.active.rekey(at, item.key, item.ts, &ord, &mut self.positions);
+                self.rekey_active(slot);
                 Ok(loc)
             }
             QueueLocation::Backoff => Ok(loc),
@@ -635,8 +364,7 @@ impl SchedulingQueue {
     /// [`SchedulingQueue::requeue_failed`] or [`SchedulingQueue::done`].
     pub fn pop(&mut self) -> Option<QueuedPodInfo> {
         self.flush();
-        let ord = Ord { slots: &self.slots, sort: self.sort.as_deref(), keyed: self.keyed };
-        let slot = self.active.pop(&ord, &mut self.positions)?;
+        let slot = self.pop_active()?;
         let from = self.events_base + self.events.len();
         self.in_flight += 1;
         let e = self.e_mut(slot);
@@ -650,39 +378,6 @@ impl SchedulingQueue {
     /// The pod at the head of the active queue, without popping it.
     pub fn peek(&self) -> Option<&QueuedPodInfo> {
         self.active.peek().map(|s| &self.e(s).info)
-    }
-
-    fn end_flight(&mut self, _slot: u32) {
-        self.in_flight -= 1;
-        if self.in_flight == 0 {
-            self.events_base += self.events.len();
-            self.events.clear();
-        }
-    }
-
-    /// Keeps the in-flight event log under [`EVENT_LOG_LIMIT`] (see there). Scans
-    /// the slots, at most once per `EVENT_LOG_LIMIT / 2` events.
-    fn trim_events(&mut self) {
-        let oldest = self
-            .slots
-            .iter()
-            .flatten()
-            .filter(|e| e.loc == QueueLocation::InFlight)
-            .map(|e| e.in_flight_from)
-            .min()
-            .unwrap_or(self.events_base + self.events.len());
-        let drop = oldest.saturating_sub(self.events_base).min(self.events.len());
-        self.events.drain(..drop);
-        self.events_base += drop;
-        if self.events.len() > EVENT_LOG_LIMIT / 2 {
-            for e in self.slots.iter_mut().flatten() {
-                if e.loc == QueueLocation::InFlight {
-                    e.saw_overflow = true;
-                }
-            }
-            self.events_base += self.events.len();
-            self.events.clear();
-        }
     }
 
     /// A pod in flight was bound (or is otherwise finished with): forget it.
@@ -758,130 +453,13 @@ impl SchedulingQueue {
         }
     }
 
-    /// Upstream `isPodWorthRequeuing`: a pod no plugin rejected is always worth it, as
-    /// is any pod on a wildcard event, or one rejected by a plugin of the profile that
-    /// doesn't implement EnqueueExtensions (upstream registers every event for those);
-    /// otherwise only if a plugin that rejected it registered for the event and its
-    /// hint (if any) says Queue. A panicking hint counts as Queue, as an erroring one
-    /// does upstream.
-    fn worth_requeuing(&self, slot: u32, event: &ClusterEvent, obj: &EventObject) -> QueueingHint {
-        let e = self.e(slot);
-        if e.rejectors.is_empty() || events::is_wildcard(event) {
-            return QueueingHint::Queue;
-        }
-        let hooks = &self.profiles[e.profile as usize];
-        if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
-            return QueueingHint::Queue;
-        }
-        for (plugin, reg) in &hooks.hints {
-            if !event.matches(&reg.event) || !e.rejectors.contains(plugin) {
-                continue;
-            }
-            let hint = match &reg.hint {
-                None => QueueingHint::Queue,
-                Some(f) => guard(plugin, "QueueingHint", || f(&e.info.pod, obj)).unwrap_or(QueueingHint::Queue),
-            };
-            if hint == QueueingHint::Queue {
-                return QueueingHint::Queue;
-            }
-        }
-        QueueingHint::Skip
-    }
-
-    fn record_event(&mut self, event: ClusterEvent, obj: &EventObject) {
-        if self.in_flight > 0 {
-            self.events.push_back((event, obj.clone()));
-            if self.events.len() > EVENT_LOG_LIMIT {
-                self.trim_events();
-            }
-        }
-    }
-
-    /// A cluster event happened: unschedulable and gated pods it may help move to
-    /// backoff or active (upstream `MoveAllToActiveOrBackoffQueue`), and pods in
-    /// flight will consider it if they fail. Returns how many pods moved.
-    pub fn on_event(&mut self, event: ClusterEvent, obj: &EventObject) -> usize {
-        self.move_on_event(event, obj, None)
-    }
-
-    /// [`SchedulingQueue::on_event`], leaving one pod where it is (the pod whose
-    /// failure caused the event).
-    pub fn on_event_except(&mut self, event: ClusterEvent, obj: &EventObject, except: &str) -> usize {
-        let skip = self.slot_of(except);
-        self.move_on_event(event, obj, skip)
-    }
-
-    fn move_on_event(&mut self, event: ClusterEvent, obj: &EventObject, skip: Option<u32>) -> usize {
-        self.record_event(event, obj);
-        let candidates: Vec<u32> = self.pool.iter().copied().filter(|&s| Some(s) != skip).collect();
-        let mut moved = 0;
-        for slot in candidates {
-            if self.worth_requeuing(slot, &event, obj) == QueueingHint::Queue {
-                let before = self.e(slot).loc;
-                self.detach(slot);
-                if self.requeue(slot) != before {
-                    moved += 1;
-                }
-            }
-        }
-        moved
-    }
-
-    /// Moves pods (by uid) out of the unschedulable pool, as upstream `Activate`
-    /// (used by plugins through `Handle::activate_pods`): to the active queue, or to
-    /// the backoff queue if their backoff hasn't ended; gated pods re-run PreEnqueue.
-    /// Unlike upstream, activation never cuts a backoff short, so a single-threaded
-    /// loop can't churn forever without the clock moving. Unknown uids and pods
-    /// elsewhere are ignored. Returns how many moved.
-    pub fn activate<'a>(&mut self, uids: impl IntoIterator<Item = &'a str>) -> usize {
-        let mut moved = 0;
-        for uid in uids {
-            let Some(slot) = self.slot_of(uid) else { continue };
-            let loc = self.e(slot).loc;
-            if matches!(loc, QueueLocation::Unschedulable | QueueLocation::Gated) {
-                self.detach(slot);
-                if self.requeue(slot) != loc {
-                    moved += 1;
-                }
-            }
-        }
-        moved
-    }
-
     /// Moves pods whose backoff ended to the active queue, and pods that stayed in
     /// the unschedulable pool longer than the max stay to backoff/active (upstream
     /// `flushBackoffQCompleted` and `flushUnschedulablePodsLeftover`).
     pub fn flush(&mut self) {
         let now = self.now();
-        while let Some(&Reverse((expiry, seq, slot))) = self.backoff.peek() {
-            if !self.live(slot, seq, QueueLocation::Backoff) {
-                self.backoff.pop();
-                continue;
-            }
-            if expiry > now {
-                break;
-            }
-            self.backoff.pop();
-            self.detach(slot);
-            self.push_active(slot);
-        }
-        let stay = self.config.max_unschedulable_stay;
-        while let Some(&Reverse((since, seq, slot))) = self.pool_since.peek() {
-            let loc = self.slots[slot as usize].as_ref().map(|e| e.loc);
-            let live =
-                matches!(loc, Some(QueueLocation::Unschedulable | QueueLocation::Gated)) && self.e(slot).seq == seq;
-            if !live {
-                self.pool_since.pop();
-                continue;
-            }
-            // Upstream moves pods that stayed strictly longer than the max stay.
-            if now.saturating_sub(since) <= stay {
-                break;
-            }
-            self.pool_since.pop();
-            self.detach(slot);
-            self.requeue(slot);
-        }
+        self.flush_backoff(now);
+        self.flush_leftovers(now);
     }
 
     fn live(&self, slot: u32, seq: u64, loc: QueueLocation) -> bool {
@@ -892,20 +470,8 @@ impl SchedulingQueue {
     /// backoff ending or a pod overstaying in the unschedulable pool. `None` when
     /// nothing is waiting on time.
     pub fn next_wakeup(&mut self) -> Option<Duration> {
-        while let Some(&Reverse((_, seq, slot))) = self.backoff.peek() {
-            if self.live(slot, seq, QueueLocation::Backoff) {
-                break;
-            }
-            self.backoff.pop();
-        }
-        while let Some(&Reverse((_, seq, slot))) = self.pool_since.peek() {
-            if self.live(slot, seq, QueueLocation::Unschedulable) || self.live(slot, seq, QueueLocation::Gated) {
-                break;
-            }
-            self.pool_since.pop();
-        }
-        let b = self.backoff.peek().map(|r| r.0.0);
-        let u = self.pool_since.peek().map(|r| r.0.0 + self.config.max_unschedulable_stay + Duration::from_nanos(1));
+        let b = self.backoff_wakeup();
+        let u = self.pool_wakeup();
         match (b, u) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -927,22 +493,6 @@ impl SchedulingQueue {
         self.slot_of(uid).map(|s| self.e(s).rejectors.to_vec()).unwrap_or_default()
     }
 
-    /// Pods held by PreEnqueue plugins, with the plugin and reason.
-    pub fn gated_pods(&self) -> Vec<GatedPod> {
-        self.pool
-            .iter()
-            .map(|&s| self.e(s))
-            .filter_map(|e| {
-                let s = e.gate.as_ref()?;
-                (e.loc == QueueLocation::Gated).then(|| GatedPod {
-                    pod: e.info.pod.clone(),
-                    plugin: s.plugin().unwrap_or("PreEnqueue"),
-                    status: s.clone(),
-                })
-            })
-            .collect()
-    }
-
     /// How many pods are where.
     pub fn counts(&self) -> QueueCounts {
         QueueCounts {
@@ -962,41 +512,5 @@ impl SchedulingQueue {
     /// Whether the queue holds no pod.
     pub fn is_empty(&self) -> bool {
         self.by_uid.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::framework::VirtualClock;
-    use crate::testing::PodBuilder;
-
-    fn pod(name: &str) -> Arc<PodInfo> {
-        Arc::new(PodInfo::new(PodBuilder::new(name).build()).unwrap())
-    }
-
-    #[test]
-    fn the_in_flight_event_log_keeps_only_what_pods_in_flight_can_see() {
-        let profile = Arc::new(Profile::builder("default-scheduler").build().unwrap());
-        let mut q = SchedulingQueue::new(&[profile], Arc::new(VirtualClock::new()), QueueConfig::default()).unwrap();
-        let obj = EventObject::Custom("x".into());
-        q.add(pod("long")).unwrap();
-        q.add(pod("short")).unwrap();
-        let long = q.pop().unwrap();
-        q.on_event(events::NODE_ADD, &obj);
-        q.on_event(events::NODE_ADD, &obj);
-        let short = q.pop().unwrap();
-        q.done(&long.pod.uid).unwrap();
-        // `short` stays in flight (a long Permit wait) while events pour in: the
-        // log stays bounded, and `short` is then requeued whatever it fails on.
-        for _ in 0..10 * EVENT_LOG_LIMIT {
-            q.on_event(events::NODE_ADD, &obj);
-        }
-        assert!(q.events.len() <= EVENT_LOG_LIMIT, "{}", q.events.len());
-        // No plugin of that name registered for anything, yet it goes to backoff.
-        assert_eq!(q.requeue_failed(&short.pod.uid, &["NoSuchPlugin"]), Ok(QueueLocation::Backoff));
-        assert!(q.events.is_empty(), "nothing in flight: the log is cleared");
-        q.on_event(events::NODE_ADD, &obj);
-        assert!(q.events.is_empty(), "nothing in flight: nothing recorded");
     }
 }

@@ -7,13 +7,13 @@ use smallvec::SmallVec;
 
 use super::common::{Constraint, node_has_all_keys};
 use crate::model::{Labels, NodeSelector, Symbol, Toleration};
-use crate::plugins::workload_memo::{NodeContributions, WorkloadMemo};
+use crate::plugins::workload_memo::{Contribution, WorkloadMemo};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// Pods of one workload share a key: the same namespace and constraints, and the
 /// same node affinity / tolerations when a constraint honors them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct MemoKey {
+pub(crate) struct MemoKey {
     namespace: Symbol,
     constraints: Vec<Constraint>,
     node_selector: Option<Labels>,
@@ -39,51 +39,68 @@ impl MemoKey {
     }
 }
 
-/// Per constraint: the node's domain and matching-pod count, or `None` when the node
-/// takes no part (missing keys or excluded by a node inclusion policy).
-type Contribution = SmallVec<[Option<(Symbol, i64)>; 2]>;
+/// Per constraint: domain -> (matching pods, eligible nodes).
+type Domains = Vec<AHashMap<Symbol, (i64, u32)>>;
 
-#[derive(Debug)]
-struct Entry {
-    key: MemoKey,
-    nodes: NodeContributions<Contribution>,
-    /// Per constraint: domain -> (matching pods, eligible nodes).
-    domains: Vec<AHashMap<Symbol, (i64, u32)>>,
-}
+/// One node's share: per constraint, the node's domain and matching-pod count, or
+/// `None` when the node takes no part (missing keys or excluded by a node inclusion
+/// policy).
+#[derive(Debug, Default)]
+pub(crate) struct DomainShare(SmallVec<[Option<(Symbol, i64)>; 2]>);
 
-fn apply(domains: &mut [AHashMap<Symbol, (i64, u32)>], contribution: &Contribution, sign: i64) {
-    for (i, c) in contribution.iter().enumerate() {
-        let Some((value, count)) = *c else { continue };
-        let d = domains[i].entry(value).or_insert((0, 0));
-        d.0 += sign * count;
-        if sign > 0 {
-            d.1 += 1;
-        } else {
-            d.1 = d.1.saturating_sub(1);
-            if d.1 == 0 {
-                domains[i].remove(&value);
+impl DomainShare {
+    fn new(constraints: &[Constraint], pod: &PodInfo, node: &NodeInfo, require_all: bool) -> Self {
+        let labels = &node.node().metadata.labels;
+        if require_all && !node_has_all_keys(labels, constraints) {
+            return DomainShare(constraints.iter().map(|_| None).collect());
+        }
+        DomainShare(
+            constraints
+                .iter()
+                .map(|c| {
+                    c.includes_node(&pod.pod, node)
+                        .then(|| (labels.get(c.topology_key).unwrap_or(Symbol::EMPTY), c.count_on(node, pod.namespace)))
+                })
+                .collect(),
+        )
+    }
+
+    fn apply(&self, domains: &mut Domains, sign: i64) {
+        for (i, c) in self.0.iter().enumerate() {
+            let Some((value, count)) = *c else { continue };
+            let d = domains[i].entry(value).or_insert((0, 0));
+            d.0 += sign * count;
+            if sign > 0 {
+                d.1 += 1;
+            } else {
+                d.1 = d.1.saturating_sub(1);
+                if d.1 == 0 {
+                    domains[i].remove(&value);
+                }
             }
         }
     }
 }
 
-fn contribution(constraints: &[Constraint], pod: &PodInfo, node: &NodeInfo, require_all: bool) -> Contribution {
-    let labels = &node.node().metadata.labels;
-    if require_all && !node_has_all_keys(labels, constraints) {
-        return constraints.iter().map(|_| None).collect();
+impl Contribution for DomainShare {
+    type Key = MemoKey;
+    type Totals = Domains;
+
+    fn empty_totals(key: &MemoKey) -> Domains {
+        key.constraints.iter().map(|_| AHashMap::new()).collect()
     }
-    constraints
-        .iter()
-        .map(|c| {
-            c.includes_node(&pod.pod, node)
-                .then(|| (labels.get(c.topology_key).unwrap_or(Symbol::EMPTY), c.count_on(node, pod.namespace)))
-        })
-        .collect()
+
+    fn add_to(&self, _key: &MemoKey, domains: &mut Domains) {
+        self.apply(domains, 1);
+    }
+
+    fn sub_from(&self, _key: &MemoKey, domains: &mut Domains) {
+        self.apply(domains, -1);
+    }
 }
 
 /// A few workloads' domain counts.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct CountMemo(WorkloadMemo<Entry>);
+pub(crate) type CountMemo = WorkloadMemo<DomainShare>;
 
 impl CountMemo {
     /// Calls `f` with, per constraint, domain -> (matching pods, eligible nodes) for
@@ -101,22 +118,6 @@ impl CountMemo {
         f: impl FnOnce(&[AHashMap<Symbol, (i64, u32)>]) -> R,
     ) -> R {
         let key = MemoKey::new(pod, constraints, require_all);
-        self.0.with_entry(
-            |e| e.key == key,
-            || Entry {
-                key: key.clone(),
-                nodes: NodeContributions::with_capacity(snapshot.len()),
-                domains: constraints.iter().map(|_| AHashMap::new()).collect(),
-            },
-            |entry| {
-                let domains = &mut entry.domains;
-                entry.nodes.sync(
-                    snapshot,
-                    |node| contribution(constraints, pod, node, require_all),
-                    |c, sign| apply(domains, c, sign),
-                );
-                f(&entry.domains)
-            },
-        )
+        self.with_totals(&key, snapshot, |node| DomainShare::new(constraints, pod, node, require_all), |d| f(d))
     }
 }

@@ -1,0 +1,157 @@
+//! Cluster events and queueing hints: which pooled pods an event may help, and the
+//! log of events seen while pods are in flight, consulted when one fails.
+
+use super::{QueueLocation, SchedulingQueue, events};
+use crate::framework::runtime::guard;
+use crate::framework::{ClusterEvent, EventObject, QueueingHint};
+
+/// In-flight event-log length at which it is trimmed. Events older than every pod
+/// in flight are dropped; if more than half the limit remain, the pods in flight
+/// are marked to be requeued (after backoff) whatever they fail on, and the log is
+/// cleared: conservative (never a missed event), and bounded while a gang waits at
+/// Permit for minutes of busy cluster events.
+pub(super) const EVENT_LOG_LIMIT: usize = 4096;
+
+impl SchedulingQueue {
+    pub(super) fn end_flight(&mut self, _slot: u32) {
+        self.in_flight -= 1;
+        if self.in_flight == 0 {
+            self.events_base += self.events.len();
+            self.events.clear();
+        }
+    }
+
+    /// Keeps the in-flight event log under [`EVENT_LOG_LIMIT`] (see there). Scans
+    /// the slots, at most once per `EVENT_LOG_LIMIT / 2` events.
+    fn trim_events(&mut self) {
+        let oldest = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|e| e.loc == QueueLocation::InFlight)
+            .map(|e| e.in_flight_from)
+            .min()
+            .unwrap_or(self.events_base + self.events.len());
+        let drop = oldest.saturating_sub(self.events_base).min(self.events.len());
+        self.events.drain(..drop);
+        self.events_base += drop;
+        if self.events.len() > EVENT_LOG_LIMIT / 2 {
+            for e in self.slots.iter_mut().flatten() {
+                if e.loc == QueueLocation::InFlight {
+                    e.saw_overflow = true;
+                }
+            }
+            self.events_base += self.events.len();
+            self.events.clear();
+        }
+    }
+
+    /// Upstream `isPodWorthRequeuing`: a pod no plugin rejected is always worth it, as
+    /// is any pod on a wildcard event, or one rejected by a plugin of the profile that
+    /// doesn't implement EnqueueExtensions (upstream registers every event for those);
+    /// otherwise only if a plugin that rejected it registered for the event and its
+    /// hint (if any) says Queue. A panicking hint counts as Queue, as an erroring one
+    /// does upstream.
+    pub(super) fn worth_requeuing(&self, slot: u32, event: &ClusterEvent, obj: &EventObject) -> QueueingHint {
+        let e = self.e(slot);
+        if e.rejectors.is_empty() || events::is_wildcard(event) {
+            return QueueingHint::Queue;
+        }
+        let hooks = &self.profiles[e.profile as usize];
+        if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
+            return QueueingHint::Queue;
+        }
+        for (plugin, reg) in &hooks.hints {
+            if !event.matches(&reg.event) || !e.rejectors.contains(plugin) {
+                continue;
+            }
+            let hint = match &reg.hint {
+                None => QueueingHint::Queue,
+                Some(f) => guard(plugin, "QueueingHint", || f(&e.info.pod, obj)).unwrap_or(QueueingHint::Queue),
+            };
+            if hint == QueueingHint::Queue {
+                return QueueingHint::Queue;
+            }
+        }
+        QueueingHint::Skip
+    }
+
+    pub(super) fn record_event(&mut self, event: ClusterEvent, obj: &EventObject) {
+        if self.in_flight > 0 {
+            self.events.push_back((event, obj.clone()));
+            if self.events.len() > EVENT_LOG_LIMIT {
+                self.trim_events();
+            }
+        }
+    }
+
+    /// A cluster event happened: unschedulable and gated pods it may help move to
+    /// backoff or active (upstream `MoveAllToActiveOrBackoffQueue`), and pods in
+    /// flight will consider it if they fail. Returns how many pods moved.
+    pub fn on_event(&mut self, event: ClusterEvent, obj: &EventObject) -> usize {
+        self.move_on_event(event, obj, None)
+    }
+
+    /// [`SchedulingQueue::on_event`], leaving one pod where it is (the pod whose
+    /// failure caused the event).
+    pub fn on_event_except(&mut self, event: ClusterEvent, obj: &EventObject, except: &str) -> usize {
+        let skip = self.slot_of(except);
+        self.move_on_event(event, obj, skip)
+    }
+
+    fn move_on_event(&mut self, event: ClusterEvent, obj: &EventObject, skip: Option<u32>) -> usize {
+        self.record_event(event, obj);
+        let candidates: Vec<u32> = self.pool.iter().copied().filter(|&s| Some(s) != skip).collect();
+        let mut moved = 0;
+        for slot in candidates {
+            if self.worth_requeuing(slot, &event, obj) == QueueingHint::Queue {
+                let before = self.e(slot).loc;
+                self.detach(slot);
+                if self.requeue(slot) != before {
+                    moved += 1;
+                }
+            }
+        }
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::framework::{Profile, VirtualClock};
+    use crate::queue::{QueueConfig, SchedulingQueue};
+    use crate::snapshot::PodInfo;
+    use crate::testing::PodBuilder;
+
+    fn pod(name: &str) -> Arc<PodInfo> {
+        Arc::new(PodInfo::new(PodBuilder::new(name).build()).unwrap())
+    }
+
+    #[test]
+    fn the_in_flight_event_log_keeps_only_what_pods_in_flight_can_see() {
+        let profile = Arc::new(Profile::builder("default-scheduler").build().unwrap());
+        let mut q = SchedulingQueue::new(&[profile], Arc::new(VirtualClock::new()), QueueConfig::default()).unwrap();
+        let obj = EventObject::Custom("x".into());
+        q.add(pod("long")).unwrap();
+        q.add(pod("short")).unwrap();
+        let long = q.pop().unwrap();
+        q.on_event(events::NODE_ADD, &obj);
+        q.on_event(events::NODE_ADD, &obj);
+        let short = q.pop().unwrap();
+        q.done(&long.pod.uid).unwrap();
+        // `short` stays in flight (a long Permit wait) while events pour in: the
+        // log stays bounded, and `short` is then requeued whatever it fails on.
+        for _ in 0..10 * EVENT_LOG_LIMIT {
+            q.on_event(events::NODE_ADD, &obj);
+        }
+        assert!(q.events.len() <= EVENT_LOG_LIMIT, "{}", q.events.len());
+        // No plugin of that name registered for anything, yet it goes to backoff.
+        assert_eq!(q.requeue_failed(&short.pod.uid, &["NoSuchPlugin"]), Ok(QueueLocation::Backoff));
+        assert!(q.events.is_empty(), "nothing in flight: the log is cleared");
+        q.on_event(events::NODE_ADD, &obj);
+        assert!(q.events.is_empty(), "nothing in flight: nothing recorded");
+    }
+}

@@ -1,0 +1,143 @@
+//! [`SchedulerBuilder`]: profiles, settings, clock, handle, queue timings and the
+//! latency recorder, put together into a [`Scheduler`].
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::score::Rng;
+use super::{Buffers, Scheduler, SchedulerConfig, TieBreak};
+use crate::framework::{Clock, Handle, LatencyRecorder, Profile, RealClock};
+use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
+use crate::snapshot::Cache;
+
+/// Builds a [`Scheduler`].
+pub struct SchedulerBuilder {
+    profiles: Vec<Profile>,
+    config: SchedulerConfig,
+    clock: Option<Arc<dyn Clock>>,
+    handle: Option<Handle>,
+    queue: QueueConfig,
+    metrics: Option<Arc<LatencyRecorder>>,
+}
+
+impl std::fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerBuilder").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl SchedulerBuilder {
+    /// Adds a profile (pods choose one by `schedulerName`).
+    #[must_use]
+    pub fn profile(mut self, p: Profile) -> Self {
+        self.profiles.push(p);
+        self
+    }
+    /// Replaces the settings.
+    #[must_use]
+    pub fn config(mut self, c: SchedulerConfig) -> Self {
+        self.config = c;
+        self
+    }
+    /// Sets `percentageOfNodesToScore`.
+    #[must_use]
+    pub fn percentage_of_nodes_to_score(mut self, pct: u32) -> Self {
+        self.config.percentage_of_nodes_to_score = pct.min(100);
+        self
+    }
+    /// Sets the number of Filter/Score threads (1 = single-threaded).
+    #[must_use]
+    pub fn parallelism(mut self, threads: usize) -> Self {
+        self.config.parallelism = threads.max(1);
+        self
+    }
+    /// Sets the tie-break.
+    #[must_use]
+    pub fn tie_break(mut self, t: TieBreak) -> Self {
+        self.config.tie_break = t;
+        self
+    }
+    /// Sets the tie-break seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+    /// Uses `clock` (ignored when [`SchedulerBuilder::handle`] is given).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Uses an existing handle (the one the profile's plugins were built with).
+    #[must_use]
+    pub fn handle(mut self, handle: Handle) -> Self {
+        self.handle = Some(handle);
+        self
+    }
+
+    /// Sets the queue's backoff and max-stay timings, checked here.
+    pub fn queue_config(mut self, c: QueueConfig) -> Result<Self, QueueError> {
+        c.validate()?;
+        self.queue = c;
+        Ok(self)
+    }
+
+    /// Records per-plugin latencies into `recorder` (see [`LatencyRecorder`]).
+    #[must_use]
+    pub fn latency_recorder(mut self, recorder: Arc<LatencyRecorder>) -> Self {
+        self.metrics = Some(recorder);
+        self
+    }
+
+    /// Builds the scheduler.
+    pub fn build(self) -> Scheduler {
+        let handle =
+            self.handle.unwrap_or_else(|| Handle::new(self.clock.unwrap_or_else(|| Arc::new(RealClock::default()))));
+        #[cfg(feature = "parallel")]
+        let pool = (self.config.parallelism > 1)
+            .then(|| rayon::ThreadPoolBuilder::new().num_threads(self.config.parallelism).build().ok())
+            .flatten();
+        let profiles: Vec<Arc<Profile>> = self.profiles.into_iter().map(Arc::new).collect();
+        let queue = SchedulingQueue::new(&profiles, handle.clock_arc(), self.queue)
+            .or_else(|_| SchedulingQueue::new(&profiles, handle.clock_arc(), QueueConfig::default()))
+            .expect("the default queue config is valid");
+        let metrics = self.metrics.map(|r| {
+            let timers = profiles.iter().map(|p| Arc::new(r.timers(p))).collect();
+            (r, timers)
+        });
+        Scheduler {
+            cache: Arc::new(Mutex::new(Cache::new())),
+            handle,
+            profiles,
+            queue: Arc::new(Mutex::new(queue)),
+            parked: Vec::new(),
+            parked_epoch: 0,
+            parked_deadline: None,
+            parked_dirty: false,
+            metrics,
+            timers: None,
+            rng: Rng(self.config.seed),
+            config: self.config,
+            next_start: 0,
+            bufs: Buffers::default(),
+            #[cfg(feature = "parallel")]
+            pool,
+        }
+    }
+}
+
+impl Scheduler {
+    /// Starts building a scheduler.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder {
+            profiles: Vec::new(),
+            config: SchedulerConfig::default(),
+            clock: None,
+            handle: None,
+            queue: QueueConfig::default(),
+            metrics: None,
+        }
+    }
+}

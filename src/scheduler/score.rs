@@ -1,0 +1,129 @@
+//! The cycle's Score phase: weighted Score + NormalizeScore totals and host
+//! selection among the top scores (with the seeded tie-break generator).
+
+#[cfg(feature = "parallel")]
+use super::parallel;
+use super::{Scheduler, TieBreak};
+use crate::framework::metrics::timed;
+use crate::framework::runtime;
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, Status};
+use crate::snapshot::{NodeList, PodInfo, Snapshot};
+
+/// SplitMix64: tiny, seeded, good enough for tie-breaks.
+#[derive(Debug, Clone)]
+pub(super) struct Rng(pub(super) u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+impl Scheduler {
+    /// Runs Score + NormalizeScore for every plugin, accumulating weighted totals.
+    pub(super) fn score(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+    ) -> Result<(), Status> {
+        let bufs = &mut self.bufs;
+        let n = bufs.feasible.len();
+        bufs.totals.clear();
+        if !profile.has_score_plugins() {
+            bufs.totals.resize(n, 1);
+            return Ok(());
+        }
+        bufs.totals.resize(n, 0);
+        let nodes = snap.nodes();
+        bufs.names.clear();
+        bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
+        let timers = self.timers.as_deref();
+        for (pi, sp) in profile.score.iter().enumerate() {
+            let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
+            if state.skips_score(pi) {
+                continue;
+            }
+            bufs.scores.clear();
+            bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
+            #[cfg(feature = "parallel")]
+            let done = if let Some(pool) = &self.pool
+                && n >= self.config.parallel_min_nodes
+            {
+                parallel::score(pool, sp, state, pod, snap, &bufs.feasible, &mut bufs.scores, score_timer)?;
+                true
+            } else {
+                false
+            };
+            #[cfg(not(feature = "parallel"))]
+            let done = false;
+            if !done {
+                let nodes = NodeList::new(snap, &bufs.feasible);
+                timed(score_timer, || {
+                    runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
+                })
+                .and_then(|r| r)
+                .map_err(|s| s.with_plugin(sp.name))?;
+            }
+            let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
+            let s = timed(norm_timer, || {
+                runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
+            })
+            .unwrap_or_else(|s| s);
+            if !s.is_success() {
+                return Err(s.with_plugin(sp.name));
+            }
+            for (t, ns) in bufs.totals.iter_mut().zip(&bufs.scores) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        sp.name, ns.score
+                    ))
+                    .with_plugin(sp.name));
+                }
+                *t += ns.score * sp.weight;
+            }
+        }
+        Ok(())
+    }
+
+    /// Index (in the snapshot) of the chosen node among the top scores.
+    pub(super) fn select_host(&mut self, snap: &Snapshot) -> usize {
+        let bufs = &self.bufs;
+        let nodes = snap.nodes();
+        let mut best = 0;
+        let mut count = 0u64;
+        for (k, &t) in bufs.totals.iter().enumerate() {
+            let top = bufs.totals[best];
+            if k == 0 || t > top {
+                best = k;
+                count = 1;
+            } else if t == top {
+                count += 1;
+                match self.config.tie_break {
+                    TieBreak::Random => {
+                        if self.rng.below(count) == 0 {
+                            best = k;
+                        }
+                    }
+                    TieBreak::First => {}
+                    TieBreak::SmallestName => {
+                        if nodes[bufs.feasible[k]].node().name() < nodes[bufs.feasible[best]].node().name() {
+                            best = k;
+                        }
+                    }
+                }
+            }
+        }
+        bufs.feasible[best]
+    }
+}
