@@ -294,10 +294,10 @@ fn memo_matches_a_fresh_count_after_changes() {
         let name = format!("n{i}");
         let z = format!("z{zone}");
         let mut labels = vec![("zone", z.as_str()), ("node", name.as_str()), ("kubernetes.io/hostname", name.as_str())];
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             labels.push(("topology.kubernetes.io/zone", z.as_str()));
         }
-        node(&name, &labels, i % 5 == 0)
+        node(&name, &labels, i.is_multiple_of(5))
     };
     for i in 0..12 {
         cache.add_node(mk_node(i, i % 3)).unwrap();
@@ -393,7 +393,7 @@ fn memo_matches_a_fresh_count_after_changes() {
         let want = fresh.pre_filter_state(&pod, &snap);
         assert_eq!(got.as_ref().map(summary), want.as_ref().map(summary), "PreFilter, round {round}, workload {w}");
         let offset = next(3) as usize;
-        let idx: Vec<usize> = (0..snap.len()).filter(|i| (i + offset) % 3 != 0).collect();
+        let idx: Vec<usize> = (0..snap.len()).filter(|i| !(i + offset).is_multiple_of(3)).collect();
         let got = pl.pre_score_state(&pod, NodeList::new(&snap, &idx));
         let want = fresh.pre_score_state(&pod, NodeList::new(&snap, &idx));
         assert_eq!(
