@@ -8,12 +8,12 @@ use regex::Regex;
 
 use super::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 use super::bigqty::Held;
-use super::device::{AttributeKey, Symbol};
+use super::device::AttributeKey;
 use super::error::SelectorError;
 use super::functions::{self, Func, compile_regex};
 use super::semver::Semver;
 use super::types::Ty;
-use crate::model::Quantity;
+use crate::model::{Quantity, Symbol};
 
 /// Upper bounds on device data, from resource.k8s.io/v1 validation (`types.go`): they
 /// bound the cost estimate exactly as upstream's `sizeEstimator` does.

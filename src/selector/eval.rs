@@ -15,10 +15,11 @@ use smallvec::SmallVec;
 use super::ast::BinaryOp;
 use super::bigqty::Held;
 use super::compile::{Const, Loop, LoopKind, Node, Operand};
-use super::device::{AttributeKey, AttributeValue, Device, Symbol};
+use super::device::{AttributeKey, AttributeValue, Device};
 use super::error::EvalErrorKind;
 use super::functions::{self, Func};
 use super::value::{Value, Ver, compare, equals};
+use crate::model::Symbol;
 
 /// Errors travel boxed: a small `Result` keeps the hot path in registers.
 pub(crate) type Fault = Box<EvalErrorKind>;

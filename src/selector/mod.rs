@@ -113,8 +113,14 @@ mod tz;
 mod url;
 mod value;
 
+/// The interned attribute domain or identifier: the crate's one interner.
+///
+/// Deprecated: moved to [`crate::model::Symbol`] (this is the same type, re-exported
+/// for one release; `#[deprecated]` has no effect on a re-export).
+#[deprecated(since = "0.2.0", note = "moved to schedkit::model::Symbol")]
+pub use crate::model::Symbol;
 pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};
-pub use device::{AttributeKey, AttributeValue, Device, Symbol};
+pub use device::{AttributeKey, AttributeValue, Device};
 pub use error::{EvalError, EvalErrorKind, SelectorError};
 pub use semver::{PreRelease, Semver, SemverError};
 

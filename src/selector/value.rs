@@ -7,9 +7,9 @@ use std::ops::Deref;
 use std::rc::Rc;
 
 use super::bigqty::Held;
-use super::device::{AttributeValue, Device, Symbol};
+use super::device::{AttributeValue, Device};
 use super::semver::Semver;
-use crate::model::Quantity;
+use crate::model::{Quantity, Symbol};
 
 /// A string that is either borrowed (constants, attributes) or computed.
 #[derive(Debug, Clone)]
