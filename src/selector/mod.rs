@@ -95,6 +95,7 @@
 
 mod ast;
 mod bigqty;
+mod civil;
 mod compile;
 mod device;
 mod error;

@@ -28,6 +28,8 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use ahash::AHashMap;
 use parking_lot::RwLock;
 
+use super::civil::{self, is_leap};
+
 /// The largest TZif file read. The largest file in the IANA database is a few
 /// kilobytes; Go's limit is 10 MiB.
 pub(crate) const MAX_FILE_SIZE: u64 = 1 << 20;
@@ -374,10 +376,6 @@ fn parse_posix_tz(s: &str) -> Option<PosixTz> {
     s.is_empty().then_some(PosixTz { std, dst: Some((dst, start, end)) })
 }
 
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
 /// Seconds from the start of `year` (UTC) to the rule's transition, given the
 /// offset in force before it (Go's `tzruleTime`).
 fn rule_time(year: i64, rule: Rule, offset: i64) -> i64 {
@@ -386,18 +384,18 @@ fn rule_time(year: i64, rule: Rule, offset: i64) -> i64 {
         RuleDay::DayOfYear(d) => i64::from(d),
         RuleDay::MonthWeekDay { month, week, weekday } => {
             let month = u32::from(month);
-            let first = super::time::days_from_civil(year, month, 1);
+            let first = civil::days_from_civil(year, month, 1);
             // 1970-01-01 was a Thursday.
             let first_dow = (first + 4).rem_euclid(7);
             let mut d = (i64::from(weekday) - first_dow).rem_euclid(7);
-            let len = i64::from(super::time::days_in_month(year, month));
+            let len = i64::from(civil::days_in_month(year, month));
             for _ in 1..week {
                 if d + 7 >= len {
                     break;
                 }
                 d += 7;
             }
-            first - super::time::days_from_civil(year, 1, 1) + d
+            first - civil::days_from_civil(year, 1, 1) + d
         }
     };
     day * 86_400 + rule.time - offset
@@ -408,8 +406,8 @@ impl PosixTz {
     fn offset_at(&self, secs: i64) -> i64 {
         let Some((dst, start, end)) = self.dst else { return self.std };
         let days = secs.div_euclid(86_400);
-        let (year, _, _) = super::time::civil_from_days(days);
-        let ysec = (days - super::time::days_from_civil(year, 1, 1)) * 86_400 + secs.rem_euclid(86_400);
+        let (year, _, _) = civil::civil_from_days(days);
+        let ysec = (days - civil::days_from_civil(year, 1, 1)) * 86_400 + secs.rem_euclid(86_400);
         let (mut lo, mut hi) = (rule_time(year, start, self.std), rule_time(year, end, dst));
         let (mut std_off, mut dst_off) = (self.std, dst);
         if hi < lo {
@@ -666,7 +664,7 @@ mod tests {
         let eu = Rule { day: RuleDay::MonthWeekDay { month: 10, week: 5, weekday: 0 }, time: 0 };
         assert_eq!(
             rule_time(2024, eu, 0) / 86_400,
-            i64::from(super::super::time::days_in_month(2024, 1)) + 29 + 31 + 30 + 31 + 30 + 31 + 31 + 30 + 26
+            i64::from(super::civil::days_in_month(2024, 1)) + 29 + 31 + 30 + 31 + 30 + 31 + 31 + 30 + 26
         );
     }
 
@@ -717,7 +715,9 @@ mod tests {
 
     /// Seconds since the epoch of a UTC RFC 3339 instant.
     fn at(s: &str) -> i64 {
-        (super::super::time::parse_timestamp(s).unwrap() / 1_000_000_000) as i64
+        let n = |r: std::ops::Range<usize>| s[r].parse::<i64>().unwrap();
+        let days = super::civil::days_from_civil(n(0..4), n(5..7) as u32, n(8..10) as u32);
+        days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19)
     }
 
     #[test]
