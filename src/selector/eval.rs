@@ -18,7 +18,7 @@ use super::compile::{Const, Loop, LoopKind, Node, Operand};
 use super::device::{AttributeKey, AttributeValue, Device};
 use super::error::EvalErrorKind;
 use super::functions::{self, Func};
-use super::value::{Value, Ver, compare, equals};
+use super::value::{Value, Ver, any_quantity, compare, equals};
 use crate::model::Symbol;
 
 /// Errors travel boxed: a small `Result` keeps the hot path in registers.
@@ -599,7 +599,7 @@ impl<'a> Ctx<'a> {
                         match (&l, &r) {
                             (Value::Quantity(x, _), Value::Quantity(y, _)) => x.cmp(y),
                             (Value::Semver(x), Value::Semver(y)) => (**x).cmp(&**y),
-                            _ => match (functions::any_quantity(&l), functions::any_quantity(&r)) {
+                            _ => match (any_quantity(&l), any_quantity(&r)) {
                                 (Some(x), Some(y)) => x.cmp(y),
                                 _ => return self.fail(*overload(f.name(), &[&l, &r])),
                             },

@@ -53,10 +53,11 @@ use super::error::EvalErrorKind;
 use super::named_format::{self, NamedFormat};
 use super::net;
 use super::semver::Semver;
+use super::text::{format_double, push_c_escape};
 use super::time;
 use super::types::Ty;
 use super::url;
-use super::value::{Value, Ver, compare, equals};
+use super::value::{Value, Ver, any_quantity, compare, equals};
 use crate::model::Quantity;
 
 /// Largest compiled regex program, in bytes (the `regex` crate's size limit; the same
@@ -668,15 +669,6 @@ fn includes(target: &Value<'_>, value: &Value<'_>) -> Result<bool, EvalErrorKind
         }
     }
     Ok(false)
-}
-
-/// A quantity value of either representation.
-pub(crate) fn any_quantity<'v>(v: &'v Value<'_>) -> Option<AnyQuantity<'v>> {
-    match v {
-        Value::Quantity(q, held) => Some(AnyQuantity::Small(q, *held)),
-        Value::BigQuantity(q) => Some(AnyQuantity::Big(q)),
-        _ => None,
-    }
 }
 
 fn overload(function: &'static str, args: &[Value<'_>]) -> EvalErrorKind {
@@ -1364,7 +1356,7 @@ fn split<'a>(s: &str, sep: &str, n: i64) -> Vec<Value<'a>> {
 fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
-        if !super::format::push_c_escape(&mut out, c) {
+        if !push_c_escape(&mut out, c) {
             out.push(c);
         }
     }
@@ -1405,24 +1397,4 @@ fn parse_double(s: &str) -> Option<f64> {
         "-Infinity" | "-inf" => Some(f64::NEG_INFINITY),
         _ => s.parse().ok(),
     }
-}
-
-/// Formats a double as cel-go's `string(double)` does (Go's `%g`-like shortest form).
-pub(crate) fn format_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".to_owned();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "+Inf".to_owned() } else { "-Inf".to_owned() };
-    }
-    let sci = format!("{d:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    // Go's shortest `%g` (cel-go's `string(double)`) switches to exponent form for
-    // decimal exponents below -4 or from 6 on.
-    if d != 0.0 && !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    format!("{d}")
 }

@@ -107,6 +107,7 @@ mod named_format;
 mod net;
 mod parser;
 mod semver;
+mod text;
 mod time;
 pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration, parse_timestamp};
 mod types;
