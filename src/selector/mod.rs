@@ -35,7 +35,7 @@
 //!
 //! The environment is what `k8s.io/apiserver/pkg/cel/environment/base.go` (Kubernetes
 //! v1.36) and `k8s.io/dynamic-resource-allocation/cel/compile.go` enable (see
-//! `functions.rs` for the full list, each with its upstream source): the CEL standard
+//! `functions/mod.rs` for the full list, each with its upstream source): the CEL standard
 //! library (timestamps and durations included, in UTC or a fixed offset) with macros
 //! (`has`, `all`, `exists`, `exists_one`, `map`, `filter`), `cel.bind`, two-variable
 //! comprehensions (`all`, `exists`, `existsOne`,

@@ -7,7 +7,7 @@
 //! in an `i64` (Go's `time.Duration`). Calendar getters take an optional time zone:
 //! `"UTC"` (also `""`), a fixed offset `"+05:30"` as cel-go accepts it, or an IANA zone
 //! name (`"America/New_York"`) read from the host's zoneinfo as Go's
-//! `time.LoadLocation` reads it (see `tz.rs`).
+//! `time.LoadLocation` reads it (see `tz/`).
 
 use std::fmt::Write as _;
 

@@ -30,7 +30,7 @@ impl<'a> Ctx<'a> {
         // a literal 0), per element the loop condition (`@not_strictly_false(accu)` 2 for
         // `all`, with a `!` 3 for `exists`, none for the others) and the step that was
         // taken (a conditional step costs only the branch it evaluates), and the result
-        // (`accu` 1, `accu == 1` 2 for `exists_one`). The estimate in `compile.rs` is
+        // (`accu` 1, `accu == 1` 2 for `exists_one`). The estimate in `compile/comprehension.rs` is
         // the same with every step at its dearest.
         let (init, condition) = match lp.kind {
             LoopKind::All => (0, 2),

@@ -92,7 +92,7 @@ pub(crate) fn call_cost(f: Func, sizes: &[u64], shape: Shape) -> u64 {
 /// (`UnknownSizeEstimate`, `0..=math.MaxUint64`) for anything else. The compiler turns
 /// `None` into that type-based size. Sizes that depend on more than the argument
 /// sizes (`join`, `replace`, `split` with a limit, `string`/`bytes` conversions, `dyn`)
-/// are worked out in `compile.rs`.
+/// are worked out in `compile/cost.rs`.
 pub(crate) fn result_size(f: Func, sizes: &[u64]) -> Option<u64> {
     let s = |i: usize| sizes.get(i).copied().unwrap_or(0);
     match f {

@@ -15,7 +15,7 @@
 //!   `format` (in `format.rs`); string `reverse` arrived in version 3, which Kubernetes
 //!   does not enable;
 //! - cel-go `ext.Lists` (version 3, Kubernetes 1.34+): `slice`, `flatten`, `sort`,
-//!   `sortBy` (a macro, compiled in `compile.rs`), `lists.range`, `reverse`,
+//!   `sortBy` (a macro, compiled in `compile/calls.rs`), `lists.range`, `reverse`,
 //!   `distinct`;
 //! - `k8s.io/apiserver/pkg/cel/library/lists.go`: `isSorted`, `sum`, `min`, `max`,
 //!   `indexOf`, `lastIndexOf` on lists;
