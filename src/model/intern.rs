@@ -77,6 +77,13 @@ impl Symbol {
     pub const fn id(self) -> u32 {
         self.0
     }
+
+    /// The symbol whose [`Symbol::id`] is `id`. Only for ids taken from a symbol of
+    /// this process (the selector packs two of them into an `AttributeKey`);
+    /// [`Symbol::as_str`] panics on an id that was never handed out.
+    pub(crate) const fn from_id(id: u32) -> Symbol {
+        Symbol(id)
+    }
 }
 
 impl fmt::Debug for Symbol {

@@ -5,59 +5,11 @@
 //! `parseQualifiedName`) splits an attribute or capacity name at the first `/` into a
 //! domain and an identifier; a name without `/` belongs to the device's driver domain.
 //! [`Device`] applies the same rule when it is built, so `device.attributes["d"].x` and
-//! a compiled selector agree on what `x` is.
-
-use std::sync::LazyLock;
-
-use ahash::AHashMap;
-use parking_lot::RwLock;
+//! a compiled selector agree on what `x` is. Domains and identifiers are
+//! [`Symbol`]s of the crate's one interner (`model::Symbol`).
 
 use super::semver::Semver;
-use crate::model::Quantity;
-
-/// An interned attribute domain or identifier.
-///
-/// Symbols come from one process-wide, append-only table: a selector compiled anywhere
-/// and a device built anywhere agree on them. Each distinct name is stored once and lives
-/// for the rest of the process (names are bounded by what drivers publish).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Symbol(u32);
-
-struct Interner {
-    ids: AHashMap<&'static str, u32>,
-    names: Vec<&'static str>,
-}
-
-static INTERNER: LazyLock<RwLock<Interner>> =
-    LazyLock::new(|| RwLock::new(Interner { ids: AHashMap::new(), names: Vec::new() }));
-
-impl Symbol {
-    /// Interns `name`, adding it on first use.
-    pub fn intern(name: &str) -> Symbol {
-        if let Some(s) = Symbol::lookup(name) {
-            return s;
-        }
-        let mut t = INTERNER.write();
-        if let Some(&id) = t.ids.get(name) {
-            return Symbol(id);
-        }
-        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-        let id = u32::try_from(t.names.len()).unwrap_or(u32::MAX);
-        t.names.push(leaked);
-        t.ids.insert(leaked, id);
-        Symbol(id)
-    }
-
-    /// The symbol of `name` if it was ever interned; `None` means no device can have it.
-    pub fn lookup(name: &str) -> Option<Symbol> {
-        INTERNER.read().ids.get(name).map(|&id| Symbol(id))
-    }
-
-    /// The interned text.
-    pub fn as_str(self) -> &'static str {
-        INTERNER.read().names.get(self.0 as usize).copied().unwrap_or("")
-    }
-}
+use crate::model::{Quantity, Symbol};
 
 /// An attribute's domain and identifier, packed for one-integer comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,7 +18,7 @@ pub struct AttributeKey(u64);
 impl AttributeKey {
     /// The key of `id` in `domain`.
     pub fn new(domain: Symbol, id: Symbol) -> AttributeKey {
-        AttributeKey((u64::from(domain.0) << 32) | u64::from(id.0))
+        AttributeKey((u64::from(domain.id()) << 32) | u64::from(id.id()))
     }
 
     /// Splits a qualified name (`domain/id`, or `id` in `default_domain`) and interns both.
@@ -77,12 +29,12 @@ impl AttributeKey {
 
     /// The domain.
     pub fn domain(self) -> Symbol {
-        Symbol((self.0 >> 32) as u32)
+        Symbol::from_id((self.0 >> 32) as u32)
     }
 
     /// The identifier.
     pub fn id(self) -> Symbol {
-        Symbol(self.0 as u32)
+        Symbol::from_id(self.0 as u32)
     }
 }
 

@@ -26,7 +26,7 @@
 use std::fmt::Write as _;
 
 use super::error::EvalErrorKind;
-use super::functions::format_double;
+use super::text::{format_double, go_quote};
 use super::types::Ty;
 use super::value::Value;
 
@@ -423,46 +423,6 @@ fn format_map(v: &Value<'_>) -> Result<String, String> {
     Ok(out)
 }
 
-/// Writes the backslash escape Go's `%q` and cel-go's `strings.quote` share for `c`
-/// (`\"`, `\\`, `\a` `\b` `\f` `\n` `\r` `\t` `\v`); false when `c` has none.
-pub(crate) fn push_c_escape(out: &mut String, c: char) -> bool {
-    let escape = match c {
-        '"' => "\\\"",
-        '\\' => "\\\\",
-        '\u{07}' => "\\a",
-        '\u{08}' => "\\b",
-        '\u{0c}' => "\\f",
-        '\n' => "\\n",
-        '\r' => "\\r",
-        '\t' => "\\t",
-        '\u{0b}' => "\\v",
-        _ => return false,
-    };
-    out.push_str(escape);
-    true
-}
-
-/// Go's `%q` of a string: double quotes, `\"` and `\\`, the C escapes, `\xNN` for other
-/// ASCII control characters and `\uNNNN` for non-printable characters beyond ASCII.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            c if push_c_escape(&mut out, c) => {}
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// The static type of one argument and, for list and map literals, of their members.
 pub(crate) struct ArgShape {
     pub(crate) ty: Ty,
@@ -560,11 +520,5 @@ mod tests {
         assert_eq!(scientific_en_us(1_052.032_911_275, 6), "1.052033\u{202f}\u{d7}\u{202f}10\u{2070}\u{b3}");
         assert_eq!(scientific_en_us(2.5, 6), "2.500000\u{202f}\u{d7}\u{202f}10\u{2070}\u{2070}");
         assert_eq!(scientific_en_us(-0.00125, 6), "-1.250000\u{202f}\u{d7}\u{202f}10\u{207b}\u{2070}\u{b3}");
-    }
-
-    #[test]
-    fn go_quoting() {
-        assert_eq!(go_quote("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\x01\"");
-        assert_eq!(go_quote("é"), "\"é\"");
     }
 }

@@ -35,7 +35,7 @@
 //!
 //! The environment is what `k8s.io/apiserver/pkg/cel/environment/base.go` (Kubernetes
 //! v1.36) and `k8s.io/dynamic-resource-allocation/cel/compile.go` enable (see
-//! `functions.rs` for the full list, each with its upstream source): the CEL standard
+//! `functions/mod.rs` for the full list, each with its upstream source): the CEL standard
 //! library (timestamps and durations included, in UTC or a fixed offset) with macros
 //! (`has`, `all`, `exists`, `exists_one`, `map`, `filter`), `cel.bind`, two-variable
 //! comprehensions (`all`, `exists`, `existsOne`,
@@ -95,6 +95,7 @@
 
 mod ast;
 mod bigqty;
+mod civil;
 mod compile;
 mod device;
 mod error;
@@ -106,6 +107,7 @@ mod named_format;
 mod net;
 mod parser;
 mod semver;
+mod text;
 mod time;
 pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration, parse_timestamp};
 mod types;
@@ -113,8 +115,14 @@ mod tz;
 mod url;
 mod value;
 
+/// The interned attribute domain or identifier: the crate's one interner.
+///
+/// Deprecated: moved to [`crate::model::Symbol`] (this is the same type, re-exported
+/// for one release; `#[deprecated]` has no effect on a re-export).
+#[deprecated(since = "0.2.0", note = "moved to schedkit::model::Symbol")]
+pub use crate::model::Symbol;
 pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};
-pub use device::{AttributeKey, AttributeValue, Device, Symbol};
+pub use device::{AttributeKey, AttributeValue, Device};
 pub use error::{EvalError, EvalErrorKind, SelectorError};
 pub use semver::{PreRelease, Semver, SemverError};
 

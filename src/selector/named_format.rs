@@ -25,7 +25,7 @@
 //! Every check is written by hand over bytes (no regex engine, no allocation on
 //! success) and cannot panic on any input.
 
-use super::format::go_quote;
+use super::text::go_quote;
 
 /// A named format (`kubernetes.NamedFormat`): a constant of `format.go`'s
 /// `ConstantFormats`, compared by name.

@@ -6,10 +6,10 @@ use std::net::IpAddr;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use super::bigqty::Held;
-use super::device::{AttributeValue, Device, Symbol};
+use super::bigqty::{AnyQuantity, Held};
+use super::device::{AttributeValue, Device};
 use super::semver::Semver;
-use crate::model::Quantity;
+use crate::model::{Quantity, Symbol};
 
 /// A string that is either borrowed (constants, attributes) or computed.
 #[derive(Debug, Clone)]
@@ -259,7 +259,7 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> bool {
         (Value::BigQuantity(_), Value::Quantity(..) | Value::BigQuantity(_))
         | (Value::Quantity(..), Value::BigQuantity(_)) => {
             matches!(
-                (super::functions::any_quantity(a), super::functions::any_quantity(b)),
+                (any_quantity(a), any_quantity(b)),
                 (Some(x), Some(y)) if x.cmp(y).is_eq()
             )
         }
@@ -348,4 +348,13 @@ pub(crate) fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Option<Ordering>> 
         }
         _ => return None,
     })
+}
+
+/// A quantity value of either representation.
+pub(crate) fn any_quantity<'v>(v: &'v Value<'_>) -> Option<AnyQuantity<'v>> {
+    match v {
+        Value::Quantity(q, held) => Some(AnyQuantity::Small(q, *held)),
+        Value::BigQuantity(q) => Some(AnyQuantity::Big(q)),
+        _ => None,
+    }
 }
