@@ -284,7 +284,7 @@ fn fixed_en_us(d: f64, precision: usize) -> String {
 fn group_thousands(int: &str, out: &mut String) {
     let n = int.len();
     for (i, c) in int.chars().enumerate() {
-        if i > 0 && (n - i) % 3 == 0 {
+        if i > 0 && (n - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -292,7 +292,7 @@ fn is_uuid(b: &[u8]) -> bool {
 /// (so the empty string is not base64).
 fn is_base64(b: &[u8]) -> bool {
     let alpha = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return false;
     }
     let (body, last) = b.split_at(b.len() - 4);

@@ -50,10 +50,11 @@ pub(crate) fn parse_cidr(s: &str) -> Result<(IpAddr, u8), String> {
         return Err(wrap("no '/'".to_owned()));
     };
     let (addr, bits) = (&s[..slash], &s[slash + 1..]);
-    if let Some((a, zone)) = addr.split_once('%') {
-        if !zone.is_empty() && a.parse::<Ipv6Addr>().is_ok() {
-            return Err(wrap("IPv6 zones cannot be present in a prefix".to_owned()));
-        }
+    if let Some((a, zone)) = addr.split_once('%')
+        && !zone.is_empty()
+        && a.parse::<Ipv6Addr>().is_ok()
+    {
+        return Err(wrap("IPv6 zones cannot be present in a prefix".to_owned()));
     }
     let Some(ip) = parse_plain(addr) else {
         return Err(wrap(format!("ParseAddr({addr:?}): invalid IP address")));

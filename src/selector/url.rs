@@ -293,10 +293,10 @@ pub(crate) fn is_url(s: &str) -> bool {
 
 fn split_host_port(host_port: &str) -> (&str, &str) {
     let (mut host, mut port) = (host_port, "");
-    if let Some(i) = host.rfind(':') {
-        if valid_optional_port(&host[i..]) {
-            (host, port) = (&host_port[..i], &host_port[i + 1..]);
-        }
+    if let Some(i) = host.rfind(':')
+        && valid_optional_port(&host[i..])
+    {
+        (host, port) = (&host_port[..i], &host_port[i + 1..]);
     }
     if host.len() >= 2 && host.starts_with('[') && host.ends_with(']') {
         host = &host[1..host.len() - 1];

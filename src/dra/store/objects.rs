@@ -43,12 +43,13 @@ impl DraStore {
         let mut inner = self.inner.write();
         let name = compiled.class.metadata.name.clone();
         if let Some(ext) = &compiled.class.spec.extended_resource_name
-            && (!is_dra_extended_resource_name(ext) || ext.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX)) {
-                return Err(DraError::InvalidClass {
-                    class: name,
-                    reason: format!("spec.extendedResourceName {ext:?} is not an extended resource name"),
-                });
-            }
+            && (!is_dra_extended_resource_name(ext) || ext.starts_with(IMPLICIT_EXTENDED_RESOURCE_PREFIX))
+        {
+            return Err(DraError::InvalidClass {
+                class: name,
+                reason: format!("spec.extendedResourceName {ext:?} is not an extended resource name"),
+            });
+        }
         inner.extended_names.retain(|_, c| *c != name);
         if let Some(ext) = &compiled.class.spec.extended_resource_name {
             inner.extended_names.insert(ext.clone(), name.clone());

@@ -183,27 +183,26 @@ impl Compiler<'_> {
         }
         // cel-go validates a constant format string against a list literal of
         // arguments when the expression is checked.
-        if f == Func::Format {
-            if let (Some(Node::Const(Const::Str(pattern))), [list @ Expr { kind: ExprKind::List { items, .. }, .. }]) =
+        if f == Func::Format
+            && let (Some(Node::Const(Const::Str(pattern))), [list @ Expr { kind: ExprKind::List { items, .. }, .. }]) =
                 (outs.first().map(|o| &o.node), args)
-            {
-                self.mixed_literals += 1;
-                let shapes = items.iter().map(|a| self.arg_shape(a)).collect::<Result<Vec<_>, _>>();
-                self.mixed_literals -= 1;
-                let shapes = shapes?;
-                if let Some(m) = crate::selector::format::check(pattern, &shapes) {
-                    return Err(self.type_err(list, m));
-                }
+        {
+            self.mixed_literals += 1;
+            let shapes = items.iter().map(|a| self.arg_shape(a)).collect::<Result<Vec<_>, _>>();
+            self.mixed_literals -= 1;
+            let shapes = shapes?;
+            if let Some(m) = crate::selector::format::check(pattern, &shapes) {
+                return Err(self.type_err(list, m));
             }
         }
         // Constant patterns are compiled once, here.
         let mut regex = None;
-        if matches!(f, Func::Matches | Func::Find | Func::FindAll) {
-            if let Some(Node::Const(Const::Str(p))) = outs.get(1).map(|o| &o.node) {
-                let at = if member { &args[0] } else { &args[1] };
-                let re = compile_regex(p).map_err(|m| SelectorError::regex(self.src, at.pos, m))?;
-                regex = Some(Arc::new(re));
-            }
+        if matches!(f, Func::Matches | Func::Find | Func::FindAll)
+            && let Some(Node::Const(Const::Str(p))) = outs.get(1).map(|o| &o.node)
+        {
+            let at = if member { &args[0] } else { &args[1] };
+            let re = compile_regex(p).map_err(|m| SelectorError::regex(self.src, at.pos, m))?;
+            regex = Some(Arc::new(re));
         }
         let nodes: Vec<Node> = outs.into_iter().map(|o| o.node).collect();
         let node = match (f, <[Node; 2]>::try_from(nodes)) {

@@ -146,13 +146,13 @@ impl Compiler<'_> {
         (var, var2, var_ty): (usize, Option<usize>, Ty),
         (pred, transform): (Option<Out>, Option<Out>),
     ) -> Result<Out, SelectorError> {
-        if let Some(p) = &pred {
-            if !Ty::Bool.accepts(&p.ty) {
-                let at = &body[1];
-                return Err(
-                    self.type_err(at, format!("the predicate of '{}' must be bool, not {}", macro_name(kind), p.ty))
-                );
-            }
+        if let Some(p) = &pred
+            && !Ty::Bool.accepts(&p.ty)
+        {
+            let at = &body[1];
+            return Err(
+                self.type_err(at, format!("the predicate of '{}' must be bool, not {}", macro_name(kind), p.ty))
+            );
         }
         let n = r.size;
         let p = pred.as_ref().map_or(0, |o| o.cost);

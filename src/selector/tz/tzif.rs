@@ -190,10 +190,10 @@ impl Zone {
             return 0;
         }
         let first = usize::from(self.indices[0]);
-        if self.types[first].1 {
-            if let Some(zi) = (0..first).rev().find(|&zi| !self.types[zi].1) {
-                return zi;
-            }
+        if self.types[first].1
+            && let Some(zi) = (0..first).rev().find(|&zi| !self.types[zi].1)
+        {
+            return zi;
         }
         self.types.iter().position(|t| !t.1).unwrap_or(0)
     }
@@ -205,10 +205,10 @@ impl Zone {
         if n == 0 {
             return self.types[self.first_type()].0;
         }
-        if n == self.transitions.len() {
-            if let Some(footer) = &self.footer {
-                return footer.offset_at(secs);
-            }
+        if n == self.transitions.len()
+            && let Some(footer) = &self.footer
+        {
+            return footer.offset_at(secs);
         }
         self.types[usize::from(self.indices[n - 1])].0
     }
