@@ -39,7 +39,37 @@
 //! binding.run().unwrap();
 //! ```
 //!
-//! Layers point down: [`model`] <- [`snapshot`] <- [`framework`] <- [`scheduler`].
+//! # Architecture
+//!
+//! One idea per module, in layers that only point down: a module may use the ones
+//! on the lines below it, never those above.
+//!
+//! | layer | modules | holds |
+//! | --- | --- | --- |
+//! | on top | [`sim`], [`testing`] | the trace replay (the FGD paper's method); builders and fakes for tests |
+//! | cycles | [`scheduler`] | `schedule_one` (sampling, Filter, Score, Reserve, Permit), the binding cycle as a value, the run loop |
+//! | queue | [`queue`] | activeQ, backoffQ, the unschedulable pool, PreEnqueue gating, events and queueing hints |
+//! | built-ins | [`plugins`] | kube-scheduler's default plugins, scheduler-plugins, DRA, GPU sharing and topology; one folder or file each |
+//! | contract | [`framework`] | `Status`, `CycleState`, one trait per extension point, `Profile`, `Registry`, `Handle`, `FeatureGates`, the preemption evaluator, metrics |
+//! | state | [`snapshot`] | `NodeInfo`, the copy-on-write `Cache` and the per-cycle `Snapshot` |
+//! | pure libraries | [`dra`], [`selector`], [`topology`], [`trace`] | the DRA objects and allocator, the CEL device selector language, GPU interconnect graphs, trace loaders |
+//! | data | [`model`] | `Quantity`, resources, `Pod`, `Node`, selectors, taints, affinity, the one interner (`Symbol`) |
+//!
+//! `plugins` sits beside `queue`: both use `framework` and below, neither names the
+//! other. The pure libraries name `model`, each other (`dra` compiles selectors) and
+//! `framework`'s `Clock` and `FeatureGates`, never a plugin or the scheduler; the one
+//! exception is `trace`'s synthetic clusters, built with `testing`'s `NodeBuilder`.
+//!
+//! How a pod flows: the caller's events (nodes and pods added, updated, deleted) go to
+//! the [`snapshot::Cache`] and the [`queue::SchedulingQueue`]; each cycle takes an
+//! immutable [`snapshot::Snapshot`] (updated incrementally), pops a pod, and runs the
+//! profile's plugins over it: PreFilter (`&mut CycleState`), Filter and Score on every
+//! sampled node (`&CycleState`, in parallel when it pays), then Reserve and Permit on
+//! the chosen node. The decision is assumed into the cache and handed back as a
+//! [`scheduler::BindingCycle`] value that runs PreBind, Bind and PostBind on any
+//! thread; a failure anywhere unreserves in reverse order and requeues the pod with its
+//! reasons. Plugins never reach back into the cache or the scheduler: what they need
+//! comes through the framework's [`framework::Handle`].
 
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;

@@ -11,6 +11,7 @@ mod builder;
 mod config;
 mod filter;
 mod fit_error;
+mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod run;

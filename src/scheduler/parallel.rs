@@ -68,7 +68,7 @@ pub(super) fn find_feasible(
                         }
                         at = idx;
                         processed += 1;
-                        let s = super::filter::filter_node(
+                        let s = super::node_filter::filter_node(
                             &active,
                             profile,
                             state,
