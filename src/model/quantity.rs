@@ -256,8 +256,10 @@ fn parse(text: &str) -> Result<Quantity, QuantityError> {
         if c.is_ascii_digit() {
             digits += 1;
             let d = i128::from(c - b'0');
-            if mantissa < 10i128.pow(36) {
-                mantissa = mantissa * 10 + d;
+            // Every digit is kept while the mantissa fits an i128 (38 digits and some),
+            // which covers every in-range value exactly.
+            if let Some(m) = mantissa.checked_mul(10).and_then(|m| m.checked_add(d)) {
+                mantissa = m;
                 if seen_dot {
                     scale -= 1;
                 }
@@ -446,6 +448,24 @@ mod tests {
         s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
     }
 
+    /// Mantissas of 38 digits are held exactly (they used to lose their last digit),
+    /// and so are values with many fractional digits up to the nano.
+    #[test]
+    fn long_mantissas_keep_every_digit() {
+        let long = q("10000000000000000000000000000000000001n");
+        assert_eq!(long.nanos(), 10i128.pow(37) + 1);
+        assert_ne!(long, q("10000000000E"));
+        assert_eq!(q("99999999999999999999999999999999999999n").nanos(), 10i128.pow(38) - 1);
+        assert_eq!(q("1.000000000000000000000000000000000000001").nanos(), NANO + 1);
+        assert_eq!(q("12345678901234567890.123456789").nanos(), 12_345_678_901_234_567_890_123_456_789);
+        // Past the range, still refused rather than truncated.
+        assert!(matches!("200000000000000000000000000000".parse::<Quantity>(), Err(QuantityError::OutOfRange { .. })));
+        assert!(matches!(
+            "1000000000000000000000000000000000000000000n".parse::<Quantity>(),
+            Err(QuantityError::OutOfRange { .. })
+        ));
+    }
+
     /// Cases from upstream `TestQuantityParse` and `TestQuantityCanonicalize`
     /// (`apimachinery/pkg/api/resource/quantity_test.go`): input, canonical output.
     #[test]
@@ -586,7 +606,7 @@ mod tests {
         proptest! {
             /// Display then parse gives back the same value and display.
             #[test]
-            fn display_round_trips(nanos in -(1i128 << 100)..(1i128 << 100), fmt in 0u8..3) {
+            fn display_round_trips(nanos in -MAX_NANOS..=MAX_NANOS, fmt in 0u8..3) {
                 let format = [QuantityFormat::DecimalSi, QuantityFormat::BinarySi,
                               QuantityFormat::DecimalExponent][fmt as usize];
                 let q = Quantity { nanos, format };
