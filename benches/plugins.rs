@@ -150,5 +150,41 @@ fn default_profile(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, per_plugin, default_profile);
+/// A DaemonSet's pod: pinned to one node by a `matchFields` node affinity on
+/// `metadata.name`, as the DaemonSet controller writes it. NodeAffinity's PreFilter
+/// narrows the cycle to that node, so its cost should not grow with the cluster
+/// (compare with `profile/default/100pct_1thread` at the same node count).
+fn daemonset_pod(node: &str) -> Pod {
+    let mut pod: Pod = serde_json::from_str(&format!(
+        r#"{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
+          {{"nodeSelectorTerms":[{{"matchFields":[
+            {{"key":"metadata.name","operator":"In","values":["{node}"]}}]}}]}}}}}}}}}}"#
+    ))
+    .expect("valid pod");
+    let built = PodBuilder::new("ds-pod").cpu("100m").memory("128Mi").build();
+    pod.metadata = built.metadata;
+    pod.spec.containers = built.spec.containers;
+    pod
+}
+
+fn daemonset(c: &mut Criterion) {
+    let mut g = c.benchmark_group("profile/default/daemonset_pod");
+    for nodes in [1000, 5000, 15000] {
+        let mut s = default_scheduler(nodes, 100, 1);
+        // A node in the middle of the list without taints, which the pod fits.
+        let target = synthetic_nodes(nodes)
+            .into_iter()
+            .skip(nodes / 2)
+            .find(|n| n.spec.taints.is_empty())
+            .map(|n| n.metadata.name)
+            .expect("an untainted node");
+        let pod = Arc::new(PodInfo::new(daemonset_pod(&target)).unwrap());
+        g.bench_with_input(BenchmarkId::from_parameter(nodes), &nodes, |b, _| {
+            b.iter(|| drop(s.schedule_one(&pod).unwrap().abort("bench")));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, per_plugin, default_profile, daemonset);
 criterion_main!(benches);

@@ -128,7 +128,7 @@ fn pre_filter_result_narrows_the_nodes_filtered() {
     let err = s.schedule_pod(pod("p")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [\"A\", \"B\"] simultaneously. B could not help."
+        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously. B could not help."
     );
     assert!(calls(&log, "Filter").is_empty());
 }
@@ -395,4 +395,50 @@ fn tainted_nodes_are_avoided_by_a_closure_filter() {
     for i in 0..5 {
         assert_eq!(s.schedule_pod(pod(&format!("p{i}"))).unwrap().node(), "ok");
     }
+}
+
+/// A pod pinned to a few nodes by name (a DaemonSet's `matchFields`) is filtered on
+/// those nodes only, in snapshot order, whether the scheduler looks the names up or
+/// scans the node list: names absent from the cluster are skipped, a pinned node that
+/// fails Filter is reported, and the rest of the cluster counts as "didn't satisfy".
+#[test]
+fn a_pod_pinned_to_a_few_nodes_by_name_is_filtered_there_only() {
+    let handle = Handle::default();
+    let s = Scheduler::builder()
+        .profile(Profile::kube_default(&handle))
+        .handle(handle)
+        .percentage_of_nodes_to_score(100)
+        .tie_break(TieBreak::First)
+        .build();
+    for i in 0..100 {
+        let mut n = NodeBuilder::new(&format!("n{i:03}")).cpu("4").memory("8Gi");
+        if i == 10 {
+            n = n.unschedulable();
+        }
+        s.add_node(n.build()).unwrap();
+    }
+    let pinned = |names: &[&str]| -> schedkit::model::Pod {
+        let values = names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(",");
+        let mut pod: schedkit::model::Pod = serde_json::from_str(&format!(
+            r#"{{"metadata":{{"name":"ds","namespace":"default"}},"spec":{{"containers":[{{"name":"c"}}],
+              "affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
+              {{"nodeSelectorTerms":[{{"matchFields":[{{"key":"metadata.name","operator":"In","values":[{values}]}}]}}]}}}}}}}}}}"#
+        ))
+        .unwrap();
+        pod.spec.containers = PodBuilder::new("ds").cpu("1").build().spec.containers;
+        pod
+    };
+    let mut s = s;
+    // n010 is cordoned; n070 fits; "gone" is no node. With TieBreak::First and equal
+    // scores the first feasible node in snapshot order wins.
+    let info = Arc::new(PodInfo::new(pinned(&["n070", "gone", "n010", "n080"])).unwrap());
+    let (node, _) = s.schedule_one(&info).map(|b| (b.node().to_owned(), b.abort("test"))).unwrap();
+    assert_eq!(node, "n070");
+    // Only the cordoned node: unschedulable, with upstream's per-node reasons.
+    let info = Arc::new(PodInfo::new(pinned(&["n010"])).unwrap());
+    let err = s.schedule_one(&info).err().expect("no node fits");
+    let msg = err.to_string();
+    assert!(msg.contains("0/100 nodes are available"), "{msg}");
+    assert!(msg.contains("1 node(s) were unschedulable"), "{msg}");
+    assert!(msg.contains("99 node(s) didn't satisfy plugin(s) [NodeAffinity]"), "{msg}");
 }

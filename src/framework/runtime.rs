@@ -33,6 +33,15 @@ fn flatten(plugin: &'static str, point: &'static str, f: impl FnOnce() -> Status
     guard(plugin, point, f).unwrap_or_else(|s| s)
 }
 
+/// Plugin names as upstream prints `sets.List(names)` with `%v`: sorted, space
+/// separated, in brackets (`[NodeAffinity NodeName]`).
+pub(crate) fn go_string_list(names: &[&'static str]) -> String {
+    let mut sorted = names.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    format!("[{}]", sorted.join(" "))
+}
+
 /// What PreFilter decided.
 pub(crate) struct PreFilterOutcome {
     /// Intersected node narrowing.
@@ -101,7 +110,7 @@ pub(crate) fn run_pre_filter_timed(
                 let msg = if let [one] = narrowing_plugins.as_slice() {
                     format!("node(s) didn't satisfy plugin {one}")
                 } else {
-                    format!("node(s) didn't satisfy plugin(s) {narrowing_plugins:?} simultaneously")
+                    format!("node(s) didn't satisfy plugin(s) {} simultaneously", go_string_list(&narrowing_plugins))
                 };
                 return Err(Status::unresolvable(msg));
             }

@@ -274,8 +274,15 @@ impl Scheduler {
         let narrowed = pre.result.node_names.as_ref();
         if let Some(names) = narrowed {
             bufs.candidates.clear();
-            bufs.candidates
-                .extend(snap.nodes().iter().enumerate().filter(|(_, n)| names.contains(&n.name())).map(|(i, _)| i));
+            if names.len() * 8 < n_all {
+                // A few names (NodeName, a matchFields pin): look each up and restore
+                // snapshot order, so the cycle costs nothing per node of the cluster.
+                bufs.candidates.extend(names.iter().filter_map(|&name| snap.index_of(name)));
+                bufs.candidates.sort_unstable();
+            } else {
+                bufs.candidates
+                    .extend(snap.nodes().iter().enumerate().filter(|(_, n)| names.contains(&n.name())).map(|(i, _)| i));
+            }
         }
         let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());
         bufs.nominated = self.handle.preemption().nominator().snapshot();
@@ -295,8 +302,10 @@ impl Scheduler {
             let statuses = std::mem::replace(&mut self.bufs.failed, Vec::with_capacity(cap));
             let mut d = Diagnosis { unschedulable_plugins: rejecting_plugins(&statuses), ..Diagnosis::default() };
             if narrowed.is_some() {
-                d.node_to_status.absent =
-                    Some(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {:?}", pre.narrowing_plugins)));
+                d.node_to_status.absent = Some(Status::unresolvable(format!(
+                    "node(s) didn't satisfy plugin(s) {}",
+                    runtime::go_string_list(&pre.narrowing_plugins)
+                )));
             }
             d.node_to_status.statuses = statuses;
             return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
