@@ -11,6 +11,7 @@ pub mod labels;
 pub mod node;
 pub mod pdb;
 pub mod pod;
+pub mod pod_resources;
 pub mod quantity;
 pub mod resource_names;
 pub mod resources;
@@ -28,8 +29,9 @@ pub use pod::{
     Protocol, ResourceRequirements, SchedulingGate, Toleration, TolerationOperator, TopologySpreadConstraint,
     UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
 };
+pub use pod_resources::PodRequestOptions;
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
-pub use resource_names::is_extended_resource_name;
+pub use resource_names::{is_extended_resource_name, is_supported_pod_level_resource};
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,

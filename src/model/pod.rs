@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::labels::{LabelSelector, NodeSelector, NodeSelectorTerm, SelectorError};
-use super::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, native_names};
-use super::{Labels, ObjectMeta, ResourceList, Resources, Symbol, Taint, TaintEffect};
+use super::{Labels, ObjectMeta, ResourceList, Symbol, Taint, TaintEffect};
 
 /// The label naming a pod's gang (scheduler-plugins coscheduling).
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
@@ -75,12 +74,6 @@ pub struct Container {
     /// `Always` on an init container makes it a sidecar that runs beside the app.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
-}
-
-impl Container {
-    fn is_sidecar(&self) -> bool {
-        self.restart_policy.as_deref() == Some("Always")
-    }
 }
 
 /// Toleration operators.
@@ -301,6 +294,11 @@ pub struct PodSpec {
     /// Runtime overhead added to the requests.
     #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub overhead: ResourceList,
+    /// Pod-level resources (`spec.resources`, the PodLevelResources feature): requests
+    /// of cpu, memory and `hugepages-*` here replace the containers' aggregate
+    /// ([`Pod::requests`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
     /// The node the pod is bound (or assigned) to.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub node_name: String,
@@ -431,60 +429,13 @@ impl Pod {
         self.metadata.labels.get_str(POD_GROUP_LABEL)
     }
 
-    /// Effective requests, as upstream `resource.PodRequests`
-    /// (`k8s.io/component-helpers/resource/helpers.go`): the larger of the sum of app
-    /// containers (plus sidecars) and the largest init container (plus the sidecars
-    /// started before it), then overhead.
-    pub fn requests(&self) -> Resources {
-        self.requests_with(None)
-    }
-
-    /// Requests with upstream's non-zero defaults for scoring (100m CPU, 200Mi memory
-    /// for each container that does not set them), as
-    /// `pkg/scheduler/util/pod_resources.go` with `NonMissingContainerRequests`.
-    pub fn non_zero_requests(&self) -> Resources {
-        self.requests_with(Some((DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST)))
-    }
-
-    fn requests_with(&self, defaults: Option<(i64, i64)>) -> Resources {
-        let names = native_names();
-        let container_reqs = |c: &Container| {
-            let mut r = c.resources.requests.to_resources();
-            if let Some((cpu, mem)) = defaults {
-                if c.resources.requests.get(names.cpu).is_none() {
-                    r.milli_cpu = cpu;
-                }
-                if c.resources.requests.get(names.memory).is_none() {
-                    r.memory = mem;
-                }
-            }
-            r
-        };
-        let mut reqs = Resources::default();
-        for c in &self.spec.containers {
-            reqs.add(&container_reqs(c));
-        }
-        let mut sidecars = Resources::default();
-        let mut init_max = Resources::default();
-        for c in &self.spec.init_containers {
-            let mut r = container_reqs(c);
-            if c.is_sidecar() {
-                reqs.add(&r);
-                sidecars.add(&r);
-                r = sidecars.clone();
-            } else {
-                r.add(&sidecars);
-            }
-            init_max.set_max(&r);
-        }
-        reqs.set_max(&init_max);
-        reqs.add(&self.spec.overhead.to_resources());
-        reqs
-    }
-
-    /// Host ports the pod asks for.
+    /// Host ports the pod occupies while it runs, as upstream `util.GetHostPorts`
+    /// (`pkg/scheduler/util/utils.go`): those of restartable (sidecar) init containers,
+    /// then of app containers. A regular init container's ports are not counted: it
+    /// has exited before the app containers start.
     pub fn host_ports(&self) -> impl Iterator<Item = &ContainerPort> {
-        self.spec.init_containers.iter().chain(&self.spec.containers).flat_map(|c| &c.ports).filter(|p| p.host_port > 0)
+        let sidecars = self.spec.init_containers.iter().filter(|c| c.is_restartable_init_container());
+        sidecars.chain(&self.spec.containers).flat_map(|c| &c.ports).filter(|p| p.host_port > 0)
     }
 
     /// Images of all containers.
@@ -566,48 +517,6 @@ pub type SymbolVec = SmallVec<[Symbol; 4]>;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn container(reqs: &[(&str, &str)], sidecar: bool) -> Container {
-        Container {
-            resources: ResourceRequirements {
-                requests: ResourceList::parse(reqs.iter().copied()).unwrap(),
-                ..Default::default()
-            },
-            restart_policy: sidecar.then(|| "Always".to_owned()),
-            ..Default::default()
-        }
-    }
-
-    /// Cases after upstream `TestPodRequests` (component-helpers/resource/helpers_test.go).
-    #[test]
-    fn effective_requests() {
-        let mut pod = Pod::default();
-        pod.spec.containers = vec![container(&[("cpu", "1")], false), container(&[("cpu", "2")], false)];
-        pod.spec.init_containers = vec![container(&[("cpu", "4")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4000, "init container larger than the sum");
-
-        pod.spec.init_containers = vec![container(&[("cpu", "2")], false)];
-        assert_eq!(pod.requests().milli_cpu, 3000, "sum larger than init container");
-
-        // Sidecar 1 + later init 2.5 -> init phase peak 3.5; app phase 1+2+1 = 4.
-        pod.spec.init_containers = vec![container(&[("cpu", "1")], true), container(&[("cpu", "2.5")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4000);
-        pod.spec.init_containers = vec![container(&[("cpu", "1")], true), container(&[("cpu", "3.5")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4500);
-
-        pod.spec.overhead = ResourceList::parse([("cpu", "250m")]).unwrap();
-        assert_eq!(pod.requests().milli_cpu, 4750);
-    }
-
-    #[test]
-    fn non_zero_defaults_only_for_missing() {
-        let mut pod = Pod::default();
-        pod.spec.containers = vec![container(&[], false), container(&[("cpu", "0"), ("memory", "0")], false)];
-        let nz = pod.non_zero_requests();
-        assert_eq!(nz.milli_cpu, DEFAULT_MILLI_CPU_REQUEST);
-        assert_eq!(nz.memory, DEFAULT_MEMORY_REQUEST);
-        assert_eq!(pod.requests().milli_cpu, 0);
-    }
 
     #[test]
     fn toleration_matching() {

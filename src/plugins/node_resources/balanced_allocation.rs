@@ -10,7 +10,8 @@ use super::ArgsError;
 use super::fit::DeviceClassResolver;
 use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
 use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
+    CycleState, ExtensionPoints, Feature, FeatureGates, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin,
+    Status,
 };
 use crate::plugins::helper::score_batch;
 use crate::plugins::names;
@@ -68,6 +69,14 @@ impl BalancedAllocation {
             scoring: args.scoring,
             device_classes: None,
         })
+    }
+
+    /// Applies the feature gates the plugin reads: `PodLevelResources` (on by default)
+    /// decides whether pod-level requests count, for the pod and the pods on each node.
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
+        self.scored.pod_level = gates.enabled(Feature::PodLevelResources);
+        self
     }
 
     /// Balances extended resources backed by a DRA device class by device counts on

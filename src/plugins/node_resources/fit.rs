@@ -12,8 +12,8 @@ use super::scoring::{self, Resources as ScoredResources, Scorer, ScoringStrategy
 use crate::framework::Reason;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
-    ScorePlugin, Status,
+    ExtensionPoints, Feature, FeatureGates, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, QueueingHint, ScorePlugin, Status,
 };
 use crate::model::{Symbol, is_extended_resource_name, native_names};
 use crate::plugins::helper::score_batch;
@@ -70,6 +70,8 @@ pub struct Fit {
     scorer: Scorer,
     /// Resolves extended resources backed by DRA device classes (KEP-5004).
     device_classes: Option<Arc<dyn DeviceClassResolver>>,
+    /// The `PodLevelResources` gate.
+    pod_level: bool,
 }
 
 /// Maps an extended resource name to the device class that serves it (KEP-5004;
@@ -109,6 +111,8 @@ struct FitState {
     /// DynamicResources).
     scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]>,
     has_any: bool,
+    /// The `PodLevelResources` gate: which node totals to compare with.
+    pod_level: bool,
 }
 
 /// The pod's requests in the order of the scored resources, and the cycle's view of
@@ -136,7 +140,19 @@ impl Fit {
             scored: ScoredResources::new(&args.scoring_strategy.resources),
             scorer: Scorer::new(&args.scoring_strategy),
             device_classes: None,
+            pod_level: true,
         })
+    }
+
+    /// Applies the feature gates the plugin reads: `PodLevelResources` (on by default),
+    /// which decides whether pod-level requests count in Filter and Score, for the
+    /// incoming pod and the pods on each node (upstream `fts.EnablePodLevelResources`).
+    /// The default registry passes the [`Handle`](crate::framework::Handle)'s gates.
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Fit {
+        self.pod_level = gates.enabled(Feature::PodLevelResources);
+        self.scored.pod_level = self.pod_level;
+        self
     }
 
     /// Lets the plugin leave extended resources backed by a DRA device class to the
@@ -166,7 +182,7 @@ impl Fit {
     }
 
     fn state_for(&self, pod: &PodInfo) -> FitState {
-        let r = &pod.requests;
+        let r = pod.requests_for(self.pod_level);
         let scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]> = r
             .scalar
             .iter()
@@ -198,6 +214,7 @@ impl Fit {
             ephemeral_storage: r.ephemeral_storage,
             has_any: r.milli_cpu != 0 || r.memory != 0 || r.ephemeral_storage != 0 || !r.scalar.is_empty(),
             scalar,
+            pod_level: self.pod_level,
         }
     }
 
@@ -214,7 +231,7 @@ impl Fit {
 #[inline]
 fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResource)) {
     let alloc = node.allocatable();
-    let used = node.requested();
+    let used = node.requested_for(s.pod_level);
     let pods = node.pods().len() as i64;
     let names = native_names();
     if pods + 1 > alloc.allowed_pod_number {
@@ -290,7 +307,7 @@ impl FilterPlugin for Fit {
         };
         // Fast path without allocation: most nodes fit.
         let alloc = node.allocatable();
-        let used = node.requested();
+        let used = node.requested_for(s.pod_level);
         let fits = (node.pods().len() as i64) < alloc.allowed_pod_number
             && (!s.has_any
                 || ((s.milli_cpu == 0 || s.milli_cpu <= alloc.milli_cpu - used.milli_cpu)
@@ -399,7 +416,7 @@ impl EnqueueExtensions for Fit {
                             Some(o) => {
                                 let before = o.status.allocatable.to_resources();
                                 let after = fresh.allocatable();
-                                let r = &pod.requests;
+                                let r = pod.requests_for(this.pod_level);
                                 let grew = after.allowed_pod_number > before.allowed_pod_number
                                     || (r.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
                                     || (r.memory > 0 && after.memory > before.memory)
