@@ -109,6 +109,55 @@ fn affinity_pod(json: &str) -> Pod {
     p
 }
 
+/// A requirement the API server accepts but upstream's scheduler cannot parse: the pod
+/// loads with a warning naming the field, its required term matches nothing, a bad
+/// preferred term fails PreScore with an error (upstream `NewPreferredSchedulingTerms`),
+/// and `addedAffinity` refuses it (upstream `ValidateNodeAffinityArgs`, strict).
+#[test]
+fn node_affinity_unparsable_values() {
+    use schedkit::framework::PreScorePlugin;
+    use schedkit::snapshot::NodeList;
+    let pod = affinity_pod(
+        r#"{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"foo","operator":"NotIn","values":["ok","invalid value: ___@#$%^"]}]}]}}}}}"#,
+    );
+    let info = PodInfo::new(pod.clone()).unwrap();
+    let warnings = info.pod.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(
+        warnings[0].path,
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+    );
+    assert!(warnings[0].message.starts_with("values[1]: \"invalid value: ___@#$%^\""), "{warnings:?}");
+    let (code, _) = filter_one(&NodeAffinity::default(), &pod, NodeBuilder::new("n").label("foo", "bar").build());
+    assert_eq!(code, Code::UnschedulableAndUnresolvable);
+
+    let preferred = affinity_pod(
+        r#"{"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[
+            {"weight":5,"preference":{"matchExpressions":[{"key":"foo","operator":"Gt","values":["ten"]}]}}]}}}}"#,
+    );
+    let info = PodInfo::new(preferred).unwrap();
+    assert_eq!(info.pod.warnings().len(), 1);
+    let snap = snapshot(vec![NodeBuilder::new("n").build()], vec![]);
+    let idx = [0usize];
+    let s = NodeAffinity::default().pre_score(&mut CycleState::new(), &info, NodeList::new(&snap, &idx));
+    assert_eq!(s.code(), Code::Error);
+    assert!(s.message().contains("must be an integer"), "{s:?}");
+
+    let args: NodeAffinityArgs = serde_json::from_str(
+        r#"{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"foo","operator":"In","values":["not valid!"]}]}]}}}"#,
+    )
+    .unwrap();
+    let err = NodeAffinity::new(args).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "addedAffinity: requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: values[0]"
+        ),
+        "{err}"
+    );
+}
+
 /// Upstream `TestNodeAffinity` (node_affinity_test.go).
 #[test]
 fn node_affinity_filter() {
@@ -203,6 +252,21 @@ fn node_affinity_filter() {
             false,
         ),
         (
+            "Pod with an invalid value in Affinity term won't be scheduled onto the node",
+            req(r#"[{"matchExpressions":[{"key":"foo","operator":"NotIn","values":["invalid value: ___@#$%^"]}]}]"#),
+            vec![("foo", "bar")],
+            false,
+        ),
+        (
+            // Not upstream's table: its lazy-error selector skips only the bad term.
+            "Pod with an invalid term and a matching term schedules onto the node",
+            req(
+                r#"[{"matchExpressions":[{"key":"foo","operator":"NotIn","values":["invalid value: ___@#$%^"]}]},{"matchExpressions":[{"key":"foo","operator":"In","values":["bar"]}]}]"#,
+            ),
+            vec![("foo", "bar")],
+            true,
+        ),
+        (
             "Pod with matchFields using In operator that matches the existing node",
             req(r#"[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node1"]}]}]"#),
             vec![],
@@ -295,10 +359,14 @@ fn node_affinity_added_affinity() {
         filter_one(&na, &PodBuilder::new("p").build(), NodeBuilder::new("n").label("zone", "foo").build()).0,
         Code::Success
     );
-    let bad: Result<NodeAffinityArgs, _> = serde_json::from_str(
+    let bad: serde_json::Value = serde_json::from_str(
         r#"{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"Lt","values":["x"]}]}]}}}"#,
+    )
+    .unwrap();
+    assert!(
+        NodeAffinity::from_config(Some(&bad)).is_err(),
+        "Lt with a non-integer is rejected when the plugin is built"
     );
-    assert!(bad.is_err(), "Lt with a non-integer is rejected when args load");
 }
 
 /// Upstream `TestNodeAffinityPriority`.

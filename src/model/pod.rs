@@ -398,6 +398,19 @@ pub enum PodError {
     MissingName,
 }
 
+/// Something a pod carries that loads (the API server accepts it) but that upstream's
+/// scheduler cannot parse, so it changes how the pod schedules: [`Pod::warnings`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pod {pod}: {path}: {message}")]
+pub struct PodWarning {
+    /// namespace/name.
+    pub pod: String,
+    /// Field path of the requirement.
+    pub path: String,
+    /// What is wrong and what it does.
+    pub message: String,
+}
+
 impl Pod {
     /// The pod's name.
     pub fn name(&self) -> &str {
@@ -446,6 +459,48 @@ impl Pod {
     /// The node affinity, if any.
     pub fn node_affinity(&self) -> Option<&NodeAffinity> {
         self.spec.affinity.as_ref()?.node_affinity.as_ref()
+    }
+
+    /// What loads but upstream's scheduler cannot parse, and what it does: a required
+    /// node affinity term with an unparsable requirement (a value that is not a label
+    /// value, `Gt`/`Lt` with a non-integer) matches no node, the other terms still
+    /// match (upstream's lazy-error node selector); an unparsable preferred term makes
+    /// NodeAffinity's PreScore fail with an error, as upstream's
+    /// `NewPreferredSchedulingTerms` does. Empty for almost every pod; read it after
+    /// loading ([`PodInfo::new`](crate::snapshot::PodInfo::new) does not fail on these).
+    ///
+    /// ```
+    /// use schedkit::model::Pod;
+    /// let pod: Pod = serde_json::from_str(r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{
+    ///   "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+    ///     {"matchExpressions":[{"key":"zone","operator":"NotIn","values":["not valid!"]}]}]}}}}}"#).unwrap();
+    /// let w = pod.warnings();
+    /// assert_eq!(w.len(), 1);
+    /// assert!(w[0].to_string().starts_with(
+    ///     "pod default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: values[0]"));
+    /// ```
+    pub fn warnings(&self) -> Vec<PodWarning> {
+        let Some(na) = self.node_affinity() else { return Vec::new() };
+        let key = self.key();
+        let mut out = Vec::new();
+        if let Some(req) = &na.required {
+            let base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+            for (path, why) in req.parse_errors(base) {
+                out.push(PodWarning { pod: key.clone(), path, message: format!("{why}; this term matches no node") });
+            }
+        }
+        for (i, p) in na.preferred.iter().enumerate() {
+            let base =
+                format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference");
+            for (path, why) in p.preference.parse_errors(&base) {
+                out.push(PodWarning {
+                    pod: key.clone(),
+                    path,
+                    message: format!("{why}; NodeAffinity's PreScore fails for this pod"),
+                });
+            }
+        }
+        out
     }
 
     /// Checks every field a plugin would otherwise trip over at scheduling time, and
@@ -549,7 +604,13 @@ mod tests {
             "pod default/p: spec.topologySpreadConstraints[0].maxSkew must be greater than 0, got 0"
         );
         let json = r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Gt","values":["1","2"]}]}]}}}}}"#;
+        assert!(serde_json::from_str::<Pod>(json).is_err(), "Gt with two values fails at load");
+        // Gt with a non-integer passes API validation: it loads with a warning.
+        let json = r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
             {"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Gt","values":["x"]}]}]}}}}}"#;
-        assert!(serde_json::from_str::<Pod>(json).is_err(), "Gt with a non-integer fails at load");
+        let mut pod: Pod = serde_json::from_str(json).unwrap();
+        pod.validate().unwrap();
+        assert_eq!(pod.warnings().len(), 1);
     }
 }
