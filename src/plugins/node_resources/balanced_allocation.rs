@@ -46,6 +46,16 @@ impl Default for BalancedAllocationArgs {
     }
 }
 
+impl BalancedAllocationArgs {
+    /// Upstream's defaulting of args read from a configuration
+    /// (`SetDefaults_NodeResourcesBalancedAllocationArgs`, `pkg/scheduler/apis/config/v1/defaults.go`):
+    /// empty `resources` become `cpu` and `memory`, and a weight of 0 becomes 1.
+    /// [`BalancedAllocation::from_config`] applies it.
+    pub fn set_defaults(&mut self) {
+        scoring::default_resource_specs(&mut self.resources);
+    }
+}
+
 /// The NodeResourcesBalancedAllocation plugin.
 #[derive(Debug, Clone)]
 pub struct BalancedAllocation {
@@ -98,12 +108,14 @@ impl BalancedAllocation {
         BalancedState(reqs, dra)
     }
 
-    /// From config args (absent means defaults).
+    /// From config args (absent means defaults), defaulted as upstream defaults a
+    /// configuration ([`BalancedAllocationArgs::set_defaults`]).
     pub fn from_config(args: Option<&serde_json::Value>) -> Result<Self, ArgsError> {
-        let a = match args {
+        let mut a = match args {
             Some(v) => BalancedAllocationArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
             None => BalancedAllocationArgs::default(),
         };
+        a.set_defaults();
         BalancedAllocation::new(&a)
     }
 

@@ -44,6 +44,26 @@ pub struct FitArgs {
     pub scoring_strategy: ScoringStrategy,
 }
 
+impl FitArgs {
+    /// Upstream's defaulting of args read from a configuration
+    /// (`SetDefaults_NodeResourcesFitArgs`, `pkg/scheduler/apis/config/v1/defaults.go`):
+    /// an empty `scoringStrategy.resources` becomes `cpu` and `memory` with weight 1, and
+    /// a weight of 0 becomes 1. [`Fit::from_config`] applies it; [`Fit::new`] takes args
+    /// as given (upstream `NewFit`), so a strategy with no resources builds and its
+    /// Score fails with "resources not found".
+    ///
+    /// ```
+    /// use schedkit::plugins::node_resources::{FitArgs, ResourceSpec};
+    /// let mut args: FitArgs =
+    ///     serde_json::from_str(r#"{"scoringStrategy": {"type": "MostAllocated", "resources": []}}"#).unwrap();
+    /// args.set_defaults();
+    /// assert_eq!(args.scoring_strategy.resources, [ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]);
+    /// ```
+    pub fn set_defaults(&mut self) {
+        scoring::default_resource_specs(&mut self.scoring_strategy.resources);
+    }
+}
+
 /// A resource the node lacks for the pod (upstream `InsufficientResource`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InsufficientResource {
@@ -172,12 +192,14 @@ impl Fit {
         self
     }
 
-    /// From config args (absent means defaults).
+    /// From config args (absent means defaults), defaulted as upstream defaults a
+    /// configuration ([`FitArgs::set_defaults`]) before [`Fit::new`] validates them.
     pub fn from_config(args: Option<&serde_json::Value>) -> Result<Fit, ArgsError> {
-        let a = match args {
+        let mut a = match args {
             Some(v) => FitArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
             None => FitArgs::default(),
         };
+        a.set_defaults();
         Fit::new(&a)
     }
 
@@ -370,8 +392,17 @@ impl Fit {
     }
 }
 
+/// Upstream's Score error for a strategy with no resources (`resource_allocation.go`).
+const ERR_NO_RESOURCES: &str = "resources not found";
+
 impl ScorePlugin for Fit {
+    /// Fails with an error ("resources not found", as upstream) when the scoring
+    /// strategy has no resources: only args built in code can have none, since
+    /// [`Fit::from_config`] defaults them.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        if self.scored.kinds.is_empty() {
+            return Err(Status::error(ERR_NO_RESOURCES));
+        }
         match state.read::<FitScoreState>() {
             Some(s) => Ok(self.score_one(s, node)),
             None => Ok(self.score_one(&self.score_state(pod), node)),
@@ -385,6 +416,9 @@ impl ScorePlugin for Fit {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
+        if self.scored.kinds.is_empty() {
+            return Err(Status::error(ERR_NO_RESOURCES));
+        }
         score_batch(state, nodes, scores, || self.score_state(pod), |s, n| self.score_one(s, n));
         Ok(())
     }

@@ -38,6 +38,20 @@ pub fn default_resources() -> Vec<ResourceSpec> {
     vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
 }
 
+/// Upstream's defaulting of a configured resource list (`pkg/scheduler/apis/config/v1/defaults.go`,
+/// `SetDefaults_NodeResourcesFitArgs` and `SetDefaults_NodeResourcesBalancedAllocationArgs`):
+/// empty becomes [`default_resources`]; a weight of 0 becomes 1.
+pub(crate) fn default_resource_specs(resources: &mut Vec<ResourceSpec>) {
+    if resources.is_empty() {
+        *resources = default_resources();
+    }
+    for r in resources {
+        if r.weight == 0 {
+            r.weight = 1;
+        }
+    }
+}
+
 /// A point of the RequestedToCapacityRatio function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UtilizationShapePoint {
