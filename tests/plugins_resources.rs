@@ -401,6 +401,7 @@ fn args_defaults_like_upstream() {
 /// Score fails with upstream's "resources not found" (`resource_allocation.go`).
 #[test]
 fn empty_scored_resources() {
+    use schedkit::framework::{PreScorePlugin, ScorePlugin};
     let nodes = vec![node("n1", "4", "8Gi"), node("n2", "8", "8Gi")];
     let snap = snapshot(nodes, vec![]);
     let pod = upod(&[&[("cpu", "1"), ("memory", "1Gi")]]);
@@ -413,7 +414,6 @@ fn empty_scored_resources() {
     let info = schedkit::snapshot::PodInfo::new(pod).unwrap();
     let mut state = schedkit::framework::CycleState::new();
     let idx = [0usize, 1];
-    use schedkit::framework::{PreScorePlugin, ScorePlugin};
     assert!(direct.pre_score(&mut state, &info, schedkit::snapshot::NodeList::new(&snap, &idx)).is_success());
     let err = direct.score(&state, &info, &snap.nodes()[0]).unwrap_err();
     assert_eq!((err.code(), err.message()), (Code::Error, "resources not found".to_owned()));

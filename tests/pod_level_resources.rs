@@ -1,6 +1,7 @@
 //! Pod-level resources (`spec.resources`, PodLevelResources) in NodeResourcesFit, the
 //! resource scorers and BalancedAllocation, against upstream's tables
 //! (`pkg/scheduler/framework/plugins/noderesources/fit_test.go`), with the gate on and off.
+#![expect(clippy::type_complexity, reason = "table tests keep each case in a tuple, as upstream's tables do")]
 
 mod support;
 
