@@ -177,6 +177,27 @@ impl PodBuilder {
         self
     }
 
+    /// A pod-level request (`spec.resources.requests`, the PodLevelResources feature):
+    /// cpu, memory and `hugepages-*` replace the containers' aggregate.
+    ///
+    /// ```
+    /// use schedkit::testing::PodBuilder;
+    /// let p = PodBuilder::new("p").cpu("1").container("side").cpu("1").pod_request("cpu", "3").build();
+    /// assert_eq!(p.requests().milli_cpu, 3000);
+    /// ```
+    #[must_use]
+    pub fn pod_request(mut self, resource: &str, amount: &str) -> Self {
+        match Quantity::parse(amount) {
+            Ok(q) => {
+                self.pod.spec.resources.get_or_insert_with(Default::default).requests.set(Symbol::intern(resource), q);
+            }
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
+    }
+
     /// CPU request.
     #[must_use]
     pub fn cpu(self, amount: &str) -> Self {

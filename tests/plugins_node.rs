@@ -109,6 +109,55 @@ fn affinity_pod(json: &str) -> Pod {
     p
 }
 
+/// A requirement the API server accepts but upstream's scheduler cannot parse: the pod
+/// loads with a warning naming the field, its required term matches nothing, a bad
+/// preferred term fails PreScore with an error (upstream `NewPreferredSchedulingTerms`),
+/// and `addedAffinity` refuses it (upstream `ValidateNodeAffinityArgs`, strict).
+#[test]
+fn node_affinity_unparsable_values() {
+    use schedkit::framework::PreScorePlugin;
+    use schedkit::snapshot::NodeList;
+    let pod = affinity_pod(
+        r#"{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"foo","operator":"NotIn","values":["ok","invalid value: ___@#$%^"]}]}]}}}}}"#,
+    );
+    let info = PodInfo::new(pod.clone()).unwrap();
+    let warnings = info.pod.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(
+        warnings[0].path,
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+    );
+    assert!(warnings[0].message.starts_with("values[1]: \"invalid value: ___@#$%^\""), "{warnings:?}");
+    let (code, _) = filter_one(&NodeAffinity::default(), &pod, NodeBuilder::new("n").label("foo", "bar").build());
+    assert_eq!(code, Code::UnschedulableAndUnresolvable);
+
+    let preferred = affinity_pod(
+        r#"{"spec":{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[
+            {"weight":5,"preference":{"matchExpressions":[{"key":"foo","operator":"Gt","values":["ten"]}]}}]}}}}"#,
+    );
+    let info = PodInfo::new(preferred).unwrap();
+    assert_eq!(info.pod.warnings().len(), 1);
+    let snap = snapshot(vec![NodeBuilder::new("n").build()], vec![]);
+    let idx = [0usize];
+    let s = NodeAffinity::default().pre_score(&mut CycleState::new(), &info, NodeList::new(&snap, &idx));
+    assert_eq!(s.code(), Code::Error);
+    assert!(s.message().contains("must be an integer"), "{s:?}");
+
+    let args: NodeAffinityArgs = serde_json::from_str(
+        r#"{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"foo","operator":"In","values":["not valid!"]}]}]}}}"#,
+    )
+    .unwrap();
+    let err = NodeAffinity::new(args).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "addedAffinity: requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: values[0]"
+        ),
+        "{err}"
+    );
+}
+
 /// Upstream `TestNodeAffinity` (node_affinity_test.go).
 #[test]
 fn node_affinity_filter() {
@@ -203,6 +252,21 @@ fn node_affinity_filter() {
             false,
         ),
         (
+            "Pod with an invalid value in Affinity term won't be scheduled onto the node",
+            req(r#"[{"matchExpressions":[{"key":"foo","operator":"NotIn","values":["invalid value: ___@#$%^"]}]}]"#),
+            vec![("foo", "bar")],
+            false,
+        ),
+        (
+            // Not upstream's table: its lazy-error selector skips only the bad term.
+            "Pod with an invalid term and a matching term schedules onto the node",
+            req(
+                r#"[{"matchExpressions":[{"key":"foo","operator":"NotIn","values":["invalid value: ___@#$%^"]}]},{"matchExpressions":[{"key":"foo","operator":"In","values":["bar"]}]}]"#,
+            ),
+            vec![("foo", "bar")],
+            true,
+        ),
+        (
             "Pod with matchFields using In operator that matches the existing node",
             req(r#"[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node1"]}]}]"#),
             vec![],
@@ -295,10 +359,14 @@ fn node_affinity_added_affinity() {
         filter_one(&na, &PodBuilder::new("p").build(), NodeBuilder::new("n").label("zone", "foo").build()).0,
         Code::Success
     );
-    let bad: Result<NodeAffinityArgs, _> = serde_json::from_str(
+    let bad: serde_json::Value = serde_json::from_str(
         r#"{"addedAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"Lt","values":["x"]}]}]}}}"#,
+    )
+    .unwrap();
+    assert!(
+        NodeAffinity::from_config(Some(&bad)).is_err(),
+        "Lt with a non-integer is rejected when the plugin is built"
     );
-    assert!(bad.is_err(), "Lt with a non-integer is rejected when args load");
 }
 
 /// Upstream `TestNodeAffinityPriority`.
@@ -330,41 +398,165 @@ fn node_affinity_score() {
     );
 }
 
-/// Upstream `TestNodePorts` (node_ports_test.go).
+/// A pod with one container holding a host port per `PROTOCOL/IP/PORT` (upstream
+/// node_ports_test.go `newPod`), bound to node `n` when `bound`.
+fn ports_pod(bound: bool, specs: &[&str]) -> Pod {
+    let ports = specs.iter().map(|s| parse_port(s)).collect();
+    PodBuilder::new("p")
+        .with(|p| {
+            p.spec.containers[0].ports = ports;
+            if bound {
+                p.spec.node_name = "n".into();
+            }
+        })
+        .build()
+}
+
+fn parse_port(spec: &str) -> schedkit::model::ContainerPort {
+    let mut it = spec.split('/');
+    let protocol = match it.next() {
+        Some("UDP") => schedkit::model::Protocol::Udp,
+        Some("SCTP") => schedkit::model::Protocol::Sctp,
+        _ => schedkit::model::Protocol::Tcp,
+    };
+    let host_ip = it.next().unwrap_or_default().to_owned();
+    let host_port = it.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    schedkit::model::ContainerPort { container_port: host_port, host_port, protocol, host_ip }
+}
+
+/// A pod whose only host port (TCP 8001) sits on an init container, a sidecar
+/// (`restartPolicy: Always`) or not (upstream `st.MakePod().InitContainerPort`).
+fn init_port_pod(sidecar: bool) -> Pod {
+    PodBuilder::new("p")
+        .with(|p| {
+            p.spec.init_containers.push(schedkit::model::Container {
+                name: "init".into(),
+                ports: vec![parse_port("TCP//8001")],
+                restart_policy: sidecar.then(|| "Always".to_owned()),
+                ..Default::default()
+            });
+        })
+        .build()
+}
+
+/// Upstream `TestNodePorts` (node_ports_test.go), every case: `None` wanted means
+/// PreFilter skips, else whether Filter passes.
 #[test]
 fn node_ports() {
     let np = NodePorts;
-    let n = || NodeBuilder::new("n").build();
-    let with_port = |port: i32| {
-        let mut p = PodBuilder::new("e").host_port(port).build();
-        p.spec.node_name = "n".into();
-        p
-    };
     let reason = "node(s) didn't have free ports for the requested pod ports";
-    let run = |pod: Pod, existing: Vec<Pod>| run_filter(&np, &pod, &snapshot(vec![n()], existing))[0].1.clone();
-    assert!(run(PodBuilder::new("p").build(), vec![with_port(8080)]).is_success(), "nothing running");
-    assert!(run(PodBuilder::new("p").host_port(8080).build(), vec![with_port(9090)]).is_success(), "other port");
-    let s = run(PodBuilder::new("p").host_port(8080).build(), vec![with_port(8080)]);
-    assert_eq!((s.code(), s.message()), (Code::Unschedulable, reason.to_string()), "same port");
-    // UDP and TCP on one port don't conflict; a specific IP conflicts with 0.0.0.0.
-    let udp = PodBuilder::new("p").with(|p| {
-        p.spec.containers[0].ports.push(schedkit::model::ContainerPort {
-            container_port: 8080,
-            host_port: 8080,
-            protocol: schedkit::model::Protocol::Udp,
-            host_ip: String::new(),
-        });
-    });
-    assert!(run(udp.build(), vec![with_port(8080)]).is_success(), "different protocol");
-    let ip = PodBuilder::new("p").with(|p| {
-        p.spec.containers[0].ports.push(schedkit::model::ContainerPort {
-            container_port: 8080,
-            host_port: 8080,
-            protocol: schedkit::model::Protocol::Tcp,
-            host_ip: "127.0.0.1".into(),
-        });
-    });
-    assert!(!run(ip.build(), vec![with_port(8080)]).is_success(), "specific IP vs all addresses");
+    let cases: Vec<(&str, Pod, Vec<&str>, Option<bool>)> = vec![
+        ("skip filter", PodBuilder::new("p").build(), vec![], None),
+        ("other port", ports_pod(false, &["UDP/127.0.0.1/8080"]), vec!["UDP/127.0.0.1/9090"], Some(true)),
+        ("same udp port", ports_pod(false, &["UDP/127.0.0.1/8080"]), vec!["UDP/127.0.0.1/8080"], Some(false)),
+        ("same tcp port", ports_pod(false, &["TCP/127.0.0.1/8080"]), vec!["TCP/127.0.0.1/8080"], Some(false)),
+        ("different host ip", ports_pod(false, &["TCP/127.0.0.1/8080"]), vec!["TCP/127.0.0.2/8080"], Some(true)),
+        ("different protocol", ports_pod(false, &["UDP/127.0.0.1/8080"]), vec!["TCP/127.0.0.1/8080"], Some(true)),
+        (
+            "second udp port conflict",
+            ports_pod(false, &["UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"]),
+            vec!["UDP/127.0.0.1/8080"],
+            Some(false),
+        ),
+        (
+            "first tcp port conflict",
+            ports_pod(false, &["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"]),
+            vec!["TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"],
+            Some(false),
+        ),
+        (
+            "first tcp port conflict due to 0.0.0.0 hostIP",
+            ports_pod(false, &["TCP/0.0.0.0/8001"]),
+            vec!["TCP/127.0.0.1/8001"],
+            Some(false),
+        ),
+        (
+            "TCP hostPort conflict due to 0.0.0.0 hostIP",
+            ports_pod(false, &["TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"]),
+            vec!["TCP/127.0.0.1/8001"],
+            Some(false),
+        ),
+        (
+            "second tcp port conflict to 0.0.0.0 hostIP",
+            ports_pod(false, &["TCP/127.0.0.1/8001"]),
+            vec!["TCP/0.0.0.0/8001"],
+            Some(false),
+        ),
+        ("second different protocol", ports_pod(false, &["UDP/127.0.0.1/8001"]), vec!["TCP/0.0.0.0/8001"], Some(true)),
+        (
+            "UDP hostPort conflict due to 0.0.0.0 hostIP",
+            ports_pod(false, &["UDP/127.0.0.1/8001"]),
+            vec!["TCP/0.0.0.0/8001", "UDP/0.0.0.0/8001"],
+            Some(false),
+        ),
+        ("non-sidecar initContainer using hostPort", init_port_pod(false), vec!["TCP/0.0.0.0/8001"], None),
+        (
+            "TCP hostPort conflict from sidecar initContainer",
+            init_port_pod(true),
+            vec!["TCP/0.0.0.0/8001"],
+            Some(false),
+        ),
+    ];
+    for (name, pod, existing, want) in cases {
+        let existing = if existing.is_empty() { vec![] } else { vec![ports_pod(true, &existing)] };
+        let snap = snapshot(vec![NodeBuilder::new("n").build()], existing);
+        let info = PodInfo::new(pod).unwrap();
+        let mut state = CycleState::new();
+        let (_, pre) = np.pre_filter(&mut state, &info, &snap);
+        let Some(fits) = want else {
+            assert!(pre.is_skip(), "{name}: PreFilter {pre:?}");
+            continue;
+        };
+        assert!(pre.is_success(), "{name}: PreFilter {pre:?}");
+        let s = np.filter(&state, &info, &snap.nodes()[0]);
+        if fits {
+            assert!(s.is_success(), "{name}: {s:?}");
+        } else {
+            assert_eq!((s.code(), s.message()), (Code::Unschedulable, reason.to_owned()), "{name}");
+        }
+    }
+}
+
+/// Upstream `TestFits` (node_ports_test.go).
+#[test]
+fn node_ports_fits() {
+    let cases: [(&str, &[&str], &[&str], bool); 5] = [
+        ("non-conflicting ports", &["TCP/127.0.0.1/80"], &["TCP/127.0.0.1/9090"], true),
+        (
+            "multiple non-conflicting ports",
+            &["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+            &["TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"],
+            true,
+        ),
+        ("same ports on different protocols", &["TCP/127.0.0.1/80"], &["UDP/127.0.0.1/80"], true),
+        ("conflicting ports", &["TCP/127.0.0.1/80"], &["TCP/127.0.0.1/80"], false),
+        (
+            "multiple ports, some conflicting",
+            &["TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"],
+            &["TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"],
+            false,
+        ),
+    ];
+    for (name, wanted, existing, want) in cases {
+        let snap = snapshot(vec![NodeBuilder::new("n").build()], vec![ports_pod(true, existing)]);
+        let info = PodInfo::new(ports_pod(false, wanted)).unwrap();
+        assert_eq!(schedkit::plugins::node_ports::fits_ports(&info.host_ports, &snap.nodes()[0]), want, "{name}");
+    }
+}
+
+/// A pod already on the node records the host ports of its app and sidecar
+/// containers, not of regular init containers (upstream `NodeInfo.updateUsedPorts`
+/// over `util.GetHostPorts`).
+#[test]
+fn node_records_only_running_containers_ports() {
+    for (sidecar, want) in [(false, 0), (true, 1)] {
+        let mut existing = init_port_pod(sidecar);
+        existing.spec.node_name = "n".into();
+        let snap = snapshot(vec![NodeBuilder::new("n").build()], vec![existing]);
+        assert_eq!(snap.nodes()[0].used_ports().len(), want, "sidecar: {sidecar}");
+        let run = run_filter(&NodePorts, &ports_pod(false, &["TCP/0.0.0.0/8001"]), &snap);
+        assert_eq!(run[0].1.is_success(), !sidecar, "sidecar: {sidecar}");
+    }
 }
 
 #[test]

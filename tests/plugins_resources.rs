@@ -352,3 +352,74 @@ mod props {
         }
     }
 }
+
+/// Upstream `TestPluginArgsDefaults` (pkg/scheduler/apis/config/v1/defaults_test.go),
+/// the NodeResourcesFit and BalancedAllocation cases, plus its weight rule (0 becomes 1).
+#[test]
+fn args_defaults_like_upstream() {
+    let defaults = vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)];
+    let cases: [(&str, &str, ScoringStrategyType, Vec<ResourceSpec>); 4] = [
+        ("NodeResourcesFitArgs not set", "{}", ScoringStrategyType::LeastAllocated, defaults.clone()),
+        (
+            "NodeResourcesFitArgs Resources empty",
+            r#"{"scoringStrategy": {"type": "MostAllocated"}}"#,
+            ScoringStrategyType::MostAllocated,
+            defaults.clone(),
+        ),
+        (
+            "NodeResourcesFitArgs Resources explicitly empty",
+            r#"{"scoringStrategy": {"type": "MostAllocated", "resources": []}}"#,
+            ScoringStrategyType::MostAllocated,
+            defaults.clone(),
+        ),
+        (
+            "NodeResourcesFitArgs weight 0 becomes 1",
+            r#"{"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}, {"name": "nvidia.com/gpu", "weight": 3}]}}"#,
+            ScoringStrategyType::LeastAllocated,
+            vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("nvidia.com/gpu", 3)],
+        ),
+    ];
+    for (name, json, kind, want) in cases {
+        let mut args: FitArgs = serde_json::from_str(json).unwrap();
+        args.set_defaults();
+        assert_eq!(args.scoring_strategy.kind, kind, "{name}");
+        assert_eq!(args.scoring_strategy.resources, want, "{name}");
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert!(Fit::from_config(Some(&v)).is_ok(), "{name}: builds from config");
+    }
+    let mut ba: BalancedAllocationArgs = serde_json::from_str(r#"{"resources": []}"#).unwrap();
+    ba.set_defaults();
+    assert_eq!(ba.resources, defaults, "NodeResourcesBalancedAllocationArgs resources empty");
+    let mut ba: BalancedAllocationArgs =
+        serde_json::from_str(r#"{"resources": [{"name": "cpu", "weight": 0}]}"#).unwrap();
+    ba.set_defaults();
+    assert_eq!(ba.resources, [ResourceSpec::new("cpu", 1)]);
+}
+
+/// An explicitly empty resource list: from a configuration it defaults and scores as
+/// `[cpu, memory]`; built directly (upstream `NewFit` on internal args) it builds, and
+/// Score fails with upstream's "resources not found" (`resource_allocation.go`).
+#[test]
+fn empty_scored_resources() {
+    use schedkit::framework::{PreScorePlugin, ScorePlugin};
+    let nodes = vec![node("n1", "4", "8Gi"), node("n2", "8", "8Gi")];
+    let snap = snapshot(nodes, vec![]);
+    let pod = upod(&[&[("cpu", "1"), ("memory", "1Gi")]]);
+    let v: serde_json::Value = serde_json::from_str(r#"{"scoringStrategy": {"resources": []}}"#).unwrap();
+    let configured = Fit::from_config(Some(&v)).unwrap();
+    let default = Fit::from_config(None).unwrap();
+    assert_eq!(run_score(&configured, &pod, &snap), run_score(&default, &pod, &snap));
+
+    let direct = fit(ScoringStrategyType::LeastAllocated, &[]);
+    let info = schedkit::snapshot::PodInfo::new(pod).unwrap();
+    let mut state = schedkit::framework::CycleState::new();
+    let idx = [0usize, 1];
+    assert!(direct.pre_score(&mut state, &info, schedkit::snapshot::NodeList::new(&snap, &idx)).is_success());
+    let err = direct.score(&state, &info, &snap.nodes()[0]).unwrap_err();
+    assert_eq!((err.code(), err.message()), (Code::Error, "resources not found".to_owned()));
+    let mut scores: Vec<_> =
+        snap.nodes().iter().map(|n| schedkit::framework::NodeScore { name: n.name(), score: 0 }).collect();
+    let err =
+        direct.score_nodes(&state, &info, schedkit::snapshot::NodeList::new(&snap, &idx), &mut scores).unwrap_err();
+    assert_eq!(err.code(), Code::Error);
+}

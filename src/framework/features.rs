@@ -65,11 +65,17 @@ pub enum Feature {
     /// `OpportunisticBatching` (beta, on): reusing one pod's filtering results for the
     /// next equivalent pod. Not read by schedkit yet.
     OpportunisticBatching,
+    /// `PodLevelResources` (beta since v1.34, on): pod-level requests
+    /// (`spec.resources`) of cpu, memory and `hugepages-*` replace the containers'
+    /// aggregate. Off, NodeResourcesFit, NodeResourcesBalancedAllocation and the
+    /// resource scorers built with these gates count containers only (upstream
+    /// `SkipPodLevelResources`), for the incoming pod and for the pods on each node.
+    PodLevelResources,
 }
 
 impl Feature {
     /// Every gate, in declaration order.
-    pub const ALL: [Feature; 15] = [
+    pub const ALL: [Feature; 16] = [
         Feature::DRAPrioritizedList,
         Feature::DRAAdminAccess,
         Feature::DRADeviceTaints,
@@ -85,6 +91,7 @@ impl Feature {
         Feature::GangScheduling,
         Feature::TopologyAwareWorkloadScheduling,
         Feature::OpportunisticBatching,
+        Feature::PodLevelResources,
     ];
 
     /// Upstream's name for the gate.
@@ -105,6 +112,7 @@ impl Feature {
             Feature::GangScheduling => "GangScheduling",
             Feature::TopologyAwareWorkloadScheduling => "TopologyAwareWorkloadScheduling",
             Feature::OpportunisticBatching => "OpportunisticBatching",
+            Feature::PodLevelResources => "PodLevelResources",
         }
     }
 
@@ -119,7 +127,8 @@ impl Feature {
             | Feature::DRAExtendedResource
             | Feature::DRASchedulerFilterTimeout
             | Feature::DRAConsumableCapacity
-            | Feature::OpportunisticBatching => true,
+            | Feature::OpportunisticBatching
+            | Feature::PodLevelResources => true,
             Feature::DRADeviceTaintRules
             | Feature::DRAListTypeAttributes
             | Feature::DRAWorkloadResourceClaims
@@ -336,6 +345,7 @@ mod tests {
                 "DRASchedulerFilterTimeout",
                 "DRAConsumableCapacity",
                 "OpportunisticBatching",
+                "PodLevelResources",
             ]
         );
         for f in Feature::ALL {

@@ -325,6 +325,12 @@ impl NodeSelectorOperator {
 }
 
 /// One requirement of a node selector term.
+///
+/// A requirement that the API server accepts but upstream's scheduler cannot parse (a
+/// value that is not a valid label value, `Gt`/`Lt` with a non-integer) loads, and
+/// makes its term match nothing, as upstream's lazy-error node selector
+/// (`k8s.io/component-helpers/scheduling/corev1/nodeaffinity`, `NewLazyErrorNodeSelector`)
+/// does: see [`NodeSelectorRequirement::parse_error`] and [`NodeSelectorTerm::parse_errors`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeSelectorRequirement {
     /// Label key (or `metadata.name` in `matchFields`).
@@ -337,6 +343,20 @@ pub struct NodeSelectorRequirement {
     /// The parsed integer of `Gt`/`Lt`, filled by validation.
     #[serde(skip)]
     bound: i64,
+    /// Set by validation when [`NodeSelectorRequirement::parse_error`] has something to
+    /// say: the term then matches nothing.
+    #[serde(skip)]
+    unparsable: bool,
+}
+
+/// Upstream's rule for a label value (`validation.IsValidLabelValue`): at most 63
+/// characters, empty or alphanumeric at both ends with `-`, `_` or `.` between.
+pub fn is_valid_label_value(v: &str) -> bool {
+    let b = v.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
+    b.len() <= 63
+        && (b.is_empty()
+            || (b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric() && b.iter().all(inner)))
 }
 
 impl NodeSelectorRequirement {
@@ -347,44 +367,79 @@ impl NodeSelectorRequirement {
             operator,
             values: values.iter().map(|v| Symbol::intern(v)).collect(),
             bound: 0,
+            unparsable: false,
         }
     }
 
-    fn validate(&mut self, path: &str) -> Result<(), SelectorError> {
+    /// Rejects what the API server rejects (upstream `ValidateNodeSelectorRequirement`:
+    /// value counts by operator, an empty key); marks what only the scheduler's parser
+    /// refuses (`label`: a `matchExpressions` entry, whose values are label values).
+    fn validate(&mut self, path: &str, label: bool) -> Result<(), SelectorError> {
         if self.key.is_empty() {
             return Err(SelectorError::EmptyKey { path: path.to_owned() });
         }
         let operator = self.operator.as_str();
         match self.operator {
             NodeSelectorOperator::In | NodeSelectorOperator::NotIn if self.values.is_empty() => {
-                Err(SelectorError::EmptyValues { path: path.to_owned(), operator })
+                return Err(SelectorError::EmptyValues { path: path.to_owned(), operator });
             }
             NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist if !self.values.is_empty() => {
-                Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator })
+                return Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator });
             }
-            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
-                let parsed = match self.values.as_slice() {
-                    [v] => v.as_str().parse::<i64>().ok(),
-                    _ => None,
-                };
-                match parsed {
-                    Some(b) => {
-                        self.bound = b;
-                        Ok(())
-                    }
-                    None => Err(SelectorError::NotAnInteger {
+            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => match self.values.as_slice() {
+                [v] => self.bound = v.as_str().parse::<i64>().unwrap_or(0),
+                _ => {
+                    return Err(SelectorError::NotAnInteger {
                         path: path.to_owned(),
                         operator,
                         values: self.values.iter().map(|v| v.as_str().to_owned()).collect(),
-                    }),
+                    });
                 }
-            }
-            _ => Ok(()),
+            },
+            _ => {}
         }
+        self.unparsable = label && self.parse_error().is_some();
+        Ok(())
+    }
+
+    /// Why upstream's scheduler could not parse this label requirement (upstream
+    /// `labels.NewRequirement`), naming the value: `Gt`/`Lt` with a value that is not an
+    /// integer, or a value that is not a valid label value. `None` when it parses.
+    /// Such a requirement loads (the API server accepts it) and its term matches
+    /// nothing.
+    ///
+    /// ```
+    /// use schedkit::model::{NodeSelectorOperator, NodeSelectorRequirement};
+    /// let r = NodeSelectorRequirement::new("zone", NodeSelectorOperator::NotIn, &["a b"]);
+    /// assert!(r.parse_error().unwrap().starts_with("values[0]: \"a b\""));
+    /// let r = NodeSelectorRequirement::new("gpus", NodeSelectorOperator::Gt, &["x"]);
+    /// assert!(r.parse_error().unwrap().contains("must be an integer"));
+    /// assert_eq!(NodeSelectorRequirement::new("zone", NodeSelectorOperator::In, &["a"]).parse_error(), None);
+    /// ```
+    pub fn parse_error(&self) -> Option<String> {
+        if matches!(self.operator, NodeSelectorOperator::Gt | NodeSelectorOperator::Lt)
+            && let [v] = self.values.as_slice()
+            && v.as_str().parse::<i64>().is_err()
+        {
+            return Some(format!(
+                "values[0]: {:?}: for the {} operator, the value must be an integer",
+                v.as_str(),
+                self.operator.as_str()
+            ));
+        }
+        self.values.iter().enumerate().find(|(_, v)| !is_valid_label_value(v.as_str())).map(|(i, v)| {
+            format!(
+                "values[{i}]: {:?}: not a valid label value (at most 63 characters, empty or starting and ending \
+                 with an alphanumeric character with '-', '_', '.' or alphanumerics between)",
+                v.as_str()
+            )
+        })
     }
 
     /// Whether a label value (or its absence) satisfies the requirement. A label that
-    /// is not an integer fails `Gt`/`Lt`, as upstream.
+    /// is not an integer fails `Gt`/`Lt`, as upstream. A requirement upstream cannot
+    /// parse ([`NodeSelectorRequirement::parse_error`]) is handled by its term, which
+    /// then matches nothing; on its own it compares as written.
     #[inline]
     pub fn matches_value(&self, value: Option<Symbol>) -> bool {
         match self.operator {
@@ -443,7 +498,7 @@ impl NodeSelectorTerm {
     /// Validates and prepares the term; `path` names it in errors.
     pub fn validate(&mut self, path: &str) -> Result<(), SelectorError> {
         for (i, r) in self.match_expressions.iter_mut().enumerate() {
-            r.validate(&format!("{path}.matchExpressions[{i}]"))?;
+            r.validate(&format!("{path}.matchExpressions[{i}]"), true)?;
         }
         for (i, r) in self.match_fields.iter_mut().enumerate() {
             let p = format!("{path}.matchFields[{i}]");
@@ -456,12 +511,33 @@ impl NodeSelectorTerm {
                     operator: r.operator.as_str(),
                 });
             }
-            r.validate(&p)?;
+            r.validate(&p, false)?;
         }
         Ok(())
     }
 
-    /// Whether the term matches a node. An empty term matches nothing, as upstream.
+    /// What upstream's scheduler could not parse in this term, as `(field path, why)`
+    /// under `path` ([`NodeSelectorRequirement::parse_error`]): when any, the term
+    /// matches nothing. Valid after [`NodeSelectorTerm::validate`] (done on load).
+    pub fn parse_errors(&self, path: &str) -> Vec<(String, String)> {
+        self.match_expressions
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.unparsable)
+            .filter_map(|(i, r)| r.parse_error().map(|e| (format!("{path}.matchExpressions[{i}]"), e)))
+            .collect()
+    }
+
+    /// Whether upstream's scheduler could parse every requirement (else the term
+    /// matches nothing).
+    #[inline]
+    pub fn is_parsable(&self) -> bool {
+        !self.match_expressions.iter().any(|r| r.unparsable)
+    }
+
+    /// Whether the term matches a node. An empty term matches nothing, as upstream, and
+    /// so does a term with a requirement upstream cannot parse (its lazy-error node
+    /// selector skips such a term; the other terms of a selector still match).
     #[inline]
     pub fn matches(&self, labels: &Labels, node_name: Symbol) -> bool {
         let (exprs, fields) = (self.match_expressions.as_slice(), self.match_fields.as_slice());
@@ -469,7 +545,7 @@ impl NodeSelectorTerm {
             return false;
         }
         for r in exprs {
-            if !r.matches_value(labels.get(r.key)) {
+            if r.unparsable || !r.matches_value(labels.get(r.key)) {
                 return false;
             }
         }
@@ -511,6 +587,18 @@ impl NodeSelector {
             t.validate(&format!("nodeSelectorTerms[{i}]"))?;
         }
         Ok(NodeSelector { node_selector_terms: terms })
+    }
+
+    /// What upstream's scheduler could not parse, per term, as `(field path, why)`
+    /// under `path` ([`NodeSelectorTerm::parse_errors`]). Upstream's strict
+    /// `NewNodeSelector` refuses such a selector; its lazy one (a pod's required node
+    /// affinity) skips the terms concerned.
+    pub fn parse_errors(&self, path: &str) -> Vec<(String, String)> {
+        self.node_selector_terms
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.parse_errors(&format!("{path}.nodeSelectorTerms[{i}]")))
+            .collect()
     }
 
     /// Whether any term matches the node.
@@ -576,25 +664,57 @@ mod tests {
     #[test]
     fn invalid_selectors_are_rejected() {
         use NodeSelectorOperator::*;
-        let bad = [
-            req("k", In, &[]),
-            req("k", Exists, &["v"]),
-            req("k", Gt, &["x"]),
-            req("k", Lt, &["1", "2"]),
-            req("", Exists, &[]),
-        ];
+        let bad = [req("k", In, &[]), req("k", Exists, &["v"]), req("k", Lt, &["1", "2"]), req("", Exists, &[])];
         for r in bad {
             assert!(NodeSelector::new(vec![term(vec![r.clone()])]).is_err(), "{r:?}");
         }
-        let err = NodeSelector::new(vec![term(vec![req("k", Gt, &["1.5"])])]).unwrap_err();
+        let err = NodeSelector::new(vec![term(vec![req("k", Gt, &["1", "2"])])]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs exactly one integer value, got [\"1.5\"]"
+            "nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs exactly one integer value, got [\"1\", \"2\"]"
         );
         let json = r#"{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"In","values":[]}]}]}"#;
         assert!(serde_json::from_str::<NodeSelector>(json).is_err());
         let json = r#"{"matchExpressions":[{"key":"a","operator":"Bogus"}]}"#;
         assert!(serde_json::from_str::<LabelSelector>(json).is_err());
+    }
+
+    /// Upstream `TestNodeSelectorMatch` / `TestLazyErrorNodeSelectorMatch`
+    /// (component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity_test.go): a term
+    /// upstream cannot parse matches nothing, the other terms still match, and the
+    /// parse errors name the field.
+    #[test]
+    fn unparsable_terms_match_nothing() {
+        use NodeSelectorOperator::*;
+        let labels = Labels::from_pairs([("foo", "bar")]);
+        let name = Symbol::intern("n1");
+        let invalid = term(vec![req("foo", NotIn, &["invalid value: ___@#$%^"])]);
+        let sel = NodeSelector::new(vec![invalid.clone()]).unwrap();
+        assert!(!sel.matches(&labels, name), "NotIn with an invalid value matches nothing");
+        let errs = sel.parse_errors("spec");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].0, "spec.nodeSelectorTerms[0].matchExpressions[0]");
+        assert!(errs[0].1.starts_with("values[0]: \"invalid value: ___@#$%^\""), "{errs:?}");
+        let sel = NodeSelector::new(vec![invalid, term(vec![req("foo", In, &["bar"])])]).unwrap();
+        assert!(sel.matches(&labels, name), "a valid term still matches");
+        assert_eq!(sel.parse_errors("spec").len(), 1);
+        // Gt with a non-integer loads (the API checks only the count) and never matches.
+        let gt = NodeSelector::new(vec![term(vec![req("foo", Gt, &["x"])])]).unwrap();
+        assert!(!gt.matches(&Labels::from_pairs([("foo", "5")]), name));
+        assert!(gt.parse_errors("")[0].1.contains("must be an integer"));
+        // Values over 63 characters are not label values; matchFields values are not
+        // checked as labels (node names).
+        let long = "a".repeat(64);
+        assert!(!NodeSelector::new(vec![term(vec![req("foo", In, &[&long])])]).unwrap().parse_errors("").is_empty());
+        let mut fields = NodeSelectorTerm {
+            match_expressions: vec![],
+            match_fields: vec![req(FIELD_METADATA_NAME, In, &["node_1"])],
+        };
+        fields.validate("t").unwrap();
+        assert!(fields.is_parsable());
+        for (v, ok) in [("", true), ("a", true), ("a-b_c.d", true), ("-a", false), ("a-", false), ("a b", false)] {
+            assert_eq!(is_valid_label_value(v), ok, "{v:?}");
+        }
     }
 
     #[test]

@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::labels::{LabelSelector, NodeSelector, NodeSelectorTerm, SelectorError};
-use super::resources::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, native_names};
-use super::{Labels, ObjectMeta, ResourceList, Resources, Symbol, Taint, TaintEffect};
+use super::{Labels, ObjectMeta, ResourceList, Symbol, Taint, TaintEffect};
 
 /// The label naming a pod's gang (scheduler-plugins coscheduling).
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
@@ -75,12 +74,6 @@ pub struct Container {
     /// `Always` on an init container makes it a sidecar that runs beside the app.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<String>,
-}
-
-impl Container {
-    fn is_sidecar(&self) -> bool {
-        self.restart_policy.as_deref() == Some("Always")
-    }
 }
 
 /// Toleration operators.
@@ -301,6 +294,11 @@ pub struct PodSpec {
     /// Runtime overhead added to the requests.
     #[serde(skip_serializing_if = "ResourceList::is_empty")]
     pub overhead: ResourceList,
+    /// Pod-level resources (`spec.resources`, the PodLevelResources feature): requests
+    /// of cpu, memory and `hugepages-*` here replace the containers' aggregate
+    /// ([`Pod::requests`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
     /// The node the pod is bound (or assigned) to.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub node_name: String,
@@ -400,6 +398,19 @@ pub enum PodError {
     MissingName,
 }
 
+/// Something a pod carries that loads (the API server accepts it) but that upstream's
+/// scheduler cannot parse, so it changes how the pod schedules: [`Pod::warnings`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pod {pod}: {path}: {message}")]
+pub struct PodWarning {
+    /// namespace/name.
+    pub pod: String,
+    /// Field path of the requirement.
+    pub path: String,
+    /// What is wrong and what it does.
+    pub message: String,
+}
+
 impl Pod {
     /// The pod's name.
     pub fn name(&self) -> &str {
@@ -431,60 +442,13 @@ impl Pod {
         self.metadata.labels.get_str(POD_GROUP_LABEL)
     }
 
-    /// Effective requests, as upstream `resource.PodRequests`
-    /// (`k8s.io/component-helpers/resource/helpers.go`): the larger of the sum of app
-    /// containers (plus sidecars) and the largest init container (plus the sidecars
-    /// started before it), then overhead.
-    pub fn requests(&self) -> Resources {
-        self.requests_with(None)
-    }
-
-    /// Requests with upstream's non-zero defaults for scoring (100m CPU, 200Mi memory
-    /// for each container that does not set them), as
-    /// `pkg/scheduler/util/pod_resources.go` with `NonMissingContainerRequests`.
-    pub fn non_zero_requests(&self) -> Resources {
-        self.requests_with(Some((DEFAULT_MILLI_CPU_REQUEST, DEFAULT_MEMORY_REQUEST)))
-    }
-
-    fn requests_with(&self, defaults: Option<(i64, i64)>) -> Resources {
-        let names = native_names();
-        let container_reqs = |c: &Container| {
-            let mut r = c.resources.requests.to_resources();
-            if let Some((cpu, mem)) = defaults {
-                if c.resources.requests.get(names.cpu).is_none() {
-                    r.milli_cpu = cpu;
-                }
-                if c.resources.requests.get(names.memory).is_none() {
-                    r.memory = mem;
-                }
-            }
-            r
-        };
-        let mut reqs = Resources::default();
-        for c in &self.spec.containers {
-            reqs.add(&container_reqs(c));
-        }
-        let mut sidecars = Resources::default();
-        let mut init_max = Resources::default();
-        for c in &self.spec.init_containers {
-            let mut r = container_reqs(c);
-            if c.is_sidecar() {
-                reqs.add(&r);
-                sidecars.add(&r);
-                r = sidecars.clone();
-            } else {
-                r.add(&sidecars);
-            }
-            init_max.set_max(&r);
-        }
-        reqs.set_max(&init_max);
-        reqs.add(&self.spec.overhead.to_resources());
-        reqs
-    }
-
-    /// Host ports the pod asks for.
+    /// Host ports the pod occupies while it runs, as upstream `util.GetHostPorts`
+    /// (`pkg/scheduler/util/utils.go`): those of restartable (sidecar) init containers,
+    /// then of app containers. A regular init container's ports are not counted: it
+    /// has exited before the app containers start.
     pub fn host_ports(&self) -> impl Iterator<Item = &ContainerPort> {
-        self.spec.init_containers.iter().chain(&self.spec.containers).flat_map(|c| &c.ports).filter(|p| p.host_port > 0)
+        let sidecars = self.spec.init_containers.iter().filter(|c| c.is_restartable_init_container());
+        sidecars.chain(&self.spec.containers).flat_map(|c| &c.ports).filter(|p| p.host_port > 0)
     }
 
     /// Images of all containers.
@@ -495,6 +459,48 @@ impl Pod {
     /// The node affinity, if any.
     pub fn node_affinity(&self) -> Option<&NodeAffinity> {
         self.spec.affinity.as_ref()?.node_affinity.as_ref()
+    }
+
+    /// What loads but upstream's scheduler cannot parse, and what it does: a required
+    /// node affinity term with an unparsable requirement (a value that is not a label
+    /// value, `Gt`/`Lt` with a non-integer) matches no node, the other terms still
+    /// match (upstream's lazy-error node selector); an unparsable preferred term makes
+    /// NodeAffinity's PreScore fail with an error, as upstream's
+    /// `NewPreferredSchedulingTerms` does. Empty for almost every pod; read it after
+    /// loading ([`PodInfo::new`](crate::snapshot::PodInfo::new) does not fail on these).
+    ///
+    /// ```
+    /// use schedkit::model::Pod;
+    /// let pod: Pod = serde_json::from_str(r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{
+    ///   "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+    ///     {"matchExpressions":[{"key":"zone","operator":"NotIn","values":["not valid!"]}]}]}}}}}"#).unwrap();
+    /// let w = pod.warnings();
+    /// assert_eq!(w.len(), 1);
+    /// assert!(w[0].to_string().starts_with(
+    ///     "pod default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]: values[0]"));
+    /// ```
+    pub fn warnings(&self) -> Vec<PodWarning> {
+        let Some(na) = self.node_affinity() else { return Vec::new() };
+        let key = self.key();
+        let mut out = Vec::new();
+        if let Some(req) = &na.required {
+            let base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+            for (path, why) in req.parse_errors(base) {
+                out.push(PodWarning { pod: key.clone(), path, message: format!("{why}; this term matches no node") });
+            }
+        }
+        for (i, p) in na.preferred.iter().enumerate() {
+            let base =
+                format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference");
+            for (path, why) in p.preference.parse_errors(&base) {
+                out.push(PodWarning {
+                    pod: key.clone(),
+                    path,
+                    message: format!("{why}; NodeAffinity's PreScore fails for this pod"),
+                });
+            }
+        }
+        out
     }
 
     /// Checks every field a plugin would otherwise trip over at scheduling time, and
@@ -567,48 +573,6 @@ pub type SymbolVec = SmallVec<[Symbol; 4]>;
 mod tests {
     use super::*;
 
-    fn container(reqs: &[(&str, &str)], sidecar: bool) -> Container {
-        Container {
-            resources: ResourceRequirements {
-                requests: ResourceList::parse(reqs.iter().copied()).unwrap(),
-                ..Default::default()
-            },
-            restart_policy: sidecar.then(|| "Always".to_owned()),
-            ..Default::default()
-        }
-    }
-
-    /// Cases after upstream `TestPodRequests` (component-helpers/resource/helpers_test.go).
-    #[test]
-    fn effective_requests() {
-        let mut pod = Pod::default();
-        pod.spec.containers = vec![container(&[("cpu", "1")], false), container(&[("cpu", "2")], false)];
-        pod.spec.init_containers = vec![container(&[("cpu", "4")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4000, "init container larger than the sum");
-
-        pod.spec.init_containers = vec![container(&[("cpu", "2")], false)];
-        assert_eq!(pod.requests().milli_cpu, 3000, "sum larger than init container");
-
-        // Sidecar 1 + later init 2.5 -> init phase peak 3.5; app phase 1+2+1 = 4.
-        pod.spec.init_containers = vec![container(&[("cpu", "1")], true), container(&[("cpu", "2.5")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4000);
-        pod.spec.init_containers = vec![container(&[("cpu", "1")], true), container(&[("cpu", "3.5")], false)];
-        assert_eq!(pod.requests().milli_cpu, 4500);
-
-        pod.spec.overhead = ResourceList::parse([("cpu", "250m")]).unwrap();
-        assert_eq!(pod.requests().milli_cpu, 4750);
-    }
-
-    #[test]
-    fn non_zero_defaults_only_for_missing() {
-        let mut pod = Pod::default();
-        pod.spec.containers = vec![container(&[], false), container(&[("cpu", "0"), ("memory", "0")], false)];
-        let nz = pod.non_zero_requests();
-        assert_eq!(nz.milli_cpu, DEFAULT_MILLI_CPU_REQUEST);
-        assert_eq!(nz.memory, DEFAULT_MEMORY_REQUEST);
-        assert_eq!(pod.requests().milli_cpu, 0);
-    }
-
     #[test]
     fn toleration_matching() {
         use TolerationOperator::*;
@@ -640,7 +604,13 @@ mod tests {
             "pod default/p: spec.topologySpreadConstraints[0].maxSkew must be greater than 0, got 0"
         );
         let json = r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Gt","values":["1","2"]}]}]}}}}}"#;
+        assert!(serde_json::from_str::<Pod>(json).is_err(), "Gt with two values fails at load");
+        // Gt with a non-integer passes API validation: it loads with a warning.
+        let json = r#"{"metadata":{"name":"p"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
             {"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Gt","values":["x"]}]}]}}}}}"#;
-        assert!(serde_json::from_str::<Pod>(json).is_err(), "Gt with a non-integer fails at load");
+        let mut pod: Pod = serde_json::from_str(json).unwrap();
+        pod.validate().unwrap();
+        assert_eq!(pod.warnings().len(), 1);
     }
 }

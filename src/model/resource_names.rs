@@ -16,3 +16,18 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     let native = !name.contains('/') || name.contains("kubernetes.io/");
     !native && !name.starts_with("requests.")
 }
+
+/// Whether pod-level resources (`spec.resources`) may set this resource (upstream
+/// `IsSupportedPodLevelResource`, `k8s.io/component-helpers/resource/helpers.go`):
+/// `cpu`, `memory` and huge pages (`hugepages-<size>`).
+///
+/// ```
+/// use schedkit::model::is_supported_pod_level_resource;
+/// assert!(is_supported_pod_level_resource("cpu"));
+/// assert!(is_supported_pod_level_resource("hugepages-2Mi"));
+/// assert!(!is_supported_pod_level_resource("ephemeral-storage"));
+/// assert!(!is_supported_pod_level_resource("nvidia.com/gpu"));
+/// ```
+pub fn is_supported_pod_level_resource(name: &str) -> bool {
+    name == "cpu" || name == "memory" || name.starts_with("hugepages-")
+}

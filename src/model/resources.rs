@@ -182,6 +182,27 @@ impl Resources {
         }
     }
 
+    /// Sets one resource to a manifest quantity, replacing what was there (CPU in
+    /// millicores, everything else in whole units, as [`Resources::add_quantity`]).
+    pub fn set_quantity(&mut self, name: Symbol, q: &Quantity) {
+        let n = native_names();
+        if name == n.cpu {
+            self.milli_cpu = q.milli_value();
+        } else if name == n.memory {
+            self.memory = q.value();
+        } else if name == n.ephemeral_storage {
+            self.ephemeral_storage = q.value();
+        } else if name == n.pods {
+            self.allowed_pod_number = q.value();
+        } else {
+            let v = q.value();
+            match self.scalar.iter_mut().find(|(m, _)| *m == name) {
+                Some(e) => e.1 = v,
+                None => self.scalar.push((name, v)),
+            }
+        }
+    }
+
     /// Adds `v` of a scalar resource.
     pub fn add_scalar(&mut self, name: Symbol, v: i64) {
         match self.scalar.iter_mut().find(|(n, _)| *n == name) {

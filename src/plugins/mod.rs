@@ -51,7 +51,7 @@ pub fn default_registry() -> Registry {
         node_affinity::NodeAffinity::from_config(a).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
     });
     add(names::NODE_RESOURCES_FIT, |a, h| {
-        let fit = node_resources::Fit::from_config(a).map_err(|e| e.to_string())?;
+        let fit = node_resources::Fit::from_config(a).map_err(|e| e.to_string())?.with_feature_gates(h.feature_gates());
         // Upstream NewFit takes the DeviceClassResolver from the handle's SharedDRAManager
         // (DRAExtendedResource); here: a DraStore shared on the handle.
         let fit = match h.shared::<crate::dra::DraStore>() {
@@ -66,7 +66,9 @@ pub fn default_registry() -> Registry {
             .map_err(|e| e.to_string())
     });
     add(names::NODE_RESOURCES_BALANCED_ALLOCATION, |a, h| {
-        let ba = node_resources::BalancedAllocation::from_config(a).map_err(|e| e.to_string())?;
+        let ba = node_resources::BalancedAllocation::from_config(a)
+            .map_err(|e| e.to_string())?
+            .with_feature_gates(h.feature_gates());
         // As NodeResourcesFit: upstream takes the resolver from the SharedDRAManager.
         let ba = match h.shared::<crate::dra::DraStore>() {
             Some(store) => ba.with_device_classes(store),

@@ -43,14 +43,20 @@ pub struct NodeAffinity {
 pub struct NodeAffinityArgsError(String);
 
 impl NodeAffinity {
-    /// Builds the plugin, validating `addedAffinity`.
+    /// Builds the plugin, validating `addedAffinity` as upstream
+    /// `ValidateNodeAffinityArgs` does: strictly, so a requirement a pod's lazy node
+    /// selector would skip ([`NodeSelectorTerm::parse_errors`](crate::model::NodeSelectorTerm::parse_errors))
+    /// is an error here.
     pub fn new(args: NodeAffinityArgs) -> Result<Self, NodeAffinityArgsError> {
         let mut added = args.added_affinity;
         if let Some(a) = &mut added {
             if let Some(req) = &mut a.required {
                 for (i, t) in req.node_selector_terms.iter_mut().enumerate() {
-                    t.validate(&format!("requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"))
-                        .map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+                    let path = format!("requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]");
+                    t.validate(&path).map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+                    if let Some((p, why)) = t.parse_errors(&path).into_iter().next() {
+                        return Err(NodeAffinityArgsError(format!("{p}: {why}")));
+                    }
                 }
             }
             for (i, p) in a.preferred.iter_mut().enumerate() {
@@ -60,9 +66,11 @@ impl NodeAffinity {
                         p.weight
                     )));
                 }
-                p.preference
-                    .validate(&format!("preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"))
-                    .map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+                let path = format!("preferredDuringSchedulingIgnoredDuringExecution[{i}].preference");
+                p.preference.validate(&path).map_err(|e| NodeAffinityArgsError(e.to_string()))?;
+                if let Some((p, why)) = p.preference.parse_errors(&path).into_iter().next() {
+                    return Err(NodeAffinityArgsError(format!("{p}: {why}")));
+                }
             }
         }
         Ok(NodeAffinity { added })
@@ -90,7 +98,8 @@ impl NodeAffinity {
 }
 
 /// Whether the pod's `nodeSelector` and required node affinity match the node
-/// (upstream `RequiredNodeAffinity.Match`).
+/// (upstream `RequiredNodeAffinity.Match`). A required term upstream cannot parse
+/// matches no node; the other terms still match (its lazy-error node selector).
 #[inline]
 pub fn required_affinity_matches(pod: &PodInfo, node: &NodeInfo) -> bool {
     let labels = &node.node().metadata.labels;
@@ -174,8 +183,17 @@ impl FilterPlugin for NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
+    /// Skips pods with no preferred terms (here or in `addedAffinity`); fails with an
+    /// error for a pod whose preferred term upstream cannot parse, as upstream's
+    /// `NewPreferredSchedulingTerms` does.
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
-        let pod_pref = pod.pod.node_affinity().is_some_and(|a| !a.preferred.is_empty());
+        let preferred = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
+        if let Some(i) = preferred.iter().position(|t| !t.preference.is_parsable()) {
+            let path = format!("[{i}]");
+            let why = preferred[i].preference.parse_errors(&path).into_iter().next().map(|(p, w)| format!("{p}: {w}"));
+            return Status::error(why.unwrap_or(path));
+        }
+        let pod_pref = !preferred.is_empty();
         if !pod_pref && self.added_preferred().is_empty() { Status::SKIP } else { Status::SUCCESS }
     }
 }

@@ -20,6 +20,9 @@ pub struct NodeInfo {
     used_ports: SmallVec<[HostPort; 4]>,
     requested: Resources,
     non_zero_requested: Resources,
+    /// `[requested, non_zero_requested]` with the PodLevelResources gate off, kept from
+    /// the first pod with pod-level requests on (until then they equal the totals).
+    without_pod_level: Option<Box<[Resources; 2]>>,
     allocatable: Resources,
     images: Vec<(Symbol, i64)>,
     generation: u64,
@@ -38,6 +41,7 @@ impl NodeInfo {
             used_ports: SmallVec::new(),
             requested: Resources::default(),
             non_zero_requested: Resources::default(),
+            without_pod_level: None,
             images: Vec::new(),
             generation: 0,
         };
@@ -111,6 +115,25 @@ impl NodeInfo {
         &self.non_zero_requested
     }
 
+    /// Sum of the pods' requests with the `PodLevelResources` gate on (as
+    /// [`NodeInfo::requested`]) or off ([`PodInfo::requests_for`]).
+    #[inline]
+    pub fn requested_for(&self, pod_level_resources: bool) -> &Resources {
+        match &self.without_pod_level {
+            Some(off) if !pod_level_resources => &off[0],
+            _ => &self.requested,
+        }
+    }
+
+    /// Sum of the pods' requests with scoring defaults, with the gate on or off.
+    #[inline]
+    pub fn non_zero_requested_for(&self, pod_level_resources: bool) -> &Resources {
+        match &self.without_pod_level {
+            Some(off) if !pod_level_resources => &off[1],
+            _ => &self.non_zero_requested,
+        }
+    }
+
     /// What pods may use.
     #[inline]
     pub fn allocatable(&self) -> &Resources {
@@ -140,6 +163,14 @@ impl NodeInfo {
     /// Adds a pod and its requests and ports (no checks: the cache and plugins decide
     /// whether it fits). Used by the cache and by dry runs such as preemption.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        if self.without_pod_level.is_none() && pod.has_pod_level_requests() {
+            self.without_pod_level = Some(Box::new([self.requested.clone(), self.non_zero_requested.clone()]));
+        }
+        if let Some(off) = &mut self.without_pod_level {
+            off[0].add(pod.requests_for(false));
+            off[0].allowed_pod_number += 1;
+            off[1].add(pod.non_zero_requests_for(false));
+        }
         self.requested.add(&pod.requests);
         self.requested.allowed_pod_number += 1;
         self.non_zero_requested.add(&pod.non_zero_requests);
@@ -170,6 +201,11 @@ impl NodeInfo {
 
     fn remove_at(&mut self, i: usize) -> Arc<PodInfo> {
         let pod = self.pods.swap_remove(i);
+        if let Some(off) = &mut self.without_pod_level {
+            off[0].sub(pod.requests_for(false));
+            off[0].allowed_pod_number -= 1;
+            off[1].sub(pod.non_zero_requests_for(false));
+        }
         self.requested.sub(&pod.requests);
         self.requested.allowed_pod_number -= 1;
         self.non_zero_requested.sub(&pod.non_zero_requests);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::model::{Pod, PodError, Protocol, Resources, Symbol};
+use crate::model::{Pod, PodError, PodRequestOptions, Protocol, Resources, Symbol};
 
 /// A host port a pod occupies: `(ip, protocol, port)`; ip `0.0.0.0` is every address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,10 +43,15 @@ pub struct PodInfo {
     pub pod: Arc<Pod>,
     /// Uid (or namespace/name).
     pub uid: Arc<str>,
-    /// Effective requests.
+    /// Effective requests ([`Pod::requests`]), pod-level resources included (the
+    /// `PodLevelResources` gate's v1.36 default); see [`PodInfo::requests_for`].
     pub requests: Resources,
-    /// Requests with the scoring defaults applied.
+    /// Requests with the scoring defaults as a node counts the pod
+    /// ([`Pod::non_zero_requests`]); see [`PodInfo::non_zero_requests_for`].
     pub non_zero_requests: Resources,
+    /// The other variants, only for a pod that sets pod-level requests (for all other
+    /// pods every variant equals the two above).
+    pod_level: Option<Box<PodLevelVariants>>,
     /// Host ports requested.
     pub host_ports: SmallVec<[HostPort; 2]>,
     /// Interned namespace.
@@ -55,6 +60,15 @@ pub struct PodInfo {
     pub has_affinity: bool,
     /// Has required anti-affinity terms.
     pub has_required_anti_affinity: bool,
+}
+
+/// A pod with pod-level requests: what the scorers weigh with the gate on, and every
+/// request with the `PodLevelResources` gate off.
+#[derive(Debug, Clone, PartialEq)]
+struct PodLevelVariants {
+    scoring: Resources,
+    requests_off: Resources,
+    non_zero_off: Resources,
 }
 
 impl PodInfo {
@@ -92,10 +106,19 @@ impl PodInfo {
         });
         let has_required_anti_affinity =
             aff.and_then(|a| a.pod_anti_affinity.as_ref()).is_some_and(|p| !p.required.is_empty());
+        let pod_level = pod.has_pod_level_requests().then(|| {
+            Box::new(PodLevelVariants {
+                scoring: pod.scoring_requests_for(true),
+                requests_off: pod
+                    .requests_with(PodRequestOptions { pod_level_resources: false, ..PodRequestOptions::default() }),
+                non_zero_off: pod.non_zero_requests_for(false),
+            })
+        });
         PodInfo {
             uid: pod.uid().into(),
             requests: pod.requests(),
             non_zero_requests: pod.non_zero_requests(),
+            pod_level,
             host_ports,
             namespace: Symbol::intern(pod.namespace()),
             has_affinity,
@@ -107,5 +130,52 @@ impl PodInfo {
     /// Priority.
     pub fn priority(&self) -> i32 {
         self.pod.priority()
+    }
+
+    /// Whether the pod sets pod-level requests ([`Pod::has_pod_level_requests`]).
+    #[inline]
+    pub fn has_pod_level_requests(&self) -> bool {
+        self.pod_level.is_some()
+    }
+
+    /// Effective requests with the `PodLevelResources` gate on or off
+    /// ([`Pod::requests_with`]; upstream `SkipPodLevelResources: !enabled`).
+    ///
+    /// ```
+    /// use schedkit::model::{ResourceList, ResourceRequirements};
+    /// use schedkit::snapshot::PodInfo;
+    /// use schedkit::testing::PodBuilder;
+    /// let pod = PodBuilder::new("p").cpu("1").pod_request("cpu", "2").build();
+    /// let info = PodInfo::new(pod).unwrap();
+    /// assert_eq!(info.requests_for(true).milli_cpu, 2000);
+    /// assert_eq!(info.requests_for(false).milli_cpu, 1000);
+    /// ```
+    #[inline]
+    pub fn requests_for(&self, pod_level_resources: bool) -> &Resources {
+        match &self.pod_level {
+            Some(v) if !pod_level_resources => &v.requests_off,
+            _ => &self.requests,
+        }
+    }
+
+    /// Requests with the scoring defaults as a node counts the pod, with the gate on or
+    /// off ([`Pod::non_zero_requests_for`]).
+    #[inline]
+    pub fn non_zero_requests_for(&self, pod_level_resources: bool) -> &Resources {
+        match &self.pod_level {
+            Some(v) if !pod_level_resources => &v.non_zero_off,
+            _ => &self.non_zero_requests,
+        }
+    }
+
+    /// Requests as the resource scorers weigh the incoming pod, with the gate on or off
+    /// ([`Pod::scoring_requests_for`]).
+    #[inline]
+    pub fn scoring_requests_for(&self, pod_level_resources: bool) -> &Resources {
+        match &self.pod_level {
+            Some(v) if pod_level_resources => &v.scoring,
+            Some(v) => &v.non_zero_off,
+            None => &self.non_zero_requests,
+        }
     }
 }

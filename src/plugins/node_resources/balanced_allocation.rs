@@ -10,7 +10,8 @@ use super::ArgsError;
 use super::fit::DeviceClassResolver;
 use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
 use crate::framework::{
-    CycleState, ExtensionPoints, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
+    CycleState, ExtensionPoints, Feature, FeatureGates, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin,
+    Status,
 };
 use crate::plugins::helper::score_batch;
 use crate::plugins::names;
@@ -45,6 +46,16 @@ impl Default for BalancedAllocationArgs {
     }
 }
 
+impl BalancedAllocationArgs {
+    /// Upstream's defaulting of args read from a configuration
+    /// (`SetDefaults_NodeResourcesBalancedAllocationArgs`, `pkg/scheduler/apis/config/v1/defaults.go`):
+    /// empty `resources` become `cpu` and `memory`, and a weight of 0 becomes 1.
+    /// [`BalancedAllocation::from_config`] applies it.
+    pub fn set_defaults(&mut self) {
+        scoring::default_resource_specs(&mut self.resources);
+    }
+}
+
 /// The NodeResourcesBalancedAllocation plugin.
 #[derive(Debug, Clone)]
 pub struct BalancedAllocation {
@@ -70,6 +81,14 @@ impl BalancedAllocation {
         })
     }
 
+    /// Applies the feature gates the plugin reads: `PodLevelResources` (on by default)
+    /// decides whether pod-level requests count, for the pod and the pods on each node.
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
+        self.scored.pod_level = gates.enabled(Feature::PodLevelResources);
+        self
+    }
+
     /// Balances extended resources backed by a DRA device class by device counts on
     /// nodes that do not list them, as [`Fit::with_device_classes`](super::Fit::with_device_classes)
     /// scores them (upstream BalancedAllocation with `DRAExtendedResource`,
@@ -89,12 +108,14 @@ impl BalancedAllocation {
         BalancedState(reqs, dra)
     }
 
-    /// From config args (absent means defaults).
+    /// From config args (absent means defaults), defaulted as upstream defaults a
+    /// configuration ([`BalancedAllocationArgs::set_defaults`]).
     pub fn from_config(args: Option<&serde_json::Value>) -> Result<Self, ArgsError> {
-        let a = match args {
+        let mut a = match args {
             Some(v) => BalancedAllocationArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
             None => BalancedAllocationArgs::default(),
         };
+        a.set_defaults();
         BalancedAllocation::new(&a)
     }
 

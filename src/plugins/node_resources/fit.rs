@@ -12,8 +12,8 @@ use super::scoring::{self, Resources as ScoredResources, Scorer, ScoringStrategy
 use crate::framework::Reason;
 use crate::framework::{
     ActionType, ClusterEvent, ClusterEventWithHint, CycleState, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoints, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, QueueingHint,
-    ScorePlugin, Status,
+    ExtensionPoints, Feature, FeatureGates, FilterPlugin, NodeScore, Plugin, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, QueueingHint, ScorePlugin, Status,
 };
 use crate::model::{Symbol, is_extended_resource_name, native_names};
 use crate::plugins::helper::score_batch;
@@ -44,6 +44,26 @@ pub struct FitArgs {
     pub scoring_strategy: ScoringStrategy,
 }
 
+impl FitArgs {
+    /// Upstream's defaulting of args read from a configuration
+    /// (`SetDefaults_NodeResourcesFitArgs`, `pkg/scheduler/apis/config/v1/defaults.go`):
+    /// an empty `scoringStrategy.resources` becomes `cpu` and `memory` with weight 1, and
+    /// a weight of 0 becomes 1. [`Fit::from_config`] applies it; [`Fit::new`] takes args
+    /// as given (upstream `NewFit`), so a strategy with no resources builds and its
+    /// Score fails with "resources not found".
+    ///
+    /// ```
+    /// use schedkit::plugins::node_resources::{FitArgs, ResourceSpec};
+    /// let mut args: FitArgs =
+    ///     serde_json::from_str(r#"{"scoringStrategy": {"type": "MostAllocated", "resources": []}}"#).unwrap();
+    /// args.set_defaults();
+    /// assert_eq!(args.scoring_strategy.resources, [ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]);
+    /// ```
+    pub fn set_defaults(&mut self) {
+        scoring::default_resource_specs(&mut self.scoring_strategy.resources);
+    }
+}
+
 /// A resource the node lacks for the pod (upstream `InsufficientResource`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InsufficientResource {
@@ -70,6 +90,8 @@ pub struct Fit {
     scorer: Scorer,
     /// Resolves extended resources backed by DRA device classes (KEP-5004).
     device_classes: Option<Arc<dyn DeviceClassResolver>>,
+    /// The `PodLevelResources` gate.
+    pod_level: bool,
 }
 
 /// Maps an extended resource name to the device class that serves it (KEP-5004;
@@ -109,6 +131,8 @@ struct FitState {
     /// DynamicResources).
     scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]>,
     has_any: bool,
+    /// The `PodLevelResources` gate: which node totals to compare with.
+    pod_level: bool,
 }
 
 /// The pod's requests in the order of the scored resources, and the cycle's view of
@@ -136,7 +160,19 @@ impl Fit {
             scored: ScoredResources::new(&args.scoring_strategy.resources),
             scorer: Scorer::new(&args.scoring_strategy),
             device_classes: None,
+            pod_level: true,
         })
+    }
+
+    /// Applies the feature gates the plugin reads: `PodLevelResources` (on by default),
+    /// which decides whether pod-level requests count in Filter and Score, for the
+    /// incoming pod and the pods on each node (upstream `fts.EnablePodLevelResources`).
+    /// The default registry passes the [`Handle`](crate::framework::Handle)'s gates.
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Fit {
+        self.pod_level = gates.enabled(Feature::PodLevelResources);
+        self.scored.pod_level = self.pod_level;
+        self
     }
 
     /// Lets the plugin leave extended resources backed by a DRA device class to the
@@ -156,17 +192,19 @@ impl Fit {
         self
     }
 
-    /// From config args (absent means defaults).
+    /// From config args (absent means defaults), defaulted as upstream defaults a
+    /// configuration ([`FitArgs::set_defaults`]) before [`Fit::new`] validates them.
     pub fn from_config(args: Option<&serde_json::Value>) -> Result<Fit, ArgsError> {
-        let a = match args {
+        let mut a = match args {
             Some(v) => FitArgs::deserialize(v).map_err(|e| ArgsError::Decode(e.to_string()))?,
             None => FitArgs::default(),
         };
+        a.set_defaults();
         Fit::new(&a)
     }
 
     fn state_for(&self, pod: &PodInfo) -> FitState {
-        let r = &pod.requests;
+        let r = pod.requests_for(self.pod_level);
         let scalar: SmallVec<[(Symbol, i64, &'static str, bool); 2]> = r
             .scalar
             .iter()
@@ -198,6 +236,7 @@ impl Fit {
             ephemeral_storage: r.ephemeral_storage,
             has_any: r.milli_cpu != 0 || r.memory != 0 || r.ephemeral_storage != 0 || !r.scalar.is_empty(),
             scalar,
+            pod_level: self.pod_level,
         }
     }
 
@@ -214,7 +253,7 @@ impl Fit {
 #[inline]
 fn check(s: &FitState, node: &NodeInfo, mut report: impl FnMut(InsufficientResource)) {
     let alloc = node.allocatable();
-    let used = node.requested();
+    let used = node.requested_for(s.pod_level);
     let pods = node.pods().len() as i64;
     let names = native_names();
     if pods + 1 > alloc.allowed_pod_number {
@@ -290,7 +329,7 @@ impl FilterPlugin for Fit {
         };
         // Fast path without allocation: most nodes fit.
         let alloc = node.allocatable();
-        let used = node.requested();
+        let used = node.requested_for(s.pod_level);
         let fits = (node.pods().len() as i64) < alloc.allowed_pod_number
             && (!s.has_any
                 || ((s.milli_cpu == 0 || s.milli_cpu <= alloc.milli_cpu - used.milli_cpu)
@@ -353,8 +392,17 @@ impl Fit {
     }
 }
 
+/// Upstream's Score error for a strategy with no resources (`resource_allocation.go`).
+const ERR_NO_RESOURCES: &str = "resources not found";
+
 impl ScorePlugin for Fit {
+    /// Fails with an error ("resources not found", as upstream) when the scoring
+    /// strategy has no resources: only args built in code can have none, since
+    /// [`Fit::from_config`] defaults them.
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        if self.scored.kinds.is_empty() {
+            return Err(Status::error(ERR_NO_RESOURCES));
+        }
         match state.read::<FitScoreState>() {
             Some(s) => Ok(self.score_one(s, node)),
             None => Ok(self.score_one(&self.score_state(pod), node)),
@@ -368,6 +416,9 @@ impl ScorePlugin for Fit {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
+        if self.scored.kinds.is_empty() {
+            return Err(Status::error(ERR_NO_RESOURCES));
+        }
         score_batch(state, nodes, scores, || self.score_state(pod), |s, n| self.score_one(s, n));
         Ok(())
     }
@@ -399,7 +450,7 @@ impl EnqueueExtensions for Fit {
                             Some(o) => {
                                 let before = o.status.allocatable.to_resources();
                                 let after = fresh.allocatable();
-                                let r = &pod.requests;
+                                let r = pod.requests_for(this.pod_level);
                                 let grew = after.allowed_pod_number > before.allowed_pod_number
                                     || (r.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
                                     || (r.memory > 0 && after.memory > before.memory)

@@ -38,6 +38,20 @@ pub fn default_resources() -> Vec<ResourceSpec> {
     vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
 }
 
+/// Upstream's defaulting of a configured resource list (`pkg/scheduler/apis/config/v1/defaults.go`,
+/// `SetDefaults_NodeResourcesFitArgs` and `SetDefaults_NodeResourcesBalancedAllocationArgs`):
+/// empty becomes [`default_resources`]; a weight of 0 becomes 1.
+pub(crate) fn default_resource_specs(resources: &mut Vec<ResourceSpec>) {
+    if resources.is_empty() {
+        *resources = default_resources();
+    }
+    for r in resources {
+        if r.weight == 0 {
+            r.weight = 1;
+        }
+    }
+}
+
 /// A point of the RequestedToCapacityRatio function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UtilizationShapePoint {
@@ -164,6 +178,9 @@ pub(crate) struct Resources {
     /// Exactly `[cpu, memory]`, the default of both scorers: served by a
     /// straight-line path instead of the general loop.
     cpu_memory: bool,
+    /// The `PodLevelResources` gate: whether pod-level requests count, for the pod
+    /// and for the pods on each node.
+    pub pod_level: bool,
 }
 
 impl Resources {
@@ -183,7 +200,7 @@ impl Resources {
         };
         let kinds: SmallVec<[Kind; 4]> = specs.iter().map(|r| kind(&r.name)).collect();
         let cpu_memory = kinds.as_slice() == [Kind::Cpu, Kind::Memory];
-        Resources { kinds, weights: specs.iter().map(|r| r.weight).collect(), cpu_memory }
+        Resources { kinds, weights: specs.iter().map(|r| r.weight).collect(), cpu_memory, pod_level: true }
     }
 
     /// Whether the pod requests any scored resource other than cpu, memory and
@@ -207,9 +224,11 @@ impl Resources {
     }
 
     /// The pod's request of each resource, with the scoring defaults unless
-    /// `use_requested` (upstream `calculatePodResourceRequestList`).
+    /// `use_requested` (upstream `calculatePodResourceRequestList`, which passes
+    /// `SkipPodLevelResources: !PodLevelResources`).
     pub fn pod_requests(&self, pod: &PodInfo, use_requested: bool) -> SmallVec<[i64; 4]> {
-        let reqs = if use_requested { &pod.requests } else { &pod.non_zero_requests };
+        let reqs =
+            if use_requested { pod.requests_for(self.pod_level) } else { pod.scoring_requests_for(self.pod_level) };
         self.kinds
             .iter()
             .map(|k| match *k {
@@ -234,14 +253,16 @@ pub(crate) fn allocatable_and_requested(
     kind: Kind,
     pod_request: i64,
     use_requested: bool,
+    pod_level: bool,
     dra: Option<(&ExtendedDeviceCounts, usize)>,
 ) -> (i64, i64) {
-    let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
+    let all = node.requested_for(pod_level);
+    let requested = if use_requested { all } else { node.non_zero_requested_for(pod_level) };
     let alloc = node.allocatable();
     match kind {
         Kind::Cpu => (alloc.milli_cpu, requested.milli_cpu + pod_request),
         Kind::Memory => (alloc.memory, requested.memory + pod_request),
-        Kind::EphemeralStorage => (alloc.ephemeral_storage, node.requested().ephemeral_storage + pod_request),
+        Kind::EphemeralStorage => (alloc.ephemeral_storage, all.ephemeral_storage + pod_request),
         // A scalar resource the pod doesn't ask for is left out of the score.
         Kind::Scalar(_) if pod_request == 0 => (0, 0),
         Kind::Scalar(name) => {
@@ -254,7 +275,7 @@ pub(crate) fn allocatable_and_requested(
                 return (devices, allocated + pod_request);
             }
             match listed {
-                Some(a) => (a, node.requested().scalar(name) + pod_request),
+                Some(a) => (a, all.scalar(name) + pod_request),
                 None => (0, 0),
             }
         }
@@ -278,7 +299,11 @@ impl Resources {
         if self.cpu_memory
             && let ([pc, pm, ..], [wc, wm, ..]) = (pod_requests, self.weights.as_slice())
         {
-            let requested = if use_requested { node.requested() } else { node.non_zero_requested() };
+            let requested = if use_requested {
+                node.requested_for(self.pod_level)
+            } else {
+                node.non_zero_requested_for(self.pod_level)
+            };
             let alloc = node.allocatable();
             if alloc.milli_cpu != 0 {
                 f(alloc.milli_cpu, requested.milli_cpu + pc, *pc, *wc);
@@ -289,7 +314,7 @@ impl Resources {
             return;
         }
         for (i, ((kind, &pr), &w)) in self.kinds.iter().zip(pod_requests).zip(&self.weights).enumerate() {
-            let (a, r) = allocatable_and_requested(node, *kind, pr, use_requested, dra.map(|v| (v, i)));
+            let (a, r) = allocatable_and_requested(node, *kind, pr, use_requested, self.pod_level, dra.map(|v| (v, i)));
             if a != 0 {
                 f(a, r, pr, w);
             }
@@ -488,7 +513,7 @@ fn cpu_memory_balance(res: &Resources, pod_requests: &[i64], node: &NodeInfo) ->
     if !res.cpu_memory {
         return None;
     }
-    let (alloc, req) = (node.allocatable(), node.requested());
+    let (alloc, req) = (node.allocatable(), node.requested_for(res.pod_level));
     if alloc.milli_cpu == 0 || alloc.memory == 0 {
         return Some((MAX_NODE_SCORE, MAX_NODE_SCORE));
     }
