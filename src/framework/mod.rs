@@ -5,6 +5,7 @@
 mod clock;
 mod cycle_state;
 mod features;
+mod fit_message;
 mod handle;
 mod interface;
 pub mod metrics;
@@ -16,6 +17,7 @@ mod waiting_pods;
 
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
+pub(crate) use fit_message::{reason_histogram, write_fit_message};
 pub use features::{Feature, FeatureGateError, FeatureGates};
 pub use handle::Handle;
 pub use interface::{
