@@ -197,8 +197,15 @@ impl PostFilterPlugin for DefaultPreemption {
         snapshot: &Snapshot,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        let (result, status) =
-            preemption::post_filter_preempt(self, names::DEFAULT_PREEMPTION, &self.handle, state, pod, snapshot, statuses);
+        let (result, status) = preemption::post_filter_preempt(
+            self,
+            names::DEFAULT_PREEMPTION,
+            &self.handle,
+            state,
+            pod,
+            snapshot,
+            statuses,
+        );
         (result, with_preemption_prefix(status))
     }
 }

@@ -9,6 +9,7 @@ use super::parallel;
 use super::{FitError, ScheduleError, Scheduler};
 use crate::framework::preemption::run_filters_with_nominated;
 use crate::framework::runtime;
+use crate::framework::scheduler_metrics::{MetricPoint, ProfileMetrics, time_point};
 use crate::framework::{Code, CycleState, Handle, Profile, RunningProfile, Status};
 use crate::snapshot::{PodInfo, Snapshot};
 
@@ -145,10 +146,16 @@ pub(super) fn post_filter(
     snap: &Snapshot,
     handle: &Handle,
     mut err: FitError,
+    metrics: Option<&ProfileMetrics>,
 ) -> ScheduleError {
     if !profile.post_filter.is_empty() {
         RunningProfile::write(state, profile.clone());
-        let (r, s) = runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status);
+        let (r, s) = time_point(
+            metrics,
+            MetricPoint::PostFilter,
+            || runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status),
+            |(_, s)| s.code(),
+        );
         state.remove::<RunningProfile>();
         let nominated = r.and_then(|r| r.nominated_node_name);
         if let Some(node) = &nominated {

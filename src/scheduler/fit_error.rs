@@ -136,7 +136,8 @@ mod tests {
     #[test]
     fn absent_nodes_and_the_preemption_message() {
         let mut f = fit(5, &[(0, "Insufficient cpu"), (3, "Insufficient cpu")], "", "");
-        f.diagnosis.node_to_status.absent = Some(Status::unresolvable("node(s) didn't match Pod's node affinity/selector"));
+        f.diagnosis.node_to_status.absent =
+            Some(Status::unresolvable("node(s) didn't match Pod's node affinity/selector"));
         f.diagnosis.post_filter_msg =
             Some("preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.".to_owned());
         assert_eq!(
