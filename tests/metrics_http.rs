@@ -10,12 +10,12 @@ use std::sync::Arc;
 use prometheus_parse::{Sample, Scrape, Value};
 use schedkit::framework::scheduler_metrics::{ATTEMPT_BUCKETS, EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS};
 use schedkit::framework::{
-    BindPlugin, CycleState, ExtensionPoints, FilterPlugin, LatencyRecorder, Plugin, PostBindPlugin, PreBindPlugin,
-    Profile, ReservePlugin, ScorePlugin, Status,
+    BindPlugin, CycleState, ExtensionPoints, FilterPlugin, LatencyRecorder, NodeToStatus, Plugin, PostBindPlugin,
+    PostFilterPlugin, PostFilterResult, PreBindPlugin, Profile, ReservePlugin, ScorePlugin, Status,
 };
 use schedkit::metrics_server::MetricsServer;
 use schedkit::scheduler::Scheduler;
-use schedkit::snapshot::{NodeInfo, PodInfo};
+use schedkit::snapshot::{NodeInfo, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 
 /// Filter on free CPU, Score by free CPU.
@@ -42,14 +42,30 @@ impl ScorePlugin for Fits {
     }
 }
 
-/// Every binding-cycle extension point, doing nothing.
+/// Every binding-cycle extension point, doing nothing; and a PostFilter that can't help.
 struct Binder;
 impl Plugin for Binder {
     fn name(&self) -> &str {
         "Binder"
     }
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.reserve(self.clone()).pre_bind(self.clone()).bind(self.clone()).post_bind(self);
+        points
+            .post_filter(self.clone())
+            .reserve(self.clone())
+            .pre_bind(self.clone())
+            .bind(self.clone())
+            .post_bind(self);
+    }
+}
+impl PostFilterPlugin for Binder {
+    fn post_filter(
+        &self,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &Snapshot,
+        _: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        (None, Status::unschedulable("Binder could not help"))
     }
 }
 impl ReservePlugin for Binder {
@@ -215,6 +231,7 @@ fn metrics_over_http_parse_back_with_upstream_names_labels_and_buckets() {
         &EXTENSION_POINT_BUCKETS,
     );
     assert_eq!(point("PreFilter", "Success"), 6);
+    assert_eq!(point("PostFilter", "Unschedulable"), 1, "the huge pod");
     for ep in ["Score", "Reserve", "Permit", "PreBind", "Bind", "PostBind"] {
         assert_eq!(point(ep, "Success"), 5, "{ep}");
     }
@@ -235,6 +252,7 @@ fn metrics_over_http_parse_back_with_upstream_names_labels_and_buckets() {
     for ep in ["Reserve", "PreBind", "Bind", "PostBind"] {
         assert_eq!(plugin("Binder", ep, "Success"), 5, "{ep}");
     }
+    assert_eq!(plugin("Binder", "PostFilter", "Unschedulable"), 1);
 
     // scheduler_pending_pods{queue}: the huge pod waits in the unschedulable pool.
     let pending = |q: &str| scalar(&find(&scrape, "scheduler_pending_pods", &[("queue", q)]).expect("pending").value);

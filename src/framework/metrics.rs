@@ -4,7 +4,7 @@
 //!
 //! Give a [`LatencyRecorder`] to `SchedulerBuilder::latency_recorder`; the scheduler then
 //! times every plugin call of a sampled cycle and records it in the plugin's histogram:
-//! PreFilter, Filter (per node), PreScore, Score (per batched `score_nodes` call, i.e.
+//! PreFilter, Filter (per node), PostFilter, PreScore, Score (per batched `score_nodes` call, i.e.
 //! all feasible nodes of the cycle, or one chunk of them when Score runs in parallel),
 //! NormalizeScore, Reserve, Unreserve, Permit, and the binding cycle's PreBind, Bind
 //! and PostBind. Like upstream (`pluginMetricsSamplePercent = 10`) it samples cycles,
@@ -189,6 +189,7 @@ pub(crate) type PointTimers = Vec<Arc<PluginTimer>>;
 pub(crate) struct ProfileTimers {
     pub pre_filter: PointTimers,
     pub filter: PointTimers,
+    pub post_filter: PointTimers,
     pub pre_score: PointTimers,
     pub score: PointTimers,
     pub normalize: PointTimers,
@@ -286,6 +287,7 @@ impl LatencyRecorder {
         ProfileTimers {
             pre_filter: get("PreFilter", profile.pre_filter_plugins()),
             filter: get("Filter", profile.filter_plugins()),
+            post_filter: get("PostFilter", profile.post_filter_plugins()),
             pre_score: get("PreScore", profile.pre_score_plugins()),
             score: get("Score", score.clone()),
             normalize: get("NormalizeScore", score),

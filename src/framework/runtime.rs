@@ -254,11 +254,16 @@ pub(crate) fn run_post_filter(
     pod: &PodInfo,
     snapshot: &Snapshot,
     statuses: &NodeToStatus,
+    t: Option<&PointTimers>,
 ) -> (Option<PostFilterResult>, Status) {
     let mut last = Status::unschedulable("no PostFilter plugin could help");
-    for p in &profile.post_filter {
-        let (r, s) = guard(p.name, "PostFilter", || p.plugin.post_filter(state, pod, snapshot, statuses))
-            .unwrap_or_else(|s| (None, s));
+    for (i, p) in profile.post_filter.iter().enumerate() {
+        let (r, s) = timed(
+            timer(t, i),
+            || guard(p.name, "PostFilter", || p.plugin.post_filter(state, pod, snapshot, statuses)),
+            |r| r.as_ref().map_or_else(Status::code, |(_, s)| s.code()),
+        )
+        .unwrap_or_else(|s| (None, s));
         if s.is_success() || s.code() == Code::Error {
             return (r, s.with_plugin(p.name));
         }

@@ -324,7 +324,7 @@ impl Scheduler {
                     ..Diagnosis::default()
                 };
                 d.node_to_status.absent = Some(s);
-                return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m));
+                return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
             }
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
@@ -367,7 +367,7 @@ impl Scheduler {
                     Some(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {:?}", pre.narrowing_plugins)));
             }
             d.node_to_status.statuses = statuses;
-            return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m));
+            return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
         }
         if self.bufs.feasible.len() == 1 {
             let node = snap.nodes()[self.bufs.feasible[0]].node().name().to_owned();
