@@ -46,7 +46,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
-//! | on top | [`sim`], [`testing`] | the trace replay (the FGD paper's method); builders and fakes for tests |
+//! | on top | [`sim`], [`testing`], `metrics_server` (feature `metrics`) | the trace replay (the FGD paper's method); builders and fakes for tests; `/metrics` over HTTP on 127.0.0.1 |
 //! | cycles | [`scheduler`] | `schedule_one` (sampling, Filter, Score, Reserve, Permit), the binding cycle as a value, the run loop |
 //! | queue | [`queue`] | activeQ, backoffQ, the unschedulable pool, PreEnqueue gating, events and queueing hints |
 //! | built-ins | [`plugins`] | kube-scheduler's default plugins, scheduler-plugins, DRA, GPU sharing and topology; one folder or file each |
@@ -74,6 +74,8 @@
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;
+#[cfg(feature = "metrics")]
+pub mod metrics_server;
 pub mod model;
 pub mod plugins;
 pub mod queue;

@@ -128,7 +128,7 @@ fn pre_filter_result_narrows_the_nodes_filtered() {
     let err = s.schedule_pod(pod("p")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously. B could not help."
+        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously. B could not help"
     );
     assert!(calls(&log, "Filter").is_empty());
 }
@@ -244,7 +244,7 @@ fn fit_error_counts_reasons_like_upstream() {
     assert_eq!(fit.num_all_nodes, 5);
     assert_eq!(
         err.to_string(),
-        "0/5 nodes are available: 2 node(s) had untolerated taint {gpu: true}, 3 Insufficient cpu. A could not help."
+        "0/5 nodes are available: 2 node(s) had untolerated taint {gpu: true}, 3 Insufficient cpu. A could not help"
     );
     assert_eq!(calls(&log, "PostFilter"), ["PostFilter:A"]);
     assert_eq!(fit.diagnosis.unschedulable_plugins, ["A"]);

@@ -578,7 +578,33 @@ fn no_candidates_message() {
     let mut s = scheduler(vec![node("node1", "4")], vec![running("hi", "node1", HIGH, "4")]);
     let err = s.sched.schedule_pod(PodBuilder::new("p").priority(MID).cpu("4").build()).unwrap_err();
     assert_eq!(nominated(&err), None);
-    assert!(err.to_string().contains("1 No preemption victims found for incoming pod"), "{err}");
+    // Upstream's text (types.go `FitError.Error()`, with DefaultPreemption's
+    // "preemption: " prefix and one period, as default_preemption_test.go expects).
+    assert_eq!(
+        err.to_string(),
+        "0/1 nodes are available: 1 Insufficient cpu. \
+         preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
+}
+
+/// Upstream `TestPostFilter` (default_preemption_test.go), "no candidate nodes found
+/// with no available nodes" and its two-node variant: nodes preemption can't help
+/// (here: a node selector) read "Preemption is not helpful for scheduling".
+#[test]
+fn preemption_not_helpful_message() {
+    for n in [1usize, 2] {
+        let nodes = (1..=n).map(|i| node(&format!("node{i}"), "4")).collect();
+        let mut s = scheduler(nodes, vec![]);
+        let pod = PodBuilder::new("p").priority(HIGH).cpu("1").node_selector("pool", "b").build();
+        let err = s.sched.schedule_pod(pod).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "0/{n} nodes are available: {n} node(s) didn't match Pod's node affinity/selector. \
+                 preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+            )
+        );
+    }
 }
 
 struct FailingEvictor;

@@ -1,18 +1,29 @@
 //! The per-plugin latency recorder: one histogram per plugin per extension point
-//! (upstream's `plugin_execution_duration_seconds`), opt-in.
+//! (upstream's `plugin_execution_duration_seconds`), opt-in, and the home of the
+//! metrics in kube-scheduler's terms ([`SchedulerMetrics`]).
 //!
 //! Give a [`LatencyRecorder`] to `SchedulerBuilder::latency_recorder`; the scheduler then
 //! times every plugin call of a sampled cycle and records it in the plugin's histogram:
-//! PreFilter, Filter (per node), PreScore, Score (per batched `score_nodes` call, i.e.
+//! PreFilter, Filter (per node), PostFilter, PreScore, Score (per batched `score_nodes` call, i.e.
 //! all feasible nodes of the cycle, or one chunk of them when Score runs in parallel),
-//! NormalizeScore, Reserve and Permit. The binding cycle (PreBind, Bind, PostBind) is
-//! not timed. Like upstream (`pluginMetricsSamplePercent = 10`) it samples cycles, by
-//! default one in ten, since reading the clock around every Filter call costs more than
-//! many Filter plugins do; [`LatencyRecorder::every_cycle`] records all. Without a
-//! recorder the cycle only tests an `Option` once per cycle and per plugin call.
+//! NormalizeScore, Reserve, Unreserve, Permit, and the binding cycle's PreBind, Bind
+//! and PostBind. Like upstream (`pluginMetricsSamplePercent = 10`) it samples cycles,
+//! by default one in ten (upstream draws 10% at random; schedkit takes every tenth, so
+//! runs are reproducible), since reading the clock around every Filter call costs more
+//! than many Filter plugins do; [`LatencyRecorder::every_cycle`] records all.
 //!
-//! Histograms are lock-free (atomic log-linear buckets, ~3% relative precision), so
-//! parallel Filter and Score threads record without contention.
+//! Every cycle, sampled or not, also records what upstream records unsampled: each
+//! extension point as a whole (`scheduler_framework_extension_point_duration_seconds`),
+//! and each attempt's result and duration from the start of the scheduling cycle to
+//! the end of binding (`scheduler_scheduling_attempt_duration_seconds`,
+//! `scheduler_schedule_attempts_total`); `scheduler_pending_pods` is read from the
+//! queue when asked. With the `metrics` feature, `LatencyRecorder::encode_openmetrics`
+//! renders all of it with upstream's names, labels, help texts and buckets, and
+//! `schedkit::metrics_server` serves it over HTTP.
+//!
+//! Without a recorder the cycle only tests an `Option` once per cycle and per plugin
+//! or extension-point call. Histograms are lock-free (atomic buckets), so parallel
+//! Filter and Score threads record without contention.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -41,6 +52,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+
+use super::Code;
+use super::scheduler_metrics::PluginTimer;
+pub use super::scheduler_metrics::SchedulerMetrics;
 
 /// Values below this many nanoseconds get a bucket each.
 const LINEAR: u64 = 64;
@@ -151,33 +166,39 @@ impl Histogram {
     }
 }
 
-/// Times `f` into `h` when given; just runs it otherwise.
+/// Times `f` into `t` when given, with the status `code_of` reads from its result
+/// (upstream's `status` label); just runs it otherwise.
 #[inline]
-pub(crate) fn timed<R>(h: Option<&Histogram>, f: impl FnOnce() -> R) -> R {
-    match h {
+pub(crate) fn timed<R>(t: Option<&PluginTimer>, f: impl FnOnce() -> R, code_of: impl FnOnce(&R) -> Code) -> R {
+    match t {
         None => f(),
-        Some(h) => {
-            let t = Instant::now();
+        Some(t) => {
+            let start = Instant::now();
             let r = f();
-            h.record(t.elapsed());
+            t.observe(code_of(&r), start.elapsed());
             r
         }
     }
 }
 
-/// Histograms of every plugin of one extension point of a profile, by position.
-pub(crate) type PointTimers = Vec<Arc<Histogram>>;
+/// Timers of every plugin of one extension point of a profile, by position.
+pub(crate) type PointTimers = Vec<Arc<PluginTimer>>;
 
-/// A profile's histograms, resolved once so the cycle indexes instead of looking up.
+/// A profile's plugin timers, resolved once so the cycle indexes instead of looking up.
 #[derive(Debug, Default)]
 pub(crate) struct ProfileTimers {
     pub pre_filter: PointTimers,
     pub filter: PointTimers,
+    pub post_filter: PointTimers,
     pub pre_score: PointTimers,
     pub score: PointTimers,
     pub normalize: PointTimers,
     pub reserve: PointTimers,
+    pub unreserve: PointTimers,
     pub permit: PointTimers,
+    pub pre_bind: PointTimers,
+    pub bind: PointTimers,
+    pub post_bind: PointTimers,
 }
 
 /// Opt-in per-plugin, per-extension-point latency histograms.
@@ -185,6 +206,7 @@ pub struct LatencyRecorder {
     sample_every: u64,
     cycles: AtomicU64,
     entries: RwLock<Vec<(&'static str, &'static str, Arc<Histogram>)>>,
+    kube: SchedulerMetrics,
 }
 
 impl fmt::Debug for LatencyRecorder {
@@ -212,7 +234,12 @@ impl LatencyRecorder {
 
     /// Records one cycle in `n` (0 is taken as 1).
     pub fn sampling(n: u64) -> LatencyRecorder {
-        LatencyRecorder { sample_every: n.max(1), cycles: AtomicU64::new(0), entries: RwLock::new(Vec::new()) }
+        LatencyRecorder {
+            sample_every: n.max(1),
+            cycles: AtomicU64::new(0),
+            entries: RwLock::new(Vec::new()),
+            kube: SchedulerMetrics::default(),
+        }
     }
 
     /// Whether the next cycle is recorded (advances the sampling counter).
@@ -235,20 +262,49 @@ impl LatencyRecorder {
         h
     }
 
+    /// The timer of `plugin` at `point` (created on first use), feeding both the
+    /// summary histogram and upstream's buckets.
+    pub fn plugin_timer(&self, plugin: &'static str, point: &'static str) -> Arc<PluginTimer> {
+        let find = |v: &[Arc<PluginTimer>]| v.iter().find(|t| t.plugin == plugin && t.point == point).cloned();
+        if let Some(t) = find(&self.kube.plugins.read()) {
+            return t;
+        }
+        let summary = self.histogram(plugin, point);
+        let mut w = self.kube.plugins.write();
+        if let Some(t) = find(&w) {
+            return t;
+        }
+        let t = Arc::new(PluginTimer::new(plugin, point, summary));
+        w.push(t.clone());
+        t
+    }
+
     pub(crate) fn timers(&self, profile: &super::Profile) -> ProfileTimers {
         let get = |point: &'static str, names: Vec<&'static str>| -> PointTimers {
-            names.into_iter().map(|n| self.histogram(n, point)).collect()
+            names.into_iter().map(|n| self.plugin_timer(n, point)).collect()
         };
         let score: Vec<&'static str> = profile.score.iter().map(|s| s.name).collect();
         ProfileTimers {
             pre_filter: get("PreFilter", profile.pre_filter_plugins()),
             filter: get("Filter", profile.filter_plugins()),
+            post_filter: get("PostFilter", profile.post_filter_plugins()),
             pre_score: get("PreScore", profile.pre_score_plugins()),
             score: get("Score", score.clone()),
             normalize: get("NormalizeScore", score),
             reserve: get("Reserve", profile.reserve_plugins()),
+            unreserve: get("Unreserve", profile.reserve_plugins()),
             permit: get("Permit", profile.permit_plugins()),
+            pre_bind: get("PreBind", profile.pre_bind.iter().map(|p| p.name).collect()),
+            bind: get("Bind", profile.bind.iter().map(|p| p.name).collect()),
+            post_bind: get("PostBind", profile.post_bind.iter().map(|p| p.name).collect()),
         }
+    }
+
+    /// The metrics in kube-scheduler's terms (extension points, attempts, pending
+    /// pods, plugins by status); render them with `LatencyRecorder::encode_openmetrics`
+    /// (feature `metrics`).
+    pub fn scheduler_metrics(&self) -> &SchedulerMetrics {
+        &self.kube
     }
 
     /// Clears every histogram.
@@ -256,6 +312,7 @@ impl LatencyRecorder {
         for e in self.entries.read().iter() {
             e.2.reset();
         }
+        self.kube.reset();
     }
 
     /// A snapshot of every histogram with at least one value.

@@ -5,18 +5,23 @@
 mod clock;
 mod cycle_state;
 mod features;
+mod fit_message;
 mod handle;
 mod interface;
 pub mod metrics;
+#[cfg(feature = "metrics")]
+mod openmetrics;
 pub mod preemption;
 mod profile;
 pub(crate) mod runtime;
+pub mod scheduler_metrics;
 mod status;
 mod waiting_pods;
 
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
 pub use features::{Feature, FeatureGateError, FeatureGates};
+pub(crate) use fit_message::{reason_histogram, write_fit_message};
 pub use handle::Handle;
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,

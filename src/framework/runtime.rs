@@ -4,7 +4,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use super::metrics::{Histogram, PointTimers, timed};
+use super::metrics::{PointTimers, timed};
+use super::scheduler_metrics::PluginTimer;
 use super::waiting_pods::check_timeout;
 use smallvec::SmallVec;
 
@@ -65,7 +66,7 @@ pub(crate) fn run_pre_filter(
 
 /// The timer of plugin `i`, when timing.
 #[inline]
-fn timer(t: Option<&PointTimers>, i: usize) -> Option<&Histogram> {
+fn timer(t: Option<&PointTimers>, i: usize) -> Option<&PluginTimer> {
     t.and_then(|t| t.get(i)).map(|h| &**h)
 }
 
@@ -81,8 +82,12 @@ pub(crate) fn run_pre_filter_timed(
     let mut narrowing_plugins = Vec::new();
     let mut rejected: Option<Status> = None;
     for (i, p) in profile.pre_filter.iter().enumerate() {
-        let (r, s) = timed(timer(t, i), || guard(p.name, "PreFilter", || p.plugin.pre_filter(state, pod, snapshot)))
-            .unwrap_or_else(|s| (None, s));
+        let (r, s) = timed(
+            timer(t, i),
+            || guard(p.name, "PreFilter", || p.plugin.pre_filter(state, pod, snapshot)),
+            |r| r.as_ref().map_or_else(Status::code, |(_, s)| s.code()),
+        )
+        .unwrap_or_else(|s| (None, s));
         if s.is_skip() {
             if let Some(f) = profile.pre_filter_to_filter[i] {
                 state.skip_filter.insert(f);
@@ -222,7 +227,7 @@ pub(crate) fn run_filters_timed(
             continue;
         }
         current.set(i);
-        let s = timed(timer(Some(t), i), || p.plugin.filter(state, pod, node));
+        let s = timed(timer(Some(t), i), || p.plugin.filter(state, pod, node), Status::code);
         if !s.is_success() {
             return filter_failure(s, p.name);
         }
@@ -258,11 +263,16 @@ pub(crate) fn run_post_filter(
     pod: &PodInfo,
     snapshot: &Snapshot,
     statuses: &NodeToStatus,
+    t: Option<&PointTimers>,
 ) -> (Option<PostFilterResult>, Status) {
     let mut last = Status::unschedulable("no PostFilter plugin could help");
-    for p in &profile.post_filter {
-        let (r, s) = guard(p.name, "PostFilter", || p.plugin.post_filter(state, pod, snapshot, statuses))
-            .unwrap_or_else(|s| (None, s));
+    for (i, p) in profile.post_filter.iter().enumerate() {
+        let (r, s) = timed(
+            timer(t, i),
+            || guard(p.name, "PostFilter", || p.plugin.post_filter(state, pod, snapshot, statuses)),
+            |r| r.as_ref().map_or_else(Status::code, |(_, s)| s.code()),
+        )
+        .unwrap_or_else(|s| (None, s));
         if s.is_success() || s.code() == Code::Error {
             return (r, s.with_plugin(p.name));
         }
@@ -280,7 +290,8 @@ pub(crate) fn run_pre_score(
     t: Option<&PointTimers>,
 ) -> Status {
     for (i, p) in profile.pre_score.iter().enumerate() {
-        let s = timed(timer(t, i), || flatten(p.name, "PreScore", || p.plugin.pre_score(state, pod, nodes)));
+        let s =
+            timed(timer(t, i), || flatten(p.name, "PreScore", || p.plugin.pre_score(state, pod, nodes)), Status::code);
         if s.is_skip() {
             if let Some(sc) = profile.pre_score_to_score[i] {
                 state.skip_score.insert(sc);
@@ -303,7 +314,7 @@ pub(crate) fn run_reserve(
     t: Option<&PointTimers>,
 ) -> Status {
     for (i, p) in profile.reserve.iter().enumerate() {
-        let s = timed(timer(t, i), || flatten(p.name, "Reserve", || p.plugin.reserve(state, pod, node)));
+        let s = timed(timer(t, i), || flatten(p.name, "Reserve", || p.plugin.reserve(state, pod, node)), Status::code);
         if !s.is_success() {
             return s.with_plugin(p.name);
         }
@@ -313,9 +324,20 @@ pub(crate) fn run_reserve(
 
 /// Unreserve: every Reserve plugin, in reverse order; panics are swallowed (there is
 /// nothing left to report them to but the log of the caller's status).
-pub(crate) fn run_unreserve(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) {
-    for p in profile.reserve.iter().rev() {
-        let _ = guard(p.name, "Unreserve", || p.plugin.unreserve(state, pod, node));
+/// Each plugin is timed into `t` (status `Success`, as upstream) when given.
+pub(crate) fn run_unreserve_timed(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+    t: Option<&PointTimers>,
+) {
+    for (i, p) in profile.reserve.iter().enumerate().rev() {
+        let _ = timed(
+            timer(t, i),
+            || guard(p.name, "Unreserve", || p.plugin.unreserve(state, pod, node)),
+            |_| Code::Success,
+        );
     }
 }
 
@@ -335,8 +357,16 @@ pub(crate) fn run_permit(
 ) -> PermitOutcome {
     let mut waits = Vec::new();
     for (i, p) in profile.permit.iter().enumerate() {
-        let d = timed(timer(t, i), || guard(p.name, "Permit", || p.plugin.permit(state, pod, node)))
-            .unwrap_or_else(PermitDecision::Reject);
+        let d = timed(
+            timer(t, i),
+            || guard(p.name, "Permit", || p.plugin.permit(state, pod, node)),
+            |r| match r {
+                Ok(PermitDecision::Allow) => Code::Success,
+                Ok(PermitDecision::Wait(_)) => Code::Wait,
+                Ok(PermitDecision::Reject(s)) | Err(s) => s.code(),
+            },
+        )
+        .unwrap_or_else(PermitDecision::Reject);
         match d {
             PermitDecision::Allow => {}
             PermitDecision::Wait(t) => match check_timeout(p.name, t) {
@@ -352,9 +382,15 @@ pub(crate) fn run_permit(
     if waits.is_empty() { PermitOutcome::Allow } else { PermitOutcome::Wait(waits) }
 }
 
-pub(crate) fn run_pre_bind(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-    for p in &profile.pre_bind {
-        let s = flatten(p.name, "PreBind", || p.plugin.pre_bind(state, pod, node));
+pub(crate) fn run_pre_bind(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+    t: Option<&PointTimers>,
+) -> Status {
+    for (i, p) in profile.pre_bind.iter().enumerate() {
+        let s = timed(timer(t, i), || flatten(p.name, "PreBind", || p.plugin.pre_bind(state, pod, node)), Status::code);
         if !s.is_success() && !s.is_skip() {
             return s.with_plugin(p.name);
         }
@@ -363,9 +399,15 @@ pub(crate) fn run_pre_bind(profile: &Profile, state: &mut CycleState, pod: &PodI
 }
 
 /// Bind: the first plugin that doesn't Skip decides.
-pub(crate) fn run_bind(profile: &Profile, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-    for p in &profile.bind {
-        let s = flatten(p.name, "Bind", || p.plugin.bind(state, pod, node));
+pub(crate) fn run_bind(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+    t: Option<&PointTimers>,
+) -> Status {
+    for (i, p) in profile.bind.iter().enumerate() {
+        let s = timed(timer(t, i), || flatten(p.name, "Bind", || p.plugin.bind(state, pod, node)), Status::code);
         if s.is_skip() {
             continue;
         }
@@ -379,8 +421,12 @@ pub(crate) fn run_bind(profile: &Profile, state: &mut CycleState, pod: &PodInfo,
     }
 }
 
-pub(crate) fn run_post_bind(profile: &Profile, state: &CycleState, pod: &PodInfo, node: &str) {
-    for p in &profile.post_bind {
-        let _ = guard(p.name, "PostBind", || p.plugin.post_bind(state, pod, node));
+pub(crate) fn run_post_bind(profile: &Profile, state: &CycleState, pod: &PodInfo, node: &str, t: Option<&PointTimers>) {
+    for (i, p) in profile.post_bind.iter().enumerate() {
+        let _ = timed(
+            timer(t, i),
+            || guard(p.name, "PostBind", || p.plugin.post_bind(state, pod, node)),
+            |_| Code::Success,
+        );
     }
 }

@@ -197,6 +197,30 @@ impl PostFilterPlugin for DefaultPreemption {
         snapshot: &Snapshot,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        preemption::post_filter_preempt(self, names::DEFAULT_PREEMPTION, &self.handle, state, pod, snapshot, statuses)
+        let (result, status) = preemption::post_filter_preempt(
+            self,
+            names::DEFAULT_PREEMPTION,
+            &self.handle,
+            state,
+            pod,
+            snapshot,
+            statuses,
+        );
+        (result, with_preemption_prefix(status))
+    }
+}
+
+/// Upstream `DefaultPreemption.PostFilter`: a non-empty message comes back as one
+/// reason `"preemption: " + message` with the same code, so the scheduler's FitError
+/// ends with e.g. `preemption: 0/3 nodes are available: 3 Preemption is not helpful
+/// for scheduling.`
+fn with_preemption_prefix(status: Status) -> Status {
+    if status.reasons().is_empty() {
+        return status;
+    }
+    let prefixed = Status::new(status.code(), format!("preemption: {}", status.message()));
+    match status.plugin() {
+        Some(p) => prefixed.with_plugin(p),
+        None => prefixed,
     }
 }

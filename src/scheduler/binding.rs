@@ -2,11 +2,14 @@
 //! (upstream `bindingCycle` in `schedule_one.go`), as a value the caller runs.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use crate::framework::metrics::ProfileTimers;
 use crate::framework::runtime;
-use crate::framework::{CycleState, Handle, Profile, Status, WaitingPod};
+use crate::framework::scheduler_metrics::{AttemptResult, MetricPoint, ProfileMetrics, time_point};
+use crate::framework::{Code, CycleState, Handle, Profile, Status, WaitingPod};
 use crate::snapshot::{Cache, PodInfo};
 
 /// A binding that failed; the pod was unreserved and forgotten, so its node's
@@ -39,6 +42,23 @@ struct Inner {
     pod: Arc<PodInfo>,
     node: String,
     waiting: Option<Arc<WaitingPod>>,
+    metrics: Option<BindingMetrics>,
+}
+
+/// What the binding cycle records when the scheduler has a latency recorder: the
+/// profile's extension-point and attempt metrics, the plugin timers when the cycle
+/// was sampled, and when the attempt started (upstream's attempt duration covers
+/// the scheduling and the binding cycle).
+pub(crate) struct BindingMetrics {
+    profile: Arc<ProfileMetrics>,
+    timers: Option<Arc<ProfileTimers>>,
+    started: Instant,
+}
+
+impl BindingMetrics {
+    pub(crate) fn new(profile: Arc<ProfileMetrics>, timers: Option<Arc<ProfileTimers>>, started: Instant) -> Self {
+        BindingMetrics { profile, timers, started }
+    }
 }
 
 impl std::fmt::Debug for BindingCycle {
@@ -56,6 +76,7 @@ impl std::fmt::Debug for BindingCycle {
 }
 
 impl BindingCycle {
+    #[expect(clippy::too_many_arguments, reason = "internal; the scheduling cycle's hand-over")]
     pub(crate) fn new(
         profile: Arc<Profile>,
         cache: Arc<Mutex<Cache>>,
@@ -64,8 +85,9 @@ impl BindingCycle {
         pod: Arc<PodInfo>,
         node: String,
         waiting: Option<Arc<WaitingPod>>,
+        metrics: Option<BindingMetrics>,
     ) -> BindingCycle {
-        BindingCycle { inner: Some(Inner { profile, cache, handle, state, pod, node, waiting }) }
+        BindingCycle { inner: Some(Inner { profile, cache, handle, state, pod, node, waiting, metrics }) }
     }
 
     fn inner(&self) -> &Inner {
@@ -117,16 +139,36 @@ impl BindingCycle {
                 return Err(fail(&mut i, s));
             }
         }
-        let s = runtime::run_pre_bind(&i.profile, &mut i.state, &i.pod, &i.node);
+        let m = i.metrics.as_ref().map(|m| &*m.profile);
+        let t = i.metrics.as_ref().and_then(|m| m.timers.as_deref());
+        let s = time_point(
+            m,
+            MetricPoint::PreBind,
+            || runtime::run_pre_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.pre_bind)),
+            Status::code,
+        );
         if !s.is_success() {
             return Err(fail(&mut i, s));
         }
-        let s = runtime::run_bind(&i.profile, &mut i.state, &i.pod, &i.node);
+        let s = time_point(
+            m,
+            MetricPoint::Bind,
+            || runtime::run_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.bind)),
+            Status::code,
+        );
         if !s.is_success() {
             return Err(fail(&mut i, s));
         }
         let _ = i.cache.lock().finish_binding(&i.pod.uid);
-        runtime::run_post_bind(&i.profile, &i.state, &i.pod, &i.node);
+        time_point(
+            m,
+            MetricPoint::PostBind,
+            || runtime::run_post_bind(&i.profile, &i.state, &i.pod, &i.node, t.map(|t| &t.post_bind)),
+            |()| Code::Success,
+        );
+        if let Some(m) = &i.metrics {
+            m.profile.observe_attempt(AttemptResult::Scheduled, m.started.elapsed());
+        }
         Ok(i.pod)
     }
 
@@ -149,7 +191,18 @@ fn fail(i: &mut Inner, status: Status) -> BindError {
     if let Some(wp) = i.waiting.take() {
         i.handle.waiting_pods().remove(&wp.pod().uid);
     }
-    runtime::run_unreserve(&i.profile, &mut i.state, &i.pod, &i.node);
+    let m = i.metrics.as_ref().map(|m| &*m.profile);
+    let t = i.metrics.as_ref().and_then(|m| m.timers.as_deref());
+    time_point(
+        m,
+        MetricPoint::Unreserve,
+        || runtime::run_unreserve_timed(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.unreserve)),
+        |()| Code::Success,
+    );
     let _ = i.cache.lock().forget_pod(&i.pod.uid);
+    // As upstream `handleBindingCycleError` -> `handleSchedulingFailure`.
+    if let Some(m) = &i.metrics {
+        m.profile.observe_attempt(AttemptResult::of_failure(status.is_rejected()), m.started.elapsed());
+    }
     BindError { pod: i.pod.pod.key(), node: i.node.clone(), status }
 }

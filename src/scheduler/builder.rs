@@ -6,7 +6,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::score::Rng;
-use super::{Buffers, Scheduler, SchedulerConfig, TieBreak};
+use super::{Buffers, MetricsState, Scheduler, SchedulerConfig, TieBreak};
+use crate::framework::scheduler_metrics::PendingPods;
 use crate::framework::{Clock, Handle, LatencyRecorder, Profile, RealClock};
 use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
 use crate::snapshot::Cache;
@@ -103,21 +104,39 @@ impl SchedulerBuilder {
         let queue = SchedulingQueue::new(&profiles, handle.clock_arc(), self.queue)
             .or_else(|_| SchedulingQueue::new(&profiles, handle.clock_arc(), QueueConfig::default()))
             .expect("the default queue config is valid");
-        let metrics = self.metrics.map(|r| {
-            let timers = profiles.iter().map(|p| Arc::new(r.timers(p))).collect();
-            (r, timers)
+        let queue = Arc::new(Mutex::new(queue));
+        let metrics = self.metrics.map(|recorder| {
+            let timers = profiles.iter().map(|p| Arc::new(recorder.timers(p))).collect();
+            let kube = recorder.scheduler_metrics();
+            let profiles = profiles.iter().map(|p| kube.profile(p.name())).collect();
+            // scheduler_pending_pods is read from the queue at scrape time; a weak
+            // reference so the recorder doesn't keep a dropped scheduler's queue alive.
+            let weak = Arc::downgrade(&queue);
+            kube.set_pending_source(Arc::new(move || {
+                weak.upgrade().map_or_else(PendingPods::default, |q| {
+                    let c = q.lock().counts();
+                    PendingPods {
+                        active: c.active as u64,
+                        backoff: c.backoff as u64,
+                        unschedulable: c.unschedulable as u64,
+                        gated: c.gated as u64,
+                    }
+                })
+            }));
+            MetricsState { recorder, timers, profiles }
         });
         Scheduler {
             cache: Arc::new(Mutex::new(Cache::new())),
             handle,
             profiles,
-            queue: Arc::new(Mutex::new(queue)),
+            queue,
             parked: Vec::new(),
             parked_epoch: 0,
             parked_deadline: None,
             parked_dirty: false,
             metrics,
             timers: None,
+            cycle_metrics: None,
             rng: Rng(self.config.seed),
             config: self.config,
             next_start: 0,

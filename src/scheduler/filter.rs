@@ -7,8 +7,10 @@ use super::node_filter::filter_node;
 #[cfg(feature = "parallel")]
 use super::parallel;
 use super::{FitError, ScheduleError, Scheduler};
+use crate::framework::metrics::ProfileTimers;
 use crate::framework::preemption::run_filters_with_nominated;
 use crate::framework::runtime;
+use crate::framework::scheduler_metrics::{MetricPoint, ProfileMetrics, time_point};
 use crate::framework::{Code, CycleState, Handle, Profile, RunningProfile, Status};
 use crate::snapshot::{PodInfo, Snapshot};
 
@@ -138,6 +140,7 @@ pub(super) fn rejecting_plugins(statuses: &[(usize, Status)]) -> Vec<&'static st
 /// run dry-run Filters. A nominated node in the result is recorded in the handle's
 /// nominator — also when PostFilter then failed (e.g. an eviction error), so the pod
 /// keeps its claim on the room while it is retried.
+#[expect(clippy::too_many_arguments, reason = "internal; the cycle's context and its two metric sinks")]
 pub(super) fn post_filter(
     profile: &Arc<Profile>,
     state: &mut CycleState,
@@ -145,10 +148,20 @@ pub(super) fn post_filter(
     snap: &Snapshot,
     handle: &Handle,
     mut err: FitError,
+    metrics: Option<&ProfileMetrics>,
+    timers: Option<&ProfileTimers>,
 ) -> ScheduleError {
     if !profile.post_filter.is_empty() {
         RunningProfile::write(state, profile.clone());
-        let (r, s) = runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status);
+        let (r, s) = time_point(
+            metrics,
+            MetricPoint::PostFilter,
+            || {
+                let t = timers.map(|t| &t.post_filter);
+                runtime::run_post_filter(profile, state, pod, snap, &err.diagnosis.node_to_status, t)
+            },
+            |(_, s)| s.code(),
+        );
         state.remove::<RunningProfile>();
         let nominated = r.and_then(|r| r.nominated_node_name);
         if let Some(node) = &nominated {

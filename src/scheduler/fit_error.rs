@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::framework::{NodeToStatus, Status};
+use crate::framework::NodeToStatus;
 
 /// What the cycle learned about each node, for PostFilter and the error message.
 #[derive(Debug, Clone, Default)]
@@ -20,8 +20,12 @@ pub struct Diagnosis {
 
 /// A pod fits no node.
 ///
-/// Displays like upstream: `0/5 nodes are available: 3 Insufficient cpu, 2 node(s)
-/// had untolerated taint {gpu: true}.` — reasons counted per node, sorted as strings.
+/// Displays exactly as upstream's `FitError.Error()` (`pkg/scheduler/framework/types.go`):
+/// `0/5 nodes are available: 2 node(s) had untolerated taint {gpu: true}, 3
+/// Insufficient cpu. preemption: 0/5 nodes are available: 5 Preemption is not helpful
+/// for scheduling.` — reasons counted per node and sorted as strings, a PreFilter
+/// rejection's message instead of the histogram, then the PostFilter message as it
+/// came (see `write_fit_message` in `framework/fit_message.rs` for the rules).
 #[derive(Debug, Clone)]
 pub struct FitError {
     /// `namespace/name` of the pod.
@@ -37,44 +41,110 @@ pub struct FitError {
 impl FitError {
     /// Reason -> number of nodes that gave it.
     pub fn reason_histogram(&self) -> BTreeMap<String, usize> {
-        let mut h: BTreeMap<String, usize> = BTreeMap::new();
-        let nts = &self.diagnosis.node_to_status;
-        for (_, s) in &nts.statuses {
-            count(&mut h, s, 1);
-        }
-        if let Some(absent) = &nts.absent {
-            let n = self.num_all_nodes.saturating_sub(nts.statuses.len());
-            if n > 0 {
-                count(&mut h, absent, n);
-            }
-        }
-        h
-    }
-}
-
-fn count(h: &mut BTreeMap<String, usize>, s: &Status, n: usize) {
-    for r in s.reasons() {
-        *h.entry(r.to_string()).or_default() += n;
+        crate::framework::reason_histogram(&self.diagnosis.node_to_status, self.num_all_nodes)
     }
 }
 
 impl fmt::Display for FitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
-        if let Some(msg) = &self.diagnosis.pre_filter_msg {
-            write!(f, " {msg}.")?;
-        } else {
-            let mut parts: Vec<String> = self.reason_histogram().into_iter().map(|(r, n)| format!("{n} {r}")).collect();
-            parts.sort();
-            if !parts.is_empty() {
-                write!(f, " {}.", parts.join(", "))?;
-            }
-        }
-        if let Some(msg) = &self.diagnosis.post_filter_msg {
-            write!(f, " {msg}.")?;
-        }
-        Ok(())
+        let d = &self.diagnosis;
+        crate::framework::write_fit_message(
+            f,
+            self.num_all_nodes,
+            &d.node_to_status,
+            d.pre_filter_msg.as_deref(),
+            d.post_filter_msg.as_deref(),
+        )
     }
 }
 
 impl std::error::Error for FitError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Code, Status};
+
+    fn fit(n: usize, statuses: &[(usize, &str)], pre: &str, post: &str) -> FitError {
+        let mut d = Diagnosis {
+            pre_filter_msg: (!pre.is_empty()).then(|| pre.to_owned()),
+            post_filter_msg: (!post.is_empty()).then(|| post.to_owned()),
+            ..Diagnosis::default()
+        };
+        d.node_to_status.statuses =
+            statuses.iter().map(|(i, r)| (*i, Status::new(Code::Unschedulable, (*r).to_owned()))).collect();
+        d.node_to_status.absent = Some(Status::from_code(Code::UnschedulableAndUnresolvable));
+        FitError { pod: "default/p".to_owned(), num_all_nodes: n, diagnosis: d, nominated_node: None }
+    }
+
+    /// Upstream `TestFitError_Error` (pkg/scheduler/framework/types_test.go), every case.
+    #[test]
+    fn upstream_fit_error_messages() {
+        let pf = "Node(s) failed PreFilter plugin FalsePreFilter";
+        let f1 = "Node(s) failed Filter plugin FalseFilter-1";
+        let f2 = "Node(s) failed Filter plugin FalseFilter-2";
+        let post = "Error running PostFilter plugin FailedPostFilter";
+        let cases: [(&str, FitError, &str); 8] = [
+            (
+                "nodes failed Prefilter plugin",
+                fit(3, &[(0, pf), (1, pf), (2, pf)], pf, ""),
+                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter.",
+            ),
+            (
+                "nodes failed Prefilter plugin and the preemption also failed",
+                fit(3, &[(0, pf), (1, pf), (2, pf)], pf, post),
+                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "nodes failed one Filter plugin with an empty PostFilterMsg",
+                fit(3, &[(0, f1), (1, f1), (2, f1)], "", ""),
+                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
+            ),
+            (
+                "nodes failed one Filter plugin with a non-empty PostFilterMsg",
+                fit(3, &[(0, f1), (1, f1), (2, f1)], "", post),
+                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "nodes failed two Filter plugins with an empty PostFilterMsg",
+                fit(3, &[(0, f1), (1, f1), (2, f2)], "", ""),
+                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1.",
+            ),
+            (
+                "nodes failed two Filter plugins with a non-empty PostFilterMsg",
+                fit(3, &[(0, f1), (1, f1), (2, f2)], "", post),
+                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "failed to Permit on node",
+                fit(1, &[(0, "Node failed Permit plugin Permit-1")], "", ""),
+                "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
+            ),
+            (
+                "failed to Reserve on node",
+                fit(1, &[(0, "Node failed Reserve plugin Reserve-1")], "", ""),
+                "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1.",
+            ),
+        ];
+        for (name, f, want) in cases {
+            assert_eq!(f.to_string(), want, "{name}");
+        }
+    }
+
+    /// The absent-nodes status counts once per node not listed; the preemption
+    /// message keeps its own single period.
+    #[test]
+    fn absent_nodes_and_the_preemption_message() {
+        let mut f = fit(5, &[(0, "Insufficient cpu"), (3, "Insufficient cpu")], "", "");
+        f.diagnosis.node_to_status.absent =
+            Some(Status::unresolvable("node(s) didn't match Pod's node affinity/selector"));
+        f.diagnosis.post_filter_msg =
+            Some("preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.".to_owned());
+        assert_eq!(
+            f.to_string(),
+            "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) didn't match Pod's node affinity/selector. \
+             preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+        );
+        assert!(!f.to_string().contains(".."));
+    }
+}

@@ -18,9 +18,11 @@ mod run;
 mod score;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use binding::BindingMetrics;
 pub use binding::{BindError, BindingCycle};
 pub use builder::SchedulerBuilder;
 pub use config::{
@@ -34,6 +36,7 @@ use self::filter::{post_filter, rejecting_plugins};
 use self::score::Rng;
 use crate::framework::metrics::ProfileTimers;
 use crate::framework::runtime::{self, PermitOutcome};
+use crate::framework::scheduler_metrics::{AttemptResult, MetricPoint, ProfileMetrics, time_point};
 use crate::framework::{
     Code, CycleState, Handle, LatencyRecorder, NodeScore, NominatedPods, Profile, Status, WaitingPod,
 };
@@ -52,6 +55,14 @@ struct Buffers {
     totals: Vec<i64>,
     /// Pods nominated by preemption, taken once per cycle (`None`: none nominated).
     nominated: Option<Arc<NominatedPods>>,
+}
+
+/// The recorder and, per profile (by position), its plugin timers and its
+/// kube-scheduler metrics.
+struct MetricsState {
+    recorder: Arc<LatencyRecorder>,
+    timers: Vec<Arc<ProfileTimers>>,
+    profiles: Vec<Arc<ProfileMetrics>>,
 }
 
 /// The scheduler: a cache, one or more profiles, and the cycle.
@@ -92,9 +103,12 @@ pub struct Scheduler {
     /// A poll is due regardless of epoch and deadline.
     parked_dirty: bool,
     /// The opt-in latency recorder, with each profile's histograms resolved once.
-    metrics: Option<(Arc<LatencyRecorder>, Vec<Arc<ProfileTimers>>)>,
-    /// The histograms of the cycle in progress, when it is sampled.
+    metrics: Option<MetricsState>,
+    /// The plugin timers of the cycle in progress, when it is sampled.
     timers: Option<Arc<ProfileTimers>>,
+    /// The extension-point and attempt metrics of the cycle's profile (every cycle,
+    /// when a recorder is set).
+    cycle_metrics: Option<Arc<ProfileMetrics>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -118,7 +132,7 @@ impl Scheduler {
 
     /// The latency recorder, if one was given.
     pub fn latency_recorder(&self) -> Option<&Arc<LatencyRecorder>> {
-        self.metrics.as_ref().map(|m| &m.0)
+        self.metrics.as_ref().map(|m| &m.recorder)
     }
 
     /// Whether the last cycle was timed by the latency recorder.
@@ -166,12 +180,36 @@ impl Scheduler {
             .profile_for(&pod.pod)
             .cloned()
             .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
-        self.timers = match &self.metrics {
-            Some((rec, timers)) if rec.sample() => {
-                self.profiles.iter().position(|p| Arc::ptr_eq(p, &profile)).and_then(|i| timers.get(i).cloned())
+        let started = self.metrics.as_ref().map(|_| Instant::now());
+        let (timers, cycle_metrics) = match &self.metrics {
+            Some(m) => {
+                let i = self.profiles.iter().position(|p| Arc::ptr_eq(p, &profile));
+                let timers = if m.recorder.sample() { i.and_then(|i| m.timers.get(i).cloned()) } else { None };
+                (timers, i.and_then(|i| m.profiles.get(i).cloned()))
             }
-            _ => None,
+            None => (None, None),
         };
+        self.timers = timers;
+        self.cycle_metrics = cycle_metrics;
+        let result = self.schedule_one_inner(&profile, pod, started);
+        if let (Err(e), Some(m), Some(t)) = (&result, &self.cycle_metrics, started) {
+            let rejected = match e {
+                ScheduleError::Unschedulable(_) => true,
+                ScheduleError::Plugin { status, .. } => status.is_rejected(),
+                _ => false,
+            };
+            m.observe_attempt(AttemptResult::of_failure(rejected), t.elapsed());
+        }
+        result
+    }
+
+    fn schedule_one_inner(
+        &mut self,
+        profile: &Arc<Profile>,
+        pod: &PodInfo,
+        started: Option<Instant>,
+    ) -> Result<BindingCycle, ScheduleError> {
+        let profile = profile.clone();
         // Take the snapshot out of the handle so the in-place update doesn't copy it,
         // then publish it again for plugins that read it through the handle.
         let mut snap = self.handle.take_snapshot();
@@ -183,7 +221,9 @@ impl Scheduler {
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
         // Assumed: its nomination (if preemption made one) has served its purpose.
         self.handle.preemption().nominator().remove(&pod.uid);
-        Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting))
+        let metrics =
+            started.and_then(|t| self.cycle_metrics.clone().map(|m| BindingMetrics::new(m, self.timers.clone(), t)));
+        Ok(BindingCycle::new(profile, self.cache.clone(), self.handle.clone(), state, pod, node, waiting, metrics))
     }
 
     /// Assumes the pod on `node`, then Reserve and Permit; undoes both on failure.
@@ -202,17 +242,38 @@ impl Scheduler {
         assumed.pod = Arc::new(assumed_pod);
         let assumed = Arc::new(assumed);
         self.cache.lock().assume_pod(assumed.clone(), node)?;
+        let timers = self.timers.as_deref();
+        let m = self.cycle_metrics.as_deref();
         let undo = |state: &mut CycleState, status: Status| {
-            runtime::run_unreserve(profile, state, &assumed, node);
+            time_point(
+                m,
+                MetricPoint::Unreserve,
+                || runtime::run_unreserve_timed(profile, state, &assumed, node, timers.map(|t| &t.unreserve)),
+                |()| Code::Success,
+            );
             let _ = self.cache.lock().forget_pod(&assumed.uid);
             ScheduleError::Plugin { pod: assumed.pod.key(), status }
         };
-        let timers = self.timers.as_deref();
-        let s = runtime::run_reserve(profile, state, &assumed, node, timers.map(|t| &t.reserve));
+        let s = time_point(
+            m,
+            MetricPoint::Reserve,
+            || runtime::run_reserve(profile, state, &assumed, node, timers.map(|t| &t.reserve)),
+            Status::code,
+        );
         if !s.is_success() {
             return Err(undo(state, s));
         }
-        match runtime::run_permit(profile, state, &assumed, node, timers.map(|t| &t.permit)) {
+        let permit = time_point(
+            m,
+            MetricPoint::Permit,
+            || runtime::run_permit(profile, state, &assumed, node, timers.map(|t| &t.permit)),
+            |o| match o {
+                PermitOutcome::Allow => Code::Success,
+                PermitOutcome::Wait(_) => Code::Wait,
+                PermitOutcome::Reject(s) => s.code(),
+            },
+        );
+        match permit {
             PermitOutcome::Allow => Ok((assumed, None)),
             PermitOutcome::Wait(plugins) => {
                 let now = self.handle.clock().now();
@@ -243,10 +304,17 @@ impl Scheduler {
         };
         let timers = self.timers.clone();
         let timers = timers.as_deref();
-        let pre = match timers {
-            None => runtime::run_pre_filter(profile, &mut state, pod, snap),
-            Some(t) => runtime::run_pre_filter_timed(profile, &mut state, pod, snap, Some(&t.pre_filter)),
-        };
+        let cycle_metrics = self.cycle_metrics.clone();
+        let m = cycle_metrics.as_deref();
+        let pre = time_point(
+            m,
+            MetricPoint::PreFilter,
+            || match timers {
+                None => runtime::run_pre_filter(profile, &mut state, pod, snap),
+                Some(t) => runtime::run_pre_filter_timed(profile, &mut state, pod, snap, Some(&t.pre_filter)),
+            },
+            |r| r.as_ref().map_or_else(Status::code, |_| Code::Success),
+        );
         let pre = match pre {
             Ok(p) => p,
             Err(s) if s.is_rejected() => {
@@ -256,7 +324,7 @@ impl Scheduler {
                     ..Diagnosis::default()
                 };
                 d.node_to_status.absent = Some(s);
-                return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
+                return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
             }
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
@@ -308,7 +376,7 @@ impl Scheduler {
                 )));
             }
             d.node_to_status.statuses = statuses;
-            return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d)));
+            return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
         }
         if self.bufs.feasible.len() == 1 {
             let node = snap.nodes()[self.bufs.feasible[0]].node().name().to_owned();
@@ -316,12 +384,23 @@ impl Scheduler {
         }
         let s = {
             let nodes = NodeList::new(snap, &self.bufs.feasible);
-            runtime::run_pre_score(profile, &mut state, pod, nodes, timers.map(|t| &t.pre_score))
+            time_point(
+                m,
+                MetricPoint::PreScore,
+                || runtime::run_pre_score(profile, &mut state, pod, nodes, timers.map(|t| &t.pre_score)),
+                Status::code,
+            )
         };
         if !s.is_success() {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
         }
-        self.score(profile, &state, pod, snap).map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
+        time_point(
+            m,
+            MetricPoint::Score,
+            || self.score(profile, &state, pod, snap),
+            |r| r.as_ref().map_or_else(Status::code, |()| Code::Success),
+        )
+        .map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
         let best = self.select_host(snap);
         Ok((state, snap.nodes()[best].node().name().to_owned()))
     }

@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use super::score::score_code;
 use super::{Buffers, runtime};
-use crate::framework::metrics::{Histogram, PointTimers, timed};
+use crate::framework::metrics::{PointTimers, timed};
+use crate::framework::scheduler_metrics::PluginTimer;
 use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
 use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
@@ -112,15 +114,19 @@ pub(super) fn score(
     snap: &Snapshot,
     feasible: &[usize],
     out: &mut [NodeScore],
-    timer: Option<&Histogram>,
+    timer: Option<&PluginTimer>,
 ) -> Result<(), Status> {
     let chunk = chunk_len(feasible.len(), pool.current_num_threads());
     pool.install(|| {
         out.par_chunks_mut(chunk).zip(feasible.par_chunks(chunk)).try_for_each(|(o, f)| {
             let nodes = NodeList::new(snap, f);
-            timed(timer, || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o)))
-                .and_then(|r| r)
-                .map_err(|s| s.with_plugin(sp.name))
+            timed(
+                timer,
+                || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o)),
+                score_code,
+            )
+            .and_then(|r| r)
+            .map_err(|s| s.with_plugin(sp.name))
         })
     })
 }

@@ -68,16 +68,20 @@ impl Scheduler {
             let done = false;
             if !done {
                 let nodes = NodeList::new(snap, &bufs.feasible);
-                timed(score_timer, || {
-                    runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores))
-                })
+                timed(
+                    score_timer,
+                    || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores)),
+                    score_code,
+                )
                 .and_then(|r| r)
                 .map_err(|s| s.with_plugin(sp.name))?;
             }
             let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
-            let s = timed(norm_timer, || {
-                runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores))
-            })
+            let s = timed(
+                norm_timer,
+                || runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores)),
+                |r| r.as_ref().map_or_else(Status::code, Status::code),
+            )
             .unwrap_or_else(|s| s);
             if !s.is_success() {
                 return Err(s.with_plugin(sp.name));
@@ -125,5 +129,13 @@ impl Scheduler {
             }
         }
         bufs.feasible[best]
+    }
+}
+
+/// The `status` label of a batched Score call: `Success`, or the failing code.
+pub(super) fn score_code(r: &Result<Result<(), Status>, Status>) -> crate::framework::Code {
+    match r {
+        Ok(Ok(())) => crate::framework::Code::Success,
+        Ok(Err(s)) | Err(s) => s.code(),
     }
 }

@@ -1,7 +1,6 @@
 //! The evaluator: a preemption attempt's context, the plugin-specific
 //! [`PreemptionStrategy`], the candidate search, and [`preempt`] itself.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{
@@ -232,22 +231,18 @@ fn prepare_candidate(cx: &PreemptionContext<'_>, c: &Candidate) -> Result<(), Pr
     Ok(())
 }
 
-/// `0/N nodes are available: <count> <reason>, ...` over the dry-run failures, with
-/// every other node "Preemption is not helpful for scheduling", as upstream.
+/// Upstream `Preempt`'s FitError when no candidate is found: over all `num_nodes`,
+/// the dry-run statuses of the nodes tried and "Preemption is not helpful for
+/// scheduling" (`UnschedulableAndUnresolvable`) for every other node, rendered by
+/// upstream's `FitError.Error()`.
 fn no_candidates_message(num_nodes: usize, failed: &[(usize, Status)]) -> String {
-    let mut h: BTreeMap<String, usize> = BTreeMap::new();
-    for (_, s) in failed {
-        for r in s.reasons() {
-            *h.entry(r.to_string()).or_default() += 1;
-        }
-    }
-    let rest = num_nodes.saturating_sub(failed.len());
-    if rest > 0 {
-        *h.entry("Preemption is not helpful for scheduling".to_owned()).or_default() += rest;
-    }
-    let mut parts: Vec<String> = h.into_iter().map(|(r, n)| format!("{n} {r}")).collect();
-    parts.sort();
-    format!("0/{num_nodes} nodes are available: {}.", parts.join(", "))
+    let statuses = NodeToStatus {
+        statuses: failed.to_vec(),
+        absent: Some(Status::unresolvable("Preemption is not helpful for scheduling")),
+    };
+    let mut out = String::new();
+    let _ = crate::framework::write_fit_message(&mut out, num_nodes, &statuses, None, None);
+    out
 }
 
 /// Whether a pod was deleted (is terminating), the closest schedkit has to
