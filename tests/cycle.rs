@@ -436,7 +436,7 @@ fn a_pod_pinned_to_a_few_nodes_by_name_is_filtered_there_only() {
     assert_eq!(node, "n070");
     // Only the cordoned node: unschedulable, with upstream's per-node reasons.
     let info = Arc::new(PodInfo::new(pinned(&["n010"])).unwrap());
-    let err = s.schedule_one(&info).err().expect("no node fits");
+    let Err(err) = s.schedule_one(&info) else { panic!("no node fits") };
     let msg = err.to_string();
     assert!(msg.contains("0/100 nodes are available"), "{msg}");
     assert!(msg.contains("1 node(s) were unschedulable"), "{msg}");
