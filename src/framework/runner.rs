@@ -334,6 +334,20 @@ impl FrameworkRunner {
         runtime::run_permit(&self.profile, state, pod, node, None)
     }
 
+    /// The Filter plugins PreFilter's Skips left out for this cycle (upstream
+    /// `CycleState.SkipFilterPlugins`), in profile order.
+    pub fn skipped_filter_plugins(&self, state: &CycleState) -> Vec<&'static str> {
+        let f = &self.profile.filter;
+        f.iter().enumerate().filter(|&(i, _)| state.skips_filter(i)).map(|(_, p)| p.name).collect()
+    }
+
+    /// The Score plugins PreScore's Skips left out (upstream
+    /// `CycleState.SkipScorePlugins`), in profile order.
+    pub fn skipped_score_plugins(&self, state: &CycleState) -> Vec<&'static str> {
+        let s = &self.profile.score;
+        s.iter().enumerate().filter(|&(i, _)| state.skips_score(i)).map(|(_, p)| p.name).collect()
+    }
+
     fn node_list<'a>(&'a self, nodes: &'a [usize]) -> Option<NodeList<'a>> {
         nodes.iter().all(|&i| i < self.snapshot.len()).then(|| NodeList::new(&self.snapshot, nodes))
     }
