@@ -102,7 +102,12 @@ impl ClusterShape {
 
 /// Benches one plugin, alone in a profile, on each cluster shape (group: the
 /// plugin's name).
-pub fn bench_plugin(c: &mut Criterion, plugin: impl Plugin, shapes: &[ClusterShape], pod: &Pod) -> Result<(), BenchError> {
+pub fn bench_plugin(
+    c: &mut Criterion,
+    plugin: impl Plugin,
+    shapes: &[ClusterShape],
+    pod: &Pod,
+) -> Result<(), BenchError> {
     let name = plugin.name().to_owned();
     let profile = Profile::builder("bench").plugin(plugin).build()?;
     bench_profile(c, &name, &profile, shapes, pod)
@@ -118,11 +123,11 @@ pub fn bench_profile(
     pod: &Pod,
 ) -> Result<(), BenchError> {
     let pod = PodInfo::new(pod.clone())?;
-    let mut g = c.benchmark_group(group);
+    let mut grp = c.benchmark_group(group);
     let has = |p: ExtensionPoint| !profile.plugins_at(p).is_empty();
     for shape in shapes {
         let runner = FrameworkRunner::new(profile.clone()).with_snapshot(shape.snapshot()?);
-        let n = shape.nodes;
+        let nodes = shape.nodes;
         let all = runner.all_nodes();
         // The state Filter and Score see: what PreFilter and PreScore left.
         let mut filtered = CycleState::new();
@@ -130,8 +135,8 @@ pub fn bench_profile(
         let mut scored = filtered.clone();
         let _ = runner.run_pre_score(&mut scored, &pod, &all);
         if has(ExtensionPoint::PreFilter) {
-            g.throughput(Throughput::Elements(1));
-            g.bench_function(BenchmarkId::new("pre_filter", n), |b| {
+            grp.throughput(Throughput::Elements(1));
+            grp.bench_function(BenchmarkId::new("pre_filter", nodes), |b| {
                 b.iter(|| {
                     let mut s = CycleState::new();
                     black_box(runner.run_pre_filter(&mut s, &pod).is_ok())
@@ -141,14 +146,14 @@ pub fn bench_profile(
         if has(ExtensionPoint::Filter)
             && let Ok(pre) = &pre
         {
-            g.throughput(Throughput::Elements(n as u64));
-            g.bench_function(BenchmarkId::new("filter", n), |b| {
+            grp.throughput(Throughput::Elements(nodes as u64));
+            grp.bench_function(BenchmarkId::new("filter", nodes), |b| {
                 b.iter(|| black_box(runner.find_feasible(&filtered, &pod, pre).nodes.len()));
             });
         }
         if has(ExtensionPoint::PreScore) {
-            g.throughput(Throughput::Elements(1));
-            g.bench_function(BenchmarkId::new("pre_score", n), |b| {
+            grp.throughput(Throughput::Elements(1));
+            grp.bench_function(BenchmarkId::new("pre_score", nodes), |b| {
                 b.iter(|| {
                     let mut s = filtered.clone();
                     black_box(runner.run_pre_score(&mut s, &pod, &all).is_success())
@@ -156,15 +161,15 @@ pub fn bench_profile(
             });
         }
         if has(ExtensionPoint::Score) {
-            g.throughput(Throughput::Elements(n as u64));
-            g.bench_function(BenchmarkId::new("score", n), |b| {
+            grp.throughput(Throughput::Elements(nodes as u64));
+            grp.bench_function(BenchmarkId::new("score", nodes), |b| {
                 b.iter(|| black_box(runner.run_score(&scored, &pod, &all).is_ok()));
             });
         }
-        let target = runner.snapshot().nodes().first().map(|n| n.node().name().to_owned()).unwrap_or_default();
+        let target = runner.snapshot().nodes().first().map(|info| info.node().name().to_owned()).unwrap_or_default();
         if has(ExtensionPoint::Reserve) {
-            g.throughput(Throughput::Elements(1));
-            g.bench_function(BenchmarkId::new("reserve", n), |b| {
+            grp.throughput(Throughput::Elements(1));
+            grp.bench_function(BenchmarkId::new("reserve", nodes), |b| {
                 b.iter(|| {
                     let mut s = scored.clone();
                     let r = runner.run_reserve(&mut s, &pod, &target);
@@ -174,8 +179,8 @@ pub fn bench_profile(
             });
         }
         if has(ExtensionPoint::Permit) {
-            g.throughput(Throughput::Elements(1));
-            g.bench_function(BenchmarkId::new("permit", n), |b| {
+            grp.throughput(Throughput::Elements(1));
+            grp.bench_function(BenchmarkId::new("permit", nodes), |b| {
                 b.iter(|| {
                     let mut s = scored.clone();
                     black_box(runner.run_permit(&mut s, &pod, &target))
@@ -183,6 +188,6 @@ pub fn bench_profile(
             });
         }
     }
-    g.finish();
+    grp.finish();
     Ok(())
 }

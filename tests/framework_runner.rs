@@ -89,7 +89,9 @@ impl ScorePlugin for TestPlugin {
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         let s = status(self.inj.normalize_status, self.name, "NormalizeScore");
         if let Some(v) = self.inj.normalize_res {
-            scores.iter_mut().for_each(|n| n.score = v);
+            for n in scores.iter_mut() {
+                n.score = v;
+            }
         }
         s
     }
@@ -134,7 +136,7 @@ const NORM2: &str = "score-with-normalize-plugin-2";
 
 /// `plugins` enabled at one point with weights (upstream `buildScoreConfigDefaultWeights`
 /// gives score-with-normalize-plugin-2 weight 2, the others 1), args as JSON.
-fn runner(point: &str, plugins: &[&str], args: serde_json::Value) -> Result<FrameworkRunner, ConfigError> {
+fn runner(point: &str, plugins: &[&str], args: &serde_json::Value) -> Result<FrameworkRunner, ConfigError> {
     let weight = |n: &str| if n == NORM2 { 2 } else { 1 };
     let enabled: Vec<serde_json::Value> =
         plugins.iter().map(|n| serde_json::json!({"name": n, "weight": weight(n)})).collect();
@@ -143,7 +145,8 @@ fn runner(point: &str, plugins: &[&str], args: serde_json::Value) -> Result<Fram
         "pluginConfig": args.as_object().map(|o| o.iter().map(|(k, v)| serde_json::json!({"name": k, "args": v})).collect::<Vec<_>>()).unwrap_or_default(),
     }))
     .unwrap();
-    let cluster = ClusterBuilder::new().node(NodeBuilder::new("node1")).node(NodeBuilder::new("node2")).build().unwrap();
+    let cluster =
+        ClusterBuilder::new().node(NodeBuilder::new("node1")).node(NodeBuilder::new("node2")).build().unwrap();
     Ok(FrameworkRunner::from_config(&registry(&[SCORE1, NORM1, NORM2, "a", "b", "c"]), &cfg, Handle::default())?
         .with_snapshot(cluster))
 }
@@ -153,7 +156,10 @@ fn pod() -> PodInfo {
 }
 
 /// Score then the weighted totals per node, or `None` when the run failed.
-fn scores(r: &FrameworkRunner, pre_score_first: bool) -> Option<(Vec<(&'static str, i64)>, Vec<i64>)> {
+/// Per plugin `(name, normalized × weight)` on the first node, and every node's total.
+type Scored = (Vec<(&'static str, i64)>, Vec<i64>);
+
+fn scores(r: &FrameworkRunner, pre_score_first: bool) -> Option<Scored> {
     let mut state = CycleState::new();
     let p = pod();
     let nodes = r.all_nodes();
@@ -169,26 +175,23 @@ fn scores(r: &FrameworkRunner, pre_score_first: bool) -> Option<(Vec<(&'static s
 fn run_score_plugins_table() {
     use serde_json::json;
     // "no Score plugins": nothing scored (the scheduler then ranks every node 1).
-    let r = runner("score", &[], json!({})).unwrap();
+    let r = runner("score", &[], &json!({})).unwrap();
     assert_eq!(scores(&r, false), Some((vec![], vec![1, 1])));
     // "single Score plugin": 1 × weight 1.
-    let r = runner("score", &[SCORE1], json!({SCORE1: {"scoreRes": 1}})).unwrap();
+    let r = runner("score", &[SCORE1], &json!({SCORE1: {"scoreRes": 1}})).unwrap();
     assert_eq!(scores(&r, false), Some((vec![(SCORE1, 1)], vec![1, 1])));
     // "single ScoreWithNormalize plugin": 10 normalized to 5.
-    let r = runner("score", &[NORM1], json!({NORM1: {"scoreRes": 10, "normalizeRes": 5}})).unwrap();
+    let r = runner("score", &[NORM1], &json!({NORM1: {"scoreRes": 10, "normalizeRes": 5}})).unwrap();
     assert_eq!(scores(&r, false), Some((vec![(NORM1, 5)], vec![5, 5])));
     // "3 Score plugins, 2 NormalizeScore plugins": 1 + 4 + 5 × 2 = 15.
-    let r = runner(
-        "score",
-        &[SCORE1, NORM1, NORM2],
-        json!({SCORE1: {"scoreRes": 1}, NORM1: {"scoreRes": 3, "normalizeRes": 4}, NORM2: {"scoreRes": 4, "normalizeRes": 5}}),
+    let r = runner("score", &[SCORE1, NORM1, NORM2], &json!({SCORE1: {"scoreRes": 1}, NORM1: {"scoreRes": 3, "normalizeRes": 4}, NORM2: {"scoreRes": 4, "normalizeRes": 5}}),
     )
     .unwrap();
     assert_eq!(scores(&r, false), Some((vec![(SCORE1, 1), (NORM1, 4), (NORM2, 10)], vec![15, 15])));
     // "score fails" / "normalize fails".
-    let r = runner("score", &[SCORE1, NORM1], json!({NORM1: {"scoreStatus": 1}})).unwrap();
+    let r = runner("score", &[SCORE1, NORM1], &json!({NORM1: {"scoreStatus": 1}})).unwrap();
     assert_eq!(scores(&r, false), None);
-    let r = runner("score", &[SCORE1, NORM1], json!({NORM1: {"normalizeStatus": 1}})).unwrap();
+    let r = runner("score", &[SCORE1, NORM1], &json!({NORM1: {"normalizeStatus": 1}})).unwrap();
     assert_eq!(scores(&r, false), None);
     // Scores outside [MinNodeScore, MaxNodeScore], from Score or from NormalizeScore.
     for args in [
@@ -197,7 +200,7 @@ fn run_score_plugins_table() {
         json!({SCORE1: {"normalizeRes": MAX_NODE_SCORE + 1}}),
         json!({SCORE1: {"normalizeRes": MIN_NODE_SCORE - 1}}),
     ] {
-        let r = runner("score", &[SCORE1], args).unwrap();
+        let r = runner("score", &[SCORE1], &args).unwrap();
         let err = r.run_score(&CycleState::new(), &pod(), &r.all_nodes()).unwrap_err();
         assert_eq!(err.code(), Code::Error);
         assert!(err.message().contains("after normalizing"), "{err:?}");
@@ -207,12 +210,12 @@ fn run_score_plugins_table() {
     let r = runner(
         "multiPoint",
         &[SCORE1, NORM1],
-        json!({SCORE1: {"scoreRes": 1}, NORM1: {"scoreStatus": 1, "preScoreStatus": 5}}),
+        &json!({SCORE1: {"scoreRes": 1}, NORM1: {"scoreStatus": 1, "preScoreStatus": 5}}),
     )
     .unwrap();
     assert_eq!(scores(&r, true), Some((vec![(SCORE1, 1)], vec![1, 1])));
     // "all plugins are skipped in prescore".
-    let r = runner("multiPoint", &[SCORE1], json!({SCORE1: {"scoreStatus": 1, "preScoreStatus": 5}})).unwrap();
+    let r = runner("multiPoint", &[SCORE1], &json!({SCORE1: {"scoreStatus": 1, "preScoreStatus": 5}})).unwrap();
     assert_eq!(scores(&r, true), Some((vec![], vec![0, 0])));
 }
 
@@ -225,7 +228,8 @@ fn multi_point_weight() {
         "pluginConfig": [{"name": SCORE1, "args": {"scoreRes": 1}}],
     }))
     .unwrap();
-    let cluster = ClusterBuilder::new().node(NodeBuilder::new("node1")).node(NodeBuilder::new("node2")).build().unwrap();
+    let cluster =
+        ClusterBuilder::new().node(NodeBuilder::new("node1")).node(NodeBuilder::new("node2")).build().unwrap();
     let r = FrameworkRunner::from_config(&registry(&[SCORE1]), &cfg, Handle::default()).unwrap().with_snapshot(cluster);
     assert_eq!(scores(&r, true), Some((vec![(SCORE1, 3)], vec![3, 3])));
 }
@@ -235,7 +239,7 @@ fn multi_point_weight() {
 fn run_pre_filter_plugins_table() {
     use serde_json::json;
     let run = |args: serde_json::Value, names: &[&str]| {
-        let r = runner("multiPoint", names, args).unwrap();
+        let r = runner("multiPoint", names, &args).unwrap();
         let mut state = CycleState::new();
         let out = r.run_pre_filter(&mut state, &pod());
         (out.map_err(|s| s.code()), r.skipped_filter_plugins(&state))
@@ -251,8 +255,10 @@ fn run_pre_filter_plugins_table() {
     let (out, skipped) = run(json!({"a": {"preFilterStatus": 5}, "b": {"preFilterStatus": 1}}), &["a", "b"]);
     assert_eq!((out.unwrap_err(), skipped), (Code::Error, vec!["a"]));
     // all skip
-    let (out, skipped) =
-        run(json!({"a": {"preFilterStatus": 5}, "b": {"preFilterStatus": 5}, "c": {"preFilterStatus": 5}}), &["a", "b", "c"]);
+    let (out, skipped) = run(
+        json!({"a": {"preFilterStatus": 5}, "b": {"preFilterStatus": 5}, "c": {"preFilterStatus": 5}}),
+        &["a", "b", "c"],
+    );
     assert!(out.is_ok());
     assert_eq!(skipped, ["a", "b", "c"]);
     // Unschedulable lets the next plugin run (its Skip is recorded)
@@ -273,14 +279,18 @@ fn run_pre_filter_plugins_table() {
 #[test]
 fn filter_and_feasible_nodes() {
     use serde_json::json;
-    let r = runner("multiPoint", &["a", "b"], json!({"a": {"filterStatus": 2}, "b": {"filterStatus": 1}})).unwrap();
+    let r = runner("multiPoint", &["a", "b"], &json!({"a": {"filterStatus": 2}, "b": {"filterStatus": 1}})).unwrap();
     let state = CycleState::new();
     let s = r.run_filter(&state, &pod(), "node1");
     assert_eq!((s.code(), s.plugin()), (Code::Unschedulable, Some("a")));
     assert_eq!(r.run_filter(&state, &pod(), "nowhere").code(), Code::Error);
     // PreFilter Skip of "a": its failing Filter doesn't run, "b" decides.
-    let r = runner("multiPoint", &["a", "b"], json!({"a": {"filterStatus": 2, "preFilterStatus": 5}, "b": {"filterStatus": 3}}))
-        .unwrap();
+    let r = runner(
+        "multiPoint",
+        &["a", "b"],
+        &json!({"a": {"filterStatus": 2, "preFilterStatus": 5}, "b": {"filterStatus": 3}}),
+    )
+    .unwrap();
     let mut state = CycleState::new();
     let pre = r.run_pre_filter(&mut state, &pod()).unwrap();
     let s = r.run_filter(&state, &pod(), "node1");
@@ -289,7 +299,7 @@ fn filter_and_feasible_nodes() {
     assert!(f.nodes.is_empty());
     assert_eq!(f.statuses.statuses.len(), 2);
     // A narrowing PreFilter: only node2 is filtered; node1 gets the absent status.
-    let r = runner("multiPoint", &["a"], json!({"a": {"preFilterNodes": ["node2"]}})).unwrap();
+    let r = runner("multiPoint", &["a"], &json!({"a": {"preFilterNodes": ["node2"]}})).unwrap();
     let mut state = CycleState::new();
     let pre = r.run_pre_filter(&mut state, &pod()).unwrap();
     assert_eq!(pre.narrowing_plugins, ["a"]);
@@ -306,23 +316,23 @@ fn filter_and_feasible_nodes() {
 #[test]
 fn reserve_and_permit() {
     use serde_json::json;
-    let r = runner("multiPoint", &["a", "b"], json!({"b": {"reserveStatus": 2}})).unwrap();
+    let r = runner("multiPoint", &["a", "b"], &json!({"b": {"reserveStatus": 2}})).unwrap();
     let mut state = CycleState::new();
     let s = r.run_reserve(&mut state, &pod(), "node1");
     assert_eq!((s.code(), s.plugin()), (Code::Unschedulable, Some("b")));
     r.run_unreserve(&mut state, &pod(), "node1");
 
-    let r = runner("multiPoint", &["a", "b"], json!({})).unwrap();
+    let r = runner("multiPoint", &["a", "b"], &json!({})).unwrap();
     assert_eq!(r.run_permit(&mut CycleState::new(), &pod(), "node1"), PermitOutcome::Allow);
-    let r = runner("multiPoint", &["a", "b"], json!({"a": {"permitStatus": 4}, "b": {"permitStatus": 4}})).unwrap();
+    let r = runner("multiPoint", &["a", "b"], &json!({"a": {"permitStatus": 4}, "b": {"permitStatus": 4}})).unwrap();
     assert_eq!(
         r.run_permit(&mut CycleState::new(), &pod(), "node1"),
         PermitOutcome::Wait(vec![("a", Duration::from_secs(10)), ("b", Duration::from_secs(10))])
     );
-    let r = runner("multiPoint", &["a", "b"], json!({"a": {"permitStatus": 4}, "b": {"permitStatus": 3}})).unwrap();
+    let r = runner("multiPoint", &["a", "b"], &json!({"a": {"permitStatus": 4}, "b": {"permitStatus": 3}})).unwrap();
     let PermitOutcome::Reject(s) = r.run_permit(&mut CycleState::new(), &pod(), "node1") else { panic!("rejects") };
     assert_eq!((s.code(), s.plugin()), (Code::UnschedulableAndUnresolvable, Some("b")));
-    let r = runner("multiPoint", &["a"], json!({"a": {"permitStatus": 5}})).unwrap();
+    let r = runner("multiPoint", &["a"], &json!({"a": {"permitStatus": 5}})).unwrap();
     let PermitOutcome::Reject(s) = r.run_permit(&mut CycleState::new(), &pod(), "node1") else { panic!("rejects") };
     assert_eq!(s.code(), Code::Unschedulable);
 }
@@ -330,14 +340,14 @@ fn reserve_and_permit() {
 /// The typed listing agrees with what the runner runs, per point, with weights.
 #[test]
 fn plugins_at_lists_each_point() {
-    let r = runner("score", &[SCORE1, NORM2], serde_json::json!({})).unwrap();
+    let r = runner("score", &[SCORE1, NORM2], &serde_json::json!({})).unwrap();
     let p = r.profile();
     assert_eq!(
         p.plugins_at(ExtensionPoint::Score),
         [PluginAt { name: SCORE1, weight: Some(1) }, PluginAt { name: NORM2, weight: Some(2) }]
     );
     assert!(p.plugins_at(ExtensionPoint::Filter).is_empty());
-    let r = runner("multiPoint", &["a"], serde_json::json!({})).unwrap();
+    let r = runner("multiPoint", &["a"], &serde_json::json!({})).unwrap();
     let points: Vec<ExtensionPoint> = r.profile().summary().into_iter().map(|(pt, _)| pt).collect();
     assert_eq!(
         points,

@@ -295,10 +295,7 @@ fn must_include_published_cases() {
     );
     // Fewer free GPUs than requested is refused first, as upstream's
     // `len(available) < size`.
-    assert_eq!(
-        with_required(&m, set(&[1, 2]), &[1], 3),
-        Err(TopologyError::NotEnoughFree { requested: 3, free: 2 })
-    );
+    assert_eq!(with_required(&m, set(&[1, 2]), &[1], 3), Err(TopologyError::NotEnoughFree { requested: 3, free: 2 }));
 }
 
 /// Sequential allocations through go-gpuallocator's `Allocator` (each answer
@@ -356,11 +353,7 @@ fn brute_with(m: &GpuMatrix, free: u128, required: u128, k: usize) -> Option<Obj
     let ids: Vec<usize> = GpuSet(free).iter().collect();
     let mut all = Vec::new();
     combinations(&ids, k, &mut all);
-    all.iter()
-        .map(|c| set(c))
-        .filter(|s| s & required == required)
-        .filter_map(|s| objective_of(m, GpuSet(s)))
-        .max()
+    all.iter().map(|c| set(c)).filter(|s| s & required == required).filter_map(|s| objective_of(m, GpuSet(s))).max()
 }
 
 proptest::proptest! {

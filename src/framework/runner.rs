@@ -60,11 +60,7 @@ impl Profile {
     /// plugins as [`Profile::plugins_at`] lists them: a profile's summary for
     /// tooling and docs.
     pub fn summary(&self) -> Vec<(ExtensionPoint, Vec<PluginAt>)> {
-        ExtensionPoint::ALL
-            .iter()
-            .map(|&p| (p, self.plugins_at(p)))
-            .filter(|(_, v)| !v.is_empty())
-            .collect()
+        ExtensionPoint::ALL.iter().map(|&p| (p, self.plugins_at(p))).filter(|(_, v)| !v.is_empty()).collect()
     }
 }
 
@@ -211,7 +207,7 @@ impl FrameworkRunner {
 
     /// Positions of the named nodes in the snapshot, skipping unknown names.
     pub fn node_positions<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<usize> {
-        names.into_iter().filter_map(|n| crate::model::Symbol::lookup(n)).filter_map(|s| self.snapshot.index_of(s)).collect()
+        names.into_iter().filter_map(crate::model::Symbol::lookup).filter_map(|s| self.snapshot.index_of(s)).collect()
     }
 
     /// PreFilter (upstream `RunPreFilterPlugins`): the intersected node narrowing,
@@ -251,7 +247,8 @@ impl FrameworkRunner {
             if pre.node_names.as_ref().is_some_and(|names| !names.contains(&n.name())) {
                 continue;
             }
-            let s = guard.run(|current| runtime::run_filters(&self.profile, state, pod, n, current)).unwrap_or_else(|s| s);
+            let s =
+                guard.run(|current| runtime::run_filters(&self.profile, state, pod, n, current)).unwrap_or_else(|s| s);
             if s.is_success() {
                 out.nodes.push(i);
             } else {

@@ -313,8 +313,8 @@ pub(crate) fn run_normalize(
     scores: &mut [NodeScore],
     t: Option<&Histogram>,
 ) -> Result<(), Status> {
-    let s = timed(t, || guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, scores)))
-        .unwrap_or_else(|s| s);
+    let s =
+        timed(t, || guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, scores))).unwrap_or_else(|s| s);
     if !s.is_success() {
         return Err(s.with_plugin(sp.name));
     }

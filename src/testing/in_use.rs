@@ -2,8 +2,8 @@
 //! GPUs were taken?") without allocating real claims.
 
 use crate::dra::{
-    AllocationResult, DeviceAllocationResult, DeviceId, DeviceRequestAllocationResult, DraError, DraStore,
-    ObjectMeta, ResourceClaim, ResourceClaimStatus,
+    AllocationResult, DeviceAllocationResult, DeviceId, DeviceRequestAllocationResult, DraError, DraStore, ObjectMeta,
+    ResourceClaim, ResourceClaimStatus,
 };
 
 /// A set of devices (driver, pool, device) to mark in use in a [`DraStore`].
