@@ -71,6 +71,9 @@
 //! reasons. Plugins never reach back into the cache or the scheduler: what they need
 //! comes through the framework's [`framework::Handle`].
 
+/// Plugin latency benches per extension point over synthetic clusters (feature `bench`).
+#[cfg(feature = "bench")]
+pub mod bench;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;

@@ -5,6 +5,17 @@
 //! Builder methods take quantities as text. [`PodBuilder::try_build`] and
 //! [`NodeBuilder::try_build`] report the first bad quantity; `build` is the test
 //! convenience that panics on one.
+//!
+//! [`ClusterBuilder`] places pods on nodes and yields a snapshot or a cache;
+//! [`InUseDevices`] marks DRA devices taken for what-if runs; run a profile's
+//! extension points on the result with [`FrameworkRunner`](crate::framework::FrameworkRunner).
+
+mod cluster;
+mod in_use;
+mod more;
+
+pub use cluster::{ClusterBuilder, ClusterError};
+pub use in_use::InUseDevices;
 
 use crate::model::{
     Container, ContainerImage, ContainerPort, Node, Pod, Protocol, Quantity, QuantityError, Symbol, Taint, TaintEffect,

@@ -334,3 +334,22 @@ resourceClaimName: p-extended-resources-x7k2q
     let back: PodExtendedResourceClaimStatus = serde_norway::from_str(&serde_norway::to_string(&st).unwrap()).unwrap();
     assert_eq!(back, st);
 }
+
+/// `testing::InUseDevices` marks devices taken the way an allocated claim does:
+/// the extended-resource counts see them allocated until the set is released.
+#[test]
+fn in_use_devices_count_as_allocated_until_released() {
+    use schedkit::model::Symbol;
+    use schedkit::testing::InUseDevices;
+    let s = store();
+    s.add_slice(gpu_slice("n1", 4)).unwrap();
+    let node = NodeBuilder::new("n1").build();
+    let labels = &node.metadata.labels;
+    let counts = || s.extended_device_counts(&["example.com/gpu"]).unwrap().counts(0, Symbol::intern("n1"), labels);
+    assert_eq!(counts(), Some((4, 0)));
+    let busy = InUseDevices::named("what-if").devices(DRIVER, "n1", ["gpu-0", "gpu-2"]);
+    busy.apply(&s).unwrap();
+    assert_eq!(counts(), Some((4, 2)));
+    assert!(busy.release(&s));
+    assert_eq!(counts(), Some((4, 0)));
+}

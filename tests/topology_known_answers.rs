@@ -21,7 +21,9 @@
 
 #![expect(clippy::doc_markdown, reason = "NVLink, PCIe and product names in prose")]
 
-use schedkit::topology::{GpuMatrix, GpuSet, HopClass, Objective, SearchOptions, best_subset, machines, objective_of};
+use schedkit::topology::{
+    GpuMatrix, GpuSet, HopClass, Objective, SearchOptions, TopologyError, best_subset, machines, objective_of,
+};
 
 fn go_pair_score(m: &GpuMatrix, a: usize, b: usize) -> u64 {
     let link = m.pair(a, b).expect("in range");
@@ -254,5 +256,137 @@ fn never_worse_than_go_best_effort_on_any_mask() {
         assert!(cases > 200);
         // Print for the record (visible with --nocapture).
         println!("{name}: {cases} cases, {differ} differ, {strictly_better} strictly better");
+    }
+}
+
+fn with_required(m: &GpuMatrix, free: u128, required: &[usize], k: usize) -> Result<u128, TopologyError> {
+    let opts = SearchOptions { must_include: GpuSet(set(required)), ..SearchOptions::default() };
+    best_subset(m, free, k, &opts).map(|p| p.gpus.0)
+}
+
+/// besteffort_test.go, TestBestEffortAllocate: the "Must include" and "Required"
+/// rows (DGX-1 Volta node). Where go-gpuallocator returns an empty allocation,
+/// schedkit returns the typed refusal.
+#[test]
+fn must_include_published_cases() {
+    let m = machines::dgx1_v100().matrix().expect("valid");
+    let all = m.all();
+    // "Must include with allocation size 1 / 2 / 4".
+    assert_eq!(with_required(&m, all, &[4], 1), Ok(set(&[4])));
+    assert_eq!(with_required(&m, all, &[4], 2), Ok(set(&[4, 7])));
+    assert_eq!(with_required(&m, all, &[4], 4), Ok(set(&[4, 5, 6, 7])));
+    // "Must include with unavailable device": 0 is not free.
+    assert_eq!(
+        with_required(&m, set(&[1, 2, 3, 4, 5, 6, 7]), &[0, 1, 2, 3], 4),
+        Err(TopologyError::MustIncludeNotFree { index: 0 })
+    );
+    // "Must include with full set specified".
+    assert_eq!(with_required(&m, all, &[0, 2, 4, 6], 4), Ok(set(&[0, 2, 4, 6])));
+    // "Must include with too many devices specified".
+    assert_eq!(
+        with_required(&m, all, &[1, 2, 3, 4, 5, 6], 4),
+        Err(TopologyError::MustIncludeExceedsRequest { required: 6, requested: 4 })
+    );
+    // "Required too many devices than available": upstream checks the count
+    // before availability, so this is the count refusal too.
+    assert_eq!(
+        with_required(&m, set(&[1, 2, 3, 4, 5]), &[1, 2, 3, 4, 5, 6], 1),
+        Err(TopologyError::MustIncludeExceedsRequest { required: 6, requested: 1 })
+    );
+    // Fewer free GPUs than requested is refused first, as upstream's
+    // `len(available) < size`.
+    assert_eq!(with_required(&m, set(&[1, 2]), &[1], 3), Err(TopologyError::NotEnoughFree { requested: 3, free: 2 }));
+}
+
+/// Sequential allocations through go-gpuallocator's `Allocator` (each answer
+/// leaves the free pool), as `TestBestEffort{4xRTX8000,DGX1Pascal}GPUAlloc*`.
+/// Upstream's size-1 answer is the first free GPU; without the fragmentation
+/// tie-break schedkit's lexicographic tie-break gives the same.
+fn sequential(m: &GpuMatrix, steps: &[(usize, &[usize])]) {
+    let opts = SearchOptions { fragmentation_aware: false, ..SearchOptions::default() };
+    let mut free = m.all();
+    for (i, &(size, want)) in steps.iter().enumerate() {
+        match best_subset(m, free, size, &opts) {
+            Ok(p) => {
+                assert_eq!(p.gpus.0, set(want), "step {i}: {size} GPUs");
+                free &= !p.gpus.0;
+            }
+            Err(e) => {
+                assert!(want.is_empty(), "step {i}: {e}");
+                assert!(matches!(e, TopologyError::NotEnoughFree { .. }), "step {i}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rtx8000_4x_published_cases() {
+    let m = machines::rtx8000_4x().matrix().expect("valid");
+    // TestBestEffort4xRTX8000GPUAllocOne / Two / Four.
+    sequential(&m, &[(1, &[0]), (1, &[1]), (1, &[2]), (1, &[3]), (1, &[])]);
+    sequential(&m, &[(2, &[0, 3]), (2, &[1, 2]), (1, &[])]);
+    sequential(&m, &[(4, &[0, 1, 2, 3]), (1, &[])]);
+    // The fixture's link classes: bridges 0-3 and 1-2, NODE within a socket.
+    assert_eq!(m.pair(0, 3).expect("pair").class, HopClass::NvLink(2));
+    assert_eq!(m.pair(0, 1).expect("pair").class, HopClass::Node);
+    assert_eq!(m.pair(0, 2).expect("pair").class, HopClass::Sys);
+}
+
+#[test]
+fn dgx1_p100_published_cases() {
+    let m = machines::dgx1_p100().matrix().expect("valid");
+    // TestBestEffortDGX1PascalGPUAllocOne / Two / Four / Eight.
+    let ones: Vec<(usize, &[usize])> =
+        vec![(1, &[0]), (1, &[1]), (1, &[2]), (1, &[3]), (1, &[4]), (1, &[5]), (1, &[6]), (1, &[7]), (1, &[])];
+    sequential(&m, &ones);
+    sequential(&m, &[(2, &[0, 2]), (2, &[1, 3]), (2, &[4, 6]), (2, &[5, 7]), (1, &[])]);
+    sequential(&m, &[(4, &[0, 1, 2, 3]), (4, &[4, 5, 6, 7]), (1, &[])]);
+    sequential(&m, &[(8, &[0, 1, 2, 3, 4, 5, 6, 7]), (1, &[])]);
+    // The fixture's PCIe classes: 0-2 same switch, 0-1 host bridge, 0-4 cross CPU.
+    assert_eq!(m.pair(0, 2).expect("pair").host, Some(HopClass::Pix));
+    assert_eq!(m.pair(0, 1).expect("pair").host, Some(HopClass::Phb));
+    assert_eq!(m.pair(0, 4).expect("pair").host, Some(HopClass::Sys));
+    assert_eq!(m.pair(0, 5).expect("pair").class, HopClass::Sys);
+}
+
+fn brute_with(m: &GpuMatrix, free: u128, required: u128, k: usize) -> Option<Objective> {
+    let ids: Vec<usize> = GpuSet(free).iter().collect();
+    let mut all = Vec::new();
+    combinations(&ids, k, &mut all);
+    all.iter().map(|c| set(c)).filter(|s| s & required == required).filter_map(|s| objective_of(m, GpuSet(s))).max()
+}
+
+proptest::proptest! {
+    /// A must-include search returns a superset of the required GPUs with the
+    /// best objective among such sets (brute force), on every shape at hand,
+    /// exact or through the bounded path.
+    #[test]
+    fn must_include_is_optimal_among_supersets(
+        which in 0usize..4,
+        free in 1u128..256,
+        req_bits in 0u128..256,
+        k in 1usize..=8,
+        exact in proptest::bool::ANY,
+    ) {
+        let m = match which {
+            0 => machines::dgx1_v100(),
+            1 => machines::dgx1_p100(),
+            2 => machines::dgx_h100(),
+            _ => machines::pcie_l40s_8(),
+        }.matrix().expect("valid");
+        let required = req_bits & free;
+        proptest::prop_assume!(k <= free.count_ones() as usize && required.count_ones() as usize <= k);
+        let opts = SearchOptions {
+            must_include: GpuSet(required),
+            exact_up_to: if exact { 16 } else { 0 },
+            node_budget: u64::MAX,
+            ..SearchOptions::default()
+        };
+        let p = best_subset(&m, free, k, &opts).expect("fits");
+        proptest::prop_assert_eq!(p.gpus.0 & required, required);
+        proptest::prop_assert_eq!(p.gpus.len(), k);
+        proptest::prop_assert!(p.gpus.0 & !free == 0);
+        proptest::prop_assert_eq!(Some(p.objective), brute_with(&m, free, required, k));
+        proptest::prop_assert!(p.exact);
     }
 }

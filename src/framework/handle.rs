@@ -78,6 +78,25 @@ impl Handle {
         self.inner.snapshot.read().clone()
     }
 
+    /// Publishes `snapshot` as the current one, what the scheduler does at the start
+    /// of each cycle: plugins that read the cluster through the handle (e.g.
+    /// ImageLocality's spread, GpuShareFit's Reserve) then see it. For tests and
+    /// what-if tools that run plugins without a scheduler ([`super::FrameworkRunner`]
+    /// does it for you).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use schedkit::framework::Handle;
+    /// use schedkit::testing::{ClusterBuilder, NodeBuilder};
+    /// let handle = Handle::default();
+    /// let snap = ClusterBuilder::new().node(NodeBuilder::new("n1").cpu("4")).build().unwrap();
+    /// handle.set_snapshot(Arc::new(snap));
+    /// assert!(handle.snapshot().get("n1").is_some());
+    /// ```
+    pub fn set_snapshot(&self, snapshot: Arc<Snapshot>) {
+        *self.inner.snapshot.write() = snapshot;
+    }
+
     /// Pods waiting at Permit.
     pub fn waiting_pods(&self) -> &WaitingPods {
         &self.inner.waiting

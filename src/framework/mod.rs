@@ -1,6 +1,8 @@
 //! The contract: [`Status`], [`CycleState`], the plugin traits, [`Profile`] and
 //! [`Registry`], the [`FeatureGates`], the [`Handle`] plugins reach the world through,
-//! the clock, and the [`preemption`] evaluator preemption plugins share.
+//! the clock, the [`preemption`] evaluator preemption plugins share, and the
+//! [`FrameworkRunner`] that runs a profile's extension points one at a time (tests,
+//! what-if tools, benches).
 
 mod clock;
 mod cycle_state;
@@ -13,6 +15,7 @@ pub mod metrics;
 mod openmetrics;
 pub mod preemption;
 mod profile;
+mod runner;
 pub(crate) mod runtime;
 pub mod scheduler_metrics;
 mod status;
@@ -39,5 +42,7 @@ pub use profile::{
     ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
     PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
 };
+pub use runner::{Feasible, FrameworkRunner, PluginAt, PluginScores, ScoreReport};
+pub use runtime::{PermitOutcome, PreFilterOutcome};
 pub use status::{Code, Reason, Status};
 pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};

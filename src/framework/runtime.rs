@@ -10,7 +10,8 @@ use super::waiting_pods::check_timeout;
 use smallvec::SmallVec;
 
 use super::{
-    Code, CycleState, FilterPlugin, NodeToStatus, PermitDecision, PostFilterResult, PreFilterResult, Profile, Status,
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus, PermitDecision,
+    PostFilterResult, PreFilterResult, Profile, Status, WeightedScore,
 };
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
@@ -43,11 +44,13 @@ pub(crate) fn go_string_list(names: &[&'static str]) -> String {
     format!("[{}]", sorted.join(" "))
 }
 
-/// What PreFilter decided.
-pub(crate) struct PreFilterOutcome {
-    /// Intersected node narrowing.
+/// What PreFilter decided when it let the pod go on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterOutcome {
+    /// The intersection of the plugins' node narrowings.
     pub result: PreFilterResult,
-    /// Plugins that narrowed the node set (for messages).
+    /// The plugins that narrowed the node set (upstream names them in the status
+    /// of the nodes left out).
     pub narrowing_plugins: Vec<&'static str>,
 }
 
@@ -305,6 +308,58 @@ pub(crate) fn run_pre_score(
     Status::SUCCESS
 }
 
+/// Score of one plugin over `nodes` into `scores` (same order), on this thread,
+/// panic isolated: the serial half of upstream `RunScorePlugins`.
+pub(crate) fn run_score_plugin(
+    sp: &WeightedScore,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: NodeList<'_>,
+    scores: &mut [NodeScore],
+    t: Option<&PluginTimer>,
+) -> Result<(), Status> {
+    timed(t, || guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, scores)), score_code)
+        .and_then(|r| r)
+        .map_err(|s| s.with_plugin(sp.name))
+}
+
+/// The `status` label of a batched Score call: `Success`, or the failing code.
+pub(crate) fn score_code(r: &Result<Result<(), Status>, Status>) -> Code {
+    match r {
+        Ok(Ok(())) => Code::Success,
+        Ok(Err(s)) | Err(s) => s.code(),
+    }
+}
+
+/// NormalizeScore of one plugin, then upstream's range check: every score must
+/// be in `MIN_NODE_SCORE..=MAX_NODE_SCORE` afterwards, or the cycle errors with
+/// upstream's message (`RunScorePlugins`).
+pub(crate) fn run_normalize(
+    sp: &WeightedScore,
+    state: &CycleState,
+    pod: &PodInfo,
+    scores: &mut [NodeScore],
+    t: Option<&PluginTimer>,
+) -> Result<(), Status> {
+    let s = timed(
+        t,
+        || guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, scores)),
+        |r| r.as_ref().map_or_else(Status::code, Status::code),
+    )
+    .unwrap_or_else(|s| s);
+    if !s.is_success() {
+        return Err(s.with_plugin(sp.name));
+    }
+    if let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
+        return Err(Status::error(format!(
+            "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+            sp.name, ns.score
+        ))
+        .with_plugin(sp.name));
+    }
+    Ok(())
+}
+
 /// Reserve: stops at the first failure (the caller then unreserves everything).
 pub(crate) fn run_reserve(
     profile: &Profile,
@@ -341,10 +396,15 @@ pub(crate) fn run_unreserve_timed(
     }
 }
 
-/// Outcome of the Permit phase.
-pub(crate) enum PermitOutcome {
+/// What the Permit phase decided for a pod (upstream `RunPermitPlugins`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermitOutcome {
+    /// Every Permit plugin allowed the pod.
     Allow,
+    /// Some plugins asked the pod to wait: `(plugin, timeout)` for each, in order,
+    /// timeouts already checked against [`super::MAX_PERMIT_TIMEOUT`].
     Wait(Vec<(&'static str, Duration)>),
+    /// A plugin rejected the pod (or returned a bad timeout); the status names it.
     Reject(Status),
 }
 

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::score::score_code;
 use super::{Buffers, runtime};
 use crate::framework::metrics::{PointTimers, timed};
 use crate::framework::scheduler_metrics::PluginTimer;
@@ -123,7 +122,7 @@ pub(super) fn score(
             timed(
                 timer,
                 || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, o)),
-                score_code,
+                runtime::score_code,
             )
             .and_then(|r| r)
             .map_err(|s| s.with_plugin(sp.name))

@@ -4,9 +4,8 @@
 #[cfg(feature = "parallel")]
 use super::parallel;
 use super::{Scheduler, TieBreak};
-use crate::framework::metrics::timed;
 use crate::framework::runtime;
-use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, Status};
+use crate::framework::{CycleState, NodeScore, Profile, Status};
 use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
 /// SplitMix64: tiny, seeded, good enough for tie-breaks.
@@ -68,32 +67,11 @@ impl Scheduler {
             let done = false;
             if !done {
                 let nodes = NodeList::new(snap, &bufs.feasible);
-                timed(
-                    score_timer,
-                    || runtime::guard(sp.name, "Score", || sp.plugin.score_nodes(state, pod, nodes, &mut bufs.scores)),
-                    score_code,
-                )
-                .and_then(|r| r)
-                .map_err(|s| s.with_plugin(sp.name))?;
+                runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
             }
             let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
-            let s = timed(
-                norm_timer,
-                || runtime::guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, &mut bufs.scores)),
-                |r| r.as_ref().map_or_else(Status::code, Status::code),
-            )
-            .unwrap_or_else(|s| s);
-            if !s.is_success() {
-                return Err(s.with_plugin(sp.name));
-            }
+            runtime::run_normalize(sp, state, pod, &mut bufs.scores, norm_timer)?;
             for (t, ns) in bufs.totals.iter_mut().zip(&bufs.scores) {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score) {
-                    return Err(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        sp.name, ns.score
-                    ))
-                    .with_plugin(sp.name));
-                }
                 *t += ns.score * sp.weight;
             }
         }
@@ -129,13 +107,5 @@ impl Scheduler {
             }
         }
         bufs.feasible[best]
-    }
-}
-
-/// The `status` label of a batched Score call: `Success`, or the failing code.
-pub(super) fn score_code(r: &Result<Result<(), Status>, Status>) -> crate::framework::Code {
-    match r {
-        Ok(Ok(())) => crate::framework::Code::Success,
-        Ok(Err(s)) | Err(s) => s.code(),
     }
 }

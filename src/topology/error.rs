@@ -95,6 +95,32 @@ pub enum TopologyError {
         /// GPUs asked for.
         requested: usize,
     },
+    /// An NVLink bridge of a machine builder names a GPU the machine does not have.
+    #[error("NVLink bridge {a}-{b} names a GPU outside 0..{count}")]
+    BridgeOutOfRange {
+        /// One end.
+        a: u32,
+        /// The other end.
+        b: u32,
+        /// GPUs in the machine.
+        count: u32,
+    },
+    /// More GPUs must be included than are requested (go-gpuallocator returns no
+    /// allocation when `len(required) > size`).
+    #[error("{required} GPUs must be included but only {requested} are requested")]
+    MustIncludeExceedsRequest {
+        /// GPUs in [`SearchOptions::must_include`](crate::topology::SearchOptions::must_include).
+        required: usize,
+        /// GPUs asked for.
+        requested: usize,
+    },
+    /// A GPU that must be included is not free (or not in the machine):
+    /// go-gpuallocator finds no partition holding every required device then.
+    #[error("GPU {index} must be included but is not free")]
+    MustIncludeNotFree {
+        /// The first such GPU.
+        index: u32,
+    },
     /// NIC alignment was required and no assignment of distinct local NICs exists.
     #[error("no set of {requested} GPUs has one distinct local NIC each")]
     NoNicAlignedSet {

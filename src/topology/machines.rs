@@ -8,6 +8,7 @@
 
 use petgraph::stable_graph::NodeIndex;
 
+use super::error::TopologyError;
 use super::graph::{Edge, NvLinkGen, PcieGen, TopologyGraph};
 
 /// A UUID-shaped, deterministic id for GPU `index` of a shape tagged `tag`.
@@ -242,4 +243,129 @@ pub fn gb200_nvl72() -> TopologyGraph {
         }
     }
     g
+}
+
+/// The NVLink pairs of a DGX-1 with P100 (hybrid cube-mesh, one NVLink 1 link
+/// per pair, four per GPU).
+///
+/// Source: *NVIDIA DGX-1 System Architecture* whitepaper (WP-08437-001, P100
+/// edition), figure of the hybrid cube-mesh; the same pairs are the DGX-1
+/// Pascal fixture of NVIDIA's go-gpuallocator tests (`gpuallocator/common_test.go`).
+pub const DGX1_P100_NVLINKS: [(u32, u32); 16] = [
+    (0, 1),
+    (0, 2),
+    (0, 3),
+    (0, 4),
+    (1, 2),
+    (1, 3),
+    (1, 5),
+    (2, 3),
+    (2, 6),
+    (3, 7),
+    (4, 5),
+    (4, 6),
+    (4, 7),
+    (5, 6),
+    (5, 7),
+    (6, 7),
+];
+
+/// NVIDIA DGX-1 with P100: 8 Tesla P100 SXM2 16 GB in a hybrid cube-mesh of
+/// NVLink 1 (each GPU one link to each of four others), 2 Intel Xeon E5-2698 v4
+/// sockets, 4 PCIe Gen3 switches each holding 2 GPUs and one InfiniBand EDR NIC,
+/// two switches per socket under one host bridge.
+///
+/// Sources: *NVIDIA DGX-1 System Architecture* whitepaper (WP-08437-001); the
+/// PCIe classes are those of go-gpuallocator's DGX-1 Pascal test node, where a
+/// switch holds GPUs 0 and 2 (1 and 3, 4 and 6, 5 and 7): 0–2 same switch, 0–1
+/// host bridge, 0–4 cross CPU.
+pub fn dgx1_p100() -> TopologyGraph {
+    let mut g = TopologyGraph::new("DGX-1 P100");
+    let tag = 0x0100_0100;
+    let sockets: Vec<NodeIndex> = (0..2).map(|s| g.add_cpu(s, s, 0)).collect();
+    // Nominal: two QPI links at 9.6 GT/s.
+    g.link(sockets[0], sockets[1], Edge::InterSocket { mbps: 38_400 });
+    let mut gpus: Vec<(u32, NodeIndex)> = Vec::new();
+    for (s, &cpu) in sockets.iter().enumerate() {
+        let hb = g.add_host_bridge(format!("pci{s:04x}:00"), cpu, PcieGen::Gen3, 16);
+        for sw_local in 0..2u32 {
+            let swi = s as u32 * 2 + sw_local;
+            let sw = g.add_pcie_switch(swi, hb, PcieGen::Gen3, 16);
+            // Switch `sw_local` of socket `s` holds GPUs 4s+sw_local and 4s+sw_local+2.
+            for idx in [s as u32 * 4 + sw_local, s as u32 * 4 + sw_local + 2] {
+                let gpu = g.add_gpu(idx, gpu_id(tag, idx), "Tesla P100-SXM2-16GB", 16_280, sw, PcieGen::Gen3, 16);
+                gpus.push((idx, gpu));
+            }
+            g.add_nic(format!("mlx5_{swi}"), sw, PcieGen::Gen3, 16);
+        }
+    }
+    gpus.sort_unstable_by_key(|&(i, _)| i);
+    for &(a, b) in &DGX1_P100_NVLINKS {
+        g.link(gpus[a as usize].1, gpus[b as usize].1, Edge::NvLink { generation: NvLinkGen::V1, links: 1 });
+    }
+    g
+}
+
+/// A PCIe server whose GPUs are paired by NVLink bridges (workstation-class
+/// cards such as Quadro RTX 8000 or RTX A6000): `sockets` CPUs, `gpus_per_socket`
+/// GPUs on each, every GPU on its own root port (GPUs of one socket are NODE to
+/// each other, of different sockets SYS), and an NVLink bridge of `links` links
+/// between the two GPUs of each pair in `bridges`.
+///
+/// Fails with [`TopologyError::BridgeOutOfRange`] when a bridge names a GPU index
+/// the machine does not have.
+///
+/// ```
+/// use schedkit::topology::{machines, HopClass, NvLinkGen};
+/// let g = machines::pcie_nvlink_bridged("NVIDIA RTX A6000", 49_140, 2, 2, &[(0, 1), (2, 3)], NvLinkGen::V3, 4).unwrap();
+/// let m = g.matrix().unwrap();
+/// assert_eq!(m.pair(0, 1).unwrap().class, HopClass::NvLink(4));
+/// assert_eq!(m.pair(0, 2).unwrap().class, HopClass::Sys);
+/// assert!(machines::pcie_nvlink_bridged("x", 1, 1, 2, &[(0, 2)], NvLinkGen::V2, 2).is_err());
+/// ```
+pub fn pcie_nvlink_bridged(
+    model: &str,
+    memory_mib: u64,
+    sockets: u32,
+    gpus_per_socket: u32,
+    bridges: &[(u32, u32)],
+    generation: NvLinkGen,
+    links: u8,
+) -> Result<TopologyGraph, TopologyError> {
+    let count = sockets * gpus_per_socket;
+    if let Some(&(a, b)) = bridges.iter().find(|&&(a, b)| a >= count || b >= count || a == b) {
+        return Err(TopologyError::BridgeOutOfRange { a, b, count });
+    }
+    let mut g = TopologyGraph::new(format!("{count}x {model} PCIe, NVLink-bridged"));
+    let tag = 0x8000_0000 | count;
+    let cpus: Vec<NodeIndex> = (0..sockets).map(|s| g.add_cpu(s, s, 0)).collect();
+    for pair in cpus.windows(2) {
+        // Nominal: one UPI link.
+        g.link(pair[0], pair[1], Edge::InterSocket { mbps: 41_600 });
+    }
+    let mut gpus = Vec::new();
+    for (s, &cpu) in cpus.iter().enumerate() {
+        for local in 0..gpus_per_socket {
+            let idx = s as u32 * gpus_per_socket + local;
+            let hb = g.add_host_bridge(format!("pci{idx:04x}:00"), cpu, PcieGen::Gen3, 16);
+            gpus.push(g.add_gpu(idx, gpu_id(tag, idx), model, memory_mib, hb, PcieGen::Gen3, 16));
+        }
+    }
+    for &(a, b) in bridges {
+        g.link(gpus[a as usize], gpus[b as usize], Edge::NvLink { generation, links });
+    }
+    Ok(g)
+}
+
+/// Four Quadro RTX 8000 (48 GB, NVLink 2 bridges of two links: 100 GB/s
+/// bidirectional per pair) in a two-socket PCIe server, GPUs 0–1 on the first
+/// socket and 2–3 on the second, bridged 0–3 and 1–2 (across the sockets), as
+/// go-gpuallocator's `New4xRTX8000Node` test node.
+///
+/// Sources: *NVIDIA Quadro RTX 8000* datasheet (48 GB GDDR6, NVLink bridge of 2
+/// links, 100 GB/s); `gpuallocator/common_test.go` (bridges 0–3 and 1–2, 0–1
+/// and 2–3 same CPU, the other pairs cross CPU).
+pub fn rtx8000_4x() -> TopologyGraph {
+    pcie_nvlink_bridged("Quadro RTX 8000", 48_601, 2, 2, &[(0, 3), (1, 2)], NvLinkGen::V2, 2)
+        .unwrap_or_else(|e| unreachable!("fixed shape: {e}"))
 }

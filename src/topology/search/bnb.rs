@@ -88,6 +88,33 @@ impl Ctx<'_> {
         }
     }
 
+    /// Takes the GPUs of `fixed` out of the candidates and marks them chosen:
+    /// returns the depth, objective and fragmentation cost the search starts from.
+    pub(super) fn fix(&mut self, fixed: u128) -> (usize, Objective, u64) {
+        let mut kept = 0;
+        for i in 0..self.nc {
+            let g = self.cand[i];
+            if fixed & (1 << g) == 0 {
+                self.cand[kept] = g;
+                kept += 1;
+            }
+        }
+        self.nc = kept;
+        let mut obj = Objective { min_weight: u64::MAX, sum_weight: 0 };
+        let mut frag = 0;
+        for (depth, g) in GpuSet(fixed).iter().enumerate() {
+            let row = self.m.weight_row(g);
+            for &c in &self.chosen[..depth] {
+                let w = row[c as usize];
+                obj.min_weight = obj.min_weight.min(w);
+                obj.sum_weight += w;
+            }
+            self.chosen[depth] = g as u8;
+            frag += self.frag[g];
+        }
+        (fixed.count_ones() as usize, obj, frag)
+    }
+
     pub(super) fn nic_ok(&self, set: u128) -> bool {
         !self.opts.nic_aligned || nic_matching(self.m, set, self.opts.free_nics).is_some()
     }
@@ -150,31 +177,57 @@ impl Ctx<'_> {
         }
     }
 
-    /// Greedy incumbent: from every seed, repeatedly add the GPU that keeps the
+    /// Greedy incumbent: from every seed (or, with `fixed` GPUs already chosen by
+    /// [`Ctx::fix`], from them alone), repeatedly add the GPU that keeps the
     /// objective highest.
-    pub(super) fn greedy(&mut self) {
+    pub(super) fn greedy(&mut self, fixed: u128) {
         let nc = self.nc;
         let k = self.k;
-        for s in 0..nc {
-            let seed = self.cand[s] as usize;
+        let seeds = if fixed == 0 { nc } else { 1 };
+        for s in 0..seeds {
             let mut gmin = [u64::MAX; MAX_GPUS];
             let mut gsum = [0u64; MAX_GPUS];
             let mut taken = [false; MAX_GPUS];
-            let mut set = 1u128 << seed;
             let mut cur = Objective { min_weight: u64::MAX, sum_weight: 0 };
-            let mut frag = self.frag[seed];
-            taken[s] = true;
-            let mut last = seed;
-            for _ in 1..k {
-                let row = self.m.weight_row(last);
+            let (mut set, mut frag) = if fixed == 0 {
+                let seed = self.cand[s] as usize;
+                taken[s] = true;
+                (1u128 << seed, self.frag[seed])
+            } else {
+                let f = GpuSet(fixed);
+                (fixed, f.iter().map(|g| self.frag[g]).sum())
+            };
+            // Fold every chosen GPU's row into the candidates' running min/sum.
+            let fold = |g: usize, gmin: &mut [u64; MAX_GPUS], gsum: &mut [u64; MAX_GPUS], taken: &[bool; MAX_GPUS]| {
+                let row = self.m.weight_row(g);
+                for j in 0..nc {
+                    if !taken[j] {
+                        let w = row[self.cand[j] as usize];
+                        gmin[j] = gmin[j].min(w);
+                        gsum[j] += w;
+                    }
+                }
+            };
+            let mut pending: u128 = set;
+            if fixed != 0 {
+                let f = GpuSet(fixed);
+                for a in f.iter() {
+                    for b in f.iter().filter(|&b| b > a) {
+                        let w = self.m.weight(a, b);
+                        cur.min_weight = cur.min_weight.min(w);
+                        cur.sum_weight += w;
+                    }
+                }
+            }
+            for _ in (set.count_ones() as usize)..k {
+                for g in GpuSet(pending).iter() {
+                    fold(g, &mut gmin, &mut gsum, &taken);
+                }
                 let mut pick: Option<(usize, Objective, u64)> = None;
                 for j in 0..nc {
                     if taken[j] {
                         continue;
                     }
-                    let w = row[self.cand[j] as usize];
-                    gmin[j] = gmin[j].min(w);
-                    gsum[j] += w;
                     let obj =
                         Objective { min_weight: cur.min_weight.min(gmin[j]), sum_weight: cur.sum_weight + gsum[j] };
                     let f = self.frag[self.cand[j] as usize];
@@ -188,8 +241,9 @@ impl Ctx<'_> {
                 }
                 let Some((j, obj, f)) = pick else { break };
                 taken[j] = true;
-                last = self.cand[j] as usize;
-                set |= 1 << last;
+                let last = self.cand[j] as usize;
+                pending = 1 << last;
+                set |= pending;
                 cur = obj;
                 frag += f;
             }

@@ -70,12 +70,29 @@ pub fn best_subset(m: &GpuMatrix, free: u128, k: usize, opts: &SearchOptions) ->
     if extra != 0 {
         return Err(TopologyError::FreeMaskOutOfRange { index: extra.trailing_zeros(), count: m.len() });
     }
+    // go-gpuallocator's refusals, in its order: too few free GPUs, then more
+    // required than requested, then a required GPU that is not available.
+    let fixed = opts.must_include.0;
+    let free_count = free.count_ones() as usize;
+    if k > free_count {
+        return Err(TopologyError::NotEnoughFree { requested: k, free: free_count });
+    }
+    if fixed.count_ones() as usize > k {
+        return Err(TopologyError::MustIncludeExceedsRequest { required: fixed.count_ones() as usize, requested: k });
+    }
+    let missing = fixed & !free;
+    if missing != 0 {
+        return Err(TopologyError::MustIncludeNotFree { index: missing.trailing_zeros() });
+    }
     let mut eligible = free;
     if opts.nic_aligned {
         for g in GpuSet(free).iter() {
             if m.local_nics(g) & opts.free_nics == 0 {
                 eligible &= !(1 << g);
             }
+        }
+        if fixed & !eligible != 0 {
+            return Err(TopologyError::NoNicAlignedSet { requested: k });
         }
     }
     let nc = eligible.count_ones() as usize;
@@ -99,7 +116,7 @@ pub fn best_subset(m: &GpuMatrix, free: u128, k: usize, opts: &SearchOptions) ->
         }
         let mut merged: Option<Outcome> = None;
         for &(_, _, mask) in &groups {
-            if (mask.count_ones() as usize) < k {
+            if (mask.count_ones() as usize) < k || fixed & !mask != 0 {
                 continue;
             }
             let Some(o) = run(m, mask, free, k, opts) else {
@@ -146,13 +163,12 @@ struct Outcome {
 /// Searches `k` of the `eligible` GPUs (fragmentation measured against `free`);
 /// `None` when no eligible set passes the NIC check.
 fn run(m: &GpuMatrix, eligible: u128, free: u128, k: usize, opts: &SearchOptions) -> Option<Outcome> {
-    let nc = eligible.count_ones() as usize;
     let mut ctx = Ctx {
         m,
         opts,
         k,
         cand: [0; MAX_GPUS],
-        nc,
+        nc: eligible.count_ones() as usize,
         frag: [0; MAX_GPUS],
         wmax: 0,
         chosen: [0; MAX_GPUS],
@@ -162,23 +178,45 @@ fn run(m: &GpuMatrix, eligible: u128, free: u128, k: usize, opts: &SearchOptions
         aborted: false,
     };
     ctx.prepare(eligible, free);
-    let start = Objective { min_weight: u64::MAX, sum_weight: 0 };
-    let (exact, bound) = if nc <= opts.exact_up_to {
-        ctx.dfs(0, 0, 0, start, 0);
-        (true, None)
-    } else if ctx.by_hosts() {
-        (true, None)
-    } else {
-        ctx.greedy();
-        let bound = ctx.root_bound();
-        if ctx.best.found && ctx.best.obj == bound {
-            (true, Some(bound))
-        } else {
-            ctx.budget = opts.node_budget;
+    let fixed = opts.must_include.0 & eligible;
+    if fixed == 0 {
+        let start = Objective { min_weight: u64::MAX, sum_weight: 0 };
+        let (exact, bound) = if ctx.nc <= opts.exact_up_to {
             ctx.dfs(0, 0, 0, start, 0);
-            (!ctx.aborted, Some(bound))
-        }
+            (true, None)
+        } else if ctx.by_hosts() {
+            (true, None)
+        } else {
+            ctx.greedy(0);
+            let bound = ctx.root_bound();
+            if ctx.best.found && ctx.best.obj == bound {
+                (true, Some(bound))
+            } else {
+                ctx.budget = opts.node_budget;
+                ctx.dfs(0, 0, 0, start, 0);
+                (!ctx.aborted, Some(bound))
+            }
+        };
+        return outcome(&ctx, exact, bound);
+    }
+    // With GPUs that must be included: the bound over every k-set of the
+    // eligible GPUs also bounds the sets holding them; the search starts from
+    // them already chosen and picks the rest among the other candidates.
+    let bound = (ctx.nc > opts.exact_up_to + fixed.count_ones() as usize).then(|| ctx.root_bound());
+    let (depth, start, frag) = ctx.fix(fixed);
+    let exact = if bound.is_none() {
+        ctx.dfs(0, depth, fixed, start, frag);
+        true
+    } else {
+        ctx.greedy(fixed);
+        ctx.budget = opts.node_budget;
+        ctx.dfs(0, depth, fixed, start, frag);
+        !ctx.aborted
     };
+    outcome(&ctx, exact, bound)
+}
+
+fn outcome(ctx: &Ctx<'_>, exact: bool, bound: Option<Objective>) -> Option<Outcome> {
     ctx.best.found.then(|| Outcome {
         best: ctx.best,
         exact,

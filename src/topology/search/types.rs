@@ -75,6 +75,10 @@ pub struct SearchOptions {
     /// Branch-and-bound nodes allowed for larger domains before returning the
     /// incumbent with its bound.
     pub node_budget: u64,
+    /// GPUs the chosen set must contain (go-gpuallocator's `required`, the
+    /// kubelet device manager's `mustInclude` of `GetPreferredAllocation`): the
+    /// search picks the rest around them. Empty by default.
+    pub must_include: GpuSet,
 }
 
 impl Default for SearchOptions {
@@ -86,6 +90,7 @@ impl Default for SearchOptions {
             fragmentation_aware: true,
             exact_up_to: 16,
             node_budget: 4_096,
+            must_include: GpuSet::EMPTY,
         }
     }
 }
