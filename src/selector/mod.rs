@@ -49,9 +49,10 @@
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): the authorizer
-//! library (it needs an `authorizer` variable, which DRA selectors do not have), and
-//! list-valued attributes (alpha `DRAListTypeAttributes`; the API server drops list
-//! values while the gate is off). An IANA time zone name given to a timestamp getter
+//! library (it needs an `authorizer` variable, which DRA selectors do not have). List-valued
+//! attributes (alpha `DRAListTypeAttributes`, [`AttributeValue::List`]) are CEL lists:
+//! `size()`, macros, `in` and `includes` work on them; the DRA store only loads them
+//! while the gate is on. An IANA time zone name given to a timestamp getter
 //! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, a
 //! directory or an uncompressed zip file, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
@@ -72,6 +73,7 @@
 //! [`MAX_COST`]: crate::selector::MAX_COST
 //! [`AttributeKey`]: crate::selector::AttributeKey
 //! [`Device`]: crate::selector::Device
+//! [`AttributeValue::List`]: crate::selector::AttributeValue::List
 //!
 //! ```
 //! use schedkit::model::Quantity;

@@ -130,6 +130,9 @@ pub struct PodClaims {
     pub(crate) disabled: Option<AllocError>,
     /// Whether the DynamicResources `filterTimeout` applies (`DRASchedulerFilterTimeout`).
     pub(crate) filter_timeout: bool,
+    /// Whether constraints compare list-valued attributes as sets
+    /// (`DRAListTypeAttributes`).
+    pub(crate) list_attributes: bool,
 }
 
 /// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which
