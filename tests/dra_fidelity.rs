@@ -6,7 +6,9 @@
 
 use serde_json::{Value, json};
 
-use schedkit::dra::{AllocError, DeviceClass, DraError, DraStore, GatherError, NodeResult, ResourceClaim, ResourceSlice};
+use schedkit::dra::{
+    AllocError, DeviceClass, DraError, DraStore, GatherError, NodeResult, ResourceClaim, ResourceSlice,
+};
 use schedkit::framework::Feature;
 use schedkit::model::Labels;
 
@@ -31,7 +33,9 @@ fn slice(devices: Vec<Value>) -> ResourceSlice {
 }
 
 fn dev(name: &str, attributes: Value) -> Value {
-    json!({"name": name, "attributes": attributes})
+    let mut d = json!({"name": name});
+    d["attributes"] = attributes;
+    d
 }
 
 fn devices(n: usize) -> Vec<Value> {
@@ -134,11 +138,9 @@ fn many_devices_okay() {
 fn too_many_devices_total() {
     // upstream "too-many-devices-total": 32 + 1 over two requests.
     let s = store(false, &class_a(), vec![slice(devices(33))]);
-    let err = run(&s, claim(vec![request("req-0", "class-a", 32), request("req-1", "class-a", 1)], vec![])).unwrap_err();
-    assert!(matches!(
-        err,
-        GatherError::Alloc(AllocError::TooManyDevices { requested: 33, limit: 32, .. })
-    ), "{err:?}");
+    let err =
+        run(&s, claim(vec![request("req-0", "class-a", 32), request("req-1", "class-a", 1)], vec![])).unwrap_err();
+    assert!(matches!(err, GatherError::Alloc(AllocError::TooManyDevices { requested: 33, limit: 32, .. })), "{err:?}");
     assert!(err.to_string().contains("exceeds the claim limit"), "{err}");
 }
 
@@ -149,7 +151,10 @@ fn all_mode_counts_matching_devices_against_the_limit() {
     let err = run(&s, claim(vec![all_request("req-0", "class-a")], vec![])).unwrap_err();
     assert!(err.to_string().contains("number of requested devices 33 exceeds the claim limit of 32"), "{err}");
     let s = store(false, &class_a(), vec![slice(devices(32))]);
-    assert_eq!(devices_picked(&run(&s, claim(vec![all_request("req-0", "class-a")], vec![]))).map(|d| d.len()), Some(32));
+    assert_eq!(
+        devices_picked(&run(&s, claim(vec![all_request("req-0", "class-a")], vec![]))).map(|d| d.len()),
+        Some(32)
+    );
 }
 
 #[test]
@@ -272,8 +277,10 @@ fn selectors_see_list_attributes() {
     // compile_test.go "includes-function-on-string-list-positive", "macro-on-list-of-int"
     // and "in-operator-on-list", through a class's selector.
     let class = |name: &str, expr: &str| -> DeviceClass {
-        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": expr}}]}}))
-            .unwrap()
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": expr}}]}}),
+        )
+        .unwrap()
     };
     let classes = vec![
         class("inc", r#"device.attributes["driver-a"].names.includes("fish")"#),
@@ -295,4 +302,26 @@ fn selectors_see_list_attributes() {
         let r = s.allocate_claims(&[("default", &format!("claim-{c}"))], "node-1", &Labels::default());
         assert_eq!(devices_picked(&r), Some(vec!["device-2".to_owned()]), "class {c}");
     }
+}
+
+#[test]
+fn exhausted_consumable_capacity_is_reported_as_capacity() {
+    // Item 8: two requests of one claim each ask 6Gi of a shared device's 10Gi.
+    let classes = class_a();
+    let s = store(false, &classes, vec![]);
+    let sl: ResourceSlice = serde_json::from_value(json!({
+        "metadata": {"name": "slice-1"},
+        "spec": {"driver": DRIVER_A, "nodeName": "node-1",
+                 "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0", "allowMultipleAllocations": true,
+                              "capacity": {"memory": {"value": "10Gi"}}}]}
+    }))
+    .unwrap();
+    s.add_slice(sl).unwrap();
+    let req = |name: &str| json!({"name": name, "exactly": {"deviceClassName": "class-a", "capacity": {"requests": {"memory": "6Gi"}}}});
+    let r = run(&s, claim(vec![req("req-0"), req("req-1")], vec![]));
+    let NodeResult::NoFit(diag) = r.unwrap() else { panic!("expected no fit") };
+    let text = diag.to_string();
+    assert!(text.contains("claim default/claim-0: capacity not satisfiable"), "{text}");
+    assert!(!text.contains("shared counters"), "{text}");
 }

@@ -248,7 +248,9 @@ pub enum AllocError {
     /// In `All` mode a device the request matches would break one of the claim's
     /// constraints: upstream treats such a claim as an error rather than "does not fit"
     /// (`allocator.go`, `allocateDevice` with `must`).
-    #[error("claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied")]
+    #[error(
+        "claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied"
+    )]
     ConstraintViolated {
         /// `namespace/name`.
         claim: String,

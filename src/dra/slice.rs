@@ -125,7 +125,8 @@ fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -
         Ok(AttributeValue::String(s.into()))
     };
     let version = |v: &str| {
-        AttributeValue::version(v).map_err(|e| bad(format!("device {device}: attribute {name}: bad version {v:?}: {e}")))
+        AttributeValue::version(v)
+            .map_err(|e| bad(format!("device {device}: attribute {name}: bad version {v:?}: {e}")))
     };
     let list = |items: Result<Vec<AttributeValue>, DraError>, len: usize| {
         if len == 0 {

@@ -53,3 +53,59 @@ pub(super) fn admits<'a>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{AttributeValue, ConstraintKind, admits};
+
+    fn value(items: &[i64]) -> AttributeValue {
+        match items {
+            [one] => AttributeValue::Int(*one),
+            many => AttributeValue::List(many.iter().map(|&i| AttributeValue::Int(i)).collect()),
+        }
+    }
+
+    fn sets() -> impl Strategy<Value = Vec<Vec<i64>>> {
+        prop::collection::vec(prop::collection::vec(0i64..6, 1..4), 1..5)
+    }
+
+    proptest! {
+        /// Scalars: the list semantics reduce to the v1.35 ones (equal / all different).
+        #[test]
+        fn scalars_keep_their_meaning(v in 0i64..4, earlier in prop::collection::vec(0i64..4, 0..4)) {
+            let e: Vec<AttributeValue> = earlier.iter().map(|&i| AttributeValue::Int(i)).collect();
+            for kind in [ConstraintKind::Match, ConstraintKind::Distinct] {
+                let on = admits(kind, &AttributeValue::Int(v), e.iter().map(Some), true);
+                let off = admits(kind, &AttributeValue::Int(v), e.iter().map(Some), false);
+                prop_assert_eq!(on, off);
+            }
+        }
+
+        /// matchAttribute admits a device iff the intersection of all the sets, its own
+        /// included, is not empty.
+        #[test]
+        fn match_is_a_non_empty_intersection(sets in sets()) {
+            let values: Vec<AttributeValue> = sets.iter().map(|s| value(s)).collect();
+            let (last, earlier) = values.split_last().unwrap();
+            let mut common: BTreeSet<i64> = sets[0].iter().copied().collect();
+            for s in &sets[1..] {
+                common = common.intersection(&s.iter().copied().collect()).copied().collect();
+            }
+            prop_assert_eq!(admits(ConstraintKind::Match, last, earlier.iter().map(Some), true), !common.is_empty());
+        }
+
+        /// distinctAttribute admits a device iff its set shares no value with any earlier
+        /// one; for two devices it does not matter which came first.
+        #[test]
+        fn distinct_is_disjoint_and_symmetric(a in prop::collection::vec(0i64..6, 1..4), b in prop::collection::vec(0i64..6, 1..4)) {
+            let (va, vb) = (value(&a), value(&b));
+            let disjoint = a.iter().all(|x| !b.contains(x));
+            prop_assert_eq!(admits(ConstraintKind::Distinct, &va, std::iter::once(Some(&vb)), true), disjoint);
+            prop_assert_eq!(admits(ConstraintKind::Distinct, &vb, std::iter::once(Some(&va)), true), disjoint);
+        }
+    }
+}

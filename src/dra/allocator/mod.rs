@@ -341,19 +341,18 @@ fn claim_limit_check(
     for (r, request) in plan.claim.requests.iter().enumerate() {
         let mut least: Option<u64> = None;
         for (a, alt) in request.alternatives.iter().enumerate() {
-            let n = match alt.count {
-                Some(n) => u64::from(n),
-                None => {
-                    let matches = &plan.matches[r][a];
-                    let mut n = 0u64;
-                    world.for_each_on_node(node, labels, |d| {
-                        let pool = world.devices[d as usize].pool;
-                        if bit(&matches.bits, d) && !problems.iter().any(|(p, _)| *p == pool) {
-                            n += 1;
-                        }
-                    });
-                    n
-                }
+            let n = if let Some(n) = alt.count {
+                u64::from(n)
+            } else {
+                let matches = &plan.matches[r][a];
+                let mut n = 0u64;
+                world.for_each_on_node(node, labels, |d| {
+                    let pool = world.devices[d as usize].pool;
+                    if bit(&matches.bits, d) && !problems.iter().any(|(p, _)| *p == pool) {
+                        n += 1;
+                    }
+                });
+                n
             };
             least = Some(least.map_or(n, |l| l.min(n)));
         }
@@ -566,9 +565,8 @@ impl Search<'_> {
             let ok = e.device.attribute(k.attribute).is_some_and(|v| {
                 let earlier = self.picks.iter().filter(|p| p.claim == c).filter_map(|p| {
                     let preq = &claim.requests[p.request as usize];
-                    k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name).then(|| {
-                        self.world.devices[p.dev as usize].device.attribute(k.attribute)
-                    })
+                    k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name)
+                        .then(|| self.world.devices[p.dev as usize].device.attribute(k.attribute))
                 });
                 constraint::admits(k.kind, v, earlier, self.list_attributes)
             });

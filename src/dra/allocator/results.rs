@@ -12,6 +12,10 @@ use crate::dra::types::{
 use crate::dra::world::{Scope, World};
 use crate::model::{NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
 
+/// A class used by a claim's results: its name, the first `(request, alternative)` that
+/// used it (whose class configs apply) and every result name that used it.
+type ClassUse<'a> = (&'a str, u16, u16, Vec<String>);
+
 /// A quantity in milli-units as Kubernetes would print it: the largest binary suffix
 /// that divides it, else a plain integer, else milli-units.
 fn quantity_text(milli: i128) -> String {
@@ -86,7 +90,7 @@ pub(crate) fn results(
         // Class configuration, grouped per class in order of first use: each class's
         // configs once, listing every request (or subrequest) that used the class
         // (upstream `allocator.go`, `Allocate`, "Populate configs").
-        let mut by_class: SmallVec<[(&str, u16, u16, Vec<String>); 4]> = SmallVec::new();
+        let mut by_class: SmallVec<[ClassUse<'_>; 4]> = SmallVec::new();
         for p in picks.iter().filter(|p| p.claim as usize == c) {
             let alt = &plan.claim.requests[p.request as usize].alternatives[p.alt as usize];
             let e = &world.devices[p.dev as usize];

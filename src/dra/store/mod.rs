@@ -103,6 +103,7 @@ type MatchCache = (u64, AHashMap<String, Arc<SelectorMatches>>);
 
 /// A pod's claims resolved for one cycle (what PreFilter stores in the cycle state).
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "one switch per upstream feature gate it reads")]
 pub struct PodClaims {
     pub(crate) world: Arc<World>,
     pub(crate) in_use: Arc<InUse>,

@@ -163,7 +163,10 @@ impl DeviceAttribute {
     /// How many values the attribute holds: one for a scalar, the length of a list.
     /// A device holds at most [`RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE`] in all.
     pub fn value_count(&self) -> usize {
-        self.ints.as_ref().map(Vec::len).or(self.bools.as_ref().map(Vec::len))
+        self.ints
+            .as_ref()
+            .map(Vec::len)
+            .or(self.bools.as_ref().map(Vec::len))
             .or(self.strings.as_ref().map(Vec::len))
             .or(self.versions.as_ref().map(Vec::len))
             .unwrap_or(1)
