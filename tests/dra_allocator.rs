@@ -844,9 +844,11 @@ fn with_constraint_not_matching_int_attribute() {
         World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices.clone())])
             .claims(vec![claim("claim-0", vec![request("req-0", "class-a", 2)], cons.clone())]);
     assert_eq!(picked(&w.run(&names)), None);
+    // In All mode upstream treats the violated constraint as an error.
     let (w, names) = World::new(&classes_ab(), vec![slice_on("slice-1", "node-1", "pool-1", DRIVER_A, devices)])
         .claims(vec![claim("claim-0", vec![all_request("req-0", "class-a")], cons)]);
-    assert_eq!(picked(&w.run(&names)), None);
+    let err = w.run(&names).unwrap_err();
+    assert!(err.to_string().contains("because a claim constraint would not be satisfied"), "{err}");
 }
 
 #[test]

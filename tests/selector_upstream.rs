@@ -3,10 +3,10 @@
 //! resource.k8s.io/v1 without alpha feature gates, with the same expected result,
 //! error text and worst-case cost estimate. Each case is named as upstream.
 //!
-//! Not replayed: the list-type attribute cases (`includes`, `list-of-*`,
-//! `macro-on-list-*`, `in-operator-on-list`; feature gate `DRAListTypeAttributes`,
-//! alpha) and `allow_multiple_allocations_disabled` (schedkit always offers
-//! `device.allowMultipleAllocations`, as Kubernetes does with `DRAConsumableCapacity`).
+//! The list-type attribute cases (`includes`, `list-of-*`, `macro-on-list-*`,
+//! `in-operator-on-list`; feature gate `DRAListTypeAttributes`, alpha) and the
+//! environment cases (`*-new-expressions`, `allow_multiple_allocations_disabled`) are
+//! replayed in `tests/selector_environments.rs`.
 
 #[path = "support/selector.rs"]
 mod support;

@@ -245,6 +245,33 @@ pub enum AllocError {
         /// Whether `request` names a subrequest.
         subrequest: bool,
     },
+    /// In `All` mode a device the request matches would break one of the claim's
+    /// constraints: upstream treats such a claim as an error rather than "does not fit"
+    /// (`allocator.go`, `allocateDevice` with `must`).
+    #[error(
+        "claim {claim}, request {request}: cannot add device {device} because a claim constraint would not be satisfied"
+    )]
+    ConstraintViolated {
+        /// `namespace/name`.
+        claim: String,
+        /// The request (or `request/subrequest`).
+        request: String,
+        /// `driver/pool/device`.
+        device: String,
+    },
+    /// The claim asks for more devices in total than one allocation result may hold
+    /// (upstream `allocator.go`, `Allocate`: the sum over requests of each request's
+    /// count, its smallest subrequest's count, or for `All` the matching devices, against
+    /// `AllocationResultsMaxSize`, 32).
+    #[error("claim {claim}: number of requested devices {requested} exceeds the claim limit of {limit}")]
+    TooManyDevices {
+        /// `namespace/name`.
+        claim: String,
+        /// The devices the claim needs at least.
+        requested: u64,
+        /// The limit ([`ALLOCATION_RESULTS_MAX_SIZE`](super::ALLOCATION_RESULTS_MAX_SIZE)).
+        limit: u32,
+    },
     /// A device class a claim needs was removed after the claim was loaded.
     #[error("claim {claim}, request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

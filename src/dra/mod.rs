@@ -44,7 +44,9 @@ mod types;
 mod world;
 
 pub(crate) use allocator::Timeout;
-pub use allocator::{CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem};
+pub use allocator::{
+    ALLOCATION_RESULTS_MAX_SIZE, CandidateView, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, Problem,
+};
 pub use chooser::TopologyChooser;
 pub use compiled::{CompiledClaim, CompiledClass, CompiledTaintRule};
 pub use error::{AllocError, BindingError, CounterOverCapacity, DraError};

@@ -2,7 +2,10 @@
 //! and capacity request policies in milli-units (consumable capacity, KEP-5075).
 
 use super::error::DraError;
-use super::types::{DeviceAttribute, DeviceSpec, ResourceSlice};
+use super::types::{
+    DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH, DeviceAttribute, DeviceSpec, RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE,
+    ResourceSlice,
+};
 use crate::model::Quantity;
 use crate::selector::{AttributeValue, Device};
 
@@ -103,12 +106,34 @@ fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -
     let set = usize::from(a.int.is_some())
         + usize::from(a.bool.is_some())
         + usize::from(a.string.is_some())
-        + usize::from(a.version.is_some());
+        + usize::from(a.version.is_some())
+        + usize::from(a.ints.is_some())
+        + usize::from(a.bools.is_some())
+        + usize::from(a.strings.is_some())
+        + usize::from(a.versions.is_some());
     if set != 1 {
         return Err(bad(format!(
-            "device {device}: attribute {name}: exactly one of int, bool, string, version must be set"
+            "device {device}: attribute {name}: exactly one of int, bool, string, version, ints, bools, strings, versions must be set"
         )));
     }
+    let string = |s: &str| {
+        if s.chars().count() > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH {
+            return Err(bad(format!(
+                "device {device}: attribute {name}: string value longer than {DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH} characters"
+            )));
+        }
+        Ok(AttributeValue::String(s.into()))
+    };
+    let version = |v: &str| {
+        AttributeValue::version(v)
+            .map_err(|e| bad(format!("device {device}: attribute {name}: bad version {v:?}: {e}")))
+    };
+    let list = |items: Result<Vec<AttributeValue>, DraError>, len: usize| {
+        if len == 0 {
+            return Err(bad(format!("device {device}: attribute {name}: a list value must not be empty")));
+        }
+        Ok(AttributeValue::List(items?.into_boxed_slice()))
+    };
     if let Some(i) = a.int {
         return Ok(AttributeValue::Int(i));
     }
@@ -116,16 +141,56 @@ fn attribute_value(slice: &str, device: &str, name: &str, a: &DeviceAttribute) -
         return Ok(AttributeValue::Bool(b));
     }
     if let Some(s) = &a.string {
-        return Ok(AttributeValue::String(s.as_str().into()));
+        return string(s);
     }
-    let v = a.version.as_deref().unwrap_or_default();
-    AttributeValue::version(v).map_err(|e| bad(format!("device {device}: attribute {name}: bad version {v:?}: {e}")))
+    if let Some(v) = &a.version {
+        return version(v);
+    }
+    if let Some(l) = &a.ints {
+        return list(Ok(l.iter().map(|&i| AttributeValue::Int(i)).collect()), l.len());
+    }
+    if let Some(l) = &a.bools {
+        return list(Ok(l.iter().map(|&b| AttributeValue::Bool(b)).collect()), l.len());
+    }
+    if let Some(l) = &a.strings {
+        return list(l.iter().map(|s| string(s)).collect(), l.len());
+    }
+    let l = a.versions.as_deref().unwrap_or_default();
+    list(l.iter().map(|v| version(v)).collect(), l.len())
+}
+
+/// Refuses list-valued attributes while `DRAListTypeAttributes` is off: the API server
+/// drops the alpha list fields of a new object then, which leaves such an attribute
+/// without a value and the slice invalid.
+pub(crate) fn refuse_list_attributes(s: &ResourceSlice) -> Result<(), DraError> {
+    for d in &s.spec.devices {
+        if let Some((name, _)) = d.attributes.iter().find(|(_, a)| a.is_list()) {
+            return Err(DraError::InvalidSlice {
+                slice: s.metadata.name.clone(),
+                reason: format!(
+                    "device {}: attribute {name}: list values (ints, bools, strings, versions) need the DRAListTypeAttributes feature gate",
+                    d.name
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Builds the selector's view of one published device.
 pub(crate) fn selector_device(slice: &str, driver: &str, d: &DeviceSpec) -> Result<Device, DraError> {
     let mut dev =
         Device::new(&d.name, driver).with_allow_multiple_allocations(d.allow_multiple_allocations == Some(true));
+    let values: usize = d.attributes.values().map(DeviceAttribute::value_count).sum();
+    if values > RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE {
+        return Err(DraError::InvalidSlice {
+            slice: slice.to_owned(),
+            reason: format!(
+                "device {}: {values} attribute values, more than {RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE}",
+                d.name
+            ),
+        });
+    }
     for (name, a) in &d.attributes {
         dev.set_attribute(name, attribute_value(slice, &d.name, name, a)?);
     }

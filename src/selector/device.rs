@@ -39,7 +39,7 @@ impl AttributeKey {
 }
 
 /// A typed attribute value (resource.k8s.io/v1 `DeviceAttribute`: exactly one of int,
-/// bool, string, version).
+/// bool, string, version, or with `DRAListTypeAttributes` a list of one of them).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttributeValue {
     /// `int`
@@ -50,6 +50,10 @@ pub enum AttributeValue {
     String(Box<str>),
     /// `version`, parsed once when the device is built.
     Version(Semver),
+    /// `ints`, `bools`, `strings` or `versions` (alpha `DRAListTypeAttributes`): a
+    /// non-empty list of scalars of one type. Selectors see a CEL list; `includes`,
+    /// macros and `in` work on it.
+    List(Box<[AttributeValue]>),
 }
 
 impl AttributeValue {

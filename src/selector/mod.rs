@@ -49,9 +49,10 @@
 //!
 //! Not implemented (an expression using them is refused at compile time, mostly with
 //! "undeclared reference"): the authorizer
-//! library (it needs an `authorizer` variable, which DRA selectors do not have), and
-//! list-valued attributes (alpha `DRAListTypeAttributes`; the API server drops list
-//! values while the gate is off). An IANA time zone name given to a timestamp getter
+//! library (it needs an `authorizer` variable, which DRA selectors do not have). List-valued
+//! attributes (alpha `DRAListTypeAttributes`, [`AttributeValue::List`]) are CEL lists:
+//! `size()`, macros, `in` and `includes` work on them; the DRA store only loads them
+//! while the gate is on. An IANA time zone name given to a timestamp getter
 //! (`getHours("Europe/Paris")`) is read from the host's zoneinfo (`$ZONEINFO`, a
 //! directory or an uncompressed zip file, then
 //! `/usr/share/zoneinfo`, as Go's `time.LoadLocation`); on a host without it the
@@ -59,19 +60,26 @@
 //! process's own zone, as Go's `time.Local` that kube-scheduler uses (`$TZ`, else
 //! `/etc/localtime`, else UTC).
 //!
-//! The environment is the one kube-scheduler compiles selectors in: the
+//! [`Selector::compile`] uses the environment kube-scheduler compiles selectors in: the
 //! stored-expressions environment (the default of
 //! `k8s.io/dynamic-resource-allocation/cel/compile.go`), which ignores feature gates.
 //! So `device.allowMultipleAllocations` (`DRAConsumableCapacity`) and DRA's
 //! `<value>.includes(x)` (`DRAListTypeAttributes`, since 1.36: whether a list holds
-//! `x`, or a single value equals it) are always available, as in a scheduler; only
-//! the API server's validation of new objects refuses them while their gate is off.
+//! `x`, or a single value equals it) are always available, as in a scheduler.
+//! [`Selector::compile_opts`] selects the new-expressions environment instead, the one
+//! the API server validates new objects in, which refuses them (and macros over
+//! attribute values) while their gate is off, and can skip the worst-case estimate
+//! ([`CostCheck::RuntimeOnly`]); see [`CompileOptions`].
 //!
 //! [`Selector::compile`]: crate::selector::Selector::compile
 //! [`Selector::matches`]: crate::selector::Selector::matches
 //! [`MAX_COST`]: crate::selector::MAX_COST
 //! [`AttributeKey`]: crate::selector::AttributeKey
 //! [`Device`]: crate::selector::Device
+//! [`AttributeValue::List`]: crate::selector::AttributeValue::List
+//! [`Selector::compile_opts`]: crate::selector::Selector::compile_opts
+//! [`CostCheck::RuntimeOnly`]: crate::selector::CostCheck::RuntimeOnly
+//! [`CompileOptions`]: crate::selector::CompileOptions
 //!
 //! ```
 //! use schedkit::model::Quantity;
@@ -98,6 +106,7 @@ mod bigqty;
 mod civil;
 mod compile;
 mod device;
+mod environment;
 mod error;
 mod eval;
 mod format;
@@ -123,6 +132,7 @@ mod value;
 pub use crate::model::Symbol;
 pub use ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 pub use device::{AttributeKey, AttributeValue, Device};
+pub use environment::{CompileOptions, CostCheck, Environment, SelectorFeatures};
 pub use error::{EvalError, EvalErrorKind, SelectorError};
 pub use semver::{PreRelease, Semver, SemverError};
 
@@ -216,11 +226,18 @@ impl Selector {
 
     /// Compiles `src` with explicit limits.
     pub fn compile_with(src: &str, limits: Limits) -> Result<Selector, SelectorError> {
+        Selector::compile_opts(src, &CompileOptions { limits, ..CompileOptions::default() })
+    }
+
+    /// Compiles `src` in a chosen [`Environment`], with explicit limits and cost check
+    /// (upstream `CompileCELExpression` with `Options`).
+    pub fn compile_opts(src: &str, options: &CompileOptions) -> Result<Selector, SelectorError> {
+        let limits = options.limits;
         if src.len() > limits.max_length {
             return Err(SelectorError::TooLong { length: src.len(), limit: limits.max_length });
         }
         let expr = parser::parse(src, limits.max_depth)?;
-        let c = compile::compile(src, &expr)?;
+        let c = compile::compile(src, &expr, options.refusals())?;
         if !matches!(c.ty, Ty::Bool | Ty::Dyn) {
             return Err(SelectorError::type_error(
                 src,
@@ -228,7 +245,11 @@ impl Selector {
                 format!("must evaluate to bool or the unknown type, not {}", c.ty),
             ));
         }
-        if c.max_cost > limits.max_cost {
+        let estimated_cost = match options.cost_check {
+            CostCheck::WorstCase => c.max_cost,
+            CostCheck::RuntimeOnly => u64::MAX,
+        };
+        if estimated_cost > limits.max_cost && options.cost_check == CostCheck::WorstCase {
             return Err(SelectorError::CostLimitExceeded { estimated: c.max_cost, limit: limits.max_cost });
         }
         let bool_root = matches!(c.root, Node::And(..) | Node::Or(..) | Node::OrdTest { .. });
@@ -237,7 +258,7 @@ impl Selector {
             bool_root,
             root: c.root,
             slots: c.slots,
-            estimated_cost: c.max_cost,
+            estimated_cost,
             cost_limit: limits.max_cost,
         })
     }
@@ -247,7 +268,8 @@ impl Selector {
         &self.source
     }
 
-    /// The worst-case cost estimate (cel-go units), as upstream's `MaxCost`.
+    /// The worst-case cost estimate (cel-go units), as upstream's `MaxCost`; `u64::MAX`
+    /// when compiled with [`CostCheck::RuntimeOnly`].
     pub fn estimated_cost(&self) -> u64 {
         self.estimated_cost
     }

@@ -59,7 +59,8 @@ fn version_attributes_parse_strictly() {
 /// (estimated, actual) cost of any expression, bool or not, against an empty device.
 fn costs(src: &str) -> (u64, u64) {
     let expr = parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
-    let c = compile::compile(src, &expr).unwrap_or_else(|e| panic!("{src}: {e}"));
+    let c =
+        compile::compile(src, &expr, super::environment::Refusals::default()).unwrap_or_else(|e| panic!("{src}: {e}"));
     let d = Device::new("d", "x");
     let mut cx = eval::Ctx { fault: None, device: &d, locals: SmallVec::new(), cost: 0, limit: u64::MAX };
     if let Err(e) = cx.eval(&c.root) {

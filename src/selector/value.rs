@@ -220,6 +220,9 @@ impl<'a> Value<'a> {
             AttributeValue::Bool(b) => Value::Bool(*b),
             AttributeValue::String(s) => Value::str(s),
             AttributeValue::Version(v) => Value::Semver(Ver::Borrowed(v)),
+            AttributeValue::List(items) => {
+                Value::List(std::rc::Rc::new(items.iter().map(Value::from_attribute).collect()))
+            }
         }
     }
 

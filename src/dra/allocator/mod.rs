@@ -39,6 +39,7 @@
 //! before the search (selectors, taints, capacity, in-use), so realistic claims take a
 //! few dozen steps.
 
+mod constraint;
 mod diagnosis;
 mod results;
 
@@ -47,7 +48,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::compiled::{CompiledClaim, ConstraintKind};
+use super::compiled::CompiledClaim;
 use super::error::AllocError;
 use super::world::{DeviceId, PoolProblem, World, taint_blocks};
 use crate::model::{Labels, Symbol};
@@ -58,6 +59,11 @@ pub(crate) use results::results;
 
 /// Upstream's message when allocation fails on a node with invalid pools.
 pub(crate) const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
+/// The most devices one claim's allocation result may hold (upstream
+/// `resourceapi.AllocationResultsMaxSize`); a claim needing more fails before the search
+/// with [`AllocError::TooManyDevices`].
+pub const ALLOCATION_RESULTS_MAX_SIZE: u32 = 32;
 
 /// Steps the search may take per node before giving up with an error.
 pub const DEFAULT_STEP_BUDGET: u64 = 1_000_000;
@@ -227,8 +233,10 @@ struct Search<'a> {
     /// The clock's time at the first timeout check.
     timed_from: Option<std::time::Duration>,
     stats: SmallVec<[SlotStats; 8]>,
-    /// Bit per (claim, constraint index < 63); bit 63 = counters.
+    /// Bit per (claim, constraint index < 62); [`CAPACITY_BIT`], [`COUNTERS_BIT`].
     rejected: SmallVec<[u64; 4]>,
+    /// `DRAListTypeAttributes`: list-valued attributes in constraints.
+    list_attributes: bool,
 }
 
 /// Runs the search for `plans` on one node.
@@ -243,10 +251,16 @@ pub(crate) fn run(
     chooser: Option<&dyn DeviceChooser>,
     budget: u64,
     timeout: Option<Timeout<'_>>,
+    list_attributes: bool,
 ) -> Result<Outcome, AllocError> {
     let problems = world.node_problems(node, labels);
-    if let Some((pool, problem)) = problems.first() {
-        all_mode_check(world, plans, *pool, problem)?;
+    // Upstream `Allocate` checks claim by claim: each request (`validateDeviceRequest`),
+    // then the claim's total against the claim limit.
+    for plan in plans {
+        if let Some((pool, problem)) = problems.first() {
+            all_mode_check(world, std::slice::from_ref(plan), *pool, problem)?;
+        }
+        claim_limit_check(world, plan, node, labels, &problems)?;
     }
     let mut s = Search {
         world,
@@ -266,6 +280,7 @@ pub(crate) fn run(
         timed_from: None,
         stats: smallvec::smallvec![SlotStats::default(); slots.len()],
         rejected: smallvec::smallvec![0; plans.len()],
+        list_attributes,
     };
     if s.slot(0)? {
         return Ok(Outcome::Fit(s.picks));
@@ -311,7 +326,54 @@ fn all_mode_check(world: &World, plans: &[ClaimPlan], pool: u32, problem: &PoolP
     Ok(())
 }
 
+/// Upstream `Allocate`: the fewest devices the claim can end up with (per request its
+/// count, the smallest of its subrequests' counts, or for `All` the devices on the node
+/// its selectors match in usable pools) must not exceed
+/// [`ALLOCATION_RESULTS_MAX_SIZE`].
+fn claim_limit_check(
+    world: &World,
+    plan: &ClaimPlan,
+    node: Symbol,
+    labels: &Labels,
+    problems: &[(u32, PoolProblem)],
+) -> Result<(), AllocError> {
+    let mut total: u64 = 0;
+    for (r, request) in plan.claim.requests.iter().enumerate() {
+        let mut least: Option<u64> = None;
+        for (a, alt) in request.alternatives.iter().enumerate() {
+            let n = if let Some(n) = alt.count {
+                u64::from(n)
+            } else {
+                let matches = &plan.matches[r][a];
+                let mut n = 0u64;
+                world.for_each_on_node(node, labels, |d| {
+                    let pool = world.devices[d as usize].pool;
+                    if bit(&matches.bits, d) && !problems.iter().any(|(p, _)| *p == pool) {
+                        n += 1;
+                    }
+                });
+                n
+            };
+            least = Some(least.map_or(n, |l| l.min(n)));
+        }
+        total += least.unwrap_or(0);
+    }
+    if total > u64::from(ALLOCATION_RESULTS_MAX_SIZE) {
+        return Err(AllocError::TooManyDevices {
+            claim: plan.claim.key.clone(),
+            requested: total,
+            limit: ALLOCATION_RESULTS_MAX_SIZE,
+        });
+    }
+    Ok(())
+}
+
 type Cands = SmallVec<[u32; 16]>;
+
+/// A claim's rejected-combination bit: consumable capacity of a shared device exhausted.
+const CAPACITY_BIT: u64 = 1 << 62;
+/// A claim's rejected-combination bit: a pool's shared counters exhausted.
+const COUNTERS_BIT: u64 = 1 << 63;
 
 #[expect(
     clippy::many_single_char_names,
@@ -340,15 +402,17 @@ impl Search<'_> {
                     return;
                 }
                 let e = &world.devices[d as usize];
-                if e.taints.iter().any(|t| taint_blocks(t, &alt.tolerations)) {
-                    return;
-                }
                 if !alt.capacity.iter().all(|(k, q)| {
                     e.device.capacity(AttributeKey::qualified(k, e.device.driver())).is_some_and(|have| have >= q)
                 }) {
                     return;
                 }
+                // A tainted device still matches the selectors: the diagnosis counts it
+                // as matching and not available.
                 matching += 1;
+                if e.taints.iter().any(|t| taint_blocks(t, &alt.tolerations)) {
+                    return;
+                }
                 // Devices of a pool that is incomplete or invalid for this node are never
                 // candidates (upstream `allocateOne` skips such pools; an "All" request
                 // already failed in `all_mode_check`).
@@ -419,7 +483,7 @@ impl Search<'_> {
         while k + left as usize <= cands.len() {
             self.step()?;
             let d = cands[k];
-            if self.try_add(c, r, a, admin, d) {
+            if self.try_add(c, r, a, admin, d, false)? {
                 if self.pick(i, c, r, a, admin, cands, k + 1, left - 1)? {
                     return Ok(true);
                 }
@@ -435,7 +499,9 @@ impl Search<'_> {
         let mut ok = true;
         for &d in cands {
             self.step()?;
-            if self.try_add(c, r, a, admin, d) {
+            // `All` takes every matching device: one that breaks a constraint is an
+            // error, not a reason to backtrack (upstream `allocateDevice` with `must`).
+            if self.try_add(c, r, a, admin, d, true)? {
                 added += 1;
             } else {
                 ok = false;
@@ -477,7 +543,7 @@ impl Search<'_> {
         Ok(())
     }
 
-    fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32) -> bool {
+    fn try_add(&mut self, c: u16, r: u16, a: u16, admin: bool, d: u32, must: bool) -> Result<bool, AllocError> {
         // One device serves one claim of the pod; separate claims may share it when either
         // asks for admin access, which never marks a device in use (upstream
         // "separate-claims-share-device-admin-access",
@@ -485,19 +551,48 @@ impl Search<'_> {
         // "all-devices-some-allocating-admin-access").
         let e = &self.world.devices[d as usize];
         if !e.multi && self.picks.iter().any(|p| p.dev == d && (p.claim == c || (!admin && !p.admin))) {
-            return false;
+            return Ok(false);
+        }
+        // Constraints first, as upstream `allocateDevice` checks them before capacity.
+        let plan = &self.plans[c as usize];
+        let claim = &plan.claim;
+        let req = &claim.requests[r as usize];
+        let alt_name = &req.alternatives[a as usize].result_name;
+        for (ci, k) in claim.constraints.iter().enumerate() {
+            if !k.covers(&req.name, alt_name) {
+                continue;
+            }
+            let ok = e.device.attribute(k.attribute).is_some_and(|v| {
+                let earlier = self.picks.iter().filter(|p| p.claim == c).filter_map(|p| {
+                    let preq = &claim.requests[p.request as usize];
+                    k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name)
+                        .then(|| self.world.devices[p.dev as usize].device.attribute(k.attribute))
+                });
+                constraint::admits(k.kind, v, earlier, self.list_attributes)
+            });
+            if !ok {
+                if must {
+                    return Err(AllocError::ConstraintViolated {
+                        claim: claim.key.clone(),
+                        request: alt_name.clone(),
+                        device: e.id.to_string(),
+                    });
+                }
+                self.rejected[c as usize] |= 1 << ci.min(61);
+                return Ok(false);
+            }
         }
         let mut share_amounts: SmallVec<[(usize, i128); 2]> = SmallVec::new();
         if e.multi && !admin {
             let alt = &self.plans[c as usize].claim.requests[r as usize].alternatives[a as usize];
-            let Some(amounts) = e.consumption(&alt.capacity) else { return false };
+            let Some(amounts) = e.consumption(&alt.capacity) else { return Ok(false) };
             for &(si, amount) in &amounts {
                 let pending: i128 =
                     self.share_deltas.iter().filter(|(x, y, _)| *x == d && *y == si).map(|(_, _, v)| *v).sum();
                 let used = self.in_use.shared.get(&(d, si)).copied().unwrap_or(0) + pending + amount;
                 if used > e.shares[si].value {
-                    self.rejected[c as usize] |= 1 << 63;
-                    return false;
+                    self.rejected[c as usize] |= CAPACITY_BIT;
+                    return Ok(false);
                 }
             }
             share_amounts = amounts;
@@ -514,40 +609,8 @@ impl Search<'_> {
                 let pending: i128 = self.deltas.iter().filter(|(x, _)| *x == ci).map(|(_, v)| *v).sum();
                 let used = self.in_use.counters.get(ci as usize).copied().unwrap_or(0) + pending + amount;
                 if used > self.world.counter_capacity[ci as usize] {
-                    self.rejected[c as usize] |= 1 << 63;
-                    return false;
-                }
-            }
-        }
-        let plan = &self.plans[c as usize];
-        let claim = &plan.claim;
-        let req = &claim.requests[r as usize];
-        let alt_name = &req.alternatives[a as usize].result_name;
-        for (ci, k) in claim.constraints.iter().enumerate() {
-            if !k.covers(&req.name, alt_name) {
-                continue;
-            }
-            let Some(v) = e.device.attribute(k.attribute) else {
-                self.rejected[c as usize] |= 1 << ci.min(62);
-                return false;
-            };
-            for p in self.picks.iter().filter(|p| p.claim == c) {
-                let preq = &claim.requests[p.request as usize];
-                if !k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name) {
-                    continue;
-                }
-                let other = self.world.devices[p.dev as usize].device.attribute(k.attribute);
-                let same = other == Some(v);
-                let bad = match k.kind {
-                    ConstraintKind::Match => !same,
-                    ConstraintKind::Distinct => same,
-                };
-                if bad {
-                    self.rejected[c as usize] |= 1 << ci.min(62);
-                    return false;
-                }
-                if k.kind == ConstraintKind::Match {
-                    break; // all earlier covered picks share one value
+                    self.rejected[c as usize] |= COUNTERS_BIT;
+                    return Ok(false);
                 }
             }
         }
@@ -560,7 +623,7 @@ impl Search<'_> {
             self.share_deltas.push((d, si, amount));
         }
         self.picks.push(Pick { claim: c, request: r, alt: a, dev: d, admin, shares: share_amounts.len() as u8 });
-        true
+        Ok(true)
     }
 
     /// Whether picking device `d` now charges its shared counters: never with admin
@@ -614,10 +677,13 @@ impl Search<'_> {
                     .constraints
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| bits & (1 << (*i).min(62)) != 0)
+                    .filter(|(i, _)| bits & (1 << (*i).min(61)) != 0)
                     .map(|(_, k)| k.describe())
                     .collect();
-                if bits & (1 << 63) != 0 {
+                if bits & CAPACITY_BIT != 0 {
+                    causes.push("capacity".to_owned());
+                }
+                if bits & COUNTERS_BIT != 0 {
                     causes.push("shared counters".to_owned());
                 }
                 problems.push(Problem::Unsatisfiable { claim: plan.claim.key.clone(), causes });

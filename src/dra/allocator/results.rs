@@ -12,6 +12,10 @@ use crate::dra::types::{
 use crate::dra::world::{Scope, World};
 use crate::model::{NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Symbol};
 
+/// A class used by a claim's results: its name, the first `(request, alternative)` that
+/// used it (whose class configs apply) and every result name that used it.
+type ClassUse<'a> = (&'a str, u16, u16, Vec<String>);
+
 /// A quantity in milli-units as Kubernetes would print it: the largest binary suffix
 /// that divides it, else a plain integer, else milli-units.
 fn quantity_text(milli: i128) -> String {
@@ -83,7 +87,10 @@ pub(crate) fn results(
         let mut local = false;
         let mut selectors: Vec<&Arc<NodeSelector>> = Vec::new();
         let mut config = Vec::new();
-        let mut seen_alts: SmallVec<[(u16, u16); 4]> = SmallVec::new();
+        // Class configuration, grouped per class in order of first use: each class's
+        // configs once, listing every request (or subrequest) that used the class
+        // (upstream `allocator.go`, `Allocate`, "Populate configs").
+        let mut by_class: SmallVec<[ClassUse<'_>; 4]> = SmallVec::new();
         for p in picks.iter().filter(|p| p.claim as usize == c) {
             let alt = &plan.claim.requests[p.request as usize].alternatives[p.alt as usize];
             let e = &world.devices[p.dev as usize];
@@ -117,15 +124,22 @@ pub(crate) fn results(
                 share_id,
                 other: std::collections::BTreeMap::new(),
             });
-            if !seen_alts.contains(&(p.request, p.alt)) {
-                seen_alts.push((p.request, p.alt));
-                for cfg in &plan.class_config[p.request as usize][p.alt as usize] {
-                    config.push(DeviceAllocationConfiguration {
-                        source: "FromClass".to_owned(),
-                        requests: vec![alt.result_name.clone()],
-                        opaque: cfg.opaque.clone(),
-                    });
+            match by_class.iter_mut().find(|(class, ..)| *class == alt.class.as_str()) {
+                Some((_, _, _, requests)) => {
+                    if !requests.contains(&alt.result_name) {
+                        requests.push(alt.result_name.clone());
+                    }
                 }
+                None => by_class.push((alt.class.as_str(), p.request, p.alt, vec![alt.result_name.clone()])),
+            }
+        }
+        for (_, request, alt, requests) in by_class {
+            for cfg in &plan.class_config[request as usize][alt as usize] {
+                config.push(DeviceAllocationConfiguration {
+                    source: "FromClass".to_owned(),
+                    requests: requests.clone(),
+                    opaque: cfg.opaque.clone(),
+                });
             }
         }
         for (reqs, opaque) in &plan.claim.config {

@@ -377,6 +377,7 @@ impl DraStore {
             budget: inner.budget,
             disabled,
             filter_timeout: features.enabled(Feature::DRASchedulerFilterTimeout),
+            list_attributes: features.enabled(Feature::DRAListTypeAttributes),
         })
     }
 

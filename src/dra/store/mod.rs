@@ -103,6 +103,7 @@ type MatchCache = (u64, AHashMap<String, Arc<SelectorMatches>>);
 
 /// A pod's claims resolved for one cycle (what PreFilter stores in the cycle state).
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "one switch per upstream feature gate it reads")]
 pub struct PodClaims {
     pub(crate) world: Arc<World>,
     pub(crate) in_use: Arc<InUse>,
@@ -130,6 +131,9 @@ pub struct PodClaims {
     pub(crate) disabled: Option<AllocError>,
     /// Whether the DynamicResources `filterTimeout` applies (`DRASchedulerFilterTimeout`).
     pub(crate) filter_timeout: bool,
+    /// Whether constraints compare list-valued attributes as sets
+    /// (`DRAListTypeAttributes`).
+    pub(crate) list_attributes: bool,
 }
 
 /// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which

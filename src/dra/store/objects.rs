@@ -19,6 +19,9 @@ impl DraStore {
     pub fn add_slice(&self, slice: ResourceSlice) -> Result<(), DraError> {
         crate::dra::slice::validate_slice(&slice)?;
         let mut inner = self.inner.write();
+        if !inner.features.enabled(crate::framework::Feature::DRAListTypeAttributes) {
+            crate::dra::slice::refuse_list_attributes(&slice)?;
+        }
         // Duplicate device names across slices of one pool are not a load error (the API
         // server accepts them): pool gathering makes the pool invalid for the nodes that
         // see both slices (upstream `validateDeviceNames`).

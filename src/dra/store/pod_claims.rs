@@ -258,6 +258,7 @@ impl PodClaims {
             self.chooser.as_deref(),
             self.budget,
             timeout,
+            self.list_attributes,
         )
     }
 

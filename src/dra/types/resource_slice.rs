@@ -139,7 +139,47 @@ pub struct DeviceAttribute {
     /// Semantic version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Integers (alpha `DRAListTypeAttributes`, KEP-5491): a non-empty list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ints: Option<Vec<i64>>,
+    /// Booleans (alpha `DRAListTypeAttributes`): a non-empty list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bools: Option<Vec<bool>>,
+    /// Strings of at most 64 characters each (alpha `DRAListTypeAttributes`): a
+    /// non-empty list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strings: Option<Vec<String>>,
+    /// Semantic versions (alpha `DRAListTypeAttributes`): a non-empty list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<String>>,
 }
+
+impl DeviceAttribute {
+    /// Whether a list field (`ints`, `bools`, `strings`, `versions`) is set.
+    pub fn is_list(&self) -> bool {
+        self.ints.is_some() || self.bools.is_some() || self.strings.is_some() || self.versions.is_some()
+    }
+
+    /// How many values the attribute holds: one for a scalar, the length of a list.
+    /// A device holds at most [`RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE`] in all.
+    pub fn value_count(&self) -> usize {
+        self.ints
+            .as_ref()
+            .map(Vec::len)
+            .or(self.bools.as_ref().map(Vec::len))
+            .or(self.strings.as_ref().map(Vec::len))
+            .or(self.versions.as_ref().map(Vec::len))
+            .unwrap_or(1)
+    }
+}
+
+/// The most attribute values one device may publish, a list counting each of its items
+/// (upstream `resourceapi.ResourceSliceMaxAttributeValuesPerDevice`); also the longest
+/// list DRA's `includes` looks through.
+pub const RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE: usize = 48;
+
+/// The longest string attribute value (upstream `resourceapi.DeviceAttributeMaxValueLength`).
+pub const DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH: usize = 64;
 
 /// `DeviceCapacity`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -100,6 +100,11 @@ impl Compiler<'_> {
         let Some((f, sigs)) = functions::signatures(&name) else {
             return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
         };
+        // `includes` is declared only with `DRAListTypeAttributes` in the new-expressions
+        // environment (upstream `newCompiler`, the v1.36 option's `FeatureEnabled`).
+        if f == Func::Includes && self.refuse.lists {
+            return Err(self.type_err(e, format!("undeclared reference to '{name}'")));
+        }
         let exempt = usize::from(f == Func::Format);
         self.mixed_literals += exempt;
         let outs = self.call_operands(target, args);

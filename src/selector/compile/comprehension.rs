@@ -87,6 +87,15 @@ impl Compiler<'_> {
         two: bool,
         args: &[Expr],
     ) -> Result<(usize, Option<usize>, Ty), SelectorError> {
+        // Without `DRAListTypeAttributes` the new-expressions environment types an
+        // attribute value as `google.protobuf.Any`, which no comprehension ranges over
+        // (upstream `newCompiler`: AnyType, not DynType, for the attribute values).
+        if self.refuse.lists && matches!(r.node, Node::Attr(_)) {
+            return Err(self.type_err(
+                range,
+                "expression of type 'google.protobuf.Any' cannot be the range of a comprehension (must be list, map, or dynamic)",
+            ));
+        }
         let (var_ty, value_ty) = match &r.ty {
             Ty::List(el) if two => (Ty::Int, (**el).clone()),
             Ty::List(el) => ((**el).clone(), Ty::Dyn),

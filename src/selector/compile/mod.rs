@@ -75,11 +75,14 @@ struct Compiler<'s> {
     /// element types (cel-go's string format validator exempts `format` from the
     /// homogeneous-literal check that Kubernetes enables).
     mixed_literals: usize,
+    /// What the environment refuses ([`super::Environment::NewExpressions`] with gates
+    /// off).
+    refuse: super::environment::Refusals,
 }
 
 /// Type-checks and compiles a parsed expression.
-pub(crate) fn compile(src: &str, expr: &Expr) -> Result<Compiled, SelectorError> {
-    let mut c = Compiler { src, scopes: Vec::new(), slots: 0, mixed_literals: 0 };
+pub(crate) fn compile(src: &str, expr: &Expr, refuse: super::environment::Refusals) -> Result<Compiled, SelectorError> {
+    let mut c = Compiler { src, scopes: Vec::new(), slots: 0, mixed_literals: 0, refuse };
     let o = c.expr(expr)?;
     Ok(Compiled { root: o.node, ty: o.ty, max_cost: o.cost, slots: c.slots })
 }
@@ -288,6 +291,11 @@ impl Compiler<'_> {
 
     fn select(&mut self, e: &Expr, o: Out, field: &str, test: bool) -> Result<Out, SelectorError> {
         let cost = add(o.cost, 1);
+        // `DRAConsumableCapacity` off in the new-expressions environment: the device type
+        // of v1.31 has no such field (upstream `newCompiler`, `deviceTypeV131`).
+        if self.refuse.multi_alloc && field == "allowMultipleAllocations" && matches!(o.ty, Ty::Device) {
+            return Err(self.type_err(e, format!("undefined field '{field}'")));
+        }
         match (&o.ty, &o.node) {
             (Ty::Device, Node::Device) if !test => Ok(match field {
                 "driver" => out(Node::Driver, Ty::String, cost, bounds::MAX_DRIVER_LEN),
