@@ -16,11 +16,19 @@
 
 mod convert;
 mod experiment;
+mod export;
 mod plot;
 mod replay;
 mod report;
 
-pub use experiment::{CURVE_BINS, Experiment, PolicyResult, RunError};
-pub use plot::allocation_svg;
-pub use replay::{Arrival, Replay, ReplayError, Step, binned, node_resources_fit, prefixed_names, tuned_arrivals};
-pub use report::{PaperMeans, SummaryContext, paper_means, summary};
+pub use experiment::{CURVE_BINS, Experiment, PolicyResult, RunError, SeedRun};
+pub use export::{
+    CURVE_COLUMNS, ExportError, RESULT_COLUMNS, ResultsFormat, TraceResults, check_writable, curves_csv, curves_path,
+    results_csv, results_json, write_results,
+};
+pub use plot::{PlotContext, allocation_svg};
+pub use replay::{
+    Arrival, MAX_TUNED_ARRIVALS, Replay, ReplayError, Step, TuneError, binned, node_resources_fit, prefixed_names,
+    tuned_arrivals,
+};
+pub use report::{PaperMeans, PaperTrace, SummaryContext, paper_means, paper_means_for, summary};
