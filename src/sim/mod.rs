@@ -5,8 +5,10 @@
 //! drives one policy's scheduler pod by pod over a trace from [`crate::trace`];
 //! [`tuned_arrivals`] and [`prefixed_names`] set up a run as the authors' simulator does;
 //! [`binned`] turns a run's steps into the paper's curves. On top of that, an
-//! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`], [`summary`]
-//! tabulates results beside the paper's figures and [`allocation_svg`] plots them.
+//! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`] (one
+//! [`SeedRun`] per seed), [`summary`] tabulates results beside the authors' published
+//! means for each bundled trace ([`paper_means_for`]), [`results_csv`], [`curves_csv`]
+//! and [`results_json`] export them as data, and [`allocation_svg`] draws the figure.
 //!
 //! `sim` sits above `scheduler` and `plugins` and names them; nothing below names
 //! `sim` (the loaders in [`crate::trace`] are data only). The `simulate` example is a
