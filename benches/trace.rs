@@ -25,7 +25,7 @@ fn replay_cycle(c: &mut Criterion) {
     let pods = load_pods(format!("{DATA}/openb_pod_list_default.csv")).unwrap();
     let typical = Arc::new(TypicalPods::from_pods(&pods));
     let capacity = gpu_capacity_milli(&nodes);
-    let arrivals = tuned_arrivals(&pods, capacity, 1.3, 42);
+    let arrivals = tuned_arrivals(&pods, capacity, 1.3, 42).unwrap();
     let mut g = c.benchmark_group("trace/openb_cycle");
     g.sample_size(20);
     g.throughput(Throughput::Elements(1));

@@ -85,3 +85,39 @@ fn malformed_rows_name_file_line_and_column() {
     let e = load_pods(format!("{DATA}/no_such_file.csv")).unwrap_err();
     assert!(matches!(&e, TraceError::Io { file, .. } if file.ends_with("no_such_file.csv")), "{e}");
 }
+
+#[test]
+fn quoted_fields_bom_and_crlf_are_read_as_csv() {
+    // A quoted GPU model used to keep its quotes and match no node.
+    let text = "\u{feff}name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\r\n\"p0\",1000,1024,1,500,\"V100M16|V100M32\"\r\np1,1000,1024,1,1000,\"V100\"\r\n";
+    let pods = parse_pods("quoted.csv", text).unwrap();
+    assert_eq!(pods[0].name, "p0");
+    assert_eq!(pods[0].gpu_spec.as_slice(), ["V100M16", "V100M32"]);
+    assert_eq!(pods[1].gpu_spec.as_slice(), ["V100"]);
+    let nodes =
+        parse_nodes("n.csv", "\u{feff}sn,cpu_milli,memory_mib,gpu,model\r\n\"n,0\",96000,786432,8,\"V100\"\r\n")
+            .unwrap();
+    assert_eq!((nodes[0].name.as_str(), nodes[0].model.as_deref()), ("n,0", Some("V100")));
+    // Errors after CRLF lines and a quoted field that spans a line still name the right line.
+    let e = parse_nodes(
+        "n.csv",
+        "sn,cpu_milli,memory_mib,gpu,model\r\nn0,1,1,8,T4\r\n\"n\n1\",1,1,8,T4\r\nn2,1,1,x,T4\r\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "n.csv:5:4: gpu: \"x\" is not an integer");
+    // An unterminated quote is read to the end of the file, whose row is then short.
+    let (_, l, c, m) = parse_err(parse_nodes("n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,\"1,1,8,T4\n"));
+    assert_eq!((l, c), (2, 3), "{m}");
+    // A header-only file loads as an empty list; a blank one is an error.
+    assert!(parse_pods("p.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n").unwrap().is_empty());
+    let (_, l, c, m) = parse_err(parse_pods("p.csv", "\u{feff}\r\n"));
+    assert_eq!((l, c), (1, 1));
+    assert!(m.contains("empty file"), "{m}");
+    // Invalid UTF-8 names the line and field.
+    let bytes = b"sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,T\xff4\n";
+    let dir = std::env::temp_dir().join(format!("schedkit-utf8-{}.csv", std::process::id()));
+    std::fs::write(&dir, bytes).unwrap();
+    let e = load_nodes(&dir).unwrap_err();
+    std::fs::remove_file(&dir).unwrap();
+    assert!(matches!(&e, TraceError::Parse { line: 2, column: 5, .. }), "{e}");
+}

@@ -26,8 +26,11 @@ fn fgd_allocates_at_least_as_much_as_every_baseline_at_saturation() {
         for seed in seeds {
             let names = prefixed_names(&nodes, seed);
             let mut replay = Replay::new(&nodes, Some(&names), typical.clone(), policy, seed).unwrap();
-            let steps: Vec<Step> =
-                tuned_arrivals(&pods, capacity, 1.3, seed).iter().map(|a| replay.step(&pods[a.pod], &a.name)).collect();
+            let steps: Vec<Step> = tuned_arrivals(&pods, capacity, 1.3, seed)
+                .unwrap()
+                .iter()
+                .map(|a| replay.step(&pods[a.pod], &a.name))
+                .collect();
             let last = steps.last().unwrap();
             assert!(last.arrived_milli as f64 > 1.25 * capacity as f64, "the workload reaches saturation");
             assert!(last.used_milli <= capacity);

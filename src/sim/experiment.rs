@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::replay::{Replay, ReplayError, Step, binned, prefixed_names, tuned_arrivals};
+use super::replay::{Replay, ReplayError, Step, TuneError, binned, prefixed_names, tuned_arrivals};
 use crate::framework::{LatencyRecorder, LatencyReport};
 use crate::model::PodError;
 use crate::plugins::gpu_share::{Policy, TypicalPods};
@@ -47,6 +47,37 @@ impl Default for Experiment {
     }
 }
 
+/// One seed's run of one policy: the figures of [`PolicyResult`] before averaging, and
+/// the run's curves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedRun {
+    /// The seed.
+    pub seed: u64,
+    /// Pods that arrived (the tuned workload).
+    pub arrivals: usize,
+    /// Pods placed.
+    pub scheduled: usize,
+    /// Pods that failed.
+    pub failed: usize,
+    /// Allocated GPU, % of capacity, when arrivals reach 100% of capacity.
+    pub alloc_100: f64,
+    /// Allocated GPU, % of capacity, when arrivals reach 130% of capacity.
+    pub alloc_130: f64,
+    /// Allocated GPU, % of capacity, after the last pod.
+    pub alloc_end: f64,
+    /// Fragmented share of the idle GPU, %, when arrivals reach 130% of capacity.
+    pub frag_ratio_130: f64,
+    /// Fragmented share of the idle GPU after the last pod, %.
+    pub frag_ratio_end: f64,
+    /// Scheduling and binding cycles per second of wall time (cycles not sampled by the
+    /// latency recorder).
+    pub pods_per_sec: f64,
+    /// Allocated GPU, % of capacity, per bin of arrived demand ([`CURVE_BINS`] bins).
+    pub curve: Vec<f64>,
+    /// Fragmented share of the idle GPU, %, per bin of arrived demand.
+    pub frag_ratio_curve: Vec<f64>,
+}
+
 /// One policy's results, averaged over the experiment's seeds.
 #[derive(Debug, Clone)]
 pub struct PolicyResult {
@@ -76,6 +107,8 @@ pub struct PolicyResult {
     pub latency: LatencyReport,
     /// Wall time of the cycles the recorder sampled.
     pub sampled: Duration,
+    /// Each seed's run, in the experiment's seed order.
+    pub runs: Vec<SeedRun>,
 }
 
 /// Why a run stopped.
@@ -88,6 +121,13 @@ pub enum RunError {
     /// The replay could not start.
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// The workload could not be tuned (no pods, no GPU demand or capacity, a bad or
+    /// unreachable ratio).
+    #[error(transparent)]
+    Tune(#[from] TuneError),
+    /// The node list is empty.
+    #[error("the node list has no nodes")]
+    NoNodes,
     /// The tuned workload has no pods.
     #[error("empty workload")]
     EmptyWorkload,
@@ -111,14 +151,18 @@ impl Experiment {
         if self.seeds.is_empty() {
             return Err(RunError::NoSeeds);
         }
+        if nodes.is_empty() {
+            return Err(RunError::NoNodes);
+        }
         let capacity = gpu_capacity_milli(nodes);
         let recorder = Arc::new(LatencyRecorder::sampling(self.profile_every.max(1)));
         let (mut scheduled, mut failed, mut a100, mut a130, mut aend, mut fend) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         let (mut timed_pods, mut timed, mut sampled) = (0usize, Duration::ZERO, Duration::ZERO);
         let (mut all_pods, mut cpu) = (0usize, Some(Duration::ZERO));
         let mut curve = vec![0.0; CURVE_BINS];
+        let mut runs = Vec::with_capacity(self.seeds.len());
         for &seed in &self.seeds {
-            let arrivals = tuned_arrivals(pods, capacity, self.tune, seed);
+            let arrivals = tuned_arrivals(pods, capacity, self.tune, seed)?;
             let infos: Vec<(PodInfo, i64)> = arrivals
                 .iter()
                 .map(|a| {
@@ -136,18 +180,17 @@ impl Experiment {
             let chunk = (infos.len() / 200).max(1);
             let label = format!("{} seed {seed}", policy.name());
             let cpu_start = thread_cpu_time();
+            let (mut run_timed_pods, mut run_timed, mut run_scheduled) = (0usize, Duration::ZERO, 0usize);
             for (k, (info, demand)) in infos.iter().enumerate() {
                 let step = replay.step_info(info, *demand);
                 if replay.scheduler().last_cycle_sampled() {
                     sampled += step.elapsed;
                 } else {
-                    timed_pods += 1;
-                    timed += step.elapsed;
+                    run_timed_pods += 1;
+                    run_timed += step.elapsed;
                 }
                 if step.node.is_some() {
-                    scheduled += 1.0;
-                } else {
-                    failed += 1.0;
+                    run_scheduled += 1;
                 }
                 steps.push(step);
                 if (k + 1) % chunk == 0 {
@@ -162,15 +205,38 @@ impl Experiment {
             progress(&label, infos.len() % chunk);
             let cap = capacity as f64;
             let alloc = binned(&steps, capacity, CURVE_BINS, |s| s.used_milli as f64 * 100.0 / cap);
+            let frag_ratio = |s: &Step| {
+                let idle = (capacity - s.used_milli) as f64;
+                if idle > 0.0 { s.frag_milli * 100.0 / idle } else { 0.0 }
+            };
+            let frag_curve = binned(&steps, capacity, CURVE_BINS, frag_ratio);
             for (c, v) in curve.iter_mut().zip(&alloc) {
                 *c += v;
             }
-            a100 += alloc[100];
-            a130 += alloc[130];
             let last = steps.last().ok_or(RunError::EmptyWorkload)?;
-            aend += last.used_milli as f64 * 100.0 / cap;
-            let idle = (capacity - last.used_milli) as f64;
-            fend += if idle > 0.0 { last.frag_milli * 100.0 / idle } else { 0.0 };
+            let run = SeedRun {
+                seed,
+                arrivals: steps.len(),
+                scheduled: run_scheduled,
+                failed: steps.len() - run_scheduled,
+                alloc_100: alloc[100],
+                alloc_130: alloc[130],
+                alloc_end: last.used_milli as f64 * 100.0 / cap,
+                frag_ratio_130: frag_curve[130],
+                frag_ratio_end: frag_ratio(last),
+                pods_per_sec: run_timed_pods as f64 / run_timed.as_secs_f64().max(1e-9),
+                curve: alloc,
+                frag_ratio_curve: frag_curve,
+            };
+            scheduled += run.scheduled as f64;
+            failed += run.failed as f64;
+            a100 += run.alloc_100;
+            a130 += run.alloc_130;
+            aend += run.alloc_end;
+            fend += run.frag_ratio_end;
+            timed_pods += run_timed_pods;
+            timed += run_timed;
+            runs.push(run);
         }
         let n = self.seeds.len() as f64;
         for c in &mut curve {
@@ -191,6 +257,7 @@ impl Experiment {
             curve,
             latency: recorder.report(),
             sampled,
+            runs,
         })
     }
 }

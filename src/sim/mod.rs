@@ -5,8 +5,10 @@
 //! drives one policy's scheduler pod by pod over a trace from [`crate::trace`];
 //! [`tuned_arrivals`] and [`prefixed_names`] set up a run as the authors' simulator does;
 //! [`binned`] turns a run's steps into the paper's curves. On top of that, an
-//! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`], [`summary`]
-//! tabulates results beside the paper's figures and [`allocation_svg`] plots them.
+//! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`] (one
+//! [`SeedRun`] per seed), [`summary`] tabulates results beside the authors' published
+//! means for each bundled trace ([`paper_means_for`]), [`results_csv`], [`curves_csv`]
+//! and [`results_json`] export them as data, and [`allocation_svg`] draws the figure.
 //!
 //! `sim` sits above `scheduler` and `plugins` and names them; nothing below names
 //! `sim` (the loaders in [`crate::trace`] are data only). The `simulate` example is a
@@ -16,11 +18,19 @@
 
 mod convert;
 mod experiment;
+mod export;
 mod plot;
 mod replay;
 mod report;
 
-pub use experiment::{CURVE_BINS, Experiment, PolicyResult, RunError};
-pub use plot::allocation_svg;
-pub use replay::{Arrival, Replay, ReplayError, Step, binned, node_resources_fit, prefixed_names, tuned_arrivals};
-pub use report::{PaperMeans, SummaryContext, paper_means, summary};
+pub use experiment::{CURVE_BINS, Experiment, PolicyResult, RunError, SeedRun};
+pub use export::{
+    CURVE_COLUMNS, ExportError, RESULT_COLUMNS, ResultsFormat, TraceResults, check_writable, curves_csv, curves_path,
+    results_csv, results_json, write_results,
+};
+pub use plot::{PlotContext, allocation_svg};
+pub use replay::{
+    Arrival, MAX_TUNED_ARRIVALS, Replay, ReplayError, Step, TuneError, binned, node_resources_fit, prefixed_names,
+    tuned_arrivals,
+};
+pub use report::{PaperMeans, PaperTrace, SummaryContext, paper_means, paper_means_for, summary};

@@ -15,7 +15,7 @@
 //! let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,1000,1024,1,1000\n").unwrap();
 //! let typical = std::sync::Arc::new(TypicalPods::from_pods(&pods));
 //! let mut replay = Replay::new(&nodes, None, typical, Policy::Fgd, 42).unwrap();
-//! for a in tuned_arrivals(&pods, 2000, 0.5, 42) { // below the trace's own demand: no copies
+//! for a in tuned_arrivals(&pods, 2000, 0.75, 42).unwrap() { // exactly the trace's own demand: as it is
 //!     let step = replay.step(&pods[a.pod], &a.name);
 //!     assert!(step.node.is_some());
 //! }
@@ -55,36 +55,141 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The arrival order of the paper's method: the trace's pods shuffled with `seed`, then
-/// copies drawn uniformly with replacement from the trace and appended until the next
-/// draw would push the total GPU demand past `ratio * capacity_milli`. (The authors'
-/// simulator uses Go's `math/rand`; this uses SplitMix64, so orders differ from theirs
-/// for the same seed, not in distribution.)
-pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: u64) -> Vec<Arrival> {
+/// Most arrivals [`tuned_arrivals`] builds (4,194,304): tuning past it is refused with
+/// [`TuneError::Unreachable`] rather than filling memory.
+pub const MAX_TUNED_ARRIVALS: usize = 1 << 22;
+
+/// Why a trace's workload can't be tuned to a share of the cluster's GPU capacity.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TuneError {
+    /// The pod list is empty.
+    #[error("the pod list has no pods to tune")]
+    NoPods,
+    /// No pod requests a GPU, so no number of copies reaches a share of GPU capacity
+    /// (the authors' simulator stops with `podTotalMilliGpuReq <= 0`).
+    #[error("no pod in the pod list requests a GPU (every row has num_gpu 0), so its GPU demand can't be tuned")]
+    NoGpuDemand,
+    /// The cluster has no GPU (the authors' simulator stops with `nodeTotalMilliGpu <= 0`).
+    #[error("the cluster has no GPU capacity (no node with gpu > 0)")]
+    NoGpuCapacity,
+    /// The ratio is NaN or infinite.
+    #[error("tune ratio {0} is not a finite number")]
+    BadRatio(f64),
+    /// Reaching the target would take more than [`MAX_TUNED_ARRIVALS`] arrivals.
+    #[error(
+        "tuning to {ratio} x {capacity_milli} milli-GPU would need more than {limit} arrivals (the pods request too little GPU for that target)"
+    )]
+    Unreachable {
+        /// The ratio asked for.
+        ratio: f64,
+        /// The cluster's GPU capacity, milli.
+        capacity_milli: i64,
+        /// [`MAX_TUNED_ARRIVALS`].
+        limit: usize,
+    },
+}
+
+/// The arrival order of the paper's method, as the authors' simulator builds it
+/// (`SortClusterPods` then `TunePodsByNodeTotalResource` in
+/// hkust-adsl/kubernetes-scheduler-simulator, `pkg/simulator/{core,simulator}.go`):
+///
+/// 1. the trace's pods sorted by name, then shuffled with `seed` (Fisher-Yates);
+/// 2. if their GPU demand is *above* `ratio * capacity_milli` (`tuneDownPods`): one
+///    uniformly drawn arrival at a time is removed (the others keep their order) until
+///    the demand is at most the target — a removed CPU-only pod lowers nothing, as
+///    upstream;
+/// 3. if it is *below* (`tuneUpPods`): a pod is drawn uniformly with replacement from
+///    the name-sorted trace; if the demand plus the drawn pod's *per-GPU* milli
+///    (`gpu_milli`, upstream's `MilliGpu`) exceeds the target, tuning stops; otherwise
+///    the copy is appended as `<name>-tuned-<k>` and its whole demand
+///    (`num_gpu * gpu_milli`) counted. (Upstream's test uses the per-GPU figure while it
+///    counts the total, so a multi-GPU copy can carry the demand up to
+///    `(num_gpu - 1) * 1000` milli past the target; schedkit keeps that, to draw the
+///    same pods.)
+/// 4. equal, or `ratio <= 0`: the shuffled trace as it is.
+///
+/// Differences from upstream: the draws come from SplitMix64, not Go's `math/rand`, so
+/// the orders differ from the authors' for the same seed (not in distribution), and
+/// upstream's one discarded `rand.Int()` after seeding has no counterpart.
+///
+/// Refuses (instead of looping or panicking as upstream does) an empty pod list, pods
+/// without GPU demand, a cluster without GPU, a NaN or infinite ratio, and a target
+/// that needs more than [`MAX_TUNED_ARRIVALS`] arrivals.
+///
+/// ```
+/// use schedkit::sim::{TuneError, tuned_arrivals};
+/// use schedkit::trace::parse_pods;
+/// let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,1,500\nb,1000,1024,1,1000\n").unwrap();
+/// // 1,500 milli of demand on a 1,000-milli cluster tuned to 100%: one pod is removed.
+/// let down = tuned_arrivals(&pods, 1000, 1.0, 42).unwrap();
+/// assert_eq!(down.len(), 1);
+/// // Tuned to 300%: copies are appended up to 3,000 milli.
+/// let up = tuned_arrivals(&pods, 1000, 3.0, 42).unwrap();
+/// assert!(up.len() > 2 && up[2].name.contains("-tuned-0"));
+/// let cpu_only = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nc,1000,1024,0,0\n").unwrap();
+/// assert_eq!(tuned_arrivals(&cpu_only, 1000, 1.3, 42), Err(TuneError::NoGpuDemand));
+/// ```
+#[expect(clippy::float_cmp, reason = "upstream compares the float64 demand and target for equality")]
+pub fn tuned_arrivals(
+    pods: &[TracePod],
+    capacity_milli: i64,
+    ratio: f64,
+    seed: u64,
+) -> Result<Vec<Arrival>, TuneError> {
+    if pods.is_empty() {
+        return Err(TuneError::NoPods);
+    }
+    if !ratio.is_finite() {
+        return Err(TuneError::BadRatio(ratio));
+    }
+    if capacity_milli <= 0 {
+        return Err(TuneError::NoGpuCapacity);
+    }
+    let mut arrived: i64 = pods.iter().map(TracePod::gpu_demand).sum();
+    if arrived <= 0 {
+        return Err(TuneError::NoGpuDemand);
+    }
     let mut rng = seed ^ 0x005e_ed0f_a7c2;
-    let mut order: Vec<usize> = (0..pods.len()).collect();
+    // Upstream sorts by name before shuffling; a stable sort keeps rows of one name in
+    // file order.
+    let mut by_name: Vec<usize> = (0..pods.len()).collect();
+    by_name.sort_by(|&a, &b| pods[a].name.cmp(&pods[b].name));
+    let mut order = by_name.clone();
     for i in (1..order.len()).rev() {
         let j = (splitmix(&mut rng) % (i as u64 + 1)) as usize;
         order.swap(i, j);
     }
     let mut out: Vec<Arrival> = order.into_iter().map(|i| Arrival { name: pods[i].name.clone(), pod: i }).collect();
-    if pods.is_empty() || ratio <= 0.0 {
-        return out;
+    if ratio <= 0.0 {
+        return Ok(out);
     }
-    let target = (ratio * capacity_milli as f64) as i64;
-    let mut arrived: i64 = pods.iter().map(TracePod::gpu_demand).sum();
+    let target = ratio * capacity_milli as f64;
+    if arrived as f64 > target {
+        while arrived as f64 > target && !out.is_empty() {
+            let k = (splitmix(&mut rng) % out.len() as u64) as usize;
+            let gone = out.remove(k);
+            arrived -= pods[gone.pod].gpu_demand();
+        }
+        return Ok(out);
+    }
+    if arrived as f64 == target {
+        return Ok(out);
+    }
     let mut k = 0;
     loop {
-        let j = (splitmix(&mut rng) % pods.len() as u64) as usize;
-        let d = pods[j].gpu_demand();
-        if arrived + d > target {
+        let j = by_name[(splitmix(&mut rng) % pods.len() as u64) as usize];
+        if (arrived + i64::from(pods[j].gpu_milli)) as f64 > target {
             break;
         }
-        arrived += d;
+        if out.len() >= MAX_TUNED_ARRIVALS {
+            return Err(TuneError::Unreachable { ratio, capacity_milli, limit: MAX_TUNED_ARRIVALS });
+        }
+        arrived += pods[j].gpu_demand();
         out.push(Arrival { name: format!("{}-tuned-{k}", pods[j].name), pod: j });
         k += 1;
     }
-    out
+    Ok(out)
 }
 
 /// Node names as the authors' simulator renames them before a run: a seeded random

@@ -4,8 +4,10 @@
 //! Node lists: `sn,cpu_milli,memory_mib,gpu,model`. Pod lists:
 //! `name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time]`
 //! (the `multigpu` variants have only the first five columns). Columns are found by
-//! header name, so their order may differ and extra columns are ignored. A malformed
-//! row is an error naming the file, the 1-based line and the 1-based column.
+//! header name, so their order may differ and extra columns are ignored. Files are read
+//! as RFC 4180 CSV (the `csv` crate): quoted fields, CRLF line ends and a UTF-8 BOM are
+//! fine. A malformed row is an error naming the file, the 1-based line and the 1-based
+//! column.
 
 use std::path::Path;
 
@@ -100,31 +102,55 @@ pub fn load_pods(path: impl AsRef<Path>) -> Result<Vec<TracePod>, TraceError> {
 
 fn read(path: &Path) -> Result<(String, String), TraceError> {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    let bytes = std::fs::read(path).map_err(|e| TraceError::Io { file: name.clone(), message: e.to_string() })?;
+    match String::from_utf8(bytes) {
         Ok(t) => Ok((name, t)),
-        Err(e) => Err(TraceError::Io { file: name, message: e.to_string() }),
+        Err(e) => {
+            // Name the line and the field (commas before the bad byte on its line).
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = count_byte(good, b'\n') + 1;
+            let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let column = count_byte(&good[start..], b',') + 1;
+            Err(TraceError::Parse { file: name, line, column, message: "not UTF-8 text".into() })
+        }
     }
 }
 
-/// A CSV reader for the trace's simple files (no quoting; `,` separated).
+/// The trace's CSV files through the `csv` crate: RFC 4180 quoting (`"V100"`, `"a,b"`),
+/// CRLF or LF line ends, a leading UTF-8 byte-order mark, blank lines skipped (they still
+/// count in line numbers), fields trimmed. Columns are found by header name.
 struct Csv<'a> {
     file: &'a str,
-    header: Vec<&'a str>,
-    lines: std::iter::Enumerate<std::str::Lines<'a>>,
+    header: Vec<String>,
+    reader: csv::Reader<&'a [u8]>,
+    record: csv::StringRecord,
+    /// The text, to turn a record's byte offset into a line number (the `csv` crate's
+    /// own line count skips blank lines and lines inside quoted fields).
+    text: &'a [u8],
+    /// Byte offset and 1-based line of the last record, to count newlines only once.
+    cursor: (usize, usize),
 }
 
 impl<'a> Csv<'a> {
     fn new(file: &'a str, text: &'a str) -> Result<Self, TraceError> {
-        let mut lines = text.lines().enumerate();
-        let Some((_, h)) = lines.next() else {
-            return Err(TraceError::Parse { file: file.into(), line: 1, column: 1, message: "empty file".into() });
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
+        let header: Vec<String> = match reader.headers() {
+            Ok(h) => h.iter().map(str::to_owned).collect(),
+            Err(e) => return Err(csv_error(file, &e, text.as_bytes())),
         };
-        let header = h.trim_start_matches('\u{feff}').split(',').map(str::trim).collect();
-        Ok(Csv { file, header, lines })
+        if header.iter().all(String::is_empty) {
+            return Err(TraceError::Parse { file: file.into(), line: 1, column: 1, message: "empty file".into() });
+        }
+        Ok(Csv { file, header, reader, record: csv::StringRecord::new(), text: text.as_bytes(), cursor: (0, 1) })
     }
 
     fn column(&self, name: &str, required: bool) -> Result<Option<usize>, TraceError> {
-        match self.header.iter().position(|h| *h == name) {
+        match self.header.iter().position(|h| h == name) {
             Some(i) => Ok(Some(i)),
             None if required => Err(TraceError::Parse {
                 file: self.file.into(),
@@ -136,45 +162,84 @@ impl<'a> Csv<'a> {
         }
     }
 
-    /// The next non-empty row: (line number, fields).
-    fn next_row(&mut self) -> Option<Result<Row<'a>, TraceError>> {
-        for (i, l) in self.lines.by_ref() {
-            let l = l.trim_end_matches('\r');
-            if l.trim().is_empty() {
-                continue;
+    /// The next row, or `None` at the end of the file.
+    fn next_row(&mut self) -> Option<Result<Row<'_>, TraceError>> {
+        match self.reader.read_record(&mut self.record) {
+            Ok(false) => None,
+            Err(e) => Some(Err(csv_error(self.file, &e, self.text))),
+            Ok(true) => {
+                let byte = self.record.position().map_or(self.cursor.0, |p| p.byte() as usize);
+                let line = line_at(self.text, &mut self.cursor, byte);
+                let found = self.record.len();
+                if found < self.header.len() {
+                    return Some(Err(TraceError::Parse {
+                        file: self.file.into(),
+                        line,
+                        column: found + 1,
+                        message: format!("expected {} fields, found {found}", self.header.len()),
+                    }));
+                }
+                Some(Ok(Row { file: self.file, line, fields: &self.record }))
             }
-            let fields: SmallVec<[&str; 12]> = l.split(',').map(str::trim).collect();
-            if fields.len() < self.header.len() {
-                return Some(Err(TraceError::Parse {
-                    file: self.file.into(),
-                    line: i + 1,
-                    column: fields.len() + 1,
-                    message: format!("expected {} fields, found {}", self.header.len(), fields.len()),
-                }));
-            }
-            return Some(Ok(Row { file: self.file, line: i + 1, fields }));
         }
-        None
     }
 }
 
-struct Row<'a> {
-    file: &'a str,
-    line: usize,
-    fields: SmallVec<[&'a str; 12]>,
+/// How many times `b` occurs in `s`.
+#[expect(clippy::naive_bytecount, reason = "once per record over a few bytes; not worth a dependency")]
+fn count_byte(s: &[u8], b: u8) -> usize {
+    s.iter().filter(|&&c| c == b).count()
 }
 
-impl<'a> Row<'a> {
+/// The 1-based line of byte offset `byte` in `text`, counting on from `cursor` (the last
+/// offset asked and its line) when `byte` is past it.
+fn line_at(text: &[u8], cursor: &mut (usize, usize), byte: usize) -> usize {
+    // A record's position can be the end of the line before it (or of blank lines the
+    // reader skipped): step past those line ends.
+    let mut byte = byte.min(text.len());
+    while byte < text.len() && matches!(text[byte], b'\r' | b'\n') {
+        byte += 1;
+    }
+    if byte < cursor.0 {
+        *cursor = (0, 1);
+    }
+    cursor.1 += count_byte(&text[cursor.0..byte], b'\n');
+    cursor.0 = byte;
+    cursor.1
+}
+
+/// A `csv` crate error as a [`TraceError::Parse`] at the position it reports.
+fn csv_error(file: &str, e: &csv::Error, text: &[u8]) -> TraceError {
+    let line = |p: Option<&csv::Position>| p.map_or(1, |p| line_at(text, &mut (0, 1), p.byte() as usize));
+    let (line, column) = match e.kind() {
+        csv::ErrorKind::Utf8 { pos, err } => (line(pos.as_ref()), err.field() + 1),
+        csv::ErrorKind::UnequalLengths { pos, len, .. } => (line(pos.as_ref()), *len as usize + 1),
+        _ => (line(e.position()), 1),
+    };
+    let message = match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => format!("field is not UTF-8 ({err})"),
+        _ => e.to_string(),
+    };
+    TraceError::Parse { file: file.into(), line, column, message }
+}
+
+struct Row<'r> {
+    file: &'r str,
+    line: usize,
+    fields: &'r csv::StringRecord,
+}
+
+impl<'r> Row<'r> {
     fn err(&self, col: usize, message: String) -> TraceError {
         TraceError::Parse { file: self.file.into(), line: self.line, column: col + 1, message }
     }
 
-    fn str(&self, col: usize) -> &'a str {
-        self.fields[col]
+    fn str(&self, col: usize) -> &'r str {
+        self.fields.get(col).unwrap_or_default()
     }
 
     fn int(&self, col: usize, what: &str, max: i64) -> Result<i64, TraceError> {
-        let s = self.fields[col];
+        let s = self.str(col);
         let v: i64 = s.parse().map_err(|_| self.err(col, format!("{what}: {s:?} is not an integer")))?;
         if !(0..=max).contains(&v) {
             return Err(self.err(col, format!("{what}: {v} is out of range 0..={max}")));
@@ -184,7 +249,7 @@ impl<'a> Row<'a> {
 
     fn time(&self, col: Option<usize>, what: &str) -> Result<Option<f64>, TraceError> {
         let Some(col) = col else { return Ok(None) };
-        let s = self.fields[col];
+        let s = self.str(col);
         if s.is_empty() || s == "nan" {
             return Ok(None);
         }

@@ -24,7 +24,12 @@ pub type Step = crate::sim::Step;
 
 /// Deprecated: moved to [`crate::sim::tuned_arrivals`].
 #[deprecated(since = "0.2.0", note = "moved to `schedkit::sim::tuned_arrivals`")]
-pub fn tuned_arrivals(pods: &[TracePod], capacity_milli: i64, ratio: f64, seed: u64) -> Vec<crate::sim::Arrival> {
+pub fn tuned_arrivals(
+    pods: &[TracePod],
+    capacity_milli: i64,
+    ratio: f64,
+    seed: u64,
+) -> Result<Vec<crate::sim::Arrival>, crate::sim::TuneError> {
     crate::sim::tuned_arrivals(pods, capacity_milli, ratio, seed)
 }
 

@@ -29,11 +29,12 @@ impl Policy {
     pub const ALL: [Policy; 6] =
         [Policy::Random, Policy::DotProduct, Policy::GpuClustering, Policy::GpuPacking, Policy::BestFit, Policy::Fgd];
 
-    /// Short name (`FGD`, `BestFit`...), as in the paper's figures.
+    /// Short name (`FGD`, `BestFit`, `DotProduct`...), as in the paper's figures (which
+    /// label DotProduct `DotProd`) and the README.
     pub fn name(self) -> &'static str {
         match self {
             Policy::Random => "Random",
-            Policy::DotProduct => "DotProd",
+            Policy::DotProduct => "DotProduct",
             Policy::GpuClustering => "GpuClustering",
             Policy::GpuPacking => "GpuPacking",
             Policy::BestFit => "BestFit",
