@@ -82,6 +82,7 @@ pub mod metrics_server;
 pub mod model;
 pub mod plugins;
 pub mod queue;
+mod rng;
 pub mod scheduler;
 /// The CEL-compatible DRA device selector language: compile once, match devices in nanoseconds.
 pub mod selector;

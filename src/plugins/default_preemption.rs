@@ -139,10 +139,7 @@ impl DefaultPreemption {
 
     fn next_random(&self) -> u64 {
         // SplitMix64 over an atomic counter: lock-free and reproducible per seed.
-        let mut z = self.rng.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed).wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        crate::rng::mix(self.rng.fetch_add(crate::rng::GAMMA, Ordering::Relaxed).wrapping_add(crate::rng::GAMMA))
     }
 }
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::score::Rng;
 use super::{Buffers, MetricsState, Scheduler, SchedulerConfig, TieBreak};
 use crate::framework::scheduler_metrics::PendingPods;
 use crate::framework::{Clock, Handle, LatencyRecorder, Profile, RealClock};
 use crate::queue::{QueueConfig, QueueError, SchedulingQueue};
+use crate::rng::SplitMix64;
 use crate::snapshot::Cache;
 
 /// Builds a [`Scheduler`].
@@ -137,7 +137,7 @@ impl SchedulerBuilder {
             metrics,
             timers: None,
             cycle_metrics: None,
-            rng: Rng(self.config.seed),
+            rng: SplitMix64(self.config.seed),
             config: self.config,
             next_start: 0,
             bufs: Buffers::default(),

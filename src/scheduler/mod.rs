@@ -33,7 +33,6 @@ pub use fit_error::{Diagnosis, FitError};
 pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
 use self::filter::{post_filter, rejecting_plugins};
-use self::score::Rng;
 use crate::framework::metrics::ProfileTimers;
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::scheduler_metrics::{AttemptResult, MetricPoint, ProfileMetrics, time_point};
@@ -42,6 +41,7 @@ use crate::framework::{
 };
 use crate::model::Pod;
 use crate::queue::SchedulingQueue;
+use crate::rng::SplitMix64;
 use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
 /// Per-cycle buffers, kept between cycles so steady-state cycles don't allocate per node.
 #[derive(Debug, Default)]
@@ -89,7 +89,7 @@ pub struct Scheduler {
     profiles: Vec<Arc<Profile>>,
     config: SchedulerConfig,
     next_start: usize,
-    rng: Rng,
+    rng: SplitMix64,
     bufs: Buffers,
     #[cfg(feature = "parallel")]
     pool: Option<rayon::ThreadPool>,

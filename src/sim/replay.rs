@@ -33,6 +33,7 @@ use crate::model::Symbol;
 use crate::plugins::gpu_share::frag::gpus_frag;
 use crate::plugins::gpu_share::{GpuState, NodeGpus, Policy, ReservedDevices, TypicalPods};
 use crate::plugins::node_resources::{Fit, FitArgs};
+use crate::rng::SplitMix64;
 use crate::scheduler::{Scheduler, TieBreak};
 use crate::snapshot::PodInfo;
 use crate::trace::{TraceNode, TracePod};
@@ -44,15 +45,6 @@ pub struct Arrival {
     pub name: String,
     /// Index of the trace row.
     pub pod: usize,
-}
-
-/// SplitMix64 for shuffling and drawing.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Most arrivals [`tuned_arrivals`] builds (4,194,304): tuning past it is refused with
@@ -150,14 +142,14 @@ pub fn tuned_arrivals(
     if arrived <= 0 {
         return Err(TuneError::NoGpuDemand);
     }
-    let mut rng = seed ^ 0x005e_ed0f_a7c2;
+    let mut rng = SplitMix64(seed ^ 0x005e_ed0f_a7c2);
     // Upstream sorts by name before shuffling; a stable sort keeps rows of one name in
     // file order.
     let mut by_name: Vec<usize> = (0..pods.len()).collect();
     by_name.sort_by(|&a, &b| pods[a].name.cmp(&pods[b].name));
     let mut order = by_name.clone();
     for i in (1..order.len()).rev() {
-        let j = (splitmix(&mut rng) % (i as u64 + 1)) as usize;
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         order.swap(i, j);
     }
     let mut out: Vec<Arrival> = order.into_iter().map(|i| Arrival { name: pods[i].name.clone(), pod: i }).collect();
@@ -167,7 +159,7 @@ pub fn tuned_arrivals(
     let target = ratio * capacity_milli as f64;
     if arrived as f64 > target {
         while arrived as f64 > target && !out.is_empty() {
-            let k = (splitmix(&mut rng) % out.len() as u64) as usize;
+            let k = (rng.next_u64() % out.len() as u64) as usize;
             let gone = out.remove(k);
             arrived -= pods[gone.pod].gpu_demand();
         }
@@ -178,7 +170,7 @@ pub fn tuned_arrivals(
     }
     let mut k = 0;
     loop {
-        let j = by_name[(splitmix(&mut rng) % pods.len() as u64) as usize];
+        let j = by_name[(rng.next_u64() % pods.len() as u64) as usize];
         if (arrived + i64::from(pods[j].gpu_milli)) as f64 > target {
             break;
         }
@@ -198,8 +190,8 @@ pub fn tuned_arrivals(
 /// which groups nodes by GPU model. (Their prefixes come from Go's `math/rand`; these
 /// from SplitMix64.)
 pub fn prefixed_names(nodes: &[TraceNode], seed: u64) -> Vec<String> {
-    let mut rng = seed ^ 0x0a4e_5eed;
-    nodes.iter().map(|n| format!("{:04}-{}", splitmix(&mut rng) % 10_000, n.name)).collect()
+    let mut rng = SplitMix64(seed ^ 0x0a4e_5eed);
+    nodes.iter().map(|n| format!("{:04}-{}", rng.next_u64() % 10_000, n.name)).collect()
 }
 
 /// What happened to one arriving pod, and the cluster after it.

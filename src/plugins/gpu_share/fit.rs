@@ -7,9 +7,10 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::state::{FilterView, GpuState, NodeGpus};
-use super::{GpuRequest, GpuRequestState, Rng, TypicalPods, fgd, request_of};
+use super::{GpuRequest, GpuRequestState, TypicalPods, fgd, request_of};
 use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::{ReservePlugin, Status};
+use crate::rng::SplitMix64;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// Name of [`GpuShareFit`] (the authors' `Open-Gpu-Share`).
@@ -56,10 +57,10 @@ impl DeviceSelect {
             DeviceSelect::WorstFit => fits.max_by_key(|&(i, &f)| (f, std::cmp::Reverse(i))).map(|(i, _)| i),
             DeviceSelect::Random(seed) => {
                 let mut s = seed.lock();
-                let mut rng = Rng(*s);
+                let mut rng = SplitMix64(*s);
                 let mut chosen = None;
                 for (n, (i, _)) in fits.enumerate() {
-                    if rng.below(n + 1) == 0 {
+                    if rng.below(n as u64 + 1) == 0 {
                         chosen = Some(i);
                     }
                 }

@@ -94,24 +94,6 @@ pub const MAX_SPEC_CPU: f64 = 128_000.0;
 /// Largest GPU of a node in the paper's normalisations (`MaxSpecGpu`, milli-GPU).
 pub const MAX_SPEC_GPU: f64 = 8_000.0;
 
-/// SplitMix64, seeded: for RandomScore and random device choice.
-#[derive(Debug, Clone)]
-pub(crate) struct Rng(pub u64);
-
-impl Rng {
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
-
 /// Free CPU (millicores) of a node: allocatable minus requested, as the simulator's
 /// `MilliCpuLeft`.
 #[inline]

@@ -4,9 +4,10 @@
 
 use parking_lot::Mutex;
 
-use super::{PolicyScore, Rng};
+use super::PolicyScore;
 use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, Status};
 use crate::model::Symbol;
+use crate::rng::SplitMix64;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// Name of [`RandomScore`].
@@ -18,13 +19,13 @@ struct Picked(Symbol);
 
 /// The RandomScore plugin (PreScore + Score).
 pub struct RandomScore {
-    rng: Mutex<Rng>,
+    rng: Mutex<SplitMix64>,
 }
 
 impl RandomScore {
     /// Random picks from `seed`.
     pub fn new(seed: u64) -> RandomScore {
-        RandomScore { rng: Mutex::new(Rng(seed)) }
+        RandomScore { rng: Mutex::new(SplitMix64(seed)) }
     }
 }
 
@@ -35,7 +36,7 @@ impl PolicyScore for RandomScore {
     type Batch<'a> = Option<Symbol>;
 
     fn prepare(&self, state: &mut CycleState, _: &PodInfo, nodes: NodeList<'_>) -> Status {
-        let i = self.rng.lock().below(nodes.len());
+        let i = self.rng.lock().below(nodes.len() as u64) as usize;
         if let Some(n) = nodes.get(i) {
             state.write(Picked(n.name()));
         }
