@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use schedkit::framework::{
-    Code, CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, ProfileConfig, QueueSortPlugin,
-    QueuedPodInfo, ScorePlugin, Status,
+    Code, CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, ProfileConfig, QueueSortPlugin, QueuedPodInfo,
+    ScorePlugin, Status,
 };
 use schedkit::model::Symbol;
 use schedkit::plugins::network_aware::*;
@@ -23,7 +23,10 @@ use schedkit::testing::{ClusterBuilder, NodeBuilder, PodBuilder};
 fn fixture(file: &str) -> Vec<Value> {
     let path = format!("{}/../tests/fixtures/networkaware/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).unwrap();
-    serde_norway::Deserializer::from_str(&text).map(|d| Value::deserialize(d).unwrap()).filter(|v| !v.is_null()).collect()
+    serde_norway::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
 }
 
 /// Deserializes `doc` as `T`, serializes it back and checks nothing was lost or added.
@@ -78,7 +81,10 @@ fn network_topology_manifests_round_trip_or_are_refused_by_field() {
     let stale = fixture("scheduler-plugins-networktopology-example.yaml").remove(0);
     let err = NetworkTopology::from_json(&stale).unwrap_err();
     assert!(matches!(err, NetworkAwareError::Decode { kind: "NetworkTopology", .. }), "{err}");
-    assert!(err.to_string().contains("default/net-topology-test") && err.to_string().contains("configMapName"), "{err}");
+    assert!(
+        err.to_string().contains("default/net-topology-test") && err.to_string().contains("configMapName"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -102,12 +108,18 @@ fn malformed_objects_name_the_object_and_field() {
     ];
     for (doc, field) in cases {
         let err = AppGroup::from_json(&doc).unwrap_err();
-        assert!(matches!(&err, NetworkAwareError::Invalid { field: f, object, .. } if f == field && object == "ns1/g"), "{err}");
+        assert!(
+            matches!(&err, NetworkAwareError::Invalid { field: f, object, .. } if f == field && object == "ns1/g"),
+            "{err}"
+        );
     }
     // Decoding errors name the field serde met.
     let missing = ag(json!({"numMembers": 1, "workloads": []}));
     let err = AppGroup::from_json(&missing).unwrap_err();
-    assert!(err.to_string().contains("AppGroup ns1/g") && err.to_string().contains("topologySortingAlgorithm"), "{err}");
+    assert!(
+        err.to_string().contains("AppGroup ns1/g") && err.to_string().contains("topologySortingAlgorithm"),
+        "{err}"
+    );
     let wrong_type = ag(json!({"numMembers": "three", "topologySortingAlgorithm": "KahnSort", "workloads": []}));
     assert!(AppGroup::from_json(&wrong_type).unwrap_err().to_string().contains("invalid type"));
     let nt = json!({"metadata": {"name": "nt"}, "spec": {"configmapName": "", "weights": [{"name": "UserDefined",
@@ -115,8 +127,9 @@ fn malformed_objects_name_the_object_and_field() {
         "costList": [{"destination": "z2", "networkCost": -5}]}]}]}]}});
     let err = NetworkTopology::from_json(&nt).unwrap_err();
     assert!(
-        err.to_string()
-            .contains("default/nt: spec.weights[0].topologyList[0].originList[0].costList[0].networkCost: must not be negative"),
+        err.to_string().contains(
+            "default/nt: spec.weights[0].topologyList[0].originList[0].costList[0].networkCost: must not be negative"
+        ),
         "{err}"
     );
     // The store refuses them too, and so does it a nameless object.
@@ -183,7 +196,9 @@ fn sorting_algorithms_as_the_app_group_controller() {
     assert!(order.windows(2).all(|w| w[0].workload.selector < w[1].workload.selector));
     let mut tarjan = boutique.clone();
     tarjan.spec.topology_sorting_algorithm = "TarjanSort".into();
-    assert!(matches!(tarjan.sorted_workloads().unwrap_err(), NetworkAwareError::Cycle { involving, .. } if involving.len() == 1));
+    assert!(
+        matches!(tarjan.sorted_workloads().unwrap_err(), NetworkAwareError::Cycle { involving, .. } if involving.len() == 1)
+    );
     // A dependency on a workload the spec doesn't list: the spec order.
     let dangling = app_group_of(&[("b", &["x"]), ("a", &[])], "KahnSort");
     let idx: Vec<(String, i32)> =
@@ -216,7 +231,19 @@ fn basic_app_group() -> AppGroup {
 
 /// `GetAppGroupCROnlineBoutique` (topologicalsort_test.go): its status order.
 fn online_boutique_app_group() -> AppGroup {
-    let order = [("p1", 1), ("p10", 2), ("p9", 3), ("p8", 4), ("p7", 5), ("p6", 6), ("p5", 7), ("p4", 8), ("p3", 9), ("p2", 10), ("p11", 11)];
+    let order = [
+        ("p1", 1),
+        ("p10", 2),
+        ("p9", 3),
+        ("p8", 4),
+        ("p7", 5),
+        ("p6", 6),
+        ("p5", 7),
+        ("p4", 8),
+        ("p3", 9),
+        ("p2", 10),
+        ("p11", 11),
+    ];
     let workloads: Vec<Value> = (1..=11).map(|i| json!({"workload": workload(&format!("p{i}"))})).collect();
     AppGroup::from_json(&json!({
         "metadata": {"name": "onlineboutique", "namespace": "default"},
@@ -241,7 +268,16 @@ fn basic_topology() -> NetworkTopology {
 
 /// Nodes n-1..n-8: us-west-1 (Z1: n-1, n-2; Z2: n-3, n-4), us-east-1 (Z3: n-5, n-6; Z4: n-7, n-8).
 fn basic_nodes() -> ClusterBuilder {
-    let place = [("us-west-1", "Z1"), ("us-west-1", "Z1"), ("us-west-1", "Z2"), ("us-west-1", "Z2"), ("us-east-1", "Z3"), ("us-east-1", "Z3"), ("us-east-1", "Z4"), ("us-east-1", "Z4")];
+    let place = [
+        ("us-west-1", "Z1"),
+        ("us-west-1", "Z1"),
+        ("us-west-1", "Z2"),
+        ("us-west-1", "Z2"),
+        ("us-east-1", "Z3"),
+        ("us-east-1", "Z3"),
+        ("us-east-1", "Z4"),
+        ("us-east-1", "Z4"),
+    ];
     ClusterBuilder::new().nodes(8, |i| {
         NodeBuilder::new(&format!("n-{}", i + 1))
             .cpu("8")
@@ -414,7 +450,12 @@ fn topological_sort_less_upstream_table() {
     };
     let cases = [
         ("basic, same AppGroup, p1 order lower than p2", ("p1", "basic"), ("p2", "basic"), true),
-        ("onlineboutique, same AppGroup, p5 order higher than p1", ("p5", "onlineboutique"), ("p1", "onlineboutique"), false),
+        (
+            "onlineboutique, same AppGroup, p5 order higher than p1",
+            ("p5", "onlineboutique"),
+            ("p1", "onlineboutique"),
+            false,
+        ),
         ("pods from different AppGroups...", ("p1", "basic"), ("p5", "other"), false),
     ];
     for (name, (s1, g1), (s2, g2), want) in cases {

@@ -95,10 +95,14 @@ pub fn default_registry() -> Registry {
         capacity_scheduling::CapacityScheduling::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
     });
     add(names::TOPOLOGICAL_SORT, |a, h| {
-        network_aware::TopologicalSort::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+        network_aware::TopologicalSort::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::NETWORK_OVERHEAD, |a, h| {
-        network_aware::NetworkOverhead::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+        network_aware::NetworkOverhead::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r

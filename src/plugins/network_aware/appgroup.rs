@@ -321,8 +321,7 @@ impl AppGroup {
                 .iter()
                 .enumerate()
                 .map(|(i, sel)| {
-                    by_selector(sel)
-                        .map(|w| AppGroupTopologyInfo { workload: w.workload.clone(), index: i as i32 + 1 })
+                    by_selector(sel).map(|w| AppGroupTopologyInfo { workload: w.workload.clone(), index: i as i32 + 1 })
                 })
                 .collect::<Option<Vec<_>>>()
         });

@@ -46,8 +46,8 @@ pub use appgroup::{
 };
 pub use network_overhead::{MAX_COST, NetworkOverhead, SAME_HOSTNAME_COST, SAME_ZONE_COST};
 pub use network_topology::{
-    CostInfo, NETPERF_COSTS, NETWORK_TOPOLOGY_API_VERSION, NetworkTopology, NetworkTopologySpec,
-    NetworkTopologyStatus, OriginInfo, TOPOLOGY_KEY_REGION, TOPOLOGY_KEY_ZONE, TopologyInfo, WeightInfo,
+    CostInfo, NETPERF_COSTS, NETWORK_TOPOLOGY_API_VERSION, NetworkTopology, NetworkTopologySpec, NetworkTopologyStatus,
+    OriginInfo, TOPOLOGY_KEY_REGION, TOPOLOGY_KEY_ZONE, TopologyInfo, WeightInfo,
 };
 pub use store::NetworkAwareStore;
 pub use topological_sort::TopologicalSort;

@@ -124,8 +124,9 @@ impl NetworkOverhead {
     /// From a profile's args, over the [`NetworkAwareStore`] shared on the handle.
     pub fn from_config(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Self, NetworkAwareError> {
         let args = NetworkOverheadArgs::from_config(args)?;
-        let store =
-            handle.shared::<NetworkAwareStore>().ok_or(NetworkAwareError::NoStore { plugin: names::NETWORK_OVERHEAD })?;
+        let store = handle
+            .shared::<NetworkAwareStore>()
+            .ok_or(NetworkAwareError::NoStore { plugin: names::NETWORK_OVERHEAD })?;
         Ok(NetworkOverhead::new(store, args))
     }
 
@@ -159,12 +160,7 @@ impl NetworkOverhead {
     }
 
     /// The outcome for a node in `region`/`zone` of every peer on another node.
-    fn domain_outcome(
-        &self,
-        topology: &CompiledTopology,
-        (region, zone): (Symbol, Symbol),
-        peers: &[Peer],
-    ) -> Outcome {
+    fn domain_outcome(&self, topology: &CompiledTopology, (region, zone): (Symbol, Symbol), peers: &[Peer]) -> Outcome {
         let costs = self.cost_map(topology, region, zone);
         let mut out = Outcome::default();
         for p in peers {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use parking_lot::RwLock;
 
+use super::NetworkAwareError;
 use super::appgroup::AppGroup;
 use super::network_topology::{NetworkTopology, TOPOLOGY_KEY_REGION, TOPOLOGY_KEY_ZONE, TopologyInfo};
-use super::NetworkAwareError;
 use crate::model::Symbol;
 
 /// The AppGroup and NetworkTopology objects of a cluster, what upstream's plugins read
@@ -66,11 +66,8 @@ impl CompiledAppGroup {
             .workloads
             .iter()
             .map(|w| {
-                let deps = w
-                    .dependencies
-                    .iter()
-                    .map(|d| (Symbol::intern(&d.workload.selector), d.max_network_cost))
-                    .collect();
+                let deps =
+                    w.dependencies.iter().map(|d| (Symbol::intern(&d.workload.selector), d.max_network_cost)).collect();
                 (Symbol::intern(&w.workload.selector), deps)
             })
             .collect();

@@ -70,8 +70,9 @@ impl TopologicalSort {
     /// From a profile's args, over the [`NetworkAwareStore`] shared on the handle.
     pub fn from_config(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Self, NetworkAwareError> {
         let args = TopologicalSortArgs::from_config(args)?;
-        let store =
-            handle.shared::<NetworkAwareStore>().ok_or(NetworkAwareError::NoStore { plugin: names::TOPOLOGICAL_SORT })?;
+        let store = handle
+            .shared::<NetworkAwareStore>()
+            .ok_or(NetworkAwareError::NoStore { plugin: names::TOPOLOGICAL_SORT })?;
         Ok(TopologicalSort::new(store, &args))
     }
 
