@@ -12,6 +12,7 @@ pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod names;
+pub mod network_aware;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
@@ -92,6 +93,16 @@ pub fn default_registry() -> Registry {
     });
     add(names::CAPACITY_SCHEDULING, |a, h| {
         capacity_scheduling::CapacityScheduling::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+    });
+    add(names::TOPOLOGICAL_SORT, |a, h| {
+        network_aware::TopologicalSort::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::NETWORK_OVERHEAD, |a, h| {
+        network_aware::NetworkOverhead::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r

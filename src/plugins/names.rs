@@ -37,3 +37,7 @@ pub const COSCHEDULING: &str = "Coscheduling";
 pub const CAPACITY_SCHEDULING: &str = "CapacityScheduling";
 /// GpuTopology (topology-aware GPU placement).
 pub const GPU_TOPOLOGY: &str = "GpuTopology";
+/// TopologicalSort (scheduler-plugins network-aware QueueSort).
+pub const TOPOLOGICAL_SORT: &str = "TopologicalSort";
+/// NetworkOverhead (scheduler-plugins network-aware PreFilter, Filter, Score).
+pub const NETWORK_OVERHEAD: &str = "NetworkOverhead";
