@@ -74,6 +74,8 @@
 /// Plugin latency benches per extension point over synthetic clusters (feature `bench`).
 #[cfg(feature = "bench")]
 pub mod bench;
+/// `KubeSchedulerConfiguration` files: strict decoding, upstream's defaults and validation, profiles built from them.
+pub mod config;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;
