@@ -183,8 +183,6 @@ impl KubeSchedulerConfiguration {
         let mut profiles = Vec::with_capacity(c.profiles.len());
         for (index, p) in c.profiles.iter().enumerate() {
             let mut p = p.clone();
-            // The merge has applied multiPoint.disabled; upstream's framework ignores it.
-            p.plugins.multi_point.disabled.clear();
             for a in &mut p.plugin_config {
                 if let Some(obj) = a.args.as_object_mut() {
                     obj.remove("apiVersion");

@@ -539,16 +539,16 @@ impl Registry {
     ///   implements the point and is not in the point's `disabled` list is added too;
     /// - a plugin both in `multiPoint` and in a point's `enabled` list is an explicit
     ///   override at that point, not a duplicate: the point's order is the overridden
-    ///   plugins (in `multiPoint` order), then the other `multiPoint` plugins, then the
+    ///   plugins (in the point's order), then the other `multiPoint` plugins, then the
     ///   point's remaining `enabled` plugins;
     /// - a plugin twice in `multiPoint` is [`ConfigError::DuplicatePlugin`];
     /// - Score weights come from the `score` list first, then `multiPoint`; no weight
     ///   means 1.
     ///
-    /// schedkit also honours `multiPoint.disabled` here (a plugin named there is not
-    /// expanded), so that editing [`default_profile_config`](crate::plugins::default_profile_config)
-    /// works without a merge step; upstream applies that list while merging with the
-    /// defaults ([`crate::config::merge_plugins`]). Each plugin is built once.
+    /// As upstream's framework, `multiPoint.disabled` is not read here: it takes effect
+    /// when a profile is merged with the defaults ([`crate::config::merge_plugins`]). To
+    /// drop a plugin from [`default_profile_config`](crate::plugins::default_profile_config),
+    /// remove it from `multiPoint.enabled`. Each plugin is built once.
     pub fn build_profile(&self, cfg: &ProfileConfig, handle: &Handle) -> Result<Profile, ConfigError> {
         let profile = cfg.scheduler_name.clone().unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned());
         let mut built: Vec<Built> = Vec::new();
@@ -592,7 +592,7 @@ impl Registry {
                 let mut expanded: Vec<usize> = Vec::new();
                 for r in &mp.enabled {
                     let i = instance(&mut built, &r.name)?;
-                    if mp.disabled.iter().any(|d| d.name == r.name) || set.disabled.iter().any(|d| d.name == r.name) {
+                    if set.disabled.iter().any(|d| d.name == r.name) {
                         continue;
                     }
                     if enabled.contains(&i) {
@@ -608,7 +608,7 @@ impl Registry {
                         expanded.push(i);
                     }
                 }
-                order.extend_from_slice(&overrides);
+                order.extend(enabled.iter().copied().filter(|i| overrides.contains(i)));
                 order.extend_from_slice(&expanded);
                 order.extend(enabled.iter().copied().filter(|i| !overrides.contains(i)));
             }
