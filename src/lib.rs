@@ -79,6 +79,8 @@ pub mod config;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;
+/// Kubernetes objects as `kubectl get -o yaml` prints them: version checks and conversion, API defaulting, unread fields reported.
+pub mod manifest;
 #[cfg(feature = "metrics")]
 pub mod metrics_server;
 pub mod model;

@@ -17,6 +17,8 @@ pub mod pod_resources;
 pub mod quantity;
 pub mod resource_names;
 pub mod resources;
+pub mod timestamp;
+pub mod cluster;
 
 pub use intern::Symbol;
 pub use labels::{
@@ -33,6 +35,8 @@ pub use pod::{
 };
 pub use pod_resources::PodRequestOptions;
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
+pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
+pub use timestamp::parse_rfc3339;
 pub use resource_names::{is_extended_resource_name, is_supported_pod_level_resource};
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
