@@ -149,6 +149,7 @@ fn merge_plugins_upstream_table() {
 
 /// A test plugin serving the points its flags name (upstream's `testPlugin`,
 /// `scorePlugin1`, `bindPlugin`... in `framework_test.go`).
+#[expect(clippy::struct_excessive_bools, reason = "one switch per extension point, as upstream's test plugins")]
 struct TestPlugin {
     name: &'static str,
     sort: bool,
@@ -462,7 +463,8 @@ fn scheduler_defaults_upstream_table() {
         ]
     );
     // upstream's `pluginConfigs`: defaulted args, sorted by plugin name.
-    let args: Vec<(&str, serde_json::Value)> = p.plugin_config.iter().map(|a| (a.name.as_str(), a.args.clone())).collect();
+    let args: Vec<(&str, serde_json::Value)> =
+        p.plugin_config.iter().map(|a| (a.name.as_str(), a.args.clone())).collect();
     let resources = json!([{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]);
     assert_eq!(
         args,
@@ -495,9 +497,11 @@ fn scheduler_defaults_upstream_table() {
     // "set non default parallelism", "set non default delayCacheUntilActive",
     // "set non default global percentageOfNodesToScore", "set non default profile
     // percentageOfNodesToScore", "set non default backoff values".
-    let d = load(r#""parallelism": 8, "delayCacheUntilActive": true, "percentageOfNodesToScore": 50,
+    let d = load(
+        r#""parallelism": 8, "delayCacheUntilActive": true, "percentageOfNodesToScore": 50,
         "podInitialBackoffSeconds": 2, "podMaxBackoffSeconds": 20,
-        "profiles": [{"percentageOfNodesToScore": 50}]"#)
+        "profiles": [{"percentageOfNodesToScore": 50}]"#,
+    )
     .defaulted(gates, false);
     assert_eq!(d.parallelism, Some(8));
     assert!(d.delay_cache_until_active);
@@ -562,7 +566,8 @@ fn valid_config() -> serde_json::Value {
 #[test]
 fn validation_upstream_table() {
     type Edit = fn(&mut serde_json::Value);
-    let cases: Vec<(&str, Edit, Vec<(&str, &str)>)> = vec![
+    type Case = (&'static str, Edit, Vec<(&'static str, &'static str)>);
+    let cases: Vec<Case> = vec![
         ("good", |_| {}, vec![]),
         ("bad-parallelism-invalid-value", |c| c["parallelism"] = json!(0), vec![("Invalid", "parallelism")]),
         (
@@ -622,7 +627,11 @@ fn validation_upstream_table() {
             },
             vec![("Invalid", "profiles[1].plugins.queueSort")],
         ),
-        ("extender-negative-weight", |c| c["extenders"][0]["weight"] = json!(-1), vec![("Invalid", "extenders[0].weight")]),
+        (
+            "extender-negative-weight",
+            |c| c["extenders"][0]["weight"] = json!(-1),
+            vec![("Invalid", "extenders[0].weight")],
+        ),
         (
             "extender-duplicate-managed-resources",
             |c| {
@@ -635,7 +644,10 @@ fn validation_upstream_table() {
             "extender-duplicate-bind",
             |c| {
                 c["extenders"][0]["bindVerb"] = json!("foo");
-                c["extenders"].as_array_mut().unwrap().push(json!({"prioritizeVerb": "prioritize", "bindVerb": "bar", "weight": 1}));
+                c["extenders"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"prioritizeVerb": "prioritize", "bindVerb": "bar", "weight": 1}));
             },
             vec![("Invalid", "extenders")],
         ),
@@ -679,7 +691,10 @@ fn validation_upstream_table() {
         (
             "bad-extender-resource-name",
             |c| c["extenders"][0]["managedResources"] = json!([{"name": "cpu"}, {"name": "a/b/c"}]),
-            vec![("Invalid", "extenders[0].managedResources[0].name"), ("Invalid", "extenders[0].managedResources[1].name")],
+            vec![
+                ("Invalid", "extenders[0].managedResources[0].name"),
+                ("Invalid", "extenders[0].managedResources[1].name"),
+            ],
         ),
         (
             "lease-not-above-renew-deadline",
@@ -729,7 +744,9 @@ fn plugin_args_are_checked_when_built() {
     // upstream "invalid-node-percentage" and "invalid-plugin-args".
     let reg = default_registry();
     let h = Handle::default();
-    let cfg = load(r#""profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 200}}]}]"#);
+    let cfg = load(
+        r#""profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 200}}]}]"#,
+    );
     let err = cfg.build(&reg, &h).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -784,8 +801,9 @@ fn strict_decoding_names_the_path_and_line() {
         err.to_string(),
         "apiVersion: Unsupported value: \"kubescheduler.config.k8s.io/v1beta3\": supported values: \"kubescheduler.config.k8s.io/v1\""
     );
-    let err = KubeSchedulerConfiguration::from_json(r#"{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "Pod"}"#)
-        .unwrap_err();
+    let err =
+        KubeSchedulerConfiguration::from_json(r#"{"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "Pod"}"#)
+            .unwrap_err();
     assert!(matches!(err, ConfigFileError::WrongType { field: "kind", .. }), "{err}");
 }
 
@@ -836,8 +854,10 @@ fn merged_profile_keeps_filter_and_bind() {
 #[test]
 fn built_configuration_drives_a_scheduler() {
     use schedkit::testing::{NodeBuilder, PodBuilder};
-    let cfg = load(r#""podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 30, "parallelism": 2,
-        "profiles": [{"schedulerName": "a"}, {"schedulerName": "b", "plugins": {"score": {"disabled": [{"name": "*"}]}}}]"#);
+    let cfg = load(
+        r#""podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 30, "parallelism": 2,
+        "profiles": [{"schedulerName": "a"}, {"schedulerName": "b", "plugins": {"score": {"disabled": [{"name": "*"}]}}}]"#,
+    );
     let handle = Handle::default();
     let built = cfg.build(&default_registry(), &handle).unwrap();
     assert_eq!(built.queue.initial_backoff.as_secs(), 3);
@@ -900,7 +920,7 @@ mod yaml {
         ] {
             let err = build(&as_v1(&format!("scheduler-plugins/{f}.yaml"))).unwrap_err();
             let msg = err.to_string();
-            assert!(msg.starts_with(&format!("profiles[0]: profile ")), "{f}: {msg}");
+            assert!(msg.starts_with("profiles[0]: profile "), "{f}: {msg}");
             assert!(msg.contains(&format!("unknown plugin \"{plugin}\" (known: ")), "{f}: {msg}");
         }
     }

@@ -35,7 +35,9 @@ fn limits_only_gpu_pod_lands_on_the_gpu_node() {
     assert_eq!(pod.api_version, "v1");
     assert!(affecting(&pod.ignored).is_empty(), "{:?}", pod.ignored);
     let paths: Vec<&str> = pod.ignored.iter().map(|f| f.path.as_str()).collect();
-    for p in ["metadata.managedFields", "metadata.ownerReferences", "spec.containers[0].volumeMounts", "status.qosClass"] {
+    for p in
+        ["metadata.managedFields", "metadata.ownerReferences", "spec.containers[0].volumeMounts", "status.qosClass"]
+    {
         assert!(paths.contains(&p), "{p} not reported in {paths:?}");
     }
     let pod = pod.object;
@@ -101,14 +103,14 @@ fn requests_default_from_limits_upstream() {
 #[test]
 fn pod_level_requests_default() {
     let load = |resources: &str, containers: &str, gates: FeatureGates| {
-        let text = format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"resources":{resources},"containers":{containers}}}}}"#);
+        let text =
+            format!(r#"{{"metadata":{{"name":"p"}},"spec":{{"resources":{resources},"containers":{containers}}}}}"#);
         let opts = LoadOptions { feature_gates: gates, ..LoadOptions::default() };
         manifest::from_json::<Pod>(&text, opts).unwrap().object
     };
     let on = FeatureGates::default();
-    let pl = |pod: &Pod, name: &str| {
-        pod.spec.resources.as_ref().unwrap().requests.get_str(name).map(ToString::to_string)
-    };
+    let pl =
+        |pod: &Pod, name: &str| pod.spec.resources.as_ref().unwrap().requests.get_str(name).map(ToString::to_string);
     // Containers request cpu: the pod-level cpu request is their aggregate; memory has
     // no container request, so it comes from the pod-level limit.
     let pod = load(
@@ -122,7 +124,11 @@ fn pod_level_requests_default() {
     let pod = load(r#"{"limits":{"cpu":"4"}}"#, r#"[{"name":"a","resources":{"limits":{"cpu":"2"}}}]"#, on);
     assert_eq!(pl(&pod, "cpu").as_deref(), Some("2"));
     // Pod-level requests set are kept.
-    let pod = load(r#"{"requests":{"cpu":"3"},"limits":{"cpu":"4"}}"#, r#"[{"name":"a","resources":{"requests":{"cpu":"1"}}}]"#, on);
+    let pod = load(
+        r#"{"requests":{"cpu":"3"},"limits":{"cpu":"4"}}"#,
+        r#"[{"name":"a","resources":{"requests":{"cpu":"1"}}}]"#,
+        on,
+    );
     assert_eq!(pl(&pod, "cpu").as_deref(), Some("3"));
     // Hugepages: a container limit becomes the pod-level limit, then the pod request.
     let pod = load(
@@ -139,7 +145,11 @@ fn pod_level_requests_default() {
     // Without pod-level limits nothing is defaulted; with the gate off neither.
     let pod = load(r#"{"requests":{"cpu":"1"}}"#, r#"[{"name":"a","resources":{"requests":{"memory":"1Gi"}}}]"#, on);
     assert_eq!(pl(&pod, "memory"), None);
-    let pod = load(r#"{"limits":{"cpu":"4"}}"#, r#"[{"name":"a","resources":{"requests":{"cpu":"1"}}}]"#, on.with(Feature::PodLevelResources, false));
+    let pod = load(
+        r#"{"limits":{"cpu":"4"}}"#,
+        r#"[{"name":"a","resources":{"requests":{"cpu":"1"}}}]"#,
+        on.with(Feature::PodLevelResources, false),
+    );
     assert_eq!(pl(&pod, "cpu"), None);
 }
 
@@ -178,9 +188,12 @@ fn nodes_and_cluster_objects() {
 
     let ns = yaml::<Namespace>("namespace.yaml", LoadOptions::strict()).unwrap().object;
     assert_eq!(ns.metadata.labels.get_str("team"), Some("research"));
-    let ns = manifest::from_json::<Namespace>(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}"#, LoadOptions::default())
-        .unwrap()
-        .object;
+    let ns = manifest::from_json::<Namespace>(
+        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}"#,
+        LoadOptions::default(),
+    )
+    .unwrap()
+    .object;
     assert_eq!(ns.metadata.labels.get_str("kubernetes.io/metadata.name"), Some("x"));
     assert_eq!(ns.status.phase, "Active");
 }

@@ -53,36 +53,38 @@ pub fn default_plugin_args(plugin: &str, gates: FeatureGates) -> Option<Value> {
 
 /// Fills upstream's defaults into a configured args object, leaving what is set.
 pub(crate) fn fill_defaults(plugin: &str, args: &mut Value, gates: FeatureGates) {
-    let Some(obj) = args.as_object_mut() else { return };
-    let mut set_if_absent = |key: &str, v: Value| {
+    fn set_if_absent(obj: &mut serde_json::Map<String, Value>, key: &str, v: Value) {
         if obj.get(key).is_none_or(Value::is_null) {
             obj.insert(key.to_owned(), v);
         }
-    };
+    }
+    let Some(obj) = args.as_object_mut() else { return };
     match plugin {
         names::DEFAULT_PREEMPTION => {
-            set_if_absent("minCandidateNodesPercentage", json!(10));
-            set_if_absent("minCandidateNodesAbsolute", json!(100));
+            set_if_absent(obj, "minCandidateNodesPercentage", json!(10));
+            set_if_absent(obj, "minCandidateNodesAbsolute", json!(100));
         }
-        names::INTER_POD_AFFINITY => set_if_absent("hardPodAffinityWeight", json!(1)),
-        names::POD_TOPOLOGY_SPREAD => {
-            if obj.get("defaultingType").and_then(Value::as_str).is_none_or(str::is_empty) {
-                obj.insert("defaultingType".into(), json!("System"));
-            }
+        names::INTER_POD_AFFINITY => set_if_absent(obj, "hardPodAffinityWeight", json!(1)),
+        names::POD_TOPOLOGY_SPREAD if obj.get("defaultingType").and_then(Value::as_str).is_none_or(str::is_empty) => {
+            obj.insert("defaultingType".into(), json!("System"));
         }
         names::NODE_RESOURCES_BALANCED_ALLOCATION => default_resources(obj, "resources"),
         names::NODE_RESOURCES_FIT => {
-            set_if_absent("scoringStrategy", json!({"type": "LeastAllocated", "resources": default_resource_spec()}));
+            set_if_absent(
+                obj,
+                "scoringStrategy",
+                json!({"type": "LeastAllocated", "resources": default_resource_spec()}),
+            );
             if let Some(s) = obj.get_mut("scoringStrategy").and_then(Value::as_object_mut) {
                 default_resources(s, "resources");
             }
         }
         names::DYNAMIC_RESOURCES => {
             if gates.enabled(Feature::DRASchedulerFilterTimeout) {
-                set_if_absent("filterTimeout", json!("10s"));
+                set_if_absent(obj, "filterTimeout", json!("10s"));
             }
             if gates.enabled(Feature::DRADeviceBindingConditions) {
-                set_if_absent("bindingTimeout", json!("10m0s"));
+                set_if_absent(obj, "bindingTimeout", json!("10m0s"));
             }
         }
         _ => {}

@@ -104,7 +104,11 @@ impl KubeSchedulerConfiguration {
         }
         let max = self.pod_max_backoff_seconds.unwrap_or(0);
         if max < initial {
-            errs.push(invalid("podMaxBackoffSeconds", max, "must be greater than or equal to PodInitialBackoffSeconds"));
+            errs.push(invalid(
+                "podMaxBackoffSeconds",
+                max,
+                "must be greater than or equal to PodInitialBackoffSeconds",
+            ));
         }
         self.validate_extenders(&mut errs);
         if errs.is_empty() { Ok(()) } else { Err(errs) }
@@ -222,7 +226,10 @@ fn validate_profile(path: &str, p: &ProfileConfig, errs: &mut Vec<FieldError>) {
     for (i, a) in p.plugin_config.iter().enumerate() {
         let apath = format!("{path}.pluginConfig[{i}]");
         if p.plugin_config[..i].iter().any(|b| b.name == a.name) {
-            errs.push(FieldError { path: apath.clone(), kind: FieldErrorKind::Duplicate { value: format!("{:?}", a.name) } });
+            errs.push(FieldError {
+                path: apath.clone(),
+                kind: FieldErrorKind::Duplicate { value: format!("{:?}", a.name) },
+            });
         }
         if removed(&a.name) {
             errs.push(invalid(&apath, format!("{:?}", a.name), detail));
@@ -233,6 +240,9 @@ fn validate_profile(path: &str, p: &ProfileConfig, errs: &mut Vec<FieldError>) {
 /// Upstream `validateCommonQueueSort`: every profile has the first profile's queueSort
 /// set and the same args for that plugin.
 fn validate_common_queue_sort(profiles: &[ProfileConfig], errs: &mut Vec<FieldError>) {
+    fn args_of<'a>(p: &'a ProfileConfig, sort_name: Option<&str>) -> Option<&'a serde_json::Value> {
+        p.plugin_config.iter().find(|a| Some(a.name.as_str()) == sort_name).map(|a| &a.args)
+    }
     let canon = &profiles[0].plugins.queue_sort;
     if canon.enabled.len() > 1 {
         errs.push(invalid(
@@ -242,9 +252,6 @@ fn validate_common_queue_sort(profiles: &[ProfileConfig], errs: &mut Vec<FieldEr
         ));
     }
     let sort_name = canon.enabled.first().map(|r| r.name.as_str());
-    fn args_of<'a>(p: &'a ProfileConfig, sort_name: Option<&str>) -> Option<&'a serde_json::Value> {
-        p.plugin_config.iter().find(|a| Some(a.name.as_str()) == sort_name).map(|a| &a.args)
-    }
     let canon_args = args_of(&profiles[0], sort_name);
     for (i, p) in profiles.iter().enumerate().skip(1) {
         if &p.plugins.queue_sort != canon {
@@ -258,7 +265,11 @@ fn validate_common_queue_sort(profiles: &[ProfileConfig], errs: &mut Vec<FieldEr
             && let Some(a) = args_of(p, sort_name)
             && Some(a) != canon_args
         {
-            errs.push(invalid(format!("profiles[{i}].pluginConfig.args"), a, "queueSort must be the same for all profiles"));
+            errs.push(invalid(
+                format!("profiles[{i}].pluginConfig.args"),
+                a,
+                "queueSort must be the same for all profiles",
+            ));
         }
     }
 }
@@ -287,7 +298,11 @@ fn qualified_name_error(name: &str) -> Option<String> {
             }
             *n
         }
-        _ => return Some(format!("a qualified name {NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")),
+        _ => {
+            return Some(format!(
+                "a qualified name {NAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
+        }
     };
     if local.is_empty() {
         return Some("name part must be non-empty".into());

@@ -100,7 +100,7 @@ pub fn default_pod_level_resources(pod: &mut Pod) {
     for (name, q) in ctr_limits.iter() {
         let n = name.as_str();
         if n.starts_with("hugepages-") && pl.requests.get(name).is_none() && pl.limits.get(name).is_none() {
-            pl.limits.set(name, q.clone());
+            pl.limits.set(name, *q);
         }
     }
     // defaultPodRequests
@@ -110,13 +110,13 @@ pub fn default_pod_level_resources(pod: &mut Pod) {
     for (name, q) in ctr_requests.iter() {
         // cpu and memory are the supported names that may be overcommitted.
         if matches!(name.as_str(), "cpu" | "memory") && pl.requests.get(name).is_none() {
-            pl.requests.set(name, q.clone());
+            pl.requests.set(name, *q);
         }
     }
     let limits = pl.limits.clone();
     for (name, q) in limits.iter() {
         if crate::model::is_supported_pod_level_resource(name.as_str()) && pl.requests.get(name).is_none() {
-            pl.requests.set(name, q.clone());
+            pl.requests.set(name, *q);
         }
     }
 }
@@ -128,8 +128,8 @@ fn aggregate(containers: &[Container], init: &[Container], pick: fn(&Container) 
     fn add(to: &mut ResourceList, from: &ResourceList) {
         for (n, q) in from.iter() {
             let sum = match to.get(n) {
-                Some(have) => have.checked_add(q).unwrap_or_else(|| have.clone()),
-                None => q.clone(),
+                Some(have) => have.checked_add(q).unwrap_or(*have),
+                None => *q,
             };
             to.set(n, sum);
         }
@@ -137,7 +137,7 @@ fn aggregate(containers: &[Container], init: &[Container], pick: fn(&Container) 
     fn max(to: &mut ResourceList, from: &ResourceList) {
         for (n, q) in from.iter() {
             if to.get(n).is_none_or(|have| q > have) {
-                to.set(n, q.clone());
+                to.set(n, *q);
             }
         }
     }

@@ -309,11 +309,7 @@ pub fn from_value<T: Manifest>(mut obj: Value, opts: LoadOptions) -> Result<Load
     }
     let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
     if !api_version.is_empty() && !T::API_VERSIONS.contains(&api_version.as_str()) {
-        return Err(ManifestError::UnsupportedVersion {
-            kind: T::KIND,
-            got: api_version,
-            supported: T::API_VERSIONS,
-        });
+        return Err(ManifestError::UnsupportedVersion { kind: T::KIND, got: api_version, supported: T::API_VERSIONS });
     }
     if !api_version.is_empty() && api_version != T::API_VERSIONS[0] {
         T::convert(&api_version, &mut obj)?;
@@ -327,7 +323,7 @@ pub fn from_value<T: Manifest>(mut obj: Value, opts: LoadOptions) -> Result<Load
             let (path, value) = ignored_path(&p, root);
             if path != "apiVersion" && path != "kind" {
                 let affects_scheduling = T::affects_scheduling(&path, value.unwrap_or(&Value::Null));
-                ignored.push(IgnoredField { affects_scheduling, path });
+                ignored.push(IgnoredField { path, affects_scheduling });
             }
         };
         let de = serde_ignored::Deserializer::new(&obj, &mut on_ignored);
@@ -387,7 +383,7 @@ fn yaml_value<T: Manifest>(text: &str) -> Result<Value, ManifestError> {
 
 /// Loads every item of a list as `kubectl get -o json` prints it (`kind: List` or
 /// `<Kind>List`, objects under `items`); an error names the item.
-pub fn list_from_value<T: Manifest>(obj: Value, opts: LoadOptions) -> Result<Vec<Loaded<T>>, ManifestError> {
+pub fn list_from_value<T: Manifest>(obj: &Value, opts: LoadOptions) -> Result<Vec<Loaded<T>>, ManifestError> {
     let list_kind = obj.get("kind").and_then(Value::as_str).unwrap_or("List");
     if list_kind != "List" && list_kind.strip_suffix("List") != Some(T::KIND) {
         return Err(ManifestError::WrongKind { expected: T::KIND, got: list_kind.to_owned() });
@@ -426,13 +422,13 @@ pub fn list_from_json<T: Manifest>(text: &str, opts: LoadOptions) -> Result<Vec<
         column: Some(e.column()),
         message: bare(e.to_string()),
     })?;
-    list_from_value(value, opts)
+    list_from_value(&value, opts)
 }
 
 /// Loads a list from YAML text ([`list_from_value`]). Needs the `yaml` feature.
 #[cfg(feature = "yaml")]
 pub fn list_from_yaml<T: Manifest>(text: &str, opts: LoadOptions) -> Result<Vec<Loaded<T>>, ManifestError> {
-    list_from_value(yaml_value::<T>(text)?, opts)
+    list_from_value(&yaml_value::<T>(text)?, opts)
 }
 
 fn bare(text: String) -> String {

@@ -142,7 +142,6 @@ pub(crate) fn pod(path: &str, value: &Value) -> bool {
 /// Node: spec and status fields no plugin reads are ignorable; anything else under
 /// `spec` or `status` (e.g. `status.declaredFeatures`) is reported.
 pub(crate) fn node(path: &str, _value: &Value) -> bool {
-    let p = normalize(path);
     const IGNORABLE: &[&str] = &[
         "spec.podCIDR",
         "spec.podCIDRs",
@@ -161,6 +160,7 @@ pub(crate) fn node(path: &str, _value: &Value) -> bool {
         "status.volumesInUse",
         "status.volumesAttached",
     ];
+    let p = normalize(path);
     (p.starts_with("spec.") || p.starts_with("status.")) && !IGNORABLE.iter().any(|f| under(&p, f))
 }
 

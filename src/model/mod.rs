@@ -8,6 +8,7 @@
 //! value that is not a label value, `Gt` with a non-integer) loads, is reported by
 //! [`Pod::warnings`], and makes its node selector term match nothing, as upstream.
 
+pub mod cluster;
 pub mod intern;
 pub mod labels;
 pub mod node;
@@ -18,8 +19,8 @@ pub mod quantity;
 pub mod resource_names;
 pub mod resources;
 pub mod timestamp;
-pub mod cluster;
 
+pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
 pub use intern::Symbol;
 pub use labels::{
     FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
@@ -35,10 +36,9 @@ pub use pod::{
 };
 pub use pod_resources::PodRequestOptions;
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
-pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
-pub use timestamp::parse_rfc3339;
 pub use resource_names::{is_extended_resource_name, is_supported_pod_level_resource};
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,
 };
+pub use timestamp::parse_rfc3339;

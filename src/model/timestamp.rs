@@ -38,10 +38,9 @@ pub(crate) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<
 mod tests {
     #[test]
     fn object_meta_reads_api_server_timestamps() {
-        let m: crate::model::ObjectMeta = serde_json::from_str(
-            r#"{"name":"n","creationTimestamp":"2024-12-09T16:17:09Z","deletionTimestamp":null}"#,
-        )
-        .unwrap();
+        let m: crate::model::ObjectMeta =
+            serde_json::from_str(r#"{"name":"n","creationTimestamp":"2024-12-09T16:17:09Z","deletionTimestamp":null}"#)
+                .unwrap();
         assert_eq!(m.creation_timestamp, Some(1_733_761_029.0));
         assert_eq!(m.deletion_timestamp, None);
         let m: crate::model::ObjectMeta = serde_json::from_str(r#"{"creationTimestamp": 12.5}"#).unwrap();
