@@ -46,6 +46,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
+//! | edge | [`config`], [`manifest`] | `KubeSchedulerConfiguration` files built into profiles; Kubernetes objects as the API server prints them, converted and defaulted |
 //! | on top | [`sim`], [`testing`], `metrics_server` (feature `metrics`) | the trace replay (the FGD paper's method); builders and fakes for tests; `/metrics` over HTTP on 127.0.0.1 |
 //! | cycles | [`scheduler`] | `schedule_one` (sampling, Filter, Score, Reserve, Permit), the binding cycle as a value, the run loop |
 //! | queue | [`queue`] | activeQ, backoffQ, the unschedulable pool, PreEnqueue gating, events and queueing hints |

@@ -12,11 +12,6 @@ use schedkit::plugins::default_registry;
 use schedkit::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 use serde_json::json;
 
-fn fixture(path: &str) -> String {
-    let full = format!("{}/../tests/fixtures/config/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
 fn r(name: &str) -> PluginRef {
     PluginRef { name: name.into(), weight: None }
 }
@@ -878,6 +873,11 @@ fn built_configuration_drives_a_scheduler() {
 #[cfg(feature = "yaml")]
 mod yaml {
     use super::*;
+
+    fn fixture(path: &str) -> String {
+        let full = format!("{}/../tests/fixtures/config/{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+    }
 
     fn yaml(path: &str) -> Result<KubeSchedulerConfiguration, ConfigFileError> {
         KubeSchedulerConfiguration::from_yaml(&fixture(path))
