@@ -833,6 +833,10 @@ fn merged_profile_keeps_filter_and_bind() {
     assert_eq!(built.profiles[0].score_plugins(), default.score_plugins());
     assert_eq!(built.scheduler.parallelism, 16);
     assert_eq!(built.queue.initial_backoff.as_secs(), 1);
+    // A weight of 0 is read as 1 (upstream `getScoreWeights`).
+    let cfg = load(r#""profiles": [{"plugins": {"score": {"enabled": [{"name": "ImageLocality", "weight": 0}]}}}]"#);
+    let built = cfg.build(&default_registry(), &Handle::default()).unwrap();
+    assert!(built.profiles[0].score_plugins().contains(&("ImageLocality", 1)));
     // Upstream's framework checks: no QueueSort, no Bind.
     let cfg = load(r#""profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}]}}}]"#);
     assert_eq!(

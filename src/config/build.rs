@@ -173,8 +173,8 @@ impl KubeSchedulerConfiguration {
     /// `registry` with `handle` (its feature gates default the args and reach the
     /// plugins; a [`DraStore`](crate::dra::DraStore) shared on it adds DynamicResources
     /// to the default plugins), then upstream's framework checks (one QueueSort, a
-    /// Bind). Set `--feature-gates` on the handle first
-    /// ([`Handle::set_feature_gates`]); a v1 file has no field for them.
+    /// Bind; a Score weight of 0 counts as 1, as upstream). Set `--feature-gates` on
+    /// the handle first ([`Handle::set_feature_gates`]); a v1 file has no field for them.
     pub fn build(&self, registry: &Registry, handle: &Handle) -> Result<BuiltConfiguration, BuildError> {
         let gates = handle.feature_gates();
         let dra = handle.shared::<crate::dra::DraStore>().is_some();
@@ -183,6 +183,14 @@ impl KubeSchedulerConfiguration {
         let mut profiles = Vec::with_capacity(c.profiles.len());
         for (index, p) in c.profiles.iter().enumerate() {
             let mut p = p.clone();
+            // Upstream's framework (`getScoreWeights`) reads a weight of 0 as 1.
+            for set in [&mut p.plugins.score, &mut p.plugins.multi_point] {
+                for r in &mut set.enabled {
+                    if r.weight == Some(0) {
+                        r.weight = None;
+                    }
+                }
+            }
             for a in &mut p.plugin_config {
                 if let Some(obj) = a.args.as_object_mut() {
                     obj.remove("apiVersion");
