@@ -46,6 +46,7 @@
 //!
 //! | layer | modules | holds |
 //! | --- | --- | --- |
+//! | edge | [`config`], [`manifest`] | `KubeSchedulerConfiguration` files built into profiles; Kubernetes objects as the API server prints them, converted and defaulted |
 //! | on top | [`sim`], [`testing`], `metrics_server` (feature `metrics`) | the trace replay (the FGD paper's method); builders and fakes for tests; `/metrics` over HTTP on 127.0.0.1 |
 //! | cycles | [`scheduler`] | `schedule_one` (sampling, Filter, Score, Reserve, Permit), the binding cycle as a value, the run loop |
 //! | queue | [`queue`] | activeQ, backoffQ, the unschedulable pool, PreEnqueue gating, events and queueing hints |
@@ -74,9 +75,13 @@
 /// Plugin latency benches per extension point over synthetic clusters (feature `bench`).
 #[cfg(feature = "bench")]
 pub mod bench;
+/// `KubeSchedulerConfiguration` files: strict decoding, upstream's defaults and validation, profiles built from them.
+pub mod config;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;
+/// Kubernetes objects as `kubectl get -o yaml` prints them: version checks and conversion, API defaulting, unread fields reported.
+pub mod manifest;
 #[cfg(feature = "metrics")]
 pub mod metrics_server;
 pub mod model;

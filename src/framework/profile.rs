@@ -330,26 +330,7 @@ impl ProfileBuilder {
             Some(v @ 0..=100) => Some(v as u32),
             Some(value) => return Err(ConfigError::InvalidPercentage { profile: self.name, value }),
         };
-        let mut p = Profile {
-            name: self.name,
-            pre_enqueue: Vec::new(),
-            queue_sort: None,
-            pre_filter: Vec::new(),
-            pre_filter_to_filter: Vec::new(),
-            filter: Vec::new(),
-            post_filter: Vec::new(),
-            pre_score: Vec::new(),
-            pre_score_to_score: Vec::new(),
-            score: Vec::new(),
-            reserve: Vec::new(),
-            permit: Vec::new(),
-            pre_bind: Vec::new(),
-            bind: Vec::new(),
-            post_bind: Vec::new(),
-            enqueue: Vec::new(),
-            pod_observer: Vec::new(),
-            percentage_of_nodes_to_score: pct,
-        };
+        let mut p = Profile::empty(self.name, pct);
         let mut sorts = Vec::new();
         for e in self.entries {
             let name = e.name;
@@ -387,16 +368,13 @@ impl ProfileBuilder {
             });
         }
         p.queue_sort = sorts.pop();
-        p.pre_filter_to_filter =
-            p.pre_filter.iter().map(|pf| p.filter.iter().position(|f| f.name == pf.name)).collect();
-        p.pre_score_to_score = p.pre_score.iter().map(|ps| p.score.iter().position(|s| s.name == ps.name)).collect();
-        Ok(p)
+        Ok(p.finish())
     }
 }
 
 /// One plugin reference in a config's enabled/disabled list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PluginRef {
     /// Plugin name; `*` in a disabled list means all.
     pub name: String,
@@ -407,7 +385,7 @@ pub struct PluginRef {
 
 /// Enabled and disabled plugins of one extension point.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct PluginSetConfig {
     /// Enabled, in order.
     pub enabled: Vec<PluginRef>,
@@ -417,7 +395,7 @@ pub struct PluginSetConfig {
 
 /// Plugins per extension point, as in `KubeSchedulerConfiguration.profiles[].plugins`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[expect(missing_docs, reason = "one field per extension point, named as upstream")]
 pub struct PluginsConfig {
     /// Plugins enabled at every point they implement.
@@ -437,7 +415,8 @@ pub struct PluginsConfig {
 }
 
 impl PluginsConfig {
-    fn point(&self, p: ExtensionPoint) -> &PluginSetConfig {
+    /// The set of one extension point.
+    pub fn point(&self, p: ExtensionPoint) -> &PluginSetConfig {
         match p {
             ExtensionPoint::PreEnqueue => &self.pre_enqueue,
             ExtensionPoint::QueueSort => &self.queue_sort,
@@ -457,10 +436,12 @@ impl PluginsConfig {
 
 /// Arguments for one plugin (`pluginConfig[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PluginArgs {
     /// Plugin name.
     pub name: String,
-    /// Its arguments, as the plugin's factory reads them.
+    /// Its arguments, as the plugin's factory reads them (absent: `null`).
+    #[serde(default)]
     pub args: serde_json::Value,
 }
 
@@ -483,8 +464,11 @@ pub struct PluginArgs {
 ///     r#"{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}"#).unwrap();
 /// assert!(registry.build_profile(&bad, &Handle::default()).unwrap_err().to_string().contains("unknown plugin \"Nope\""));
 /// ```
+///
+/// Unknown fields are errors (`filters:` for `filter:` is caught), as upstream's strict
+/// decoding of a `KubeSchedulerProfile`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ProfileConfig {
     /// Scheduler name (default `default-scheduler`).
     pub scheduler_name: Option<String>,
@@ -546,107 +530,212 @@ impl Registry {
         self.factories.contains_key(name)
     }
 
-    /// Builds a profile from config: multiPoint plugins at every point they serve,
-    /// per-point `enabled` lists add a plugin at that point, `disabled` lists remove
-    /// (`*` removes every multiPoint plugin from that point). Each plugin is built once.
+    /// Builds a profile from config with upstream's rules (`frameworkImpl`'s
+    /// `updatePluginList` and `expandMultiPointPlugins`, `pkg/scheduler/framework/runtime/framework.go`):
+    ///
+    /// - each extension point's `enabled` list places a plugin there (it must implement
+    ///   the point and appear once in that list);
+    /// - unless that point's `disabled` list holds `*`, every `multiPoint` plugin that
+    ///   implements the point and is not in the point's `disabled` list is added too;
+    /// - a plugin both in `multiPoint` and in a point's `enabled` list is an explicit
+    ///   override at that point, not a duplicate: the point's order is the overridden
+    ///   plugins (in the point's order), then the other `multiPoint` plugins, then the
+    ///   point's remaining `enabled` plugins;
+    /// - a plugin twice in `multiPoint` is [`ConfigError::DuplicatePlugin`];
+    /// - Score weights come from the `score` list first, then `multiPoint`; no weight
+    ///   means 1.
+    ///
+    /// As upstream's framework, `multiPoint.disabled` is not read here: it takes effect
+    /// when a profile is merged with the defaults ([`crate::config::merge_plugins`]). To
+    /// drop a plugin from [`default_profile_config`](crate::plugins::default_profile_config),
+    /// remove it from `multiPoint.enabled`. Each plugin is built once.
     pub fn build_profile(&self, cfg: &ProfileConfig, handle: &Handle) -> Result<Profile, ConfigError> {
         let profile = cfg.scheduler_name.clone().unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_owned());
-        // (name, plugin, points it serves here, weight)
-        let mut chosen: Vec<Chosen> = Vec::new();
-        let instantiate = |name: &str| -> Result<Arc<dyn Plugin>, ConfigError> {
+        let mut built: Vec<Built> = Vec::new();
+        let instance = |built: &mut Vec<Built>, name: &str| -> Result<usize, ConfigError> {
+            if let Some(i) = built.iter().position(|b| b.name == name) {
+                return Ok(i);
+            }
             let f = self.factories.get(name).ok_or_else(|| ConfigError::UnknownPlugin {
                 profile: profile.clone(),
                 name: name.to_owned(),
                 known: self.names().join(", "),
             })?;
-            let args = cfg.plugin_config.iter().find(|a| a.name == name).map(|a| &a.args);
-            f(args, handle).map_err(|message| ConfigError::InvalidArgs {
+            let args = cfg.plugin_config.iter().find(|a| a.name == name).map(|a| &a.args).filter(|a| !a.is_null());
+            let plugin = f(args, handle).map_err(|message| ConfigError::InvalidArgs {
                 profile: profile.clone(),
                 name: name.to_owned(),
                 message,
-            })
-        };
-        let mp_disabled = &cfg.plugins.multi_point.disabled;
-        for r in &cfg.plugins.multi_point.enabled {
-            if chosen.iter().any(|c| c.0 == r.name) {
-                return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
-            }
-            if mp_disabled.iter().any(|d| d.name == r.name) {
-                continue;
-            }
-            let plugin = instantiate(&r.name)?;
+            })?;
             let mut points = ExtensionPoints::default();
-            plugin.clone().register(&mut points);
-            for &pt in &ExtensionPoint::ALL {
-                let set = cfg.plugins.point(pt);
-                if set.disabled.iter().any(|d| d.name == r.name || d.name == "*") {
-                    points.remove(pt);
-                }
-            }
-            chosen.push((r.name.clone(), plugin, points, r.weight));
-        }
+            plugin.register(&mut points);
+            built.push(Built { name: Symbol::intern(name).as_str(), points });
+            Ok(built.len() - 1)
+        };
+        let mp = &cfg.plugins.multi_point;
+        let mut per_point: Vec<(ExtensionPoint, Vec<usize>)> = Vec::with_capacity(ExtensionPoint::ALL.len());
         for &pt in &ExtensionPoint::ALL {
-            for r in &cfg.plugins.point(pt).enabled {
-                let idx = if let Some(i) = chosen.iter().position(|c| c.0 == r.name) {
-                    i
-                } else {
-                    let plugin = instantiate(&r.name)?;
-                    chosen.push((r.name.clone(), plugin, ExtensionPoints::default(), None));
-                    chosen.len() - 1
-                };
-                let mut all = ExtensionPoints::default();
-                chosen[idx].1.clone().register(&mut all);
-                if !all.serves(pt) {
+            let set = cfg.plugins.point(pt);
+            let mut enabled: Vec<usize> = Vec::new();
+            for r in &set.enabled {
+                let i = instance(&mut built, &r.name)?;
+                if enabled.contains(&i) {
+                    return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
+                }
+                enabled.push(i);
+            }
+            let mut order = Vec::new();
+            if set.disabled.iter().any(|d| d.name == "*") {
+                order = enabled;
+            } else {
+                let mut overrides: Vec<usize> = Vec::new();
+                let mut expanded: Vec<usize> = Vec::new();
+                for r in &mp.enabled {
+                    let i = instance(&mut built, &r.name)?;
+                    if set.disabled.iter().any(|d| d.name == r.name) {
+                        continue;
+                    }
+                    if enabled.contains(&i) {
+                        if !overrides.contains(&i) {
+                            overrides.push(i);
+                        }
+                        continue;
+                    }
+                    if expanded.contains(&i) {
+                        return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
+                    }
+                    if built[i].points.serves(pt) {
+                        expanded.push(i);
+                    }
+                }
+                order.extend(enabled.iter().copied().filter(|i| overrides.contains(i)));
+                order.extend_from_slice(&expanded);
+                order.extend(enabled.iter().copied().filter(|i| !overrides.contains(i)));
+            }
+            if pt == ExtensionPoint::QueueSort && order.len() > 1 {
+                return Err(ConfigError::MultipleQueueSort {
+                    profile,
+                    names: order.iter().map(|&i| built[i].name.to_owned()).collect(),
+                });
+            }
+            for &i in &order {
+                if !built[i].points.serves(pt) {
                     return Err(ConfigError::PointNotImplemented {
                         profile,
-                        name: r.name.clone(),
+                        name: built[i].name.to_owned(),
                         point: pt.config_name(),
                     });
                 }
-                if chosen[idx].2.serves(pt) {
-                    return Err(ConfigError::DuplicatePlugin { profile, name: r.name.clone() });
+            }
+            per_point.push((pt, order));
+        }
+        // Upstream `getScoreWeights`: the score list's weight wins over multiPoint's.
+        let weight_of = |name: &str| {
+            cfg.plugins.score.enabled.iter().chain(&mp.enabled).find(|r| r.name == name).and_then(|r| r.weight)
+        };
+        let pct = match cfg.percentage_of_nodes_to_score {
+            None => None,
+            Some(v @ 0..=100) => Some(v as u32),
+            Some(value) => return Err(ConfigError::InvalidPercentage { profile, value }),
+        };
+        let mut p = Profile::empty(profile, pct);
+        let mut seen: Vec<usize> = Vec::new();
+        for (pt, order) in per_point {
+            for i in order {
+                let b = &built[i];
+                let weight = weight_of(b.name).unwrap_or(1);
+                if pt == ExtensionPoint::Score && !(1..=MAX_WEIGHT).contains(&weight) {
+                    return Err(ConfigError::InvalidWeight { profile: p.name, name: b.name.to_owned(), weight });
                 }
-                copy_point(&all, &mut chosen[idx].2, pt);
-                if pt == ExtensionPoint::Score && r.weight.is_some() {
-                    chosen[idx].3 = r.weight;
+                p.push_point(b.name, &b.points, pt, weight);
+                if !seen.contains(&i) {
+                    seen.push(i);
                 }
             }
         }
-        let mut b = Profile::builder(&profile);
-        for (name, _plugin, points, weight) in chosen {
-            let interned = Symbol::intern(&name).as_str();
-            b = b.points(interned, points, weight.unwrap_or(1));
+        for i in seen {
+            let b = &built[i];
+            if let Some(plugin) = &b.points.enqueue {
+                p.enqueue.push(Named { name: b.name, plugin: plugin.clone() });
+            }
+            if let Some(plugin) = &b.points.pod_observer {
+                p.pod_observer.push(Named { name: b.name, plugin: plugin.clone() });
+            }
         }
-        if let Some(pct) = cfg.percentage_of_nodes_to_score {
-            b = b.percentage_of_nodes_to_score(pct);
-        }
-        b.build()
+        Ok(p.finish())
     }
 }
 
-/// A plugin chosen by config: name, object, the points it serves here, weight.
-type Chosen = (String, Arc<dyn Plugin>, ExtensionPoints, Option<i64>);
+/// A plugin built for a profile: its interned name and every point it implements.
+struct Built {
+    name: &'static str,
+    points: ExtensionPoints,
+}
 
-fn copy_point(from: &ExtensionPoints, to: &mut ExtensionPoints, pt: ExtensionPoint) {
-    match pt {
-        ExtensionPoint::PreEnqueue => to.pre_enqueue.clone_from(&from.pre_enqueue),
-        ExtensionPoint::QueueSort => to.queue_sort.clone_from(&from.queue_sort),
-        ExtensionPoint::PreFilter => to.pre_filter.clone_from(&from.pre_filter),
-        ExtensionPoint::Filter => to.filter.clone_from(&from.filter),
-        ExtensionPoint::PostFilter => to.post_filter.clone_from(&from.post_filter),
-        ExtensionPoint::PreScore => to.pre_score.clone_from(&from.pre_score),
-        ExtensionPoint::Score => to.score.clone_from(&from.score),
-        ExtensionPoint::Reserve => to.reserve.clone_from(&from.reserve),
-        ExtensionPoint::Permit => to.permit.clone_from(&from.permit),
-        ExtensionPoint::PreBind => to.pre_bind.clone_from(&from.pre_bind),
-        ExtensionPoint::Bind => to.bind.clone_from(&from.bind),
-        ExtensionPoint::PostBind => to.post_bind.clone_from(&from.post_bind),
+impl Profile {
+    fn empty(name: String, percentage_of_nodes_to_score: Option<u32>) -> Profile {
+        Profile {
+            name,
+            pre_enqueue: Vec::new(),
+            queue_sort: None,
+            pre_filter: Vec::new(),
+            pre_filter_to_filter: Vec::new(),
+            filter: Vec::new(),
+            post_filter: Vec::new(),
+            pre_score: Vec::new(),
+            pre_score_to_score: Vec::new(),
+            score: Vec::new(),
+            reserve: Vec::new(),
+            permit: Vec::new(),
+            pre_bind: Vec::new(),
+            bind: Vec::new(),
+            post_bind: Vec::new(),
+            enqueue: Vec::new(),
+            pod_observer: Vec::new(),
+            percentage_of_nodes_to_score,
+        }
     }
-    if from.enqueue.is_some() {
-        to.enqueue.clone_from(&from.enqueue);
+
+    /// Links each PreFilter (PreScore) plugin to the same plugin's Filter (Score).
+    fn finish(mut self) -> Profile {
+        self.pre_filter_to_filter =
+            self.pre_filter.iter().map(|pf| self.filter.iter().position(|f| f.name == pf.name)).collect();
+        self.pre_score_to_score =
+            self.pre_score.iter().map(|ps| self.score.iter().position(|s| s.name == ps.name)).collect();
+        self
     }
-    if from.pod_observer.is_some() {
-        to.pod_observer.clone_from(&from.pod_observer);
+
+    /// Places `name` at `pt` if `points` serves it (the caller checks QueueSort is single).
+    fn push_point(&mut self, name: &'static str, points: &ExtensionPoints, pt: ExtensionPoint, weight: i64) {
+        macro_rules! push {
+            ($field:ident) => {
+                if let Some(plugin) = &points.$field {
+                    self.$field.push(Named { name, plugin: plugin.clone() });
+                }
+            };
+        }
+        match pt {
+            ExtensionPoint::PreEnqueue => push!(pre_enqueue),
+            ExtensionPoint::QueueSort => {
+                if let Some(plugin) = &points.queue_sort {
+                    self.queue_sort = Some(Named { name, plugin: plugin.clone() });
+                }
+            }
+            ExtensionPoint::PreFilter => push!(pre_filter),
+            ExtensionPoint::Filter => push!(filter),
+            ExtensionPoint::PostFilter => push!(post_filter),
+            ExtensionPoint::PreScore => push!(pre_score),
+            ExtensionPoint::Score => {
+                if let Some(plugin) = &points.score {
+                    self.score.push(WeightedScore { name, plugin: plugin.clone(), weight });
+                }
+            }
+            ExtensionPoint::Reserve => push!(reserve),
+            ExtensionPoint::Permit => push!(permit),
+            ExtensionPoint::PreBind => push!(pre_bind),
+            ExtensionPoint::Bind => push!(bind),
+            ExtensionPoint::PostBind => push!(post_bind),
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! value that is not a label value, `Gt` with a non-integer) loads, is reported by
 //! [`Pod::warnings`], and makes its node selector term match nothing, as upstream.
 
+pub mod cluster;
 pub mod intern;
 pub mod labels;
 pub mod node;
@@ -17,7 +18,9 @@ pub mod pod_resources;
 pub mod quantity;
 pub mod resource_names;
 pub mod resources;
+pub mod timestamp;
 
+pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
 pub use intern::Symbol;
 pub use labels::{
     FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
@@ -38,3 +41,4 @@ pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,
 };
+pub use timestamp::parse_rfc3339;

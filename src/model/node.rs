@@ -21,11 +21,13 @@ pub struct ObjectMeta {
     /// Labels.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
-    /// Seconds since the Unix epoch at creation (RFC 3339 in Kubernetes; a number here).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Seconds since the Unix epoch at creation; read from the API server's RFC 3339
+    /// text (`2024-12-09T16:17:09Z`) or a number, written as a number.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::timestamp::deserialize_opt")]
     pub creation_timestamp: Option<f64>,
-    /// Seconds since the Unix epoch when deletion was requested (a terminating object).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Seconds since the Unix epoch when deletion was requested (a terminating object);
+    /// RFC 3339 text or a number, as `creation_timestamp`.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::timestamp::deserialize_opt")]
     pub deletion_timestamp: Option<f64>,
 }
 

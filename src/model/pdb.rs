@@ -127,9 +127,26 @@ pub struct PdbStatus {
     /// Overrides the computed value when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disruptions_allowed: Option<i32>,
-    /// Names of pods already being disrupted (they don't use the budget again).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Names of pods already being disrupted (they don't use the budget again). Read
+    /// from the API's map of pod name to eviction time, or from a list of names.
+    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "disrupted_pod_names")]
     pub disrupted_pods: Vec<String>,
+}
+
+/// `status.disruptedPods` is `map[string]metav1.Time` in `policy/v1`; a list of names
+/// is accepted too.
+fn disrupted_pod_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Names(Vec<String>),
+        Times(std::collections::BTreeMap<String, serde_json::Value>),
+    }
+    Ok(match Option::<Raw>::deserialize(d)? {
+        None => Vec::new(),
+        Some(Raw::Names(v)) => v,
+        Some(Raw::Times(m)) => m.into_keys().collect(),
+    })
 }
 
 /// A PodDisruptionBudget.

@@ -341,8 +341,9 @@ pub struct PodStatus {
     /// Node nominated by preemption.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub nominated_node_name: String,
-    /// Seconds since the Unix epoch when the kubelet started it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Seconds since the Unix epoch when the kubelet started it (RFC 3339 text or a
+    /// number when read).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::timestamp::deserialize_opt")]
     pub start_time: Option<f64>,
 }
 
