@@ -15,6 +15,7 @@ pub mod names;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_resource_topology;
 pub mod node_resources;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
@@ -92,6 +93,11 @@ pub fn default_registry() -> Registry {
     });
     add(names::CAPACITY_SCHEDULING, |a, h| {
         capacity_scheduling::CapacityScheduling::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
+    });
+    add(names::NODE_RESOURCE_TOPOLOGY_MATCH, |a, h| {
+        node_resource_topology::NodeResourceTopologyMatch::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
     r

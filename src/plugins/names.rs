@@ -37,3 +37,5 @@ pub const COSCHEDULING: &str = "Coscheduling";
 pub const CAPACITY_SCHEDULING: &str = "CapacityScheduling";
 /// GpuTopology (topology-aware GPU placement).
 pub const GPU_TOPOLOGY: &str = "GpuTopology";
+/// NodeResourceTopologyMatch (scheduler-plugins NUMA-aware Filter, Score, Reserve).
+pub const NODE_RESOURCE_TOPOLOGY_MATCH: &str = "NodeResourceTopologyMatch";
