@@ -92,8 +92,9 @@ pub enum NrtView {
     Stale,
     /// No object for the node: Filter admits, Score gives 0.
     Missing,
-    /// The node's topology, with the cache's deductions applied.
-    Present(NodeTopology),
+    /// The node's topology, with the cache's deductions applied (shared: reading it
+    /// copies nothing).
+    Present(Arc<NodeTopology>),
 }
 
 /// Which cache the args select.
@@ -115,6 +116,9 @@ type Assumed = Vec<(String, ResList)>;
 struct OverReserveState {
     /// Node copies as of the last flush (first read from the store when first seen).
     copies: AHashMap<Symbol, Arc<NodeTopology>>,
+    /// The copy minus the assumed pods, recomputed on Reserve/Unreserve/flush so a
+    /// read is a reference-count bump.
+    adjusted: AHashMap<Symbol, Arc<NodeTopology>>,
     assumed: AHashMap<Symbol, Assumed>,
     maybe_over_reserved: AHashMap<Symbol, u32>,
     foreign_pods: AHashMap<Symbol, u32>,
@@ -151,39 +155,45 @@ impl NrtCache {
     /// resource, clamped at zero.
     pub fn view(&self, node: Symbol) -> NrtView {
         match self.kind {
-            CacheKind::Passthrough => self.store.topology(node).map_or(NrtView::Missing, |t| NrtView::Present((*t).clone())),
+            CacheKind::Passthrough => self.store.topology(node).map_or(NrtView::Missing, NrtView::Present),
             CacheKind::DiscardReserved => {
                 if self.discard.read().get(&node).is_some_and(|v| !v.is_empty()) {
                     return NrtView::Stale;
                 }
-                self.store.topology(node).map_or(NrtView::Missing, |t| NrtView::Present((*t).clone()))
+                self.store.topology(node).map_or(NrtView::Missing, NrtView::Present)
             }
             CacheKind::OverReserve => {
                 let st = self.over.read();
                 if st.foreign_pods.contains_key(&node) {
                     return NrtView::Stale;
                 }
-                let copy = match st.copies.get(&node) {
-                    Some(t) => t.clone(),
-                    None => match self.store.topology(node) {
-                        Some(t) => t,
-                        None => return NrtView::Missing,
-                    },
-                };
-                let mut t = (*copy).clone();
-                if let Some(pods) = st.assumed.get(&node) {
-                    for (_, req) in pods {
-                        for zone in &mut t.zones {
-                            for (name, avail) in &mut zone.resources {
-                                let Some((_, q)) = req.iter().find(|(n, _)| n == name) else { continue };
-                                *avail = if *avail < *q { Quantity::ZERO } else { avail.checked_sub(q).unwrap_or(Quantity::ZERO) };
-                            }
-                        }
-                    }
+                if let Some(t) = st.adjusted.get(&node).or_else(|| st.copies.get(&node)) {
+                    return NrtView::Present(t.clone());
                 }
-                NrtView::Present(t)
+                self.store.topology(node).map_or(NrtView::Missing, NrtView::Present)
             }
         }
+    }
+
+    /// Recomputes the node's copy minus its assumed pods: each assumed pod's effective
+    /// request is taken from every zone that lists the resource, clamped at zero
+    /// (upstream `resourceStore.UpdateNRT`, run by `GetCachedNRTCopy`).
+    fn readjust(st: &mut OverReserveState, node: Symbol) {
+        let pods = st.assumed.get(&node).filter(|p| !p.is_empty());
+        let (Some(copy), Some(pods)) = (st.copies.get(&node), pods) else {
+            st.adjusted.remove(&node);
+            return;
+        };
+        let mut t = (**copy).clone();
+        for (_, req) in pods {
+            for zone in &mut t.zones {
+                for (name, avail) in &mut zone.resources {
+                    let Some((_, q)) = req.iter().find(|(n, _)| n == name) else { continue };
+                    *avail = if *avail < *q { Quantity::ZERO } else { avail.checked_sub(q).unwrap_or(Quantity::ZERO) };
+                }
+            }
+        }
+        st.adjusted.insert(node, Arc::new(t));
     }
 
     /// Filter rejected a pod on `node` (upstream `NodeMaybeOverReserved`).
@@ -225,6 +235,7 @@ impl NrtCache {
                     None => pods.push((pod_key.to_owned(), request)),
                 }
                 st.maybe_over_reserved.remove(&node);
+                Self::readjust(&mut st, node);
             }
         }
     }
@@ -239,6 +250,7 @@ impl NrtCache {
                 if let Some(pods) = st.assumed.get_mut(&node) {
                     pods.retain(|(k, _)| k != pod_key);
                 }
+                Self::readjust(&mut st, node);
             }
         }
     }
@@ -288,6 +300,7 @@ impl NrtCache {
                 None => st.copies.remove(&key),
             };
             st.assumed.remove(&key);
+            st.adjusted.remove(&key);
             st.maybe_over_reserved.remove(&key);
             st.foreign_pods.remove(&key);
         }

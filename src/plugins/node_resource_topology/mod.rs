@@ -230,7 +230,7 @@ impl FilterPlugin for NodeResourceTopologyMatch {
             return Status::SUCCESS;
         }
         let name = node.name();
-        let mut topo = match self.cache.view(name) {
+        let topo = match self.cache.view(name) {
             NrtView::Stale => return Status::unschedulable("invalid node topology data"),
             NrtView::Missing => return Status::SUCCESS,
             NrtView::Present(t) => t,
@@ -242,7 +242,7 @@ impl FilterPlugin for NodeResourceTopologyMatch {
         let alloc = node.allocatable();
         let verdict = match tm.scope {
             TmScope::Pod => align_pod(p, alloc, &topo.zones, qos),
-            TmScope::Container => align_containers(p, alloc, &mut topo.zones, qos),
+            TmScope::Container => align_containers(p, alloc, &topo.zones, qos),
         };
         match verdict {
             Ok(()) => Status::SUCCESS,
@@ -266,7 +266,7 @@ impl ScorePlugin for NodeResourceTopologyMatch {
         if qos != QosClass::Guaranteed {
             return Ok(MAX_NODE_SCORE);
         }
-        let NrtView::Present(mut topo) = self.cache.view(node.name()) else { return Ok(0) };
+        let NrtView::Present(topo) = self.cache.view(node.name()) else { return Ok(0) };
         let tm = topo.topology_manager;
         let containers = || p.spec.init_containers.iter().chain(&p.spec.containers);
         if self.strategy == ScoringStrategyType::LeastNUMANodes {
@@ -283,23 +283,25 @@ impl ScorePlugin for NodeResourceTopologyMatch {
                     }
                 }
                 TmScope::Container => {
+                    // Containers see earlier ones' subtraction: work on a copy.
+                    let mut zones = topo.zones.clone();
                     let (mut max_count, mut all_min) = (0usize, true);
                     for c in containers() {
                         let req: numa::ResList = c.resources.requests.iter().map(|(n, q)| (n, *q)).collect();
-                        if only_non_numa(&topo.zones, &req) {
+                        if only_non_numa(&zones, &req) {
                             continue;
                         }
-                        let Some((combo, min)) = numa_nodes_required(qos, &topo.zones, &req) else { return Ok(0) };
+                        let Some((combo, min)) = numa_nodes_required(qos, &zones, &req) else { return Ok(0) };
                         all_min &= min;
                         max_count = max_count.max(combo.len());
                         // Upstream hands NUMA ids (the bitmask's bits) to a function
                         // that indexes the zone list with them.
                         let ids: smallvec::SmallVec<[usize; 8]> = {
-                            let mut v: smallvec::SmallVec<[usize; 8]> = combo.iter().map(|&i| topo.zones[i].id).collect();
+                            let mut v: smallvec::SmallVec<[usize; 8]> = combo.iter().map(|&i| zones[i].id).collect();
                             v.sort_unstable();
                             v
                         };
-                        subtract_from_numas(&req, &mut topo.zones, &ids);
+                        subtract_from_numas(&req, &mut zones, &ids);
                     }
                     if max_count == 0 { MAX_NODE_SCORE } else { normalize_numa_count(max_count, all_min, tm.max_numa_nodes) }
                 }

@@ -289,7 +289,23 @@ pub fn available_in_any_numa<'a>(
 /// zone `id` (skipping NUMA-affine resources of non-Guaranteed pods, zero requests and
 /// resources the zone lacks). A negative result is an accounting error.
 pub fn subtract_from_numa(zones: &mut [NumaZone], id: usize, qos: QosClass, requests: &ResourceList) -> Result<(), String> {
+    check_subtract(zones, id, qos, requests)?;
     for z in zones.iter_mut().filter(|z| z.id == id) {
+        for (name, q) in requests.iter() {
+            if (qos != QosClass::Guaranteed && is_numa_affine(name)) || q.sign() == 0 {
+                continue;
+            }
+            if let Some(avail) = z.get_mut(name) {
+                *avail = avail.checked_sub(q).unwrap_or(Quantity::ZERO);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The accounting check of [`subtract_from_numa`] without the subtraction.
+pub fn check_subtract(zones: &[NumaZone], id: usize, qos: QosClass, requests: &ResourceList) -> Result<(), String> {
+    for z in zones.iter().filter(|z| z.id == id) {
         for (name, q) in requests.iter() {
             if qos != QosClass::Guaranteed && is_numa_affine(name) {
                 continue;
@@ -297,9 +313,8 @@ pub fn subtract_from_numa(zones: &mut [NumaZone], id: usize, qos: QosClass, requ
             if q.sign() == 0 {
                 continue;
             }
-            let Some(avail) = z.get_mut(name) else { continue };
-            let left = avail.checked_sub(q).unwrap_or(Quantity::ZERO);
-            if left.sign() < 0 {
+            let Some(avail) = z.get(name) else { continue };
+            if avail < *q {
                 return Err(format!(
                     "resource {:?} request {} exceeds NUMA {} availability {}",
                     name.as_str(),
@@ -308,7 +323,6 @@ pub fn subtract_from_numa(zones: &mut [NumaZone], id: usize, qos: QosClass, requ
                     avail
                 ));
             }
-            *avail = left;
         }
     }
     Ok(())
@@ -335,21 +349,25 @@ pub fn align_pod(pod: &Pod, alloc: &Resources, zones: &[NumaZone], qos: QosClass
 
 /// Container scope (upstream `singleNUMAContainerLevelHandler`): init containers one by
 /// one with no subtraction, then app containers in order, each taken from the zone it
-/// fits. `zones` is the caller's copy and is consumed.
-pub fn align_containers(
-    pod: &Pod,
-    alloc: &Resources,
-    zones: &mut [NumaZone],
-    qos: QosClass,
-) -> Result<(), FilterFailure> {
+/// fits. The zones are copied (on the stack for small nodes) only when a later
+/// container must see an earlier one's subtraction.
+pub fn align_containers(pod: &Pod, alloc: &Resources, zones: &[NumaZone], qos: QosClass) -> Result<(), FilterFailure> {
     for c in &pod.spec.init_containers {
         if available_in_any_numa(alloc, zones, qos, c.resources.requests.iter()).is_none() {
             return Err(FilterFailure::Init(init_kind(c)));
         }
     }
-    for c in &pod.spec.containers {
-        let id = available_in_any_numa(alloc, zones, qos, c.resources.requests.iter()).ok_or(FilterFailure::Container)?;
-        subtract_from_numa(zones, id, qos, &c.resources.requests).map_err(FilterFailure::Accounting)?;
+    let mut owned: Option<NumaList> = None;
+    let last = pod.spec.containers.len().saturating_sub(1);
+    for (i, c) in pod.spec.containers.iter().enumerate() {
+        let view: &[NumaZone] = owned.as_deref().unwrap_or(zones);
+        let id = available_in_any_numa(alloc, view, qos, c.resources.requests.iter()).ok_or(FilterFailure::Container)?;
+        if i == last {
+            check_subtract(view, id, qos, &c.resources.requests).map_err(FilterFailure::Accounting)?;
+        } else {
+            let z = owned.get_or_insert_with(|| zones.iter().cloned().collect());
+            subtract_from_numa(z, id, qos, &c.resources.requests).map_err(FilterFailure::Accounting)?;
+        }
     }
     Ok(())
 }

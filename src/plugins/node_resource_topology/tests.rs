@@ -290,7 +290,7 @@ fn passthrough_cache() {
     assert_eq!(p.cache().kind(), CacheKind::Passthrough);
     assert_eq!(p.cache().view(Symbol::intern("nodeX")), NrtView::Missing);
     let NrtView::Present(t) = p.cache().view(Symbol::intern("node1")) else { panic!("present") };
-    assert_eq!(t, *store.topology(Symbol::intern("node1")).unwrap());
+    assert!(Arc::ptr_eq(&t, &store.topology(Symbol::intern("node1")).unwrap()), "passthrough shares the stored topology");
 }
 
 /// apis/config/v1 `defaults_test.go` (NodeResourceTopologyMatchArgs) and validation.
@@ -310,4 +310,30 @@ fn args_defaults() {
     let bad: NodeResourceTopologyMatchArgs = serde_json::from_value(serde_json::json!({"scoringStrategy": {"type": "Foo"}})).unwrap();
     let e = NodeResourceTopologyMatch::new(bad, Arc::new(NrtStore::new())).unwrap_err().to_string();
     assert!(e.contains("scoringStrategy.type") && e.contains("invalid ScoringStrategyType"), "{e}");
+}
+
+/// scheduler-plugins `score_test.go`, `TestNodeResourceScorePlugin`: the three
+/// `defaultNUMANodes` (container-level policy), a Guaranteed pod of 2 cpus and
+/// 20Mi; the best node and its score per strategy.
+#[test]
+fn score_table_upstream() {
+    let store = Arc::new(NrtStore::new());
+    for (name, cpu, mem) in [("Node1", "4", "500Mi"), ("Node2", "2", "50Mi"), ("Node3", "6", "60Mi")] {
+        let mut n = NodeResourceTopology::new(name);
+        n.topology_policies = vec!["SingleNUMANodeContainerLevel".into()];
+        n.zones = vec![zone(0, &[("cpu", cpu, cpu), ("memory", mem, mem)]), zone(1, &[("cpu", cpu, cpu), ("memory", mem, mem)])];
+        store.upsert(n).unwrap();
+    }
+    let pod = pod_eq(&[("cpu", "2"), ("memory", "20971520")]);
+    for (strategy, want_node, want_score) in
+        [("MostAllocated", "Node2", 70), ("BalancedAllocation", "Node3", 100), ("LeastAllocated", "Node1", 73)]
+    {
+        let p = plugin(store.clone(), serde_json::json!({"scoringStrategy": {"type": strategy}}));
+        let best = ["Node1", "Node2", "Node3"]
+            .into_iter()
+            .map(|n| (p.score(&CycleState::default(), &pod, &node(n)).unwrap(), n))
+            .max_by_key(|&(s, n)| (s, std::cmp::Reverse(n)))
+            .unwrap();
+        assert_eq!(best, (want_score, want_node), "{strategy}");
+    }
 }
