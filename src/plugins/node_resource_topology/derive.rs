@@ -57,19 +57,33 @@ impl Default for DeriveOptions {
 /// assert_eq!(nrt.zones.len(), 2);
 /// let gpus = nrt.zones[0].resources.iter().find(|r| r.name == "nvidia.com/gpu").unwrap();
 /// assert_eq!(gpus.available.value(), 4);
+/// let gpus = nrt.zones[1].resources.iter().find(|r| r.name == "nvidia.com/gpu").unwrap();
+/// assert_eq!(gpus.available.value(), 4);
 /// ```
 pub fn nrt_from_graph(node: &str, graph: &TopologyGraph, opts: &DeriveOptions) -> NodeResourceTopology {
-    // NUMA id -> (gpus, nics)
+    // NUMA id -> (gpus, nics). The NUMA node of a GPU or NIC is where its PCIe path
+    // meets a CPU: the matrix resolves it; the graph's own fields are the fallback.
     let mut numa: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
     let g = graph.graph();
     for n in g.node_indices().map(|i| &g[i]) {
-        match n {
-            Node::Cpu { numa_node, host: 0, .. } => {
-                numa.entry(*numa_node).or_default();
+        if let Node::Cpu { numa_node, host: 0, .. } = n {
+            numa.entry(*numa_node).or_default();
+        }
+    }
+    if let Ok(m) = graph.matrix() {
+        for f in m.gpus().iter().filter(|f| f.gpu.host == 0) {
+            numa.entry(f.gpu.numa_node).or_default().0 += 1;
+        }
+        for nic in m.nics().iter().filter(|n| n.host == 0) {
+            numa.entry(nic.numa_node).or_default().1 += 1;
+        }
+    } else {
+        for n in g.node_indices().map(|i| &g[i]) {
+            match n {
+                Node::Gpu(gpu) if gpu.host == 0 => numa.entry(gpu.numa_node).or_default().0 += 1,
+                Node::Nic(nic) if nic.host == 0 => numa.entry(nic.numa_node).or_default().1 += 1,
+                _ => {}
             }
-            Node::Gpu(g) if g.host == 0 => numa.entry(g.numa_node).or_default().0 += 1,
-            Node::Nic(nic) if nic.host == 0 => numa.entry(nic.numa_node).or_default().1 += 1,
-            _ => {}
         }
     }
     let count = i64::try_from(numa.len().max(1)).unwrap_or(1);
