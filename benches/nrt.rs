@@ -23,9 +23,12 @@ fn setup(strategy: &str) -> (NodeResourceTopologyMatch, NodeInfo, PodInfo) {
     let args = serde_json::json!({"scoringStrategy": {"type": strategy}});
     let p = NodeResourceTopologyMatch::new(serde_json::from_value(args).unwrap(), store).unwrap();
     let node = NodeInfo::new(Arc::new(
-        NodeBuilder::new("dgx-0").allocatables(&[("cpu", "224"), ("memory", "2Ti"), ("nvidia.com/gpu", "8"), ("rdma/hca", "12")]).build(),
+        NodeBuilder::new("dgx-0")
+            .allocatables(&[("cpu", "224"), ("memory", "2Ti"), ("nvidia.com/gpu", "8"), ("rdma/hca", "12")])
+            .build(),
     ));
-    let rl = ResourceList::parse([("cpu", "32"), ("memory", "256Gi"), ("nvidia.com/gpu", "4"), ("rdma/hca", "1")]).unwrap();
+    let rl =
+        ResourceList::parse([("cpu", "32"), ("memory", "256Gi"), ("nvidia.com/gpu", "4"), ("rdma/hca", "1")]).unwrap();
     let pod = PodBuilder::new("train")
         .with(move |p| {
             p.spec.containers[0].resources.requests = rl.clone();

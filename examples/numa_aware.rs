@@ -24,8 +24,13 @@ const NODES: [&str; 3] = ["dgx-0", "dgx-1", "dgx-2"];
 /// A Guaranteed pod: cpu, memory, GPUs and (for training pods) one RDMA NIC per GPU.
 fn pod(name: &str, cpu: u32, gpus: u32, nics: u32, node: Option<&str>) -> Pod {
     let (cpu, mem, gpus, nics) = (cpu.to_string(), format!("{}Gi", cpu * 8), gpus.to_string(), nics.to_string());
-    let rl = ResourceList::parse([("cpu", cpu.as_str()), ("memory", mem.as_str()), ("nvidia.com/gpu", gpus.as_str()), ("rdma/hca", nics.as_str())])
-        .expect("valid quantities");
+    let rl = ResourceList::parse([
+        ("cpu", cpu.as_str()),
+        ("memory", mem.as_str()),
+        ("nvidia.com/gpu", gpus.as_str()),
+        ("rdma/hca", nics.as_str()),
+    ])
+    .expect("valid quantities");
     let mut b = PodBuilder::new(name).uid(name).with(move |p| {
         p.spec.containers[0].resources.requests = rl.clone();
         p.spec.containers[0].resources.limits = rl;
@@ -49,14 +54,22 @@ fn existing() -> Vec<(Pod, GpuSet)> {
 
 /// The exporter's job (resource-topology-exporter upstream): take a placed pod's
 /// resources from the NUMA zones of its GPUs, split by how many GPUs sit in each.
-fn account(store: &NrtStore, m: &GpuMatrix, node: &str, p: &Pod, gpus: GpuSet) -> Result<(), Box<dyn std::error::Error>> {
+fn account(
+    store: &NrtStore,
+    m: &GpuMatrix,
+    node: &str,
+    p: &Pod,
+    gpus: GpuSet,
+) -> Result<(), Box<dyn std::error::Error>> {
     let total = i64::from(gpus.0.count_ones());
     if total == 0 {
         return Ok(());
     }
     let mut nrt: NodeResourceTopology = (*store.get(node).ok_or("no object")?).clone();
     for zone in &mut nrt.zones {
-        let here = i64::try_from(gpus.iter().filter(|&g| m.gpu(g).is_some_and(|f| format!("node-{}", f.gpu.numa_node) == zone.name)).count())?;
+        let here = i64::try_from(
+            gpus.iter().filter(|&g| m.gpu(g).is_some_and(|f| format!("node-{}", f.gpu.numa_node) == zone.name)).count(),
+        )?;
         if here == 0 {
             continue;
         }
@@ -87,13 +100,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, weight) in [("NodeResourceTopologyMatch", 5), ("GpuTopology", 5)] {
         cfg.plugins.multi_point.enabled.push(PluginRef { name: name.into(), weight: Some(weight) });
     }
-    cfg.plugin_config.push(PluginArgs { name: "GpuTopology".into(), args: serde_json::json!({"nicAligned": true, "numaAligned": true}) });
+    cfg.plugin_config.push(PluginArgs {
+        name: "GpuTopology".into(),
+        args: serde_json::json!({"nicAligned": true, "numaAligned": true}),
+    });
     let numa_profile = registry.build_profile(&cfg, &handle)?;
     let mut numa = Scheduler::builder().handle(handle.clone()).profile(numa_profile).seed(1).build();
     let mut default = Scheduler::builder().profile(Profile::kube_default(&Handle::default())).seed(1).build();
 
     for n in NODES {
-        let node = || NodeBuilder::new(n).allocatables(&[("cpu", "224"), ("memory", "2Ti"), ("nvidia.com/gpu", "8"), ("rdma/hca", "12")]);
+        let node = || {
+            NodeBuilder::new(n).allocatables(&[
+                ("cpu", "224"),
+                ("memory", "2Ti"),
+                ("nvidia.com/gpu", "8"),
+                ("rdma/hca", "12"),
+            ])
+        };
         numa.add_node(node().try_build()?)?;
         default.add_node(node().try_build()?)?;
         store.upsert(nrt_from_graph(n, &machines::dgx_h100(), &opts))?;
@@ -125,15 +148,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 binding.run()?;
                 let (_, set) = gpus.assignment(&name).ok_or("GpuTopology reserved no GPUs")?;
                 account(&store, &matrix, &n, &b, set)?;
-                let numa_nodes: std::collections::BTreeSet<u32> = set.iter().filter_map(|g| matrix.gpu(g).map(|f| f.gpu.numa_node)).collect();
-                let nics: Vec<String> = set.iter().filter_map(|g| matrix.nearest_nic(g)).map(|(i, _)| matrix.nics()[i].name.clone()).collect();
+                let numa_nodes: std::collections::BTreeSet<u32> =
+                    set.iter().filter_map(|g| matrix.gpu(g).map(|f| f.gpu.numa_node)).collect();
+                let nics: Vec<String> = set
+                    .iter()
+                    .filter_map(|g| matrix.nearest_nic(g))
+                    .map(|(i, _)| matrix.nics()[i].name.clone())
+                    .collect();
                 format!("{n} GPUs {:?} NUMA {numa_nodes:?} NICs {}", set.iter().collect::<Vec<_>>(), nics.join(","))
             }
             Err(_) => "unschedulable (no node has 4 GPUs on one NUMA node)".to_owned(),
         };
         println!("{name:<8} {d:<26} {r}");
     }
-    println!("(the default profile counts 4 free GPUs on dgx-0, split over two sockets: a\n single-numa-node kubelet rejects that pod; the NRT profile never places it there)");
+    println!(
+        "(the default profile counts 4 free GPUs on dgx-0, split over two sockets: a\n single-numa-node kubelet rejects that pod; the NRT profile never places it there)"
+    );
     Ok(())
 }
-

@@ -32,7 +32,8 @@ fn malformed_manifests_name_the_field() {
     assert!(e.to_string().contains("kind"), "{e}");
     let e = NodeResourceTopology::from_json(&FIXTURE.replace("\"120Gi\"", "\"12 0Gi\"")).unwrap_err();
     assert!(e.to_string().contains("invalid manifest"), "{e}");
-    let e = NodeResourceTopology::from_json(&FIXTURE.replace("\"available\": \"24\"", "\"available\": \"-1\"")).unwrap_err();
+    let e = NodeResourceTopology::from_json(&FIXTURE.replace("\"available\": \"24\"", "\"available\": \"-1\""))
+        .unwrap_err();
     assert!(e.to_string().contains("zones[0].resources[0].available"), "{e}");
 }
 
@@ -59,7 +60,10 @@ fn two_zone_store(avail: [(i64, i64, i64); 2], scope: &str) -> Arc<NrtStore> {
             name: "topologyManagerPolicy".into(),
             value: "single-numa-node".into(),
         },
-        schedkit::plugins::node_resource_topology::AttributeInfo { name: "topologyManagerScope".into(), value: scope.into() },
+        schedkit::plugins::node_resource_topology::AttributeInfo {
+            name: "topologyManagerScope".into(),
+            value: scope.into(),
+        },
     ];
     for (i, (cpu, mem_gi, gpu)) in avail.into_iter().enumerate() {
         let r = |name: &str, q: String| {
@@ -72,7 +76,11 @@ fn two_zone_store(avail: [(i64, i64, i64); 2], scope: &str) -> Arc<NrtStore> {
             parent: String::new(),
             costs: vec![],
             attributes: vec![],
-            resources: vec![r("cpu", cpu.to_string()), r("memory", format!("{mem_gi}Gi")), r("nvidia.com/gpu", gpu.to_string())],
+            resources: vec![
+                r("cpu", cpu.to_string()),
+                r("memory", format!("{mem_gi}Gi")),
+                r("nvidia.com/gpu", gpu.to_string()),
+            ],
         });
     }
     store.upsert(n).unwrap();
@@ -80,15 +88,21 @@ fn two_zone_store(avail: [(i64, i64, i64); 2], scope: &str) -> Arc<NrtStore> {
 }
 
 fn node_info() -> NodeInfo {
-    NodeInfo::new(Arc::new(NodeBuilder::new("n").allocatables(&[("cpu", "256"), ("memory", "2Ti"), ("nvidia.com/gpu", "16")]).build()))
+    NodeInfo::new(Arc::new(
+        NodeBuilder::new("n").allocatables(&[("cpu", "256"), ("memory", "2Ti"), ("nvidia.com/gpu", "16")]).build(),
+    ))
 }
 
 fn guaranteed(containers: &[(i64, i64, i64)]) -> PodInfo {
     let lists: Vec<ResourceList> = containers
         .iter()
         .map(|(c, m, g)| {
-            ResourceList::parse([("cpu", c.to_string().as_str()), ("memory", format!("{m}Gi").as_str()), ("nvidia.com/gpu", g.to_string().as_str())])
-                .unwrap()
+            ResourceList::parse([
+                ("cpu", c.to_string().as_str()),
+                ("memory", format!("{m}Gi").as_str()),
+                ("nvidia.com/gpu", g.to_string().as_str()),
+            ])
+            .unwrap()
         })
         .collect();
     let mut b = PodBuilder::new("p");

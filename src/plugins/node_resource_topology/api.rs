@@ -211,14 +211,20 @@ impl NodeResourceTopology {
             });
         }
         if self.kind != KIND {
-            return Err(NrtError::WrongType { name: name.clone(), field: "kind", found: self.kind.clone(), expected: KIND });
+            return Err(NrtError::WrongType {
+                name: name.clone(),
+                field: "kind",
+                found: self.kind.clone(),
+                expected: KIND,
+            });
         }
         if name.is_empty() {
             return Err(NrtError::MissingName);
         }
         for (zi, z) in self.zones.iter().enumerate() {
             for (ri, r) in z.resources.iter().enumerate() {
-                for (field, q) in [("capacity", r.capacity), ("allocatable", r.allocatable), ("available", r.available)] {
+                for (field, q) in [("capacity", r.capacity), ("allocatable", r.allocatable), ("available", r.available)]
+                {
                     if q.sign() < 0 {
                         return Err(NrtError::NegativeQuantity {
                             name: name.clone(),
@@ -360,7 +366,8 @@ impl TopologyManager {
                     if let Ok(v) = a.value.parse::<i64>()
                         && v > 1
                     {
-                        self.max_numa_nodes = usize::try_from(v.min(LIMIT_NUMA_NODES as i64)).unwrap_or(LIMIT_NUMA_NODES);
+                        self.max_numa_nodes =
+                            usize::try_from(v.min(LIMIT_NUMA_NODES as i64)).unwrap_or(LIMIT_NUMA_NODES);
                     }
                 }
                 _ => {}
@@ -408,9 +415,17 @@ mod tests {
         let cases: &[(&str, NodeResourceTopology, TopologyManager)] = &[
             ("empty", nrt(&[], &[]), TopologyManager::default()),
             ("policies single pod", nrt(&["SingleNUMANodePodLevel"], &[]), tm(P::SingleNumaNode, S::Pod, 8)),
-            ("policies single container", nrt(&["SingleNUMANodeContainerLevel"], &[]), tm(P::SingleNumaNode, S::Container, 8)),
+            (
+                "policies single container",
+                nrt(&["SingleNUMANodeContainerLevel"], &[]),
+                tm(P::SingleNumaNode, S::Container, 8),
+            ),
             ("policies restricted pod", nrt(&["RestrictedPodLevel"], &[]), tm(P::Restricted, S::Pod, 8)),
-            ("policies best-effort container", nrt(&["BestEffortContainerLevel"], &[]), tm(P::BestEffort, S::Container, 8)),
+            (
+                "policies best-effort container",
+                nrt(&["BestEffortContainerLevel"], &[]),
+                tm(P::BestEffort, S::Container, 8),
+            ),
             ("policies without level", nrt(&["Restricted"], &[]), TopologyManager::default()),
             ("policies only first read", nrt(&["None", "SingleNUMANodePodLevel"], &[]), TopologyManager::default()),
             ("attr policy", nrt(&[], &[(ATTRIBUTE_POLICY, "restricted")]), tm(P::Restricted, S::Container, 8)),

@@ -74,6 +74,14 @@ impl NrtStore {
         self.objects.read().get(&node).map(|e| e.topology.clone())
     }
 
+    /// Runs `f` on a node's digested topology under the read lock (no reference count
+    /// traffic: the Filter and Score hot path).
+    #[inline]
+    pub fn with_topology<R>(&self, node: Symbol, f: impl FnOnce(Option<&NodeTopology>) -> R) -> R {
+        let g = self.objects.read();
+        f(g.get(&node).map(|e| &*e.topology))
+    }
+
     /// How many objects the store holds.
     pub fn len(&self) -> usize {
         self.objects.read().len()
@@ -196,6 +204,31 @@ impl NrtCache {
         st.adjusted.insert(node, Arc::new(t));
     }
 
+    /// [`NrtCache::view`] without copying or counting references: `f` gets `None` for
+    /// stale data, `Some(None)` for a missing object, `Some(Some(t))` otherwise.
+    #[inline]
+    pub fn with_view<R>(&self, node: Symbol, f: impl FnOnce(Option<Option<&NodeTopology>>) -> R) -> R {
+        match self.kind {
+            CacheKind::Passthrough => self.store.with_topology(node, |t| f(Some(t))),
+            CacheKind::DiscardReserved => {
+                if self.discard.read().get(&node).is_some_and(|v| !v.is_empty()) {
+                    return f(None);
+                }
+                self.store.with_topology(node, |t| f(Some(t)))
+            }
+            CacheKind::OverReserve => {
+                let st = self.over.read();
+                if st.foreign_pods.contains_key(&node) {
+                    return f(None);
+                }
+                if let Some(t) = st.adjusted.get(&node).or_else(|| st.copies.get(&node)) {
+                    return f(Some(Some(t)));
+                }
+                self.store.with_topology(node, |t| f(Some(t)))
+            }
+        }
+    }
+
     /// Filter rejected a pod on `node` (upstream `NodeMaybeOverReserved`).
     pub fn node_maybe_over_reserved(&self, node: Symbol) {
         if self.kind == CacheKind::OverReserve {
@@ -272,12 +305,8 @@ impl NrtCache {
     /// maybe-over-reserved (upstream `GetDesyncedNodes`), sorted by name.
     pub fn desynced_nodes(&self) -> Vec<String> {
         let st = self.over.read();
-        let mut v: Vec<String> = st
-            .foreign_pods
-            .keys()
-            .chain(st.maybe_over_reserved.keys())
-            .map(|s| s.as_str().to_owned())
-            .collect();
+        let mut v: Vec<String> =
+            st.foreign_pods.keys().chain(st.maybe_over_reserved.keys()).map(|s| s.as_str().to_owned()).collect();
         v.sort_unstable();
         v.dedup();
         v

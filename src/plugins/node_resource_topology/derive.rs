@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::api::{ATTRIBUTE_POLICY, ATTRIBUTE_SCOPE, AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone};
+use super::api::{
+    ATTRIBUTE_POLICY, ATTRIBUTE_SCOPE, AttributeInfo, CostInfo, NodeResourceTopology, ResourceInfo, Zone,
+};
 use crate::model::Quantity;
 use crate::topology::{Node, TopologyGraph};
 
@@ -92,7 +94,8 @@ pub fn nrt_from_graph(node: &str, graph: &TopologyGraph, opts: &DeriveOptions) -
         let i = i64::try_from(i).unwrap_or(0);
         total / count + i64::from(i < total % count)
     };
-    let res = |name: &str, q: Quantity| ResourceInfo { name: name.to_owned(), capacity: q, allocatable: q, available: q };
+    let res =
+        |name: &str, q: Quantity| ResourceInfo { name: name.to_owned(), capacity: q, allocatable: q, available: q };
     let mut out = NodeResourceTopology::new(node);
     out.attributes = vec![
         AttributeInfo { name: ATTRIBUTE_POLICY.into(), value: opts.policy.clone() },

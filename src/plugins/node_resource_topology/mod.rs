@@ -33,8 +33,7 @@ use serde::Deserialize;
 
 pub use api::{
     API_VERSION, ATTRIBUTE_MAX_NUMA_NODES, ATTRIBUTE_POLICY, ATTRIBUTE_SCOPE, AttributeInfo, CostInfo, KIND,
-    NodeResourceTopology, NrtError, NrtMeta, ResourceInfo, TmPolicy, TmScope, TopologyManager, Zone,
-    numa_id_from_name,
+    NodeResourceTopology, NrtError, NrtMeta, ResourceInfo, TmPolicy, TmScope, TopologyManager, Zone, numa_id_from_name,
 };
 pub use cache::{CacheKind, NrtCache, NrtStore, NrtView};
 pub use numa::{NodeTopology, NumaZone, QosClass, effective_request, pod_qos};
@@ -119,9 +118,8 @@ impl NodeResourceTopologyMatchArgs {
     /// Upstream `SetDefaults_NodeResourceTopologyMatchArgs`.
     #[must_use]
     pub fn defaulted(mut self) -> Self {
-        let default_resources = || {
-            vec![ResourceSpec { name: "cpu".into(), weight: 1 }, ResourceSpec { name: "memory".into(), weight: 1 }]
-        };
+        let default_resources =
+            || vec![ResourceSpec { name: "cpu".into(), weight: 1 }, ResourceSpec { name: "memory".into(), weight: 1 }];
         let s = self
             .scoring_strategy
             .get_or_insert_with(|| ScoringStrategy { strategy_type: "LeastAllocated".into(), resources: Vec::new() });
@@ -230,23 +228,24 @@ impl FilterPlugin for NodeResourceTopologyMatch {
             return Status::SUCCESS;
         }
         let name = node.name();
-        let topo = match self.cache.view(name) {
-            NrtView::Stale => return Status::unschedulable("invalid node topology data"),
-            NrtView::Missing => return Status::SUCCESS,
-            NrtView::Present(t) => t,
-        };
-        let tm = topo.topology_manager;
-        if tm.policy != TmPolicy::SingleNumaNode {
-            return Status::SUCCESS;
-        }
-        let alloc = node.allocatable();
-        let verdict = match tm.scope {
-            TmScope::Pod => align_pod(p, alloc, &topo.zones, qos),
-            TmScope::Container => align_containers(p, alloc, &topo.zones, qos),
-        };
+        let verdict = self.cache.with_view(name, |view| {
+            let Some(view) = view else { return Err(None) };
+            let Some(topo) = view else { return Ok(()) };
+            let tm = topo.topology_manager;
+            if tm.policy != TmPolicy::SingleNumaNode {
+                return Ok(());
+            }
+            let alloc = node.allocatable();
+            match tm.scope {
+                TmScope::Pod => align_pod(p, alloc, &topo.zones, qos),
+                TmScope::Container => align_containers(p, alloc, &topo.zones, qos),
+            }
+            .map_err(Some)
+        });
         match verdict {
             Ok(()) => Status::SUCCESS,
-            Err(f) => {
+            Err(None) => Status::unschedulable("invalid node topology data"),
+            Err(Some(f)) => {
                 self.cache.node_maybe_over_reserved(name);
                 match f {
                     FilterFailure::Pod => Status::unschedulable("cannot align pod"),
@@ -266,11 +265,20 @@ impl ScorePlugin for NodeResourceTopologyMatch {
         if qos != QosClass::Guaranteed {
             return Ok(MAX_NODE_SCORE);
         }
-        let NrtView::Present(topo) = self.cache.view(node.name()) else { return Ok(0) };
+        Ok(self.cache.with_view(node.name(), |view| match view {
+            Some(Some(topo)) => self.score_topology(p, qos, topo),
+            _ => 0,
+        }))
+    }
+}
+
+impl NodeResourceTopologyMatch {
+    /// Score on a present topology (upstream `Score` after the cache read).
+    fn score_topology(&self, p: &crate::model::Pod, qos: QosClass, topo: &NodeTopology) -> i64 {
         let tm = topo.topology_manager;
         let containers = || p.spec.init_containers.iter().chain(&p.spec.containers);
         if self.strategy == ScoringStrategyType::LeastNUMANodes {
-            return Ok(match tm.scope {
+            return match tm.scope {
                 TmScope::Pod => {
                     let req = effective_request(p);
                     if only_non_numa(&topo.zones, &req) {
@@ -291,7 +299,7 @@ impl ScorePlugin for NodeResourceTopologyMatch {
                         if only_non_numa(&zones, &req) {
                             continue;
                         }
-                        let Some((combo, min)) = numa_nodes_required(qos, &zones, &req) else { return Ok(0) };
+                        let Some((combo, min)) = numa_nodes_required(qos, &zones, &req) else { return 0 };
                         all_min &= min;
                         max_count = max_count.max(combo.len());
                         // Upstream hands NUMA ids (the bitmask's bits) to a function
@@ -303,14 +311,18 @@ impl ScorePlugin for NodeResourceTopologyMatch {
                         };
                         subtract_from_numas(&req, &mut zones, &ids);
                     }
-                    if max_count == 0 { MAX_NODE_SCORE } else { normalize_numa_count(max_count, all_min, tm.max_numa_nodes) }
+                    if max_count == 0 {
+                        MAX_NODE_SCORE
+                    } else {
+                        normalize_numa_count(max_count, all_min, tm.max_numa_nodes)
+                    }
                 }
-            });
+            };
         }
         if tm.policy != TmPolicy::SingleNumaNode {
-            return Ok(0);
+            return 0;
         }
-        Ok(match tm.scope {
+        match tm.scope {
             TmScope::Pod => {
                 let req = effective_request(p);
                 score_for_each_zone(self.strategy, || req.iter().map(|(n, q)| (*n, q)), &topo.zones, &self.weights)
@@ -318,14 +330,16 @@ impl ScorePlugin for NodeResourceTopologyMatch {
             TmScope::Container => {
                 let (mut sum, mut n) = (0.0f64, 0usize);
                 for c in containers() {
-                    sum += score_for_each_zone(self.strategy, || c.resources.requests.iter(), &topo.zones, &self.weights) as f64;
+                    sum +=
+                        score_for_each_zone(self.strategy, || c.resources.requests.iter(), &topo.zones, &self.weights)
+                            as f64;
                     n += 1;
                 }
                 // gonum stat.Mean of no values is NaN; int64(NaN) is platform-defined
                 // upstream. A Guaranteed pod has containers, so this is 0 only in theory.
                 if n == 0 { 0 } else { (sum / n as f64) as i64 }
             }
-        })
+        }
     }
 }
 

@@ -288,7 +288,12 @@ pub fn available_in_any_numa<'a>(
 /// Upstream `subtractResourcesFromNUMANodeList`: takes a container's requests from
 /// zone `id` (skipping NUMA-affine resources of non-Guaranteed pods, zero requests and
 /// resources the zone lacks). A negative result is an accounting error.
-pub fn subtract_from_numa(zones: &mut [NumaZone], id: usize, qos: QosClass, requests: &ResourceList) -> Result<(), String> {
+pub fn subtract_from_numa(
+    zones: &mut [NumaZone],
+    id: usize,
+    qos: QosClass,
+    requests: &ResourceList,
+) -> Result<(), String> {
     check_subtract(zones, id, qos, requests)?;
     for z in zones.iter_mut().filter(|z| z.id == id) {
         for (name, q) in requests.iter() {
@@ -361,7 +366,8 @@ pub fn align_containers(pod: &Pod, alloc: &Resources, zones: &[NumaZone], qos: Q
     let last = pod.spec.containers.len().saturating_sub(1);
     for (i, c) in pod.spec.containers.iter().enumerate() {
         let view: &[NumaZone] = owned.as_deref().unwrap_or(zones);
-        let id = available_in_any_numa(alloc, view, qos, c.resources.requests.iter()).ok_or(FilterFailure::Container)?;
+        let id =
+            available_in_any_numa(alloc, view, qos, c.resources.requests.iter()).ok_or(FilterFailure::Container)?;
         if i == last {
             check_subtract(view, id, qos, &c.resources.requests).map_err(FilterFailure::Accounting)?;
         } else {
@@ -402,7 +408,8 @@ mod tests {
         assert_eq!(pod_qos(&burst), QosClass::Burstable);
         let mismatch = PodBuilder::new("m")
             .with(|p| {
-                p.spec.containers[0].resources.requests = ResourceList::parse([("cpu", "1"), ("memory", "1Gi")]).unwrap();
+                p.spec.containers[0].resources.requests =
+                    ResourceList::parse([("cpu", "1"), ("memory", "1Gi")]).unwrap();
                 p.spec.containers[0].resources.limits = ResourceList::parse([("cpu", "2"), ("memory", "1Gi")]).unwrap();
             })
             .build();

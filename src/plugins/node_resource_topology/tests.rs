@@ -102,7 +102,10 @@ fn filter_table() {
         ("BE devices container scope doesn't fit", pod_eq(&[(NIC, "20")]), "node1", cont_align),
         (
             "BE cpu/mem enough, devices not enough, container scope",
-            pod_req_lim(&[("cpu", "3"), ("memory", "3Gi"), (NIC, "11")], &[("cpu", "4"), ("memory", "4Gi"), (NIC, "11")]),
+            pod_req_lim(
+                &[("cpu", "3"), ("memory", "3Gi"), (NIC, "11")],
+                &[("cpu", "4"), ("memory", "4Gi"), (NIC, "11")],
+            ),
             "node2",
             cont_align,
         ),
@@ -120,7 +123,10 @@ fn filter_table() {
         ),
         (
             "burstable cpu/mem not enough on NUMA, pod scope fit",
-            pod_req_lim(&[("cpu", "19"), ("memory", "5Gi"), (NIC, "5")], &[("cpu", "20"), ("memory", "6Gi"), (NIC, "5")]),
+            pod_req_lim(
+                &[("cpu", "19"), ("memory", "5Gi"), (NIC, "5")],
+                &[("cpu", "20"), ("memory", "6Gi"), (NIC, "5")],
+            ),
             "node3",
             None,
         ),
@@ -140,7 +146,12 @@ fn filter_table() {
         ),
         ("guaranteed cpu over every zone", pod_eq(&[("cpu", "9"), ("memory", "1Gi")]), "node1", cont_align),
         ("guaranteed pod scope cpu over every zone", pod_eq(&[("cpu", "5"), ("memory", "1Gi")]), "node3", pod_align),
-        ("guaranteed hugepages fit", pod_eq(&[("cpu", "2"), ("memory", "2Gi"), ("hugepages-2Mi", "64Mi")]), "node2", None),
+        (
+            "guaranteed hugepages fit",
+            pod_eq(&[("cpu", "2"), ("memory", "2Gi"), ("hugepages-2Mi", "64Mi")]),
+            "node2",
+            None,
+        ),
         ("best effort without devices passes", pod_eq(&[]), "node1", None),
         ("node without NRT passes", pod_eq(&[("cpu", "100"), ("memory", "1Gi")]), "node9", None),
     ];
@@ -158,7 +169,9 @@ fn filter_resource_missing_on_node() {
     let pod = pod_eq(&[("cpu", "1"), ("memory", "1Gi"), ("vendor/other", "1")]);
     assert_eq!(msg(&p.filter(&CycleState::default(), &pod, &node("node1"))).as_deref(), Some("cannot align container"));
     let ni = NodeInfo::new(Arc::new(
-        NodeBuilder::new("node1").allocatables(&[("cpu", "50"), ("memory", "16Gi"), (NIC, "60"), ("vendor/other", "4")]).build(),
+        NodeBuilder::new("node1")
+            .allocatables(&[("cpu", "50"), ("memory", "16Gi"), (NIC, "60"), ("vendor/other", "4")])
+            .build(),
     ));
     // Listed on the node, reported by no zone, non-native: served by the host.
     assert!(p.filter(&CycleState::default(), &pod, &ni).is_success());
@@ -185,7 +198,8 @@ fn score_strategies() {
     let pod = pod_eq(&[("cpu", "2"), ("memory", "4Gi")]);
     let st = CycleState::default();
     let score = |t: &str, n: &str| {
-        let p = plugin(score_store("SingleNUMANodeContainerLevel"), serde_json::json!({"scoringStrategy": {"type": t}}));
+        let p =
+            plugin(score_store("SingleNUMANodeContainerLevel"), serde_json::json!({"scoringStrategy": {"type": t}}));
         p.score(&st, &pod, &node(n)).unwrap()
     };
     // node1: zone0 cpu 2/4, mem 4Gi/50Gi; zone1 cpu 2/2, mem 4Gi/50Gi.
@@ -215,7 +229,18 @@ fn least_numa_nodes() {
     let mut n = NodeResourceTopology::new("node1");
     n.topology_policies = vec!["SingleNUMANodePodLevel".into()];
     let costs = |own: u32| -> Vec<CostInfo> {
-        (0..4).map(|j| CostInfo { name: format!("node-{j}"), value: if j == own { 10 } else if j / 2 == own / 2 { 12 } else { 20 } }).collect()
+        (0..4)
+            .map(|j| CostInfo {
+                name: format!("node-{j}"),
+                value: if j == own {
+                    10
+                } else if j / 2 == own / 2 {
+                    12
+                } else {
+                    20
+                },
+            })
+            .collect()
     };
     for id in 0..4 {
         let mut z = zone(id, &[("cpu", "8", "4"), ("memory", "8Gi", "4Gi")]);
@@ -290,7 +315,10 @@ fn passthrough_cache() {
     assert_eq!(p.cache().kind(), CacheKind::Passthrough);
     assert_eq!(p.cache().view(Symbol::intern("nodeX")), NrtView::Missing);
     let NrtView::Present(t) = p.cache().view(Symbol::intern("node1")) else { panic!("present") };
-    assert!(Arc::ptr_eq(&t, &store.topology(Symbol::intern("node1")).unwrap()), "passthrough shares the stored topology");
+    assert!(
+        Arc::ptr_eq(&t, &store.topology(Symbol::intern("node1")).unwrap()),
+        "passthrough shares the stored topology"
+    );
 }
 
 /// apis/config/v1 `defaults_test.go` (NodeResourceTopologyMatchArgs) and validation.
@@ -299,15 +327,20 @@ fn args_defaults() {
     let a = NodeResourceTopologyMatchArgs::default().defaulted();
     let s = a.scoring_strategy.as_ref().unwrap();
     assert_eq!(s.strategy_type, "LeastAllocated");
-    assert_eq!(s.resources, vec![ResourceSpec { name: "cpu".into(), weight: 1 }, ResourceSpec { name: "memory".into(), weight: 1 }]);
+    assert_eq!(
+        s.resources,
+        vec![ResourceSpec { name: "cpu".into(), weight: 1 }, ResourceSpec { name: "memory".into(), weight: 1 }]
+    );
     assert_eq!(a.cache.as_ref().unwrap().foreign_pods_detect.as_deref(), Some("All"));
     assert_eq!(a.cache.as_ref().unwrap().resync_method.as_deref(), Some("Autodetect"));
     assert_eq!(a.cache.as_ref().unwrap().informer_mode.as_deref(), Some("Dedicated"));
-    let a: NodeResourceTopologyMatchArgs =
-        serde_json::from_value(serde_json::json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}}))
-            .unwrap();
+    let a: NodeResourceTopologyMatchArgs = serde_json::from_value(
+        serde_json::json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}}),
+    )
+    .unwrap();
     assert_eq!(a.defaulted().scoring_strategy.unwrap().resources[0].weight, 1);
-    let bad: NodeResourceTopologyMatchArgs = serde_json::from_value(serde_json::json!({"scoringStrategy": {"type": "Foo"}})).unwrap();
+    let bad: NodeResourceTopologyMatchArgs =
+        serde_json::from_value(serde_json::json!({"scoringStrategy": {"type": "Foo"}})).unwrap();
     let e = NodeResourceTopologyMatch::new(bad, Arc::new(NrtStore::new())).unwrap_err().to_string();
     assert!(e.contains("scoringStrategy.type") && e.contains("invalid ScoringStrategyType"), "{e}");
 }
@@ -321,7 +354,10 @@ fn score_table_upstream() {
     for (name, cpu, mem) in [("Node1", "4", "500Mi"), ("Node2", "2", "50Mi"), ("Node3", "6", "60Mi")] {
         let mut n = NodeResourceTopology::new(name);
         n.topology_policies = vec!["SingleNUMANodeContainerLevel".into()];
-        n.zones = vec![zone(0, &[("cpu", cpu, cpu), ("memory", mem, mem)]), zone(1, &[("cpu", cpu, cpu), ("memory", mem, mem)])];
+        n.zones = vec![
+            zone(0, &[("cpu", cpu, cpu), ("memory", mem, mem)]),
+            zone(1, &[("cpu", cpu, cpu), ("memory", mem, mem)]),
+        ];
         store.upsert(n).unwrap();
     }
     let pod = pod_eq(&[("cpu", "2"), ("memory", "20971520")]);
