@@ -131,7 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         default.cache().lock().add_pod(info)?;
     }
 
-    println!("{:<8} {:<26} {}", "pod", "default profile", "NRT + GpuTopology");
+    println!("{:<8} {:<26} NRT + GpuTopology", "pod", "default profile");
     for (a, b) in new_pods().zip(new_pods()) {
         let name = a.metadata.name.clone();
         let d = match default.schedule_pod(a) {

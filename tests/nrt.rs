@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use schedkit::framework::{CycleState, FilterPlugin, Handle, ReservePlugin, ScorePlugin};
 use schedkit::model::ResourceList;
 use schedkit::plugins::node_resource_topology::{
-    NodeResourceTopology, NodeResourceTopologyMatch, NrtStore, ResourceInfo, TmPolicy, TmScope, Zone,
+    NodeResourceTopology, NodeResourceTopologyMatch, NodeResourceTopologyMatchArgs, NrtStore, ResourceInfo, TmPolicy,
+    TmScope, Zone,
 };
 use schedkit::snapshot::{NodeInfo, PodInfo};
 use schedkit::testing::{NodeBuilder, PodBuilder};
@@ -147,7 +148,7 @@ proptest! {
         req in (1i64..64, 1i64..256, 0i64..8), pod_scope in any::<bool>(),
     ) {
         let store = two_zone_store(z, if pod_scope { "pod" } else { "container" });
-        let p = NodeResourceTopologyMatch::new(Default::default(), store).unwrap();
+        let p = NodeResourceTopologyMatch::new(NodeResourceTopologyMatchArgs::default(), store).unwrap();
         let fits_one = z.iter().any(|&(c, m, g)| c >= req.0 && m >= req.1 && g >= req.2);
         let admitted = p.filter(&CycleState::default(), &guaranteed(&[req]), &node_info()).is_success();
         prop_assert_eq!(admitted, fits_one);

@@ -49,7 +49,7 @@ pub fn fast_value(q: Quantity) -> i64 {
     if (0..1i128 << 73).contains(&n) {
         let shifted = u64::try_from(n >> 9).unwrap_or(u64::MAX);
         let whole = shifted / 1_953_125;
-        let exact = n & 511 == 0 && shifted % 1_953_125 == 0;
+        let exact = n.trailing_zeros() >= 9 && shifted % 1_953_125 == 0;
         return i64::try_from(whole).unwrap_or(i64::MAX) + i64::from(!exact);
     }
     q.value()
@@ -160,26 +160,26 @@ fn avg_distance(zones: &[NumaZone], combo: &[usize]) -> f32 {
 
 /// Visits the k-combinations of `0..n` in gonum `combin.Combinations` order
 /// (lexicographic); stops when `f` returns `true`.
-fn for_each_combination(n: usize, k: usize, mut f: impl FnMut(&[usize]) -> bool) {
-    if k == 0 || k > n {
+fn for_each_combination(len: usize, size: usize, mut visit: impl FnMut(&[usize]) -> bool) {
+    if size == 0 || size > len {
         return;
     }
-    let mut c: SmallVec<[usize; 8]> = (0..k).collect();
+    let mut combo: SmallVec<[usize; 8]> = (0..size).collect();
     loop {
-        if f(&c) {
+        if visit(&combo) {
             return;
         }
-        // Advance: rightmost index that can still move.
-        let mut i = k;
-        while i > 0 && c[i - 1] == n - k + i - 1 {
-            i -= 1;
+        // Advance the rightmost position that can still move, reset the ones after it.
+        let mut pos = size;
+        while pos > 0 && combo[pos - 1] == len - size + pos - 1 {
+            pos -= 1;
         }
-        if i == 0 {
+        if pos == 0 {
             return;
         }
-        c[i - 1] += 1;
-        for j in i..k {
-            c[j] = c[j - 1] + 1;
+        combo[pos - 1] += 1;
+        for j in pos..size {
+            combo[j] = combo[j - 1] + 1;
         }
     }
 }
@@ -187,6 +187,10 @@ fn for_each_combination(n: usize, k: usize, mut f: impl FnMut(&[usize]) -> bool)
 /// Upstream `numaNodesRequired`: the smallest set of zones (as indices into `zones`)
 /// whose summed availability fits `requests`, and whether it has the minimum average
 /// distance among all sets of its size. `None` when nothing fits.
+#[expect(
+    clippy::float_cmp,
+    reason = "upstream compares the float32 averages exactly; both sides come from one function"
+)]
 pub fn numa_nodes_required(
     qos: QosClass,
     zones: &[NumaZone],
