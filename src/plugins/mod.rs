@@ -16,6 +16,7 @@ pub mod network_aware;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_resource_topology;
 pub mod node_resources;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
@@ -101,6 +102,11 @@ pub fn default_registry() -> Registry {
     });
     add(names::NETWORK_OVERHEAD, |a, h| {
         network_aware::NetworkOverhead::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::NODE_RESOURCE_TOPOLOGY_MATCH, |a, h| {
+        node_resource_topology::NodeResourceTopologyMatch::from_config(a, h)
             .map(|p| Arc::new(p) as Arc<dyn Plugin>)
             .map_err(|e| e.to_string())
     });

@@ -41,3 +41,5 @@ pub const GPU_TOPOLOGY: &str = "GpuTopology";
 pub const TOPOLOGICAL_SORT: &str = "TopologicalSort";
 /// NetworkOverhead (scheduler-plugins network-aware PreFilter, Filter, Score).
 pub const NETWORK_OVERHEAD: &str = "NetworkOverhead";
+/// NodeResourceTopologyMatch (scheduler-plugins NUMA-aware Filter, Score, Reserve).
+pub const NODE_RESOURCE_TOPOLOGY_MATCH: &str = "NodeResourceTopologyMatch";
