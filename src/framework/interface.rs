@@ -67,6 +67,10 @@ pub struct QueuedPodInfo {
     pub attempts: u32,
     /// When it first entered the queue.
     pub initial_attempt_timestamp: Duration,
+    /// Its signature under its profile, computed once as it enters the queue (and
+    /// again when it is updated) while that profile batches; `None` otherwise
+    /// (upstream `QueuedPodInfo.PodSignature`, v1.36).
+    pub signature: Option<super::PodSignature>,
 }
 
 /// Orders the active queue. A profile has at most one.
@@ -462,6 +466,7 @@ pub struct ExtensionPoints {
     pub(crate) post_bind: Option<Arc<dyn PostBindPlugin>>,
     pub(crate) enqueue: Option<Arc<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Option<Arc<dyn PodObserver>>,
+    pub(crate) sign: Option<Arc<dyn super::SignPlugin>>,
 }
 
 macro_rules! point_setters {
@@ -493,6 +498,15 @@ point_setters! {
     post_bind: PostBindPlugin, "Serves PostBind.";
     enqueue: EnqueueExtensions, "Declares cluster events (EnqueueExtensions).";
     pod_observer: PodObserver, "Observes pod additions, updates and deletions.";
+}
+
+impl ExtensionPoints {
+    /// Signs pods for opportunistic batching ([`super::SignPlugin`]). Every plugin at
+    /// PreFilter, Filter, PreScore and Score must sign, or the profile never batches.
+    pub fn sign(&mut self, p: Arc<dyn super::SignPlugin>) -> &mut Self {
+        self.sign = Some(p);
+        self
+    }
 }
 
 /// The extension points, for configuration and error messages.

@@ -13,6 +13,7 @@ use super::interface::{
     PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
     QueueSortPlugin, ReservePlugin, ScorePlugin,
 };
+use super::{FeatureGates, SignPlugin};
 use crate::model::Symbol;
 
 /// A profile that could not be built, saying which plugin and where.
@@ -149,6 +150,13 @@ pub struct Profile {
     pub(crate) enqueue: Vec<Named<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Vec<Named<dyn PodObserver>>,
     pub(crate) percentage_of_nodes_to_score: Option<u32>,
+    /// Plugins signing pods for opportunistic batching, in registration order.
+    pub(crate) sign: Vec<Named<dyn SignPlugin>>,
+    /// Plugins at PreFilter, Filter, PreScore or Score that don't sign: any makes
+    /// the profile's pods unsigned (upstream: batching off for everyone).
+    pub(crate) batching_blockers: Vec<&'static str>,
+    /// The profile's own `OpportunisticBatching` setting; `None` follows the gate.
+    pub(crate) opportunistic_batching: Option<bool>,
 }
 
 impl std::fmt::Debug for Profile {
@@ -169,7 +177,7 @@ fn names<P: ?Sized>(v: &[Named<P>]) -> Vec<&'static str> {
 impl Profile {
     /// Starts a profile for pods whose `schedulerName` is `name`.
     pub fn builder(name: &str) -> ProfileBuilder {
-        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, error: None }
+        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, batching: None, error: None }
     }
 
     /// The scheduler name pods use to pick this profile.
@@ -254,6 +262,37 @@ impl Profile {
     pub fn has_score_plugins(&self) -> bool {
         !self.score.is_empty()
     }
+
+    /// Plugins that sign pods for opportunistic batching, in order.
+    pub fn sign_plugins(&self) -> Vec<&'static str> {
+        names(&self.sign)
+    }
+
+    /// The plugins at PreFilter, Filter, PreScore or Score that don't implement
+    /// [`SignPlugin`]. While any is enabled the profile never batches (upstream: "if
+    /// any enabled plugin does not sign, batching is off for all pods").
+    pub fn batching_blockers(&self) -> &[&'static str] {
+        &self.batching_blockers
+    }
+
+    /// The profile's own `OpportunisticBatching` setting (`None`: the feature gate's).
+    pub fn opportunistic_batching(&self) -> Option<bool> {
+        self.opportunistic_batching
+    }
+
+    /// Whether this profile batches under `gates`: its own setting or else the
+    /// `OpportunisticBatching` gate, and every plugin that must sign does.
+    pub fn batching_enabled(&self, gates: FeatureGates) -> bool {
+        self.opportunistic_batching.unwrap_or_else(|| gates.enabled(super::Feature::OpportunisticBatching))
+            && self.batching_blockers.is_empty()
+    }
+
+    /// `pod`'s signature under this profile (upstream `SignPod`): `None` when a plugin
+    /// cannot sign or declines this pod. The scheduler signs each pod once, when it
+    /// enters the queue.
+    pub fn sign_pod(&self, pod: &crate::snapshot::PodInfo) -> Option<super::PodSignature> {
+        super::sign_pod_with(self, pod, &mut super::SignFragments::new())
+    }
 }
 
 struct Entry {
@@ -268,6 +307,7 @@ pub struct ProfileBuilder {
     name: String,
     entries: Vec<Entry>,
     percentage: Option<i64>,
+    batching: Option<bool>,
     error: Option<ConfigError>,
 }
 
@@ -320,6 +360,14 @@ impl ProfileBuilder {
         self
     }
 
+    /// Turns opportunistic batching on or off for this profile, whatever the
+    /// `OpportunisticBatching` gate says (schedkit; upstream has only the gate).
+    #[must_use]
+    pub fn opportunistic_batching(mut self, on: bool) -> Self {
+        self.batching = Some(on);
+        self
+    }
+
     /// Resolves the plugin lists.
     pub fn build(self) -> Result<Profile, ConfigError> {
         if let Some(e) = self.error {
@@ -349,11 +397,19 @@ impl ProfileBuilder {
             enqueue: Vec::new(),
             pod_observer: Vec::new(),
             percentage_of_nodes_to_score: pct,
+            sign: Vec::new(),
+            batching_blockers: Vec::new(),
+            opportunistic_batching: self.batching,
         };
         let mut sorts = Vec::new();
         for e in self.entries {
             let name = e.name;
             let pts = e.points;
+            let serves_cycle =
+                pts.pre_filter.is_some() || pts.filter.is_some() || pts.pre_score.is_some() || pts.score.is_some();
+            if serves_cycle && pts.sign.is_none() {
+                p.batching_blockers.push(name);
+            }
             macro_rules! push {
                 ($field:ident) => {
                     if let Some(plugin) = pts.$field {
@@ -373,6 +429,7 @@ impl ProfileBuilder {
             push!(post_bind);
             push!(enqueue);
             push!(pod_observer);
+            push!(sign);
             if let Some(plugin) = pts.score {
                 p.score.push(WeightedScore { name, plugin, weight: e.weight });
             }
@@ -490,6 +547,9 @@ pub struct ProfileConfig {
     pub scheduler_name: Option<String>,
     /// Per-profile `percentageOfNodesToScore`.
     pub percentage_of_nodes_to_score: Option<i64>,
+    /// Per-profile opportunistic batching (schedkit); absent follows the gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opportunistic_batching: Option<bool>,
     /// Plugins per point.
     pub plugins: PluginsConfig,
     /// Plugin arguments.
@@ -620,6 +680,9 @@ impl Registry {
         if let Some(pct) = cfg.percentage_of_nodes_to_score {
             b = b.percentage_of_nodes_to_score(pct);
         }
+        if let Some(on) = cfg.opportunistic_batching {
+            b = b.opportunistic_batching(on);
+        }
         b.build()
     }
 }
@@ -647,6 +710,9 @@ fn copy_point(from: &ExtensionPoints, to: &mut ExtensionPoints, pt: ExtensionPoi
     }
     if from.pod_observer.is_some() {
         to.pod_observer.clone_from(&from.pod_observer);
+    }
+    if from.sign.is_some() {
+        to.sign.clone_from(&from.sign);
     }
 }
 
