@@ -1,8 +1,7 @@
 //! Opportunistic batching's metrics (upstream `pkg/scheduler/metrics/metrics.go`:
 //! `scheduler_batch_attempts_total`, `scheduler_batch_cache_flushed_total`,
 //! `scheduler_get_node_hint_duration_seconds`,
-//! `scheduler_store_schedule_results_duration_seconds`, and v1.37's
-//! `scheduler_batch_rescore_attempts_total`/`_duration_seconds`) and their labels.
+//! `scheduler_store_schedule_results_duration_seconds`) and their labels.
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,8 +98,6 @@ pub struct BatchMetrics {
     /// `hinted` = `hint`, `no_hint`.
     hint_duration: [BucketHistogram; 2],
     store_duration: BucketHistogram,
-    rescore_attempts: AtomicU64,
-    rescore_duration: BucketHistogram,
 }
 
 impl BatchMetrics {
@@ -110,8 +107,6 @@ impl BatchMetrics {
             flushed: std::array::from_fn(|_| AtomicU64::new(0)),
             hint_duration: std::array::from_fn(|_| BucketHistogram::new(&BATCH_BUCKETS)),
             store_duration: BucketHistogram::new(&BATCH_BUCKETS),
-            rescore_attempts: AtomicU64::new(0),
-            rescore_duration: BucketHistogram::new(&BATCH_BUCKETS),
         }
     }
 
@@ -126,10 +121,6 @@ impl BatchMetrics {
     }
     pub(crate) fn observe_store(&self, d: Duration) {
         self.store_duration.observe(d);
-    }
-    pub(crate) fn observe_rescore(&self, d: Duration) {
-        self.rescore_attempts.fetch_add(1, Ordering::Relaxed);
-        self.rescore_duration.observe(d);
     }
 
     /// `scheduler_batch_attempts_total{result}`.
@@ -148,20 +139,10 @@ impl BatchMetrics {
     pub fn store_duration(&self) -> &BucketHistogram {
         &self.store_duration
     }
-    /// `scheduler_batch_rescore_attempts_total` (schedkit's opt-in rescoring).
-    pub fn rescore_attempts(&self) -> u64 {
-        self.rescore_attempts.load(Ordering::Relaxed)
-    }
-    /// `scheduler_batch_rescore_duration_seconds`.
-    pub fn rescore_duration(&self) -> &BucketHistogram {
-        &self.rescore_duration
-    }
 
     pub(crate) fn reset(&self) {
         self.attempts.iter().chain(&self.flushed).for_each(|c| c.store(0, Ordering::Relaxed));
-        self.rescore_attempts.store(0, Ordering::Relaxed);
         self.hint_duration.iter().for_each(BucketHistogram::reset);
         self.store_duration.reset();
-        self.rescore_duration.reset();
     }
 }

@@ -195,29 +195,6 @@ fn encode_batch(
             histogram(d.encode_family(&[("profile", p.profile.as_str())])?, p.batch().store_duration())?;
         }
     }
-    let rescoring: Vec<_> = active.iter().filter(|p| p.batch().rescore_attempts() > 0).collect();
-    if !rescoring.is_empty() {
-        let mut d = encoder.encode_descriptor(
-            "scheduler_batch_rescore_attempts",
-            "Counts of rescore attempts during opportunistic batching.",
-            None,
-            MetricType::Counter,
-        )?;
-        for p in &rescoring {
-            d.encode_family(&[("profile", p.profile.as_str())])?
-                .encode_counter::<NoLabels, _, f64>(&p.batch().rescore_attempts(), None)?;
-        }
-        drop(d);
-        let mut d = encoder.encode_descriptor(
-            "scheduler_batch_rescore_duration_seconds",
-            "Latency of rescoring the last chosen node during opportunistic batching.",
-            None,
-            MetricType::Histogram,
-        )?;
-        for p in &rescoring {
-            histogram(d.encode_family(&[("profile", p.profile.as_str())])?, p.batch().rescore_duration())?;
-        }
-    }
     Ok(())
 }
 

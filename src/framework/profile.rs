@@ -293,6 +293,15 @@ impl Profile {
     pub fn sign_pod(&self, pod: &crate::snapshot::PodInfo) -> Option<super::PodSignature> {
         super::sign_pod_with(self, pod, &mut super::SignFragments::new())
     }
+
+    /// [`Profile::sign_pod`] reusing `fragments`' buffers (what the queue does).
+    pub fn sign_pod_with(
+        &self,
+        pod: &crate::snapshot::PodInfo,
+        fragments: &mut super::SignFragments,
+    ) -> Option<super::PodSignature> {
+        super::sign_pod_with(self, pod, fragments)
+    }
 }
 
 struct Entry {

@@ -31,8 +31,6 @@ pub struct BatchStats {
     pub flushes: [u64; 8],
     /// Pods placed on their hint (upstream `batchedPods`).
     pub batched_pods: u64,
-    /// Rescoring attempts ([`crate::scheduler::SchedulerConfig::batch_rescoring`]).
-    pub rescores: u64,
 }
 
 impl BatchStats {
@@ -221,19 +219,25 @@ impl OpportunisticBatch {
             BatchAttempt::NoHint
         };
         // Reuse the old list's memory for the new one.
-        let mut nodes = self.state.take().map(|s| s.nodes).unwrap_or_default();
-        nodes.clear();
-        if let Some(others) = others {
-            nodes.extend(others);
-        }
-        match signature {
-            Some(sig) if !nodes.is_empty() => {
-                self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now });
+        let old = self.state.take();
+        match (signature, others) {
+            (Some(sig), Some(others)) => {
+                // Reuse the old list's memory for the new one.
+                let mut nodes = old.map(|s| s.nodes).unwrap_or_default();
+                nodes.clear();
+                nodes.extend(others);
+                if nodes.is_empty() {
+                    self.flush(FlushReason::EmptyList);
+                } else {
+                    self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now });
+                }
             }
-            _ => {
-                let reason = if nodes.is_empty() { FlushReason::EmptyList } else { FlushReason::PodNotBatchable };
+            // An empty list is the reason even for an unsigned pod (upstream checks it last).
+            (None, Some(others)) => {
+                let reason = if others.next().is_some() { FlushReason::PodNotBatchable } else { FlushReason::EmptyList };
                 self.flush(reason);
             }
+            (_, None) => self.flush(FlushReason::EmptyList),
         }
         result
     }
