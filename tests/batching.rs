@@ -118,7 +118,12 @@ struct Step {
     batched: bool,
 }
 
-fn run_scenario(name: &str, nodes: &[(&str, i64, Option<(&str, &str)>)], steps: Vec<Step>) {
+/// A scenario node: name, max pods, one label.
+type NodeDef = (&'static str, i64, Option<(&'static str, &'static str)>);
+/// A signer under test, built with `DRAExtendedResource` on or off.
+type MakeSigner = Box<dyn Fn(bool) -> Box<dyn SignPlugin>>;
+
+fn run_scenario(name: &str, nodes: &[NodeDef], steps: Vec<Step>) {
     let (mut s, _clock) = scheduler(&[
         ("default-scheduler", None),
         ("mysched", None),
@@ -184,7 +189,7 @@ fn batch_scenarios() {
             st(aff3("tpb-batchp3", "tpb-batch", ""), "tpb-batchn3", true),
         ],
     );
-    let four = |pre: &'static str, max: i64| -> Vec<(&'static str, i64, Option<(&'static str, &'static str)>)> {
+    let four = |pre: &'static str, max: i64| -> Vec<NodeDef> {
         ["n4", "n3", "n2", "n1"]
             .iter()
             .map(|n| (&*Box::leak(format!("{pre}{n}").into_boxed_str()), max, None))
@@ -211,7 +216,7 @@ fn batch_scenarios() {
             st(pair("mppn-batchp4", "mppn-batchn4", "mppn-batchn3"), "mppn-batchn4", false),
         ],
     );
-    let three = |pre: &'static str| -> Vec<(&'static str, i64, Option<(&'static str, &'static str)>)> {
+    let three = |pre: &'static str| -> Vec<NodeDef> {
         ["n3", "n2", "n1"].iter().map(|n| (&*Box::leak(format!("{pre}{n}").into_boxed_str()), 1, None)).collect()
     };
     run_scenario(
@@ -287,13 +292,14 @@ fn fragments_of(p: &dyn SignPlugin, pod: Pod) -> (Status, SignFragments) {
 /// balanced_allocation_test.go `TestBalancedAllocationSignPod`: the requests fragment,
 /// and Unschedulable while `DRAExtendedResource` is on.
 #[test]
+#[expect(clippy::many_single_char_names, reason = "upstream's test, case after case")]
 fn fit_and_balanced_allocation_sign_pod() {
     let ba = |dra: bool| {
         BalancedAllocation::new(&BalancedAllocationArgs::default())
             .unwrap()
             .with_feature_gates(format!("DRAExtendedResource={dra}").parse().unwrap())
     };
-    let plugins: [(&str, Box<dyn Fn(bool) -> Box<dyn SignPlugin>>); 2] =
+    let plugins: [(&str, MakeSigner); 2] =
         [("Fit", Box::new(|d| Box::new(fit(d)))), ("BalancedAllocation", Box::new(move |d| Box::new(ba(d))))];
     for (name, make) in plugins {
         let p = make(false);
@@ -593,6 +599,7 @@ proptest! {
 /// Upstream's batch metrics, read through the latency recorder (and, with the
 /// `metrics` feature, its OpenMetrics text).
 #[test]
+#[expect(clippy::many_single_char_names, reason = "short-lived handles")]
 fn batch_metrics_are_recorded() {
     use schedkit::framework::{BatchAttempt, LatencyRecorder};
     let (h, _) = handle();

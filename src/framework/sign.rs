@@ -392,6 +392,7 @@ mod tests {
     /// Upstream `NodeSelectorRequirementsSigner`/`NodeSelectorTermsSigner`: values,
     /// requirements and terms are sorted; different contents differ.
     #[test]
+    #[expect(clippy::many_single_char_names, reason = "four affinities compared pairwise")]
     fn node_affinity_is_canonical() {
         let term =
             |reqs: Vec<NodeSelectorRequirement>| NodeSelectorTerm { match_expressions: reqs, match_fields: vec![] };

@@ -129,6 +129,20 @@ fn score_node(s: &PodImages, node: &NodeInfo) -> i64 {
     calculate_priority(sum, s.containers)
 }
 
+/// Upstream `ImageLocality.SignPod`: the pod's image names (a multiset: Score sums
+/// per container) and its container count.
+impl crate::framework::SignPlugin for ImageLocality {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::IMAGE_NAMES_SIGNER, |w| {
+            w.sorted(pod.pod.images(), false, |w, i| {
+                w.str(i);
+            });
+            w.u32((pod.pod.spec.containers.len() + pod.pod.spec.init_containers.len()) as u32);
+        });
+        Status::SUCCESS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,19 +162,5 @@ mod tests {
         // Upstream TestImageLocalityPriority "two images spread on two nodes": 40 MiB
         // and 300 MiB images on 1 of 2 nodes, 2 containers: (20+150-23)*100/(2000-23).
         assert_eq!(calculate_priority(20 * MB + 150 * MB, 2), (147 * MB) * 100 / (2000 * MB - 23 * MB));
-    }
-}
-
-/// Upstream `ImageLocality.SignPod`: the pod's image names (a multiset: Score sums
-/// per container) and its container count.
-impl crate::framework::SignPlugin for ImageLocality {
-    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
-        fragments.add(crate::framework::IMAGE_NAMES_SIGNER, |w| {
-            w.sorted(pod.pod.images(), false, |w, i| {
-                w.str(i);
-            });
-            w.u32((pod.pod.spec.containers.len() + pod.pod.spec.init_containers.len()) as u32);
-        });
-        Status::SUCCESS
     }
 }

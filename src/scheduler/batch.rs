@@ -234,7 +234,8 @@ impl OpportunisticBatch {
             }
             // An empty list is the reason even for an unsigned pod (upstream checks it last).
             (None, Some(others)) => {
-                let reason = if others.next().is_some() { FlushReason::PodNotBatchable } else { FlushReason::EmptyList };
+                let reason =
+                    if others.next().is_some() { FlushReason::PodNotBatchable } else { FlushReason::EmptyList };
                 self.flush(reason);
             }
             (_, None) => self.flush(FlushReason::EmptyList),
@@ -282,6 +283,7 @@ mod tests {
         move |_| if blocking_first && blocking_second { LastNode::Rejected } else { LastNode::Fits }
     }
 
+    #[expect(clippy::struct_excessive_bools, reason = "upstream's test table, field for field")]
     struct Case {
         name: &'static str,
         first_blocking: bool,
@@ -425,6 +427,8 @@ mod tests {
         }
     }
 
+    type Act<'a> = Box<dyn Fn(&mut OpportunisticBatch) + 'a>;
+
     /// Every flush reason is reachable and counted under upstream's label.
     #[test]
     fn flush_reasons() {
@@ -434,7 +438,7 @@ mod tests {
             let mut it = scored(&["n1", "n2"]);
             b.store(Some(&s), None, n("n0"), Some(&mut it), 1, Duration::ZERO);
         };
-        let cases: [(FlushReason, Box<dyn Fn(&mut OpportunisticBatch)>); 7] = [
+        let cases: [(FlushReason, Act<'_>); 7] = [
             (
                 FlushReason::PodSkipped,
                 Box::new(|b| {

@@ -121,6 +121,14 @@ pub struct Scheduler {
     cycle_count: u64,
 }
 
+/// Whether the queue signed the pod (and with what), or the cycle must.
+enum Signed {
+    /// Signed as it entered the queue (`None`: unsigned or not signable).
+    ByQueue(Option<crate::framework::PodSignature>),
+    /// Not through the queue: sign now if the profile batches.
+    NotYet,
+}
+
 /// The cycle's batching context: the profile's batch and the pod's signature.
 struct CycleBatch {
     profile: usize,
@@ -201,16 +209,12 @@ impl Scheduler {
     /// [`BindingCycle`] to bind it, or [`BindingCycle::abort`] it to undo. On failure
     /// nothing is left reserved and the cache is as before.
     pub fn schedule_one(&mut self, pod: &PodInfo) -> Result<BindingCycle, ScheduleError> {
-        self.schedule_signed(pod, None)
+        self.schedule_signed(pod, Signed::NotYet)
     }
 
     /// [`Scheduler::schedule_one`] with the signature the queue computed, if it did
     /// (`None`: sign now when the profile batches).
-    fn schedule_signed(
-        &mut self,
-        pod: &PodInfo,
-        signed: Option<Option<crate::framework::PodSignature>>,
-    ) -> Result<BindingCycle, ScheduleError> {
+    fn schedule_signed(&mut self, pod: &PodInfo, signed: Signed) -> Result<BindingCycle, ScheduleError> {
         self.cycle_count += 1;
         let profile = self
             .profile_for(&pod.pod)
@@ -219,7 +223,10 @@ impl Scheduler {
         let pi = self.profiles.iter().position(|p| Arc::ptr_eq(p, &profile)).unwrap_or(0);
         let batch = self.batches.get(pi).is_some_and(Option::is_some).then(|| CycleBatch {
             profile: pi,
-            signature: signed.unwrap_or_else(|| crate::framework::sign_pod_with(&profile, pod, &mut self.bufs.sign)),
+            signature: match signed {
+                Signed::ByQueue(s) => s,
+                Signed::NotYet => crate::framework::sign_pod_with(&profile, pod, &mut self.bufs.sign),
+            },
             hint: None,
         });
         let started = self.metrics.as_ref().map(|_| Instant::now());
