@@ -159,12 +159,7 @@ fn topological_sort(c: &mut Criterion) {
     let store = Arc::new(NetworkAwareStore::new());
     store.add_app_group(app_group(0)).unwrap();
     let ts = TopologicalSort::new(store, &TopologicalSortArgs::default());
-    let q = |sel: &str| QueuedPodInfo {
-        pod: Arc::new(PodInfo::new(member(sel, sel).build()).unwrap()),
-        timestamp: Duration::ZERO,
-        attempts: 0,
-        initial_attempt_timestamp: Duration::ZERO,
-    };
+    let q = |sel: &str| QueuedPodInfo::new(Arc::new(PodInfo::new(member(sel, sel).build()).unwrap()), Duration::ZERO);
     let (a, b) = (q("p3"), q("p9"));
     c.bench_function("network_aware/topological_sort/less_same_app_group", |bch| {
         bch.iter(|| black_box(ts.less(black_box(&a), black_box(&b))));

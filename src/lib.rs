@@ -102,7 +102,8 @@ pub mod trace;
 pub mod prelude {
     pub use crate::framework::{
         Code, CycleState, ExtensionPoints, FilterPlugin, Handle, NodeScore, PermitDecision, PermitPlugin, Plugin,
-        PreFilterPlugin, PreFilterResult, PreScorePlugin, Profile, Registry, ReservePlugin, ScorePlugin, Status,
+        PreFilterPlugin, PreFilterResult, PreScorePlugin, Profile, Registry, ReservePlugin, ScorePlugin, SignFragments,
+        SignPlugin, Status,
     };
     pub use crate::model::{Node, Pod, Quantity, Resources, Symbol};
     pub use crate::scheduler::{BindingCycle, ScheduleError, Scheduler, TieBreak};

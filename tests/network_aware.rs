@@ -442,12 +442,7 @@ fn network_overhead_edges() {
 fn topological_sort_less_upstream_table() {
     let store = store_with(vec![basic_app_group(), online_boutique_app_group()], vec![]);
     let plugin = TopologicalSort::new(store, &TopologicalSortArgs::default());
-    let q = |p: PodBuilder| QueuedPodInfo {
-        pod: Arc::new(info(p)),
-        timestamp: Duration::ZERO,
-        attempts: 0,
-        initial_attempt_timestamp: Duration::ZERO,
-    };
+    let q = |p: PodBuilder| QueuedPodInfo::new(Arc::new(info(p)), Duration::ZERO);
     let cases = [
         ("basic, same AppGroup, p1 order lower than p2", ("p1", "basic"), ("p2", "basic"), true),
         (

@@ -67,6 +67,26 @@ pub struct QueuedPodInfo {
     pub attempts: u32,
     /// When it first entered the queue.
     pub initial_attempt_timestamp: Duration,
+    /// Its signature under its profile, computed once as it enters the queue (and
+    /// again when it is updated) while that profile batches; `None` otherwise
+    /// (upstream `QueuedPodInfo.PodSignature`, v1.36).
+    pub signature: Option<super::PodSignature>,
+}
+
+impl QueuedPodInfo {
+    /// A pod entering the queue at `timestamp` for the first time, unsigned: what a
+    /// QueueSort plugin's tests need.
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use schedkit::{framework::QueuedPodInfo, snapshot::PodInfo, testing::PodBuilder};
+    /// let pod = PodInfo::new(PodBuilder::new("p").build()).unwrap();
+    /// let q = QueuedPodInfo::new(Arc::new(pod), Duration::from_secs(1));
+    /// assert_eq!((q.attempts, q.initial_attempt_timestamp), (0, Duration::from_secs(1)));
+    /// ```
+    pub fn new(pod: Arc<PodInfo>, timestamp: Duration) -> QueuedPodInfo {
+        QueuedPodInfo { pod, timestamp, attempts: 0, initial_attempt_timestamp: timestamp, signature: None }
+    }
 }
 
 /// Orders the active queue. A profile has at most one.
@@ -462,6 +482,7 @@ pub struct ExtensionPoints {
     pub(crate) post_bind: Option<Arc<dyn PostBindPlugin>>,
     pub(crate) enqueue: Option<Arc<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Option<Arc<dyn PodObserver>>,
+    pub(crate) sign: Option<Arc<dyn super::SignPlugin>>,
 }
 
 macro_rules! point_setters {
@@ -493,6 +514,15 @@ point_setters! {
     post_bind: PostBindPlugin, "Serves PostBind.";
     enqueue: EnqueueExtensions, "Declares cluster events (EnqueueExtensions).";
     pod_observer: PodObserver, "Observes pod additions, updates and deletions.";
+}
+
+impl ExtensionPoints {
+    /// Signs pods for opportunistic batching ([`super::SignPlugin`]). Every plugin at
+    /// PreFilter, Filter, PreScore and Score must sign, or the profile never batches.
+    pub fn sign(&mut self, p: Arc<dyn super::SignPlugin>) -> &mut Self {
+        self.sign = Some(p);
+        self
+    }
 }
 
 /// The extension points, for configuration and error messages.

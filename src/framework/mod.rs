@@ -4,6 +4,7 @@
 //! [`FrameworkRunner`] that runs a profile's extension points one at a time (tests,
 //! what-if tools, benches).
 
+mod batch_metrics;
 mod clock;
 mod cycle_state;
 mod features;
@@ -18,9 +19,11 @@ mod profile;
 mod runner;
 pub(crate) mod runtime;
 pub mod scheduler_metrics;
+mod sign;
 mod status;
 mod waiting_pods;
 
+pub use batch_metrics::{BATCH_BUCKETS, BatchAttempt, BatchMetrics, FlushReason};
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
 pub use features::{Feature, FeatureGateError, FeatureGates};
@@ -44,5 +47,11 @@ pub use profile::{
 };
 pub use runner::{Feasible, FrameworkRunner, PluginAt, PluginScores, ScoreReport};
 pub use runtime::{PermitOutcome, PreFilterOutcome};
+pub(crate) use sign::sign_pod_with;
+pub use sign::{
+    DYNAMIC_RESOURCES_SIGNER, FEATURES_SIGNER, FragmentWriter, HOST_PORTS_SIGNER, IMAGE_NAMES_SIGNER, LABELS_SIGNER,
+    NODE_AFFINITY_SIGNER, NODE_NAME_SIGNER, NODE_SELECTOR_SIGNER, PodSignature, RESOURCES_SIGNER,
+    SCHEDULER_NAME_SIGNER, SignFragments, SignPlugin, TOLERATIONS_SIGNER, VOLUMES_SIGNER,
+};
 pub use status::{Code, Reason, Status};
 pub use waiting_pods::{MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods};

@@ -112,12 +112,87 @@ fn encode_into(m: &SchedulerMetrics, encoder: &mut DescriptorEncoder) -> Result<
             }
         }
     }
+    encode_batch(&profiles, encoder)?;
     if let Some(p) = m.pending() {
         let mut d = encoder.encode_descriptor("scheduler_pending_pods", PENDING_HELP, None, MetricType::Gauge)?;
         for (queue, n) in
             [("active", p.active), ("backoff", p.backoff), ("unschedulable", p.unschedulable), ("gated", p.gated)]
         {
             d.encode_family(&[("queue", queue)])?.encode_gauge(&(n as i64))?;
+        }
+    }
+    Ok(())
+}
+
+/// Opportunistic batching's series (upstream's names, labels and help texts); a
+/// profile that never batched writes none.
+fn encode_batch(
+    profiles: &[std::sync::Arc<super::scheduler_metrics::ProfileMetrics>],
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    use super::{BatchAttempt, FlushReason};
+    type NoLabels = prometheus_client::encoding::NoLabelSet;
+    let active: Vec<_> = profiles
+        .iter()
+        .filter(|p| {
+            let b = p.batch();
+            b.hint_duration(true).count() + b.hint_duration(false).count() + b.store_duration().count() > 0
+        })
+        .collect();
+    if active.is_empty() {
+        return Ok(());
+    }
+    {
+        let mut d = encoder.encode_descriptor(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            None,
+            MetricType::Counter,
+        )?;
+        for p in &active {
+            for r in BatchAttempt::ALL {
+                let labels = [("profile", p.profile.as_str()), ("result", r.as_str())];
+                d.encode_family(&labels)?.encode_counter::<NoLabels, _, f64>(&p.batch().attempts(r), None)?;
+            }
+        }
+    }
+    {
+        let mut d = encoder.encode_descriptor(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for p in &active {
+            for r in FlushReason::ALL {
+                let labels = [("profile", p.profile.as_str()), ("reason", r.as_str())];
+                d.encode_family(&labels)?.encode_counter::<NoLabels, _, f64>(&p.batch().flushed(r), None)?;
+            }
+        }
+    }
+    {
+        let mut d = encoder.encode_descriptor(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for p in &active {
+            for (hinted, label) in [(true, "hint"), (false, "no_hint")] {
+                let labels = [("hinted", label), ("profile", p.profile.as_str())];
+                histogram(d.encode_family(&labels)?, p.batch().hint_duration(hinted))?;
+            }
+        }
+    }
+    {
+        let mut d = encoder.encode_descriptor(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for storing scheduling results.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for p in &active {
+            histogram(d.encode_family(&[("profile", p.profile.as_str())])?, p.batch().store_duration())?;
         }
     }
     Ok(())

@@ -13,6 +13,7 @@ use super::interface::{
     PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
     QueueSortPlugin, ReservePlugin, ScorePlugin,
 };
+use super::{FeatureGates, SignPlugin};
 use crate::model::Symbol;
 
 /// A profile that could not be built, saying which plugin and where.
@@ -149,6 +150,13 @@ pub struct Profile {
     pub(crate) enqueue: Vec<Named<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Vec<Named<dyn PodObserver>>,
     pub(crate) percentage_of_nodes_to_score: Option<u32>,
+    /// Plugins signing pods for opportunistic batching, in registration order.
+    pub(crate) sign: Vec<Named<dyn SignPlugin>>,
+    /// Plugins at PreFilter, Filter, PreScore or Score that don't sign: any makes
+    /// the profile's pods unsigned (upstream: batching off for everyone).
+    pub(crate) batching_blockers: Vec<&'static str>,
+    /// The profile's own `OpportunisticBatching` setting; `None` follows the gate.
+    pub(crate) opportunistic_batching: Option<bool>,
 }
 
 impl std::fmt::Debug for Profile {
@@ -169,7 +177,7 @@ fn names<P: ?Sized>(v: &[Named<P>]) -> Vec<&'static str> {
 impl Profile {
     /// Starts a profile for pods whose `schedulerName` is `name`.
     pub fn builder(name: &str) -> ProfileBuilder {
-        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, error: None }
+        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, batching: None, error: None }
     }
 
     /// The scheduler name pods use to pick this profile.
@@ -254,6 +262,46 @@ impl Profile {
     pub fn has_score_plugins(&self) -> bool {
         !self.score.is_empty()
     }
+
+    /// Plugins that sign pods for opportunistic batching, in order.
+    pub fn sign_plugins(&self) -> Vec<&'static str> {
+        names(&self.sign)
+    }
+
+    /// The plugins at PreFilter, Filter, PreScore or Score that don't implement
+    /// [`SignPlugin`]. While any is enabled the profile never batches (upstream: "if
+    /// any enabled plugin does not sign, batching is off for all pods").
+    pub fn batching_blockers(&self) -> &[&'static str] {
+        &self.batching_blockers
+    }
+
+    /// The profile's own `OpportunisticBatching` setting (`None`: the feature gate's).
+    pub fn opportunistic_batching(&self) -> Option<bool> {
+        self.opportunistic_batching
+    }
+
+    /// Whether this profile batches under `gates`: its own setting or else the
+    /// `OpportunisticBatching` gate, and every plugin that must sign does.
+    pub fn batching_enabled(&self, gates: FeatureGates) -> bool {
+        self.opportunistic_batching.unwrap_or_else(|| gates.enabled(super::Feature::OpportunisticBatching))
+            && self.batching_blockers.is_empty()
+    }
+
+    /// `pod`'s signature under this profile (upstream `SignPod`): `None` when a plugin
+    /// cannot sign or declines this pod. The scheduler signs each pod once, when it
+    /// enters the queue.
+    pub fn sign_pod(&self, pod: &crate::snapshot::PodInfo) -> Option<super::PodSignature> {
+        super::sign_pod_with(self, pod, &mut super::SignFragments::new())
+    }
+
+    /// [`Profile::sign_pod`] reusing `fragments`' buffers (what the queue does).
+    pub fn sign_pod_with(
+        &self,
+        pod: &crate::snapshot::PodInfo,
+        fragments: &mut super::SignFragments,
+    ) -> Option<super::PodSignature> {
+        super::sign_pod_with(self, pod, fragments)
+    }
 }
 
 struct Entry {
@@ -268,6 +316,7 @@ pub struct ProfileBuilder {
     name: String,
     entries: Vec<Entry>,
     percentage: Option<i64>,
+    batching: Option<bool>,
     error: Option<ConfigError>,
 }
 
@@ -320,6 +369,14 @@ impl ProfileBuilder {
         self
     }
 
+    /// Turns opportunistic batching on or off for this profile, whatever the
+    /// `OpportunisticBatching` gate says (schedkit; upstream has only the gate).
+    #[must_use]
+    pub fn opportunistic_batching(mut self, on: bool) -> Self {
+        self.batching = Some(on);
+        self
+    }
+
     /// Resolves the plugin lists.
     pub fn build(self) -> Result<Profile, ConfigError> {
         if let Some(e) = self.error {
@@ -331,10 +388,16 @@ impl ProfileBuilder {
             Some(value) => return Err(ConfigError::InvalidPercentage { profile: self.name, value }),
         };
         let mut p = Profile::empty(self.name, pct);
+        p.opportunistic_batching = self.batching;
         let mut sorts = Vec::new();
         for e in self.entries {
             let name = e.name;
             let pts = e.points;
+            let serves_cycle =
+                pts.pre_filter.is_some() || pts.filter.is_some() || pts.pre_score.is_some() || pts.score.is_some();
+            if serves_cycle && pts.sign.is_none() {
+                p.batching_blockers.push(name);
+            }
             macro_rules! push {
                 ($field:ident) => {
                     if let Some(plugin) = pts.$field {
@@ -354,6 +417,7 @@ impl ProfileBuilder {
             push!(post_bind);
             push!(enqueue);
             push!(pod_observer);
+            push!(sign);
             if let Some(plugin) = pts.score {
                 p.score.push(WeightedScore { name, plugin, weight: e.weight });
             }
@@ -474,6 +538,9 @@ pub struct ProfileConfig {
     pub scheduler_name: Option<String>,
     /// Per-profile `percentageOfNodesToScore`.
     pub percentage_of_nodes_to_score: Option<i64>,
+    /// Per-profile opportunistic batching (schedkit); absent follows the gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opportunistic_batching: Option<bool>,
     /// Plugins per point.
     pub plugins: PluginsConfig,
     /// Plugin arguments.
@@ -640,8 +707,17 @@ impl Registry {
         };
         let mut p = Profile::empty(profile, pct);
         let mut seen: Vec<usize> = Vec::new();
+        // Plugins placed where batching needs a signature (PreFilter, Filter, PreScore, Score).
+        let mut in_cycle: Vec<usize> = Vec::new();
         for (pt, order) in per_point {
+            let cycle_point = matches!(
+                pt,
+                ExtensionPoint::PreFilter | ExtensionPoint::Filter | ExtensionPoint::PreScore | ExtensionPoint::Score
+            );
             for i in order {
+                if cycle_point && !in_cycle.contains(&i) {
+                    in_cycle.push(i);
+                }
                 let b = &built[i];
                 let weight = weight_of(b.name).unwrap_or(1);
                 if pt == ExtensionPoint::Score && !(1..=MAX_WEIGHT).contains(&weight) {
@@ -661,7 +737,13 @@ impl Registry {
             if let Some(plugin) = &b.points.pod_observer {
                 p.pod_observer.push(Named { name: b.name, plugin: plugin.clone() });
             }
+            match &b.points.sign {
+                Some(plugin) => p.sign.push(Named { name: b.name, plugin: plugin.clone() }),
+                None if in_cycle.contains(&i) => p.batching_blockers.push(b.name),
+                None => {}
+            }
         }
+        p.opportunistic_batching = cfg.opportunistic_batching;
         Ok(p.finish())
     }
 }
@@ -693,6 +775,9 @@ impl Profile {
             enqueue: Vec::new(),
             pod_observer: Vec::new(),
             percentage_of_nodes_to_score,
+            sign: Vec::new(),
+            batching_blockers: Vec::new(),
+            opportunistic_batching: None,
         }
     }
 

@@ -132,7 +132,7 @@ impl BucketHistogram {
         out
     }
 
-    fn reset(&self) {
+    pub(crate) fn reset(&self) {
         for c in &*self.counts {
             c.store(0, Ordering::Relaxed);
         }
@@ -268,6 +268,7 @@ pub struct ProfileMetrics {
     pub profile: String,
     points: [ByCode; 10],
     attempts: [BucketHistogram; 3],
+    batch: super::BatchMetrics,
 }
 
 impl ProfileMetrics {
@@ -276,6 +277,7 @@ impl ProfileMetrics {
             profile: profile.to_owned(),
             points: std::array::from_fn(|_| ByCode::new(&EXTENSION_POINT_BUCKETS)),
             attempts: std::array::from_fn(|_| BucketHistogram::new(&ATTEMPT_BUCKETS)),
+            batch: super::BatchMetrics::new(),
         }
     }
 
@@ -300,9 +302,15 @@ impl ProfileMetrics {
         &self.attempts[result as usize]
     }
 
+    /// Opportunistic batching's metrics of this profile.
+    pub fn batch(&self) -> &super::BatchMetrics {
+        &self.batch
+    }
+
     fn reset(&self) {
         self.points.iter().for_each(ByCode::reset);
         self.attempts.iter().for_each(BucketHistogram::reset);
+        self.batch.reset();
     }
 }
 

@@ -70,7 +70,7 @@ impl Plugin for ImageLocality {
         names::IMAGE_LOCALITY
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_score(self.clone()).score(self);
+        p.pre_score(self.clone()).score(self.clone()).sign(self);
     }
 }
 
@@ -127,6 +127,20 @@ fn score_node(s: &PodImages, node: &NodeInfo) -> i64 {
         .filter_map(|&(img, spread)| node.image_size(img).map(|size| (size as f64 * spread) as i64))
         .sum();
     calculate_priority(sum, s.containers)
+}
+
+/// Upstream `ImageLocality.SignPod`: the pod's image names (a multiset: Score sums
+/// per container) and its container count.
+impl crate::framework::SignPlugin for ImageLocality {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::IMAGE_NAMES_SIGNER, |w| {
+            w.sorted(pod.pod.images(), false, |w, i| {
+                w.str(i);
+            });
+            w.u32((pod.pod.spec.containers.len() + pod.pod.spec.init_containers.len()) as u32);
+        });
+        Status::SUCCESS
+    }
 }
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ impl Plugin for NodeAffinity {
         names::NODE_AFFINITY
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self);
+        p.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).sign(self);
     }
 }
 
@@ -221,6 +221,34 @@ impl ScorePlugin for NodeAffinity {
 
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
+        Status::SUCCESS
+    }
+}
+
+/// Upstream `NodeAffinity.SignPod`: the pod's node affinity (canonicalised by
+/// `NodeAffinitySigner`) and its `nodeSelector`. The profile's `addedAffinity` is the
+/// same for every pod of the profile, and signatures are never compared across
+/// profiles, so it needs no fragment.
+impl crate::framework::SignPlugin for NodeAffinity {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        let spec = &pod.pod.spec;
+        fragments.add(crate::framework::NODE_AFFINITY_SIGNER, |w| {
+            match spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()) {
+                None => {
+                    w.u8(0);
+                }
+                Some(a) => {
+                    w.u8(1).node_affinity(a);
+                }
+            }
+        });
+        fragments.add(crate::framework::NODE_SELECTOR_SIGNER, |w| {
+            // Labels are kept sorted by key: already canonical.
+            w.u32(spec.node_selector.len() as u32);
+            for (k, v) in spec.node_selector.iter() {
+                w.symbol(k).symbol(v);
+            }
+        });
         Status::SUCCESS
     }
 }

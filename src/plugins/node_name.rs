@@ -19,7 +19,7 @@ impl Plugin for NodeName {
         names::NODE_NAME
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_filter(self.clone()).filter(self);
+        p.pre_filter(self.clone()).filter(self.clone()).sign(self);
     }
 }
 
@@ -36,5 +36,15 @@ impl FilterPlugin for NodeName {
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let want = &pod.pod.spec.node_name;
         if want.is_empty() || want == node.node().name() { Status::SUCCESS } else { Status::unresolvable(ERR_REASON) }
+    }
+}
+
+/// Upstream `NodeName.SignPod`: `spec.nodeName`.
+impl crate::framework::SignPlugin for NodeName {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::NODE_NAME_SIGNER, |w| {
+            w.str(&pod.pod.spec.node_name);
+        });
+        Status::SUCCESS
     }
 }

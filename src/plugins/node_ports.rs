@@ -29,7 +29,7 @@ impl Plugin for NodePorts {
         names::NODE_PORTS
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_filter(self.clone()).filter(self);
+        p.pre_filter(self.clone()).filter(self.clone()).sign(self);
     }
 }
 
@@ -52,5 +52,20 @@ impl FilterPlugin for NodePorts {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
         if fits_ports(wanted, node) { Status::SUCCESS } else { Status::unschedulable(ERR_REASON) }
+    }
+}
+
+/// Upstream `NodePorts.SignPod` (`HostPortsSigner`): the sorted unique host ports of
+/// containers and init containers. Upstream signs the port numbers alone; here the
+/// host IP and protocol take part too, since Filter compares them (stricter: two pods
+/// equal here are equal upstream).
+impl crate::framework::SignPlugin for NodePorts {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::HOST_PORTS_SIGNER, |w| {
+            w.sorted(pod.host_ports.iter(), true, |w, hp| {
+                w.i32(hp.port).symbol(hp.ip).u8(hp.protocol as u8);
+            });
+        });
+        Status::SUCCESS
     }
 }

@@ -22,7 +22,7 @@ impl Plugin for NodeUnschedulable {
         names::NODE_UNSCHEDULABLE
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.filter(self);
+        p.filter(self.clone()).sign(self);
     }
 }
 
@@ -37,5 +37,15 @@ impl FilterPlugin for NodeUnschedulable {
         } else {
             Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
         }
+    }
+}
+
+/// Upstream `NodeUnschedulable.SignPod`: Filter reads only the tolerations.
+impl crate::framework::SignPlugin for NodeUnschedulable {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::TOLERATIONS_SIGNER, |w| {
+            w.tolerations(&pod.pod.spec.tolerations);
+        });
+        Status::SUCCESS
     }
 }

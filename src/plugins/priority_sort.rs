@@ -22,6 +22,7 @@ use crate::snapshot::PodInfo;
 ///     timestamp: Duration::from_secs(t),
 ///     attempts: 0,
 ///     initial_attempt_timestamp: Duration::from_secs(t),
+///     signature: None,
 /// };
 /// assert!(PrioritySort.less(&q("a", 10, 5), &q("b", 0, 1)), "priority wins");
 /// assert!(PrioritySort.less(&q("a", 0, 1), &q("b", 0, 5)), "then the earlier");

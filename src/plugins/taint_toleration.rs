@@ -37,7 +37,7 @@ impl Plugin for TaintToleration {
         names::TAINT_TOLERATION
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.filter(self.clone()).pre_score(self.clone()).score(self);
+        p.filter(self.clone()).pre_score(self.clone()).score(self.clone()).sign(self);
     }
 }
 
@@ -118,6 +118,16 @@ impl ScorePlugin for TaintToleration {
     /// Fewer intolerable taints is better: reversed default normalization.
     fn normalize(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
+        Status::SUCCESS
+    }
+}
+
+/// Upstream `TaintToleration.SignPod`: the tolerations, sorted (`TolerationsSigner`).
+impl crate::framework::SignPlugin for TaintToleration {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        fragments.add(crate::framework::TOLERATIONS_SIGNER, |w| {
+            w.tolerations(&pod.pod.spec.tolerations);
+        });
         Status::SUCCESS
     }
 }

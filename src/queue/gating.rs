@@ -15,12 +15,18 @@ pub(super) struct ProfileHooks {
     /// Plugins that can reject a pod but don't implement EnqueueExtensions: as
     /// upstream, they count as interested in every event.
     pub(super) no_events: Vec<&'static str>,
+    /// The profile, to sign its pods while it batches (set by the scheduler).
+    pub(super) signer: Option<Arc<Profile>>,
+    /// Whether the profile batches: its pods are signed on entry.
+    pub(super) signing: bool,
 }
 
 impl ProfileHooks {
     /// A profile's hooks, as the queue needs them.
     pub(super) fn of(p: &Arc<Profile>) -> ProfileHooks {
         ProfileHooks {
+            signer: Some(p.clone()),
+            signing: false,
             name: p.name().to_owned(),
             pre_enqueue: p.pre_enqueue().to_vec(),
             hints: p

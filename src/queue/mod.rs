@@ -173,6 +173,8 @@ pub struct SchedulingQueue {
     events_base: usize,
 
     seq: u64,
+    /// Reused buffers for signing pods.
+    sign_scratch: crate::framework::SignFragments,
 }
 
 impl std::fmt::Debug for SchedulingQueue {
@@ -213,6 +215,7 @@ impl SchedulingQueue {
             events_base: 0,
 
             seq: 0,
+            sign_scratch: crate::framework::SignFragments::new(),
         })
     }
 
@@ -247,6 +250,23 @@ impl SchedulingQueue {
             .ok_or_else(|| QueueError::NoProfile { pod: pod.pod.key(), scheduler_name: want.to_owned() })
     }
 
+    /// Signs pods of the profiles at `on` (by position) as they enter the queue or
+    /// are updated (opportunistic batching; the scheduler sets this from the
+    /// `OpportunisticBatching` gate and each profile's setting).
+    pub fn set_signing(&mut self, on: &[bool]) {
+        for (h, &on) in self.profiles.iter_mut().zip(on) {
+            h.signing = on;
+        }
+    }
+
+    fn sign(&mut self, profile: u32, pod: &PodInfo) -> Option<crate::framework::PodSignature> {
+        let h = &self.profiles[profile as usize];
+        if !h.signing {
+            return None;
+        }
+        crate::framework::sign_pod_with(h.signer.as_deref()?, pod, &mut self.sign_scratch)
+    }
+
     /// Adds a new unscheduled pod: to the active queue, or gated if a PreEnqueue
     /// plugin says no. Returns where it went.
     pub fn add(&mut self, pod: Arc<PodInfo>) -> Result<QueueLocation, QueueError> {
@@ -265,8 +285,9 @@ impl SchedulingQueue {
                 v.insert(next);
             }
         }
+        let signature = self.sign(profile, &pod);
         let e = Entry {
-            info: QueuedPodInfo { pod, timestamp: now, attempts: 0, initial_attempt_timestamp: now },
+            info: QueuedPodInfo { pod, timestamp: now, attempts: 0, initial_attempt_timestamp: now, signature },
             profile,
             loc: QueueLocation::InFlight,
             rejectors: SmallVec::new(),
@@ -321,6 +342,8 @@ impl SchedulingQueue {
         if !pod.pod.spec.node_name.is_empty() {
             return Err(QueueError::Assigned(pod.uid.to_string()));
         }
+        let signature = self.sign(self.e(slot).profile, &pod);
+        self.e_mut(slot).info.signature = signature;
         let old = std::mem::replace(&mut self.e_mut(slot).info.pod, pod.clone());
         let loc = self.e(slot).loc;
         let event = ClusterEvent { resource: EventResource::UnscheduledPod, action: events::pod_update(&old, &pod) };

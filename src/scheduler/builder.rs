@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::batch::OpportunisticBatch;
 use super::{Buffers, MetricsState, Scheduler, SchedulerConfig, TieBreak};
 use crate::framework::scheduler_metrics::PendingPods;
 use crate::framework::{Clock, Handle, LatencyRecorder, Profile, RealClock};
@@ -125,7 +126,22 @@ impl SchedulerBuilder {
             }));
             MetricsState { recorder, timers, profiles }
         });
+        let gates = handle.feature_gates();
+        let batches = profiles
+            .iter()
+            .map(|p| {
+                p.batching_enabled(gates).then(|| {
+                    OpportunisticBatch::new(
+                        gates.enabled(crate::framework::Feature::GenericWorkload),
+                        self.config.tie_break == TieBreak::SmallestName,
+                    )
+                })
+            })
+            .collect::<Vec<_>>();
+        queue.lock().set_signing(&batches.iter().map(Option::is_some).collect::<Vec<_>>());
         Scheduler {
+            batches,
+            cycle_count: 0,
             cache: Arc::new(Mutex::new(Cache::new())),
             handle,
             profiles,

@@ -6,6 +6,8 @@
 //! select host -> assume -> Reserve -> Permit, and returns a [`BindingCycle`] the
 //! caller runs on any thread: wait at Permit -> PreBind -> Bind -> PostBind.
 
+mod batch;
+mod batching;
 mod binding;
 mod builder;
 mod config;
@@ -22,6 +24,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use batch::OpportunisticBatch;
+pub use batch::{BatchAttempt, BatchStats, FlushReason, MAX_BATCH_AGE};
 use binding::BindingMetrics;
 pub use binding::{BindError, BindingCycle};
 pub use builder::SchedulerBuilder;
@@ -55,6 +59,8 @@ struct Buffers {
     totals: Vec<i64>,
     /// Pods nominated by preemption, taken once per cycle (`None`: none nominated).
     nominated: Option<Arc<NominatedPods>>,
+    /// Fragments of the signature being computed for a pod that skipped the queue.
+    sign: crate::framework::SignFragments,
 }
 
 /// The recorder and, per profile (by position), its plugin timers and its
@@ -109,6 +115,25 @@ pub struct Scheduler {
     /// The extension-point and attempt metrics of the cycle's profile (every cycle,
     /// when a recorder is set).
     cycle_metrics: Option<Arc<ProfileMetrics>>,
+    /// Opportunistic batching, per profile (by position); `None` where it is off.
+    batches: Vec<Option<OpportunisticBatch>>,
+    /// Scheduling cycles so far (upstream `SchedulingQueue.SchedulingCycle`).
+    cycle_count: u64,
+}
+
+/// Whether the queue signed the pod (and with what), or the cycle must.
+enum Signed {
+    /// Signed as it entered the queue (`None`: unsigned or not signable).
+    ByQueue(Option<crate::framework::PodSignature>),
+    /// Not through the queue: sign now if the profile batches.
+    NotYet,
+}
+
+/// The cycle's batching context: the profile's batch and the pod's signature.
+struct CycleBatch {
+    profile: usize,
+    signature: Option<crate::framework::PodSignature>,
+    hint: Option<crate::model::Symbol>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -165,6 +190,14 @@ impl Scheduler {
         self.profiles.iter().find(|p| p.name() == name)
     }
 
+    /// Opportunistic batching's counts for the profile named `profile`: `None` when
+    /// no such profile batches (the gate or its own setting is off, or a plugin it
+    /// enables does not sign).
+    pub fn batch_stats(&self, profile: &str) -> Option<BatchStats> {
+        let i = self.profiles.iter().position(|p| p.name() == profile)?;
+        self.batches.get(i)?.as_ref().map(|b| b.stats)
+    }
+
     /// Validates `pod` and schedules it.
     pub fn schedule_pod(&mut self, pod: Pod) -> Result<BindingCycle, ScheduleError> {
         let info = PodInfo::new(pod)?;
@@ -176,10 +209,26 @@ impl Scheduler {
     /// [`BindingCycle`] to bind it, or [`BindingCycle::abort`] it to undo. On failure
     /// nothing is left reserved and the cache is as before.
     pub fn schedule_one(&mut self, pod: &PodInfo) -> Result<BindingCycle, ScheduleError> {
+        self.schedule_signed(pod, Signed::NotYet)
+    }
+
+    /// [`Scheduler::schedule_one`] with the signature the queue computed, if it did
+    /// (`None`: sign now when the profile batches).
+    fn schedule_signed(&mut self, pod: &PodInfo, signed: Signed) -> Result<BindingCycle, ScheduleError> {
+        self.cycle_count += 1;
         let profile = self
             .profile_for(&pod.pod)
             .cloned()
             .ok_or_else(|| ScheduleError::NoProfile(pod.pod.spec.scheduler_name.clone()))?;
+        let pi = self.profiles.iter().position(|p| Arc::ptr_eq(p, &profile)).unwrap_or(0);
+        let batch = self.batches.get(pi).is_some_and(Option::is_some).then(|| CycleBatch {
+            profile: pi,
+            signature: match signed {
+                Signed::ByQueue(s) => s,
+                Signed::NotYet => crate::framework::sign_pod_with(&profile, pod, &mut self.bufs.sign),
+            },
+            hint: None,
+        });
         let started = self.metrics.as_ref().map(|_| Instant::now());
         let (timers, cycle_metrics) = match &self.metrics {
             Some(m) => {
@@ -191,7 +240,7 @@ impl Scheduler {
         };
         self.timers = timers;
         self.cycle_metrics = cycle_metrics;
-        let result = self.schedule_one_inner(&profile, pod, started);
+        let result = self.schedule_one_inner(&profile, pod, started, batch);
         if let (Err(e), Some(m), Some(t)) = (&result, &self.cycle_metrics, started) {
             let rejected = match e {
                 ScheduleError::Unschedulable(_) => true,
@@ -208,6 +257,7 @@ impl Scheduler {
         profile: &Arc<Profile>,
         pod: &PodInfo,
         started: Option<Instant>,
+        batch: Option<CycleBatch>,
     ) -> Result<BindingCycle, ScheduleError> {
         let profile = profile.clone();
         // Take the snapshot out of the handle so the in-place update doesn't copy it,
@@ -215,7 +265,7 @@ impl Scheduler {
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
         self.handle.put_snapshot(snap.clone());
-        let result = self.cycle(&profile, &snap, pod);
+        let result = self.cycle(&profile, &snap, pod, batch);
         drop(snap);
         let (mut state, node) = result?;
         let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
@@ -290,6 +340,7 @@ impl Scheduler {
         profile: &Arc<Profile>,
         snap: &Snapshot,
         pod: &PodInfo,
+        mut batch: Option<CycleBatch>,
     ) -> Result<(CycleState, String), ScheduleError> {
         let mut state = CycleState::new();
         let n_all = snap.len();
@@ -329,10 +380,27 @@ impl Scheduler {
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
 
+        // Opportunistic batching: a hint from the last cycle's scored nodes.
+        if let Some(cb) = batch.as_mut() {
+            self.batch_hint(profile, &state, pod, snap, cb);
+        }
+
         // A pod nominated by an earlier preemption tries its nominated node first
         // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
         if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref()) {
+            if let Some(cb) = &batch
+                && let Some(i) = snap.index_of(crate::model::Symbol::intern(&node))
+            {
+                self.batch_store(cb, snap, i, false);
+            }
             return Ok((state, node));
+        }
+        // The hinted node alone: if it passes Filter it is the only feasible node.
+        if let Some(cb) = &batch
+            && let Some(i) = self.batch_try_hint(profile, &state, pod, snap, pre.result.node_names.as_ref(), cb)
+        {
+            self.batch_store(cb, snap, i, false);
+            return Ok((state, snap.nodes()[i].node().name().to_owned()));
         }
 
         // Candidate nodes: all, or those PreFilter narrowed to (in snapshot order).
@@ -379,8 +447,11 @@ impl Scheduler {
             return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
         }
         if self.bufs.feasible.len() == 1 {
-            let node = snap.nodes()[self.bufs.feasible[0]].node().name().to_owned();
-            return Ok((state, node));
+            let i = self.bufs.feasible[0];
+            if let Some(cb) = &batch {
+                self.batch_store(cb, snap, i, false);
+            }
+            return Ok((state, snap.nodes()[i].node().name().to_owned()));
         }
         let s = {
             let nodes = NodeList::new(snap, &self.bufs.feasible);
@@ -402,6 +473,9 @@ impl Scheduler {
         )
         .map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
         let best = self.select_host(snap);
+        if let Some(cb) = &batch {
+            self.batch_store(cb, snap, best, true);
+        }
         Ok((state, snap.nodes()[best].node().name().to_owned()))
     }
 }

@@ -366,7 +366,7 @@ impl Scheduler {
             let _ = self.queue.lock().done(&pod.uid);
             return Some(Attempt { pod, outcome: AttemptOutcome::Dropped });
         }
-        let result = self.schedule_one(&pod);
+        let result = self.schedule_signed(&pod, super::Signed::ByQueue(queued.signature));
         self.activate_requested();
         let outcome = match result {
             Ok(binding) if binding.is_waiting() => {

@@ -310,7 +310,8 @@ impl Plugin for DynamicResources {
             .score(self.clone())
             .reserve(self.clone())
             .pre_bind(self.clone())
-            .enqueue(self);
+            .enqueue(self.clone())
+            .sign(self);
     }
 }
 
@@ -697,5 +698,21 @@ impl EnqueueExtensions for DynamicResources {
             ev(EventResource::ResourceSlice, None),
             ev(EventResource::DeviceClass, None),
         ]
+    }
+}
+
+/// Upstream `DynamicResources.SignPod`: a pod with resource claims is not signable
+/// ("pods with dra resource claims are not signable"); others add no fragment.
+impl crate::framework::SignPlugin for DynamicResources {
+    fn sign_pod(
+        &self,
+        pod: &crate::snapshot::PodInfo,
+        _: &mut crate::framework::SignFragments,
+    ) -> crate::framework::Status {
+        if pod.pod.spec.resource_claims.is_empty() {
+            crate::framework::Status::SUCCESS
+        } else {
+            crate::framework::Status::unschedulable("pods with dra resource claims are not signable")
+        }
     }
 }

@@ -225,6 +225,38 @@ impl Plugin for InterPodAffinity {
     }
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
+        points
+            .pre_filter(self.clone())
+            .filter(self.clone())
+            .pre_score(self.clone())
+            .score(self.clone())
+            .enqueue(self.clone());
+        points.sign(self);
+    }
+}
+
+/// Upstream `InterPodAffinity.SignPod`: a pod with pod affinity or anti-affinity
+/// terms is not signable (its placement depends on the burst's own pods); otherwise
+/// its labels are signed, since existing pods' terms select by them, unless
+/// `ignorePreferredTermsOfExistingPods` is set (upstream's `TestPodAffinitySignature`).
+impl crate::framework::SignPlugin for InterPodAffinity {
+    fn sign_pod(
+        &self,
+        pod: &crate::snapshot::PodInfo,
+        fragments: &mut crate::framework::SignFragments,
+    ) -> crate::framework::Status {
+        if pod.has_affinity {
+            return crate::framework::Status::unschedulable("pods with pod affinity or anti-affinity are not signable");
+        }
+        if !self.args.ignore_preferred_terms_of_existing_pods {
+            let labels = &pod.pod.metadata.labels;
+            fragments.add(crate::framework::LABELS_SIGNER, |w| {
+                w.u32(labels.len() as u32);
+                for (k, v) in labels.iter() {
+                    w.symbol(k).symbol(v);
+                }
+            });
+        }
+        crate::framework::Status::SUCCESS
     }
 }

@@ -63,6 +63,8 @@ pub struct BalancedAllocation {
     scoring: BalancedScoring,
     /// Resolves extended resources backed by DRA device classes (KEP-5004).
     device_classes: Option<Arc<dyn DeviceClassResolver>>,
+    /// The `DRAExtendedResource` gate: while on, pods are not signed (upstream).
+    dra_extended: bool,
 }
 
 /// The pod's requests (with no defaults) in the order of the balanced resources, and
@@ -78,6 +80,7 @@ impl BalancedAllocation {
             scored: ScoredResources::new(&args.resources),
             scoring: args.scoring,
             device_classes: None,
+            dra_extended: true,
         })
     }
 
@@ -86,6 +89,7 @@ impl BalancedAllocation {
     #[must_use]
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> Self {
         self.scored.pod_level = gates.enabled(Feature::PodLevelResources);
+        self.dra_extended = gates.enabled(Feature::DRAExtendedResource);
         self
     }
 
@@ -136,7 +140,7 @@ impl Plugin for BalancedAllocation {
         names::NODE_RESOURCES_BALANCED_ALLOCATION
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_score(self.clone()).score(self);
+        p.pre_score(self.clone()).score(self.clone()).sign(self);
     }
 }
 
@@ -182,5 +186,17 @@ impl ScorePlugin for BalancedAllocation {
             },
         );
         Ok(())
+    }
+}
+
+/// Upstream `BalancedAllocation.SignPod`: as [`super::Fit`]'s (same key, so one
+/// fragment serves both), unsignable while `DRAExtendedResource` is on.
+impl crate::framework::SignPlugin for BalancedAllocation {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        if self.dra_extended {
+            return Status::unschedulable("signature disabled when dra extended resources enabled");
+        }
+        super::sign_requests(pod, self.scored.pod_level, fragments);
+        Status::SUCCESS
     }
 }

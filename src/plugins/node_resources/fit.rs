@@ -92,6 +92,8 @@ pub struct Fit {
     device_classes: Option<Arc<dyn DeviceClassResolver>>,
     /// The `PodLevelResources` gate.
     pod_level: bool,
+    /// The `DRAExtendedResource` gate: while on, pods are not signed (upstream).
+    dra_extended: bool,
 }
 
 /// Maps an extended resource name to the device class that serves it (KEP-5004;
@@ -161,6 +163,7 @@ impl Fit {
             scorer: Scorer::new(&args.scoring_strategy),
             device_classes: None,
             pod_level: true,
+            dra_extended: true,
         })
     }
 
@@ -172,6 +175,7 @@ impl Fit {
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> Fit {
         self.pod_level = gates.enabled(Feature::PodLevelResources);
         self.scored.pod_level = self.pod_level;
+        self.dra_extended = gates.enabled(Feature::DRAExtendedResource);
         self
     }
 
@@ -307,7 +311,12 @@ impl Plugin for Fit {
         names::NODE_RESOURCES_FIT
     }
     fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
-        p.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
+        p.pre_filter(self.clone())
+            .filter(self.clone())
+            .pre_score(self.clone())
+            .score(self.clone())
+            .enqueue(self.clone());
+        p.sign(self);
     }
 }
 
@@ -464,5 +473,21 @@ impl EnqueueExtensions for Fit {
                 })),
             },
         ]
+    }
+}
+
+/// Upstream `Fit.SignPod`: the computed requests (containers, init containers,
+/// overhead, pod-level resources as the gate says), under the resources key; with the
+/// `DRAExtendedResource` gate on (v1.36's default) no pod is signable, as upstream
+/// ("signature disabled when dra extended resources enabled"). The requests scoring
+/// counts (with non-zero defaults) are signed too: they follow from the containers,
+/// not from the totals alone.
+impl crate::framework::SignPlugin for Fit {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        if self.dra_extended {
+            return Status::unschedulable("signature disabled when dra extended resources enabled");
+        }
+        super::sign_requests(pod, self.pod_level, fragments);
+        Status::SUCCESS
     }
 }

@@ -53,3 +53,13 @@ pub enum ArgsError {
     #[error("{0}")]
     Decode(String),
 }
+
+/// The requests fragment Fit and BalancedAllocation share (upstream
+/// `computePodResourceRequest` under `RESOURCES_SIGNER`): the requests Filter checks
+/// and the requests Score weighs, with or without pod-level resources.
+fn sign_requests(pod: &crate::snapshot::PodInfo, pod_level: bool, fragments: &mut crate::framework::SignFragments) {
+    fragments.add(crate::framework::RESOURCES_SIGNER, |w| {
+        w.resources(pod.requests_for(pod_level)).resources(pod.scoring_requests_for(pod_level));
+        w.resources(pod.non_zero_requests_for(pod_level));
+    });
+}

@@ -341,6 +341,33 @@ impl Plugin for PodTopologySpread {
     }
 
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_filter(self.clone()).filter(self.clone()).pre_score(self.clone()).score(self.clone()).enqueue(self);
+        points
+            .pre_filter(self.clone())
+            .filter(self.clone())
+            .pre_score(self.clone())
+            .score(self.clone())
+            .enqueue(self.clone());
+        points.sign(self);
+    }
+}
+
+/// Upstream `PodTopologySpread.SignPod`: spreading depends on where the other pods
+/// of the burst land, so a pod with constraints is not signable, and neither is any
+/// pod while the plugin has default constraints (the system defaults included: set
+/// `defaultingType: List` with no `defaultConstraints` to let pods batch, as
+/// upstream's docs advise). Signable pods add no fragment.
+impl crate::framework::SignPlugin for PodTopologySpread {
+    fn sign_pod(
+        &self,
+        pod: &crate::snapshot::PodInfo,
+        _: &mut crate::framework::SignFragments,
+    ) -> crate::framework::Status {
+        if !pod.pod.spec.topology_spread_constraints.is_empty() {
+            return crate::framework::Status::unschedulable("pods with topology constraints are not signable");
+        }
+        if !self.default_constraints.is_empty() {
+            return crate::framework::Status::unschedulable("pods with default topology constraints are not signable");
+        }
+        crate::framework::Status::SUCCESS
     }
 }

@@ -1,0 +1,114 @@
+//! The cycle's opportunistic-batching steps (upstream `schedule_one.go` around
+//! `GetNodeHint` and `StoreScheduleResults`): asking the profile's batch for a node
+//! hint after PreFilter, trying the hinted node alone, and storing every successful
+//! cycle's outcome. The state machine itself is in `batch.rs`.
+
+use std::time::Instant;
+
+use super::batch::{LastNode, Scored};
+use super::{CycleBatch, Scheduler};
+use crate::framework::preemption::run_filters_with_nominated;
+use crate::framework::{BatchAttempt, CycleState, Profile, runtime};
+use crate::model::Symbol;
+use crate::snapshot::{PodInfo, Snapshot};
+
+impl Scheduler {
+    /// Asks the profile's batch for a hint (upstream `GetNodeHint`, after PreFilter):
+    /// the Filter plugins run on the node chosen last to see that it is now full.
+    pub(super) fn batch_hint(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        cb: &mut CycleBatch,
+    ) {
+        let Some(batch) = self.batches.get_mut(cb.profile).and_then(Option::as_mut) else { return };
+        let started = self.cycle_metrics.as_ref().map(|_| Instant::now());
+        let nominated = !pod.pod.status.nominated_node_name.is_empty()
+            || self.handle.preemption().nominator().nominated_node(&pod.uid).is_some();
+        let now = self.handle.clock().now();
+        let last_node = |name: Symbol| {
+            let Some(i) = snap.index_of(name) else { return LastNode::Missing };
+            let guard = runtime::FilterGuard::new(profile);
+            match guard.run(|current| runtime::run_filters(profile, state, pod, &snap.nodes()[i], current)) {
+                Ok(s) if s.is_rejected() => LastNode::Rejected,
+                // An error (or a panic) is not a rejection: upstream flushes.
+                _ => LastNode::Fits,
+            }
+        };
+        cb.hint = batch.node_hint(cb.signature.as_ref(), nominated, self.cycle_count, now, last_node);
+        if let (Some(m), Some(t)) = (&self.cycle_metrics, started) {
+            let bm = m.batch();
+            if let Some(r) = batch.flushed.take() {
+                bm.flush(r);
+            }
+            if cb.hint.is_none() {
+                bm.attempt(BatchAttempt::NoHint);
+            }
+            bm.observe_hint(cb.hint.is_some(), t.elapsed());
+        }
+    }
+
+    /// Filters the hinted node alone, counting nominated pods (upstream
+    /// `evaluateNominatedNode` with the hint): when it passes it is the only feasible
+    /// node and scoring is skipped. A node PreFilter ruled out is never used.
+    pub(super) fn batch_try_hint(
+        &mut self,
+        profile: &Profile,
+        state: &CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        narrowed: Option<&ahash::AHashSet<Symbol>>,
+        cb: &CycleBatch,
+    ) -> Option<usize> {
+        let hint = cb.hint?;
+        if narrowed.is_some_and(|n| !n.contains(&hint)) {
+            return None;
+        }
+        let idx = snap.index_of(hint)?;
+        let nominated = self.handle.preemption().nominator().snapshot();
+        let guard = runtime::FilterGuard::new(profile);
+        let ok = guard
+            .run(|current| {
+                run_filters_with_nominated(profile, state, pod, &snap.nodes()[idx], nominated.as_deref(), current)
+                    .is_success()
+            })
+            .unwrap_or(false);
+        ok.then_some(idx)
+    }
+
+    /// Records a successful cycle that chose snapshot node `chosen` (upstream
+    /// `StoreScheduleResults`); with `scored`, the other feasible nodes and their
+    /// totals (in `bufs`) become the next batch.
+    pub(super) fn batch_store(&mut self, cb: &CycleBatch, snap: &Snapshot, chosen: usize, scored: bool) {
+        let Some(batch) = self.batches.get_mut(cb.profile).and_then(Option::as_mut) else { return };
+        let started = self.cycle_metrics.as_ref().map(|_| Instant::now());
+        let nodes = snap.nodes();
+        let chosen_name = nodes[chosen].name();
+        let now = self.handle.clock().now();
+        let result = if scored {
+            let bufs = &self.bufs;
+            let mut others = bufs
+                .feasible
+                .iter()
+                .zip(&bufs.totals)
+                .enumerate()
+                .filter(|&(_, (&i, _))| i != chosen)
+                .map(|(k, (&i, &total))| Scored { total, pos: k as u32, name: nodes[i].name() });
+            batch.store(cb.signature.as_ref(), cb.hint, chosen_name, Some(&mut others), self.cycle_count, now)
+        } else {
+            batch.store(cb.signature.as_ref(), cb.hint, chosen_name, None, self.cycle_count, now)
+        };
+        if let (Some(m), Some(t)) = (&self.cycle_metrics, started) {
+            let bm = m.batch();
+            if let Some(r) = batch.flushed.take() {
+                bm.flush(r);
+            }
+            if result != BatchAttempt::NoHint {
+                bm.attempt(result);
+            }
+            bm.observe_store(t.elapsed());
+        }
+    }
+}
