@@ -37,3 +37,9 @@ pub const COSCHEDULING: &str = "Coscheduling";
 pub const CAPACITY_SCHEDULING: &str = "CapacityScheduling";
 /// GpuTopology (topology-aware GPU placement).
 pub const GPU_TOPOLOGY: &str = "GpuTopology";
+/// TargetLoadPacking (scheduler-plugins Trimaran: packing around a target CPU load).
+pub const TARGET_LOAD_PACKING: &str = "TargetLoadPacking";
+/// LoadVariationRiskBalancing (scheduler-plugins Trimaran: balancing load variation risk).
+pub const LOAD_VARIATION_RISK_BALANCING: &str = "LoadVariationRiskBalancing";
+/// LowRiskOverCommitment (scheduler-plugins Trimaran: low-risk limit over-commitment).
+pub const LOW_RISK_OVER_COMMITMENT: &str = "LowRiskOverCommitment";
