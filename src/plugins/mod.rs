@@ -95,7 +95,9 @@ pub fn default_registry() -> Registry {
         capacity_scheduling::CapacityScheduling::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>)
     });
     add(names::TARGET_LOAD_PACKING, |a, h| {
-        trimaran::TargetLoadPacking::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>).map_err(|e| e.to_string())
+        trimaran::TargetLoadPacking::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
     });
     add(names::LOAD_VARIATION_RISK_BALANCING, |a, h| {
         trimaran::LoadVariationRiskBalancing::from_config(a, h)

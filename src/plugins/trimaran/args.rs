@@ -269,7 +269,8 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned + Default>(
     };
     obj.remove("apiVersion");
     obj.remove("kind");
-    if let Some(k) = obj.keys().find(|k| !fields.contains(&k.as_str()) && !matches!(k.as_str(), "metricProvider" | "watcherAddress"))
+    if let Some(k) =
+        obj.keys().find(|k| !fields.contains(&k.as_str()) && !matches!(k.as_str(), "metricProvider" | "watcherAddress"))
     {
         return Err(invalid(format!("unknown field `{k}`")));
     }

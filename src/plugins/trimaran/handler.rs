@@ -118,16 +118,35 @@ impl ScheduledPods {
     /// upstream does (`Timestamp.Unix()`).
     #[inline]
     pub fn missing_milli_cpu(&self, node: Symbol, window_end: i64) -> i64 {
-        let g = self.pods.read();
-        let Some(list) = g.get(&node) else { return 0 };
+        Self::missing_in(&self.pods.read(), node, window_end)
+    }
+
+    fn missing_in(pods: &AHashMap<Symbol, Vec<ScheduledPod>>, node: Symbol, window_end: i64) -> i64 {
+        let Some(list) = pods.get(&node) else { return 0 };
         let reporting = METRICS_AGENT_REPORTING_INTERVAL.as_secs() as i64;
         list.iter()
             .filter(|p| {
                 let ts = p.timestamp.as_secs() as i64;
-                ts > window_end || (window_end - ts) < reporting
+                ts > window_end || window_end.saturating_sub(ts) < reporting
             })
-            .map(|p| p.predicted_milli_cpu)
-            .sum()
+            .fold(0_i64, |sum, p| sum.saturating_add(p.predicted_milli_cpu))
+    }
+
+    /// [`Self::missing_milli_cpu`] for every node with listed pods, in one pass (what a
+    /// cycle's PreScore pins so Score takes no lock); `None` when nothing is listed.
+    pub fn missing_by_node(&self, window_end: i64) -> Option<AHashMap<Symbol, i64>> {
+        let g = self.pods.read();
+        if g.values().all(Vec::is_empty) {
+            return None;
+        }
+        let mut out = AHashMap::with_capacity(g.len());
+        for &node in g.keys() {
+            let m = Self::missing_in(&g, node, window_end);
+            if m != 0 {
+                out.insert(node, m);
+            }
+        }
+        Some(out)
     }
 
     /// Whether any pod is listed.

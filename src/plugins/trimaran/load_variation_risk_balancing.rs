@@ -34,6 +34,47 @@ pub struct LoadVariationRiskBalancing {
     source: Arc<dyn LoadMetricsSource>,
     margin: f64,
     sensitivity: f64,
+    root: Root,
+}
+
+/// The root taken of the deviation: `sigma^(1/sensitivity)`, precomputed.
+#[derive(Debug, Clone, Copy)]
+enum Root {
+    /// A negative sensitivity: no root.
+    None,
+    /// Sensitivity 1: `sigma^1 = sigma`.
+    Identity,
+    /// Sensitivity 2: `sigma^0.5`, which Go's `math.Pow` computes as `Sqrt`.
+    Sqrt,
+    /// Any other exponent.
+    Pow(f64),
+}
+
+impl Root {
+    #[expect(clippy::float_cmp, reason = "only the exact exponents Go's math.Pow special-cases")]
+    fn of(sensitivity: f64) -> Root {
+        if sensitivity >= 0.0 {
+            let e = 1.0 / sensitivity;
+            if e == 1.0 {
+                Root::Identity
+            } else if e == 0.5 {
+                Root::Sqrt
+            } else {
+                Root::Pow(e)
+            }
+        } else {
+            Root::None
+        }
+    }
+
+    #[inline]
+    fn apply(self, sigma: f64) -> f64 {
+        match self {
+            Root::None | Root::Identity => sigma,
+            Root::Sqrt => sigma.sqrt(),
+            Root::Pow(e) => sigma.powf(e),
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadVariationRiskBalancing {
@@ -49,10 +90,12 @@ impl LoadVariationRiskBalancing {
     /// A plugin over `source` with `args` (defaulted here).
     pub fn new(mut args: LoadVariationRiskBalancingArgs, source: Arc<dyn LoadMetricsSource>) -> Self {
         args.set_defaults();
+        let sensitivity = args.safe_variance_sensitivity.unwrap_or(super::args::DEFAULT_SAFE_VARIANCE_SENSITIVITY);
         LoadVariationRiskBalancing {
             source,
             margin: args.safe_variance_margin.unwrap_or(super::args::DEFAULT_SAFE_VARIANCE_MARGIN),
-            sensitivity: args.safe_variance_sensitivity.unwrap_or(super::args::DEFAULT_SAFE_VARIANCE_SENSITIVITY),
+            sensitivity,
+            root: Root::of(sensitivity),
         }
     }
 
@@ -74,9 +117,10 @@ impl LoadVariationRiskBalancing {
         }
         let cpu = ResourceStats::new(load.cpu, node, request, Resource::Cpu);
         let mem = ResourceStats::new(load.memory, node, request, Resource::Memory);
-        let cpu_score = cpu.map_or(0.0, |rs| risk_score(rs, self.margin, self.sensitivity));
-        let mem_score = mem.map_or(0.0, |rs| risk_score(rs, self.margin, self.sensitivity));
-        let total = if cpu.is_some() && mem.is_some() { go_min(mem_score, cpu_score) } else { go_max(mem_score, cpu_score) };
+        let cpu_score = cpu.map_or(0.0, |rs| risk_score_with(rs, self.margin, self.root));
+        let mem_score = mem.map_or(0.0, |rs| risk_score_with(rs, self.margin, self.root));
+        let total =
+            if cpu.is_some() && mem.is_some() { go_min(mem_score, cpu_score) } else { go_max(mem_score, cpu_score) };
         total.round() as i64
     }
 }
@@ -102,7 +146,12 @@ fn go_max(a: f64, b: f64) -> f64 {
 /// assert_eq!(risk_score(rs, 1.0, 1.0).round(), 57.0);
 /// ```
 #[inline]
-pub fn risk_score(mut rs: ResourceStats, margin: f64, sensitivity: f64) -> f64 {
+pub fn risk_score(rs: ResourceStats, margin: f64, sensitivity: f64) -> f64 {
+    risk_score_with(rs, margin, Root::of(sensitivity))
+}
+
+#[inline]
+fn risk_score_with(mut rs: ResourceStats, margin: f64, root: Root) -> f64 {
     if rs.capacity <= 0.0 {
         return 0.0;
     }
@@ -110,11 +159,8 @@ pub fn risk_score(mut rs: ResourceStats, margin: f64, sensitivity: f64) -> f64 {
     rs.req = go_max(rs.req, 0.0);
     rs.used_avg = clamp_cap(rs.used_avg);
     rs.used_stdev = clamp_cap(rs.used_stdev);
-    let (mu, mut sigma) = rs.mu_sigma();
-    if sensitivity >= 0.0 {
-        sigma = sigma.powf(1.0 / sensitivity);
-    }
-    sigma = clamp01(sigma * margin);
+    let (mu, sigma) = rs.mu_sigma();
+    let sigma = clamp01(root.apply(sigma) * margin);
     let risk = f64::midpoint(mu, sigma);
     (1.0 - risk) * 100.0
 }

@@ -12,9 +12,7 @@ use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 use super::args::{DEFAULT_RISK_LIMIT_WEIGHT, LowRiskOverCommitmentArgs, TrimaranError, decode};
 use super::beta::{compute_probability, max_variance};
 use super::metrics::{LoadMetricsSource, LoadSnapshot, ResourceData};
-use super::resource_stats::{
-    CpuMem, NodeRequestsAndLimits, Resource, ResourceStats, clamp01, pod_requests_and_limits,
-};
+use super::resource_stats::{CpuMem, NodeRequestsAndLimits, Resource, ResourceStats, clamp01, pod_requests_and_limits};
 
 /// Headroom below the largest variance a beta distribution allows (upstream
 /// `MaxVarianceAllowance`).
@@ -112,7 +110,11 @@ impl LowRiskOverCommitment {
         let (request_minus_pod, limit_minus_pod) = (pick(nrl.request_minus_pod), pick(nrl.limit_minus_pod));
         let capacity = pick(nrl.capacity);
 
-        let risk_limit = if limit > capacity { (limit - capacity) as f64 / (limit - request) as f64 } else { 0.0 };
+        let risk_limit = if limit > capacity {
+            limit.saturating_sub(capacity) as f64 / limit.saturating_sub(request) as f64
+        } else {
+            0.0
+        };
 
         let mut risk_load = 0.0;
         if let Some(stats) = ResourceStats::new(data, node, CpuMem::default(), resource) {

@@ -40,11 +40,7 @@ fn null_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) 
 /// without a fraction (`80`, not `80.0`).
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's serialize_with signature")]
 fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        s.serialize_i64(*v as i64)
-    } else {
-        s.serialize_f64(*v)
-    }
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 { s.serialize_i64(*v as i64) } else { s.serialize_f64(*v) }
 }
 
 /// One measurement (load-watcher `Metric`). `value` is a percentage of the node's
@@ -83,7 +79,12 @@ pub struct Tags {}
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metadata {
     /// Data centre of the node (omitted when empty).
-    #[serde(rename = "dataCenter", default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "dataCenter",
+        default,
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub data_center: String,
 }
 

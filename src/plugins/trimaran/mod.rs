@@ -60,8 +60,8 @@ pub use load_variation_risk_balancing::{LoadVariationRiskBalancing, risk_score};
 pub use low_risk_over_commitment::{LowRiskOverCommitment, MAX_VARIANCE_ALLOWANCE};
 pub use metrics::{
     AVERAGE, BANDWIDTH, BASE_URL, CPU, Data, ENERGY, InMemoryLoadMetrics, LATEST, LoadMetricsSource, LoadSnapshot,
-    MEMORY, Metadata, Metric, MetricsError, NodeLoad, NodeMetrics, ResourceData, STD, STORAGE, SharedLoadMetrics,
-    Tags, WatcherMetrics, Window,
+    MEMORY, Metadata, Metric, MetricsError, NodeLoad, NodeMetrics, ResourceData, STD, STORAGE, SharedLoadMetrics, Tags,
+    WatcherMetrics, Window,
 };
 pub use resource_stats::{
     CpuMem, MEGA_FACTOR, NodeRequestsAndLimits, Resource, ResourceStats, pod_limits, pod_requests,

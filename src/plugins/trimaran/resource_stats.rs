@@ -18,6 +18,25 @@ pub(crate) fn clamp01(x: f64) -> f64 {
     if x.is_nan() { x } else { x.clamp(0.0, 1.0) }
 }
 
+/// `q.milli_value()` (rounded away from zero) without 128-bit division when the
+/// quantity fits 64 bits (the hot path reads a node's capacity per Score).
+#[inline]
+pub(crate) fn milli_value(q: &crate::model::Quantity) -> i64 {
+    match i64::try_from(q.nanos()) {
+        Ok(n) => {
+            let (d, r) = (n / 1_000_000, n % 1_000_000);
+            if r == 0 {
+                d
+            } else if n > 0 {
+                d + 1
+            } else {
+                d - 1
+            }
+        }
+        Err(_) => q.milli_value(),
+    }
+}
+
 /// CPU (millicores) and memory (bytes), the two resources Trimaran reasons about.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuMem {
@@ -37,6 +56,12 @@ impl CpuMem {
         if let Some(q) = list.get(n.memory) {
             self.memory = self.memory.saturating_add(q.value());
         }
+    }
+
+    /// Adds `other` (saturating: absurd quantities must not panic).
+    pub fn add(&mut self, other: CpuMem) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
     }
 
     /// Raises each figure to at least `other`'s (upstream `SetMaxLimits`).
@@ -174,17 +199,13 @@ impl NodeRequestsAndLimits {
         let mut limit = CpuMem::default();
         for p in pods {
             let (r, l) = pod_requests_and_limits(&p.pod);
-            request.milli_cpu += r.milli_cpu;
-            request.memory += r.memory;
-            limit.milli_cpu += l.milli_cpu;
-            limit.memory += l.memory;
+            request.add(r);
+            limit.add(l);
         }
         let mut request_minus_pod = request;
         let limit_minus_pod = limit;
-        request.milli_cpu += pod_requests.milli_cpu;
-        request.memory += pod_requests.memory;
-        limit.milli_cpu += pod_limits.milli_cpu;
-        limit.memory += pod_limits.memory;
+        request.add(pod_requests);
+        limit.add(pod_limits);
         for r in [&mut request, &mut request_minus_pod] {
             r.milli_cpu = r.milli_cpu.min(capacity.milli_cpu);
             r.memory = r.memory.min(capacity.memory);

@@ -4,22 +4,35 @@
 
 use std::sync::Arc;
 
+use ahash::AHashMap;
+
 use crate::framework::{
     CycleState, ExtensionPoints, Handle, Plugin, PodObserver, PostBindPlugin, PreScorePlugin, ScorePlugin, Status,
 };
-use crate::model::{Container, Pod, native_names};
+use crate::model::{Container, Pod, Symbol, native_names};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 use super::args::{TargetLoadPackingArgs, TrimaranError, decode};
 use super::handler::{ScheduledPods, unix_now};
 use super::metrics::{LoadMetricsSource, LoadSnapshot};
+use super::resource_stats::milli_value;
 
 /// What PreScore pins for the cycle: one payload and the pod's predicted use.
 #[derive(Clone)]
 struct TlpCycle {
     snapshot: Option<Arc<LoadSnapshot>>,
     pod_milli_cpu: i64,
+    /// In-flight millicores per node against this payload's window; `None` when no
+    /// pod is in flight.
+    missing: Option<Arc<AHashMap<Symbol, i64>>>,
+}
+
+/// Where Score finds the in-flight pods: pinned by PreScore, or the live cache.
+#[derive(Clone, Copy)]
+enum Missing<'a> {
+    Pinned(Option<&'a AHashMap<Symbol, i64>>),
+    Live,
 }
 
 /// The TargetLoadPacking plugin.
@@ -34,7 +47,10 @@ struct TlpCycle {
 ///
 /// Beyond upstream: a PreScore pins one metrics payload and the pod's prediction for
 /// the whole cycle (Score without it reads the source directly), and PostBind records
-/// the scheduler's own bindings (upstream learns them from its pod informer).
+/// the scheduler's own bindings (upstream learns them from its pod informer): enable
+/// the plugin at `multiPoint` (or at `postBind` as well as `score`) so they count.
+/// Pods bound by others count when the caller reports them through the scheduler's
+/// events (the plugin is a [`PodObserver`]).
 pub struct TargetLoadPacking {
     source: Arc<dyn LoadMetricsSource>,
     handle: Handle,
@@ -66,8 +82,11 @@ impl TargetLoadPacking {
         let multiplier = text
             .parse::<f64>()
             .map_err(|_| TrimaranError::BadMultiplier { plugin: names::TARGET_LOAD_PACKING, value: text.clone() })?;
-        let default_milli_cpu =
-            args.default_requests.as_ref().and_then(|l| l.get(native_names().cpu)).map_or(0, crate::model::Quantity::milli_value);
+        let default_milli_cpu = args
+            .default_requests
+            .as_ref()
+            .and_then(|l| l.get(native_names().cpu))
+            .map_or(0, crate::model::Quantity::milli_value);
         Ok(TargetLoadPacking {
             source,
             handle,
@@ -111,9 +130,8 @@ impl TargetLoadPacking {
     /// The pod's predicted use: its app containers' predictions plus the cpu overhead
     /// (init containers are not counted, as upstream).
     pub fn predicted_pod_milli_cpu(&self, pod: &Pod) -> i64 {
-        let containers: i64 = pod.spec.containers.iter().map(|c| self.predict_utilisation(c)).sum();
         let overhead = pod.spec.overhead.get(native_names().cpu).map_or(0, crate::model::Quantity::milli_value);
-        containers + overhead
+        pod.spec.containers.iter().fold(overhead, |sum, c| sum.saturating_add(self.predict_utilisation(c)))
     }
 
     fn record(&self, pod: &PodInfo, node: &str) {
@@ -123,16 +141,26 @@ impl TargetLoadPacking {
 
     /// The score of `node` given a payload and the pod's predicted use.
     #[inline]
-    fn score_with(&self, snapshot: Option<&LoadSnapshot>, pod_milli_cpu: i64, node: &NodeInfo) -> i64 {
+    fn score_with(
+        &self,
+        snapshot: Option<&LoadSnapshot>,
+        pod_milli_cpu: i64,
+        missing: Missing<'_>,
+        node: &NodeInfo,
+    ) -> i64 {
         let Some(snap) = snapshot else { return 0 };
         let Some(load) = snap.node(node.name()) else { return 0 };
         if !load.has_metrics {
             return 0;
         }
         let Some(util_pct) = load.cpu_utilization else { return 0 };
-        let cap = node.node().status.capacity.get(native_names().cpu).map_or(0, crate::model::Quantity::milli_value) as f64;
+        let cap = node.node().status.capacity.get(native_names().cpu).map_or(0, milli_value) as f64;
         let util_milli = (util_pct / 100.0) * cap;
-        let missing = self.scheduled.missing_milli_cpu(node.name(), snap.window_end());
+        let missing = match missing {
+            Missing::Pinned(None) => 0,
+            Missing::Pinned(Some(m)) => m.get(&node.name()).copied().unwrap_or(0),
+            Missing::Live => self.scheduled.missing_milli_cpu(node.name(), snap.window_end()),
+        };
         let predicted =
             if cap == 0.0 { 0.0 } else { 100.0 * (util_milli + pod_milli_cpu as f64 + missing as f64) / cap };
         target_load_score(self.target, predicted)
@@ -172,7 +200,9 @@ impl Plugin for TargetLoadPacking {
 
 impl PreScorePlugin for TargetLoadPacking {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: NodeList<'_>) -> Status {
-        state.write(TlpCycle { snapshot: self.source.latest(), pod_milli_cpu: self.predicted_pod_milli_cpu(&pod.pod) });
+        let snapshot = self.source.latest();
+        let missing = snapshot.as_ref().and_then(|s| self.scheduled.missing_by_node(s.window_end())).map(Arc::new);
+        state.write(TlpCycle { snapshot, pod_milli_cpu: self.predicted_pod_milli_cpu(&pod.pod), missing });
         Status::SUCCESS
     }
 }
@@ -180,10 +210,15 @@ impl PreScorePlugin for TargetLoadPacking {
 impl ScorePlugin for TargetLoadPacking {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         if let Some(c) = state.read::<TlpCycle>() {
-            return Ok(self.score_with(c.snapshot.as_deref(), c.pod_milli_cpu, node));
+            return Ok(self.score_with(
+                c.snapshot.as_deref(),
+                c.pod_milli_cpu,
+                Missing::Pinned(c.missing.as_deref()),
+                node,
+            ));
         }
         let snap = self.source.latest();
-        Ok(self.score_with(snap.as_deref(), self.predicted_pod_milli_cpu(&pod.pod), node))
+        Ok(self.score_with(snap.as_deref(), self.predicted_pod_milli_cpu(&pod.pod), Missing::Live, node))
     }
 }
 

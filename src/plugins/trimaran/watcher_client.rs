@@ -93,7 +93,8 @@ struct Shared {
 impl Shared {
     fn get(&self) -> Result<WatcherMetrics, WatcherError> {
         let transport = |e: ureq::Error| WatcherError::Transport { url: self.url.clone(), message: e.to_string() };
-        let mut resp = self.agent.get(&self.url).header("Content-Type", "application/json").call().map_err(transport)?;
+        let mut resp =
+            self.agent.get(&self.url).header("Content-Type", "application/json").call().map_err(transport)?;
         let code = resp.status().as_u16();
         if code != 200 {
             return Err(WatcherError::Status { url: self.url.clone(), code });
@@ -153,7 +154,8 @@ impl std::fmt::Debug for LoadWatcherClient {
 impl LoadWatcherClient {
     /// Starts fetching `<address>/watcher`.
     pub fn start(address: &str, options: LoadWatcherOptions) -> LoadWatcherClient {
-        let config = ureq::Agent::config_builder().timeout_global(Some(options.timeout)).http_status_as_error(false).build();
+        let config =
+            ureq::Agent::config_builder().timeout_global(Some(options.timeout)).http_status_as_error(false).build();
         let shared = Arc::new(Shared {
             url: format!("{address}{BASE_URL}"),
             agent: config.into(),
