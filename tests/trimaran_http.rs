@@ -131,7 +131,7 @@ fn json_of(m: &WatcherMetrics) -> String {
 
 fn quick() -> LoadWatcherOptions {
     LoadWatcherOptions {
-        refresh_interval: Duration::from_secs(3600),
+        refresh_interval: Duration::from_secs(1000),
         timeout: Duration::from_secs(5),
         ..Default::default()
     }
@@ -163,7 +163,10 @@ fn fetches_the_payload_from_the_watcher_path() {
 // collector_test.go TestGetNodeMetricsNilForNode: a payload without the node.
 #[test]
 fn node_missing_from_a_populated_payload_scores_zero() {
-    let empty_map = WatcherMetrics { data: Data { node_metrics_map: Some(Default::default()) }, ..Default::default() };
+    let empty_map = WatcherMetrics {
+        data: Data { node_metrics_map: Some(std::collections::BTreeMap::new()) },
+        ..Default::default()
+    };
     let server = Server::start(Reply::Json(json_of(&empty_map)));
     let client = Arc::new(LoadWatcherClient::start(&server.addr, quick()));
     assert!(client.wait_for_fetches(1, Duration::from_secs(10)));
@@ -237,7 +240,7 @@ fn malformed_payload_names_the_field_and_changes_nothing() {
         let err = client.refresh().unwrap_err();
         match &err {
             WatcherError::Malformed { source: MetricsError::Malformed { path, .. }, .. } => {
-                assert_eq!(path, field, "{err}")
+                assert_eq!(path, field, "{err}");
             }
             other => panic!("{other}"),
         }
