@@ -23,6 +23,7 @@ pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod trimaran;
 pub(crate) mod workload_memo;
 
 use std::sync::Arc;
@@ -107,6 +108,21 @@ pub fn default_registry() -> Registry {
     });
     add(names::NODE_RESOURCE_TOPOLOGY_MATCH, |a, h| {
         node_resource_topology::NodeResourceTopologyMatch::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::TARGET_LOAD_PACKING, |a, h| {
+        trimaran::TargetLoadPacking::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::LOAD_VARIATION_RISK_BALANCING, |a, h| {
+        trimaran::LoadVariationRiskBalancing::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::LOW_RISK_OVER_COMMITMENT, |a, h| {
+        trimaran::LowRiskOverCommitment::from_config(a, h)
             .map(|p| Arc::new(p) as Arc<dyn Plugin>)
             .map_err(|e| e.to_string())
     });

@@ -43,3 +43,9 @@ pub const TOPOLOGICAL_SORT: &str = "TopologicalSort";
 pub const NETWORK_OVERHEAD: &str = "NetworkOverhead";
 /// NodeResourceTopologyMatch (scheduler-plugins NUMA-aware Filter, Score, Reserve).
 pub const NODE_RESOURCE_TOPOLOGY_MATCH: &str = "NodeResourceTopologyMatch";
+/// TargetLoadPacking (scheduler-plugins Trimaran: packing around a target CPU load).
+pub const TARGET_LOAD_PACKING: &str = "TargetLoadPacking";
+/// LoadVariationRiskBalancing (scheduler-plugins Trimaran: balancing load variation risk).
+pub const LOAD_VARIATION_RISK_BALANCING: &str = "LoadVariationRiskBalancing";
+/// LowRiskOverCommitment (scheduler-plugins Trimaran: low-risk limit over-commitment).
+pub const LOW_RISK_OVER_COMMITMENT: &str = "LowRiskOverCommitment";
