@@ -87,7 +87,7 @@ impl NodeBuilder {
     /// Adds a label.
     #[must_use]
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.node.metadata.labels.insert(Symbol::intern(key), Symbol::intern(value));
+        self.node.metadata.labels.insert_str(key, value);
         self
     }
 
@@ -260,7 +260,7 @@ impl PodBuilder {
     /// Adds a label.
     #[must_use]
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.pod.metadata.labels.insert(Symbol::intern(key), Symbol::intern(value));
+        self.pod.metadata.labels.insert_str(key, value);
         self
     }
 

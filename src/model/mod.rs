@@ -18,7 +18,7 @@ pub mod quantity;
 pub mod resource_names;
 pub mod resources;
 
-pub use intern::Symbol;
+pub use intern::{InternerStats, Symbol};
 pub use labels::{
     FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorError, is_valid_label_value,
