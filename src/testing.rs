@@ -13,6 +13,7 @@
 mod cluster;
 mod in_use;
 mod more;
+pub mod soak;
 
 pub use cluster::{ClusterBuilder, ClusterError};
 pub use in_use::InUseDevices;
