@@ -35,8 +35,8 @@ fn node(i: usize, big: bool, generation: u64) -> schedkit::model::Node {
 fn make_pod(n: u64, made: &RwLock<Made>, events: &SchedulerEvents) {
     let uid = format!("p{n}");
     let cpu = [100, 200, 500][(n % 3) as usize];
-    let port = (n % 5 == 0).then(|| PORTS[(n / 5 % 2) as usize]);
-    let zone = (n % 7 == 0).then(|| (n / 7 % ZONES as u64) as usize);
+    let port = n.is_multiple_of(5).then(|| PORTS[(n / 5 % 2) as usize]);
+    let zone = n.is_multiple_of(7).then(|| (n / 7 % ZONES as u64) as usize);
     let mut b = PodBuilder::new(&uid)
         .uid(&uid)
         .cpu(&format!("{cpu}m"))
@@ -165,7 +165,7 @@ fn concurrent_bindings_deletes_and_node_updates_keep_the_invariants() {
         });
         (handle, pause)
     };
-    let (deleter, pause_deleter) = pausable(Box::new({
+    let (remover, pause_remover) = pausable(Box::new({
         let (events, made, deleted, next) = (events.clone(), made.clone(), deleted.clone(), next.clone());
         move |i| {
             // Delete a pod wherever it is (queued, in flight, assumed or bound),
@@ -207,19 +207,19 @@ fn concurrent_bindings_deletes_and_node_updates_keep_the_invariants() {
             }
         }
         // Pause everyone, check, resume.
-        pause_deleter.store(true, Ordering::Release);
+        pause_remover.store(true, Ordering::Release);
         pause_updater.store(true, Ordering::Release);
         tx.send(None).unwrap();
         barrier.wait();
         check(&s, &made.read(), &deleted.lock());
-        pause_deleter.store(false, Ordering::Release);
+        pause_remover.store(false, Ordering::Release);
         pause_updater.store(false, Ordering::Release);
         barrier.wait();
     }
     stop.store(true, Ordering::Release);
     // A paused thread may be waiting at the barrier for one more checkpoint.
     drop(tx);
-    deleter.join().unwrap();
+    remover.join().unwrap();
     updater.join().unwrap();
     let bound = binder.join().unwrap();
     check(&s, &made.read(), &deleted.lock());

@@ -357,7 +357,7 @@ impl<'c> Soak<'c> {
     fn add_pod(&mut self) -> Result<(), SoakError> {
         let n = self.next_pod;
         self.next_pod += 1;
-        let spec = PodSpec::random(n, &mut self.rng, self.model.zones());
+        let spec = PodSpec::random(n, &mut self.rng, model::ZONES);
         let pod = spec.object();
         self.model.add_pod(spec);
         self.sched.events().add_pod(pod).map_err(|e| self.refused(format!("adding pod {n}: {e}")))
@@ -390,7 +390,11 @@ impl<'c> Soak<'c> {
         }
     }
 
-    fn update_node(&mut self, index: usize, f: impl FnOnce(&mut Model, usize, &mut SplitMix64)) -> Result<(), SoakError> {
+    fn update_node(
+        &mut self,
+        index: usize,
+        f: impl FnOnce(&mut Model, usize, &mut SplitMix64),
+    ) -> Result<(), SoakError> {
         f(&mut self.model, index, &mut self.rng);
         let node = self.model.node_object(index);
         self.sched.events().update_node(node).map_err(|e| self.refused(format!("updating node {index}: {e}")))
@@ -415,7 +419,9 @@ impl<'c> Soak<'c> {
             Err(e) => {
                 let rejectors: Vec<&'static str> = match &e {
                     ScheduleError::Unschedulable(fit) => fit.diagnosis.unschedulable_plugins.clone(),
-                    ScheduleError::Plugin { status, .. } if status.is_rejected() => status.plugin().into_iter().collect(),
+                    ScheduleError::Plugin { status, .. } if status.is_rejected() => {
+                        status.plugin().into_iter().collect()
+                    }
                     _ => Vec::new(),
                 };
                 if matches!(e, ScheduleError::Unschedulable(_)) {
@@ -436,16 +442,12 @@ impl<'c> Soak<'c> {
     /// Takes the workers' results; with `drain`, waits until none is in flight.
     fn collect(&mut self, drain: bool) {
         loop {
-            let next = if drain && self.in_flight > 0 {
-                self.results.recv().ok()
-            } else {
-                self.results.try_recv().ok()
-            };
+            let next =
+                if drain && self.in_flight > 0 { self.results.recv().ok() } else { self.results.try_recv().ok() };
             let Some(b) = next else { return };
             self.in_flight -= 1;
             if b.ok {
                 self.summary.bound += 1;
-                self.model.bound(&b.uid);
             } else {
                 self.model.unassume(&b.uid);
             }

@@ -8,7 +8,8 @@ use crate::model::{Node, Pod, TaintEffect};
 use crate::rng::SplitMix64;
 use crate::testing::{NodeBuilder, PodBuilder};
 
-const ZONES: usize = 5;
+/// Zones nodes are spread over.
+pub(super) const ZONES: usize = 5;
 const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 const TAINT_KEY: &str = "dedicated";
 const TAINT_VALUE: &str = "infra";
@@ -117,11 +118,6 @@ pub(super) struct Model {
 }
 
 impl Model {
-    /// Zones nodes are spread over.
-    pub(super) fn zones(&self) -> usize {
-        ZONES
-    }
-
     /// Makes node `index` (its name is fixed by the index), returning the index.
     pub(super) fn new_node(&mut self, index: usize, rng: &mut SplitMix64) -> usize {
         let name = format!("soak-node-{index}");
@@ -309,9 +305,6 @@ impl Model {
         n.used.memory += spec.memory;
         n.used.pods += 1;
     }
-
-    /// Pod `uid`'s binding finished (nothing moves: it was placed when assumed).
-    pub(super) fn bound(&mut self, _uid: &str) {}
 
     /// Pod `uid` leaves its node and is pending again (binding failed, or on its way
     /// out).
