@@ -13,6 +13,7 @@
 mod cluster;
 mod in_use;
 mod more;
+pub mod soak;
 
 pub use cluster::{ClusterBuilder, ClusterError};
 pub use in_use::InUseDevices;
@@ -87,7 +88,7 @@ impl NodeBuilder {
     /// Adds a label.
     #[must_use]
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.node.metadata.labels.insert(Symbol::intern(key), Symbol::intern(value));
+        self.node.metadata.labels.insert_str(key, value);
         self
     }
 
@@ -260,7 +261,7 @@ impl PodBuilder {
     /// Adds a label.
     #[must_use]
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.pod.metadata.labels.insert(Symbol::intern(key), Symbol::intern(value));
+        self.pod.metadata.labels.insert_str(key, value);
         self
     }
 

@@ -223,9 +223,14 @@ impl FragmentWriter<'_> {
             Some(v) => self.u8(1).i64(v),
         }
     }
-    /// An interned string, by number (the cheapest form; comparable within the process).
+    /// An interned string, by its text: a label value's symbol number is reused once
+    /// every holder of the value is gone, so a number kept in the batch state could
+    /// later stand for another value. The text is read without pinning it.
     pub fn symbol(&mut self, s: Symbol) -> &mut Self {
-        self.u32(s.id())
+        s.with_str(|t| {
+            self.str(t);
+        });
+        self
     }
     /// A string, length-prefixed.
     pub fn str(&mut self, s: &str) -> &mut Self {

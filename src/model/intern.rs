@@ -1,32 +1,146 @@
-//! Interned strings for hot keys: label keys and values, resource names, topology keys.
+//! Interned strings for hot keys: label keys and values, resource names, topology keys,
+//! with label text reclaimed once no label set holds it.
 //!
-//! The interner is process-wide and append-only (like `rustc`'s symbol table): a
-//! [`Symbol`] is a `u32`, so label matching on the hot path compares integers. Each
-//! distinct string is stored once and never freed; label keys and values of a cluster
-//! are a bounded vocabulary, so this trades a little memory for no hashing per node.
+//! A [`Symbol`] is a `u32` slot index, so label matching on the hot path compares
+//! integers. Each distinct string is stored once. A string enters the table in one of
+//! two ways:
+//!
+//! - **Pinned**: [`Symbol::intern`] (and [`Symbol::as_str`], which hands out a
+//!   `&'static str`) keep the string for the life of the process, like `rustc`'s symbol
+//!   table. Plugin names, resource names, taint and topology keys, selector values: a
+//!   bounded vocabulary.
+//! - **Held**: a [`crate::model::Labels`] set counts a reference on each key and value
+//!   it holds (taken when built, inserted or cloned, given back when dropped or
+//!   removed). When the last reference goes and nobody pinned the string, its text is
+//!   freed and its slot goes on a free list for the next new string. Label values that
+//!   never repeat (`pod-template-hash`, `controller-uid`, job names) thus cost memory
+//!   only while a pod or node carrying them lives.
+//!
+//! A `Symbol` itself is `Copy` and holds nothing: one copied out of a label set is
+//! meaningful while that set (or any other holder) lives. Keep a symbol longer with
+//! [`Symbol::intern`], which pins it. Formatting ([`fmt::Display`], [`fmt::Debug`],
+//! serde) reads the text without pinning it.
 
+use std::borrow::Borrow;
 use std::fmt;
-use std::sync::LazyLock;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use ahash::AHashMap;
 use parking_lot::RwLock;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// The text of a slot, shared between the slot and the map key.
+#[derive(Clone)]
+struct Text(Arc<str>);
+
+impl Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for Text {}
+
+impl Hash for Text {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes, so `Borrow<str>` lookups find it.
+        (*self.0).hash(state);
+    }
+}
+
+struct Slot {
+    /// `None` while the slot is on the free list.
+    text: Option<Text>,
+    /// A leaked copy once pinned; a pinned slot is never freed.
+    pinned: Option<&'static str>,
+    /// References held by label sets.
+    refs: AtomicU32,
+}
+
 struct Interner {
-    ids: AHashMap<&'static str, u32>,
-    strings: Vec<&'static str>,
+    ids: AHashMap<Text, u32>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
 }
 
 static INTERNER: LazyLock<RwLock<Interner>> = LazyLock::new(|| {
+    let empty = Text(Arc::from(""));
     let mut ids = AHashMap::new();
-    ids.insert("", 0);
-    RwLock::new(Interner { ids, strings: vec![""] })
+    ids.insert(empty.clone(), 0);
+    let slot = Slot { text: Some(empty), pinned: Some(""), refs: AtomicU32::new(0) };
+    RwLock::new(Interner { ids, slots: vec![slot], free: Vec::new() })
 });
+
+impl Interner {
+    /// Adds `s` (absent) in a free slot or a new one, with `refs` references.
+    fn insert(&mut self, s: &str, refs: u32) -> u32 {
+        let text = Text(Arc::from(s));
+        let slot = Slot { text: Some(text.clone()), pinned: None, refs: AtomicU32::new(refs) };
+        let id = if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = slot;
+            id
+        } else {
+            let id = u32::try_from(self.slots.len()).expect("more than 4 billion live interned strings");
+            self.slots.push(slot);
+            id
+        };
+        self.ids.insert(text, id);
+        id
+    }
+
+    fn pin(&mut self, id: u32) -> &'static str {
+        let slot = &mut self.slots[id as usize];
+        if let Some(p) = slot.pinned {
+            return p;
+        }
+        let text = slot.text.as_ref().map_or("", |t| &*t.0);
+        let leaked: &'static str = Box::leak(text.to_owned().into_boxed_str());
+        slot.pinned = Some(leaked);
+        leaked
+    }
+
+    /// Drops one reference; frees the slot when it was the last and nobody pinned it.
+    fn release(&mut self, id: u32) {
+        let Some(slot) = self.slots.get_mut(id as usize) else { return };
+        let refs = slot.refs.get_mut();
+        if *refs == 0 {
+            // A symbol that was never held (pinned, or a caller's stray release).
+            return;
+        }
+        *refs -= 1;
+        if *refs == 0
+            && slot.pinned.is_none()
+            && let Some(text) = slot.text.take()
+        {
+            self.ids.remove(&*text.0);
+            self.free.push(id);
+        }
+    }
+}
+
+/// What the interner holds, for tests and memory accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InternerStats {
+    /// Strings in the table (pinned or held).
+    pub live: usize,
+    /// Of those, pinned for the life of the process.
+    pub pinned: usize,
+    /// Slots ever allocated (live plus free): the table's high-water mark.
+    pub slots: usize,
+}
 
 /// An interned string. Equality and hashing are integer operations.
 ///
-/// `Ord` orders by interning order, not alphabetically; use [`Symbol::as_str`] when
-/// a human-meaningful order matters.
+/// `Ord` orders by slot, not alphabetically; use [`Symbol::as_str`] when a
+/// human-meaningful order matters.
 ///
 /// ```
 /// use schedkit::model::Symbol;
@@ -42,30 +156,103 @@ impl Symbol {
     /// The empty string.
     pub const EMPTY: Symbol = Symbol(0);
 
-    /// Returns the symbol for `s`, adding it on first use.
+    /// Returns the symbol for `s`, adding it on first use, and pins it: the string
+    /// stays interned for the life of the process. Use it for a bounded vocabulary
+    /// (keys, names from configuration); label sets hold their text without pinning.
     pub fn intern(s: &str) -> Symbol {
-        if let Some(&id) = INTERNER.read().ids.get(s) {
-            return Symbol(id);
+        {
+            let r = INTERNER.read();
+            if let Some(&id) = r.ids.get(s)
+                && r.slots[id as usize].pinned.is_some()
+            {
+                return Symbol(id);
+            }
         }
         let mut w = INTERNER.write();
-        if let Some(&id) = w.ids.get(s) {
-            return Symbol(id);
-        }
-        let id = u32::try_from(w.strings.len()).expect("more than 4 billion interned strings");
-        let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
-        w.strings.push(leaked);
-        w.ids.insert(leaked, id);
+        let id = match w.ids.get(s) {
+            Some(&id) => id,
+            None => w.insert(s, 0),
+        };
+        w.pin(id);
         Symbol(id)
     }
 
-    /// The symbol for `s` if it was ever interned; never adds.
+    /// Takes one reference on the symbol for `s`, adding it unpinned if new. Give it
+    /// back with [`Symbol::release_all`].
+    pub(crate) fn acquire(s: &str) -> Symbol {
+        {
+            let r = INTERNER.read();
+            if let Some(&id) = r.ids.get(s) {
+                // Slots are freed only under the write lock, so this one is live.
+                r.slots[id as usize].refs.fetch_add(1, Ordering::Relaxed);
+                return Symbol(id);
+            }
+        }
+        let mut w = INTERNER.write();
+        if let Some(&id) = w.ids.get(s) {
+            *w.slots[id as usize].refs.get_mut() += 1;
+            return Symbol(id);
+        }
+        Symbol(w.insert(s, 1))
+    }
+
+    /// Takes one more reference on each live symbol of `syms` (a label set cloned,
+    /// or given symbols it did not intern itself).
+    pub(crate) fn retain_all(syms: impl IntoIterator<Item = Symbol>) {
+        let r = INTERNER.read();
+        for s in syms {
+            if let Some(slot) = r.slots.get(s.0 as usize)
+                && slot.text.is_some()
+            {
+                slot.refs.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Gives back one reference on each of `syms`, freeing the strings no holder
+    /// and no pin keeps. One write lock for the lot.
+    pub(crate) fn release_all(syms: impl IntoIterator<Item = Symbol>) {
+        let mut syms = syms.into_iter().peekable();
+        if syms.peek().is_none() {
+            return;
+        }
+        let mut w = INTERNER.write();
+        for s in syms {
+            w.release(s.0);
+        }
+    }
+
+    /// The symbol for `s` if it is interned now; never adds.
     pub fn lookup(s: &str) -> Option<Symbol> {
         INTERNER.read().ids.get(s).map(|&id| Symbol(id))
     }
 
-    /// The interned text.
+    /// The interned text, for the life of the process: this pins the string (see
+    /// [`Symbol::intern`]). To print or compare without pinning, use
+    /// [`fmt::Display`] or [`Symbol::with_str`].
     pub fn as_str(self) -> &'static str {
-        INTERNER.read().strings[self.0 as usize]
+        if let Some(p) = INTERNER.read().slots.get(self.0 as usize).and_then(|s| s.pinned) {
+            return p;
+        }
+        let mut w = INTERNER.write();
+        if self.0 as usize >= w.slots.len() {
+            return "";
+        }
+        w.pin(self.0)
+    }
+
+    /// Runs `f` on the text without pinning it (`""` for a symbol whose holders are
+    /// all gone). Holds the interner's read lock while `f` runs: don't intern in `f`.
+    pub fn with_str<R>(self, f: impl FnOnce(&str) -> R) -> R {
+        let r = INTERNER.read();
+        let slot = r.slots.get(self.0 as usize);
+        f(slot.and_then(|s| s.text.as_ref()).map_or("", |t| &*t.0))
+    }
+
+    /// The text, shared, so formatting runs without the interner's lock (`None` for a
+    /// symbol whose holders are all gone).
+    fn text(self) -> Option<Arc<str>> {
+        INTERNER.read().slots.get(self.0 as usize).and_then(|s| s.text.as_ref()).map(|t| t.0.clone())
     }
 
     /// Whether this is the empty string.
@@ -73,28 +260,40 @@ impl Symbol {
         self.0 == 0
     }
 
-    /// The raw id, stable for the life of the process.
+    /// The raw id: the slot index, stable while the string is interned.
     pub const fn id(self) -> u32 {
         self.0
     }
 
-    /// The symbol whose [`Symbol::id`] is `id`. Only for ids taken from a symbol of
-    /// this process (the selector packs two of them into an `AttributeKey`);
-    /// [`Symbol::as_str`] panics on an id that was never handed out.
+    /// The symbol whose [`Symbol::id`] is `id`. Only for ids taken from a live symbol
+    /// of this process (the selector packs two of them into an `AttributeKey`).
     pub(crate) const fn from_id(id: u32) -> Symbol {
         Symbol(id)
+    }
+
+    /// Counts of the interner's table: how many strings are live, pinned, and how
+    /// many slots were ever allocated. For memory accounting and leak tests.
+    pub fn interner_stats() -> InternerStats {
+        let r = INTERNER.read();
+        InternerStats {
+            live: r.ids.len(),
+            pinned: r.slots.iter().filter(|s| s.pinned.is_some()).count(),
+            slots: r.slots.len(),
+        }
     }
 }
 
 impl fmt::Debug for Symbol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.as_str())
+        let text = self.text();
+        write!(f, "{:?}", text.as_deref().unwrap_or(""))
     }
 }
 
 impl fmt::Display for Symbol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        let text = self.text();
+        f.write_str(text.as_deref().unwrap_or(""))
     }
 }
 
@@ -112,7 +311,8 @@ impl From<&String> for Symbol {
 
 impl Serialize for Symbol {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+        let text = self.text();
+        s.serialize_str(text.as_deref().unwrap_or(""))
     }
 }
 
@@ -144,5 +344,59 @@ mod tests {
         }
         assert_eq!(Symbol::lookup("never-interned-xyz"), None);
         assert_eq!(Symbol::intern(""), Symbol::EMPTY);
+    }
+
+    #[test]
+    fn held_strings_are_freed_with_their_last_holder_and_slots_reused() {
+        let a = Symbol::acquire("intern-test-held-a");
+        assert_eq!(Symbol::acquire("intern-test-held-a"), a);
+        assert_eq!(a.to_string(), "intern-test-held-a");
+        Symbol::release_all([a]);
+        assert_eq!(Symbol::lookup("intern-test-held-a"), Some(a), "one holder left");
+        Symbol::release_all([a]);
+        assert_eq!(Symbol::lookup("intern-test-held-a"), None, "freed with the last holder");
+        // The slot is reused by a later new string (other tests may race for it, so
+        // only the table's growth is checked).
+        let before = Symbol::interner_stats().slots;
+        let b = Symbol::acquire("intern-test-held-b");
+        assert!(Symbol::interner_stats().slots <= before + 1);
+        Symbol::release_all([b]);
+    }
+
+    #[test]
+    fn pinning_keeps_a_held_string() {
+        let a = Symbol::acquire("intern-test-pinned");
+        assert_eq!(Symbol::intern("intern-test-pinned"), a);
+        Symbol::release_all([a]);
+        assert_eq!(Symbol::lookup("intern-test-pinned"), Some(a));
+        let b = Symbol::acquire("intern-test-as-str");
+        assert_eq!(b.as_str(), "intern-test-as-str");
+        Symbol::release_all([b]);
+        assert_eq!(Symbol::lookup("intern-test-as-str"), Some(b), "as_str pins");
+        // Releasing a pinned symbol that nobody holds changes nothing.
+        Symbol::release_all([Symbol::EMPTY, a]);
+        assert_eq!(Symbol::intern(""), Symbol::EMPTY);
+    }
+
+    #[test]
+    fn concurrent_acquire_and_release_agree() {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        let s = format!("intern-race-{}", (i + t) % 7);
+                        let sym = Symbol::acquire(&s);
+                        assert_eq!(sym.with_str(str::to_owned), s);
+                        Symbol::release_all([sym]);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        for i in 0..7 {
+            assert_eq!(Symbol::lookup(&format!("intern-race-{i}")), None);
+        }
     }
 }

@@ -14,14 +14,31 @@ use super::Symbol;
 
 /// A set of `key=value` labels, interned and sorted by key symbol for fast lookup.
 ///
+/// The set holds a reference on each key and value symbol (see [`crate::model::intern`]
+/// for the rules): when the last set holding a string drops and nothing pinned it,
+/// the interner frees it, so label values that never repeat don't accumulate.
+///
 /// ```
 /// use schedkit::model::{Labels, Symbol};
 /// let l = Labels::from_pairs([("app", "web"), ("tier", "front")]);
 /// assert_eq!(l.get_str("app"), Some("web"));
 /// assert_eq!(l.get(Symbol::intern("missing")), None);
 /// ```
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Default, PartialEq, Eq, Hash)]
 pub struct Labels(SmallVec<[(Symbol, Symbol); 8]>);
+
+impl Clone for Labels {
+    fn clone(&self) -> Self {
+        Symbol::retain_all(self.0.iter().flat_map(|&(k, v)| [k, v]));
+        Labels(self.0.clone())
+    }
+}
+
+impl Drop for Labels {
+    fn drop(&mut self) {
+        Symbol::release_all(self.0.iter().flat_map(|&(k, v)| [k, v]));
+    }
+}
 
 impl Labels {
     /// An empty label set.
@@ -33,23 +50,43 @@ impl Labels {
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: impl IntoIterator<Item = (K, V)>) -> Labels {
         let mut l = Labels::new();
         for (k, v) in pairs {
-            l.insert(Symbol::intern(k.as_ref()), Symbol::intern(v.as_ref()));
+            l.insert_str(k.as_ref(), v.as_ref());
         }
         l
     }
 
-    /// Sets `key` to `value`.
+    /// Sets `key` to `value` by text, interning both without pinning them.
+    pub fn insert_str(&mut self, key: &str, value: &str) {
+        let (k, v) = (Symbol::acquire(key), Symbol::acquire(value));
+        self.put(k, v);
+    }
+
+    /// Sets `key` to `value`. The set takes its own reference on both, so the
+    /// symbols stay interned while it holds them.
     pub fn insert(&mut self, key: Symbol, value: Symbol) {
+        Symbol::retain_all([key, value]);
+        self.put(key, value);
+    }
+
+    /// Stores a pair whose references the caller took for this set.
+    fn put(&mut self, key: Symbol, value: Symbol) {
         match self.0.binary_search_by_key(&key, |&(k, _)| k) {
-            Ok(i) => self.0[i].1 = value,
+            Ok(i) => {
+                let old = std::mem::replace(&mut self.0[i].1, value);
+                // The key was held already; the replaced value is given back.
+                Symbol::release_all([key, old]);
+            }
             Err(i) => self.0.insert(i, (key, value)),
         }
     }
 
-    /// Removes `key`, returning its value.
-    pub fn remove(&mut self, key: Symbol) -> Option<Symbol> {
-        let i = self.0.binary_search_by_key(&key, |&(k, _)| k).ok()?;
-        Some(self.0.remove(i).1)
+    /// Removes `key`, returning whether it was present. The set's references on the
+    /// key and value are given back.
+    pub fn remove(&mut self, key: Symbol) -> bool {
+        let Ok(i) = self.0.binary_search_by_key(&key, |&(k, _)| k) else { return false };
+        let (k, v) = self.0.remove(i);
+        Symbol::release_all([k, v]);
+        true
     }
 
     /// The value of `key`.
@@ -63,7 +100,9 @@ impl Labels {
         }
     }
 
-    /// The value of `key` by text (interns nothing).
+    /// The value of `key` by text. Interns nothing, but pins the value's text as
+    /// [`Symbol::as_str`] does; read it with [`Labels::get`] and
+    /// [`Symbol::with_str`] to leave it reclaimable.
     pub fn get_str(&self, key: &str) -> Option<&'static str> {
         self.get(Symbol::lookup(key)?).map(Symbol::as_str)
     }
@@ -92,13 +131,14 @@ impl Labels {
 
 impl fmt::Debug for Labels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))).finish()
+        // Display, not `as_str`: printing must not pin the text.
+        f.debug_map().entries(self.0.iter().map(|(k, v)| (k.to_string(), v.to_string()))).finish()
     }
 }
 
 impl Serialize for Labels {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m: BTreeMap<&str, &str> = self.0.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let m: BTreeMap<String, String> = self.0.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         m.serialize(s)
     }
 }

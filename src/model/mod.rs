@@ -21,7 +21,7 @@ pub mod resources;
 pub mod timestamp;
 
 pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
-pub use intern::Symbol;
+pub use intern::{InternerStats, Symbol};
 pub use labels::{
     FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorError, is_valid_label_value,

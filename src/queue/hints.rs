@@ -13,11 +13,27 @@ use crate::framework::{ClusterEvent, EventObject, QueueingHint};
 pub(super) const EVENT_LOG_LIMIT: usize = 4096;
 
 impl SchedulingQueue {
-    pub(super) fn end_flight(&mut self, _slot: u32) {
+    pub(super) fn end_flight(&mut self, slot: u32) {
         self.in_flight -= 1;
+        let from = self.e(slot).in_flight_from;
+        let oldest_left = match self.flight_starts.iter().position(|&f| f == from) {
+            Some(i) => {
+                self.flight_starts.remove(i);
+                i == 0
+            }
+            None => false,
+        };
         if self.in_flight == 0 {
             self.events_base += self.events.len();
             self.events.clear();
+            self.flight_starts.clear();
+        } else if oldest_left {
+            // As upstream's in-flight list: events older than every pod still in
+            // flight can help no one, and they hold the pods they name.
+            let oldest = self.flight_starts.front().copied().unwrap_or(self.events_base + self.events.len());
+            let drop = oldest.saturating_sub(self.events_base).min(self.events.len());
+            self.events.drain(..drop);
+            self.events_base += drop;
         }
     }
 

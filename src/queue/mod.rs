@@ -171,6 +171,8 @@ pub struct SchedulingQueue {
     /// doesn't make the log grow without bound.
     events: VecDeque<(ClusterEvent, EventObject)>,
     events_base: usize,
+    /// `in_flight_from` of each pod in flight, in pop order (so the oldest is first).
+    flight_starts: VecDeque<usize>,
 
     seq: u64,
     /// Reused buffers for signing pods.
@@ -213,6 +215,7 @@ impl SchedulingQueue {
             in_flight: 0,
             events: VecDeque::new(),
             events_base: 0,
+            flight_starts: VecDeque::new(),
 
             seq: 0,
             sign_scratch: crate::framework::SignFragments::new(),
@@ -382,6 +385,12 @@ impl SchedulingQueue {
         true
     }
 
+    /// Whether the pod is in flight and was deleted meanwhile (it is dropped when it
+    /// reports back; the scheduler won't assume it).
+    pub fn deleted_in_flight(&self, uid: &str) -> bool {
+        self.slot_of(uid).is_some_and(|s| self.e(s).loc == QueueLocation::InFlight && self.e(s).deleted)
+    }
+
     /// Pops the pod to schedule next (after moving pods whose backoff or max stay
     /// ended), or `None` when nothing is ready. The pod is in flight until
     /// [`SchedulingQueue::requeue_failed`] or [`SchedulingQueue::done`].
@@ -390,6 +399,7 @@ impl SchedulingQueue {
         let slot = self.pop_active()?;
         let from = self.events_base + self.events.len();
         self.in_flight += 1;
+        self.flight_starts.push_back(from);
         let e = self.e_mut(slot);
         e.loc = QueueLocation::InFlight;
         e.in_flight_from = from;

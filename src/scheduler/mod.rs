@@ -291,7 +291,17 @@ impl Scheduler {
         let mut assumed = pod.clone();
         assumed.pod = Arc::new(assumed_pod);
         let assumed = Arc::new(assumed);
-        self.cache.lock().assume_pod(assumed.clone(), node)?;
+        {
+            // A pod deleted while its cycle ran (the queue marked it) is not assumed:
+            // its delete event has passed, so nothing would take it out of the cache
+            // again. The queue lock is held across the assume so a delete can't slip
+            // between the check and the assume (event handlers never hold both locks).
+            let queue = self.queue.lock();
+            if queue.deleted_in_flight(&assumed.uid) {
+                return Err(CacheError::PodNotFound(assumed.uid.to_string()).into());
+            }
+            self.cache.lock().assume_pod(assumed.clone(), node)?;
+        }
         let timers = self.timers.as_deref();
         let m = self.cycle_metrics.as_deref();
         let undo = |state: &mut CycleState, status: Status| {

@@ -21,7 +21,7 @@ impl TraceNode {
         }
         node.status.capacity = node.status.allocatable.clone();
         if let Some(m) = &self.model {
-            node.metadata.labels.insert(Symbol::intern(GPU_MODEL_LABEL), Symbol::intern(m));
+            node.metadata.labels.insert_str(GPU_MODEL_LABEL, m);
         }
         node
     }
