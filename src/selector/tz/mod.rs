@@ -35,6 +35,7 @@ mod tzif;
 mod zip;
 
 pub(crate) use tzif::Zone;
+pub(crate) use zip::read_zone_zip_from;
 use zip::read_zone_zip;
 
 /// The largest TZif file read. The largest file in the IANA database is a few
