@@ -242,6 +242,8 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
     if !spec.shared_counters.is_empty() && !spec.devices.is_empty() {
         return Err(DraError::CountersWithDevices { slice: name.clone() });
     }
+    // The API server's limits and formats, before any per-device work.
+    super::validation::validate_slice(s)?;
     let mut seen = ahash::AHashSet::new();
     for d in &spec.devices {
         if !seen.insert(d.name.as_str()) {
