@@ -202,6 +202,9 @@ pub(crate) fn selector_device(slice: &str, driver: &str, d: &DeviceSpec) -> Resu
 
 /// Validates one slice on its own (load-time errors).
 pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
+    // The API server's limits and formats first, as it orders them, and before any
+    // per-device work; the checks below are what it does not cover.
+    super::validation::validate_slice(s)?;
     let name = &s.metadata.name;
     let bad = |reason: &str| DraError::InvalidSlice { slice: name.clone(), reason: reason.to_owned() };
     if name.is_empty() {
@@ -242,8 +245,6 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
     if !spec.shared_counters.is_empty() && !spec.devices.is_empty() {
         return Err(DraError::CountersWithDevices { slice: name.clone() });
     }
-    // The API server's limits and formats, before any per-device work.
-    super::validation::validate_slice(s)?;
     let mut seen = ahash::AHashSet::new();
     for d in &spec.devices {
         if !seen.insert(d.name.as_str()) {

@@ -15,8 +15,8 @@ use super::types::{
     ResourceSlice,
 };
 use crate::model::validation::{
-    DNS1123_LABEL_MAX_LENGTH, FieldError, check_format, dns1123_label, dns1123_subdomain, is_c_identifier,
-    label_value, qualified_name,
+    FieldError, check_format, dns1123_label, dns1123_subdomain, is_c_identifier, label_value, qualified_name,
+    validate_labels,
 };
 use crate::model::{NodeSelector, Toleration};
 
@@ -170,11 +170,26 @@ pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
     slice_errors(s).map_err(|error| DraError::Invalid { object: format!("ResourceSlice {}", s.metadata.name), error })
 }
 
+fn object_name(name: &str) -> Check {
+    if name.is_empty() {
+        return Err(FieldError::required("metadata.name", "name or generateName is required"));
+    }
+    check_format("metadata.name", name, dns1123_subdomain)
+}
+
 fn slice_errors(s: &ResourceSlice) -> Check {
-    check_format("metadata.name", &s.metadata.name, dns1123_subdomain)?;
+    object_name(&s.metadata.name)?;
+    validate_labels("metadata.labels", s.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let spec = &s.spec;
     driver_name("spec.driver", &spec.driver)?;
     pool_name("spec.pool.name", &spec.pool.name)?;
+    if spec.pool.resource_slice_count <= 0 {
+        return Err(FieldError::invalid_number(
+            "spec.pool.resourceSliceCount",
+            spec.pool.resource_slice_count,
+            "must be greater than zero",
+        ));
+    }
     if spec.pool.generation < 0 {
         return Err(FieldError::invalid_number(
             "spec.pool.generation",
@@ -228,20 +243,8 @@ fn counter_map<'a>(
         return Err(FieldError::required(counters_path, ""));
     }
     too_many(&counters_path, counters.len(), limit)?;
-    for c in counters {
-        check_format(&format!("{counters_path}[{}]", truncate(c)), c, dns1123_label)?;
-    }
-    Ok(())
-}
-
-/// Upstream's `truncateIfTooLong` for map keys in paths: a long key keeps its ends.
-fn truncate(key: &str) -> String {
-    const MAX: usize = DNS1123_LABEL_MAX_LENGTH + 1 + DEVICE_MAX_ID_LENGTH;
-    if key.len() <= MAX || !key.is_ascii() {
-        return key.to_owned();
-    }
-    let remaining = MAX - 3;
-    format!("{}...{}", &key[..remaining.div_ceil(2)], &key[key.len() - remaining / 2..])
+    // Upstream reports a bad key at the map's path.
+    counters.into_iter().try_for_each(|c| check_format(&counters_path, c, dns1123_label))
 }
 
 fn device(path: &str, d: &DeviceSpec, per_device: bool) -> Check {
@@ -256,18 +259,14 @@ fn device(path: &str, d: &DeviceSpec, per_device: bool) -> Check {
             ),
         ));
     }
-    for name in d.attributes.keys() {
-        attribute_name(&format!("{path}.attributes[{}]", truncate(name)), name)?;
-    }
-    for name in d.capacity.keys() {
-        attribute_name(&format!("{path}.capacity[{}]", truncate(name)), name)?;
-    }
+    // Upstream reports a bad key at the map's path.
+    let attributes = format!("{path}.attributes");
+    d.attributes.keys().try_for_each(|name| attribute_name(&attributes, name))?;
+    let capacity = format!("{path}.capacity");
+    d.capacity.keys().try_for_each(|name| attribute_name(&capacity, name))?;
     too_many(&format!("{path}.taints"), d.taints.len(), DEVICE_TAINTS_MAX_LENGTH)?;
     for (i, t) in d.taints.iter().enumerate() {
         let tp = format!("{path}.taints[{i}]");
-        if t.key.is_empty() {
-            return Err(FieldError::required(format!("{tp}.key"), ""));
-        }
         check_format(&format!("{tp}.key"), &t.key, qualified_name)?;
         check_format(&format!("{tp}.value"), &t.value, label_value)?;
     }
