@@ -396,6 +396,15 @@ pub enum PodError {
     /// The pod has no name.
     #[error("pod has no name")]
     MissingName,
+    /// A field the API server would refuse (upstream `ValidateObjectMeta`: a label key
+    /// that is not a qualified name, a label value over 63 characters...).
+    #[error("pod {pod}: {error}")]
+    InvalidField {
+        /// namespace/name.
+        pod: String,
+        /// The field path and what is wrong, as upstream words it.
+        error: crate::model::FieldError,
+    },
 }
 
 /// Something a pod carries that loads (the API server accepts it) but that upstream's
@@ -510,6 +519,11 @@ impl Pod {
             return Err(PodError::MissingName);
         }
         let key = self.key();
+        crate::model::validation::validate_labels(
+            "metadata.labels",
+            self.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .map_err(|error| PodError::InvalidField { pod: key.clone(), error })?;
         let sel = |source| PodError::Selector { pod: key.clone(), source };
         let range = |field: String, expected, got: i64| PodError::OutOfRange { pod: key.clone(), field, expected, got };
         if let Some(aff) = &mut self.spec.affinity {
