@@ -396,8 +396,8 @@ pub enum PodError {
     /// The pod has no name.
     #[error("pod has no name")]
     MissingName,
-    /// A field the API server would refuse (upstream `ValidateObjectMeta`: a label key
-    /// that is not a qualified name, a label value over 63 characters...).
+    /// A field the API server would refuse (upstream `ValidateLabels`' lengths: a label
+    /// value or key name over 63 characters, a key prefix over 253).
     #[error("pod {pod}: {error}")]
     InvalidField {
         /// namespace/name.
@@ -519,7 +519,7 @@ impl Pod {
             return Err(PodError::MissingName);
         }
         let key = self.key();
-        crate::model::validation::validate_labels(
+        crate::model::validation::validate_label_lengths(
             "metadata.labels",
             self.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         )

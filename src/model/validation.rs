@@ -251,6 +251,32 @@ pub fn validate_labels<'a>(
     Ok(())
 }
 
+/// The length limits of upstream's `ValidateLabels`, without its character rules: a key's
+/// name part at most 63 characters and its prefix at most 253, a value at most 63. What
+/// schedkit applies to every pod and node it loads, so an unbounded label vocabulary
+/// cannot grow without bound per entry; the character rules are left to callers
+/// ([`validate_labels`]) because trace conventions schedkit replays put characters the
+/// API server refuses into label values (the FGD traces' `G2|V100M16` GPU model
+/// alternatives).
+pub fn validate_label_lengths<'a>(
+    path: &str,
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), FieldError> {
+    for (k, v) in labels {
+        let (prefix, name) = k.rsplit_once('/').unwrap_or(("", k));
+        if prefix.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+            return Err(FieldError::invalid(path, k, format!("prefix part {}", max_len_msg(DNS1123_SUBDOMAIN_MAX_LENGTH))));
+        }
+        if name.len() > LABEL_VALUE_MAX_LENGTH {
+            return Err(FieldError::invalid(path, k, format!("name part {}", max_len_msg(LABEL_VALUE_MAX_LENGTH))));
+        }
+        if v.len() > LABEL_VALUE_MAX_LENGTH {
+            return Err(FieldError::invalid(&format!("{path}[{k}]"), v, max_len_msg(LABEL_VALUE_MAX_LENGTH)));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,8 +40,8 @@ pub enum CacheError {
     /// A node name is empty.
     #[error("node has no name")]
     MissingNodeName,
-    /// A node field the API server would refuse (upstream `ValidateObjectMeta`: a
-    /// label key that is not a qualified name, a label value over 63 characters...).
+    /// A node field the API server would refuse (upstream `ValidateLabels`' lengths: a
+    /// label value or key name over 63 characters, a key prefix over 253).
     #[error("node {node:?}: {error}")]
     InvalidNode {
         /// The node's name.
@@ -52,9 +52,9 @@ pub enum CacheError {
 }
 
 /// Upstream's checks on a node's metadata that schedkit applies when a node is added or
-/// updated: its labels.
+/// updated: the lengths of its labels ([`validate_label_lengths`](crate::model::validation::validate_label_lengths)).
 fn validate_node(node: &Node) -> Result<(), CacheError> {
-    crate::model::validation::validate_labels(
+    crate::model::validation::validate_label_lengths(
         "metadata.labels",
         node.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     )
