@@ -84,7 +84,11 @@ fn validate_resource_slice() {
             test_slice(GOOD, GOOD, GOOD, RESOURCE_SLICE_MAX_DEVICES + 1),
             Some(too_many("spec.devices", 129, 128)),
         ),
-        ("good-taints", with_taints(test_slice(GOOD, GOOD, GOOD, RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES)), None),
+        (
+            "good-taints",
+            with_taints(test_slice(GOOD, GOOD, GOOD, RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES)),
+            None,
+        ),
         (
             "too-large-taints",
             with_taints(test_slice(GOOD, GOOD, GOOD, RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES + 1)),
@@ -106,7 +110,11 @@ fn validate_resource_slice() {
     ];
     let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
     v["metadata"]["labels"] = json!({"hello-world": "spaces not allowed"});
-    cases.push(("bad-labels", v, Some(FieldError::invalid("metadata.labels[hello-world]", "spaces not allowed", LABEL_VALUE))));
+    cases.push((
+        "bad-labels",
+        v,
+        Some(FieldError::invalid("metadata.labels[hello-world]", "spaces not allowed", LABEL_VALUE)),
+    ));
     let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
     v["spec"]["pool"]["name"] = json!("x".repeat(POOL_NAME_MAX_LENGTH));
     cases.push(("good-pool-name", v, None));
@@ -139,7 +147,12 @@ fn validate_resource_slice() {
     v["spec"]["devices"][1]["attributes"] = json!({BAD: {"int": 1}});
     cases.push(("bad-attribute", v, Some(FieldError::invalid("spec.devices[1].attributes", BAD, C_IDENT))));
     // The list-attribute limits: 64 devices with list attributes load, 65 do not.
-    for kind in [("ints", json!([1, 2, 3])), ("bools", json!([true, false, true])), ("strings", json!(["a", "b", "c"])), ("versions", json!(["1.0.0", "2.0.0", "3.0.0"]))] {
+    for kind in [
+        ("ints", json!([1, 2, 3])),
+        ("bools", json!([true, false, true])),
+        ("strings", json!(["a", "b", "c"])),
+        ("versions", json!(["1.0.0", "2.0.0", "3.0.0"])),
+    ] {
         let mut v = test_slice(GOOD, GOOD, GOOD, RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES);
         for d in v["spec"]["devices"].as_array_mut().unwrap() {
             d["attributes"][kind.0] = json!({kind.0: kind.1});
@@ -202,7 +215,11 @@ fn validate_resource_slice() {
         {"key": "taint", "value": "tainted", "effect": "NoSchedule"},
         {"key": "", "effect": "NoSchedule"},
     ]);
-    cases.push(("taints", v.clone(), Some(FieldError::invalid("spec.devices[0].taints[2].key", "", "name part must be non-empty"))));
+    cases.push((
+        "taints",
+        v.clone(),
+        Some(FieldError::invalid("spec.devices[0].taints[2].key", "", "name part must be non-empty")),
+    ));
     v["spec"]["devices"][0]["taints"][2] = json!({"key": BAD, "value": BAD, "effect": "NoSchedule"});
     cases.push((
         "taints (bad strings)",
@@ -210,7 +227,11 @@ fn validate_resource_slice() {
         Some(FieldError::invalid("spec.devices[0].taints[2].key", BAD, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")),
     ));
     v["spec"]["devices"][0]["taints"][2]["key"] = json!("taint");
-    cases.push(("taints (bad value)", v, Some(FieldError::invalid("spec.devices[0].taints[2].value", BAD, LABEL_VALUE))));
+    cases.push((
+        "taints (bad value)",
+        v,
+        Some(FieldError::invalid("spec.devices[0].taints[2].value", BAD, LABEL_VALUE)),
+    ));
     let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
     v["spec"]["devices"][0]["taints"] =
         json!(vec![json!({"key": "example.com/taint", "effect": "NoExecute"}); DEVICE_TAINTS_MAX_LENGTH + 1]);
@@ -220,14 +241,26 @@ fn validate_resource_slice() {
     cases.push((
         "invalid-false-PerDeviceNodeSelection",
         v,
-        Some(FieldError { path: "spec.perDeviceNodeSelection".into(), kind: FieldErrorKind::Invalid { value: "false".into(), detail: "must be either unset or set to true".into() } }),
+        Some(FieldError {
+            path: "spec.perDeviceNodeSelection".into(),
+            kind: FieldErrorKind::Invalid {
+                value: "false".into(),
+                detail: "must be either unset or set to true".into(),
+            },
+        }),
     ));
     let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
     v["spec"]["allNodes"] = json!(false);
     cases.push((
         "invalid-false-AllNodes",
         v,
-        Some(FieldError { path: "spec.allNodes".into(), kind: FieldErrorKind::Invalid { value: "false".into(), detail: "must be either unset or set to true".into() } }),
+        Some(FieldError {
+            path: "spec.allNodes".into(),
+            kind: FieldErrorKind::Invalid {
+                value: "false".into(),
+                detail: "must be either unset or set to true".into(),
+            },
+        }),
     ));
     let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
     v["spec"]["nodeName"] = json!("");
@@ -260,17 +293,27 @@ fn validate_resource_slice() {
     };
     cases.push((
         "good-shared-counters",
-        counter_slice((0..RESOURCE_SLICE_MAX_COUNTER_SETS).map(|i| json!({"name": format!("counterset-{i}"), "counters": counters(1)})).collect()),
+        counter_slice(
+            (0..RESOURCE_SLICE_MAX_COUNTER_SETS)
+                .map(|i| json!({"name": format!("counterset-{i}"), "counters": counters(1)}))
+                .collect(),
+        ),
         None,
     ));
     cases.push((
         "too-many-counter-sets",
-        counter_slice((0..=RESOURCE_SLICE_MAX_COUNTER_SETS).map(|i| json!({"name": format!("counterset-{i}"), "counters": counters(1)})).collect()),
+        counter_slice(
+            (0..=RESOURCE_SLICE_MAX_COUNTER_SETS)
+                .map(|i| json!({"name": format!("counterset-{i}"), "counters": counters(1)}))
+                .collect(),
+        ),
         Some(too_many("spec.sharedCounters", 9, 8)),
     ));
     cases.push((
         "too-many-counters",
-        counter_slice(vec![json!({"name": "counterset", "counters": counters(RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET + 1)})]),
+        counter_slice(vec![
+            json!({"name": "counterset", "counters": counters(RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET + 1)}),
+        ]),
         Some(too_many("spec.sharedCounters[0].counters", 33, 32)),
     ));
     cases.push((
@@ -312,7 +355,9 @@ fn oversized_slices_are_refused_before_any_device_is_read() {
 }
 
 fn claim(devices: Value) -> Value {
-    json!({"metadata": {"name": "claim", "namespace": "kube-system"}, "spec": {"devices": devices}})
+    let mut v = json!({"metadata": {"name": "claim", "namespace": "kube-system"}, "spec": {}});
+    v["spec"]["devices"] = devices;
+    v
 }
 
 fn class_store() -> DraStore {
@@ -392,7 +437,9 @@ fn validate_claim() {
         ),
         (
             "bad-subrequest-name",
-            claim(json!({"requests": [{"name": "req-0", "firstAvailable": [{"name": BAD, "deviceClassName": "class"}]}]})),
+            claim(
+                json!({"requests": [{"name": "req-0", "firstAvailable": [{"name": BAD, "deviceClassName": "class"}]}]}),
+            ),
             Some(FieldError::invalid("spec.devices.requests[0].firstAvailable[0].name", BAD, LABEL)),
         ),
         (
@@ -440,8 +487,14 @@ fn validate_claim() {
         ),
         (
             "opaque-parameters-not-an-object",
-            claim(json!({"requests": [exact("req-0")], "config": [{"opaque": {"driver": "dra.example.com", "parameters": [1]}}]})),
-            Some(FieldError::invalid("spec.devices.config[0].opaque.parameters", "<value omitted>", "must be a valid JSON object")),
+            claim(
+                json!({"requests": [exact("req-0")], "config": [{"opaque": {"driver": "dra.example.com", "parameters": [1]}}]}),
+            ),
+            Some(FieldError::invalid(
+                "spec.devices.config[0].opaque.parameters",
+                "<value omitted>",
+                "must be a valid JSON object",
+            )),
         ),
         (
             "opaque-parameters-too-large",
@@ -468,13 +521,18 @@ fn validate_claim_template() {
     // TestValidateClaimTemplate: the spec is validated under `spec.spec`.
     let s = class_store();
     let t = |devices: Value| {
-        serde_json::from_value(json!({"metadata": {"name": "t", "namespace": "ns"}, "spec": {"spec": {"devices": devices}}}))
-            .unwrap()
+        serde_json::from_value(
+            json!({"metadata": {"name": "t", "namespace": "ns"}, "spec": {"spec": {"devices": devices}}}),
+        )
+        .unwrap()
     };
     s.add_template(t(json!({"requests": [exact("req-0")]}))).unwrap();
     let err = s.add_template(t(json!({"requests": [exact(BAD)]}))).unwrap_err();
     assert_eq!(field(err.clone()), FieldError::invalid("spec.spec.devices.requests[0].name", BAD, LABEL));
-    assert!(err.to_string().starts_with("ResourceClaimTemplate ns/t: spec.spec.devices.requests[0].name: Invalid value"), "{err}");
+    assert!(
+        err.to_string().starts_with("ResourceClaimTemplate ns/t: spec.spec.devices.requests[0].name: Invalid value"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -483,11 +541,7 @@ fn validate_class() {
     let selector = json!({"cel": {"expression": "device.driver == \"dra.example.com\""}});
     let cases: Vec<(&str, Value, Option<FieldError>)> = vec![
         ("good-class", json!({"metadata": {"name": GOOD}, "spec": {"selectors": [selector.clone()]}}), None),
-        (
-            "bad-name",
-            json!({"metadata": {"name": BAD}}),
-            Some(FieldError::invalid("metadata.name", BAD, SUBDOMAIN)),
-        ),
+        ("bad-name", json!({"metadata": {"name": BAD}}), Some(FieldError::invalid("metadata.name", BAD, SUBDOMAIN))),
         (
             "too-many-selectors",
             json!({"metadata": {"name": GOOD}, "spec": {"selectors": vec![selector; DEVICE_SELECTORS_MAX_SIZE + 1]}}),

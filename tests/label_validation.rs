@@ -76,7 +76,9 @@ fn pods_are_held_to_the_length_limits() {
 fn nodes_are_held_to_the_length_limits() {
     let mut cache = Cache::new();
     for (i, (k, v)) in SUCCESS.iter().enumerate() {
-        cache.add_node(NodeBuilder::new(&format!("n{i}")).label(k, v).build()).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        cache
+            .add_node(NodeBuilder::new(&format!("n{i}")).label(k, v).build())
+            .unwrap_or_else(|e| panic!("{k}={v}: {e}"));
     }
     let err = cache.add_node(NodeBuilder::new("bad").label("key", &"a".repeat(64)).build()).unwrap_err();
     let CacheError::InvalidNode { node, error } = &err else { panic!("{err}") };

@@ -11,8 +11,7 @@
 
 use super::error::DraError;
 use super::types::{
-    DeviceClaim, DeviceClass, DeviceSelector, DeviceSpec, OpaqueDeviceConfiguration, ResourceClaimStatus,
-    ResourceSlice,
+    DeviceClaim, DeviceClass, DeviceSelector, DeviceSpec, OpaqueDeviceConfiguration, ResourceClaimStatus, ResourceSlice,
 };
 use crate::model::validation::{
     FieldError, check_format, dns1123_label, dns1123_subdomain, is_c_identifier, label_value, qualified_name,
@@ -208,8 +207,11 @@ fn slice_errors(s: &ResourceSlice) -> Check {
     }
     optional_true("spec.allNodes", spec.all_nodes)?;
     optional_true("spec.perDeviceNodeSelection", spec.per_device_node_selection)?;
-    let advanced =
-        spec.devices.iter().any(|d| !d.taints.is_empty() || !d.consumes_counters.is_empty() || d.attributes.values().any(|a| a.is_list()));
+    let advanced = spec.devices.iter().any(|d| {
+        !d.taints.is_empty()
+            || !d.consumes_counters.is_empty()
+            || d.attributes.values().any(super::types::DeviceAttribute::is_list)
+    });
     let max = if advanced { RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES } else { RESOURCE_SLICE_MAX_DEVICES };
     too_many("spec.devices", spec.devices.len(), max)?;
     too_many("spec.sharedCounters", spec.shared_counters.len(), RESOURCE_SLICE_MAX_COUNTER_SETS)?;
@@ -274,7 +276,13 @@ fn device(path: &str, d: &DeviceSpec, per_device: bool) -> Check {
     too_many(&consumes, d.consumes_counters.len(), RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE)?;
     for (i, c) in d.consumes_counters.iter().enumerate() {
         let cp = format!("{consumes}[{i}]");
-        counter_map(&cp, "counterSet", &c.counter_set, c.counters.keys(), RESOURCE_SLICE_MAX_COUNTERS_PER_DEVICE_COUNTER_CONSUMPTION)?;
+        counter_map(
+            &cp,
+            "counterSet",
+            &c.counter_set,
+            c.counters.keys(),
+            RESOURCE_SLICE_MAX_COUNTERS_PER_DEVICE_COUNTER_CONSUMPTION,
+        )?;
         if d.consumes_counters[..i].iter().any(|o| o.counter_set == c.counter_set) {
             return Err(FieldError::duplicate(cp, &c.counter_set));
         }
@@ -423,9 +431,11 @@ fn tolerations(path: &str, list: &[Toleration]) -> Check {
 /// `ExactCount` is [`DraError::InvalidCount`] when compiling).
 fn all_without_count(path: &str, mode: Option<super::types::AllocationMode>, count: Option<i64>) -> Check {
     match (mode, count) {
-        (Some(super::types::AllocationMode::All), Some(c)) if c != 0 => {
-            Err(FieldError::invalid_number(format!("{path}.count"), c, "must not be specified when allocationMode is 'All'"))
-        }
+        (Some(super::types::AllocationMode::All), Some(c)) if c != 0 => Err(FieldError::invalid_number(
+            format!("{path}.count"),
+            c,
+            "must not be specified when allocationMode is 'All'",
+        )),
         _ => Ok(()),
     }
 }

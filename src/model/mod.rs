@@ -35,8 +35,8 @@ pub use pod::{
 pub use pod_resources::PodRequestOptions;
 pub use quantity::{Quantity, QuantityError, QuantityFormat};
 pub use resource_names::{is_extended_resource_name, is_supported_pod_level_resource};
-pub use validation::{FieldError, FieldErrorKind};
 pub use resources::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY,
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,
 };
+pub use validation::{FieldError, FieldErrorKind};

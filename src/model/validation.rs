@@ -75,12 +75,18 @@ impl FieldError {
 
     /// A malformed string value at `path` (printed quoted, as upstream does).
     pub fn invalid(path: impl Into<String>, value: &str, detail: impl Into<String>) -> FieldError {
-        FieldError { path: path.into(), kind: FieldErrorKind::Invalid { value: format!("{value:?}"), detail: detail.into() } }
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Invalid { value: format!("{value:?}"), detail: detail.into() },
+        }
     }
 
     /// A malformed number at `path`.
     pub fn invalid_number(path: impl Into<String>, value: i64, detail: impl Into<String>) -> FieldError {
-        FieldError { path: path.into(), kind: FieldErrorKind::Invalid { value: value.to_string(), detail: detail.into() } }
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Invalid { value: value.to_string(), detail: detail.into() },
+        }
     }
 
     /// A repeated string in a set at `path`.
@@ -136,7 +142,10 @@ fn max_len_msg(limit: usize) -> String {
 
 fn is_label_body(b: &[u8]) -> bool {
     let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty() && lower_alnum(&b[0]) && lower_alnum(&b[b.len() - 1]) && b.iter().all(|c| lower_alnum(c) || *c == b'-')
+    !b.is_empty()
+        && lower_alnum(&b[0])
+        && lower_alnum(&b[b.len() - 1])
+        && b.iter().all(|c| lower_alnum(c) || *c == b'-')
 }
 
 /// The problems upstream's `IsDNS1123Label` reports, in its order (empty when valid).
@@ -240,10 +249,7 @@ pub fn check_format(path: &str, value: &str, check: fn(&str) -> Vec<String>) -> 
 
 /// Upstream's `ValidateLabels` (`pkg/apis/meta/v1/validation`): every key a qualified
 /// name, every value a label value. The first problem, at `path[key]`.
-pub fn validate_labels<'a>(
-    path: &str,
-    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Result<(), FieldError> {
+pub fn validate_labels<'a>(path: &str, labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), FieldError> {
     for (k, v) in labels {
         check_format(path, k, qualified_name)?;
         check_format(&format!("{path}[{k}]"), v, label_value)?;
@@ -265,13 +271,17 @@ pub fn validate_label_lengths<'a>(
     for (k, v) in labels {
         let (prefix, name) = k.rsplit_once('/').unwrap_or(("", k));
         if prefix.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-            return Err(FieldError::invalid(path, k, format!("prefix part {}", max_len_msg(DNS1123_SUBDOMAIN_MAX_LENGTH))));
+            return Err(FieldError::invalid(
+                path,
+                k,
+                format!("prefix part {}", max_len_msg(DNS1123_SUBDOMAIN_MAX_LENGTH)),
+            ));
         }
         if name.len() > LABEL_VALUE_MAX_LENGTH {
             return Err(FieldError::invalid(path, k, format!("name part {}", max_len_msg(LABEL_VALUE_MAX_LENGTH))));
         }
         if v.len() > LABEL_VALUE_MAX_LENGTH {
-            return Err(FieldError::invalid(&format!("{path}[{k}]"), v, max_len_msg(LABEL_VALUE_MAX_LENGTH)));
+            return Err(FieldError::invalid(format!("{path}[{k}]"), v, max_len_msg(LABEL_VALUE_MAX_LENGTH)));
         }
     }
     Ok(())
@@ -284,10 +294,47 @@ mod tests {
     #[test]
     fn dns1123_labels_as_upstream() {
         // k8s.io/apimachinery/pkg/util/validation/validation_test.go TestIsDNS1123Label.
-        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2", &"a".repeat(63)] {
+        for good in
+            ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2", &"a".repeat(63)]
+        {
             assert!(dns1123_label(good).is_empty(), "{good}");
         }
-        for bad in ["", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_", "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ", " a", "a b", "1 ", " 1", "1 2", &"a".repeat(64)] {
+        for bad in [
+            "",
+            "A",
+            "ABC",
+            "aBc",
+            "A1",
+            "A-1",
+            "1-A",
+            "-",
+            "a-",
+            "-a",
+            "1-",
+            "-1",
+            "_",
+            "a_",
+            "_a",
+            "a_b",
+            "1_",
+            "_1",
+            "1_2",
+            ".",
+            "a.",
+            ".a",
+            "a.b",
+            "1.",
+            ".1",
+            "1.2",
+            " ",
+            "a ",
+            " a",
+            "a b",
+            "1 ",
+            " 1",
+            "1 2",
+            &"a".repeat(64),
+        ] {
             assert!(!dns1123_label(bad).is_empty(), "{bad}");
         }
     }
@@ -295,10 +342,113 @@ mod tests {
     #[test]
     fn dns1123_subdomains_as_upstream() {
         // validation_test.go TestIsDNS1123Subdomain.
-        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2", "a.a", "ab.a", "abc.a", "a1.a", "a-1.a", "a--1--2--b.a", "a.1", "ab.1", "abc.1", "a1.1", "a-1.1", "a--1--2--b.1", "0.a", "01.a", "012.a", "1a.a", "1-a.a", "1--a--b--2", "0.1", "01.1", "012.1", "1a.1", "1-a.1", "1--a--b--2.1", "a.b.c.d.e", "aa.bb.cc.dd.ee", "1.2.3.4.5", "11.22.33.44.55", &"a".repeat(253)] {
+        for good in [
+            "a",
+            "ab",
+            "abc",
+            "a1",
+            "a-1",
+            "a--1--2--b",
+            "0",
+            "01",
+            "012",
+            "1a",
+            "1-a",
+            "1--a--b--2",
+            "a.a",
+            "ab.a",
+            "abc.a",
+            "a1.a",
+            "a-1.a",
+            "a--1--2--b.a",
+            "a.1",
+            "ab.1",
+            "abc.1",
+            "a1.1",
+            "a-1.1",
+            "a--1--2--b.1",
+            "0.a",
+            "01.a",
+            "012.a",
+            "1a.a",
+            "1-a.a",
+            "1--a--b--2",
+            "0.1",
+            "01.1",
+            "012.1",
+            "1a.1",
+            "1-a.1",
+            "1--a--b--2.1",
+            "a.b.c.d.e",
+            "aa.bb.cc.dd.ee",
+            "1.2.3.4.5",
+            "11.22.33.44.55",
+            &"a".repeat(253),
+        ] {
             assert!(dns1123_subdomain(good).is_empty(), "{good}");
         }
-        for bad in ["", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_", "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a..b", "1.", ".1", "1..2", " ", "a ", " a", "a b", "1 ", " 1", "1 2", "A.a", "aB.a", "ab.A", "A1.a", "a1.A", "A.1", "aB.1", "A1.1", "1A.1", "0.A", "01.A", "012.A", "1A.a", "1a.A", "A.B.C.D.E", "AA.BB.CC.DD.EE", "a.B.c.d.e", "aa.bB.cc.dd.ee", "a@b", "a,b", "a_b", "a;b", "a:b", "a%b", "a?b", "a$b", &"a".repeat(254)] {
+        for bad in [
+            "",
+            "A",
+            "ABC",
+            "aBc",
+            "A1",
+            "A-1",
+            "1-A",
+            "-",
+            "a-",
+            "-a",
+            "1-",
+            "-1",
+            "_",
+            "a_",
+            "_a",
+            "a_b",
+            "1_",
+            "_1",
+            "1_2",
+            ".",
+            "a.",
+            ".a",
+            "a..b",
+            "1.",
+            ".1",
+            "1..2",
+            " ",
+            "a ",
+            " a",
+            "a b",
+            "1 ",
+            " 1",
+            "1 2",
+            "A.a",
+            "aB.a",
+            "ab.A",
+            "A1.a",
+            "a1.A",
+            "A.1",
+            "aB.1",
+            "A1.1",
+            "1A.1",
+            "0.A",
+            "01.A",
+            "012.A",
+            "1A.a",
+            "1a.A",
+            "A.B.C.D.E",
+            "AA.BB.CC.DD.EE",
+            "a.B.c.d.e",
+            "aa.bB.cc.dd.ee",
+            "a@b",
+            "a,b",
+            "a_b",
+            "a;b",
+            "a:b",
+            "a%b",
+            "a?b",
+            "a$b",
+            &"a".repeat(254),
+        ] {
             assert!(!dns1123_subdomain(bad).is_empty(), "{bad}");
         }
     }
@@ -306,10 +456,34 @@ mod tests {
     #[test]
     fn c_identifiers_as_upstream() {
         // validation_test.go TestIsCIdentifier.
-        for good in ["a", "ab", "abc", "a1", "_a", "a_", "a_b", "a_1", "a__1__2__b", "__abc_123", "A", "AB", "AbC", "A1", "_A", "A_", "A_B", "A_1", "A__1__2__B", "__123_ABC"] {
+        for good in [
+            "a",
+            "ab",
+            "abc",
+            "a1",
+            "_a",
+            "a_",
+            "a_b",
+            "a_1",
+            "a__1__2__b",
+            "__abc_123",
+            "A",
+            "AB",
+            "AbC",
+            "A1",
+            "_A",
+            "A_",
+            "A_B",
+            "A_1",
+            "A__1__2__B",
+            "__123_ABC",
+        ] {
             assert!(is_c_identifier(good), "{good}");
         }
-        for bad in ["", "1", "123", "1a", "-", "a-", "-a", "1-", "-1", "1_", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ", " a", "a b", "1 ", " 1", "1 2", "#a#"] {
+        for bad in [
+            "", "1", "123", "1a", "-", "a-", "-a", "1-", "-1", "1_", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2",
+            " ", "a ", " a", "a b", "1 ", " 1", "1 2", "#a#",
+        ] {
             assert!(!is_c_identifier(bad), "{bad}");
         }
     }
@@ -317,16 +491,64 @@ mod tests {
     #[test]
     fn qualified_names_and_label_values_as_upstream() {
         // validation_test.go TestIsQualifiedName and TestIsValidLabelValue.
-        for good in ["simple", "now-with-dashes", "1-starts-with-num", "1234", "simple/simple", "now-with-dashes/simple", "now-with-dashes/now-with-dashes", "now.with.dots/simple", "now-with.dashes-and.dots/simple", "1-num.2-num/3-num", "1234/5678", "1.2.3.4/5678", "Uppercase_Is_OK_123", "example.com/Uppercase_Is_OK_123", "requests.storage-foo", &"a".repeat(63), &format!("{}/{}", "a".repeat(253), "b".repeat(63))] {
+        for good in [
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "1234",
+            "simple/simple",
+            "now-with-dashes/simple",
+            "now-with-dashes/now-with-dashes",
+            "now.with.dots/simple",
+            "now-with.dashes-and.dots/simple",
+            "1-num.2-num/3-num",
+            "1234/5678",
+            "1.2.3.4/5678",
+            "Uppercase_Is_OK_123",
+            "example.com/Uppercase_Is_OK_123",
+            "requests.storage-foo",
+            &"a".repeat(63),
+            &format!("{}/{}", "a".repeat(253), "b".repeat(63)),
+        ] {
             assert!(qualified_name(good).is_empty(), "{good}");
         }
-        for bad in ["nospecialchars%^=@", "cantendwithadash-", "-cantstartwithadash-", "only/one/slash", "Example.com/abc", "example_com/abc", "example.com/", "/simple", &"a".repeat(64), &format!("{}/b", "a".repeat(254))] {
+        for bad in [
+            "nospecialchars%^=@",
+            "cantendwithadash-",
+            "-cantstartwithadash-",
+            "only/one/slash",
+            "Example.com/abc",
+            "example_com/abc",
+            "example.com/",
+            "/simple",
+            &"a".repeat(64),
+            &format!("{}/b", "a".repeat(254)),
+        ] {
             assert!(!qualified_name(bad).is_empty(), "{bad}");
         }
-        for good in ["simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234", "", &"a".repeat(63), "1.2.3.4", "a-.-b"] {
+        for good in [
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "end-with-num-1",
+            "1234",
+            "",
+            &"a".repeat(63),
+            "1.2.3.4",
+            "a-.-b",
+        ] {
             assert!(label_value(good).is_empty(), "{good}");
         }
-        for bad in ["nospecialchars%^=@", "Tama-nui-te-rā.is.Māori.sun", "\\backslashes\\are\\bad", "-starts-with-dash", "ends-with-dash-", ".starts.with.dot", "ends.with.dot.", &"a".repeat(64)] {
+        for bad in [
+            "nospecialchars%^=@",
+            "Tama-nui-te-rā.is.Māori.sun",
+            "\\backslashes\\are\\bad",
+            "-starts-with-dash",
+            "ends-with-dash-",
+            ".starts.with.dot",
+            "ends.with.dot.",
+            &"a".repeat(64),
+        ] {
             assert!(!label_value(bad).is_empty(), "{bad}");
         }
     }
@@ -339,7 +561,10 @@ mod tests {
         );
         assert_eq!(FieldError::too_long("spec.x", 64).to_string(), "spec.x: Too long: may not be more than 64 bytes");
         assert_eq!(FieldError::required("spec.driver", "").to_string(), "spec.driver: Required value");
-        assert_eq!(FieldError::duplicate("spec.devices[1].name", "a").to_string(), "spec.devices[1].name: Duplicate value: \"a\"");
+        assert_eq!(
+            FieldError::duplicate("spec.devices[1].name", "a").to_string(),
+            "spec.devices[1].name: Duplicate value: \"a\""
+        );
         assert_eq!(
             FieldError::invalid_number("spec.pool.generation", -1, "must be greater than or equal to zero").to_string(),
             "spec.pool.generation: Invalid value: -1: must be greater than or equal to zero"

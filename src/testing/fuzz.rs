@@ -190,7 +190,8 @@ pub fn elastic_quota_json(data: &[u8]) {
         if let Ok(pod) = PodBuilder::new(&format!("p{i}")).namespace(&ns).cpu("1").memory("1Gi").try_build()
             && let Ok(info) = PodInfo::new(pod)
         {
-            let _ = plugin.quotas().get(info.namespace).map(|q| (q.used_over_max_with(&info.requests), q.used_over_min()));
+            let _ =
+                plugin.quotas().get(info.namespace).map(|q| (q.used_over_max_with(&info.requests), q.used_over_min()));
             let _ = plugin.quotas().aggregated_used_over_min_with(&info.requests);
             plugin.add_pod(&info);
             pods.push(Arc::new(info));
@@ -215,7 +216,7 @@ pub fn openb(data: &[u8]) {
         assert!(!e.to_string().is_empty());
     }
     let Ok(pods) = parse_pods("pods.csv", pods_text) else { return };
-    let capacity = nodes.map(|n| gpu_capacity_milli(&n)).unwrap_or(8000);
+    let capacity = nodes.map_or(8000, |n| gpu_capacity_milli(&n));
     let ratio = [0.0, 0.5, 1.0, 1.3, 3.0, -1.0][data.len() % 6];
     // Tuning up appends copies until the target demand: keep each run short (the cap
     // itself is checked by a unit test of `tuned_arrivals`).
