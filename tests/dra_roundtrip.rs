@@ -77,17 +77,18 @@ fn classes_templates_and_claims_round_trip() {
 #[test]
 fn website_claim_with_misindented_selector_is_rejected_with_its_name() {
     // The docs example indents `expression:` beside `cel:`, so the selector has no CEL
-    // expression; the store says so, naming the claim and the request.
+    // expression; the store says so as the API server does, naming the claim and the
+    // field (upstream `validateSelector`: `field.Required`).
     let doc = &docs("k8s-website-resourceclaim.yaml")[0];
     assert!(doc["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"].is_null());
     let claim: ResourceClaim = serde_json::from_value(doc.clone()).unwrap();
     let store = DraStore::new();
     store.add_class(serde_json::from_value(docs("k8s-website-deviceclass.yaml")[0].clone()).unwrap()).unwrap();
     let err = store.add_claim(claim).unwrap_err();
-    assert!(matches!(err, DraError::BadSelector { .. }), "{err}");
-    assert!(
-        err.to_string().contains("ResourceClaim default/example-resource-claim, request single-gpu-claim"),
-        "{err}"
+    assert!(matches!(err, DraError::Invalid { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "ResourceClaim default/example-resource-claim: spec.devices.requests[0].exactly.selectors[0].cel: Required value"
     );
 }
 

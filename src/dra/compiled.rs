@@ -52,6 +52,7 @@ impl CompiledClass {
                 });
             }
         }
+        super::validation::validate_class(&class)?;
         let selectors = compile_selectors(&format!("DeviceClass {name}"), &class.spec.selectors)?;
         let key: String = selectors.iter().map(|s| s.source()).collect::<Vec<_>>().join("\u{0}");
         Ok(CompiledClass { class: Arc::new(class), selectors, key: key.into() })
@@ -200,6 +201,13 @@ impl CompiledClaim {
             return Err(invalid("metadata.name is empty".into()));
         }
         let devices = &claim.spec.devices;
+        // The API server's limits and formats, before anything is compiled.
+        super::validation::validate_claim(
+            &format!("ResourceClaim {key}"),
+            "spec.devices",
+            devices,
+            claim.status.as_ref(),
+        )?;
         let mut requests = Vec::with_capacity(devices.requests.len());
         let mut names = ahash::AHashSet::new();
         for r in &devices.requests {

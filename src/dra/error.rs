@@ -1,5 +1,6 @@
 //! Typed errors for DRA objects (load time) and allocation (scheduling time).
 
+use crate::model::FieldError;
 use crate::selector::SelectorError;
 
 /// What is wrong with a DRA object handed to a [`DraStore`](super::DraStore). Returned at
@@ -7,6 +8,20 @@ use crate::selector::SelectorError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DraError {
+    /// The API server would refuse the object (upstream
+    /// `pkg/apis/resource/validation/validation.go`): a list over its limit (the
+    /// [`FieldErrorKind::TooMany`](crate::model::FieldErrorKind::TooMany) names it), a
+    /// name in the wrong format, a string too long. The error names the field path as
+    /// upstream does, e.g. `ResourceSlice s: spec.devices: Too many: 129: must have at
+    /// most 128 items`.
+    #[error("{object}: {error}")]
+    Invalid {
+        /// `ResourceSlice name`, `ResourceClaim ns/name`, `ResourceClaimTemplate
+        /// ns/name` or `DeviceClass name`.
+        object: String,
+        /// The field and what is wrong with it.
+        error: FieldError,
+    },
     /// A request names a device class the store does not have.
     #[error("ResourceClaim {claim}: request {request}: DeviceClass {class:?} not found")]
     MissingDeviceClass {

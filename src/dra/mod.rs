@@ -41,6 +41,7 @@ mod features;
 mod slice;
 mod store;
 mod types;
+pub mod validation;
 mod world;
 
 pub(crate) use allocator::Timeout;

@@ -202,6 +202,9 @@ pub(crate) fn selector_device(slice: &str, driver: &str, d: &DeviceSpec) -> Resu
 
 /// Validates one slice on its own (load-time errors).
 pub(crate) fn validate_slice(s: &ResourceSlice) -> Result<(), DraError> {
+    // The API server's limits and formats first, as it orders them, and before any
+    // per-device work; the checks below are what it does not cover.
+    super::validation::validate_slice(s)?;
     let name = &s.metadata.name;
     let bad = |reason: &str| DraError::InvalidSlice { slice: name.clone(), reason: reason.to_owned() };
     if name.is_empty() {

@@ -19,6 +19,7 @@ pub mod quantity;
 pub mod resource_names;
 pub mod resources;
 pub mod timestamp;
+pub mod validation;
 
 pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
 pub use intern::{InternerStats, Symbol};
@@ -42,3 +43,4 @@ pub use resources::{
     RESOURCE_NVIDIA_GPU, RESOURCE_PODS, ResourceList, Resources, native_names,
 };
 pub use timestamp::parse_rfc3339;
+pub use validation::{FieldError, FieldErrorKind};

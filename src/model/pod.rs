@@ -397,6 +397,15 @@ pub enum PodError {
     /// The pod has no name.
     #[error("pod has no name")]
     MissingName,
+    /// A field the API server would refuse (upstream `ValidateLabels`' lengths: a label
+    /// value or key name over 63 characters, a key prefix over 253).
+    #[error("pod {pod}: {error}")]
+    InvalidField {
+        /// namespace/name.
+        pod: String,
+        /// The field path and what is wrong, as upstream words it.
+        error: crate::model::FieldError,
+    },
 }
 
 /// Something a pod carries that loads (the API server accepts it) but that upstream's
@@ -511,6 +520,11 @@ impl Pod {
             return Err(PodError::MissingName);
         }
         let key = self.key();
+        crate::model::validation::validate_label_lengths(
+            "metadata.labels",
+            self.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .map_err(|error| PodError::InvalidField { pod: key.clone(), error })?;
         let sel = |source| PodError::Selector { pod: key.clone(), source };
         let range = |field: String, expected, got: i64| PodError::OutOfRange { pod: key.clone(), field, expected, got };
         if let Some(aff) = &mut self.spec.affinity {

@@ -120,7 +120,7 @@ mod text;
 mod time;
 pub(crate) use time::{format_timestamp, parse_duration as parse_go_duration, parse_timestamp};
 mod types;
-mod tz;
+pub(crate) mod tz;
 mod url;
 mod value;
 

@@ -40,6 +40,25 @@ pub enum CacheError {
     /// A node name is empty.
     #[error("node has no name")]
     MissingNodeName,
+    /// A node field the API server would refuse (upstream `ValidateLabels`' lengths: a
+    /// label value or key name over 63 characters, a key prefix over 253).
+    #[error("node {node:?}: {error}")]
+    InvalidNode {
+        /// The node's name.
+        node: String,
+        /// The field path and what is wrong, as upstream words it.
+        error: crate::model::FieldError,
+    },
+}
+
+/// Upstream's checks on a node's metadata that schedkit applies when a node is added or
+/// updated: the lengths of its labels ([`validate_label_lengths`](crate::model::validation::validate_label_lengths)).
+fn validate_node(node: &Node) -> Result<(), CacheError> {
+    crate::model::validation::validate_label_lengths(
+        "metadata.labels",
+        node.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+    .map_err(|error| CacheError::InvalidNode { node: node.metadata.name.clone(), error })
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +171,7 @@ impl Cache {
         if node.name().is_empty() {
             return Err(CacheError::MissingNodeName);
         }
+        validate_node(&node)?;
         let name = Symbol::intern(node.name());
         if self.by_name.contains_key(&name) {
             return Err(CacheError::NodeExists(node.metadata.name));
@@ -190,6 +210,7 @@ impl Cache {
     /// Replaces a node object (labels, taints, allocatable...), keeping its pods.
     pub fn update_node(&mut self, node: Node) -> Result<(), CacheError> {
         let slot = self.slot(node.name()).ok_or_else(|| CacheError::NodeNotFound(node.metadata.name.clone()))?;
+        validate_node(&node)?;
         let zone = zone_key(&node);
         let old = self.slots[slot].info.clone();
         self.count_images(&old, -1);

@@ -37,6 +37,18 @@ pub fn devices() -> Vec<Device> {
 
 /// Parses, pretty-prints, re-parses, compiles and evaluates `data`.
 pub fn exercise(data: &[u8], devices: &[Device]) {
+    exercise_with(data, devices, &mut |sel, d| {
+        let (result, _cost) = sel.matches_with_cost(d);
+        if let Err(e) = result {
+            // Errors must render.
+            assert!(!e.to_string().is_empty());
+        }
+    });
+}
+
+/// [`exercise`], with each evaluation of the compiled selector on a device done by
+/// `evaluate` (which may time or measure it).
+pub fn exercise_with(data: &[u8], devices: &[Device], evaluate: &mut dyn FnMut(&Selector, &Device)) {
     let Ok(src) = std::str::from_utf8(data) else {
         return;
     };
@@ -52,12 +64,20 @@ pub fn exercise(data: &[u8], devices: &[Device]) {
     if let Ok(sel) = Selector::compile(src) {
         assert!(sel.estimated_cost() <= schedkit::selector::MAX_COST);
         for d in devices {
-            let (result, cost) = sel.matches_with_cost(d);
-            if let Err(e) = result {
-                // Errors must render.
-                assert!(!e.to_string().is_empty());
-            }
-            let _ = cost;
+            evaluate(&sel, d);
         }
     }
+}
+
+/// The fuzz target's slow-evaluation mode: [`exercise`], failing when one evaluation
+/// of a selector on one device takes longer than `limit` (wall clock; for fuzzing
+/// only, never in tests, which check cost and allocation instead).
+#[allow(dead_code, reason = "used by the fuzz target, not by every test that includes this file")]
+pub fn exercise_timed(data: &[u8], devices: &[Device], limit: std::time::Duration) {
+    exercise_with(data, devices, &mut |sel, d| {
+        let start = std::time::Instant::now();
+        let (result, cost) = sel.matches_with_cost(d);
+        let took = start.elapsed();
+        assert!(took <= limit, "{sel} on {}: {took:?} (cost {cost}, {result:?}), over {limit:?}", d.name());
+    });
 }

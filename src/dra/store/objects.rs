@@ -124,6 +124,7 @@ impl DraStore {
         let key = claim_key(&template.metadata.namespace, &template.metadata.name);
         let mut inner = self.inner.write();
         let object = format!("ResourceClaimTemplate {key}");
+        crate::dra::validation::validate_claim(&object, "spec.spec.devices", &template.spec.spec.devices, None)?;
         Self::check_admin_access(&inner, &object, &template.metadata.namespace, &template.spec.spec)?;
         inner.templates.insert(key, Arc::new(template));
         Ok(())

@@ -104,10 +104,13 @@ fn const_cost(c: &Const) -> u64 {
     }
 }
 
-/// Actual size of a value for the runtime cost of size-dependent functions.
+/// Actual size of a value for the runtime cost of size-dependent functions: cel-go's
+/// `traits.Sizer` (`common/types`), which counts a string in code points, bytes in
+/// bytes, lists and maps in elements; 1 for anything else (k8s `library/cost.go`
+/// `actualSize`).
 fn actual_size(v: &Value<'_>) -> u64 {
     match v {
-        Value::Str(s) => s.len() as u64,
+        Value::Str(s) => s.chars().count() as u64,
         Value::Bytes(b) => b.len() as u64,
         Value::List(l) => l.len() as u64,
         Value::Map(m) => m.len() as u64,
@@ -486,6 +489,7 @@ impl<'a> Ctx<'a> {
             | Func::IsCidr
             | Func::ContainsIp
             | Func::ContainsCidr => functions::net_runtime_cost(f, &vals),
+            Func::Replace => functions::replace_runtime_cost(&vals),
             // cel-go `interpreter/runtimecost.go`: only the conversions between strings
             // and bytes traverse their argument.
             Func::ToString if !matches!(vals.first(), Some(Value::Bytes(_))) => 1,

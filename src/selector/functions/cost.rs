@@ -119,6 +119,47 @@ pub(crate) fn string_traversal_cost(s: &str) -> u64 {
     ceil_mul(s.chars().count() as u64, 0.1)
 }
 
+/// Runtime cost of `replace`, charged before the result is built.
+///
+/// Kubernetes (`CallCost` in `k8s.io/apiserver/pkg/cel/library/cost.go`) charges
+/// `ceil(0.2 * size(receiver))`: one traversal of the receiver plus the construction
+/// of a result it assumes to be the receiver's size. schedkit charges the same
+/// traversal and the construction of the result at its actual size, in code points,
+/// but never less than upstream: `ceil(0.1 * (size(receiver) + max(size(receiver),
+/// size(result))))`. That equals upstream's charge whenever the result is no longer
+/// than the receiver; where it is longer (`'<4 KiB>'.replace('', '<4 KiB>')` builds
+/// 16 MiB for an upstream charge of 820) schedkit goes beyond upstream and the
+/// selector's runtime budget stops the call with the usual "actual cost limit
+/// exceeded" before anything is allocated. The result size is counted without
+/// building it: the receiver, less each replaced match, plus one replacement per
+/// match (an empty pattern matches before every code point and at the end, as Go's
+/// `strings.Replace` and Rust's `str::replace` agree).
+pub(crate) fn replace_runtime_cost(args: &[Value<'_>]) -> u64 {
+    let (Some(Value::Str(s)), Some(Value::Str(from)), Some(Value::Str(to))) = (args.first(), args.get(1), args.get(2))
+    else {
+        return 1;
+    };
+    let limit = match args.get(3) {
+        Some(Value::Int(n)) => u64::try_from(*n).ok(),
+        _ => None,
+    };
+    let runes = |x: &str| x.chars().count() as u64;
+    let (receiver, from_len, to_len) = (runes(s), runes(from), runes(to));
+    let matches = if from.is_empty() {
+        receiver + 1
+    } else {
+        let all = s.matches(&**from);
+        match limit {
+            Some(n) => all.take(usize::try_from(n).unwrap_or(usize::MAX)).count() as u64,
+            None => all.count() as u64,
+        }
+    };
+    let replaced = limit.map_or(matches, |n| n.min(matches));
+    // The replaced matches are disjoint parts of the receiver: no underflow.
+    let result = (receiver - replaced * from_len).saturating_add(replaced.saturating_mul(to_len));
+    ceil_mul(receiver.saturating_add(result.max(receiver)), 0.1)
+}
+
 /// Runtime cost of the IP and CIDR functions (k8s `library/cost.go` `CallCost`):
 /// parsing traverses the string (0.1 per character, 0.2 for `ip.isCanonical`, which
 /// also prints it), `containsIP`/`containsCIDR` compare values whose size counts as 1,

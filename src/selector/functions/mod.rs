@@ -65,7 +65,8 @@ mod stdlib;
 mod strings;
 
 pub(crate) use cost::{
-    Shape, call_cost, ceil_mul, list_ext_cost, net_runtime_cost, result_size, string_traversal_cost,
+    Shape, call_cost, ceil_mul, list_ext_cost, net_runtime_cost, replace_runtime_cost, result_size,
+    string_traversal_cost,
 };
 pub(crate) use signatures::{COMPARABLE, Sig, refine_result, signatures};
 

@@ -36,6 +36,7 @@ mod zip;
 
 pub(crate) use tzif::Zone;
 use zip::read_zone_zip;
+pub(crate) use zip::read_zone_zip_from;
 
 /// The largest TZif file read. The largest file in the IANA database is a few
 /// kilobytes; Go's limit is 10 MiB.

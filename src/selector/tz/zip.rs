@@ -15,17 +15,28 @@ const MAX_ZIP_READ: u64 = 1 << 24;
 /// header. `Ok(None)` when the zip has no such entry; Go's messages otherwise. Every
 /// offset and length is checked against the file, so a malformed zip is an error.
 pub(super) fn read_zone_zip(zip: &Path, name: &str) -> Result<Option<Zone>, TzError> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    const END_RECORD: u32 = 0x0605_4b50;
-    const CENTRAL_HEADER: u32 = 0x0201_4b50;
-    const LOCAL_HEADER: u32 = 0x0403_4b50;
-    let corrupt = || TzError::Io(format!("corrupt zip file {}", zip.display()));
-    let mut file = match std::fs::File::open(zip) {
+    let file = match std::fs::File::open(zip) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(TzError::Io(e.to_string())),
     };
     let len = file.metadata().map_err(|e| TzError::Io(e.to_string()))?.len();
+    read_zone_zip_from(file, len, &zip.display(), name)
+}
+
+/// [`read_zone_zip`] over any seekable reader of `len` bytes; `shown` names it in
+/// errors. The fuzz target reads zip bytes from memory through this.
+pub(crate) fn read_zone_zip_from(
+    mut file: impl std::io::Read + std::io::Seek,
+    len: u64,
+    shown: &dyn std::fmt::Display,
+    name: &str,
+) -> Result<Option<Zone>, TzError> {
+    use std::io::SeekFrom;
+    const END_RECORD: u32 = 0x0605_4b50;
+    const CENTRAL_HEADER: u32 = 0x0201_4b50;
+    const LOCAL_HEADER: u32 = 0x0403_4b50;
+    let corrupt = || TzError::Io(format!("corrupt zip file {shown}"));
     let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, TzError> {
         if offset.checked_add(n).is_none_or(|end| end > len) || n > MAX_ZIP_READ {
             return Err(corrupt());
@@ -60,7 +71,7 @@ pub(super) fn read_zone_zip(zip: &Path, name: &str) -> Result<Option<Zone>, TzEr
             continue;
         }
         if method != 0 {
-            return Err(TzError::Io(format!("unsupported compression for {name} in {}", zip.display())));
+            return Err(TzError::Io(format!("unsupported compression for {name} in {shown}")));
         }
         let local = read_at(u64::from(offset), 30 + name_len as u64)?;
         let consistent = u32_at(&local, 0) == Some(LOCAL_HEADER)
@@ -72,7 +83,7 @@ pub(super) fn read_zone_zip(zip: &Path, name: &str) -> Result<Option<Zone>, TzEr
             return Err(corrupt());
         }
         if u64::from(size) > MAX_FILE_SIZE {
-            return Err(TzError::TooLarge(format!("{}/{name}", zip.display())));
+            return Err(TzError::TooLarge(format!("{shown}/{name}")));
         }
         let data = read_at(u64::from(offset) + 30 + name_len as u64 + u64::from(local_extra), u64::from(size))?;
         return Zone::parse(&data).map(Some);
