@@ -251,7 +251,7 @@ impl Symbol {
 
     /// The text, shared, so formatting runs without the interner's lock (`None` for a
     /// symbol whose holders are all gone).
-    fn text(self) -> Option<Arc<str>> {
+    pub(crate) fn text(self) -> Option<Arc<str>> {
         INTERNER.read().slots.get(self.0 as usize).and_then(|s| s.text.as_ref()).map(|t| t.0.clone())
     }
 

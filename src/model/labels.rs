@@ -118,6 +118,13 @@ impl Labels {
         self.0.iter().copied()
     }
 
+    /// The `(key, value)` pairs as shared text, read without pinning: checks that run
+    /// once per object (validation) must not keep a unique label value alive for the
+    /// life of the process, as [`Symbol::as_str`] would.
+    pub fn texts(&self) -> Vec<(std::sync::Arc<str>, std::sync::Arc<str>)> {
+        self.0.iter().map(|&(k, v)| (k.text().unwrap_or_default(), v.text().unwrap_or_default())).collect()
+    }
+
     /// Number of labels.
     pub fn len(&self) -> usize {
         self.0.len()

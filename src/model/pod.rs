@@ -522,7 +522,7 @@ impl Pod {
         let key = self.key();
         crate::model::validation::validate_label_lengths(
             "metadata.labels",
-            self.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            self.metadata.labels.texts().iter().map(|(k, v)| (&**k, &**v)),
         )
         .map_err(|error| PodError::InvalidField { pod: key.clone(), error })?;
         let sel = |source| PodError::Selector { pod: key.clone(), source };

@@ -56,7 +56,7 @@ pub enum CacheError {
 fn validate_node(node: &Node) -> Result<(), CacheError> {
     crate::model::validation::validate_label_lengths(
         "metadata.labels",
-        node.metadata.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        node.metadata.labels.texts().iter().map(|(k, v)| (&**k, &**v)),
     )
     .map_err(|error| CacheError::InvalidNode { node: node.metadata.name.clone(), error })
 }

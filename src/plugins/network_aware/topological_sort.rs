@@ -39,11 +39,12 @@ use crate::snapshot::PodInfo;
 /// })).unwrap();
 /// store.add_app_group(ag.with_topology_order()).unwrap();
 /// let plugin = TopologicalSort::new(store, &TopologicalSortArgs::default());
-/// let q = |sel: &str| QueuedPodInfo {
-///     pod: Arc::new(PodInfo::new(PodBuilder::new(sel)
+/// let q = |sel: &str| {
+///     let pod = PodBuilder::new(sel)
 ///         .label("appgroup.diktyo.x-k8s.io", "basic")
-///         .label("appgroup.diktyo.x-k8s.io.workload", sel).build()).unwrap()),
-///     timestamp: Duration::ZERO, attempts: 0, initial_attempt_timestamp: Duration::ZERO,
+///         .label("appgroup.diktyo.x-k8s.io.workload", sel)
+///         .build();
+///     QueuedPodInfo::new(Arc::new(PodInfo::new(pod).unwrap()), Duration::ZERO)
 /// };
 /// assert!(plugin.less(&q("p1"), &q("p2")), "p1 depends on p2: KahnSort puts p1 first");
 /// assert!(!plugin.less(&q("p2"), &q("p1")));
