@@ -11,10 +11,15 @@
 //! its score is stale). The hint is the best remaining node. After every successful
 //! cycle [`OpportunisticBatch::store`] keeps the state if the hint was used, or
 //! rebuilds it from the cycle's scored nodes without the chosen one.
+//!
+//! With rescoring (schedkit's opt-in take on v1.37, KEP-5598 "Rescoring") the state
+//! also keeps every node's raw per-plugin scores: when the last chosen node still
+//! fits, it is scored again alone and every plugin normalizes again over the cached
+//! raw scores, so pods that share a node batch too (see [`Rescorer`]).
 
 use std::time::Duration;
 
-use crate::framework::PodSignature;
+use crate::framework::{NodeScore, PluginSet, PodSignature};
 pub use crate::framework::{BatchAttempt, FlushReason};
 use crate::model::Symbol;
 
@@ -31,6 +36,9 @@ pub struct BatchStats {
     pub flushes: [u64; 8],
     /// Pods placed on their hint (upstream `batchedPods`).
     pub batched_pods: u64,
+    /// Hints given after re-scoring the node chosen last (rescoring only; v1.37's
+    /// `scheduler_batch_rescore_attempts_total` counts the same events).
+    pub rescores: u64,
 }
 
 impl BatchStats {
@@ -54,6 +62,9 @@ pub(crate) enum LastNode {
     Rejected,
     /// The pod would still fit there.
     Fits,
+    /// A Filter plugin failed there: upstream flushes (`node_not_full`), and there
+    /// is nothing to rescore.
+    Errored,
 }
 
 /// A scored node kept for later hints: its weighted total, its position among the
@@ -63,6 +74,41 @@ pub(crate) struct Scored {
     pub(crate) total: i64,
     pub(crate) pos: u32,
     pub(crate) name: Symbol,
+    /// Row of this node's raw scores (rescoring only).
+    pub(crate) row: u32,
+}
+
+/// What rescoring needs from the cycle: the raw scores of one node and each Score
+/// plugin's NormalizeScore. Errors are `false`/`None`: the batch is then flushed.
+pub(crate) trait Rescorer {
+    /// Runs the Filter plugins on the node chosen last (as [`OpportunisticBatch::node_hint`]'s
+    /// `last_node`).
+    fn last_node(&mut self, node: Symbol) -> LastNode;
+    /// Runs PreScore (on `node` alone) and every Score plugin on `node`, writing
+    /// raw scores into `raw` (one per Score plugin) and the plugins PreScore
+    /// skipped into `skipped`.
+    fn score_node(&mut self, node: Symbol, raw: &mut [i64], skipped: &mut PluginSet) -> bool;
+    /// NormalizeScore of Score plugin `plugin` over `scores`; its weight.
+    fn normalize(&mut self, plugin: usize, scores: &mut [NodeScore]) -> Option<i64>;
+}
+
+/// How [`OpportunisticBatch::compatible`] looks at the node chosen last.
+enum Check<'a, F> {
+    /// Filter only (v1.36).
+    Filter(F),
+    /// Filter, and re-score when it still fits.
+    Rescore(&'a mut dyn Rescorer),
+}
+
+/// The raw per-plugin scores of a batch's nodes, for rescoring.
+#[derive(Debug, Default)]
+pub(crate) struct RawScores {
+    /// Node-major: row `r`, plugin `p` at `r * plugins + p`.
+    pub(crate) values: Vec<i64>,
+    /// Score plugins in the profile.
+    pub(crate) plugins: usize,
+    /// Plugins skipped by PreScore when the scores were taken.
+    pub(crate) skipped: PluginSet,
 }
 
 /// The reusable result of one full evaluation (upstream `batchState`).
@@ -75,6 +121,8 @@ struct BatchState {
     /// the copy (upstream heapifies, also O(n)).
     sorted: bool,
     created: Duration,
+    /// Raw scores (rescoring only).
+    raw: Option<RawScores>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -82,6 +130,9 @@ struct LastCycle {
     count: u64,
     chosen: Symbol,
     succeeded: bool,
+    /// The chosen node's position and raw-score row in the state (rescoring).
+    pos: u32,
+    row: u32,
 }
 
 /// One profile's batch (upstream `OpportunisticBatch`).
@@ -94,7 +145,15 @@ pub(crate) struct OpportunisticBatch {
     /// Equal totals rank by node name (the `SmallestName` tie-break) rather than by
     /// feasible order.
     ties_by_name: bool,
+    /// Re-score the last chosen node when it still fits (schedkit, off by default).
+    rescoring: bool,
+    /// Normalization buffer (rescoring), kept between cycles.
+    scratch: Vec<NodeScore>,
+    /// A spare raw-score buffer handed to the cycle to fill (rescoring).
+    spare: RawScores,
     pub(crate) stats: BatchStats,
+    /// Position and raw-score row of the last hint popped.
+    hinted: (u32, u32),
     /// Flushes of the current call, for the metrics (taken by the caller).
     pub(crate) flushed: Option<FlushReason>,
 }
@@ -102,6 +161,32 @@ pub(crate) struct OpportunisticBatch {
 impl OpportunisticBatch {
     pub(crate) fn new(generic_workload: bool, ties_by_name: bool) -> Self {
         OpportunisticBatch { generic_workload, ties_by_name, ..OpportunisticBatch::default() }
+    }
+
+    /// Turns rescoring on (schedkit's opt-in v1.37 behaviour).
+    pub(crate) fn with_rescoring(mut self, on: bool) -> Self {
+        self.rescoring = on;
+        self
+    }
+
+    /// Whether this batch re-scores.
+    pub(crate) fn rescoring(&self) -> bool {
+        self.rescoring
+    }
+
+    /// The buffer a full evaluation fills with raw scores (rescoring), cleared; its
+    /// memory is reused from a dropped state. Hand it back with
+    /// [`Self::put_raw_buffer`] before [`Self::store_rescoring`].
+    pub(crate) fn take_raw_buffer(&mut self) -> RawScores {
+        let mut raw = std::mem::take(&mut self.spare);
+        raw.values.clear();
+        raw.skipped = PluginSet::default();
+        raw
+    }
+
+    /// Returns the buffer from [`Self::take_raw_buffer`].
+    pub(crate) fn put_raw_buffer(&mut self, raw: RawScores) {
+        self.spare = raw;
     }
 
     fn flush(&mut self, reason: FlushReason) {
@@ -124,7 +209,27 @@ impl OpportunisticBatch {
         last_node: impl FnOnce(Symbol) -> LastNode,
     ) -> Option<Symbol> {
         self.flushed = None;
-        let hint = self.compatible(signature, nominated, cycle, now, last_node).then(|| self.pop()).flatten();
+        let hint = self.compatible(signature, nominated, cycle, now, Check::Filter(last_node)).then(|| self.pop()).flatten();
+        if hint.is_none() {
+            self.stats.attempts[BatchAttempt::NoHint as usize] += 1;
+        }
+        hint
+    }
+
+    /// [`Self::node_hint`] with rescoring (when the batch re-scores): a last node
+    /// that still fits is scored again and put back, and the list is normalized
+    /// again and re-sorted before the best node is popped.
+    pub(crate) fn node_hint_rescoring(
+        &mut self,
+        signature: Option<&PodSignature>,
+        nominated: bool,
+        cycle: u64,
+        now: Duration,
+        rescorer: &mut dyn Rescorer,
+    ) -> Option<Symbol> {
+        self.flushed = None;
+        let check: Check<fn(Symbol) -> LastNode> = Check::Rescore(rescorer);
+        let hint = self.compatible(signature, nominated, cycle, now, check).then(|| self.pop()).flatten();
         if hint.is_none() {
             self.stats.attempts[BatchAttempt::NoHint as usize] += 1;
         }
@@ -144,7 +249,9 @@ impl OpportunisticBatch {
             }
             s.sorted = true;
         }
-        s.nodes.pop().map(|n| n.name)
+        let n = s.nodes.pop()?;
+        self.hinted = (n.pos, n.row);
+        Some(n.name)
     }
 
     fn compatible(
@@ -153,7 +260,7 @@ impl OpportunisticBatch {
         nominated: bool,
         cycle: u64,
         now: Duration,
-        last_node: impl FnOnce(Symbol) -> LastNode,
+        check: Check<'_, impl FnOnce(Symbol) -> LastNode>,
     ) -> bool {
         if self.state_empty() {
             return false;
@@ -181,17 +288,74 @@ impl OpportunisticBatch {
             self.flush(FlushReason::Expired);
             return false;
         }
-        match last_node(self.last.chosen) {
-            LastNode::Missing => {
-                self.flush(FlushReason::NodeMissing);
-                false
-            }
-            LastNode::Fits => {
-                self.flush(FlushReason::NodeNotFull);
-                false
-            }
-            LastNode::Rejected => true,
+        let (verdict, rescorer) = match check {
+            Check::Filter(f) => (f(self.last.chosen), None),
+            Check::Rescore(r) => (r.last_node(self.last.chosen), Some(r)),
+        };
+        if verdict == LastNode::Missing {
+            self.flush(FlushReason::NodeMissing);
+            return false;
         }
+        // Rescoring: the last node goes back in when it still fits, and the list
+        // is normalized again over the nodes it now holds.
+        if let Some(r) = rescorer
+            && self.rescoring
+            && self.state.as_ref().is_some_and(|s| s.raw.is_some())
+        {
+            let fits = verdict == LastNode::Fits;
+            if verdict != LastNode::Errored && self.rescore(r, fits) {
+                self.stats.rescores += u64::from(fits);
+                return true;
+            }
+            self.flush(FlushReason::NodeNotFull);
+            self.state = None;
+            return false;
+        }
+        if verdict == LastNode::Rejected {
+            return true;
+        }
+        self.flush(FlushReason::NodeNotFull);
+        false
+    }
+
+    /// Puts the last chosen node back with fresh raw scores (when `fits`), then
+    /// normalizes every plugin again over the cached raw scores and recomputes the
+    /// weighted totals. `false` when a plugin fails or skips differently.
+    fn rescore(&mut self, r: &mut dyn Rescorer, fits: bool) -> bool {
+        let Some(s) = self.state.as_mut() else { return false };
+        let Some(raw) = s.raw.as_mut() else { return false };
+        let p = raw.plugins;
+        if fits {
+            let row = self.last.row as usize;
+            let Some(cells) = raw.values.get_mut(row * p..(row + 1) * p) else { return false };
+            let mut skipped = PluginSet::default();
+            if !r.score_node(self.last.chosen, cells, &mut skipped) || skipped != raw.skipped {
+                return false;
+            }
+            s.nodes.push(Scored { total: 0, pos: self.last.pos, name: self.last.chosen, row: self.last.row });
+        }
+        for n in &mut s.nodes {
+            n.total = 0;
+        }
+        if p == 0 {
+            // No Score plugin: every total is 1 in a full evaluation.
+            for n in &mut s.nodes {
+                n.total = 1;
+            }
+        }
+        for pi in 0..p {
+            if raw.skipped.contains(pi) {
+                continue;
+            }
+            self.scratch.clear();
+            self.scratch.extend(s.nodes.iter().map(|n| NodeScore { name: n.name, score: raw.values[n.row as usize * p + pi] }));
+            let Some(w) = r.normalize(pi, &mut self.scratch) else { return false };
+            for (n, ns) in s.nodes.iter_mut().zip(&self.scratch) {
+                n.total += ns.score * w;
+            }
+        }
+        s.sorted = false;
+        true
     }
 
     /// Records a successful cycle (upstream `StoreScheduleResults`): `others` are the
@@ -205,8 +369,27 @@ impl OpportunisticBatch {
         cycle: u64,
         now: Duration,
     ) -> BatchAttempt {
+        self.store_rescoring(signature, hinted, chosen, others, cycle, now, (0, 0), false)
+    }
+
+    /// [`Self::store`]; `chosen_at` is the chosen node's (position, raw row) in a
+    /// full evaluation, and `with_raw` moves the raw scores the cycle wrote into
+    /// [`Self::raw_buffer`] into the new state (rescoring).
+    #[expect(clippy::too_many_arguments, reason = "upstream's StoreScheduleResults plus the rescoring rows")]
+    pub(crate) fn store_rescoring(
+        &mut self,
+        signature: Option<&PodSignature>,
+        hinted: Option<Symbol>,
+        chosen: Symbol,
+        others: Option<&mut dyn Iterator<Item = Scored>>,
+        cycle: u64,
+        now: Duration,
+        chosen_at: (u32, u32),
+        with_raw: bool,
+    ) -> BatchAttempt {
         self.flushed = None;
-        self.last = LastCycle { count: cycle, chosen, succeeded: true };
+        let (pos, row) = if hinted == Some(chosen) { self.hinted } else { chosen_at };
+        self.last = LastCycle { count: cycle, chosen, succeeded: true, pos, row };
         if hinted == Some(chosen) {
             self.stats.attempts[BatchAttempt::HintUsed as usize] += 1;
             self.stats.batched_pods += 1;
@@ -218,8 +401,8 @@ impl OpportunisticBatch {
         } else {
             BatchAttempt::NoHint
         };
-        // Reuse the old list's memory for the new one.
-        let old = self.state.take();
+        let mut old = self.state.take();
+        let old_raw = old.as_mut().and_then(|s| s.raw.take());
         match (signature, others) {
             (Some(sig), Some(others)) => {
                 // Reuse the old list's memory for the new one.
@@ -229,7 +412,8 @@ impl OpportunisticBatch {
                 if nodes.is_empty() {
                     self.flush(FlushReason::EmptyList);
                 } else {
-                    self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now });
+                    let raw = with_raw.then(|| std::mem::take(&mut self.spare));
+                    self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now, raw });
                 }
             }
             // An empty list is the reason even for an unsigned pod (upstream checks it last).
@@ -240,6 +424,12 @@ impl OpportunisticBatch {
             }
             (_, None) => self.flush(FlushReason::EmptyList),
         }
+        // Keep the dropped state's raw-score memory for the next evaluation.
+        if let Some(raw) = old_raw
+            && raw.values.capacity() > self.spare.values.capacity()
+        {
+            self.spare = raw;
+        }
         result
     }
 
@@ -248,7 +438,7 @@ impl OpportunisticBatch {
     fn remaining(&mut self) -> Vec<&'static str> {
         let Some(top) = self.pop() else { return Vec::new() };
         let s = self.state.as_mut().expect("popped from it");
-        s.nodes.push(Scored { total: i64::MAX, pos: 0, name: top });
+        s.nodes.push(Scored { total: i64::MAX, pos: 0, name: top, row: 0 });
         s.nodes.iter().rev().map(|n| n.name.as_str()).collect()
     }
 }
@@ -272,7 +462,7 @@ mod tests {
         let v: Vec<Scored> = names
             .iter()
             .enumerate()
-            .map(|(i, x)| Scored { total: n - i as i64, pos: i as u32, name: Symbol::intern(x) })
+            .map(|(i, x)| Scored { total: n - i as i64, pos: i as u32, name: Symbol::intern(x), row: i as u32 })
             .collect();
         v.into_iter()
     }
@@ -523,5 +713,106 @@ mod tests {
         assert_eq!(b.stats.attempts(BatchAttempt::HintNotUsed), 1);
         assert_eq!(b.stats.attempts(BatchAttempt::NoHint), 0);
         assert_eq!(b.stats.batched_pods, 1);
+    }
+    /// A rescorer over fixed raw scores (one plugin, upstream's
+    /// `DefaultNormalizeScore`: scaled so the highest is 100, weight 2).
+    struct Fake {
+        last: LastNode,
+        raw: i64,
+        skip: bool,
+        fail_normalize: bool,
+    }
+    impl Rescorer for Fake {
+        fn last_node(&mut self, _: Symbol) -> LastNode {
+            self.last
+        }
+        fn score_node(&mut self, _: Symbol, raw: &mut [i64], skipped: &mut PluginSet) -> bool {
+            raw[0] = self.raw;
+            if self.skip {
+                skipped.insert(0);
+            }
+            true
+        }
+        fn normalize(&mut self, _: usize, scores: &mut [NodeScore]) -> Option<i64> {
+            if self.fail_normalize {
+                return None;
+            }
+            let max = scores.iter().map(|s| s.score).max().unwrap_or(0);
+            for s in scores.iter_mut() {
+                s.score = if max == 0 { 0 } else { s.score * 100 / max };
+            }
+            Some(2)
+        }
+    }
+
+    fn fake(last: LastNode, raw: i64) -> Fake {
+        Fake { last, raw, skip: false, fail_normalize: false }
+    }
+
+    /// A rescoring batch after a full evaluation of n0..n3 (raw 10, 5, 2, 1) that chose n0.
+    fn rescoring_batch(s: &PodSignature) -> OpportunisticBatch {
+        let mut b = OpportunisticBatch::new(false, false).with_rescoring(true);
+        let mut raw = b.take_raw_buffer();
+        raw.plugins = 1;
+        raw.values.extend([10, 5, 2, 1]);
+        b.put_raw_buffer(raw);
+        let names = ["n0", "n1", "n2", "n3"];
+        let totals = [200, 100, 40, 20];
+        let mut others = (1..4).map(|k| Scored { total: totals[k], pos: k as u32, name: Symbol::intern(names[k]), row: k as u32 });
+        b.store_rescoring(Some(s), None, Symbol::intern("n0"), Some(&mut others), 1, Duration::ZERO, (0, 0), true);
+        b
+    }
+
+    /// The last node still fits: it is scored again, the list normalized again, and
+    /// the best is popped, whether that is the last node itself or another.
+    #[test]
+    fn rescoring_puts_the_last_node_back() {
+        let s = sig("x");
+        let n = |x: &str| Symbol::intern(x);
+        // n0 now scores 7 raw: still the best (7 > 5), so it is the hint again.
+        let mut b = rescoring_batch(&s);
+        let h = b.node_hint_rescoring(Some(&s), false, 2, Duration::ZERO, &mut fake(LastNode::Fits, 7));
+        assert_eq!(h, Some(n("n0")));
+        assert_eq!(b.stats.rescores, 1);
+        assert_eq!(b.store_rescoring(Some(&s), h, n("n0"), None, 2, Duration::ZERO, (9, 9), false), BatchAttempt::HintUsed);
+        // n0 now scores 3 raw: n1 (5) leads; normalized over {n1, n2, n3, n0}: 100, 40, 20, 60.
+        let h = b.node_hint_rescoring(Some(&s), false, 3, Duration::ZERO, &mut fake(LastNode::Fits, 3));
+        assert_eq!(h, Some(n("n1")));
+        let totals: Vec<(&str, i64)> = b.state.as_ref().unwrap().nodes.iter().rev().map(|x| (x.name.as_str(), x.total)).collect();
+        assert_eq!(totals, [("n0", 120), ("n2", 80), ("n3", 40)]);
+        b.store_rescoring(Some(&s), h, n("n1"), None, 3, Duration::ZERO, (9, 9), false);
+        // n1 is now full: dropped, the rest normalized again over {n0, n2, n3} (max 3).
+        let h = b.node_hint_rescoring(Some(&s), false, 4, Duration::ZERO, &mut fake(LastNode::Rejected, 0));
+        assert_eq!(h, Some(n("n0")));
+        // n2: 2 * 100 / 3 = 66, n3: 33, each weighted 2.
+        let totals: Vec<(&str, i64)> = b.state.as_ref().unwrap().nodes.iter().rev().map(|x| (x.name.as_str(), x.total)).collect();
+        assert_eq!(totals, [("n2", 132), ("n3", 66)]);
+        assert_eq!(b.stats.rescores, 2);
+        assert_eq!(b.stats.flushes.iter().sum::<u64>(), 0);
+        assert_eq!(b.stats.batched_pods, 2);
+    }
+
+    /// A rescoring that cannot be trusted (PreScore skips differently, NormalizeScore
+    /// fails, a Filter plugin errs) flushes as `node_not_full`; a missing node as
+    /// `node_missing`; without rescoring a node that fits flushes as upstream.
+    #[test]
+    fn rescoring_failures_flush() {
+        let s = sig("x");
+        let cases = [
+            (Fake { skip: true, ..fake(LastNode::Fits, 1) }, FlushReason::NodeNotFull),
+            (Fake { fail_normalize: true, ..fake(LastNode::Fits, 1) }, FlushReason::NodeNotFull),
+            (fake(LastNode::Errored, 1), FlushReason::NodeNotFull),
+            (fake(LastNode::Missing, 1), FlushReason::NodeMissing),
+        ];
+        for (mut f, reason) in cases {
+            let mut b = rescoring_batch(&s);
+            assert_eq!(b.node_hint_rescoring(Some(&s), false, 2, Duration::ZERO, &mut f), None);
+            assert_eq!(b.stats.flushes(reason), 1, "{}", reason.as_str());
+            assert_eq!(b.stats.rescores, 0);
+        }
+        let mut b = rescoring_batch(&s);
+        b.rescoring = false;
+        assert_eq!(b.node_hint_rescoring(Some(&s), false, 2, Duration::ZERO, &mut fake(LastNode::Fits, 1)), None);
+        assert_eq!(b.stats.flushes(FlushReason::NodeNotFull), 1);
     }
 }
