@@ -167,7 +167,9 @@ fn rescoring_is_off_by_default() {
     let cfg: ProfileConfig = serde_json::from_value(serde_json::json!({"batchRescoring": true})).unwrap();
     assert_eq!(cfg.batch_rescoring, Some(true));
     let h = Handle::new(Arc::new(VirtualClock::new()));
-    assert!(!default_registry().build_profile(&schedkit::plugins::default_profile_config(), &h).unwrap().batch_rescoring());
+    assert!(
+        !default_registry().build_profile(&schedkit::plugins::default_profile_config(), &h).unwrap().batch_rescoring()
+    );
 }
 
 proptest! {

@@ -179,7 +179,14 @@ fn names<P: ?Sized>(v: &[Named<P>]) -> Vec<&'static str> {
 impl Profile {
     /// Starts a profile for pods whose `schedulerName` is `name`.
     pub fn builder(name: &str) -> ProfileBuilder {
-        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, batching: None, rescoring: false, error: None }
+        ProfileBuilder {
+            name: name.to_owned(),
+            entries: Vec::new(),
+            percentage: None,
+            batching: None,
+            rescoring: false,
+            error: None,
+        }
     }
 
     /// The scheduler name pods use to pick this profile.

@@ -476,8 +476,9 @@ impl Scheduler {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
         }
         // Batch rescoring keeps the raw scores of this evaluation.
-        let rescoring = batch.as_ref().and_then(|cb| self.batches.get_mut(cb.profile)?.as_mut()).filter(|b| b.rescoring());
-        let mut raw = rescoring.map(|b| b.take_raw_buffer());
+        let rescoring =
+            batch.as_ref().and_then(|cb| self.batches.get_mut(cb.profile)?.as_mut()).filter(|b| b.rescoring());
+        let mut raw = rescoring.map(batch::OpportunisticBatch::take_raw_buffer);
         let scored = time_point(
             m,
             MetricPoint::Score,

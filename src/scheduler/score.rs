@@ -1,9 +1,9 @@
 //! The cycle's Score phase: weighted Score + NormalizeScore totals and host
 //! selection among the top scores (with the seeded tie-break generator).
 
+use super::batch::RawScores;
 #[cfg(feature = "parallel")]
 use super::parallel;
-use super::batch::RawScores;
 use super::{Scheduler, TieBreak};
 use crate::framework::runtime;
 use crate::framework::{CycleState, NodeScore, Profile, Status};
