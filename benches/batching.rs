@@ -1,7 +1,8 @@
 //! Opportunistic batching (KEP-5598): per-pod cost of a burst of identical
 //! one-per-node replicas with batching on and off, on 20,000 and 5,000 nodes with
 //! upstream's adaptive sampling, one thread; the cost of a hint hit alone; and the
-//! cost of signing a typical pod.
+//! cost of signing a typical pod. A burst of pods four to a node (which v1.36
+//! batching cannot batch) with rescoring on, off, and batching off.
 //!
 //! The default profile with cluster-default spreading off (`defaultingType: List`,
 //! no constraints) as upstream's docs advise, and `DRAExtendedResource` off (while it
@@ -20,13 +21,14 @@ use schedkit::scheduler::{Scheduler, SchedulerConfig, TieBreak};
 use schedkit::snapshot::PodInfo;
 use schedkit::testing::{NodeBuilder, PodBuilder};
 
-fn profile(handle: &Handle, batching: bool) -> Profile {
+fn profile(handle: &Handle, batching: bool, rescoring: bool) -> Profile {
     let mut cfg: ProfileConfig = serde_json::from_value(serde_json::json!({
         "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}],
     }))
     .unwrap();
     cfg.plugins = default_profile_config().plugins;
     cfg.opportunistic_batching = Some(batching);
+    cfg.batch_rescoring = Some(rescoring);
     default_registry().build_profile(&cfg, handle).unwrap()
 }
 
@@ -55,11 +57,11 @@ fn replica(i: usize, cpu: &str) -> Pod {
     pod
 }
 
-fn cluster(nodes: usize, batching: bool) -> Scheduler {
+fn cluster(nodes: usize, batching: bool, rescoring: bool) -> Scheduler {
     let handle = Handle::default();
     handle.set_feature_gates("DRAExtendedResource=false".parse().unwrap());
     let cfg = SchedulerConfig { parallelism: 1, tie_break: TieBreak::Random, ..SchedulerConfig::default() };
-    let s = Scheduler::builder().profile(profile(&handle, batching)).handle(handle).config(cfg).build();
+    let s = Scheduler::builder().profile(profile(&handle, batching, rescoring)).handle(handle).config(cfg).build();
     for i in 0..nodes {
         let zone = ["zone-a", "zone-b", "zone-c"][i % 3];
         let kind = if i % 2 == 0 { "medium" } else { "large" };
@@ -82,6 +84,7 @@ fn cluster(nodes: usize, batching: bool) -> Scheduler {
 struct Burst {
     nodes: usize,
     batching: bool,
+    rescoring: bool,
     cpu: &'static str,
     s: Scheduler,
     pods: Vec<PodInfo>,
@@ -90,15 +93,23 @@ struct Burst {
 
 impl Burst {
     fn new(nodes: usize, batching: bool, cpu: &'static str) -> Burst {
-        let per_node = if cpu == "3" { 1 } else { 2 };
+        Burst::with_rescoring(nodes, batching, false, cpu)
+    }
+
+    fn with_rescoring(nodes: usize, batching: bool, rescoring: bool, cpu: &'static str) -> Burst {
+        let per_node = match cpu {
+            "3" => 1,
+            "1" => 4,
+            _ => 2,
+        };
         let pods = (0..nodes * per_node).map(|i| PodInfo::new(replica(i, cpu)).unwrap()).collect();
-        Burst { nodes, batching, cpu, s: cluster(nodes, batching), pods, next: 0 }
+        Burst { nodes, batching, rescoring, cpu, s: cluster(nodes, batching, rescoring), pods, next: 0 }
     }
 
     /// Schedules one pod; returns its time and whether a hint placed it.
     fn one(&mut self) -> (Duration, bool) {
         if self.next == self.pods.len() {
-            *self = Burst::new(self.nodes, self.batching, self.cpu);
+            *self = Burst::with_rescoring(self.nodes, self.batching, self.rescoring, self.cpu);
         }
         let before = self.s.batch_stats("default-scheduler").map_or(0, |b| b.batched_pods);
         let t = Instant::now();
@@ -142,10 +153,25 @@ fn bursts(c: &mut Criterion) {
     g.finish();
 }
 
+/// Pods four to a 4-cpu node on 5,000 nodes: batching off, v1.36 batching (flushed
+/// as `node_not_full` while the last node still fits) and batching with rescoring.
+fn sharing(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batching/share");
+    g.sample_size(10);
+    let nodes = 5_000;
+    for (id, batching, rescoring) in [("off", false, false), ("on", true, false), ("rescoring", true, true)] {
+        let mut burst = Burst::with_rescoring(nodes, batching, rescoring, "1");
+        g.bench_function(BenchmarkId::new(id, nodes), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| burst.one().0).sum());
+        });
+    }
+    g.finish();
+}
+
 fn signing(c: &mut Criterion) {
     let handle = Handle::default();
     handle.set_feature_gates("DRAExtendedResource=false".parse().unwrap());
-    let p = profile(&handle, true);
+    let p = profile(&handle, true, false);
     let pod = PodInfo::new(replica(0, "3")).unwrap();
     let mut fragments = SignFragments::new();
     assert!(p.sign_pod_with(&pod, &mut fragments).is_some(), "the replica is signable");
@@ -154,5 +180,5 @@ fn signing(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, signing, bursts);
+criterion_group!(benches, signing, bursts, sharing);
 criterion_main!(benches);

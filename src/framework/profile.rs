@@ -157,6 +157,8 @@ pub struct Profile {
     pub(crate) batching_blockers: Vec<&'static str>,
     /// The profile's own `OpportunisticBatching` setting; `None` follows the gate.
     pub(crate) opportunistic_batching: Option<bool>,
+    /// v1.37-style rescoring of the last chosen node (schedkit, off by default).
+    pub(crate) batch_rescoring: bool,
 }
 
 impl std::fmt::Debug for Profile {
@@ -177,7 +179,14 @@ fn names<P: ?Sized>(v: &[Named<P>]) -> Vec<&'static str> {
 impl Profile {
     /// Starts a profile for pods whose `schedulerName` is `name`.
     pub fn builder(name: &str) -> ProfileBuilder {
-        ProfileBuilder { name: name.to_owned(), entries: Vec::new(), percentage: None, batching: None, error: None }
+        ProfileBuilder {
+            name: name.to_owned(),
+            entries: Vec::new(),
+            percentage: None,
+            batching: None,
+            rescoring: false,
+            error: None,
+        }
     }
 
     /// The scheduler name pods use to pick this profile.
@@ -280,6 +289,13 @@ impl Profile {
         self.opportunistic_batching
     }
 
+    /// Whether a batch re-scores the node chosen last when the next pod still fits
+    /// there (v1.37's "rescoring", off by default; see
+    /// [`ProfileBuilder::batch_rescoring`]).
+    pub fn batch_rescoring(&self) -> bool {
+        self.batch_rescoring
+    }
+
     /// Whether this profile batches under `gates`: its own setting or else the
     /// `OpportunisticBatching` gate, and every plugin that must sign does.
     pub fn batching_enabled(&self, gates: FeatureGates) -> bool {
@@ -317,6 +333,7 @@ pub struct ProfileBuilder {
     entries: Vec<Entry>,
     percentage: Option<i64>,
     batching: Option<bool>,
+    rescoring: bool,
     error: Option<ConfigError>,
 }
 
@@ -377,6 +394,17 @@ impl ProfileBuilder {
         self
     }
 
+    /// Beyond upstream v1.36 (KEP-5598's v1.37 "rescoring"; off by default): when
+    /// the next pod of a batch would still fit on the node chosen last, re-score that
+    /// node alone (PreScore, then Score on it), normalize again over the batch's
+    /// cached raw scores and re-sort, instead of flushing the batch as
+    /// `node_not_full`. Pods that share nodes then batch too.
+    #[must_use]
+    pub fn batch_rescoring(mut self, on: bool) -> Self {
+        self.rescoring = on;
+        self
+    }
+
     /// Resolves the plugin lists.
     pub fn build(self) -> Result<Profile, ConfigError> {
         if let Some(e) = self.error {
@@ -389,6 +417,7 @@ impl ProfileBuilder {
         };
         let mut p = Profile::empty(self.name, pct);
         p.opportunistic_batching = self.batching;
+        p.batch_rescoring = self.rescoring;
         let mut sorts = Vec::new();
         for e in self.entries {
             let name = e.name;
@@ -541,6 +570,9 @@ pub struct ProfileConfig {
     /// Per-profile opportunistic batching (schedkit); absent follows the gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opportunistic_batching: Option<bool>,
+    /// Batch rescoring (schedkit, beyond v1.36; see [`ProfileBuilder::batch_rescoring`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_rescoring: Option<bool>,
     /// Plugins per point.
     pub plugins: PluginsConfig,
     /// Plugin arguments.
@@ -744,6 +776,7 @@ impl Registry {
             }
         }
         p.opportunistic_batching = cfg.opportunistic_batching;
+        p.batch_rescoring = cfg.batch_rescoring.unwrap_or(false);
         Ok(p.finish())
     }
 }
@@ -778,6 +811,7 @@ impl Profile {
             sign: Vec::new(),
             batching_blockers: Vec::new(),
             opportunistic_batching: None,
+            batch_rescoring: false,
         }
     }
 

@@ -11,12 +11,20 @@
 //! its score is stale). The hint is the best remaining node. After every successful
 //! cycle [`OpportunisticBatch::store`] keeps the state if the hint was used, or
 //! rebuilds it from the cycle's scored nodes without the chosen one.
+//!
+//! With rescoring (schedkit's opt-in take on v1.37, KEP-5598 "Rescoring") the state
+//! also keeps every node's raw per-plugin scores: when the last chosen node still
+//! fits, it is scored again alone and every plugin normalizes again over the cached
+//! raw scores, so pods that share a node batch too (see [`Rescorer`]).
 
 use std::time::Duration;
 
-use crate::framework::PodSignature;
 pub use crate::framework::{BatchAttempt, FlushReason};
+use crate::framework::{NodeScore, PluginSet, PodSignature};
+
+mod rescore;
 use crate::model::Symbol;
+pub(crate) use rescore::{RawScores, Rescorer};
 
 /// How long a batch may be reused (upstream `maxBatchAge`).
 pub const MAX_BATCH_AGE: Duration = Duration::from_millis(500);
@@ -31,6 +39,9 @@ pub struct BatchStats {
     pub flushes: [u64; 8],
     /// Pods placed on their hint (upstream `batchedPods`).
     pub batched_pods: u64,
+    /// Hints given after re-scoring the node chosen last (rescoring only; v1.37's
+    /// `scheduler_batch_rescore_attempts_total` counts the same events).
+    pub rescores: u64,
 }
 
 impl BatchStats {
@@ -54,6 +65,9 @@ pub(crate) enum LastNode {
     Rejected,
     /// The pod would still fit there.
     Fits,
+    /// A Filter plugin failed there: upstream flushes (`node_not_full`), and there
+    /// is nothing to rescore.
+    Errored,
 }
 
 /// A scored node kept for later hints: its weighted total, its position among the
@@ -63,6 +77,16 @@ pub(crate) struct Scored {
     pub(crate) total: i64,
     pub(crate) pos: u32,
     pub(crate) name: Symbol,
+    /// Row of this node's raw scores (rescoring only).
+    pub(crate) row: u32,
+}
+
+/// How [`OpportunisticBatch::compatible`] looks at the node chosen last.
+enum Check<'a, F> {
+    /// Filter only (v1.36).
+    Filter(F),
+    /// Filter, and re-score when it still fits.
+    Rescore(&'a mut dyn Rescorer),
 }
 
 /// The reusable result of one full evaluation (upstream `batchState`).
@@ -75,6 +99,8 @@ struct BatchState {
     /// the copy (upstream heapifies, also O(n)).
     sorted: bool,
     created: Duration,
+    /// Raw scores (rescoring only).
+    raw: Option<RawScores>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -82,6 +108,9 @@ struct LastCycle {
     count: u64,
     chosen: Symbol,
     succeeded: bool,
+    /// The chosen node's position and raw-score row in the state (rescoring).
+    pos: u32,
+    row: u32,
 }
 
 /// One profile's batch (upstream `OpportunisticBatch`).
@@ -94,7 +123,15 @@ pub(crate) struct OpportunisticBatch {
     /// Equal totals rank by node name (the `SmallestName` tie-break) rather than by
     /// feasible order.
     ties_by_name: bool,
+    /// Re-score the last chosen node when it still fits (schedkit, off by default).
+    rescoring: bool,
+    /// Normalization buffer (rescoring), kept between cycles.
+    scratch: Vec<NodeScore>,
+    /// A spare raw-score buffer handed to the cycle to fill (rescoring).
+    spare: RawScores,
     pub(crate) stats: BatchStats,
+    /// Position and raw-score row of the last hint popped.
+    hinted: (u32, u32),
     /// Flushes of the current call, for the metrics (taken by the caller).
     pub(crate) flushed: Option<FlushReason>,
 }
@@ -102,6 +139,32 @@ pub(crate) struct OpportunisticBatch {
 impl OpportunisticBatch {
     pub(crate) fn new(generic_workload: bool, ties_by_name: bool) -> Self {
         OpportunisticBatch { generic_workload, ties_by_name, ..OpportunisticBatch::default() }
+    }
+
+    /// Turns rescoring on (schedkit's opt-in v1.37 behaviour).
+    pub(crate) fn with_rescoring(mut self, on: bool) -> Self {
+        self.rescoring = on;
+        self
+    }
+
+    /// Whether this batch re-scores.
+    pub(crate) fn rescoring(&self) -> bool {
+        self.rescoring
+    }
+
+    /// The buffer a full evaluation fills with raw scores (rescoring), cleared; its
+    /// memory is reused from a dropped state. Hand it back with
+    /// [`Self::put_raw_buffer`] before [`Self::store_rescoring`].
+    pub(crate) fn take_raw_buffer(&mut self) -> RawScores {
+        let mut raw = std::mem::take(&mut self.spare);
+        raw.values.clear();
+        raw.skipped = PluginSet::default();
+        raw
+    }
+
+    /// Returns the buffer from [`Self::take_raw_buffer`].
+    pub(crate) fn put_raw_buffer(&mut self, raw: RawScores) {
+        self.spare = raw;
     }
 
     fn flush(&mut self, reason: FlushReason) {
@@ -124,7 +187,28 @@ impl OpportunisticBatch {
         last_node: impl FnOnce(Symbol) -> LastNode,
     ) -> Option<Symbol> {
         self.flushed = None;
-        let hint = self.compatible(signature, nominated, cycle, now, last_node).then(|| self.pop()).flatten();
+        let hint =
+            self.compatible(signature, nominated, cycle, now, Check::Filter(last_node)).then(|| self.pop()).flatten();
+        if hint.is_none() {
+            self.stats.attempts[BatchAttempt::NoHint as usize] += 1;
+        }
+        hint
+    }
+
+    /// [`Self::node_hint`] with rescoring (when the batch re-scores): a last node
+    /// that still fits is scored again and put back, and the list is normalized
+    /// again and re-sorted before the best node is popped.
+    pub(crate) fn node_hint_rescoring(
+        &mut self,
+        signature: Option<&PodSignature>,
+        nominated: bool,
+        cycle: u64,
+        now: Duration,
+        rescorer: &mut dyn Rescorer,
+    ) -> Option<Symbol> {
+        self.flushed = None;
+        let check: Check<fn(Symbol) -> LastNode> = Check::Rescore(rescorer);
+        let hint = self.compatible(signature, nominated, cycle, now, check).then(|| self.pop()).flatten();
         if hint.is_none() {
             self.stats.attempts[BatchAttempt::NoHint as usize] += 1;
         }
@@ -144,7 +228,9 @@ impl OpportunisticBatch {
             }
             s.sorted = true;
         }
-        s.nodes.pop().map(|n| n.name)
+        let n = s.nodes.pop()?;
+        self.hinted = (n.pos, n.row);
+        Some(n.name)
     }
 
     fn compatible(
@@ -153,7 +239,7 @@ impl OpportunisticBatch {
         nominated: bool,
         cycle: u64,
         now: Duration,
-        last_node: impl FnOnce(Symbol) -> LastNode,
+        check: Check<'_, impl FnOnce(Symbol) -> LastNode>,
     ) -> bool {
         if self.state_empty() {
             return false;
@@ -181,17 +267,34 @@ impl OpportunisticBatch {
             self.flush(FlushReason::Expired);
             return false;
         }
-        match last_node(self.last.chosen) {
-            LastNode::Missing => {
-                self.flush(FlushReason::NodeMissing);
-                false
-            }
-            LastNode::Fits => {
-                self.flush(FlushReason::NodeNotFull);
-                false
-            }
-            LastNode::Rejected => true,
+        let (verdict, rescorer) = match check {
+            Check::Filter(f) => (f(self.last.chosen), None),
+            Check::Rescore(r) => (r.last_node(self.last.chosen), Some(r)),
+        };
+        if verdict == LastNode::Missing {
+            self.flush(FlushReason::NodeMissing);
+            return false;
         }
+        // Rescoring: the last node goes back in when it still fits, and the list
+        // is normalized again over the nodes it now holds.
+        if let Some(r) = rescorer
+            && self.rescoring
+            && self.state.as_ref().is_some_and(|s| s.raw.is_some())
+        {
+            let fits = verdict == LastNode::Fits;
+            if verdict != LastNode::Errored && self.rescore(r, fits) {
+                self.stats.rescores += u64::from(fits);
+                return true;
+            }
+            self.flush(FlushReason::NodeNotFull);
+            self.state = None;
+            return false;
+        }
+        if verdict == LastNode::Rejected {
+            return true;
+        }
+        self.flush(FlushReason::NodeNotFull);
+        false
     }
 
     /// Records a successful cycle (upstream `StoreScheduleResults`): `others` are the
@@ -205,8 +308,27 @@ impl OpportunisticBatch {
         cycle: u64,
         now: Duration,
     ) -> BatchAttempt {
+        self.store_rescoring(signature, hinted, chosen, others, cycle, now, (0, 0), false)
+    }
+
+    /// [`Self::store`]; `chosen_at` is the chosen node's (position, raw row) in a
+    /// full evaluation, and `with_raw` moves the raw scores the cycle wrote into
+    /// [`Self::raw_buffer`] into the new state (rescoring).
+    #[expect(clippy::too_many_arguments, reason = "upstream's StoreScheduleResults plus the rescoring rows")]
+    pub(crate) fn store_rescoring(
+        &mut self,
+        signature: Option<&PodSignature>,
+        hinted: Option<Symbol>,
+        chosen: Symbol,
+        others: Option<&mut dyn Iterator<Item = Scored>>,
+        cycle: u64,
+        now: Duration,
+        chosen_at: (u32, u32),
+        with_raw: bool,
+    ) -> BatchAttempt {
         self.flushed = None;
-        self.last = LastCycle { count: cycle, chosen, succeeded: true };
+        let (pos, row) = if hinted == Some(chosen) { self.hinted } else { chosen_at };
+        self.last = LastCycle { count: cycle, chosen, succeeded: true, pos, row };
         if hinted == Some(chosen) {
             self.stats.attempts[BatchAttempt::HintUsed as usize] += 1;
             self.stats.batched_pods += 1;
@@ -218,8 +340,8 @@ impl OpportunisticBatch {
         } else {
             BatchAttempt::NoHint
         };
-        // Reuse the old list's memory for the new one.
-        let old = self.state.take();
+        let mut old = self.state.take();
+        let old_raw = old.as_mut().and_then(|s| s.raw.take());
         match (signature, others) {
             (Some(sig), Some(others)) => {
                 // Reuse the old list's memory for the new one.
@@ -229,7 +351,8 @@ impl OpportunisticBatch {
                 if nodes.is_empty() {
                     self.flush(FlushReason::EmptyList);
                 } else {
-                    self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now });
+                    let raw = with_raw.then(|| std::mem::take(&mut self.spare));
+                    self.state = Some(BatchState { signature: sig.clone(), nodes, sorted: false, created: now, raw });
                 }
             }
             // An empty list is the reason even for an unsigned pod (upstream checks it last).
@@ -240,6 +363,12 @@ impl OpportunisticBatch {
             }
             (_, None) => self.flush(FlushReason::EmptyList),
         }
+        // Keep the dropped state's raw-score memory for the next evaluation.
+        if let Some(raw) = old_raw
+            && raw.values.capacity() > self.spare.values.capacity()
+        {
+            self.spare = raw;
+        }
         result
     }
 
@@ -248,7 +377,7 @@ impl OpportunisticBatch {
     fn remaining(&mut self) -> Vec<&'static str> {
         let Some(top) = self.pop() else { return Vec::new() };
         let s = self.state.as_mut().expect("popped from it");
-        s.nodes.push(Scored { total: i64::MAX, pos: 0, name: top });
+        s.nodes.push(Scored { total: i64::MAX, pos: 0, name: top, row: 0 });
         s.nodes.iter().rev().map(|n| n.name.as_str()).collect()
     }
 }
@@ -257,7 +386,7 @@ impl OpportunisticBatch {
 mod tests {
     use super::*;
 
-    fn sig(s: &str) -> PodSignature {
+    pub(super) fn sig(s: &str) -> PodSignature {
         let mut f = crate::framework::SignFragments::new();
         let owned: &'static str = Symbol::intern(s).as_str();
         f.add("sig", |w| {
@@ -272,7 +401,7 @@ mod tests {
         let v: Vec<Scored> = names
             .iter()
             .enumerate()
-            .map(|(i, x)| Scored { total: n - i as i64, pos: i as u32, name: Symbol::intern(x) })
+            .map(|(i, x)| Scored { total: n - i as i64, pos: i as u32, name: Symbol::intern(x), row: i as u32 })
             .collect();
         v.into_iter()
     }

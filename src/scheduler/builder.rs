@@ -135,6 +135,7 @@ impl SchedulerBuilder {
                         gates.enabled(crate::framework::Feature::GenericWorkload),
                         self.config.tie_break == TieBreak::SmallestName,
                     )
+                    .with_rescoring(p.batch_rescoring())
                 })
             })
             .collect::<Vec<_>>();

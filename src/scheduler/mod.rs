@@ -392,7 +392,7 @@ impl Scheduler {
 
         // Opportunistic batching: a hint from the last cycle's scored nodes.
         if let Some(cb) = batch.as_mut() {
-            self.batch_hint(profile, &state, pod, snap, cb);
+            self.batch_hint(profile, &mut state, pod, snap, cb);
         }
 
         // A pod nominated by an earlier preemption tries its nominated node first
@@ -475,13 +475,22 @@ impl Scheduler {
         if !s.is_success() {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
         }
-        time_point(
+        // Batch rescoring keeps the raw scores of this evaluation.
+        let rescoring =
+            batch.as_ref().and_then(|cb| self.batches.get_mut(cb.profile)?.as_mut()).filter(|b| b.rescoring());
+        let mut raw = rescoring.map(batch::OpportunisticBatch::take_raw_buffer);
+        let scored = time_point(
             m,
             MetricPoint::Score,
-            || self.score(profile, &state, pod, snap),
+            || self.score(profile, &state, pod, snap, raw.as_mut()),
             |r| r.as_ref().map_or_else(Status::code, |()| Code::Success),
-        )
-        .map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
+        );
+        if let Some(r) = raw
+            && let Some(b) = batch.as_ref().and_then(|cb| self.batches.get_mut(cb.profile)?.as_mut())
+        {
+            b.put_raw_buffer(r);
+        }
+        scored.map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
         let best = self.select_host(snap);
         if let Some(cb) = &batch {
             self.batch_store(cb, snap, best, true);

@@ -1,6 +1,7 @@
 //! The cycle's Score phase: weighted Score + NormalizeScore totals and host
 //! selection among the top scores (with the seeded tie-break generator).
 
+use super::batch::RawScores;
 #[cfg(feature = "parallel")]
 use super::parallel;
 use super::{Scheduler, TieBreak};
@@ -10,16 +11,25 @@ use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
 impl Scheduler {
     /// Runs Score + NormalizeScore for every plugin, accumulating weighted totals.
+    /// With `raw` (batch rescoring) the raw scores are kept too, one row per
+    /// feasible node.
     pub(super) fn score(
         &mut self,
         profile: &Profile,
         state: &CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
+        mut raw: Option<&mut RawScores>,
     ) -> Result<(), Status> {
         let bufs = &mut self.bufs;
         let n = bufs.feasible.len();
         bufs.totals.clear();
+        if let Some(raw) = raw.as_deref_mut() {
+            raw.plugins = profile.score.len();
+            raw.values.clear();
+            raw.values.resize(n * raw.plugins, 0);
+            raw.skipped.clone_from(&state.skip_score);
+        }
         if !profile.has_score_plugins() {
             bufs.totals.resize(n, 1);
             return Ok(());
@@ -50,6 +60,12 @@ impl Scheduler {
             if !done {
                 let nodes = NodeList::new(snap, &bufs.feasible);
                 runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
+            }
+            if let Some(raw) = raw.as_deref_mut() {
+                let p = raw.plugins;
+                for (k, ns) in bufs.scores.iter().enumerate() {
+                    raw.values[k * p + pi] = ns.score;
+                }
             }
             let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
             runtime::run_normalize(sp, state, pod, &mut bufs.scores, norm_timer)?;
