@@ -16,6 +16,7 @@ pub mod metrics;
 mod openmetrics;
 pub mod preemption;
 mod profile;
+mod registry;
 mod runner;
 pub(crate) mod runtime;
 pub mod scheduler_metrics;
@@ -41,9 +42,10 @@ pub use preemption::{
     DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
     RecordingEvictor, RunningProfile,
 };
-pub use profile::{
-    ConfigError, DEFAULT_SCHEDULER_NAME, MAX_WEIGHT, Named, PluginArgs, PluginFactory, PluginRef, PluginSetConfig,
-    PluginsConfig, Profile, ProfileBuilder, ProfileConfig, Registry, WeightedScore,
+pub use profile::{ConfigError, MAX_WEIGHT, Named, Profile, ProfileBuilder, WeightedScore};
+pub use registry::{
+    DEFAULT_SCHEDULER_NAME, PluginArgs, PluginFactory, PluginRef, PluginSetConfig, PluginsConfig, ProfileConfig,
+    Registry,
 };
 pub use runner::{Feasible, FrameworkRunner, PluginAt, PluginScores, ScoreReport};
 pub use runtime::{PermitOutcome, PreFilterOutcome};
