@@ -318,6 +318,9 @@ mod tests {
         }
     }
 
+    /// Description, zones, combinations, expected minimum.
+    type MinDistanceCase<'a> = (&'a str, &'a [NumaZone], &'a [&'a [usize]], f32);
+
     /// scheduler-plugins `least_numa_test.go`, `TestMinDistance`: the minimum average
     /// distance over the given combinations (255 when no zone lists costs).
     #[test]
@@ -329,7 +332,7 @@ mod tests {
         let no_costs: Vec<NumaZone> =
             (0..4).map(|id| NumaZone { id, resources: SmallVec::new(), costs: SmallVec::new() }).collect();
         let pairs: &[&[usize]] = &[&[0, 1], &[0, 2], &[0, 3], &[1, 2], &[1, 3], &[2, 3]];
-        let cases: [(&str, &[NumaZone], &[&[usize]], f32); 4] = [
+        let cases: [MinDistanceCase<'_>; 4] = [
             ("single numa node combination", &with_costs, &[&[0], &[1], &[2], &[3]], 10.0),
             ("two numa node combination", &with_costs, pairs, 11.0),
             ("three numa node combination", &with_costs, &[&[0, 1, 2], &[1, 2, 3], &[0, 2, 3]], 14.888_889),

@@ -81,6 +81,12 @@ fn request(r: &[(&'static str, String)]) -> numa::ResList {
     r.iter().map(|(n, q)| (Symbol::intern(n), q.parse::<Quantity>().unwrap())).collect()
 }
 
+/// The NUMA ids (sorted) and the minimum-distance flag, or `None` when nothing fits.
+type Want = Option<(Vec<usize>, bool)>;
+
+/// Description, zones, pod request, expectation.
+type RequiredCase = (&'static str, Vec<NumaZone>, Vec<(&'static str, String)>, Want);
+
 /// scheduler-plugins `least_numa_test.go`, `TestNUMANodesRequired`: the set of NUMA
 /// ids a Guaranteed pod needs and whether it is at the minimum average distance.
 #[test]
@@ -92,7 +98,7 @@ fn numa_nodes_required_table() {
     let gpu3 = res("3", Some("2Gi"), Some("3"));
     let seq = [0, 1, 2, 3];
     let even = [0, 2, 4, 6];
-    let cases: Vec<(&str, Vec<NumaZone>, Vec<(&'static str, String)>, Option<(Vec<usize>, bool)>)> = vec![
+    let cases: Vec<RequiredCase> = vec![
         ("simple case, fit on 1 NUMA node", one, small.clone(), Some((vec![0], true))),
         ("simple case, fit on 2 NUMA node", two.clone(), res("12", Some("2Gi"), None), Some((vec![0, 1], true))),
         ("can't fit", two, res("22", Some("2Gi"), None), None),
@@ -202,7 +208,7 @@ fn containers(prefix: &str, lists: &[Req]) -> Vec<Container> {
             let rl = ResourceList::parse(r.iter().copied()).unwrap();
             Container {
                 name: format!("{prefix}-{}", i + 1),
-                resources: ResourceRequirements { requests: rl.clone(), limits: rl, ..Default::default() },
+                resources: ResourceRequirements { requests: rl.clone(), limits: rl },
                 ..Default::default()
             }
         })
@@ -296,6 +302,9 @@ fn multi_container_pod_scope_table() {
 /// One container's requests (= limits).
 type Req = Vec<(&'static str, &'static str)>;
 
+/// Description, init containers, app containers, expected message.
+type MultiCase = (&'static str, Vec<Req>, Vec<Req>, Option<&'static str>);
+
 /// scheduler-plugins `filter_test.go`, `TestNodeResourceTopologyMultiContainerContainerScope`
 /// (passthrough cache, `SingleNUMANodeContainerLevel`; descriptions keep upstream's
 /// `[n][tier]` tags from `TESTS.md`).
@@ -305,7 +314,7 @@ fn multi_container_container_scope_table() {
     let p = NodeResourceTopologyMatch::new(NodeResourceTopologyMatchArgs::default(), store).unwrap();
     let (cont, init) = (Some("cannot align container"), Some("cannot align init container"));
     let r = |cpu: &'static str, mem: &'static str| -> Req { vec![("cpu", cpu), ("memory", mem)] };
-    let cases: Vec<(&str, Vec<Req>, Vec<Req>, Option<&str>)> = vec![
+    let cases: Vec<MultiCase> = vec![
         ("[1][tier3] single container with good allocation - fit", vec![], vec![r("2", "4G")], None),
         ("[2][tier3] single container with cpu over allocation", vec![], vec![r("40", "4G")], cont),
         ("[2][tier3] single container with memory over allocation", vec![], vec![r("2", "100G")], cont),
