@@ -43,7 +43,7 @@ use crate::snapshot::PodInfo;
 ///     pod: Arc::new(PodInfo::new(PodBuilder::new(sel)
 ///         .label("appgroup.diktyo.x-k8s.io", "basic")
 ///         .label("appgroup.diktyo.x-k8s.io.workload", sel).build()).unwrap()),
-///     timestamp: Duration::ZERO, attempts: 0, initial_attempt_timestamp: Duration::ZERO,
+///     timestamp: Duration::ZERO, attempts: 0, initial_attempt_timestamp: Duration::ZERO, signature: None,
 /// };
 /// assert!(plugin.less(&q("p1"), &q("p2")), "p1 depends on p2: KahnSort puts p1 first");
 /// assert!(!plugin.less(&q("p2"), &q("p1")));
