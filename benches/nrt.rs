@@ -1,5 +1,7 @@
 //! Criterion benches for NodeResourceTopologyMatch: Filter (container scope) and Score
-//! on a node with 2 NUMA zones, per node.
+//! on a node with 2 NUMA zones, per node; and the default profile with the plugin
+//! added, per pod, on 5,000 nodes with adaptive sampling (compare with
+//! `profile/default/adaptive_pct_1thread/5000` from `benches/plugins.rs`).
 //!
 //! Run: `cargo bench --bench nrt -- --warm-up-time 1 --measurement-time 3`
 
@@ -8,14 +10,19 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use schedkit::framework::{CycleState, FilterPlugin, ScorePlugin};
-use schedkit::model::ResourceList;
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, PluginRef, ScorePlugin};
+use schedkit::model::{Node, Pod, ResourceList, TaintEffect};
 use schedkit::plugins::node_resource_topology::derive::{DeriveOptions, nrt_from_graph};
-use schedkit::plugins::node_resource_topology::{NodeResourceTopologyMatch, NrtStore};
+use schedkit::plugins::node_resource_topology::{
+    AttributeInfo, NodeResourceTopology, NodeResourceTopologyMatch, NrtStore, ResourceInfo, Zone,
+};
+use schedkit::plugins::{default_profile_config, default_registry, names};
+use schedkit::scheduler::{Scheduler, TieBreak};
 use schedkit::snapshot::{NodeInfo, PodInfo};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 use schedkit::topology::machines;
+use schedkit::trace::synthetic_nodes;
 
 fn setup(strategy: &str) -> (NodeResourceTopologyMatch, NodeInfo, PodInfo) {
     let store = Arc::new(NrtStore::new());
@@ -48,5 +55,126 @@ fn nrt(c: &mut Criterion) {
     c.bench_function("nrt/score/least_numa_nodes/2_zones", |b| b.iter(|| black_box(p.score(&st, &pod, &node))));
 }
 
-criterion_group!(benches, nrt);
+/// The pod of `benches/plugins.rs` `profile/default` (requests, a toleration, a node
+/// affinity, a zone spread constraint); `guaranteed` also sets limits = requests so
+/// NodeResourceTopologyMatch aligns and scores it instead of passing it through.
+fn typical_pod(guaranteed: bool) -> Pod {
+    let mut pod: Pod = serde_json::from_str(
+        r#"{"spec":{
+          "affinity":{"nodeAffinity":{
+            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
+              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["medium","large"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[
+              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["large"]}]}}]}},
+          "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
+            "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]}}"#,
+    )
+    .expect("valid pod");
+    let built = PodBuilder::new("p")
+        .label("app", "web")
+        .cpu("500m")
+        .memory("1Gi")
+        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
+        .build();
+    pod.metadata = built.metadata;
+    pod.spec.containers = built.spec.containers;
+    pod.spec.tolerations = built.spec.tolerations;
+    if guaranteed {
+        for c in &mut pod.spec.containers {
+            c.resources.limits = c.resources.requests.clone();
+        }
+    }
+    pod
+}
+
+/// A single-numa-node, container-scope NRT for `node`: two zones, each with half of
+/// the node's cpu, memory and GPUs available.
+fn two_zone_nrt(node: &Node) -> NodeResourceTopology {
+    let mut nrt = NodeResourceTopology::new(node.name());
+    nrt.attributes = vec![
+        AttributeInfo { name: "topologyManagerPolicy".into(), value: "single-numa-node".into() },
+        AttributeInfo { name: "topologyManagerScope".into(), value: "container".into() },
+    ];
+    let half: Vec<ResourceInfo> = node
+        .status
+        .allocatable
+        .iter()
+        .filter(|(n, _)| matches!(n.as_str(), "cpu" | "memory" | "nvidia.com/gpu"))
+        .map(|(n, q)| {
+            let h = format!("{}m", q.milli_value() / 2).parse().expect("valid quantity");
+            ResourceInfo { name: n.as_str().to_owned(), capacity: h, allocatable: h, available: h }
+        })
+        .collect();
+    nrt.zones = (0..2)
+        .map(|i| Zone {
+            name: format!("node-{i}"),
+            zone_type: "Node".into(),
+            parent: String::new(),
+            costs: Vec::new(),
+            attributes: Vec::new(),
+            resources: half.clone(),
+        })
+        .collect();
+    nrt
+}
+
+/// The default profile (from [`default_profile_config`] and [`default_registry`]) with
+/// NodeResourceTopologyMatch added to `multiPoint` when `nrt`, adaptive sampling, one
+/// thread; `batching` overrides the profile's `OpportunisticBatching`.
+fn default_nrt_scheduler(nodes: usize, nrt: bool, batching: Option<bool>) -> Scheduler {
+    let handle = Handle::default();
+    let store = Arc::new(NrtStore::new());
+    let nodes = synthetic_nodes(nodes);
+    for n in &nodes {
+        store.upsert(two_zone_nrt(n)).expect("valid NRT");
+    }
+    handle.set_shared(store);
+    let mut cfg = default_profile_config();
+    if nrt {
+        cfg.plugins
+            .multi_point
+            .enabled
+            .push(PluginRef { name: names::NODE_RESOURCE_TOPOLOGY_MATCH.into(), weight: None });
+    }
+    cfg.opportunistic_batching = batching;
+    let profile = default_registry().build_profile(&cfg, &handle).expect("default profile + NRT builds");
+    assert_eq!(profile.filter_plugins().contains(&names::NODE_RESOURCE_TOPOLOGY_MATCH), nrt);
+    let s = Scheduler::builder()
+        .profile(profile)
+        .handle(handle)
+        .percentage_of_nodes_to_score(0)
+        .parallelism(1)
+        .tie_break(TieBreak::Random)
+        .build();
+    for n in nodes {
+        s.add_node(n).unwrap();
+    }
+    s
+}
+
+fn default_profile_with_nrt(c: &mut Criterion) {
+    let mut g = c.benchmark_group("nrt/profile/default_nrt");
+    g.sample_size(20);
+    let mut s = default_nrt_scheduler(5000, true, None);
+    for (id, guaranteed) in [("adaptive_pct_1thread_burstable", false), ("adaptive_pct_1thread_guaranteed", true)] {
+        let pod = Arc::new(PodInfo::new(typical_pod(guaranteed)).unwrap());
+        g.bench_with_input(BenchmarkId::new(id, 5000), &5000, |b, _| {
+            b.iter(|| drop(s.schedule_one(&pod).unwrap().abort("bench")));
+        });
+    }
+    g.finish();
+    // Attribution: NodeResourceTopologyMatch does not sign pods (as upstream v0.34.7,
+    // which predates KEP-5598), so it turns opportunistic batching off; the default
+    // profile alone with batching off separates that from the plugin's own cost.
+    let mut g = c.benchmark_group("nrt/profile/default_no_batching");
+    g.sample_size(20);
+    let mut s = default_nrt_scheduler(5000, false, Some(false));
+    let pod = Arc::new(PodInfo::new(typical_pod(false)).unwrap());
+    g.bench_with_input(BenchmarkId::new("adaptive_pct_1thread_burstable", 5000), &5000, |b, _| {
+        b.iter(|| drop(s.schedule_one(&pod).unwrap().abort("bench")));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, nrt, default_profile_with_nrt);
 criterion_main!(benches);

@@ -916,17 +916,110 @@ mod yaml {
         assert_eq!(p.reserve_plugins(), ["CapacityScheduling"]);
         assert_eq!(built.defaulted.leader_election.leader_elect, Some(false));
         assert_eq!(built.defaulted.client_connection.kubeconfig, "REPLACE_ME_WITH_KUBE_CONFIG_PATH");
-        for (f, plugin) in [
-            ("coscheduling", "Coscheduling"),
-            ("noderesourcetopology", "NodeResourceTopologyMatch"),
-            ("trimaran", "TargetLoadPacking"),
-            ("networktopology", "TopologicalSort"),
+        // Coscheduling is not registered; TargetLoadPacking and TopologicalSort are,
+        // and refuse to build without their data source (these manifests name none
+        // that schedkit can use: KubernetesMetricsServer, no NetworkAwareStore).
+        for (f, want) in [
+            ("coscheduling", "unknown plugin \"Coscheduling\" (known: "),
+            ("trimaran", "plugin \"TargetLoadPacking\" has invalid args: "),
+            ("networktopology", "plugin \"TopologicalSort\" has invalid args: "),
         ] {
             let err = build(&as_v1(&format!("scheduler-plugins/{f}.yaml"))).unwrap_err();
             let msg = err.to_string();
             assert!(msg.starts_with("profiles[0]: profile "), "{f}: {msg}");
-            assert!(msg.contains(&format!("unknown plugin \"{plugin}\" (known: ")), "{f}: {msg}");
+            assert!(msg.contains(want), "{f}: {msg}");
         }
+    }
+
+    /// A Guaranteed pod on two nodes alike but for their NUMA zones' availability;
+    /// `node` is where the profile built from `text` (as v1) binds it.
+    fn nrt_placement(text: &str) -> Option<String> {
+        use schedkit::plugins::node_resource_topology::{
+            AttributeInfo, NodeResourceTopology, NrtStore, ResourceInfo, Zone,
+        };
+        use schedkit::testing::{NodeBuilder, PodBuilder};
+        let cfg = KubeSchedulerConfiguration::from_yaml(text).unwrap();
+        let handle = Handle::default();
+        let store = Arc::new(NrtStore::new());
+        // Zones of 4 cpus and 8Gi each: all free on "roomy", half used on "packed".
+        for (node, cpu, mem) in [("roomy", "4", "8Gi"), ("packed", "2", "4Gi")] {
+            let mut nrt = NodeResourceTopology::new(node);
+            nrt.attributes = vec![
+                AttributeInfo { name: "topologyManagerPolicy".into(), value: "single-numa-node".into() },
+                AttributeInfo { name: "topologyManagerScope".into(), value: "container".into() },
+            ];
+            let r = |name: &str, cap: &str, avail: &str| ResourceInfo {
+                name: name.into(),
+                capacity: cap.parse().unwrap(),
+                allocatable: cap.parse().unwrap(),
+                available: avail.parse().unwrap(),
+            };
+            nrt.zones = (0..2)
+                .map(|i| Zone {
+                    name: format!("node-{i}"),
+                    zone_type: "Node".into(),
+                    parent: String::new(),
+                    costs: vec![],
+                    attributes: vec![],
+                    resources: vec![r("cpu", "4", cpu), r("memory", "8Gi", mem)],
+                })
+                .collect();
+            store.upsert(nrt).unwrap();
+        }
+        handle.set_shared(store);
+        let built = cfg.build(&default_registry(), &handle).unwrap();
+        let p = &built.profiles[0];
+        assert_eq!(p.name(), "topo-aware-scheduler");
+        assert!(p.filter_plugins().contains(&"NodeResourceTopologyMatch"), "{:?}", p.filter_plugins());
+        assert!(p.score_plugins().contains(&("NodeResourceTopologyMatch", 1)), "{:?}", p.score_plugins());
+        let mut s = built.scheduler_builder(handle).build();
+        for n in ["roomy", "packed"] {
+            s.add_node(NodeBuilder::new(n).cpu("8").memory("16Gi").pods(110).build()).unwrap();
+        }
+        let pod = PodBuilder::new("p")
+            .uid("p")
+            .cpu("1")
+            .memory("1Gi")
+            .scheduler_name("topo-aware-scheduler")
+            .with(|p| p.spec.containers[0].resources.limits = p.spec.containers[0].resources.requests.clone())
+            .build();
+        s.add_pod(pod).unwrap();
+        assert_eq!(s.run_until_idle().bound, 1);
+        s.cache().lock().pod_node("p").map(str::to_owned)
+    }
+
+    /// scheduler-plugins `manifests/noderesourcetopology/scheduler-config.yaml` as v1:
+    /// NodeResourceTopologyMatch is registered and gets its `pluginConfig` args.
+    #[test]
+    fn scheduler_plugins_noderesourcetopology() {
+        // v0.34.7's manifest: Filter + Score, LeastAllocated prefers the emptier zones.
+        let v1 = |path: &str| {
+            let text = fixture(path);
+            text.replacen(
+                "apiVersion: kubescheduler.config.k8s.io/v1beta3",
+                "apiVersion: kubescheduler.config.k8s.io/v1",
+                1,
+            )
+        };
+        let text = v1("scheduler-plugins/noderesourcetopology-v0.34.7.yaml");
+        assert_eq!(nrt_placement(&text).as_deref(), Some("roomy"));
+        // The args reach the plugin: MostAllocated packs instead (NUMA zone scores
+        // 18 on "roomy" and 37 on "packed"; every other score is equal).
+        let most = text.replace("type: \"LeastAllocated\"", "type: \"MostAllocated\"");
+        assert_ne!(most, text);
+        assert_eq!(nrt_placement(&most).as_deref(), Some("packed"));
+        // Validation of the args, with upstream's message.
+        let bad = text.replace("type: \"LeastAllocated\"", "type: \"Nope\"");
+        let err = build(&KubeSchedulerConfiguration::from_yaml(&bad).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("scoringStrategy.type: Invalid value: \"Nope\""), "{err}");
+        // The newer manifest also enables preFilter, which upstream added after v0.34.7
+        // (NUMA-aware preemption) and schedkit's plugin, like v0.34.7's, does not
+        // implement: refused, as kube-scheduler refuses a plugin at a point it lacks.
+        let err = build(&as_v1("scheduler-plugins/noderesourcetopology.yaml")).unwrap_err().to_string();
+        assert!(
+            err.contains("plugin \"NodeResourceTopologyMatch\" does not implement extension point preFilter"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -388,3 +388,5 @@ impl EnqueueExtensions for NodeResourceTopologyMatch {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tables;

@@ -318,6 +318,32 @@ mod tests {
         }
     }
 
+    /// Description, zones, combinations, expected minimum.
+    type MinDistanceCase<'a> = (&'a str, &'a [NumaZone], &'a [&'a [usize]], f32);
+
+    /// scheduler-plugins `least_numa_test.go`, `TestMinDistance`: the minimum average
+    /// distance over the given combinations (255 when no zone lists costs).
+    #[test]
+    fn min_distance_table() {
+        let rows = [[10, 12, 20, 20], [12, 10, 20, 20], [20, 20, 10, 12], [20, 20, 12, 10]];
+        let with_costs: Vec<NumaZone> = (0..4)
+            .map(|id| NumaZone { id, resources: SmallVec::new(), costs: (0..4).zip(rows[id]).collect() })
+            .collect();
+        let no_costs: Vec<NumaZone> =
+            (0..4).map(|id| NumaZone { id, resources: SmallVec::new(), costs: SmallVec::new() }).collect();
+        let pairs: &[&[usize]] = &[&[0, 1], &[0, 2], &[0, 3], &[1, 2], &[1, 3], &[2, 3]];
+        let cases: [MinDistanceCase<'_>; 4] = [
+            ("single numa node combination", &with_costs, &[&[0], &[1], &[2], &[3]], 10.0),
+            ("two numa node combination", &with_costs, pairs, 11.0),
+            ("three numa node combination", &with_costs, &[&[0, 1, 2], &[1, 2, 3], &[0, 2, 3]], 14.888_889),
+            ("two numa node combination, no costs", &no_costs, pairs, 255.0),
+        ];
+        for (name, zones, combos, want) in cases {
+            let min = combos.iter().map(|c| avg_distance(zones, c)).fold(MAX_DISTANCE as f32, f32::min);
+            assert!((min - want).abs() < f32::EPSILON * 16.0, "{name}: {min}");
+        }
+    }
+
     #[test]
     fn variance_matches_gonum() {
         // gonum: Variance([0.5, 0.25]) = 0.03125 -> (1 - v) * 100 = 96.875 -> 96.
