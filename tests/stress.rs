@@ -49,8 +49,9 @@ fn make_pod(n: u64, made: &RwLock<Made>, events: &SchedulerEvents) {
     if let Some(z) = zone {
         b = b.node_selector("topology.kubernetes.io/zone", &format!("z{z}"));
     }
-    made.write().insert(uid.clone(), (cpu, port, zone));
+    // Added before it is recorded: the deleter picks its victims from `made`.
     events.add_pod(b.build()).unwrap();
+    made.write().insert(uid.clone(), (cpu, port, zone));
 }
 
 /// The invariants of the module docs; call with every thread paused.
@@ -144,8 +145,9 @@ fn concurrent_bindings_deletes_and_node_updates_keep_the_invariants() {
             bound
         }
     });
+    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     let pausable = |f: Box<dyn Fn(u64) + Send>| {
-        let (stop, barrier) = (stop.clone(), barrier.clone());
+        let (stop, barrier, failure) = (stop.clone(), barrier.clone(), failure.clone());
         let pause = Arc::new(AtomicBool::new(false));
         let handle = std::thread::spawn({
             let pause = pause.clone();
@@ -157,7 +159,18 @@ fn concurrent_bindings_deletes_and_node_updates_keep_the_invariants() {
                         barrier.wait();
                         continue;
                     }
-                    f(i);
+                    // A panic in `f` is reported at the next checkpoint instead of
+                    // leaving the others waiting at the barrier forever.
+                    if failure.lock().unwrap().is_none()
+                        && let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i)))
+                    {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                            .unwrap_or_default();
+                        *failure.lock().unwrap() = Some(msg);
+                    }
                     i += 1;
                     std::thread::yield_now();
                 }
@@ -211,6 +224,9 @@ fn concurrent_bindings_deletes_and_node_updates_keep_the_invariants() {
         pause_updater.store(true, Ordering::Release);
         tx.send(None).unwrap();
         barrier.wait();
+        if let Some(msg) = failure.lock().unwrap().clone() {
+            panic!("a churn thread failed: {msg}");
+        }
         check(&s, &made.read(), &deleted.lock());
         pause_remover.store(false, Ordering::Release);
         pause_updater.store(false, Ordering::Release);
