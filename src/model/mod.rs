@@ -31,7 +31,7 @@ pub use node::{ContainerImage, Node, NodeSpec, NodeStatus, ObjectMeta, Taint, Ta
 pub use pdb::{IntOrPercent, PdbError, PdbSpec, PdbStatus, PodDisruptionBudget};
 pub use pod::{
     Affinity, Container, ContainerPort, NodeAffinity, NodeInclusionPolicy, POD_GROUP_LABEL, Pod, PodAffinity,
-    PodAffinityTerm, PodError, PodResourceClaim, PodSpec, PodStatus, PodWarning, PreemptionPolicy,
+    PodAffinityTerm, PodError, PodResourceClaim, PodSchedulingGroup, PodSpec, PodStatus, PodWarning, PreemptionPolicy,
     PreferredSchedulingTerm, Protocol, ResourceRequirements, SchedulingGate, Toleration, TolerationOperator,
     TopologySpreadConstraint, UnsatisfiableConstraintAction, WeightedPodAffinityTerm,
 };

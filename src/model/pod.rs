@@ -329,6 +329,20 @@ pub struct PodSpec {
     /// DRA claims.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<PodResourceClaim>,
+    /// The v1.36 pod group this pod belongs to (`spec.schedulingGroup`, gate
+    /// `GenericWorkload`; immutable upstream). Upstream `core/v1` `PodSchedulingGroup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_group: Option<PodSchedulingGroup>,
+}
+
+/// `spec.schedulingGroup` (core/v1 v1.36): a union whose only member names a
+/// `scheduling.k8s.io/v1alpha2` `PodGroup` in the pod's namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSchedulingGroup {
+    /// The `PodGroup` object's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_group_name: Option<String>,
 }
 
 /// Pod status fields the scheduler reads and writes.
@@ -450,6 +464,12 @@ impl Pod {
     /// The gang this pod belongs to (label [`POD_GROUP_LABEL`]).
     pub fn pod_group(&self) -> Option<&'static str> {
         self.metadata.labels.get_str(POD_GROUP_LABEL)
+    }
+
+    /// The v1.36 `PodGroup` this pod names in `spec.schedulingGroup.podGroupName`
+    /// (distinct from [`Pod::pod_group`], scheduler-plugins' label).
+    pub fn scheduling_group_name(&self) -> Option<&str> {
+        self.spec.scheduling_group.as_ref()?.pod_group_name.as_deref()
     }
 
     /// Host ports the pod occupies while it runs, as upstream `util.GetHostPorts`
