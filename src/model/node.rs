@@ -21,6 +21,10 @@ pub struct ObjectMeta {
     /// Labels.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
+    /// Annotations: not read by the built-in plugins, kept for those that are steered
+    /// by them (HAMi-style device plugins, extenders) and for round trips.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
     /// Seconds since the Unix epoch at creation; read from the API server's RFC 3339
     /// text (`2024-12-09T16:17:09Z`) or a number, written as a number.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::timestamp::deserialize_opt")]
