@@ -129,6 +129,16 @@ pub trait SignPlugin: Plugin {
 pub struct SignFragments {
     buf: Vec<u8>,
     entries: SmallVec<[(&'static str, u32, u32); 16]>,
+    /// The keys of the previous [`SignFragments::finish`] in arrival order and the
+    /// order that sorts them: a profile's plugins add the same keys in the same order
+    /// for most pods, so the sort is usually skipped.
+    last_keys: SmallVec<[&'static str; 16]>,
+    last_order: SmallVec<[u8; 16]>,
+    /// The encoded signature being built, reused across pods.
+    out: Vec<u8>,
+    /// The previous signature: a burst of equal pods shares one allocation, which also
+    /// makes the batch's comparison a pointer check.
+    last: Option<PodSignature>,
 }
 
 impl SignFragments {
@@ -172,16 +182,44 @@ impl SignFragments {
 
     /// The signature: fragments in key order, each key and value length-prefixed.
     pub fn finish(&mut self) -> PodSignature {
-        self.entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let len: usize = self.entries.iter().map(|&(k, s, e)| 8 + k.len() + (e - s) as usize).sum();
-        let mut out = Vec::with_capacity(len);
-        for &(key, s, e) in &self.entries {
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(&(e - s).to_le_bytes());
-            out.extend_from_slice(&self.buf[s as usize..e as usize]);
+        let same_keys = self.last_keys.len() == self.entries.len()
+            && self.last_keys.iter().zip(&self.entries).all(|(k, e)| std::ptr::eq(*k, e.0));
+        if !same_keys || self.entries.len() > usize::from(u8::MAX) {
+            self.last_keys.clear();
+            self.last_keys.extend(self.entries.iter().map(|e| e.0));
+            self.last_order.clear();
+            self.last_order.extend((0..self.entries.len()).map(|i| u8::try_from(i).unwrap_or(u8::MAX)));
+            let entries = &self.entries;
+            self.last_order.sort_unstable_by(|&a, &b| entries[usize::from(a)].0.cmp(entries[usize::from(b)].0));
+            if self.entries.len() > usize::from(u8::MAX) {
+                // Beyond the cached order's range: sort the entries themselves.
+                self.last_keys.clear();
+                self.entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                self.last_order.clear();
+            }
         }
-        PodSignature(Arc::from(out))
+        self.out.clear();
+        let mut write = |&(key, s, e): &(&'static str, u32, u32)| {
+            self.out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.extend_from_slice(&(e - s).to_le_bytes());
+            self.out.extend_from_slice(&self.buf[s as usize..e as usize]);
+        };
+        if self.last_order.len() == self.entries.len() {
+            for &i in &self.last_order {
+                write(&self.entries[usize::from(i)]);
+            }
+        } else {
+            self.entries.iter().for_each(&mut write);
+        }
+        if let Some(last) = &self.last
+            && *last.0 == *self.out
+        {
+            return last.clone();
+        }
+        let sig = PodSignature(Arc::from(self.out.as_slice()));
+        self.last = Some(sig.clone());
+        sig
     }
 }
 
@@ -241,7 +279,8 @@ impl FragmentWriter<'_> {
 
     /// A sequence written in canonical order: each item is encoded by `write`, then
     /// the encodings are sorted (and deduplicated when `unique`), so that two pods
-    /// listing the same items in different orders sign alike.
+    /// listing the same items in different orders sign alike. Written as a count and
+    /// the length-prefixed items, in place: no allocation once the buffer has grown.
     pub fn sorted<T>(
         &mut self,
         items: impl IntoIterator<Item = T>,
@@ -249,36 +288,46 @@ impl FragmentWriter<'_> {
         mut write: impl FnMut(&mut FragmentWriter<'_>, T),
     ) -> &mut Self {
         let start = self.buf.len();
+        self.u32(0);
+        // Each item's range, its length prefix included: sorting the prefixed bytes is
+        // as canonical as sorting the bare ones, and equal items stay equal.
         let mut ranges: SmallVec<[(usize, usize); 8]> = SmallVec::new();
         for item in items {
-            let s = self.buf.len();
+            let at = self.buf.len();
+            self.u32(0);
             write(&mut FragmentWriter { buf: self.buf }, item);
-            ranges.push((s - start, self.buf.len() - start));
+            let end = self.buf.len();
+            self.patch_u32(at, end - at - 4);
+            ranges.push((at, end));
         }
-        if ranges.len() <= 1 {
-            // Zero or one item: prefix the count (and the item's length) in place.
-            let body_len = self.buf.len() - start;
-            let mut prefix: SmallVec<[u8; 8]> = SmallVec::new();
-            prefix.extend_from_slice(&(ranges.len() as u32).to_le_bytes());
-            if !ranges.is_empty() {
-                prefix.extend_from_slice(&(body_len as u32).to_le_bytes());
+        let buf = &*self.buf;
+        let item = |r: &(usize, usize)| &buf[r.0..r.1];
+        let canonical = ranges.windows(2).all(|w| match item(&w[0]).cmp(item(&w[1])) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => !unique,
+            std::cmp::Ordering::Greater => false,
+        });
+        if !canonical {
+            ranges.sort_unstable_by(|a, b| item(a).cmp(item(b)));
+            if unique {
+                ranges.dedup_by(|a, b| item(a) == item(b));
             }
-            self.buf.splice(start..start, prefix);
-            return self;
+            // Append the items in order, then move them over the unsorted ones.
+            let tail = self.buf.len();
+            for &(s, e) in &ranges {
+                self.buf.extend_from_within(s..e);
+            }
+            self.buf.copy_within(tail.., start + 4);
+            let len = self.buf.len() - tail;
+            self.buf.truncate(start + 4 + len);
         }
-        let body: Vec<u8> = self.buf[start..].to_vec();
-        let item = |r: &(usize, usize)| &body[r.0..r.1];
-        ranges.sort_unstable_by(|a, b| item(a).cmp(item(b)));
-        if unique {
-            ranges.dedup_by(|a, b| item(a) == item(b));
-        }
-        self.buf.truncate(start);
-        self.u32(ranges.len() as u32);
-        for r in &ranges {
-            self.u32((r.1 - r.0) as u32);
-            self.buf.extend_from_slice(item(r));
-        }
+        self.patch_u32(start, ranges.len());
         self
+    }
+
+    /// Overwrites the four bytes at `at` with `v`.
+    fn patch_u32(&mut self, at: usize, v: usize) {
+        self.buf[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
     }
 
     /// Computed requests (upstream `computePodResourceRequest`): every native and
