@@ -88,6 +88,14 @@ impl PreFilterState {
 impl InterPodAffinity {
     /// Upstream PreFilter's state; `None` means Skip.
     pub(crate) fn pre_filter_state(&self, pod: &PodInfo, snapshot: &Snapshot) -> Option<PreFilterState> {
+        // Nothing to enforce (upstream skips then too): decided before building any
+        // state, so the common pod pays no allocation here.
+        if required_affinity(pod).is_empty()
+            && required_anti_affinity(pod).is_empty()
+            && snapshot.nodes_with_required_anti_affinity().next().is_none()
+        {
+            return None;
+        }
         let required: Arc<[ResolvedTerm]> =
             required_affinity(pod).iter().map(|t| ResolvedTerm::new(pod, t, 0, &self.namespaces)).collect();
         let required_anti: Arc<[ResolvedTerm]> =
