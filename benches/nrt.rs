@@ -7,12 +7,14 @@
 
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented function")]
 
+mod support;
+
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use schedkit::framework::{CycleState, FilterPlugin, Handle, PluginRef, ScorePlugin};
-use schedkit::model::{Node, Pod, ResourceList, TaintEffect};
+use schedkit::model::{Node, Pod, ResourceList};
 use schedkit::plugins::node_resource_topology::derive::{DeriveOptions, nrt_from_graph};
 use schedkit::plugins::node_resource_topology::{
     AttributeInfo, NodeResourceTopology, NodeResourceTopologyMatch, NrtStore, ResourceInfo, Zone,
@@ -59,26 +61,7 @@ fn nrt(c: &mut Criterion) {
 /// affinity, a zone spread constraint); `guaranteed` also sets limits = requests so
 /// NodeResourceTopologyMatch aligns and scores it instead of passing it through.
 fn typical_pod(guaranteed: bool) -> Pod {
-    let mut pod: Pod = serde_json::from_str(
-        r#"{"spec":{
-          "affinity":{"nodeAffinity":{
-            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["medium","large"]}]}]},
-            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["large"]}]}}]}},
-          "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
-            "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]}}"#,
-    )
-    .expect("valid pod");
-    let built = PodBuilder::new("p")
-        .label("app", "web")
-        .cpu("500m")
-        .memory("1Gi")
-        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
-        .build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod.spec.tolerations = built.spec.tolerations;
+    let mut pod = support::typical_pod("p");
     if guaranteed {
         for c in &mut pod.spec.containers {
             c.resources.limits = c.resources.requests.clone();

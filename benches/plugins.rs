@@ -4,58 +4,22 @@
 //! `cargo bench --bench plugins` (ids: `plugins/<plugin>/<point>`, `profile/default/...`)
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
-use std::hint::black_box;
+mod support;
+use support::{bench_score, cluster, typical_pod};
+
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{
-    CycleState, FilterPlugin, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, Profile, ScorePlugin,
-};
-use schedkit::model::{Pod, TaintEffect};
+use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, Profile};
+use schedkit::model::Pod;
 use schedkit::plugins::image_locality::ImageLocality;
 use schedkit::plugins::node_affinity::NodeAffinity;
 use schedkit::plugins::node_resources::{BalancedAllocation, BalancedAllocationArgs, Fit, FitArgs};
 use schedkit::plugins::taint_toleration::TaintToleration;
 use schedkit::scheduler::{Scheduler, TieBreak};
-use schedkit::snapshot::{Cache, NodeList, PodInfo, Snapshot};
+use schedkit::snapshot::{PodInfo, Snapshot};
 use schedkit::testing::PodBuilder;
 use schedkit::trace::synthetic_nodes;
-
-/// The pod the issue describes: requests, a toleration, a node affinity and a zone
-/// spread constraint.
-fn typical_pod(name: &str) -> Pod {
-    let mut pod: Pod = serde_json::from_str(
-        r#"{"spec":{
-          "affinity":{"nodeAffinity":{
-            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["medium","large"]}]}]},
-            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["large"]}]}}]}},
-          "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
-            "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]}}"#,
-    )
-    .expect("valid pod");
-    let built = PodBuilder::new(name)
-        .label("app", "web")
-        .cpu("500m")
-        .memory("1Gi")
-        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
-        .build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod.spec.tolerations = built.spec.tolerations;
-    pod
-}
-
-fn cluster(n: usize) -> Snapshot {
-    let mut cache = Cache::new();
-    for node in synthetic_nodes(n) {
-        cache.add_node(node).unwrap();
-    }
-    let mut snap = Snapshot::default();
-    cache.update_snapshot(&mut snap);
-    snap
-}
 
 fn bench_filter<P: FilterPlugin + PreFilterPlugin>(
     c: &mut Criterion,
@@ -74,36 +38,17 @@ fn bench_filter<P: FilterPlugin + PreFilterPlugin>(
     g.finish();
 }
 
-fn bench_score<P: ScorePlugin + PreScorePlugin>(c: &mut Criterion, name: &str, p: &P, snap: &Snapshot, pod: &PodInfo) {
-    let mut state = CycleState::new();
-    let idx: Vec<usize> = (0..snap.len()).collect();
-    let _ = p.pre_score(&mut state, pod, NodeList::new(snap, &idx));
-    let mut scores: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
-    let mut g = c.benchmark_group(format!("plugins/{name}"));
-    g.throughput(Throughput::Elements(snap.len() as u64));
-    g.bench_function("score_5000_nodes", |b| {
-        b.iter(|| {
-            for (s, n) in scores.iter_mut().zip(snap.nodes()) {
-                s.score = p.score(&state, pod, n).unwrap_or(0);
-            }
-            let _ = p.normalize(&state, pod, &mut scores);
-            black_box(scores[0].score)
-        });
-    });
-    g.finish();
-}
-
 fn per_plugin(c: &mut Criterion) {
     let snap = cluster(5000);
     let pod = PodInfo::new(typical_pod("p")).unwrap();
     let fit = Fit::new(&FitArgs::default()).unwrap();
     bench_filter(c, "node_resources_fit", &fit, &snap, &pod);
-    bench_score(c, "node_resources_fit", &fit, &snap, &pod);
+    bench_score(c, "plugins/node_resources_fit", &fit, &snap, &pod);
     let na = NodeAffinity::default();
     bench_filter(c, "node_affinity", &na, &snap, &pod);
-    bench_score(c, "node_affinity", &na, &snap, &pod);
+    bench_score(c, "plugins/node_affinity", &na, &snap, &pod);
     let ba = BalancedAllocation::new(&BalancedAllocationArgs::default()).unwrap();
-    bench_score(c, "node_resources_balanced_allocation", &ba, &snap, &pod);
+    bench_score(c, "plugins/node_resources_balanced_allocation", &ba, &snap, &pod);
     let tt = TaintToleration;
     {
         let state = CycleState::new();
@@ -114,9 +59,9 @@ fn per_plugin(c: &mut Criterion) {
         });
         g.finish();
     }
-    bench_score(c, "taint_toleration", &tt, &snap, &pod);
+    bench_score(c, "plugins/taint_toleration", &tt, &snap, &pod);
     let il = ImageLocality::new(Handle::default());
-    bench_score(c, "image_locality", &il, &snap, &pod);
+    bench_score(c, "plugins/image_locality", &il, &snap, &pod);
 }
 
 fn default_scheduler(nodes: usize, pct: u32, threads: usize) -> Scheduler {

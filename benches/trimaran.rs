@@ -6,29 +6,20 @@
 //! `cargo bench --bench trimaran` (ids: `trimaran/<plugin>/score_5000_nodes`)
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
-use std::hint::black_box;
+mod support;
+use support::{bench_score, cluster};
+
 use std::sync::Arc;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{CycleState, Handle, NodeScore, PodObserver, PreScorePlugin, ScorePlugin};
+use criterion::{Criterion, criterion_group, criterion_main};
+use schedkit::framework::{Handle, PodObserver};
 use schedkit::plugins::trimaran::{
     AVERAGE, CPU, InMemoryLoadMetrics, LoadVariationRiskBalancing, LoadVariationRiskBalancingArgs,
     LowRiskOverCommitment, LowRiskOverCommitmentArgs, MEMORY, Metric, STD, TargetLoadPacking, TargetLoadPackingArgs,
     WatcherMetrics,
 };
-use schedkit::snapshot::{Cache, NodeList, PodInfo, Snapshot};
+use schedkit::snapshot::{PodInfo, Snapshot};
 use schedkit::testing::PodBuilder;
-use schedkit::trace::synthetic_nodes;
-
-fn cluster(n: usize) -> Snapshot {
-    let mut cache = Cache::new();
-    for node in synthetic_nodes(n) {
-        cache.add_node(node).unwrap();
-    }
-    let mut snap = Snapshot::default();
-    cache.update_snapshot(&mut snap);
-    snap
-}
 
 fn payload(snap: &Snapshot) -> WatcherMetrics {
     let names: Vec<String> = snap.nodes().iter().map(|n| n.name().as_str().to_owned()).collect();
@@ -44,24 +35,6 @@ fn payload(snap: &Snapshot) -> WatcherMetrics {
             ],
         )
     }))
-}
-
-fn bench_score<P: ScorePlugin + PreScorePlugin>(c: &mut Criterion, name: &str, p: &P, snap: &Snapshot, pod: &PodInfo) {
-    let mut state = CycleState::new();
-    let idx: Vec<usize> = (0..snap.len()).collect();
-    let _ = p.pre_score(&mut state, pod, NodeList::new(snap, &idx));
-    let mut scores: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
-    let mut g = c.benchmark_group(format!("trimaran/{name}"));
-    g.throughput(Throughput::Elements(snap.len() as u64));
-    g.bench_function("score_5000_nodes", |b| {
-        b.iter(|| {
-            for (s, n) in scores.iter_mut().zip(snap.nodes()) {
-                s.score = p.score(&state, pod, n).unwrap_or(0);
-            }
-            black_box(scores[0].score)
-        });
-    });
-    g.finish();
 }
 
 fn trimaran(c: &mut Criterion) {
@@ -80,13 +53,13 @@ fn trimaran(c: &mut Criterion) {
             .build();
         tlp.pod_added(&PodInfo::new(bound).unwrap());
     }
-    bench_score(c, "target_load_packing", &tlp, &snap, &pod);
+    bench_score(c, "trimaran/target_load_packing", &tlp, &snap, &pod);
 
     let lvrb = LoadVariationRiskBalancing::new(LoadVariationRiskBalancingArgs::default(), source.clone());
-    bench_score(c, "load_variation_risk_balancing", &lvrb, &snap, &pod);
+    bench_score(c, "trimaran/load_variation_risk_balancing", &lvrb, &snap, &pod);
 
     let lroc = LowRiskOverCommitment::new(LowRiskOverCommitmentArgs::default(), source);
-    bench_score(c, "low_risk_over_commitment", &lroc, &snap, &pod);
+    bench_score(c, "trimaran/low_risk_over_commitment", &lroc, &snap, &pod);
 }
 
 criterion_group!(benches, trimaran);
