@@ -151,7 +151,7 @@ pub fn hami_default_profiles(model: GpuModel) -> Vec<HamiMigProfile> {
 pub fn ordered_mig_placements(profile: &str, placements: &[HamiMigPlacement]) -> Vec<HamiMigPlacement> {
     let mut v = placements.to_vec();
     if prefers_high(profile) {
-        v.sort_by(|a, b| b.start.cmp(&a.start));
+        v.sort_by_key(|p| std::cmp::Reverse(p.start));
     } else {
         v.sort_by_key(|p| p.start);
     }

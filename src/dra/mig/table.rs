@@ -266,10 +266,6 @@ mod tests {
     /// Every set of profile placements whose memory slices don't overlap, with at most
     /// `instances` of each profile (the `+me` profile: one).
     fn packings(t: &MigTable) -> Vec<Vec<(&'static MigProfile, u32)>> {
-        let all: Vec<(&'static MigProfile, u32)> =
-            t.profiles.iter().flat_map(|p| p.starts.iter().map(move |&s| (p, s))).collect();
-        let mut out = Vec::new();
-        let mut cur = Vec::new();
         fn go(
             all: &[(&'static MigProfile, u32)],
             from: usize,
@@ -289,6 +285,10 @@ mod tests {
                 cur.pop();
             }
         }
+        let all: Vec<(&'static MigProfile, u32)> =
+            t.profiles.iter().flat_map(|p| p.starts.iter().map(move |&s| (p, s))).collect();
+        let mut out = Vec::new();
+        let mut cur = Vec::new();
         go(&all, 0, 0, &mut cur, &mut out);
         out
     }
