@@ -38,6 +38,7 @@ mod compiled;
 mod error;
 mod extended;
 mod features;
+pub mod mig;
 mod slice;
 mod store;
 mod types;
