@@ -1,6 +1,6 @@
 //! Plugin latency benches for plugin authors (feature `bench`): give a profile (or
 //! one plugin) and a cluster shape, get one criterion bench per extension point the
-//! profile runs, driven through [`FrameworkRunner`] with the real runtime's rules.
+//! profile runs, driven through [`FrameworkRunner`](crate::framework::FrameworkRunner) with the real runtime's rules.
 //!
 //! Bench ids are `<group>/<point>/<nodes>`: `pre_filter`, `filter` (every node,
 //! after PreFilter), `pre_score`, `score` (Score and NormalizeScore over every

@@ -4,18 +4,18 @@
 //!
 //! The steps are upstream's, in upstream's order:
 //!
-//! 1. **decode** ([`KubeSchedulerConfiguration::from_json`], `from_yaml` with the `yaml`
+//! 1. **decode** ([`KubeSchedulerConfiguration::from_json`](crate::config::KubeSchedulerConfiguration::from_json), `from_yaml` with the `yaml`
 //!    feature): unknown fields are errors naming their path (and line and column), as
 //!    kube-scheduler's strict decoder; `apiVersion` and `kind` must be
 //!    `kubescheduler.config.k8s.io/v1` and `KubeSchedulerConfiguration`;
-//! 2. **default** ([`KubeSchedulerConfiguration::defaulted`]): upstream
+//! 2. **default** ([`KubeSchedulerConfiguration::defaulted`](crate::config::KubeSchedulerConfiguration::defaulted)): upstream
 //!    `SetDefaults_KubeSchedulerConfiguration` (`pkg/scheduler/apis/config/v1/defaults.go`):
 //!    one profile named `default-scheduler` when none is given, every profile's plugins
-//!    merged with the default plugins ([`merge_plugins`]), default args for every
+//!    merged with the default plugins ([`merge_plugins`](crate::config::merge_plugins)), default args for every
 //!    built-in plugin with args, parallelism 16, backoff 1 s and 10 s;
-//! 3. **validate** ([`KubeSchedulerConfiguration::validate`]): upstream
+//! 3. **validate** ([`KubeSchedulerConfiguration::validate`](crate::config::KubeSchedulerConfiguration::validate)): upstream
 //!    `ValidateKubeSchedulerConfiguration` (`pkg/scheduler/apis/config/validation`);
-//! 4. **build** ([`KubeSchedulerConfiguration::build`]): each profile through a
+//! 4. **build** ([`KubeSchedulerConfiguration::build`](crate::config::KubeSchedulerConfiguration::build)): each profile through a
 //!    [`Registry`](crate::framework::Registry), with upstream's framework checks (one
 //!    QueueSort, at least one Bind), plus the [`SchedulerConfig`](crate::scheduler::SchedulerConfig)
 //!    and [`QueueConfig`](crate::queue::QueueConfig) the file sets.
@@ -74,7 +74,7 @@ pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 pub const KIND: &str = "KubeSchedulerConfiguration";
 
 /// A whole `KubeSchedulerConfiguration` file, shaped as `k8s.io/kube-scheduler/config/v1`.
-/// Optional fields stay `None` until [`KubeSchedulerConfiguration::defaulted`].
+/// Optional fields stay `None` until [`KubeSchedulerConfiguration::defaulted`](crate::config::KubeSchedulerConfiguration::defaulted).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct KubeSchedulerConfiguration {

@@ -117,7 +117,7 @@ pub struct ProfileConfig {
     /// Per-profile opportunistic batching (schedkit); absent follows the gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opportunistic_batching: Option<bool>,
-    /// Batch rescoring (schedkit, beyond v1.36; see [`ProfileBuilder::batch_rescoring`]).
+    /// Batch rescoring (schedkit, beyond v1.36; see [`ProfileBuilder::batch_rescoring`](crate::framework::ProfileBuilder::batch_rescoring)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_rescoring: Option<bool>,
     /// Plugins per point.

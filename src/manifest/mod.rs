@@ -1,6 +1,6 @@
 //! Kubernetes objects exactly as the API server and `kubectl get -o yaml/json` print
 //! them: `apiVersion`/`kind` checked, older DRA versions converted as the API server
-//! converts them, the API server's defaulting applied ([`defaults`]), and every field
+//! converts them, the API server's defaulting applied ([`defaults`](crate::manifest::defaults)), and every field
 //! schedkit does not read reported, with a strict mode that refuses those that can
 //! change a scheduling decision.
 //!

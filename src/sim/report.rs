@@ -137,7 +137,7 @@ fn us(d: Duration) -> String {
 }
 
 /// The summary table of `results` (one row per policy, with the paper's figures when
-/// [`SummaryContext::paper_setup`]), a legend, and where each sampled cycle's time went,
+/// `SummaryContext::paper` is set), a legend, and where each sampled cycle's time went,
 /// as the `simulate` example prints it.
 pub fn summary(cx: &SummaryContext<'_>, results: &[PolicyResult]) -> String {
     let mut s = String::new();

@@ -1,5 +1,5 @@
 //! Beyond upstream: a node's NodeResourceTopology derived from a schedkit
-//! [`TopologyGraph`](crate::topology::TopologyGraph), so a simulated cluster gets
+//! [`TopologyGraph`], so a simulated cluster gets
 //! realistic NUMA zones (GPUs, NICs, CPUs and memory per NUMA node) without
 //! hand-written objects.
 

@@ -1,5 +1,5 @@
-//! A client of a load-watcher service (feature `load-watcher`): `GET
-//! <address>/watcher` on a background thread every 30 s, keeping the last good
+//! A client of a load-watcher service (feature `load-watcher`): fetches
+//! `GET <address>/watcher` on a background thread every 30 s, keeping the last good
 //! payload (upstream `trimaran.Collector` over load-watcher's `serviceClient`,
 //! paypal/load-watcher v0.2.4 `pkg/watcher/api/client.go`).
 
