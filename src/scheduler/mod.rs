@@ -17,6 +17,8 @@ mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod run;
+mod placement;
+mod pod_group;
 mod score;
 
 use std::sync::Arc;
@@ -119,6 +121,8 @@ pub struct Scheduler {
     batches: Vec<Option<OpportunisticBatch>>,
     /// Scheduling cycles so far (upstream `SchedulingQueue.SchedulingCycle`).
     cycle_count: u64,
+    /// Attempts of a pod-group cycle not yet reported by `schedule_next`.
+    pending_attempts: std::collections::VecDeque<Attempt>,
 }
 
 /// Whether the queue signed the pod (and with what), or the cycle must.
