@@ -54,6 +54,8 @@ pub(crate) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<
 
 #[cfg(test)]
 mod tests {
+    use super::{format_rfc3339, parse_rfc3339};
+
     #[test]
     fn formats_what_it_parses() {
         for text in ["1970-01-01T00:00:00Z", "2024-12-09T16:17:09Z", "2000-02-29T23:59:59Z", "2026-04-22T10:00:00Z"] {

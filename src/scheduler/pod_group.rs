@@ -106,7 +106,7 @@ impl Scheduler {
             return;
         }
         let Some(group) = self.handle.pod_groups().pod_group(&ns, &name) else {
-            let status = Status::unresolvable(format!("waiting for pod's pod group {name:?} to appear in scheduling queue"))
+            let status = Status::unresolvable(format!("waiting for pods's pod group {name:?} to appear in scheduling queue"))
                 .with_plugin(GANG_PLUGIN);
             self.fail_all(&pods, &status);
             return;
