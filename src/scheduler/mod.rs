@@ -19,6 +19,8 @@ mod parallel;
 mod run;
 mod placement;
 mod pod_group;
+#[cfg(test)]
+mod pod_group_tests;
 mod score;
 
 use std::sync::Arc;

@@ -258,13 +258,14 @@ impl Scheduler {
                     self.restore(&a);
                 }
                 self.handle.pod_groups().states().set(pod, MemberState::Unscheduled);
-                let error = ScheduleError::Plugin { pod: pod.pod.key(), status: permit.clone() };
+                // The rejection is the pod's own status (upstream records no permit status).
+                let error = ScheduleError::Plugin { pod: pod.pod.key(), status: permit };
                 results.push(PodResult {
                     pod: pod.clone(),
                     node: None,
                     state: None,
                     error: Some(error),
-                    permit: Some(permit),
+                    permit: None,
                     requires_preemption: false,
                 });
                 continue;
