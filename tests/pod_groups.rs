@@ -6,7 +6,6 @@
 //! snapshot as they were).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use proptest::prelude::*;
 use schedkit::framework::{Clock, Feature, FeatureGates, Handle, Profile, VirtualClock};
@@ -38,9 +37,11 @@ fn member(name: &str, group: &str, cpu: &str) -> Pod {
     PodBuilder::new(name).uid(name).cpu(cpu).pod_group_name(group).build()
 }
 
-/// (requested milli-CPU, pod count) per node, from the cache and from the handle's
-/// snapshot.
-fn cluster_state(s: &Scheduler) -> (Vec<(String, i64, usize)>, Vec<(String, i64, usize)>) {
+/// (node, requested milli-CPU, pod count) per node.
+type NodeUse = Vec<(String, i64, usize)>;
+
+/// [`NodeUse`] from the cache and from the handle's snapshot.
+fn cluster_state(s: &Scheduler) -> (NodeUse, NodeUse) {
     let cache = s.cache().lock();
     let snap = s.handle().snapshot();
     let mut from_cache: Vec<_> = snap
@@ -143,7 +144,8 @@ fn a_topology_constraint_keeps_the_gang_in_one_rack() {
     let (mut s, _) = scheduler(gates(true));
     for r in 0..3 {
         for i in 0..2 {
-            let n = NodeBuilder::new(&format!("r{r}-n{i}")).cpu(if r == 1 { "8" } else { "4" }).memory("64Gi").pods(110);
+            let n =
+                NodeBuilder::new(&format!("r{r}-n{i}")).cpu(if r == 1 { "8" } else { "4" }).memory("64Gi").pods(110);
             s.add_node(n.label("topology.kubernetes.io/rack", &format!("rack-{r}")).build()).unwrap();
         }
     }
@@ -154,10 +156,7 @@ fn a_topology_constraint_keeps_the_gang_in_one_rack() {
     let run = s.run_until_idle();
     assert_eq!(run.bound, 4, "{run:?}");
     let cache = s.cache().lock();
-    let racks: Vec<&str> = (0..4)
-        .map(|i| cache.pod_node(&format!("w{i}")).unwrap())
-        .map(|n| &n[..2])
-        .collect();
+    let racks: Vec<&str> = (0..4).map(|i| cache.pod_node(&format!("w{i}")).unwrap()).map(|n| &n[..2]).collect();
     assert!(racks.iter().all(|r| *r == "r1"), "{racks:?}");
 }
 
@@ -201,7 +200,7 @@ fn a_gang_waits_at_permit_and_times_out_on_the_scheduler_clock() {
     assert!(w1.is_some());
     let b = s.schedule_pod(member("w0b", "job", "1")).unwrap();
     assert!(b.is_waiting());
-    assert_eq!(b.permit_deadline(), Some(clock.now() + Duration::from_secs(300)));
+    assert_eq!(b.permit_deadline(), Some(clock.now() + schedkit::plugins::gang_scheduling::PERMIT_TIMEOUT));
     b.abort("test over");
 }
 

@@ -95,8 +95,11 @@ fn kinds_and_versions_are_checked() {
     let v3 = text.replace("v1alpha2", "v1alpha3");
     let err = manifest::from_yaml::<PodGroup>(&v3, LoadOptions::default()).unwrap_err();
     assert!(matches!(err, ManifestError::UnsupportedVersion { kind: "PodGroup", .. }), "{err}");
-    let err = manifest::from_json::<v1alpha1::Workload>(&fixture("workload-v1alpha1.json").replace("v1alpha1", "v1alpha2"), LoadOptions::default())
-        .unwrap_err();
+    let err = manifest::from_json::<v1alpha1::Workload>(
+        &fixture("workload-v1alpha1.json").replace("v1alpha1", "v1alpha2"),
+        LoadOptions::default(),
+    )
+    .unwrap_err();
     assert!(matches!(err, ManifestError::UnsupportedVersion { .. }), "{err}");
     // An unknown spec field matters to scheduling: strict refuses it.
     let extra = text.replace("  schedulingPolicy:\n", "  minMember: 3\n  schedulingPolicy:\n");
@@ -112,10 +115,16 @@ fn validation_reports_field_paths() {
     let err = pg.validate(FeatureGates::default()).unwrap_err();
     let paths: Vec<&str> = err.errors.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(paths, ["spec.schedulingConstraints", "spec.resourceClaims"]);
-    let two_keys = text.replace("    - key: topology.kubernetes.io/rack\n", "    - key: topology.kubernetes.io/rack\n    - key: topology.kubernetes.io/zone\n");
+    let two_keys = text.replace(
+        "    - key: topology.kubernetes.io/rack\n",
+        "    - key: topology.kubernetes.io/rack\n    - key: topology.kubernetes.io/zone\n",
+    );
     let pg2 = manifest::from_yaml::<PodGroup>(&two_keys, LoadOptions::default()).unwrap().object;
     let err = pg2.validate(gates()).unwrap_err();
-    assert_eq!(err.errors[0].to_string(), "spec.schedulingConstraints.topology: Too many: 2: must have at most 1 items");
+    assert_eq!(
+        err.errors[0].to_string(),
+        "spec.schedulingConstraints.topology: Too many: 2: must have at most 1 items"
+    );
     let err = pg2.validate_update(&pg, gates()).unwrap_err();
     assert!(err.has("spec.schedulingConstraints"));
 }

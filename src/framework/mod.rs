@@ -14,11 +14,11 @@ mod interface;
 pub mod metrics;
 #[cfg(feature = "metrics")]
 mod openmetrics;
+mod pod_group;
 pub mod preemption;
 mod profile;
 mod registry;
 mod runner;
-mod pod_group;
 pub(crate) mod runtime;
 pub mod scheduler_metrics;
 mod sign;
@@ -39,13 +39,13 @@ pub use interface::{
     QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
 pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
-pub use preemption::{
-    DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
-    RecordingEvictor, RunningProfile,
-};
 pub use pod_group::{
     MAX_PLACEMENT_SCORE, MIN_PLACEMENT_SCORE, Placement, PlacementGeneratePlugin, PlacementScore, PlacementScorePlugin,
     PodGroupAssignments, PodGroupCycleState, PodGroupInfo, PodGroupManager, ProposedAssignment,
+};
+pub use preemption::{
+    DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
+    RecordingEvictor, RunningProfile,
 };
 pub use profile::{ConfigError, MAX_WEIGHT, Named, Profile, ProfileBuilder, WeightedScore};
 pub use registry::{

@@ -561,7 +561,9 @@ impl ProfileBuilder {
         if self.error.is_none() {
             if self.entries.iter().any(|e| e.name == name) {
                 self.error = Some(ConfigError::DuplicatePlugin { profile: self.name.clone(), name: name.to_owned() });
-            } else if (points.score.is_some() || points.placement_score.is_some()) && !(1..=MAX_WEIGHT).contains(&weight) {
+            } else if (points.score.is_some() || points.placement_score.is_some())
+                && !(1..=MAX_WEIGHT).contains(&weight)
+            {
                 self.error =
                     Some(ConfigError::InvalidWeight { profile: self.name.clone(), name: name.to_owned(), weight });
             }

@@ -292,7 +292,8 @@ impl Registry {
         }
         // Upstream `getScoreWeights`: the score list's weight wins over multiPoint's.
         let weight_of = |name: &str, pt: ExtensionPoint| {
-            let list = if pt == ExtensionPoint::PlacementScore { &cfg.plugins.placement_score } else { &cfg.plugins.score };
+            let list =
+                if pt == ExtensionPoint::PlacementScore { &cfg.plugins.placement_score } else { &cfg.plugins.score };
             list.enabled.iter().chain(&mp.enabled).find(|r| r.name == name).and_then(|r| r.weight)
         };
         let pct = match cfg.percentage_of_nodes_to_score {
@@ -315,7 +316,9 @@ impl Registry {
                 }
                 let b = &built[i];
                 let weight = weight_of(b.name, pt).unwrap_or(1);
-                if matches!(pt, ExtensionPoint::Score | ExtensionPoint::PlacementScore) && !(1..=MAX_WEIGHT).contains(&weight) {
+                if matches!(pt, ExtensionPoint::Score | ExtensionPoint::PlacementScore)
+                    && !(1..=MAX_WEIGHT).contains(&weight)
+                {
                     return Err(ConfigError::InvalidWeight { profile: p.name, name: b.name.to_owned(), weight });
                 }
                 p.push_point(b.name, &b.points, pt, weight);

@@ -18,7 +18,7 @@ use crate::framework::{
 };
 use crate::plugins::names;
 use crate::queue::events;
-use crate::snapshot::PodInfo;
+use crate::snapshot::{PodGroupState, PodInfo};
 
 /// How long a gang member waits at Permit for the rest (upstream
 /// `permitTimeoutDuration`), on the scheduler's clock.
@@ -68,10 +68,12 @@ impl PreEnqueuePlugin for GangScheduling {
         let Some(group) = pod.pod.scheduling_group_name() else { return Status::SUCCESS };
         let groups = self.handle.pod_groups();
         let Some(pg) = groups.pod_group(&pod.pod.metadata.namespace, group) else {
-            return Status::unresolvable(format!("waiting for pods's pod group {group:?} to appear in scheduling queue"));
+            return Status::unresolvable(format!(
+                "waiting for pods's pod group {group:?} to appear in scheduling queue"
+            ));
         };
         let Some(min) = pg.min_count() else { return Status::SUCCESS };
-        let all = groups.states().with(pg.namespace(), group, |s| s.map_or(0, |s| s.all_pods_count()));
+        let all = groups.states().with(pg.namespace(), group, |s| s.map_or(0, PodGroupState::all_pods_count));
         if all < usize::try_from(min).unwrap_or(0) {
             return Status::unresolvable("waiting for minCount pods from a gang to appear in scheduling queue");
         }
@@ -210,8 +212,28 @@ mod tests {
     #[test]
     fn gang_scheduling_flow() {
         let cases = [
-            Case { name: "non-gang pod succeeds immediately", pod: "non-gang", initial: &[], groups: true, waiting: &[], pre_enqueue: None, permit_waits: false, activated: &[], allowed: &[] },
-            Case { name: "basic policy pod succeeds immediately", pod: "basic-pod", initial: &[], groups: true, waiting: &[], pre_enqueue: None, permit_waits: false, activated: &[], allowed: &[] },
+            Case {
+                name: "non-gang pod succeeds immediately",
+                pod: "non-gang",
+                initial: &[],
+                groups: true,
+                waiting: &[],
+                pre_enqueue: None,
+                permit_waits: false,
+                activated: &[],
+                allowed: &[],
+            },
+            Case {
+                name: "basic policy pod succeeds immediately",
+                pod: "basic-pod",
+                initial: &[],
+                groups: true,
+                waiting: &[],
+                pre_enqueue: None,
+                permit_waits: false,
+                activated: &[],
+                allowed: &[],
+            },
             Case {
                 name: "gang pod fails PreEnqueue when pod group is not yet created",
                 pod: "p1",
@@ -281,7 +303,12 @@ mod tests {
             let s = pl.pre_enqueue(&me);
             match c.pre_enqueue {
                 Some(msg) => {
-                    assert_eq!((s.code(), s.message()), (Code::UnschedulableAndUnresolvable, msg.to_owned()), "{}", c.name);
+                    assert_eq!(
+                        (s.code(), s.message()),
+                        (Code::UnschedulableAndUnresolvable, msg.to_owned()),
+                        "{}",
+                        c.name
+                    );
                     continue;
                 }
                 None => assert!(s.is_success(), "{}: {s:?}", c.name),
@@ -300,13 +327,17 @@ mod tests {
             let d = pl.permit(&mut CycleState::new(), &mine, "some-node");
             if c.permit_waits {
                 assert_eq!(d, PermitDecision::Wait(PERMIT_TIMEOUT), "{}", c.name);
-                let activated: Vec<String> = handle.take_pods_to_activate().iter().map(|u| u.to_string()).collect();
+                let activated: Vec<String> = handle.take_pods_to_activate().iter().map(ToString::to_string).collect();
                 assert_eq!(activated, c.activated, "{}", c.name);
             } else {
                 assert_eq!(d, PermitDecision::Allow, "{}", c.name);
             }
             for n in c.allowed {
-                assert!(handle.waiting_pods().get(n).is_none_or(|w| w.pending_plugins().is_empty()), "{}: {n} allowed", c.name);
+                assert!(
+                    handle.waiting_pods().get(n).is_none_or(|w| w.pending_plugins().is_empty()),
+                    "{}: {n} allowed",
+                    c.name
+                );
             }
         }
     }

@@ -219,8 +219,6 @@ impl Profile {
     pub fn kube_default(handle: &Handle) -> Profile {
         let mut cfg = default_profile_config();
         apply_feature_gates(&mut cfg.plugins, handle.feature_gates());
-        default_registry()
-            .build_profile(&cfg, handle)
-            .expect("the built-in default profile is valid (tested)")
+        default_registry().build_profile(&cfg, handle).expect("the built-in default profile is valid (tested)")
     }
 }

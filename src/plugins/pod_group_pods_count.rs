@@ -10,6 +10,7 @@ use crate::framework::{
     PodGroupAssignments, PodGroupCycleState, PodGroupInfo, Status,
 };
 use crate::plugins::names;
+use crate::snapshot::PodGroupState;
 
 /// Scores a placement by the group's assumed and bound pods plus the pods it fits.
 #[derive(Debug, Clone)]
@@ -40,8 +41,11 @@ impl PlacementScorePlugin for PodGroupPodsCount {
         group: &PodGroupInfo,
         assignments: &PodGroupAssignments,
     ) -> Result<i64, Status> {
-        let scheduled =
-            self.handle.pod_groups().states().with(group.namespace(), group.name(), |s| s.map_or(0, |s| s.scheduled_pods_count()));
+        let scheduled = self
+            .handle
+            .pod_groups()
+            .states()
+            .with(group.namespace(), group.name(), |s| s.map_or(0, PodGroupState::scheduled_pods_count));
         Ok(i64::try_from(scheduled + assignments.proposed.len()).unwrap_or(i64::MAX))
     }
 
@@ -76,6 +80,8 @@ mod tests {
         Arc::new(PodInfo::new(PodBuilder::new(name).uid(name).pod_group_name("pg1").node_name(node).build()).unwrap())
     }
 
+    type Pods<'a> = &'a [(&'a str, &'a str)];
+
     /// Upstream `podgroup_pods_count_test.go` `TestScorePlacement`.
     #[test]
     fn score_placement() {
@@ -83,7 +89,7 @@ mod tests {
             ProposedAssignment { pod: pod("proposed-pod-1", ""), node: "node1".into() },
             ProposedAssignment { pod: pod("proposed-pod-2", ""), node: "node2".into() },
         ];
-        let cases: [(&str, &[(&str, &str)], &[(&str, &str)], i64); 4] = [
+        let cases: [(&str, Pods<'_>, Pods<'_>, i64); 4] = [
             ("existing assigned and assumed pods", &[("p2", "node2"), ("p3", "node3")], &[("p1", "node1")], 5),
             ("no assumed pods", &[("p1", "node1")], &[], 3),
             ("no assigned pods", &[], &[("p1", "node1")], 3),
@@ -101,7 +107,8 @@ mod tests {
             for a in &proposed {
                 states.set(&a.pod, MemberState::Unscheduled);
             }
-            let info = PodGroupInfo { pod_group: Arc::new(PodGroup::gang("default", "pg1", 1)), unscheduled_pods: vec![] };
+            let info =
+                PodGroupInfo { pod_group: Arc::new(PodGroup::gang("default", "pg1", 1)), unscheduled_pods: vec![] };
             let a = PodGroupAssignments {
                 placement: Arc::new(Placement { name: "p".into(), nodes: vec![] }),
                 proposed: proposed.clone(),
@@ -114,7 +121,8 @@ mod tests {
     /// Upstream `podgroup_pods_count_test.go` `TestNormalizePlacementScore`.
     #[test]
     fn normalize_placement_score() {
-        let cases: [(&str, &[i64], Result<&[i64], &str>); 5] = [
+        type Want<'a> = Result<&'a [i64], &'a str>;
+        let cases: [(&str, &[i64], Want<'_>); 5] = [
             ("distinct scores", &[10, 50, 110], Ok(&[9, 45, 100])),
             ("equal scores", &[50, 50], Ok(&[100, 100])),
             ("single score", &[50], Ok(&[100])),

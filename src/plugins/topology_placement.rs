@@ -29,12 +29,17 @@ impl TopologyPlacementGenerator {
 
     /// The one domain the group's assumed and bound pods are in, if any
     /// (upstream `getScheduledPodsTopologyDomain`).
-    fn scheduled_domain(&self, group: &PodGroupInfo, key: Option<Symbol>, key_text: &str, snapshot: &Snapshot) -> Result<Option<Symbol>, Status> {
-        let scheduled: Vec<Arc<crate::snapshot::PodInfo>> = self
-            .handle
-            .pod_groups()
-            .states()
-            .with(group.namespace(), group.name(), |s| s.map(|s| s.scheduled_pods().cloned().collect()).unwrap_or_default());
+    fn scheduled_domain(
+        &self,
+        group: &PodGroupInfo,
+        key: Option<Symbol>,
+        key_text: &str,
+        snapshot: &Snapshot,
+    ) -> Result<Option<Symbol>, Status> {
+        let scheduled: Vec<Arc<crate::snapshot::PodInfo>> =
+            self.handle.pod_groups().states().with(group.namespace(), group.name(), |s| {
+                s.map(|s| s.scheduled_pods().cloned().collect()).unwrap_or_default()
+            });
         let mut domain: Option<Symbol> = None;
         for pod in &scheduled {
             let node = &pod.pod.spec.node_name;

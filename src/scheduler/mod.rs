@@ -16,11 +16,11 @@ mod fit_error;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
-mod run;
 mod placement;
 mod pod_group;
 #[cfg(test)]
 mod pod_group_tests;
+mod run;
 mod score;
 
 use std::sync::Arc;

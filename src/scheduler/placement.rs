@@ -60,7 +60,7 @@ impl Scheduler {
                 r.status = GroupStatus::Unschedulable(s);
                 r
             }
-            1 => feasible.pop().map(|(_, r)| r).unwrap_or_else(|| all_failed(info, GroupStatus::Feasible)),
+            1 => feasible.pop().map_or_else(|| all_failed(info, GroupStatus::Feasible), |(_, r)| r),
             _ => match self.best_placement(profile, &state, info, &feasible) {
                 Ok(i) => feasible.swap_remove(i).1,
                 Err(s) => all_failed(info, GroupStatus::Error(s)),
@@ -140,11 +140,10 @@ fn generate(
     for named in &profile.placement_generate {
         let mut next = Vec::new();
         for parent in &placements {
-            let got = guard(named.name, "GeneratePlacements", || {
-                named.plugin.generate_placements(state, info, base, parent)
-            })
-            .and_then(|r| r)
-            .map_err(|s| s.with_plugin(named.name))?;
+            let got =
+                guard(named.name, "GeneratePlacements", || named.plugin.generate_placements(state, info, base, parent))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(named.name))?;
             next.extend(got);
         }
         placements = next;
@@ -156,9 +155,17 @@ fn generate(
 fn no_placement_diagnosis(info: &PodGroupInfo, base: &Snapshot) -> String {
     match info.pod_group.topology_key() {
         Some(key) if !base.nodes().iter().any(|n| n.node().metadata.labels.get_str(key).is_some()) => {
-            format!("no placement: no node has the topology label {key:?} of pod group {}/{}", info.namespace(), info.name())
+            format!(
+                "no placement: no node has the topology label {key:?} of pod group {}/{}",
+                info.namespace(),
+                info.name()
+            )
         }
-        Some(key) => format!("no placement: no topology domain of {key:?} is left for pod group {}/{}", info.namespace(), info.name()),
+        Some(key) => format!(
+            "no placement: no topology domain of {key:?} is left for pod group {}/{}",
+            info.namespace(),
+            info.name()
+        ),
         None => "no placement".to_owned(),
     }
 }

@@ -63,7 +63,7 @@ struct Assumed {
     pod: usize,
     pos: usize,
     before: Arc<NodeInfo>,
-    assumed: Arc<PodInfo>,
+    info: Arc<PodInfo>,
 }
 
 impl Scheduler {
@@ -77,9 +77,9 @@ impl Scheduler {
         let ns = first.pod.pod.metadata.namespace.clone();
         let name = first.pod.pod.scheduling_group_name().unwrap_or_default().to_owned();
         let mut members = vec![first];
-        let siblings: Vec<Arc<str>> = groups.states().with(&ns, &name, |s| {
-            s.map(|s| s.unscheduled_pods().map(|p| p.uid.clone()).collect()).unwrap_or_default()
-        });
+        let siblings: Vec<Arc<str>> = groups
+            .states()
+            .with(&ns, &name, |s| s.map(|s| s.unscheduled_pods().map(|p| p.uid.clone()).collect()).unwrap_or_default());
         {
             let mut q = self.queue.lock();
             let first_uid = members[0].pod.uid.clone();
@@ -106,8 +106,9 @@ impl Scheduler {
             return;
         }
         let Some(group) = self.handle.pod_groups().pod_group(&ns, &name) else {
-            let status = Status::unresolvable(format!("waiting for pods's pod group {name:?} to appear in scheduling queue"))
-                .with_plugin(GANG_PLUGIN);
+            let status =
+                Status::unresolvable(format!("waiting for pods's pod group {name:?} to appear in scheduling queue"))
+                    .with_plugin(GANG_PLUGIN);
             self.fail_all(&pods, &status);
             return;
         };
@@ -228,7 +229,7 @@ impl Scheduler {
                 let s = Arc::make_mut(&mut snap);
                 let pos = s.index_of(crate::model::Symbol::intern(&node));
                 if let Some(pos) = pos {
-                    assumed.push(Assumed { pod: i, pos, before: s.nodes()[pos].clone(), assumed: ai.clone() });
+                    assumed.push(Assumed { pod: i, pos, before: s.nodes()[pos].clone(), info: ai.clone() });
                     s.assume_pod_at(pos, ai.clone());
                 }
                 self.handle.put_snapshot(snap);
@@ -293,7 +294,7 @@ impl Scheduler {
         for a in assumed.iter().rev() {
             let r = &mut results[a.pod];
             if let (Some(state), Some(node)) = (r.state.as_mut(), r.node.as_deref()) {
-                runtime::run_unreserve_timed(profile, state, &a.assumed, node, None);
+                runtime::run_unreserve_timed(profile, state, &a.info, node, None);
             }
             self.restore(a);
             self.handle.pod_groups().states().set(&r.pod, MemberState::Unscheduled);
@@ -323,7 +324,10 @@ impl Scheduler {
             GroupStatus::WaitingOnPreemption => groups.set_scheduled_condition(
                 group.namespace(),
                 group.name(),
-                Some((crate::model::workload::REASON_UNSCHEDULABLE, "pod group is waiting for preemption to complete".to_owned())),
+                Some((
+                    crate::model::workload::REASON_UNSCHEDULABLE,
+                    "pod group is waiting for preemption to complete".to_owned(),
+                )),
                 now,
             ),
             GroupStatus::Error(s) => groups.set_scheduled_condition(
@@ -356,8 +360,10 @@ impl Scheduler {
                     }
                 }
                 (GroupStatus::Error(s), error, _, _) => {
-                    let own_error = error.filter(|e| matches!(e, ScheduleError::Plugin { status, .. } if !status.is_rejected()));
-                    let e = own_error.unwrap_or_else(|| ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
+                    let own_error =
+                        error.filter(|e| matches!(e, ScheduleError::Plugin { status, .. } if !status.is_rejected()));
+                    let e =
+                        own_error.unwrap_or_else(|| ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
                     self.cycle_failed(&pod, e)
                 }
                 (_, Some(e), _, _) if !r.requires_preemption => self.cycle_failed(&pod, e),

@@ -11,8 +11,8 @@ use ahash::AHashMap;
 use super::Scheduler;
 use super::pod_group::GroupStatus;
 use crate::framework::{
-    Code, CycleState, ExtensionPoints, FilterPlugin, NodeToStatus, PermitDecision, PermitPlugin, Plugin,
-    PodGroupInfo, PostFilterPlugin, PostFilterResult, Profile, Status,
+    Code, CycleState, ExtensionPoints, FilterPlugin, NodeToStatus, PermitDecision, PermitPlugin, Plugin, PodGroupInfo,
+    PostFilterPlugin, PostFilterResult, Profile, Status,
 };
 use crate::model::workload::PodGroup;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -53,7 +53,13 @@ impl FilterPlugin for Fake {
 }
 
 impl PostFilterPlugin for Fake {
-    fn post_filter(&self, _: &CycleState, pod: &PodInfo, _: &Snapshot, _: &NodeToStatus) -> (Option<PostFilterResult>, Status) {
+    fn post_filter(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+        _: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
         if self.nominate.contains(&short(pod)) {
             (Some(PostFilterResult { nominated_node_name: Some("node1".into()) }), Status::SUCCESS)
         } else {
@@ -92,16 +98,96 @@ struct Case {
 use Code::{Success as S, Unschedulable as U, UnschedulableAndUnresolvable as UU, Wait as W};
 
 const CASES: &[Case] = &[
-    Case { name: "All pods feasible", filter: [S, S, S], nominate: &[], permit: [S, S, S], group: Want::Feasible, pod_codes: [S, S, S], preemption: [false; 3] },
-    Case { name: "All pods feasible, two waiting", filter: [S, S, S], nominate: &[], permit: [W, W, S], group: Want::Feasible, pod_codes: [S, S, S], preemption: [false; 3] },
-    Case { name: "All pods feasible, but all waiting", filter: [S, S, S], nominate: &[], permit: [W, W, W], group: Want::Unschedulable, pod_codes: [S, S, S], preemption: [false; 3] },
-    Case { name: "All pods feasible, but last waiting", filter: [S, S, S], nominate: &[], permit: [S, S, W], group: Want::Feasible, pod_codes: [S, S, S], preemption: [false; 3] },
-    Case { name: "All pods feasible, one waiting, one unschedulable", filter: [S, S, S], nominate: &[], permit: [W, U, S], group: Want::Feasible, pod_codes: [S, U, S], preemption: [false; 3] },
-    Case { name: "All pods require preemption", filter: [U, U, U], nominate: &["p1", "p2", "p3"], permit: [S, S, S], group: Want::RequiresPreemption, pod_codes: [U, U, U], preemption: [true; 3] },
-    Case { name: "All pods require preemption, but waiting", filter: [U, U, U], nominate: &["p1", "p2", "p3"], permit: [W, W, W], group: Want::Unschedulable, pod_codes: [U, U, U], preemption: [true; 3] },
-    Case { name: "One pod requires preemption, but waiting, two are feasible", filter: [U, S, S], nominate: &["p1"], permit: [W, W, S], group: Want::RequiresPreemption, pod_codes: [U, S, S], preemption: [true, false, false] },
-    Case { name: "One pod unschedulable, one requires preemption, one feasible", filter: [U, U, S], nominate: &["p1"], permit: [S, S, S], group: Want::RequiresPreemption, pod_codes: [U, U, S], preemption: [true, false, false] },
-    Case { name: "All pods unschedulable", filter: [UU, U, U], nominate: &[], permit: [S, S, S], group: Want::Unschedulable, pod_codes: [U, U, U], preemption: [false; 3] },
+    Case {
+        name: "All pods feasible",
+        filter: [S, S, S],
+        nominate: &[],
+        permit: [S, S, S],
+        group: Want::Feasible,
+        pod_codes: [S, S, S],
+        preemption: [false; 3],
+    },
+    Case {
+        name: "All pods feasible, two waiting",
+        filter: [S, S, S],
+        nominate: &[],
+        permit: [W, W, S],
+        group: Want::Feasible,
+        pod_codes: [S, S, S],
+        preemption: [false; 3],
+    },
+    Case {
+        name: "All pods feasible, but all waiting",
+        filter: [S, S, S],
+        nominate: &[],
+        permit: [W, W, W],
+        group: Want::Unschedulable,
+        pod_codes: [S, S, S],
+        preemption: [false; 3],
+    },
+    Case {
+        name: "All pods feasible, but last waiting",
+        filter: [S, S, S],
+        nominate: &[],
+        permit: [S, S, W],
+        group: Want::Feasible,
+        pod_codes: [S, S, S],
+        preemption: [false; 3],
+    },
+    Case {
+        name: "All pods feasible, one waiting, one unschedulable",
+        filter: [S, S, S],
+        nominate: &[],
+        permit: [W, U, S],
+        group: Want::Feasible,
+        pod_codes: [S, U, S],
+        preemption: [false; 3],
+    },
+    Case {
+        name: "All pods require preemption",
+        filter: [U, U, U],
+        nominate: &["p1", "p2", "p3"],
+        permit: [S, S, S],
+        group: Want::RequiresPreemption,
+        pod_codes: [U, U, U],
+        preemption: [true; 3],
+    },
+    Case {
+        name: "All pods require preemption, but waiting",
+        filter: [U, U, U],
+        nominate: &["p1", "p2", "p3"],
+        permit: [W, W, W],
+        group: Want::Unschedulable,
+        pod_codes: [U, U, U],
+        preemption: [true; 3],
+    },
+    Case {
+        name: "One pod requires preemption, but waiting, two are feasible",
+        filter: [U, S, S],
+        nominate: &["p1"],
+        permit: [W, W, S],
+        group: Want::RequiresPreemption,
+        pod_codes: [U, S, S],
+        preemption: [true, false, false],
+    },
+    Case {
+        name: "One pod unschedulable, one requires preemption, one feasible",
+        filter: [U, U, S],
+        nominate: &["p1"],
+        permit: [S, S, S],
+        group: Want::RequiresPreemption,
+        pod_codes: [U, U, S],
+        preemption: [true, false, false],
+    },
+    Case {
+        name: "All pods unschedulable",
+        filter: [UU, U, U],
+        nominate: &[],
+        permit: [S, S, S],
+        group: Want::Unschedulable,
+        pod_codes: [U, U, U],
+        preemption: [false; 3],
+    },
 ];
 
 #[test]

@@ -227,7 +227,7 @@ impl SchedulerEvents {
                     return Err(CacheError::PodExists(info.uid.to_string()).into());
                 }
                 // A v1.36 pod-group member counts before PreEnqueue sees it.
-                c.add_pod_group_member(info.clone());
+                c.add_pod_group_member(&info);
             }
             if let Err(e) = self.queue.lock().add(info.clone()) {
                 self.cache.lock().remove_pod_group_member(&info);
@@ -333,7 +333,8 @@ impl SchedulerEvents {
     pub fn add_pod_group(&self, group: crate::model::workload::PodGroup) -> usize {
         let new = Arc::new(group.clone());
         let old = self.handle.pod_groups().set_pod_group(group);
-        let action = if old.is_some() { crate::framework::ActionType::UPDATE } else { crate::framework::ActionType::ADD };
+        let action =
+            if old.is_some() { crate::framework::ActionType::UPDATE } else { crate::framework::ActionType::ADD };
         let e = ClusterEvent { resource: EventResource::PodGroup, action };
         let obj = EventObject::PodGroup { old, new: Some(new) };
         self.event(e, &obj)

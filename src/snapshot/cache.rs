@@ -335,9 +335,9 @@ impl Cache {
     /// Records an unscheduled pod naming a v1.36 PodGroup as a member of it (upstream
     /// `AddPodGroupMember`); the scheduler's event handle calls it as such a pod is
     /// queued. Pods naming no group are ignored.
-    pub fn add_pod_group_member(&mut self, pod: Arc<PodInfo>) {
+    pub fn add_pod_group_member(&mut self, pod: &Arc<PodInfo>) {
         if !self.pods.contains_key(&pod.uid) {
-            self.pod_groups.set(&pod, super::MemberState::Unscheduled);
+            self.pod_groups.set(pod, super::MemberState::Unscheduled);
         }
     }
 

@@ -3,8 +3,8 @@
 
 mod cache;
 mod node_info;
-mod pod_info;
 mod pod_groups;
+mod pod_info;
 
 use std::sync::Arc;
 

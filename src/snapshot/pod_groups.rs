@@ -83,20 +83,17 @@ impl PodGroupState {
     }
 
     fn set(&mut self, pod: &Arc<PodInfo>, state: MemberState) -> Option<MemberState> {
-        match self.members.iter_mut().find(|(p, _)| p.uid == pod.uid) {
-            Some(slot) => {
-                let old = slot.1;
-                slot.0 = pod.clone();
-                slot.1 = state;
-                self.count(old, -1);
-                self.count(state, 1);
-                Some(old)
-            }
-            None => {
-                self.members.push((pod.clone(), state));
-                self.count(state, 1);
-                None
-            }
+        if let Some(slot) = self.members.iter_mut().find(|(p, _)| p.uid == pod.uid) {
+            let old = slot.1;
+            slot.0 = pod.clone();
+            slot.1 = state;
+            self.count(old, -1);
+            self.count(state, 1);
+            Some(old)
+        } else {
+            self.members.push((pod.clone(), state));
+            self.count(state, 1);
+            None
         }
     }
 
@@ -131,7 +128,8 @@ impl PodGroupStates {
 
     /// A copy of the state of group `namespace/name`.
     pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
-        self.with(namespace, name, |s| s.cloned())
+        let key = format!("{}/{name}", if namespace.is_empty() { "default" } else { namespace });
+        self.groups.read().get(&key).cloned()
     }
 
     /// Records `pod` (which names a group) as a member in `state`; returns its previous

@@ -88,8 +88,7 @@ impl PodBuilder {
     pub fn pod_group_name(self, group: &str) -> Self {
         let group = group.to_owned();
         self.with(move |p| {
-            p.spec.scheduling_group =
-                Some(crate::model::PodSchedulingGroup { pod_group_name: Some(group) });
+            p.spec.scheduling_group = Some(crate::model::PodSchedulingGroup { pod_group_name: Some(group) });
         })
     }
 }

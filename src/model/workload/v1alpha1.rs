@@ -156,7 +156,8 @@ impl Workload {
         if let Err(e) = workload.validate(crate::framework::FeatureGates::default()) {
             // Report v1alpha1 paths for the groups' policies.
             errs.extend(e.errors.into_iter().filter(|f| f.path.contains(".schedulingPolicy")).map(|mut f| {
-                f.path = f.path.replace("spec.podGroupTemplates", "spec.podGroups").replace(".schedulingPolicy", ".policy");
+                f.path =
+                    f.path.replace("spec.podGroupTemplates", "spec.podGroups").replace(".schedulingPolicy", ".policy");
                 f
             }));
         }
@@ -210,7 +211,11 @@ impl Workload {
         }
         for (i, r) in refs.iter().enumerate() {
             if r.name == self.metadata.name && !groups.iter().any(|g| g.name == r.pod_group) {
-                errs.push(FieldError::invalid(format!("refs[{i}].podGroup"), &r.pod_group, "no such pod group in the Workload"));
+                errs.push(FieldError::invalid(
+                    format!("refs[{i}].podGroup"),
+                    &r.pod_group,
+                    "no such pod group in the Workload",
+                ));
             }
         }
         if errs.is_empty() {
@@ -238,7 +243,15 @@ mod tests {
         let missing = WorkloadReference { name: "w".into(), pod_group: "zz".into(), ..WorkloadReference::default() };
         let e = w.convert(&[r, missing]).unwrap_err();
         let paths: Vec<&str> = e.errors.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(paths, ["spec.podGroups[1].name", "spec.podGroups[0].policy.gang.minCount", "spec.podGroups[0]", "refs[1].podGroup"]);
+        assert_eq!(
+            paths,
+            [
+                "spec.podGroups[1].name",
+                "spec.podGroups[0].policy.gang.minCount",
+                "spec.podGroups[0]",
+                "refs[1].podGroup"
+            ]
+        );
     }
 
     #[test]

@@ -324,7 +324,10 @@ mod tests {
     }
 
     fn workload(templates: Vec<PodGroupTemplate>) -> Workload {
-        let mut w = Workload { spec: WorkloadSpec { controller_ref: None, pod_group_templates: templates }, ..Workload::default() };
+        let mut w = Workload {
+            spec: WorkloadSpec { controller_ref: None, pod_group_templates: templates },
+            ..Workload::default()
+        };
         w.metadata.name = "w".into();
         w
     }
@@ -338,17 +341,29 @@ mod tests {
         assert_eq!(e.errors[0].to_string(), "spec.podGroupTemplates: Too many: 9: must have at most 8 items");
         let e = workload(vec![]).validate(all_gates()).unwrap_err();
         assert!(e.has("spec.podGroupTemplates"), "{e}");
-        let both = PodGroupSchedulingPolicy { basic: Some(Default::default()), gang: Some(Default::default()) };
+        let both = PodGroupSchedulingPolicy {
+            basic: Some(super::super::BasicSchedulingPolicy::default()),
+            gang: Some(super::super::GangSchedulingPolicy::default()),
+        };
         let e = workload(vec![template("A", both), template("A", PodGroupSchedulingPolicy::default())])
             .validate(all_gates())
             .unwrap_err();
         let got: Vec<String> = e.errors.iter().map(ToString::to_string).collect();
         assert_eq!(got.len(), 6, "{got:#?}");
         assert!(got[0].starts_with("spec.podGroupTemplates[0].name: Invalid value: \"A\": a lowercase RFC 1123 label"));
-        assert_eq!(got[1], "spec.podGroupTemplates[0].schedulingPolicy: Invalid value: \"\": must specify exactly one of: `basic`, `gang`");
-        assert_eq!(got[2], "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: 0: must be greater than or equal to 1");
+        assert_eq!(
+            got[1],
+            "spec.podGroupTemplates[0].schedulingPolicy: Invalid value: \"\": must specify exactly one of: `basic`, `gang`"
+        );
+        assert_eq!(
+            got[2],
+            "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: 0: must be greater than or equal to 1"
+        );
         assert_eq!(got[4], "spec.podGroupTemplates[1].name: Duplicate value: \"A\"");
-        assert_eq!(got[5], "spec.podGroupTemplates[1].schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`");
+        assert_eq!(
+            got[5],
+            "spec.podGroupTemplates[1].schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`"
+        );
     }
 
     #[test]
@@ -362,7 +377,10 @@ mod tests {
             })
             .collect();
         let e = pg.validate(FeatureGates::default()).unwrap_err();
-        assert_eq!(e.errors[0].to_string(), "spec.resourceClaims: Forbidden: disabled by feature-gate DRAWorkloadResourceClaims");
+        assert_eq!(
+            e.errors[0].to_string(),
+            "spec.resourceClaims: Forbidden: disabled by feature-gate DRAWorkloadResourceClaims"
+        );
         let e = pg.validate(all_gates()).unwrap_err();
         let paths: Vec<&str> = e.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["spec.resourceClaims", "spec.resourceClaims[0]", "spec.resourceClaims[4].name"]);
