@@ -115,7 +115,8 @@ impl KubeSchedulerConfiguration {
         if c.profiles.len() == 1 && c.profiles[0].scheduler_name.is_none() {
             c.profiles[0].scheduler_name = Some(DEFAULT_SCHEDULER_NAME.to_owned());
         }
-        let defaults = default_plugins(dynamic_resources);
+        let mut defaults = default_plugins(dynamic_resources);
+        crate::plugins::apply_feature_gates(&mut defaults, gates);
         for p in &mut c.profiles {
             p.plugins = merge_plugins(&defaults, Some(&p.plugins));
             for a in &mut p.plugin_config {

@@ -50,6 +50,8 @@ pub fn merge_plugins(defaults: &PluginsConfig, custom: Option<&PluginsConfig>) -
         pre_bind: merge_plugin_set(&d.pre_bind, &c.pre_bind),
         bind: merge_plugin_set(&d.bind, &c.bind),
         post_bind: merge_plugin_set(&d.post_bind, &c.post_bind),
+        placement_generate: merge_plugin_set(&d.placement_generate, &c.placement_generate),
+        placement_score: merge_plugin_set(&d.placement_score, &c.placement_score),
     }
 }
 

@@ -53,14 +53,18 @@ pub enum Feature {
     /// `DRAWorkloadResourceClaims` (alpha in v1.36, off): claims reserved for a whole
     /// PodGroup. Not read by schedkit yet.
     DRAWorkloadResourceClaims,
-    /// `GenericWorkload` (alpha, off): the Workload API and `pod.spec.workloadRef`.
-    /// Not read by schedkit yet: its workload support does not wait for the gate.
+    /// `GenericWorkload` (alpha, off): the v1.36 Workload/PodGroup API and the pod-group
+    /// scheduling cycle. Off, pods naming a PodGroup (`spec.schedulingGroup`) are
+    /// scheduled one by one like any other, and a manifest's v1.35 `spec.workloadRef`
+    /// is reported, not converted. Coscheduling (label-based) does not read it.
     GenericWorkload,
-    /// `GangScheduling` (alpha, off): the upstream gang plugin's enforcement.
-    /// Not read by schedkit yet: its gang scheduling does not wait for the gate.
+    /// `GangScheduling` (alpha, off; needs `GenericWorkload`): the in-tree
+    /// `GangScheduling` plugin joins the default profile.
     GangScheduling,
-    /// `TopologyAwareWorkloadScheduling` (alpha in v1.36, off): trying placements for a
-    /// pod group. Not read by schedkit yet.
+    /// `TopologyAwareWorkloadScheduling` (alpha in v1.36, off): PodGroup topology
+    /// constraints, the placement algorithm, and the `TopologyPlacementGenerator` and
+    /// `PodGroupPodsCount` plugins in the default profile. Off, a PodGroup carrying
+    /// `schedulingConstraints` fails validation.
     TopologyAwareWorkloadScheduling,
     /// `OpportunisticBatching` (beta, on): reusing one pod's filtering results for the
     /// next equivalent pod. Not read by schedkit yet.
@@ -71,11 +75,16 @@ pub enum Feature {
     /// resource scorers built with these gates count containers only (upstream
     /// `SkipPodLevelResources`), for the incoming pod and for the pods on each node.
     PodLevelResources,
+    /// `WorkloadAwarePreemption` (alpha in v1.36, off; needs `GangScheduling`): PodGroup
+    /// `disruptionMode`, `priorityClassName` and `priority` (KEP-5710). Off, those fields
+    /// fail validation. schedkit's pod-group cycle does not run a group-level PostFilter
+    /// yet: pods preempt one by one as with the gate off.
+    WorkloadAwarePreemption,
 }
 
 impl Feature {
     /// Every gate, in declaration order.
-    pub const ALL: [Feature; 16] = [
+    pub const ALL: [Feature; 17] = [
         Feature::DRAPrioritizedList,
         Feature::DRAAdminAccess,
         Feature::DRADeviceTaints,
@@ -92,6 +101,7 @@ impl Feature {
         Feature::TopologyAwareWorkloadScheduling,
         Feature::OpportunisticBatching,
         Feature::PodLevelResources,
+        Feature::WorkloadAwarePreemption,
     ];
 
     /// Upstream's name for the gate.
@@ -113,6 +123,7 @@ impl Feature {
             Feature::TopologyAwareWorkloadScheduling => "TopologyAwareWorkloadScheduling",
             Feature::OpportunisticBatching => "OpportunisticBatching",
             Feature::PodLevelResources => "PodLevelResources",
+            Feature::WorkloadAwarePreemption => "WorkloadAwarePreemption",
         }
     }
 
@@ -134,7 +145,8 @@ impl Feature {
             | Feature::DRAWorkloadResourceClaims
             | Feature::GenericWorkload
             | Feature::GangScheduling
-            | Feature::TopologyAwareWorkloadScheduling => false,
+            | Feature::TopologyAwareWorkloadScheduling
+            | Feature::WorkloadAwarePreemption => false,
         }
     }
 

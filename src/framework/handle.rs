@@ -28,6 +28,8 @@ struct Inner {
     waiting: WaitingPods,
     to_activate: Mutex<Vec<Arc<str>>>,
     preemption: PreemptionServices,
+    /// v1.36 PodGroup objects and their members' states.
+    pod_groups: super::PodGroupManager,
     /// `None` until [`Handle::set_feature_gates`]: the defaults, and a shared
     /// `DraStore` keeps its own switches.
     gates: RwLock<Option<FeatureGates>>,
@@ -57,6 +59,7 @@ impl Handle {
                 waiting: WaitingPods::default(),
                 to_activate: Mutex::new(Vec::new()),
                 preemption: PreemptionServices::default(),
+                pod_groups: super::PodGroupManager::default(),
                 gates: RwLock::new(None),
                 shared: RwLock::new(Vec::new()),
             }),
@@ -174,6 +177,12 @@ impl Handle {
         let shared = self.inner.shared.read();
         let (_, any) = shared.iter().find(|(t, _)| *t == TypeId::of::<T>())?;
         any.clone().downcast::<T>().ok()
+    }
+
+    /// The v1.36 PodGroup objects and their members' states (upstream
+    /// `Handle.PodGroupManager()`); the scheduler's cache records member states here.
+    pub fn pod_groups(&self) -> &super::PodGroupManager {
+        &self.inner.pod_groups
     }
 
     /// Preemption's shared services: nominated pods, PodDisruptionBudgets and the

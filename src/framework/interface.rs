@@ -315,7 +315,7 @@ pub enum EventResource {
     AssignedPod,
     /// Pods not yet assigned.
     UnscheduledPod,
-    /// Gangs (coscheduling).
+    /// Gangs: coscheduling's PodGroups, and v1.36 `scheduling.k8s.io` PodGroups.
     PodGroup,
     /// DRA claims.
     ResourceClaim,
@@ -412,6 +412,13 @@ pub enum EventObject {
         /// After (None on delete).
         new: Option<Arc<PodInfo>>,
     },
+    /// A v1.36 PodGroup event.
+    PodGroup {
+        /// Before (None on add).
+        old: Option<Arc<crate::model::workload::PodGroup>>,
+        /// After (None on delete).
+        new: Option<Arc<crate::model::workload::PodGroup>>,
+    },
     /// A custom event; the name says what changed.
     Custom(String),
 }
@@ -483,6 +490,8 @@ pub struct ExtensionPoints {
     pub(crate) enqueue: Option<Arc<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Option<Arc<dyn PodObserver>>,
     pub(crate) sign: Option<Arc<dyn super::SignPlugin>>,
+    pub(crate) placement_generate: Option<Arc<dyn super::PlacementGeneratePlugin>>,
+    pub(crate) placement_score: Option<Arc<dyn super::PlacementScorePlugin>>,
 }
 
 macro_rules! point_setters {
@@ -514,6 +523,20 @@ point_setters! {
     post_bind: PostBindPlugin, "Serves PostBind.";
     enqueue: EnqueueExtensions, "Declares cluster events (EnqueueExtensions).";
     pod_observer: PodObserver, "Observes pod additions, updates and deletions.";
+}
+
+impl ExtensionPoints {
+    /// Serves PlacementGenerate (v1.36 pod-group placements).
+    pub fn placement_generate(&mut self, p: Arc<dyn super::PlacementGeneratePlugin>) -> &mut Self {
+        self.placement_generate = Some(p);
+        self
+    }
+
+    /// Serves PlacementScore and NormalizePlacementScore (v1.36 pod-group placements).
+    pub fn placement_score(&mut self, p: Arc<dyn super::PlacementScorePlugin>) -> &mut Self {
+        self.placement_score = Some(p);
+        self
+    }
 }
 
 impl ExtensionPoints {
@@ -552,11 +575,15 @@ pub enum ExtensionPoint {
     Bind,
     /// PostBind.
     PostBind,
+    /// PlacementGenerate (v1.36 pod groups).
+    PlacementGenerate,
+    /// PlacementScore (v1.36 pod groups).
+    PlacementScore,
 }
 
 impl ExtensionPoint {
-    /// All points, in cycle order.
-    pub const ALL: [ExtensionPoint; 12] = [
+    /// All points, in cycle order, then the pod-group points.
+    pub const ALL: [ExtensionPoint; 14] = [
         ExtensionPoint::PreEnqueue,
         ExtensionPoint::QueueSort,
         ExtensionPoint::PreFilter,
@@ -569,6 +596,8 @@ impl ExtensionPoint {
         ExtensionPoint::PreBind,
         ExtensionPoint::Bind,
         ExtensionPoint::PostBind,
+        ExtensionPoint::PlacementGenerate,
+        ExtensionPoint::PlacementScore,
     ];
 
     /// Upstream's spelling in configuration (`preFilter`, `score`...).
@@ -586,6 +615,8 @@ impl ExtensionPoint {
             ExtensionPoint::PreBind => "preBind",
             ExtensionPoint::Bind => "bind",
             ExtensionPoint::PostBind => "postBind",
+            ExtensionPoint::PlacementGenerate => "placementGenerate",
+            ExtensionPoint::PlacementScore => "placementScore",
         }
     }
 }
@@ -606,6 +637,8 @@ impl ExtensionPoints {
             ExtensionPoint::PreBind => self.pre_bind.is_some(),
             ExtensionPoint::Bind => self.bind.is_some(),
             ExtensionPoint::PostBind => self.post_bind.is_some(),
+            ExtensionPoint::PlacementGenerate => self.placement_generate.is_some(),
+            ExtensionPoint::PlacementScore => self.placement_score.is_some(),
         }
     }
 
@@ -624,6 +657,8 @@ impl ExtensionPoints {
             ExtensionPoint::PreBind => self.pre_bind = None,
             ExtensionPoint::Bind => self.bind = None,
             ExtensionPoint::PostBind => self.post_bind = None,
+            ExtensionPoint::PlacementGenerate => self.placement_generate = None,
+            ExtensionPoint::PlacementScore => self.placement_score = None,
         }
     }
 }

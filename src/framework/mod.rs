@@ -14,6 +14,7 @@ mod interface;
 pub mod metrics;
 #[cfg(feature = "metrics")]
 mod openmetrics;
+mod pod_group;
 pub mod preemption;
 mod profile;
 mod registry;
@@ -38,6 +39,10 @@ pub use interface::{
     QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
 pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
+pub use pod_group::{
+    MAX_PLACEMENT_SCORE, MIN_PLACEMENT_SCORE, Placement, PlacementGeneratePlugin, PlacementScore, PlacementScorePlugin,
+    PodGroupAssignments, PodGroupCycleState, PodGroupInfo, PodGroupManager, ProposedAssignment,
+};
 pub use preemption::{
     DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
     RecordingEvictor, RunningProfile,

@@ -155,6 +155,10 @@ pub struct Profile {
     pub(crate) opportunistic_batching: Option<bool>,
     /// v1.37-style rescoring of the last chosen node (schedkit, off by default).
     pub(crate) batch_rescoring: bool,
+    /// v1.36 pod-group placement generators, in order.
+    pub(crate) placement_generate: Vec<Named<dyn super::PlacementGeneratePlugin>>,
+    /// v1.36 pod-group placement scorers with their weights.
+    pub(crate) placement_score: Vec<(Named<dyn super::PlacementScorePlugin>, i64)>,
 }
 
 impl std::fmt::Debug for Profile {
@@ -242,6 +246,14 @@ impl Profile {
     /// PostBind plugins in order.
     pub fn post_bind_plugins(&self) -> Vec<&'static str> {
         names(&self.post_bind)
+    }
+    /// PlacementGenerate plugins in order.
+    pub fn placement_generate_plugins(&self) -> Vec<&'static str> {
+        names(&self.placement_generate)
+    }
+    /// PlacementScore plugins with weights.
+    pub fn placement_score_plugins(&self) -> Vec<(&'static str, i64)> {
+        self.placement_score.iter().map(|(n, w)| (n.name, *w)).collect()
     }
     /// Plugins declaring cluster events.
     pub fn enqueue_extensions(&self) -> &[Named<dyn EnqueueExtensions>] {
@@ -443,6 +455,10 @@ impl ProfileBuilder {
             push!(enqueue);
             push!(pod_observer);
             push!(sign);
+            push!(placement_generate);
+            if let Some(plugin) = pts.placement_score {
+                p.placement_score.push((Named { name, plugin }, e.weight));
+            }
             if let Some(plugin) = pts.score {
                 p.score.push(WeightedScore { name, plugin, weight: e.weight });
             }
@@ -486,6 +502,8 @@ impl Profile {
             batching_blockers: Vec::new(),
             opportunistic_batching: None,
             batch_rescoring: false,
+            placement_generate: Vec::new(),
+            placement_score: Vec::new(),
         }
     }
 
@@ -528,6 +546,12 @@ impl Profile {
             ExtensionPoint::PreBind => push!(pre_bind),
             ExtensionPoint::Bind => push!(bind),
             ExtensionPoint::PostBind => push!(post_bind),
+            ExtensionPoint::PlacementGenerate => push!(placement_generate),
+            ExtensionPoint::PlacementScore => {
+                if let Some(plugin) = &points.placement_score {
+                    self.placement_score.push((Named { name, plugin: plugin.clone() }, weight));
+                }
+            }
         }
     }
 }
@@ -537,7 +561,9 @@ impl ProfileBuilder {
         if self.error.is_none() {
             if self.entries.iter().any(|e| e.name == name) {
                 self.error = Some(ConfigError::DuplicatePlugin { profile: self.name.clone(), name: name.to_owned() });
-            } else if points.score.is_some() && !(1..=MAX_WEIGHT).contains(&weight) {
+            } else if (points.score.is_some() || points.placement_score.is_some())
+                && !(1..=MAX_WEIGHT).contains(&weight)
+            {
                 self.error =
                     Some(ConfigError::InvalidWeight { profile: self.name.clone(), name: name.to_owned(), weight });
             }

@@ -52,6 +52,12 @@ pub struct PluginsConfig {
     pub pre_bind: PluginSetConfig,
     pub bind: PluginSetConfig,
     pub post_bind: PluginSetConfig,
+    /// v1.36 pod-group placement generators.
+    #[serde(skip_serializing_if = "PluginSetConfig::is_empty")]
+    pub placement_generate: PluginSetConfig,
+    /// v1.36 pod-group placement scorers (weights as for `score`).
+    #[serde(skip_serializing_if = "PluginSetConfig::is_empty")]
+    pub placement_score: PluginSetConfig,
 }
 
 impl PluginsConfig {
@@ -70,7 +76,16 @@ impl PluginsConfig {
             ExtensionPoint::PreBind => &self.pre_bind,
             ExtensionPoint::Bind => &self.bind,
             ExtensionPoint::PostBind => &self.post_bind,
+            ExtensionPoint::PlacementGenerate => &self.placement_generate,
+            ExtensionPoint::PlacementScore => &self.placement_score,
         }
+    }
+}
+
+impl PluginSetConfig {
+    /// Whether nothing is enabled or disabled.
+    pub fn is_empty(&self) -> bool {
+        self.enabled.is_empty() && self.disabled.is_empty()
     }
 }
 
@@ -276,8 +291,10 @@ impl Registry {
             per_point.push((pt, order));
         }
         // Upstream `getScoreWeights`: the score list's weight wins over multiPoint's.
-        let weight_of = |name: &str| {
-            cfg.plugins.score.enabled.iter().chain(&mp.enabled).find(|r| r.name == name).and_then(|r| r.weight)
+        let weight_of = |name: &str, pt: ExtensionPoint| {
+            let list =
+                if pt == ExtensionPoint::PlacementScore { &cfg.plugins.placement_score } else { &cfg.plugins.score };
+            list.enabled.iter().chain(&mp.enabled).find(|r| r.name == name).and_then(|r| r.weight)
         };
         let pct = match cfg.percentage_of_nodes_to_score {
             None => None,
@@ -298,8 +315,10 @@ impl Registry {
                     in_cycle.push(i);
                 }
                 let b = &built[i];
-                let weight = weight_of(b.name).unwrap_or(1);
-                if pt == ExtensionPoint::Score && !(1..=MAX_WEIGHT).contains(&weight) {
+                let weight = weight_of(b.name, pt).unwrap_or(1);
+                if matches!(pt, ExtensionPoint::Score | ExtensionPoint::PlacementScore)
+                    && !(1..=MAX_WEIGHT).contains(&weight)
+                {
                     return Err(ConfigError::InvalidWeight { profile: p.name, name: b.name.to_owned(), weight });
                 }
                 p.push_point(b.name, &b.points, pt, weight);

@@ -53,6 +53,10 @@ impl Profile {
             ExtensionPoint::PreBind => plain(self.pre_bind_plugins()),
             ExtensionPoint::Bind => plain(self.bind_plugins()),
             ExtensionPoint::PostBind => plain(self.post_bind_plugins()),
+            ExtensionPoint::PlacementGenerate => plain(self.placement_generate_plugins()),
+            ExtensionPoint::PlacementScore => {
+                self.placement_score.iter().map(|(n, w)| PluginAt { name: n.name, weight: Some(*w) }).collect()
+            }
         }
     }
 

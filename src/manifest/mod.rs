@@ -32,6 +32,7 @@
 pub mod defaults;
 mod dra_versions;
 mod relevance;
+mod workload;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -171,6 +172,10 @@ pub trait Manifest: DeserializeOwned {
     /// API-server defaulting that depends on which fields are present, before decoding.
     fn default_before_decode(_obj: &mut Value) {}
 
+    /// Field conversions that depend on the feature gates, before decoding (a v1.35
+    /// pod's `spec.workloadRef` with `GenericWorkload` on).
+    fn convert_gated(_obj: &mut Value, _gates: FeatureGates) {}
+
     /// API-server defaulting on the decoded object.
     fn default_after_decode(&mut self, _gates: FeatureGates) {}
 
@@ -194,6 +199,9 @@ impl Manifest for Pod {
     const API_VERSIONS: &'static [&'static str] = &["v1"];
     fn default_before_decode(obj: &mut Value) {
         defaults::pod_before_decode(obj);
+    }
+    fn convert_gated(obj: &mut Value, gates: FeatureGates) {
+        workload::convert_pod_workload_ref(obj, gates);
     }
     fn default_after_decode(&mut self, gates: FeatureGates) {
         if gates.enabled(Feature::PodLevelResources) {
@@ -314,6 +322,7 @@ pub fn from_value<T: Manifest>(mut obj: Value, opts: LoadOptions) -> Result<Load
     if !api_version.is_empty() && api_version != T::API_VERSIONS[0] {
         T::convert(&api_version, &mut obj)?;
     }
+    T::convert_gated(&mut obj, opts.feature_gates);
     T::default_before_decode(&mut obj);
     let name = T::display_name(&obj);
     let mut ignored = Vec::new();

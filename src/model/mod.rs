@@ -20,6 +20,7 @@ pub mod resource_names;
 pub mod resources;
 pub mod timestamp;
 pub mod validation;
+pub mod workload;
 
 pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
 pub use intern::{InternerStats, Symbol};

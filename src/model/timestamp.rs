@@ -26,6 +26,24 @@ pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
 }
 
 /// serde `deserialize_with` for an optional timestamp: RFC 3339 text, seconds, or null.
+/// `secs` since the Unix epoch as RFC 3339 UTC text (`2026-04-22T10:00:00Z`), as the
+/// API server writes condition times.
+pub(crate) fn format_rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 pub(crate) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     match Option::<Raw>::deserialize(d)? {
         None => Ok(None),
@@ -36,6 +54,16 @@ pub(crate) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<
 
 #[cfg(test)]
 mod tests {
+    use super::{format_rfc3339, parse_rfc3339};
+
+    #[test]
+    fn formats_what_it_parses() {
+        for text in ["1970-01-01T00:00:00Z", "2024-12-09T16:17:09Z", "2000-02-29T23:59:59Z", "2026-04-22T10:00:00Z"] {
+            let secs = parse_rfc3339(text).unwrap() as u64;
+            assert_eq!(format_rfc3339(secs), text);
+        }
+    }
+
     #[test]
     fn object_meta_reads_api_server_timestamps() {
         let m: crate::model::ObjectMeta =

@@ -6,6 +6,7 @@ pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod gpu_share;
 pub mod gpu_topology;
 pub mod helper;
@@ -19,10 +20,12 @@ pub mod node_ports;
 pub mod node_resource_topology;
 pub mod node_resources;
 pub mod node_unschedulable;
+pub mod pod_group_pods_count;
 pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod topology_placement;
 pub mod trimaran;
 pub(crate) mod workload_memo;
 
@@ -127,7 +130,36 @@ pub fn default_registry() -> Registry {
             .map_err(|e| e.to_string())
     });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
+    add(names::GANG_SCHEDULING, |_, h| Ok(Arc::new(gang_scheduling::GangScheduling::new(h.clone()))));
+    add(names::TOPOLOGY_PLACEMENT_GENERATOR, |_, h| {
+        Ok(Arc::new(topology_placement::TopologyPlacementGenerator::new(h.clone())))
+    });
+    add(names::POD_GROUP_PODS_COUNT, |_, h| Ok(Arc::new(pod_group_pods_count::PodGroupPodsCount::new(h.clone()))));
     r
+}
+
+/// Upstream `applyFeatureGates` (`pkg/scheduler/apis/config/v1/default_plugins.go`)
+/// for the v1.36 workload gates: `GangScheduling` appends GangScheduling to
+/// `multiPoint`, `TopologyAwareWorkloadScheduling` appends TopologyPlacementGenerator
+/// and PodGroupPodsCount (weight 1). With both off (the default) nothing changes.
+///
+/// ```
+/// use schedkit::framework::{Feature, FeatureGates};
+/// use schedkit::plugins::{apply_feature_gates, default_profile_config};
+/// let mut cfg = default_profile_config();
+/// apply_feature_gates(&mut cfg.plugins, FeatureGates::default().with(Feature::GangScheduling, true));
+/// assert_eq!(cfg.plugins.multi_point.enabled.last().unwrap().name, "GangScheduling");
+/// ```
+pub fn apply_feature_gates(plugins: &mut PluginsConfig, gates: crate::framework::FeatureGates) {
+    use crate::framework::Feature;
+    let mp = &mut plugins.multi_point.enabled;
+    if gates.enabled(Feature::GangScheduling) {
+        mp.push(PluginRef { name: names::GANG_SCHEDULING.to_owned(), weight: None });
+    }
+    if gates.enabled(Feature::TopologyAwareWorkloadScheduling) {
+        mp.push(PluginRef { name: names::TOPOLOGY_PLACEMENT_GENERATOR.to_owned(), weight: None });
+        mp.push(PluginRef { name: names::POD_GROUP_PODS_COUNT.to_owned(), weight: Some(1) });
+    }
 }
 
 /// kube-scheduler's default plugins with their weights, in upstream order
@@ -181,9 +213,12 @@ impl Profile {
     /// assert_eq!(p.name(), "default-scheduler");
     /// assert!(p.score_plugins().contains(&("TaintToleration", 3)));
     /// ```
+    ///
+    /// The workload plugins join when their gates are on in the handle's
+    /// [`FeatureGates`](crate::framework::FeatureGates) ([`apply_feature_gates`]).
     pub fn kube_default(handle: &Handle) -> Profile {
-        default_registry()
-            .build_profile(&default_profile_config(), handle)
-            .expect("the built-in default profile is valid (tested)")
+        let mut cfg = default_profile_config();
+        apply_feature_gates(&mut cfg.plugins, handle.feature_gates());
+        default_registry().build_profile(&cfg, handle).expect("the built-in default profile is valid (tested)")
     }
 }

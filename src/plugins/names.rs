@@ -49,3 +49,9 @@ pub const TARGET_LOAD_PACKING: &str = "TargetLoadPacking";
 pub const LOAD_VARIATION_RISK_BALANCING: &str = "LoadVariationRiskBalancing";
 /// LowRiskOverCommitment (scheduler-plugins Trimaran: low-risk limit over-commitment).
 pub const LOW_RISK_OVER_COMMITMENT: &str = "LowRiskOverCommitment";
+/// GangScheduling (v1.36 in-tree gang scheduling: PreEnqueue, Permit).
+pub const GANG_SCHEDULING: &str = "GangScheduling";
+/// TopologyPlacementGenerator (v1.36 PlacementGenerate: one placement per topology domain).
+pub const TOPOLOGY_PLACEMENT_GENERATOR: &str = "TopologyPlacementGenerator";
+/// PodGroupPodsCount (v1.36 PlacementScore: pods of the group per placement).
+pub const POD_GROUP_PODS_COUNT: &str = "PodGroupPodsCount";

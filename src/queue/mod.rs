@@ -397,6 +397,24 @@ impl SchedulingQueue {
     pub fn pop(&mut self) -> Option<QueuedPodInfo> {
         self.flush();
         let slot = self.pop_active()?;
+        Some(self.start_flight(slot))
+    }
+
+    /// Takes one pod out of the active queue, backoff or the unschedulable pool (not
+    /// a gated pod) and puts it in flight, as [`SchedulingQueue::pop`] does: the
+    /// pod-group cycle pulls a popped member's siblings this way (upstream
+    /// `PopSpecificPod`). `None` when the queue holds no such pod there.
+    pub fn pop_specific(&mut self, uid: &str) -> Option<QueuedPodInfo> {
+        let slot = self.slot_of(uid)?;
+        match self.e(slot).loc {
+            QueueLocation::Active | QueueLocation::Backoff | QueueLocation::Unschedulable => {}
+            QueueLocation::Gated | QueueLocation::InFlight => return None,
+        }
+        self.detach(slot);
+        Some(self.start_flight(slot))
+    }
+
+    fn start_flight(&mut self, slot: u32) -> QueuedPodInfo {
         let from = self.events_base + self.events.len();
         self.in_flight += 1;
         self.flight_starts.push_back(from);
@@ -405,7 +423,7 @@ impl SchedulingQueue {
         e.in_flight_from = from;
         e.saw_overflow = false;
         e.info.attempts = e.info.attempts.saturating_add(1);
-        Some(e.info.clone())
+        e.info.clone()
     }
 
     /// The pod at the head of the active queue, without popping it.

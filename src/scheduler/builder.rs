@@ -143,7 +143,11 @@ impl SchedulerBuilder {
         Scheduler {
             batches,
             cycle_count: 0,
-            cache: Arc::new(Mutex::new(Cache::new())),
+            cache: Arc::new(Mutex::new({
+                let mut cache = Cache::new();
+                cache.share_pod_group_states(handle.pod_groups().states().clone());
+                cache
+            })),
             handle,
             profiles,
             queue,
@@ -155,6 +159,7 @@ impl SchedulerBuilder {
             timers: None,
             cycle_metrics: None,
             rng: SplitMix64(self.config.seed),
+            pending_attempts: std::collections::VecDeque::new(),
             config: self.config,
             next_start: 0,
             bufs: Buffers::default(),

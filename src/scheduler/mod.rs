@@ -16,6 +16,10 @@ mod fit_error;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
+mod placement;
+mod pod_group;
+#[cfg(test)]
+mod pod_group_tests;
 mod run;
 mod score;
 
@@ -119,6 +123,8 @@ pub struct Scheduler {
     batches: Vec<Option<OpportunisticBatch>>,
     /// Scheduling cycles so far (upstream `SchedulingQueue.SchedulingCycle`).
     cycle_count: u64,
+    /// Attempts of a pod-group cycle not yet reported by `schedule_next`.
+    pending_attempts: std::collections::VecDeque<Attempt>,
 }
 
 /// Whether the queue signed the pod (and with what), or the cycle must.

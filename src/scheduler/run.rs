@@ -220,11 +220,19 @@ impl SchedulerEvents {
     pub fn add_pod(&self, pod: Pod) -> Result<(), EventError> {
         let info = Arc::new(PodInfo::new(pod)?);
         if info.pod.spec.node_name.is_empty() {
-            if self.cache.lock().pod_node(&info.uid).is_some() {
-                // Already placed (assumed or bound): scheduling it again would double-book.
-                return Err(CacheError::PodExists(info.uid.to_string()).into());
+            {
+                let mut c = self.cache.lock();
+                if c.pod_node(&info.uid).is_some() {
+                    // Already placed (assumed or bound): scheduling it again would double-book.
+                    return Err(CacheError::PodExists(info.uid.to_string()).into());
+                }
+                // A v1.36 pod-group member counts before PreEnqueue sees it.
+                c.add_pod_group_member(&info);
             }
-            self.queue.lock().add(info.clone())?;
+            if let Err(e) = self.queue.lock().add(info.clone()) {
+                self.cache.lock().remove_pod_group_member(&info);
+                return Err(e.into());
+            }
             self.observe(|o| o.pod_added(&info));
             // Gated pods may be waiting for a sibling (e.g. a gang's minMember).
             let obj = EventObject::Pod { old: None, new: Some(info.clone()) };
@@ -284,7 +292,16 @@ impl SchedulerEvents {
         let waiting = self.handle.waiting_pods().reject(uid, SCHEDULER_REJECTOR, "pod deleted");
         let queued = self.queue.lock().delete(uid);
         self.handle.preemption().nominator().remove(uid);
-        let removed = self.cache.lock().remove_pod(uid).ok();
+        let removed = {
+            let mut c = self.cache.lock();
+            let removed = c.remove_pod(uid).ok();
+            if removed.is_none()
+                && let Some(p) = &known
+            {
+                c.remove_pod_group_member(p);
+            }
+            removed
+        };
         if let Some(p) = &known {
             self.observe(|o| o.pod_deleted(p));
         }
@@ -306,6 +323,29 @@ impl SchedulerEvents {
     /// A custom event (e.g. a pod group or claim changed); returns how many pods moved.
     pub fn custom(&self, event: ClusterEvent, obj: &EventObject) -> usize {
         self.event(event, obj)
+    }
+
+    /// Adds or replaces a v1.36 PodGroup (`scheduling.k8s.io/v1alpha2`): the framework's
+    /// [`PodGroupManager`](crate::framework::PodGroupManager) holds it, and pods waiting
+    /// for it (GangScheduling's PreEnqueue, queueing hints) may move. Returns how many
+    /// pods moved. The object is not validated here: call
+    /// [`PodGroup::validate`](crate::model::workload::PodGroup::validate) first.
+    pub fn add_pod_group(&self, group: crate::model::workload::PodGroup) -> usize {
+        let new = Arc::new(group.clone());
+        let old = self.handle.pod_groups().set_pod_group(group);
+        let action =
+            if old.is_some() { crate::framework::ActionType::UPDATE } else { crate::framework::ActionType::ADD };
+        let e = ClusterEvent { resource: EventResource::PodGroup, action };
+        let obj = EventObject::PodGroup { old, new: Some(new) };
+        self.event(e, &obj)
+    }
+
+    /// Removes a v1.36 PodGroup; its pods then wait for it again at PreEnqueue.
+    pub fn delete_pod_group(&self, namespace: &str, name: &str) -> bool {
+        let Some(old) = self.handle.pod_groups().remove_pod_group(namespace, name) else { return false };
+        let e = ClusterEvent { resource: EventResource::PodGroup, action: crate::framework::ActionType::DELETE };
+        self.event(e, &EventObject::PodGroup { old: Some(old), new: None });
+        true
     }
 
     /// Moves pods from backoff or the unschedulable pool to the active queue.
@@ -360,12 +400,22 @@ impl Scheduler {
     /// Pops the next ready pod and runs its scheduling cycle; binds it at once unless
     /// a Permit plugin holds it (then it is parked). `None` when no pod is ready.
     pub fn schedule_next(&mut self) -> Option<Attempt> {
-        let queued = self.queue.lock().pop()?;
-        let pod = queued.pod;
-        if pod.pod.metadata.deletion_timestamp.is_some() {
-            let _ = self.queue.lock().done(&pod.uid);
-            return Some(Attempt { pod, outcome: AttemptOutcome::Dropped });
+        if let Some(a) = self.pending_attempts.pop_front() {
+            return Some(a);
         }
+        let queued = self.queue.lock().pop()?;
+        if queued.pod.pod.metadata.deletion_timestamp.is_some() {
+            let _ = self.queue.lock().done(&queued.pod.uid);
+            return Some(Attempt { pod: queued.pod, outcome: AttemptOutcome::Dropped });
+        }
+        if self.handle.feature_gates().enabled(crate::framework::Feature::GenericWorkload)
+            && queued.pod.pod.scheduling_group_name().is_some()
+        {
+            // One cycle for the whole group; its pods' attempts are reported one by one.
+            self.schedule_pod_group(queued);
+            return self.pending_attempts.pop_front();
+        }
+        let pod = queued.pod;
         let result = self.schedule_signed(&pod, super::Signed::ByQueue(queued.signature));
         self.activate_requested();
         let outcome = match result {
@@ -385,14 +435,14 @@ impl Scheduler {
         Some(Attempt { pod, outcome })
     }
 
-    fn activate_requested(&self) {
+    pub(super) fn activate_requested(&self) {
         let uids = self.handle.take_pods_to_activate();
         if !uids.is_empty() {
             self.queue.lock().activate(uids.iter().map(|u| &**u));
         }
     }
 
-    fn cycle_failed(&self, pod: &Arc<PodInfo>, error: ScheduleError) -> AttemptOutcome {
+    pub(super) fn cycle_failed(&self, pod: &Arc<PodInfo>, error: ScheduleError) -> AttemptOutcome {
         let rejectors: Vec<&'static str> = match &error {
             ScheduleError::Unschedulable(fit) => fit.diagnosis.unschedulable_plugins.clone(),
             ScheduleError::Plugin { status, .. } if status.is_rejected() => status.plugin().into_iter().collect(),
@@ -407,7 +457,7 @@ impl Scheduler {
     }
 
     /// Runs a binding cycle that won't block, and files the pod accordingly.
-    fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
+    pub(super) fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
         let assumed = binding.pod().clone();
         let uid = assumed.uid.clone();
         let result = binding.run();

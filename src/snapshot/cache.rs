@@ -113,6 +113,8 @@ pub struct Cache {
     /// (generation, slot) per mutation, in generation order; compacted when long.
     log: Vec<(u64, usize)>,
     image_nodes: Arc<AHashMap<Symbol, u32>>,
+    /// Pod-group membership, shared with the framework's `PodGroupManager`.
+    pod_groups: Arc<super::PodGroupStates>,
 }
 
 impl Cache {
@@ -260,6 +262,7 @@ impl Cache {
         }
         let node = self.slots[slot].info.name();
         self.bump(slot).add_pod(pod.clone());
+        self.pod_groups.set(&pod, super::MemberState::Assigned);
         self.pods.insert(pod.uid.clone(), PodState { pod, node, assumed: false, binding_finished: false });
         Ok(())
     }
@@ -281,6 +284,7 @@ impl Cache {
     pub fn remove_pod(&mut self, uid: &str) -> Result<Arc<PodInfo>, CacheError> {
         let pod = self.remove_from_node(uid)?;
         self.pods.remove(uid);
+        self.pod_groups.remove(&pod);
         Ok(pod)
     }
 
@@ -305,6 +309,7 @@ impl Cache {
         }
         let name = self.slots[slot].info.name();
         self.bump(slot).add_pod(pod.clone());
+        self.pod_groups.set(&pod, super::MemberState::Assumed);
         self.pods.insert(pod.uid.clone(), PodState { pod, node: name, assumed: true, binding_finished: false });
         Ok(())
     }
@@ -314,8 +319,49 @@ impl Cache {
         match self.pods.get(uid) {
             None => Err(CacheError::PodNotFound(uid.to_owned())),
             Some(s) if !s.assumed => Err(CacheError::PodNotAssumed(uid.to_owned())),
-            Some(_) => self.remove_pod(uid).map(|_| ()),
+            Some(_) => {
+                let pod = self.remove_pod(uid)?;
+                // Still a member of its group, unscheduled again.
+                if super::pod_groups::group_key(&pod).is_some() {
+                    let mut unassumed = (*pod).clone();
+                    Arc::make_mut(&mut unassumed.pod).spec.node_name.clear();
+                    self.pod_groups.set(&Arc::new(unassumed), super::MemberState::Unscheduled);
+                }
+                Ok(())
+            }
         }
+    }
+
+    /// Records an unscheduled pod naming a v1.36 PodGroup as a member of it (upstream
+    /// `AddPodGroupMember`); the scheduler's event handle calls it as such a pod is
+    /// queued. Pods naming no group are ignored.
+    pub fn add_pod_group_member(&mut self, pod: &Arc<PodInfo>) {
+        if !self.pods.contains_key(&pod.uid) {
+            self.pod_groups.set(pod, super::MemberState::Unscheduled);
+        }
+    }
+
+    /// Forgets an unscheduled member (the pod was deleted while queued).
+    pub fn remove_pod_group_member(&mut self, pod: &PodInfo) {
+        if !self.pods.contains_key(&pod.uid) {
+            self.pod_groups.remove(pod);
+        }
+    }
+
+    /// The pod groups' member states this cache keeps.
+    pub fn pod_group_states(&self) -> &Arc<super::PodGroupStates> {
+        &self.pod_groups
+    }
+
+    /// Keeps pod-group member states in `states` from now on (the scheduler shares its
+    /// handle's, so plugins read what the cache records). Members recorded so far are
+    /// carried over.
+    pub fn share_pod_group_states(&mut self, states: Arc<super::PodGroupStates>) {
+        for s in self.pods.values() {
+            let state = if s.assumed { super::MemberState::Assumed } else { super::MemberState::Assigned };
+            states.set(&s.pod, state);
+        }
+        self.pod_groups = states;
     }
 
     /// Marks an assumed pod's binding as done; it stays assumed until

@@ -3,6 +3,7 @@
 
 mod cache;
 mod node_info;
+mod pod_groups;
 mod pod_info;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use ahash::AHashMap;
 
 pub use cache::{Cache, CacheError, UpdateStats};
 pub use node_info::{NodeInfo, normalized_image};
+pub use pod_groups::{MemberState, PodGroupState, PodGroupStates};
 pub use pod_info::{HostPort, PodInfo};
 
 use crate::model::Symbol;
@@ -200,6 +202,67 @@ impl Snapshot {
         }
         let start = self.log.partition_point(|&(g, _)| g <= generation);
         Some(self.log[start..].iter().map(|&(_, pos)| pos))
+    }
+
+    /// Adds `pod` to the node at `pos` in this snapshot only (the pod-group cycle's
+    /// assumption, upstream `Snapshot.AssumePod`): the node is copied on write, the
+    /// generation bumped and the change logged, so per-node memos see it.
+    pub(crate) fn assume_pod_at(&mut self, pos: usize, pod: Arc<PodInfo>) {
+        let affinity = pod.has_affinity;
+        let anti = pod.has_required_anti_affinity;
+        self.replace_node(pos, |n| n.add_pod(pod));
+        if affinity && !self.with_affinity.contains(&pos) {
+            self.with_affinity.push(pos);
+            self.with_affinity.sort_unstable();
+        }
+        if anti && !self.with_required_anti_affinity.contains(&pos) {
+            self.with_required_anti_affinity.push(pos);
+            self.with_required_anti_affinity.sort_unstable();
+        }
+    }
+
+    /// Puts `node` back at `pos` (undoing [`Snapshot::assume_pod_at`] with the node as it
+    /// was before), logged as a change.
+    pub(crate) fn restore_node_at(&mut self, pos: usize, node: Arc<NodeInfo>) {
+        self.generation += 1;
+        let g = self.generation;
+        self.nodes[pos] = node;
+        self.log_change(g, pos);
+        if self.nodes[pos].pods_with_affinity().is_empty() {
+            self.with_affinity.retain(|&i| i != pos);
+        }
+        if self.nodes[pos].pods_with_required_anti_affinity().is_empty() {
+            self.with_required_anti_affinity.retain(|&i| i != pos);
+        }
+    }
+
+    fn replace_node(&mut self, pos: usize, f: impl FnOnce(&mut NodeInfo)) {
+        self.generation += 1;
+        let g = self.generation;
+        let info = Arc::make_mut(&mut self.nodes[pos]);
+        f(info);
+        info.set_generation(g);
+        self.log_change(g, pos);
+    }
+
+    /// A snapshot of only the nodes at `positions` (a placement: upstream
+    /// `AssumePlacement`), sharing their node infos; image counts stay the cluster's.
+    pub(crate) fn restricted(&self, positions: &[usize]) -> Snapshot {
+        let mut s = Snapshot {
+            image_nodes: self.image_nodes.clone(),
+            generation: self.generation,
+            structure_generation: self.structure_generation,
+            log_start: self.generation,
+            ..Snapshot::default()
+        };
+        for &p in positions {
+            if let Some(n) = self.nodes.get(p) {
+                s.index.insert(n.name(), s.nodes.len());
+                s.nodes.push(n.clone());
+            }
+        }
+        s.rebuild_affinity_lists();
+        s
     }
 
     /// Records an in-place replacement at `pos` (by the cache's incremental update).

@@ -74,3 +74,21 @@ impl PodBuilder {
         self
     }
 }
+
+impl PodBuilder {
+    /// The v1.36 PodGroup the pod belongs to (`spec.schedulingGroup.podGroupName`;
+    /// upstream `PodGroupName`).
+    ///
+    /// ```
+    /// use schedkit::testing::PodBuilder;
+    /// let p = PodBuilder::new("w0").pod_group_name("job-0").build();
+    /// assert_eq!(p.scheduling_group_name(), Some("job-0"));
+    /// ```
+    #[must_use]
+    pub fn pod_group_name(self, group: &str) -> Self {
+        let group = group.to_owned();
+        self.with(move |p| {
+            p.spec.scheduling_group = Some(crate::model::PodSchedulingGroup { pod_group_name: Some(group) });
+        })
+    }
+}

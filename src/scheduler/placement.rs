@@ -1,0 +1,191 @@
+//! The placement algorithm of the pod-group cycle (upstream
+//! `podGroupSchedulingPlacementAlgorithm`, gate `TopologyAwareWorkloadScheduling`):
+//! PlacementGenerate plugins propose node sets, the default algorithm runs once per
+//! placement, a single feasible placement wins without scoring, otherwise the highest
+//! weighted PlacementScore total wins, ties broken by the scheduler's seeded RNG.
+
+use std::sync::Arc;
+
+use super::Scheduler;
+use super::pod_group::{GroupResult, GroupStatus};
+use crate::framework::runtime::guard;
+use crate::framework::{
+    MAX_PLACEMENT_SCORE, MIN_PLACEMENT_SCORE, Placement, PlacementScore, PodGroupAssignments, PodGroupCycleState,
+    PodGroupInfo, Profile, ProposedAssignment, Status,
+};
+use crate::snapshot::Snapshot;
+
+impl Scheduler {
+    /// Generates placements, runs the group algorithm in each, and picks one.
+    pub(crate) fn placement_algorithm(
+        &mut self,
+        profile: &Arc<Profile>,
+        info: &PodGroupInfo,
+        base: &Arc<Snapshot>,
+    ) -> GroupResult {
+        let mut state = PodGroupCycleState::new();
+        state.set_record_plugin_metrics(true);
+        let placements = match generate(profile, &mut state, info, base) {
+            Ok(p) => p,
+            Err(s) => return all_failed(info, GroupStatus::Error(s)),
+        };
+        let mut first: Option<GroupResult> = None;
+        let mut feasible: Vec<(Arc<Placement>, GroupResult)> = Vec::new();
+        for p in &placements {
+            let r = self.group_algorithm(profile, info, base, Some(&p.nodes));
+            if matches!(r.status, GroupStatus::Error(_)) {
+                return r;
+            }
+            if matches!(r.status, GroupStatus::Feasible | GroupStatus::WaitingOnPreemption) {
+                feasible.push((Arc::new(p.clone()), r));
+            } else if first.is_none() {
+                first = Some(r);
+            }
+        }
+        match feasible.len() {
+            0 => {
+                let reason = match &first {
+                    Some(GroupResult { status: GroupStatus::Unschedulable(s), .. }) => s.message(),
+                    _ => no_placement_diagnosis(info, base),
+                };
+                let plugin = profile.placement_generate.first().map(|n| n.name);
+                let mut s = Status::unschedulable(format!(
+                    "0/{} placements are available, first placement status: {reason}",
+                    placements.len()
+                ));
+                if let Some(p) = plugin {
+                    s = s.with_plugin(p);
+                }
+                let mut r = first.unwrap_or_else(|| all_failed(info, GroupStatus::Unschedulable(s.clone())));
+                r.status = GroupStatus::Unschedulable(s);
+                r
+            }
+            1 => feasible.pop().map_or_else(|| all_failed(info, GroupStatus::Feasible), |(_, r)| r),
+            _ => match self.best_placement(profile, &state, info, &feasible) {
+                Ok(i) => feasible.swap_remove(i).1,
+                Err(s) => all_failed(info, GroupStatus::Error(s)),
+            },
+        }
+    }
+
+    /// Upstream `findBestPlacement`: weighted, normalized PlacementScore totals; the
+    /// highest wins, ties by a random draw from the scheduler's seeded RNG.
+    fn best_placement(
+        &mut self,
+        profile: &Profile,
+        state: &PodGroupCycleState,
+        info: &PodGroupInfo,
+        feasible: &[(Arc<Placement>, GroupResult)],
+    ) -> Result<usize, Status> {
+        let assignments: Vec<PodGroupAssignments> = feasible
+            .iter()
+            .map(|(p, r)| PodGroupAssignments {
+                placement: p.clone(),
+                proposed: r
+                    .pods
+                    .iter()
+                    .filter_map(|pr| Some(ProposedAssignment { pod: pr.pod.clone(), node: pr.node.clone()? }))
+                    .collect(),
+            })
+            .collect();
+        let mut totals = vec![0i64; feasible.len()];
+        for (named, weight) in &profile.placement_score {
+            let mut scores = Vec::with_capacity(assignments.len());
+            for a in &assignments {
+                let s = guard(named.name, "ScorePlacement", || named.plugin.score_placement(state, info, a))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(named.name))?;
+                scores.push(PlacementScore { placement: a.placement.name.clone(), score: s });
+            }
+            let s = guard(named.name, "NormalizePlacementScore", || {
+                named.plugin.normalize_placement_score(state, info, &mut scores)
+            })
+            .unwrap_or_else(|e| e);
+            if !s.is_success() {
+                return Err(s.with_plugin(named.name));
+            }
+            for (t, s) in totals.iter_mut().zip(&scores) {
+                if !(MIN_PLACEMENT_SCORE..=MAX_PLACEMENT_SCORE).contains(&s.score) {
+                    return Err(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_PLACEMENT_SCORE}, {MAX_PLACEMENT_SCORE}] after normalizing",
+                        named.name, s.score
+                    ))
+                    .with_plugin(named.name));
+                }
+                *t += s.score * weight;
+            }
+        }
+        let mut best = 0;
+        let mut best_draw = self.rng.next_u64();
+        for i in 1..totals.len() {
+            let draw = self.rng.next_u64();
+            if (totals[i], draw) > (totals[best], best_draw) {
+                best = i;
+                best_draw = draw;
+            }
+        }
+        Ok(best)
+    }
+}
+
+/// Every PlacementGenerate plugin in turn, each refining the placements of the one
+/// before (the first refines all nodes); no plugin leaves the one all-nodes placement.
+fn generate(
+    profile: &Profile,
+    state: &mut PodGroupCycleState,
+    info: &PodGroupInfo,
+    base: &Snapshot,
+) -> Result<Vec<Placement>, Status> {
+    let mut placements = vec![Placement::all(base)];
+    for named in &profile.placement_generate {
+        let mut next = Vec::new();
+        for parent in &placements {
+            let got =
+                guard(named.name, "GeneratePlacements", || named.plugin.generate_placements(state, info, base, parent))
+                    .and_then(|r| r)
+                    .map_err(|s| s.with_plugin(named.name))?;
+            next.extend(got);
+        }
+        placements = next;
+    }
+    Ok(placements)
+}
+
+/// Why no placement was generated, when a topology key explains it.
+fn no_placement_diagnosis(info: &PodGroupInfo, base: &Snapshot) -> String {
+    match info.pod_group.topology_key() {
+        Some(key) if !base.nodes().iter().any(|n| n.node().metadata.labels.get_str(key).is_some()) => {
+            format!(
+                "no placement: no node has the topology label {key:?} of pod group {}/{}",
+                info.namespace(),
+                info.name()
+            )
+        }
+        Some(key) => format!(
+            "no placement: no topology domain of {key:?} is left for pod group {}/{}",
+            info.namespace(),
+            info.name()
+        ),
+        None => "no placement".to_owned(),
+    }
+}
+
+fn all_failed(info: &PodGroupInfo, status: GroupStatus) -> GroupResult {
+    let s = match &status {
+        GroupStatus::Unschedulable(s) | GroupStatus::Error(s) => s.clone(),
+        _ => Status::unschedulable("pod group is unschedulable"),
+    };
+    let pods = info
+        .unscheduled_pods
+        .iter()
+        .map(|p| super::pod_group::PodResult {
+            pod: p.clone(),
+            node: None,
+            state: None,
+            error: Some(super::ScheduleError::Plugin { pod: p.pod.key(), status: s.clone() }),
+            permit: None,
+            requires_preemption: false,
+        })
+        .collect();
+    GroupResult { status, pods }
+}

@@ -1,0 +1,402 @@
+//! The v1.36 pod-group scheduling cycle (upstream `pkg/scheduler/schedule_one_podgroup.go`):
+//! one popped member pulls its unscheduled siblings out of the queue, they are tried
+//! in order against one snapshot, each assumed into it, reserved and Permit-evaluated
+//! without parking; the group is feasible when a pod's Permit allows (a gang's pod
+//! reaching `minCount`, a basic group's first fitting pod). Every assumption is then
+//! reverted, so the snapshot ends as it began; on success the fitting pods go through
+//! the ordinary assume → Reserve → Permit (parked while a gang waits) → binding.
+//!
+//! The placement algorithm (`TopologyAwareWorkloadScheduling`) lives in `placement.rs`.
+
+use std::sync::Arc;
+
+use super::run::{Attempt, AttemptOutcome};
+use super::{BindingCycle, ScheduleError, Scheduler};
+use crate::framework::runtime::{self, PermitOutcome};
+use crate::framework::{Code, CycleState, Feature, PodGroupInfo, Profile, QueuedPodInfo, Status};
+use crate::model::workload::PodGroup;
+use crate::snapshot::{MemberState, NodeInfo, PodInfo, Snapshot};
+
+/// Name the cycle's own rejections carry so GangScheduling's queueing hints (PodGroup
+/// added) bring the pods back.
+const GANG_PLUGIN: &str = "GangScheduling";
+
+/// Group status at the end of one algorithm run (upstream `podGroupAlgorithmStatus`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GroupStatus {
+    /// The group may be scheduled.
+    Feasible,
+    /// Feasible only after preemption: the pods wait with their nominations.
+    WaitingOnPreemption,
+    /// Not feasible; the status says why.
+    Unschedulable(Status),
+    /// A plugin failed; the status says how.
+    Error(Status),
+}
+
+/// One pod's outcome in an algorithm run (upstream `algorithmResult`).
+#[derive(Debug)]
+pub(crate) struct PodResult {
+    /// The pod.
+    pub pod: Arc<PodInfo>,
+    /// The node it fits on (or was nominated for after preemption).
+    pub node: Option<String>,
+    /// Its cycle state, when it got a node.
+    pub state: Option<CycleState>,
+    /// Why it did not fit (`None` when it fits).
+    pub error: Option<ScheduleError>,
+    /// Its Permit evaluation (`Success`, `Wait` or the rejection), when evaluated.
+    pub permit: Option<Status>,
+    /// It fits only after preemption (PostFilter nominated `node`).
+    pub requires_preemption: bool,
+}
+
+/// An algorithm run's outcome.
+#[derive(Debug)]
+pub(crate) struct GroupResult {
+    pub status: GroupStatus,
+    pub pods: Vec<PodResult>,
+}
+
+/// One assumption made into the working snapshot, to undo at the end.
+struct Assumed {
+    pod: usize,
+    pos: usize,
+    before: Arc<NodeInfo>,
+    info: Arc<PodInfo>,
+}
+
+impl Scheduler {
+    /// Runs one pod-group cycle for `first` and its siblings and queues every pod's
+    /// attempt in `pending_attempts`.
+    pub(super) fn schedule_pod_group(&mut self, first: QueuedPodInfo) {
+        self.cycle_count += 1;
+        self.timers = None;
+        self.cycle_metrics = None;
+        let groups = self.handle.pod_groups();
+        let ns = first.pod.pod.metadata.namespace.clone();
+        let name = first.pod.pod.scheduling_group_name().unwrap_or_default().to_owned();
+        let mut members = vec![first];
+        let siblings: Vec<Arc<str>> = groups
+            .states()
+            .with(&ns, &name, |s| s.map(|s| s.unscheduled_pods().map(|p| p.uid.clone()).collect()).unwrap_or_default());
+        {
+            let mut q = self.queue.lock();
+            let first_uid = members[0].pod.uid.clone();
+            for uid in siblings.iter().filter(|u| **u != first_uid) {
+                if let Some(q) = q.pop_specific(uid) {
+                    members.push(q);
+                }
+            }
+        }
+        // Upstream order: priority descending, then first enqueue time.
+        members.sort_by(|a, b| {
+            b.pod.priority().cmp(&a.pod.priority()).then(a.initial_attempt_timestamp.cmp(&b.initial_attempt_timestamp))
+        });
+        let mut pods = Vec::with_capacity(members.len());
+        for m in members {
+            if m.pod.pod.metadata.deletion_timestamp.is_some() {
+                let _ = self.queue.lock().done(&m.pod.uid);
+                self.pending_attempts.push_back(Attempt { pod: m.pod, outcome: AttemptOutcome::Dropped });
+            } else {
+                pods.push(m.pod);
+            }
+        }
+        if pods.is_empty() {
+            return;
+        }
+        let Some(group) = self.handle.pod_groups().pod_group(&ns, &name) else {
+            let status =
+                Status::unresolvable(format!("waiting for pods's pod group {name:?} to appear in scheduling queue"))
+                    .with_plugin(GANG_PLUGIN);
+            self.fail_all(&pods, &status);
+            return;
+        };
+        let scheduler_name = &pods[0].pod.spec.scheduler_name;
+        if pods.iter().any(|p| &p.pod.spec.scheduler_name != scheduler_name) {
+            let status = Status::error("all pods in a single pod group should have the same .spec.schedulerName set");
+            self.fail_all(&pods, &status);
+            return;
+        }
+        let Some(profile) = self.profile_for(&pods[0].pod).cloned() else {
+            for p in pods {
+                let e = ScheduleError::NoProfile(p.pod.spec.scheduler_name.clone());
+                let outcome = self.cycle_failed(&p, e);
+                self.pending_attempts.push_back(Attempt { pod: p, outcome });
+            }
+            return;
+        };
+        let info = PodGroupInfo { pod_group: group.clone(), unscheduled_pods: pods };
+        // One snapshot for the whole group.
+        let mut snap = self.handle.take_snapshot();
+        self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
+        let base = snap;
+        let result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
+            self.placement_algorithm(&profile, &info, &base)
+        } else {
+            self.group_algorithm(&profile, &info, &base, None)
+        };
+        // The snapshot as it was before the cycle.
+        self.handle.put_snapshot(base);
+        self.submit(&profile, &group, result);
+        self.activate_requested();
+    }
+
+    fn fail_all(&mut self, pods: &[Arc<PodInfo>], status: &Status) {
+        for p in pods {
+            let e = ScheduleError::Plugin { pod: p.pod.key(), status: status.clone() };
+            let outcome = self.cycle_failed(p, e);
+            self.pending_attempts.push_back(Attempt { pod: p.clone(), outcome });
+        }
+    }
+
+    /// The default algorithm (upstream `podGroupSchedulingDefaultAlgorithm`) over a
+    /// copy of `base`, restricted to `placement` (positions in `base`) when given.
+    /// Every assumption is reverted before it returns; `base` is never changed.
+    pub(crate) fn group_algorithm(
+        &mut self,
+        profile: &Arc<Profile>,
+        info: &PodGroupInfo,
+        base: &Arc<Snapshot>,
+        placement: Option<&[usize]>,
+    ) -> GroupResult {
+        let work = match placement {
+            Some(p) => base.restricted(p),
+            None => (**base).clone(),
+        };
+        self.handle.put_snapshot(Arc::new(work));
+        let mut status = GroupStatus::Unschedulable(Status::unschedulable("pod group is unschedulable"));
+        let mut waiting_plugin: Option<&'static str> = None;
+        let mut any_preemption = false;
+        let mut results: Vec<PodResult> = Vec::with_capacity(info.unscheduled_pods.len());
+        let mut assumed: Vec<Assumed> = Vec::new();
+        for (i, pod) in info.unscheduled_pods.iter().enumerate() {
+            let snap = self.handle.snapshot();
+            let outcome = self.cycle(profile, &snap, pod, None);
+            drop(snap);
+            let (state, node, requires_preemption, error) = match outcome {
+                Ok((state, node)) => (Some(state), Some(node), false, None),
+                Err(ScheduleError::Unschedulable(fit)) if fit.nominated_node.is_some() => {
+                    let node = fit.nominated_node.clone();
+                    (Some(CycleState::new()), node, true, Some(ScheduleError::Unschedulable(fit)))
+                }
+                Err(e) => {
+                    let is_error = match &e {
+                        ScheduleError::Unschedulable(_) => false,
+                        ScheduleError::Plugin { status, .. } => !status.is_rejected(),
+                        _ => true,
+                    };
+                    if is_error {
+                        let s = match &e {
+                            ScheduleError::Plugin { status, .. } => status.clone(),
+                            other => Status::error(other.to_string()),
+                        };
+                        status = GroupStatus::Error(Status::error(format!(
+                            "failed to schedule other pod from a pod group: {}",
+                            s.message()
+                        )));
+                        any_preemption = false;
+                        results.push(PodResult {
+                            pod: pod.clone(),
+                            node: None,
+                            state: None,
+                            error: Some(e),
+                            permit: None,
+                            requires_preemption: false,
+                        });
+                        break;
+                    }
+                    results.push(PodResult {
+                        pod: pod.clone(),
+                        node: None,
+                        state: None,
+                        error: Some(e),
+                        permit: None,
+                        requires_preemption: false,
+                    });
+                    continue;
+                }
+            };
+            let (mut state, node) = (state.unwrap_or_default(), node.unwrap_or_default());
+            // Assume into the snapshot, Reserve, then evaluate Permit without parking.
+            let mut a = (*pod.pod).clone();
+            a.spec.node_name.clone_from(&node);
+            let mut ai = (**pod).clone();
+            ai.pod = Arc::new(a);
+            let ai = Arc::new(ai);
+            let pos = {
+                let mut snap = self.handle.take_snapshot();
+                let s = Arc::make_mut(&mut snap);
+                let pos = s.index_of(crate::model::Symbol::intern(&node));
+                if let Some(pos) = pos {
+                    assumed.push(Assumed { pod: i, pos, before: s.nodes()[pos].clone(), info: ai.clone() });
+                    s.assume_pod_at(pos, ai.clone());
+                }
+                self.handle.put_snapshot(snap);
+                pos
+            };
+            self.handle.pod_groups().states().set(&ai, MemberState::Assumed);
+            let reserve = runtime::run_reserve(profile, &mut state, &ai, &node, None);
+            let permit = if reserve.is_success() {
+                match runtime::run_permit(profile, &mut state, &ai, &node, None) {
+                    PermitOutcome::Allow => Status::SUCCESS,
+                    PermitOutcome::Wait(plugins) => {
+                        let plugin = plugins.first().map_or(GANG_PLUGIN, |(p, _)| *p);
+                        waiting_plugin.get_or_insert(plugin);
+                        Status::new(Code::Wait, "waiting at Permit").with_plugin(plugin)
+                    }
+                    PermitOutcome::Reject(s) => s,
+                }
+            } else {
+                reserve
+            };
+            if !matches!(permit.code(), Code::Success | Code::Wait) {
+                // Rejected: revert this pod now.
+                runtime::run_unreserve_timed(profile, &mut state, &ai, &node, None);
+                if pos.is_some()
+                    && let Some(a) = assumed.pop()
+                {
+                    self.restore(&a);
+                }
+                self.handle.pod_groups().states().set(pod, MemberState::Unscheduled);
+                // The rejection is the pod's own status (upstream records no permit status).
+                let error = ScheduleError::Plugin { pod: pod.pod.key(), status: permit };
+                results.push(PodResult {
+                    pod: pod.clone(),
+                    node: None,
+                    state: None,
+                    error: Some(error),
+                    permit: None,
+                    requires_preemption: false,
+                });
+                continue;
+            }
+            any_preemption |= requires_preemption;
+            if permit.is_success() && matches!(status, GroupStatus::Unschedulable(_)) {
+                status = GroupStatus::Feasible;
+            }
+            results.push(PodResult {
+                pod: pod.clone(),
+                node: Some(node),
+                state: Some(state),
+                error,
+                permit: Some(permit),
+                requires_preemption,
+            });
+        }
+        if status == GroupStatus::Feasible && any_preemption {
+            status = GroupStatus::WaitingOnPreemption;
+        }
+        if let (GroupStatus::Unschedulable(s), Some(p)) = (&mut status, waiting_plugin) {
+            *s = s.clone().with_plugin(p);
+        }
+        // Deferred reverts, newest first: Unreserve, forget from the snapshot.
+        for a in assumed.iter().rev() {
+            let r = &mut results[a.pod];
+            if let (Some(state), Some(node)) = (r.state.as_mut(), r.node.as_deref()) {
+                runtime::run_unreserve_timed(profile, state, &a.info, node, None);
+            }
+            self.restore(a);
+            self.handle.pod_groups().states().set(&r.pod, MemberState::Unscheduled);
+        }
+        GroupResult { status, pods: results }
+    }
+
+    fn restore(&self, a: &Assumed) {
+        let mut snap = self.handle.take_snapshot();
+        Arc::make_mut(&mut snap).restore_node_at(a.pos, a.before.clone());
+        self.handle.put_snapshot(snap);
+    }
+
+    /// Hands each pod to binding or back to the queue (upstream
+    /// `submitPodGroupAlgorithmResult`) and records the `PodGroupScheduled` condition.
+    fn submit(&mut self, profile: &Arc<Profile>, group: &Arc<PodGroup>, result: GroupResult) {
+        let now = self.handle.clock().now();
+        let groups = self.handle.pod_groups();
+        match &result.status {
+            GroupStatus::Feasible => groups.set_scheduled_condition(group.namespace(), group.name(), None, now),
+            GroupStatus::Unschedulable(s) => groups.set_scheduled_condition(
+                group.namespace(),
+                group.name(),
+                Some((crate::model::workload::REASON_UNSCHEDULABLE, s.message())),
+                now,
+            ),
+            GroupStatus::WaitingOnPreemption => groups.set_scheduled_condition(
+                group.namespace(),
+                group.name(),
+                Some((
+                    crate::model::workload::REASON_UNSCHEDULABLE,
+                    "pod group is waiting for preemption to complete".to_owned(),
+                )),
+                now,
+            ),
+            GroupStatus::Error(s) => groups.set_scheduled_condition(
+                group.namespace(),
+                group.name(),
+                Some((crate::model::workload::REASON_SCHEDULER_ERROR, s.message())),
+                now,
+            ),
+        }
+        for r in result.pods {
+            let pod = r.pod.clone();
+            let outcome = match (&result.status, r.error, r.node, r.state) {
+                (GroupStatus::Feasible, None, Some(node), Some(mut state)) => {
+                    match self.assume_reserve_permit(profile, &mut state, &pod, &node) {
+                        Ok((assumed, waiting)) => {
+                            self.handle.preemption().nominator().remove(&assumed.uid);
+                            let b = BindingCycle::new(
+                                profile.clone(),
+                                self.cache.clone(),
+                                self.handle.clone(),
+                                state,
+                                assumed,
+                                node,
+                                waiting,
+                                None,
+                            );
+                            self.park_or_finish(b)
+                        }
+                        Err(e) => self.cycle_failed(&pod, e),
+                    }
+                }
+                (GroupStatus::Error(s), error, _, _) => {
+                    let own_error =
+                        error.filter(|e| matches!(e, ScheduleError::Plugin { status, .. } if !status.is_rejected()));
+                    let e =
+                        own_error.unwrap_or_else(|| ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
+                    self.cycle_failed(&pod, e)
+                }
+                (_, Some(e), _, _) if !r.requires_preemption => self.cycle_failed(&pod, e),
+                (GroupStatus::WaitingOnPreemption, Some(e), _, _) => self.cycle_failed(&pod, e),
+                (status, _, _, _) => {
+                    let mut s = match status {
+                        GroupStatus::Unschedulable(s) => s.clone(),
+                        _ => Status::unschedulable("pod group is waiting for preemption to complete"),
+                    };
+                    // The plugin that held this pod at Permit is the one whose events
+                    // may bring it back.
+                    if let Some(p) = r.permit.as_ref().filter(|p| p.code() == Code::Wait).and_then(Status::plugin) {
+                        s = s.with_plugin(p);
+                    }
+                    self.cycle_failed(&pod, ScheduleError::Plugin { pod: pod.pod.key(), status: s })
+                }
+            };
+            self.pending_attempts.push_back(Attempt { pod, outcome });
+        }
+    }
+
+    /// Parks a binding held at Permit, or runs it (what `schedule_next` does).
+    fn park_or_finish(&mut self, binding: BindingCycle) -> AttemptOutcome {
+        if binding.is_waiting() {
+            let node = binding.node().to_owned();
+            if let Some(d) = binding.permit_deadline() {
+                self.parked_deadline = Some(self.parked_deadline.map_or(d, |p| p.min(d)));
+            }
+            self.parked_dirty = true;
+            self.parked.push(binding);
+            AttemptOutcome::Waiting(node)
+        } else {
+            self.finish(binding)
+        }
+    }
+}

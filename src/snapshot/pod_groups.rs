@@ -1,0 +1,163 @@
+//! Which pods belong to which v1.36 PodGroup and where each stands (unscheduled,
+//! assumed, assigned): upstream's `PodGroupState`s, kept by the [`Cache`](super::Cache)
+//! as pods are added, assumed, forgotten and removed, and read by pod-group plugins
+//! through the framework's `PodGroupManager`.
+
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+
+use super::PodInfo;
+
+/// Where one member of a pod group stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemberState {
+    /// Known, not on a node.
+    Unscheduled,
+    /// Placed by the scheduler (in the cache, or in a pod-group cycle's snapshot),
+    /// binding not confirmed.
+    Assumed,
+    /// Bound (`spec.nodeName` set and confirmed).
+    Assigned,
+}
+
+/// One pod group's members (upstream `fwk.PodGroupState`).
+#[derive(Debug, Clone, Default)]
+pub struct PodGroupState {
+    /// Members in the order they became known.
+    members: Vec<(Arc<PodInfo>, MemberState)>,
+    assumed: usize,
+    assigned: usize,
+}
+
+impl PodGroupState {
+    /// Every member's uid (upstream `AllPods`).
+    pub fn all_pods(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.members.iter().map(|(p, _)| &p.uid)
+    }
+    /// How many members there are (upstream `AllPodsCount`).
+    pub fn all_pods_count(&self) -> usize {
+        self.members.len()
+    }
+    /// Members not on a node (upstream `UnscheduledPods`).
+    pub fn unscheduled_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.with(MemberState::Unscheduled)
+    }
+    /// Members assumed, binding not confirmed (upstream `AssumedPods`).
+    pub fn assumed_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.with(MemberState::Assumed)
+    }
+    /// Members bound (upstream `AssignedPods`).
+    pub fn assigned_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.with(MemberState::Assigned)
+    }
+    /// Assumed and assigned members (upstream `ScheduledPods`).
+    pub fn scheduled_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.members.iter().filter(|(_, s)| *s != MemberState::Unscheduled).map(|(p, _)| p)
+    }
+    /// How many members are assumed or assigned (upstream `ScheduledPodsCount`).
+    pub fn scheduled_pods_count(&self) -> usize {
+        self.assumed + self.assigned
+    }
+    /// How many are unscheduled.
+    pub fn unscheduled_pods_count(&self) -> usize {
+        self.members.len() - self.scheduled_pods_count()
+    }
+    /// Where the member `uid` stands.
+    pub fn member_state(&self, uid: &str) -> Option<MemberState> {
+        self.members.iter().find(|(p, _)| &*p.uid == uid).map(|(_, s)| *s)
+    }
+
+    fn with(&self, state: MemberState) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.members.iter().filter(move |(_, s)| *s == state).map(|(p, _)| p)
+    }
+
+    fn count(&mut self, state: MemberState, delta: isize) {
+        let c = match state {
+            MemberState::Unscheduled => return,
+            MemberState::Assumed => &mut self.assumed,
+            MemberState::Assigned => &mut self.assigned,
+        };
+        *c = c.saturating_add_signed(delta);
+    }
+
+    fn set(&mut self, pod: &Arc<PodInfo>, state: MemberState) -> Option<MemberState> {
+        if let Some(slot) = self.members.iter_mut().find(|(p, _)| p.uid == pod.uid) {
+            let old = slot.1;
+            slot.0 = pod.clone();
+            slot.1 = state;
+            self.count(old, -1);
+            self.count(state, 1);
+            Some(old)
+        } else {
+            self.members.push((pod.clone(), state));
+            self.count(state, 1);
+            None
+        }
+    }
+
+    fn remove(&mut self, uid: &str) -> bool {
+        let Some(i) = self.members.iter().position(|(p, _)| &*p.uid == uid) else { return false };
+        let (_, s) = self.members.remove(i);
+        self.count(s, -1);
+        true
+    }
+}
+
+/// `namespace/name` of a pod's group, when it names one.
+pub(crate) fn group_key(pod: &PodInfo) -> Option<String> {
+    let name = pod.pod.scheduling_group_name()?;
+    let ns = pod.pod.metadata.namespace.as_str();
+    Some(format!("{}/{name}", if ns.is_empty() { "default" } else { ns }))
+}
+
+/// Every pod group's [`PodGroupState`], shared between the cache that updates it and
+/// the plugins that read it. Thread-safe; reads take a shared lock.
+#[derive(Debug, Default)]
+pub struct PodGroupStates {
+    groups: RwLock<AHashMap<String, PodGroupState>>,
+}
+
+impl PodGroupStates {
+    /// Calls `f` with the state of group `namespace/name` (`None` when no member is known).
+    pub fn with<R>(&self, namespace: &str, name: &str, f: impl FnOnce(Option<&PodGroupState>) -> R) -> R {
+        let key = format!("{}/{name}", if namespace.is_empty() { "default" } else { namespace });
+        f(self.groups.read().get(&key))
+    }
+
+    /// A copy of the state of group `namespace/name`.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
+        let key = format!("{}/{name}", if namespace.is_empty() { "default" } else { namespace });
+        self.groups.read().get(&key).cloned()
+    }
+
+    /// Records `pod` (which names a group) as a member in `state`; returns its previous
+    /// state. Pods naming no group are ignored.
+    pub fn set(&self, pod: &Arc<PodInfo>, state: MemberState) -> Option<MemberState> {
+        let key = group_key(pod)?;
+        self.groups.write().entry(key).or_default().set(pod, state)
+    }
+
+    /// Forgets the member `pod` (deleted); returns whether it was one.
+    pub fn remove(&self, pod: &PodInfo) -> bool {
+        let Some(key) = group_key(pod) else { return false };
+        let mut g = self.groups.write();
+        let Some(state) = g.get_mut(&key) else { return false };
+        let removed = state.remove(&pod.uid);
+        if state.all_pods_count() == 0 {
+            g.remove(&key);
+        }
+        removed
+    }
+
+    /// Number of groups with known members.
+    pub fn len(&self) -> usize {
+        self.groups.read().len()
+    }
+
+    /// Whether no group has members.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
