@@ -568,7 +568,9 @@ impl<'c> Soak<'c> {
     fn add_spec(&mut self, spec: PodSpec) -> Result<(), SoakError> {
         let pod = spec.object();
         if let (Some(store), Some(pc)) = (&self.store, pod.spec.resource_claims.first()) {
-            store.instantiate_template(&pod, pc).map_err(|e| self.refused(format!("the claim of {}: {e}", spec.uid)))?;
+            store
+                .instantiate_template(&pod, pc)
+                .map_err(|e| self.refused(format!("the claim of {}: {e}", spec.uid)))?;
         }
         let uid = spec.uid.clone();
         self.model.add_pod(spec);

@@ -140,7 +140,7 @@ pub(super) fn check(store: &DraStore, model: &Model) -> Result<usize, String> {
                 }
                 for r in results {
                     let index_on_node = r.device.strip_prefix("gpu-").and_then(|g| g.parse::<i64>().ok());
-                    if r.driver != DRIVER || r.pool != n.name || !index_on_node.is_some_and(|g| g < n.gpus) {
+                    if r.driver != DRIVER || r.pool != n.name || index_on_node.is_none_or(|g| g >= n.gpus) {
                         return Err(format!(
                             "claim {name} of pod {uid} on {} holds {}/{}/{}, not a GPU of that node",
                             n.name, r.driver, r.pool, r.device

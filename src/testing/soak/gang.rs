@@ -21,13 +21,13 @@ struct Gang {
 /// The gangs alive, and the registry Coscheduling reads them from.
 pub(super) struct Gangs {
     registry: Arc<PodGroupRegistry>,
-    gangs: HashMap<Arc<str>, Gang>,
+    alive: HashMap<Arc<str>, Gang>,
     next: u64,
 }
 
 impl Gangs {
     pub(super) fn new(registry: Arc<PodGroupRegistry>) -> Gangs {
-        Gangs { registry, gangs: HashMap::new(), next: 0 }
+        Gangs { registry, alive: HashMap::new(), next: 0 }
     }
 
     /// Registers a new group of `size` members, all of them needed.
@@ -36,12 +36,12 @@ impl Gangs {
         self.next += 1;
         let min = u32::try_from(size).unwrap_or(u32::MAX);
         self.registry.upsert(PodGroup::new(NAMESPACE, &name, min))?;
-        self.gangs.insert(name.clone(), Gang { min: size, members: Vec::with_capacity(size) });
+        self.alive.insert(name.clone(), Gang { min: size, members: Vec::with_capacity(size) });
         Ok(name)
     }
 
     pub(super) fn add_member(&mut self, group: &str, uid: Arc<str>) {
-        if let Some(g) = self.gangs.get_mut(group) {
+        if let Some(g) = self.alive.get_mut(group) {
             g.members.push(uid);
         }
     }
@@ -49,13 +49,13 @@ impl Gangs {
     /// Forgets a group (its members are being deleted) and returns them.
     pub(super) fn remove(&mut self, group: &str) -> Vec<Arc<str>> {
         let _ = self.registry.remove(NAMESPACE, group);
-        self.gangs.remove(group).map(|g| g.members).unwrap_or_default()
+        self.alive.remove(group).map(|g| g.members).unwrap_or_default()
     }
 
     /// A member of `group` finished binding: at least `min` of its members must be
     /// placed (assumed or bound), or Permit let it through alone.
     pub(super) fn check_bind(&self, group: &str, uid: &str, model: &Model) -> Result<(), String> {
-        let Some(g) = self.gangs.get(group) else { return Ok(()) };
+        let Some(g) = self.alive.get(group) else { return Ok(()) };
         let placed = g.members.iter().filter(|m| matches!(model.place(m), Some(PodWhere::Placed(_)))).count();
         if placed < g.min {
             return Err(format!(
@@ -69,7 +69,7 @@ impl Gangs {
 
     /// With no binding in flight: every gang has none or at least `min` members bound.
     pub(super) fn check(&self, model: &Model) -> Result<(), String> {
-        for (name, g) in &self.gangs {
+        for (name, g) in &self.alive {
             let bound = g.members.iter().filter(|m| model.bound.contains(*m)).count();
             if bound != 0 && bound < g.min {
                 return Err(format!("gang {name} has {bound} members bound, fewer than its min {}", g.min));
