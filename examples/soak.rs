@@ -5,20 +5,33 @@
 //! ```text
 //! cargo run --release --example soak -- --pods 1000000
 //! cargo run --release --example soak -- --pods 200000 --nodes 1000 --workers 4 --seed 7
+//! cargo run --release --example soak -- --pods 200000 --mode full
 //! ```
 //!
 //! Flags (`--flag value` or `--flag=value`): `--pods` attempts to run (default
 //! 100000), `--nodes` (5000), `--steady` pods alive at the steady size (5 per node),
 //! `--workers` binding threads (2), `--check-every` attempts between checks (10000),
-//! `--seed` (1), `--mode` (`default`), `--rss-limit-mb` fail when the resident set
-//! grows by more than this after the steady size (default: report only).
+//! `--seed` (1), `--mode` (`default`, `dra`, `gangs` or `full`), `--rss-limit-mb`
+//! fail when the resident set grows by more than this once settled, `--heap-limit-mb`
+//! likewise for the live heap's floor (default: report only). The live heap is
+//! counted by a counting global allocator (`stats_alloc`).
 
+use std::alloc::System;
 use std::process::ExitCode;
 
 use schedkit::testing::soak::{self, SoakConfig};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+fn live_heap() -> u64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated.saturating_sub(s.bytes_deallocated) as u64
+}
 
 fn parse(args: &[String]) -> Result<SoakConfig, String> {
-    let mut c = SoakConfig::default();
+    let mut c = SoakConfig { live_heap: Some(live_heap), ..SoakConfig::default() };
     let mut steady = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -37,6 +50,7 @@ fn parse(args: &[String]) -> Result<SoakConfig, String> {
             "--seed" => c.seed = num(value()?)?,
             "--mode" => c.mode = value()?.parse().map_err(|e| format!("{e}"))?,
             "--rss-limit-mb" => c.rss_growth_limit = Some(num(value()?)? * 1_000_000),
+            "--heap-limit-mb" => c.heap_growth_limit = Some(num(value()?)? * 1_000_000),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -55,7 +69,7 @@ fn main() -> ExitCode {
             }
             eprintln!(
                 "usage: soak [--pods N] [--nodes N] [--steady N] [--workers N] [--check-every N] [--seed N] \
-                 [--mode default] [--rss-limit-mb N]"
+                 [--mode default|dra|gangs|full] [--rss-limit-mb N] [--heap-limit-mb N]"
             );
             return ExitCode::from(2);
         }

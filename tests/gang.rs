@@ -347,3 +347,36 @@ fn schedulers_and_event_handles_cross_threads() {
     send_sync::<schedkit::plugins::coscheduling::PodGroupRegistry>();
     send::<schedkit::queue::SchedulingQueue>();
 }
+
+#[test]
+fn a_finished_gang_leaves_no_state_and_no_interned_name_behind() {
+    // Group names that never repeat (one per job) must not accumulate: once a group is
+    // removed and its pods are gone, the registry drops its state and the name's
+    // interned text is reclaimed. Before, the registry kept every group's state and
+    // the Coscheduling queue sort pinned every group name it compared.
+    let (mut s, groups, _clock) = gang_scheduler(CoschedulingArgs::default(), gpu_nodes(2, 8));
+    for g in ["gang-once-a", "gang-once-b"] {
+        groups.upsert(PodGroup::new("default", g, 2)).unwrap();
+        for i in 0..2 {
+            s.add_pod(member(&format!("{g}-{i}"), g, 1).label("job-uid", &format!("{g}-uid")).build()).unwrap();
+        }
+    }
+    // Four pods of two groups at one priority: the queue sort compares group names.
+    let run = s.run_until_idle();
+    assert_eq!(run.bound, 4);
+    for g in ["gang-once-a", "gang-once-b"] {
+        groups.remove("default", g).unwrap();
+        for i in 0..2 {
+            s.events().delete_pod(&format!("default/{g}-{i}")).unwrap();
+        }
+        assert_eq!(groups.status("default", g), None);
+    }
+    assert!(groups.is_empty(), "{} groups' state left", groups.len());
+    // The scheduler's snapshot still holds the deleted pods until the next cycle
+    // refreshes it.
+    s.add_pod(PodBuilder::new("after").cpu("1").build()).unwrap();
+    assert_eq!(s.run_until_idle().bound, 1);
+    for g in ["gang-once-a", "gang-once-b"] {
+        assert_eq!(schedkit::model::Symbol::lookup(g), None, "{g} is still interned");
+    }
+}

@@ -122,6 +122,18 @@ impl BindingCycle {
         i.waiting.as_ref().is_none_or(|wp| wp.poll(i.handle.clock()).is_some())
     }
 
+    /// How the Permit wait ended, without blocking: `None` while still held, else
+    /// [`Status::SUCCESS`] (not held, or every waiting plugin allowed it) or the
+    /// rejection or timeout [`BindingCycle::run`] would fail with. A driver that runs
+    /// bindings on other threads can thus undo a rejected one on its own thread.
+    pub fn permit_outcome(&self) -> Option<Status> {
+        let i = self.inner();
+        match &i.waiting {
+            None => Some(Status::SUCCESS),
+            Some(wp) => wp.poll(i.handle.clock()),
+        }
+    }
+
     /// The earliest Permit timeout still pending (clock time), while held at Permit.
     pub fn permit_deadline(&self) -> Option<std::time::Duration> {
         self.inner().waiting.as_ref().and_then(|wp| wp.next_deadline())

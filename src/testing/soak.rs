@@ -15,10 +15,23 @@
 //! - the cache's requested totals and pod counts equal the model's per node;
 //! - every pod is in exactly one state (queued, or placed on one node) and the queue
 //!   and cache hold no pod the model doesn't;
-//! - the resident set stays flat once the cluster reached its steady size.
+//! - the resident set (and, given a counter, the live heap) stays flat once the
+//!   cluster settled at its steady size.
+//!
+//! [`SoakMode::Dra`] adds GPUs: every node publishes a ResourceSlice, a quarter of the
+//! pods claim 1, 2 or 4 GPUs through claim templates (made into claims before the pod
+//! arrives and deleted with it, as the resourceclaim controller does), and the checks
+//! add: no GPU held by two claims, every placed pod's claim allocated on its node with
+//! the GPUs its template asks, bound pods in their claim's `reservedFor`, pending pods
+//! in none. [`SoakMode::Gangs`] adds Coscheduling gangs of 2 to 4 pods that arrive and
+//! leave whole; bindings held at Permit wait in the driver until their gang is
+//! complete or times out, and a gang member may bind only with its whole gang placed.
+//! [`SoakMode::Full`] is both.
 //!
 //! `examples/soak.rs` is the command line over it; a short run is in the test suite.
 
+mod dra;
+mod gang;
 mod model;
 
 use std::sync::Arc;
@@ -27,9 +40,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use self::gang::Gangs;
 use self::model::{Model, PodSpec, PodWhere};
-use crate::framework::{Handle, Profile, RecordingEvictor, VirtualClock};
+use crate::dra::DraStore;
+use crate::framework::{Handle, Plugin, PluginRef, Profile, RecordingEvictor, VirtualClock};
 use crate::model::Symbol;
+use crate::plugins::coscheduling::{Coscheduling, CoschedulingArgs};
+use crate::plugins::{default_profile_config, default_registry, names};
 use crate::queue::SchedulingQueue;
 use crate::rng::SplitMix64;
 use crate::scheduler::{BindingCycle, ScheduleError, Scheduler, TieBreak};
@@ -42,6 +59,25 @@ pub enum SoakMode {
     /// selectors, tolerations and priorities.
     #[default]
     Default,
+    /// The default profile plus DynamicResources: GPU claims from claim templates on
+    /// nodes that publish ResourceSlices.
+    Dra,
+    /// The default profile plus Coscheduling: gangs that bind all or nothing.
+    Gangs,
+    /// DRA and gangs together (gang members claim GPUs too).
+    Full,
+}
+
+impl SoakMode {
+    /// Whether pods claim GPUs.
+    pub fn dra(self) -> bool {
+        matches!(self, SoakMode::Dra | SoakMode::Full)
+    }
+
+    /// Whether gangs arrive.
+    pub fn gangs(self) -> bool {
+        matches!(self, SoakMode::Gangs | SoakMode::Full)
+    }
 }
 
 impl std::str::FromStr for SoakMode {
@@ -49,8 +85,22 @@ impl std::str::FromStr for SoakMode {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "default" => Ok(SoakMode::Default),
-            _ => Err(SoakError::Config(format!("unknown mode {s:?} (expected: default)"))),
+            "dra" => Ok(SoakMode::Dra),
+            "gangs" => Ok(SoakMode::Gangs),
+            "full" => Ok(SoakMode::Full),
+            _ => Err(SoakError::Config(format!("unknown mode {s:?} (expected: default, dra, gangs or full)"))),
         }
+    }
+}
+
+impl std::fmt::Display for SoakMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SoakMode::Default => "default",
+            SoakMode::Dra => "dra",
+            SoakMode::Gangs => "gangs",
+            SoakMode::Full => "full",
+        })
     }
 }
 
@@ -74,6 +124,15 @@ pub struct SoakConfig {
     /// Fail when the resident set at the end exceeds the one at the steady size by
     /// more than this many bytes (`None`: report only; RSS is not read off Linux).
     pub rss_growth_limit: Option<u64>,
+    /// Bytes of heap the process holds now, from a counting global allocator the
+    /// caller installed (schedkit forbids unsafe code, so it installs none): with it
+    /// the summary reports the live heap beside the resident set, which an allocator
+    /// may keep high after a peak.
+    pub live_heap: Option<fn() -> u64>,
+    /// Fail when the live heap's floor over the second half of the settled run
+    /// exceeds the one over the first half by more than this many bytes (needs
+    /// [`SoakConfig::live_heap`]; see [`SoakSummary::heap_steady`]).
+    pub heap_growth_limit: Option<u64>,
 }
 
 impl Default for SoakConfig {
@@ -87,6 +146,8 @@ impl Default for SoakConfig {
             seed: 1,
             mode: SoakMode::Default,
             rss_growth_limit: None,
+            live_heap: None,
+            heap_growth_limit: None,
         }
     }
 }
@@ -110,12 +171,27 @@ pub struct SoakSummary {
     pub checks: u64,
     /// Wall time.
     pub elapsed: Duration,
-    /// Resident set when the cluster first reached its steady size, bytes.
+    /// What was scheduled.
+    pub mode: SoakMode,
+    /// Gang members whose binding completed, checked against their whole gang.
+    pub gang_binds: u64,
+    /// GPUs held by claims at the last check.
+    pub gpus_held: usize,
+    /// Resident set once the cluster settled at its steady size (at the first check
+    /// after as many further attempts as the steady size has pods), bytes.
     pub rss_steady: Option<u64>,
     /// Resident set at the end, bytes.
     pub rss_end: Option<u64>,
     /// Peak resident set (`VmHWM`), bytes.
     pub rss_peak: Option<u64>,
+    /// The live heap's floor over the first half of the run once settled: its lowest
+    /// value at the checks there (with [`SoakConfig::live_heap`]), bytes. Floors,
+    /// because what a pod waiting at Permit keeps alive (the queue's log of events
+    /// since it was popped, bounded) comes and goes; a leak raises the floor.
+    pub heap_steady: Option<u64>,
+    /// The live heap's floor over the second half (with [`SoakConfig::live_heap`]),
+    /// bytes.
+    pub heap_end: Option<u64>,
     /// Interned strings alive at the end.
     pub interned: usize,
 }
@@ -126,8 +202,9 @@ impl std::fmt::Display for SoakSummary {
         let secs = self.elapsed.as_secs_f64();
         write!(
             f,
-            "soak: {} attempts in {secs:.1} s ({:.0} attempts/s), {} bound, {} unschedulable, {} preempted, \
-             {} deleted, {} node events, {} checks passed; RSS steady {} end {} peak {}; {} interned strings",
+            "soak ({}): {} attempts in {secs:.1} s ({:.0} attempts/s), {} bound, {} unschedulable, {} preempted, \
+             {} deleted, {} node events",
+            self.mode,
             self.attempts,
             self.attempts as f64 / secs.max(1e-9),
             self.bound,
@@ -135,12 +212,25 @@ impl std::fmt::Display for SoakSummary {
             self.preempted,
             self.deleted,
             self.node_events,
+        )?;
+        if self.mode.gangs() {
+            write!(f, ", {} gang binds", self.gang_binds)?;
+        }
+        if self.mode.dra() {
+            write!(f, ", {} GPUs held", self.gpus_held)?;
+        }
+        write!(
+            f,
+            ", {} checks passed; RSS steady {} end {} peak {}",
             self.checks,
             mb(self.rss_steady),
             mb(self.rss_end),
-            mb(self.rss_peak),
-            self.interned,
-        )
+            mb(self.rss_peak)
+        )?;
+        if self.heap_end.is_some() {
+            write!(f, "; live heap steady {} end {}", mb(self.heap_steady), mb(self.heap_end))?;
+        }
+        write!(f, "; {} interned strings", self.interned)
     }
 }
 
@@ -193,6 +283,9 @@ pub fn run(config: &SoakConfig) -> Result<SoakSummary, SoakError> {
     if config.nodes == 0 || config.workers == 0 || config.check_every == 0 {
         return Err(SoakError::Config("nodes, workers and check_every must be at least 1".into()));
     }
+    if config.heap_growth_limit.is_some() && config.live_heap.is_none() {
+        return Err(SoakError::Config("heap_growth_limit needs a live_heap counter".into()));
+    }
     let mut soak = Soak::new(config)?;
     let result = soak.run();
     soak.shutdown();
@@ -201,14 +294,15 @@ pub fn run(config: &SoakConfig) -> Result<SoakSummary, SoakError> {
     soak.summary.rss_end = rss_end;
     soak.summary.rss_peak = rss_peak;
     soak.summary.interned = Symbol::interner_stats().live;
-    if let (Some(limit), Some(steady), Some(end)) = (config.rss_growth_limit, soak.summary.rss_steady, rss_end)
-        && end > steady + limit
-    {
-        return Err(SoakError::Invariant {
+    let grew = |what: &str, steady: Option<u64>, end: Option<u64>, limit: Option<u64>| match (limit, steady, end) {
+        (Some(limit), Some(steady), Some(end)) if end > steady + limit => Err(SoakError::Invariant {
             attempts: soak.summary.attempts,
-            what: format!("resident set grew from {steady} B at the steady size to {end} B"),
-        });
-    }
+            what: format!("the {what} grew from {steady} B once steady to {end} B at the end (limit {limit} B)"),
+        }),
+        _ => Ok(()),
+    };
+    grew("resident set", soak.summary.rss_steady, rss_end, config.rss_growth_limit)?;
+    grew("live heap", soak.summary.heap_steady, soak.summary.heap_end, config.heap_growth_limit)?;
     Ok(soak.summary.clone())
 }
 
@@ -219,25 +313,74 @@ struct Soak<'c> {
     evictor: Arc<RecordingEvictor>,
     queue: Arc<Mutex<SchedulingQueue>>,
     model: Model,
+    /// The DRA store (DRA modes).
+    store: Option<Arc<DraStore>>,
+    /// The gangs (gang modes).
+    gangs: Option<Gangs>,
+    /// Bindings held at Permit, waiting for their gang or their timeout.
+    parked: Vec<BindingCycle>,
+    /// Each node's slice generation (bumped when the node comes back).
+    generations: Vec<i64>,
     rng: SplitMix64,
     to_workers: Option<mpsc::SyncSender<BindingCycle>>,
     results: mpsc::Receiver<Bound>,
     workers: Vec<std::thread::JoinHandle<()>>,
     in_flight: usize,
     next_pod: u64,
+    /// Attempts run when the pod count first reached the steady size.
+    steady_at: Option<u64>,
+    /// Attempts run when the steady marks were taken.
+    settled_at: Option<u64>,
     summary: SoakSummary,
     started: Instant,
 }
 
+/// How long a gang member waits at Permit for its siblings (virtual time; the soak's
+/// clock advances 1 ms per step).
+const GANG_PERMIT_WAIT: Duration = Duration::from_secs(3);
+
+/// The profile for `mode`: kube-scheduler's default, plus DynamicResources (with the
+/// store shared on the handle) and Coscheduling (which then sorts the queue).
+fn profile(mode: SoakMode, handle: &Handle, gang: Option<Arc<Coscheduling>>) -> Result<Profile, SoakError> {
+    if mode == SoakMode::Default {
+        return Ok(Profile::kube_default(handle));
+    }
+    let mut registry = default_registry();
+    let mut cfg = default_profile_config();
+    if mode.dra() {
+        cfg.plugins.multi_point.enabled.push(PluginRef { name: names::DYNAMIC_RESOURCES.into(), weight: None });
+    }
+    if let Some(gang) = gang {
+        registry
+            .register(names::COSCHEDULING, move |_, _| Ok(gang.clone() as Arc<dyn Plugin>))
+            .map_err(|e| SoakError::Config(e.to_string()))?;
+        cfg.plugins.multi_point.enabled.push(PluginRef { name: names::COSCHEDULING.into(), weight: None });
+        cfg.plugins.queue_sort.disabled.push(PluginRef { name: names::PRIORITY_SORT.into(), weight: None });
+    }
+    registry.build_profile(&cfg, handle).map_err(|e| SoakError::Config(e.to_string()))
+}
+
 impl<'c> Soak<'c> {
     fn new(config: &'c SoakConfig) -> Result<Self, SoakError> {
-        let handle = Handle::default();
         let clock = VirtualClock::new();
+        let handle = Handle::new(Arc::new(clock.clone()));
         let evictor = Arc::new(RecordingEvictor::default());
         handle.preemption().set_evictor(evictor.clone());
-        let profile = match config.mode {
-            SoakMode::Default => Profile::kube_default(&handle),
+        let store = if config.mode.dra() {
+            let store = dra::store().map_err(|e| SoakError::Config(format!("the soak's DRA objects: {e}")))?;
+            handle.set_shared(store.clone());
+            Some(store)
+        } else {
+            None
         };
+        let gang = if config.mode.gangs() {
+            let args = CoschedulingArgs { permit_waiting_time: GANG_PERMIT_WAIT, ..CoschedulingArgs::default() };
+            Some(Arc::new(Coscheduling::new(&handle, args).map_err(|e| SoakError::Config(e.to_string()))?))
+        } else {
+            None
+        };
+        let gangs = gang.as_ref().map(|g| Gangs::new(g.registry()));
+        let profile = profile(config.mode, &handle, gang)?;
         let sched = Scheduler::builder()
             .profile(profile)
             .handle(handle)
@@ -277,20 +420,28 @@ impl<'c> Soak<'c> {
                 })
             })
             .collect();
+        let mut model = Model::default();
+        model.gpus = config.mode.dra();
         let mut soak = Soak {
             config,
             sched,
             clock,
             evictor,
             queue,
-            model: Model::default(),
+            model,
+            store,
+            gangs,
+            parked: Vec::new(),
+            generations: vec![1; config.nodes],
             rng: SplitMix64(config.seed),
             to_workers: Some(to_workers),
             results,
             workers,
             in_flight: 0,
             next_pod: 0,
-            summary: SoakSummary::default(),
+            steady_at: None,
+            settled_at: None,
+            summary: SoakSummary { mode: config.mode, ..SoakSummary::default() },
             started: Instant::now(),
         };
         for i in 0..config.nodes {
@@ -310,7 +461,13 @@ impl<'c> Soak<'c> {
 
     fn add_node(&mut self, index: usize) -> Result<(), SoakError> {
         let node = self.model.node_object(index);
-        self.sched.events().add_node(node).map_err(|e| self.refused(format!("adding node {index}: {e}")))
+        self.sched.events().add_node(node).map_err(|e| self.refused(format!("adding node {index}: {e}")))?;
+        if let Some(store) = &self.store {
+            let n = &self.model.nodes[index];
+            let added = dra::slice(&n.name, index, n.gpus, self.generations[index]).and_then(|s| store.add_slice(s));
+            added.map_err(|e| self.refused(format!("the slice of node {index}: {e}")))?;
+        }
+        Ok(())
     }
 
     fn run(&mut self) -> Result<(), SoakError> {
@@ -319,19 +476,40 @@ impl<'c> Soak<'c> {
             self.clock.advance(Duration::from_millis(1));
             self.churn()?;
             self.attempt()?;
-            self.collect(false);
-            if self.summary.rss_steady.is_none() && self.model.pod_count() >= self.config.steady_pods {
-                self.summary.rss_steady = rss().0;
+            self.release_parked()?;
+            self.collect(false)?;
+            if self.steady_at.is_none() && self.model.pod_count() >= self.config.steady_pods {
+                self.steady_at = Some(self.summary.attempts);
             }
             if self.summary.attempts.is_multiple_of(self.config.check_every) {
-                self.collect(true);
+                self.collect(true)?;
                 self.check()?;
+                // The steady marks wait for one turnover of the steady population: when
+                // the pod count first reaches it, the backlog is still being placed and
+                // the heap has not reached its working size.
+                if self.settled_at.is_none()
+                    && self.steady_at.is_some_and(|at| self.summary.attempts >= at + self.config.steady_pods as u64)
+                {
+                    self.settled_at = Some(self.summary.attempts);
+                    self.summary.rss_steady = rss().0;
+                }
+                self.heap_floor();
             }
         }
-        self.collect(true);
+        self.collect(true)?;
         self.check()?;
+        self.heap_floor();
         self.summary.elapsed = self.started.elapsed();
         Ok(())
+    }
+
+    /// Lowers the live heap's floor of the half of the settled run this check is in.
+    fn heap_floor(&mut self) {
+        let (Some(live), Some(settled)) = (self.config.live_heap, self.settled_at) else { return };
+        let now = live();
+        let second_half = self.summary.attempts - settled > self.config.attempts.saturating_sub(settled) / 2;
+        let floor = if second_half { &mut self.summary.heap_end } else { &mut self.summary.heap_steady };
+        *floor = Some(floor.map_or(now, |f| f.min(now)));
     }
 
     /// One random cluster change: mostly pod arrivals until the steady size, then
@@ -344,8 +522,13 @@ impl<'c> Soak<'c> {
         let pods = self.model.pod_count();
         let steady = self.config.steady_pods;
         if pods < steady || (pods < steady + steady / 20 && r < 600) {
-            for _ in 0..2 {
-                self.add_pod()?;
+            if self.gangs.is_some() && self.rng.below(4) == 0 {
+                let size = 2 + self.rng.below(3) as usize;
+                self.add_gang(size)?;
+            } else {
+                for _ in 0..2 {
+                    self.add_pod()?;
+                }
             }
         } else if let Some(uid) = self.model.random_pod(&mut self.rng) {
             self.delete_pod(&uid)?;
@@ -357,15 +540,71 @@ impl<'c> Soak<'c> {
     fn add_pod(&mut self) -> Result<(), SoakError> {
         let n = self.next_pod;
         self.next_pod += 1;
-        let spec = PodSpec::random(n, &mut self.rng, model::ZONES);
-        let pod = spec.object();
-        self.model.add_pod(spec);
-        self.sched.events().add_pod(pod).map_err(|e| self.refused(format!("adding pod {n}: {e}")))
+        let spec = PodSpec::random(n, &mut self.rng, model::ZONES, self.config.mode.dra());
+        self.add_spec(spec)
     }
 
+    /// A gang of `size` pods, all needed, each claiming GPUs in the DRA modes one time
+    /// in three (all members the same template).
+    fn add_gang(&mut self, size: usize) -> Result<(), SoakError> {
+        let Some(gangs) = self.gangs.as_mut() else { return Ok(()) };
+        let group = gangs.create(size).map_err(|e| SoakError::Config(format!("a gang: {e}")))?;
+        let gpu = (self.config.mode.dra() && self.rng.below(3) == 0)
+            .then(|| self.rng.below(dra::TEMPLATES.len() as u64) as usize);
+        for _ in 0..size {
+            let n = self.next_pod;
+            self.next_pod += 1;
+            let spec = PodSpec::gang_member(n, group.clone(), gpu);
+            if let Some(g) = self.gangs.as_mut() {
+                g.add_member(&group, spec.uid.clone());
+            }
+            self.add_spec(spec)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a pod's claim (as the resourceclaim controller does from its template),
+    /// then adds the pod.
+    fn add_spec(&mut self, spec: PodSpec) -> Result<(), SoakError> {
+        let pod = spec.object();
+        if let (Some(store), Some(pc)) = (&self.store, pod.spec.resource_claims.first()) {
+            store
+                .instantiate_template(&pod, pc)
+                .map_err(|e| self.refused(format!("the claim of {}: {e}", spec.uid)))?;
+        }
+        let uid = spec.uid.clone();
+        self.model.add_pod(spec);
+        self.sched.events().add_pod(pod).map_err(|e| self.refused(format!("adding pod {uid}: {e}")))
+    }
+
+    /// Deletes a pod, and with it its whole gang (a gang's job fails as a unit).
     fn delete_pod(&mut self, uid: &str) -> Result<(), SoakError> {
+        let group = self.model.spec(uid).and_then(|s| s.group.clone());
+        match (group, self.gangs.as_mut()) {
+            (Some(group), Some(gangs)) => {
+                for member in gangs.remove(&group) {
+                    self.delete_one(&member)?;
+                }
+                Ok(())
+            }
+            _ => self.delete_one(uid),
+        }
+    }
+
+    fn delete_one(&mut self, uid: &str) -> Result<(), SoakError> {
+        let Some(claim) = self.model.spec(uid).map(|s| s.gpu.is_some()) else { return Ok(()) };
         self.model.remove_pod(uid);
-        self.sched.events().delete_pod(uid).map_err(|e| self.refused(format!("deleting pod {uid}: {e}")))
+        self.sched.events().delete_pod(uid).map_err(|e| self.refused(format!("deleting pod {uid}: {e}")))?;
+        // A binding held at Permit is undone here, and its pod (in flight in the queue,
+        // marked deleted) leaves the queue.
+        if let Some(i) = self.parked.iter().position(|b| &*b.pod().uid == uid) {
+            let _ = self.parked.swap_remove(i).abort("pod deleted");
+            let _ = self.queue.lock().done(uid);
+        }
+        if claim && let Some(store) = &self.store {
+            store.remove_claim(dra::NAMESPACE, &dra::claim_name(uid));
+        }
+        Ok(())
     }
 
     fn node_event(&mut self) -> Result<(), SoakError> {
@@ -380,8 +619,12 @@ impl<'c> Soak<'c> {
                 }
                 let name = self.model.node_name(index);
                 self.sched.events().remove_node(&name).map_err(|e| self.refused(format!("removing {name}: {e}")))?;
+                if let Some(store) = &self.store {
+                    store.remove_slice(&dra::slice_name(&name));
+                }
                 self.model.node_removed(index);
                 self.model.node_reset(index, &mut self.rng);
+                self.generations[index] += 1;
                 self.add_node(index)
             }
             1 => self.update_node(index, |m, i, _| m.toggle_taint(i)),
@@ -400,7 +643,8 @@ impl<'c> Soak<'c> {
         self.sched.events().update_node(node).map_err(|e| self.refused(format!("updating node {index}: {e}")))
     }
 
-    /// Pops a pod and runs its scheduling cycle; a binding goes to a worker.
+    /// Pops a pod and runs its scheduling cycle; a binding goes to a worker, or waits
+    /// in the driver while Permit holds it.
     fn attempt(&mut self) -> Result<(), SoakError> {
         let Some(queued) = self.queue.lock().pop() else { return Ok(()) };
         let pod = queued.pod;
@@ -410,10 +654,10 @@ impl<'c> Soak<'c> {
                 let node = binding.node().to_owned();
                 self.model.check_fits(&pod.uid, &node).map_err(|what| self.broken(what))?;
                 self.model.assume(&pod.uid, &node);
-                self.in_flight += 1;
-                let tx = self.to_workers.as_ref().expect("workers run until shutdown");
-                if tx.send(binding).is_err() {
-                    return Err(self.refused("a binding: the workers stopped".into()));
+                if binding.permit_resolved() {
+                    self.dispatch(binding)?;
+                } else {
+                    self.parked.push(binding);
                 }
             }
             Err(e) => {
@@ -439,17 +683,59 @@ impl<'c> Soak<'c> {
         Ok(())
     }
 
-    /// Takes the workers' results; with `drain`, waits until none is in flight.
-    fn collect(&mut self, drain: bool) {
+    fn dispatch(&mut self, binding: BindingCycle) -> Result<(), SoakError> {
+        self.in_flight += 1;
+        let tx = self.to_workers.as_ref().expect("workers run until shutdown");
+        if tx.send(binding).is_err() {
+            return Err(self.refused("a binding: the workers stopped".into()));
+        }
+        Ok(())
+    }
+
+    /// Sends the bindings their gang completed to the workers; runs those rejected or
+    /// timed out at Permit here, so the cache gives their room back before the next
+    /// attempt (on a worker, the model would learn of it only later).
+    fn release_parked(&mut self) -> Result<(), SoakError> {
+        let mut i = 0;
+        while i < self.parked.len() {
+            match self.parked[i].permit_outcome() {
+                None => i += 1,
+                Some(s) if s.is_success() => {
+                    let b = self.parked.swap_remove(i);
+                    self.dispatch(b)?;
+                }
+                Some(_) => {
+                    let b = self.parked.swap_remove(i);
+                    let uid = b.pod().uid.clone();
+                    if let Err(e) = b.run() {
+                        let rejectors: Vec<&'static str> = e.status.plugin().into_iter().collect();
+                        let _ = self.queue.lock().requeue_failed(&uid, &rejectors);
+                    }
+                    self.model.unassume(&uid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the workers' results; with `drain`, waits until none is in flight. A gang
+    /// member that bound is checked against its whole gang.
+    fn collect(&mut self, drain: bool) -> Result<(), SoakError> {
         loop {
             let next =
                 if drain && self.in_flight > 0 { self.results.recv().ok() } else { self.results.try_recv().ok() };
-            let Some(b) = next else { return };
+            let Some(b) = next else { return Ok(()) };
             self.in_flight -= 1;
-            if b.ok {
-                self.summary.bound += 1;
-            } else {
+            if !b.ok {
                 self.model.unassume(&b.uid);
+                continue;
+            }
+            self.summary.bound += 1;
+            if self.model.mark_bound(&b.uid)
+                && let (Some(gangs), Some(group)) = (&self.gangs, self.model.spec(&b.uid).and_then(|s| s.group.clone()))
+            {
+                gangs.check_bind(&group, &b.uid, &self.model).map_err(|what| self.broken(what))?;
+                self.summary.gang_binds += 1;
             }
         }
     }
@@ -479,33 +765,44 @@ impl<'c> Soak<'c> {
                 return Err(self.broken(format!("the cache holds {c} pods, the model placed {m}")));
             }
         }
+        // Parked pods are still in flight in the queue.
         let queued = self.queue.lock().len();
-        if queued != self.model.pending_count() {
-            let m = self.model.pending_count();
-            return Err(self.broken(format!("the queue holds {queued} pods, the model has {m} pending")));
+        let (pending, parked) = (self.model.pending_count(), self.parked.len());
+        if queued != pending + parked {
+            return Err(self.broken(format!(
+                "the queue holds {queued} pods, the model has {pending} pending and {parked} held at Permit"
+            )));
         }
         for (uid, place) in self.model.pods() {
+            use crate::scheduler::PodState;
             let state = self.sched.pod_state(uid);
             let ok = match place {
                 PodWhere::Pending => matches!(
                     state,
-                    Some(
-                        crate::scheduler::PodState::Active
-                            | crate::scheduler::PodState::Backoff
-                            | crate::scheduler::PodState::Unschedulable
-                    )
+                    Some(PodState::Active | PodState::Backoff | PodState::Unschedulable | PodState::Gated)
                 ),
-                PodWhere::Placed(_) => state == Some(crate::scheduler::PodState::Bound),
+                PodWhere::Placed(_) if self.parked.iter().any(|b| &*b.pod().uid == uid) => {
+                    state == Some(PodState::Scheduling)
+                }
+                PodWhere::Placed(_) => state == Some(PodState::Bound),
             };
             if !ok {
                 return Err(self.broken(format!("pod {uid} is {place:?} in the model but {state:?} in the scheduler")));
             }
+        }
+        if let Some(store) = &self.store {
+            self.summary.gpus_held = dra::check(store, &self.model).map_err(|what| self.broken(what))?;
+        }
+        if let Some(gangs) = &self.gangs {
+            gangs.check(&self.model).map_err(|what| self.broken(what))?;
         }
         self.summary.checks += 1;
         Ok(())
     }
 
     fn shutdown(&mut self) {
+        // Held bindings are aborted (dropping one unreserves it).
+        self.parked.clear();
         self.to_workers = None;
         for w in self.workers.drain(..) {
             let _ = w.join();

@@ -66,7 +66,7 @@ use crate::framework::{
     PostBindPlugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
     QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, Status,
 };
-use crate::model::Resources;
+use crate::model::{Resources, Symbol};
 use crate::plugins::names;
 use crate::snapshot::{PodInfo, Snapshot};
 
@@ -204,11 +204,21 @@ impl QueueSortPlugin for Coscheduling {
         if ta != tb {
             return ta < tb;
         }
-        let group = |k: Option<GroupKey>, q: &QueuedPodInfo| match k {
-            Some(k) => (k.namespace.as_str(), k.name.as_str()),
-            None => (q.pod.namespace.as_str(), ""),
+        // By namespace, then group name (none: ""), then pod name. Namespaces are
+        // pinned; group names are label values, compared without pinning them (a
+        // name pinned here would stay interned after its group is gone).
+        let namespace = |k: Option<GroupKey>, q: &QueuedPodInfo| k.map_or(q.pod.namespace, |k| k.namespace);
+        let (na, nb) = (namespace(ka, a), namespace(kb, b));
+        let by_namespace = if na == nb { Ordering::Equal } else { na.as_str().cmp(nb.as_str()) };
+        let by_group = || {
+            let (ga, gb) = (ka.map(|k| k.name), kb.map(|k| k.name));
+            if ga == gb {
+                return Ordering::Equal;
+            }
+            let text = |g: Option<Symbol>| g.and_then(Symbol::text);
+            text(ga).as_deref().unwrap_or("").cmp(text(gb).as_deref().unwrap_or(""))
         };
-        match group(ka, a).cmp(&group(kb, b)) {
+        match by_namespace.then_with(by_group) {
             Ordering::Less => true,
             Ordering::Greater => false,
             Ordering::Equal => a.pod.pod.name() < b.pod.pod.name(),

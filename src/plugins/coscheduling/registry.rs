@@ -66,9 +66,9 @@ impl PodGroup {
         self
     }
 
-    fn key(&self) -> GroupKey {
-        let ns = if self.namespace.is_empty() { "default" } else { self.namespace.as_str() };
-        GroupKey { namespace: Symbol::intern(ns), name: Symbol::intern(&self.name) }
+    /// The group's namespace, `default` when empty.
+    fn namespace_or_default(namespace: &str) -> &str {
+        if namespace.is_empty() { "default" } else { namespace }
     }
 }
 
@@ -219,17 +219,22 @@ impl PodGroupRegistry {
         if group.name.is_empty() {
             return Err(PodGroupError::MissingName);
         }
-        let key = group.key();
+        let ns = PodGroup::namespace_or_default(&group.namespace);
+        let shown = || format!("{ns}/{}", group.name);
         if group.min_member == 0 {
-            return Err(PodGroupError::MinMemberZero(key.to_string()));
+            return Err(PodGroupError::MinMemberZero(shown()));
         }
         if let Some(t) = group.schedule_timeout
             && (t.is_zero() || t > MAX_PERMIT_TIMEOUT)
         {
-            return Err(PodGroupError::InvalidTimeout { group: key.to_string(), timeout: t });
+            return Err(PodGroupError::InvalidTimeout { group: shown(), timeout: t });
         }
+        // Namespaces are a bounded vocabulary (pinned); the name is held by the entry
+        // for as long as it lives, so group names that never repeat are reclaimed.
+        let name = Symbol::acquire(&group.name);
+        let key = GroupKey { namespace: Symbol::intern(ns), name };
         let mut map = self.inner.lock();
-        let st = map.entry(key).or_default();
+        let st = Self::entry(&mut map, key);
         group.creation = group.creation.or(st.spec.as_ref().and_then(|s| s.creation)).or(Some(self.clock.now()));
         st.min_resources = group.min_resources.as_ref().map(|r| {
             let mut res = r.to_resources();
@@ -238,29 +243,67 @@ impl PodGroupRegistry {
         });
         st.permitted_until = None;
         st.spec = Some(group);
+        drop(map);
+        Symbol::release_all([name]);
         Ok(())
     }
 
-    /// Removes a group (its members stay known, as pods of an unknown group).
+    /// Removes a group (its members stay known, as pods of an unknown group, until
+    /// they are deleted; then the group's state is dropped).
     pub fn remove(&self, namespace: &str, name: &str) -> Result<PodGroup, PodGroupError> {
-        let key = PodGroup::new(namespace, name, 1).key();
-        self.inner
-            .lock()
-            .get_mut(&key)
-            .and_then(|s| s.spec.take())
-            .ok_or_else(|| PodGroupError::NotFound(key.to_string()))
+        let not_found = || PodGroupError::NotFound(format!("{}/{name}", PodGroup::namespace_or_default(namespace)));
+        let mut map = self.inner.lock();
+        let key = Self::existing_key(namespace, name).ok_or_else(not_found)?;
+        let group = map.get_mut(&key).and_then(|s| s.spec.take()).ok_or_else(not_found)?;
+        let pruned = Self::prune(&mut map, key);
+        drop(map);
+        Symbol::release_all(pruned);
+        Ok(group)
     }
 
     /// A registered group.
     pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroup> {
-        let key = PodGroup::new(namespace, name, 1).key();
-        self.inner.lock().get(&key).and_then(|s| s.spec.clone())
+        let map = self.inner.lock();
+        map.get(&Self::existing_key(namespace, name)?).and_then(|s| s.spec.clone())
     }
 
     /// A registered group's status.
     pub fn status(&self, namespace: &str, name: &str) -> Option<PodGroupStatus> {
-        let key = PodGroup::new(namespace, name, 1).key();
-        self.inner.lock().get(&key).filter(|s| s.spec.is_some()).map(GroupState::status)
+        let map = self.inner.lock();
+        map.get(&Self::existing_key(namespace, name)?).filter(|s| s.spec.is_some()).map(GroupState::status)
+    }
+
+    /// Groups the registry holds state for: registered, or named by a pod it knows.
+    /// Bounded by the groups and pods alive (for memory tests).
+    pub fn len(&self) -> usize {
+        self.inner.lock().len()
+    }
+
+    /// Whether the registry holds no group state.
+    pub fn is_empty(&self) -> bool {
+        self.inner.lock().is_empty()
+    }
+
+    /// The key of `namespace/name` if its strings are interned. Call it with the lock
+    /// held: an entry holds its name, so a key found in the map names that group.
+    fn existing_key(namespace: &str, name: &str) -> Option<GroupKey> {
+        let namespace = Symbol::lookup(PodGroup::namespace_or_default(namespace))?;
+        Some(GroupKey { namespace, name: Symbol::lookup(name)? })
+    }
+
+    /// The entry of `key`, made (taking a reference on its name) if absent.
+    fn entry(map: &mut AHashMap<GroupKey, GroupState>, key: GroupKey) -> &mut GroupState {
+        map.entry(key).or_insert_with(|| {
+            Symbol::retain_all([key.name]);
+            GroupState::default()
+        })
+    }
+
+    /// Drops `key`'s entry once no spec and no member keep it; returns the name to
+    /// release (after the lock is given up).
+    fn prune(map: &mut AHashMap<GroupKey, GroupState>, key: GroupKey) -> Option<Symbol> {
+        let idle = map.get(&key).is_some_and(|s| s.spec.is_none() && s.members.is_empty());
+        (idle && map.remove(&key).is_some()).then_some(key.name)
     }
 
     /// Statuses of every registered group, by `namespace/name`, sorted.
@@ -276,8 +319,14 @@ impl PodGroupRegistry {
         v
     }
 
+    /// Runs `f` on `key`'s state (made if absent, dropped after if nothing keeps it).
     pub(crate) fn with<R>(&self, key: GroupKey, f: impl FnOnce(&mut GroupState) -> R) -> R {
-        f(self.inner.lock().entry(key).or_default())
+        let mut map = self.inner.lock();
+        let r = f(Self::entry(&mut map, key));
+        let pruned = Self::prune(&mut map, key);
+        drop(map);
+        Symbol::release_all(pruned);
+        r
     }
 
     pub(crate) fn creation(&self, key: GroupKey) -> Option<Duration> {

@@ -4,7 +4,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::model::{Node, Pod, TaintEffect};
+use super::dra;
+use super::gang::GROUP_LABEL;
+use crate::model::{Node, Pod, PodResourceClaim, TaintEffect};
 use crate::rng::SplitMix64;
 use crate::testing::{NodeBuilder, PodBuilder};
 
@@ -18,8 +20,8 @@ const MIB: i64 = 1 << 20;
 
 /// A node as the soak made it.
 #[derive(Debug, Clone)]
-struct NodeModel {
-    name: String,
+pub(super) struct NodeModel {
+    pub(super) name: String,
     zone: usize,
     milli_cpu: i64,
     memory: i64,
@@ -31,6 +33,9 @@ struct NodeModel {
     pods: HashSet<Arc<str>>,
     ports: HashSet<i32>,
     used: Totals,
+    /// GPUs its ResourceSlice publishes (0 outside the DRA modes) and their product.
+    pub(super) gpus: i64,
+    pub(super) product: usize,
 }
 
 /// Requested totals on a node.
@@ -39,25 +44,32 @@ pub(super) struct Totals {
     pub(super) milli_cpu: i64,
     pub(super) memory: i64,
     pub(super) pods: usize,
+    pub(super) gpus: i64,
 }
 
 /// A pod as the soak made it.
 #[derive(Debug, Clone)]
 pub(super) struct PodSpec {
-    uid: Arc<str>,
+    pub(super) uid: Arc<str>,
     milli_cpu: i64,
     memory: i64,
     host_port: Option<i32>,
     zone: Option<usize>,
     tolerates: bool,
     priority: i32,
+    /// The claim template it draws GPUs from (an index into [`dra::TEMPLATES`]).
+    pub(super) gpu: Option<usize>,
+    /// The gang it belongs to.
+    pub(super) group: Option<Arc<str>>,
 }
 
 impl PodSpec {
     /// Pod number `n`: random requests, and now and then a host port, a zone
     /// selector, a toleration of the soak's taint, a high priority (a preemptor).
-    pub(super) fn random(n: u64, rng: &mut SplitMix64, zones: usize) -> PodSpec {
+    /// With `gpus`, one pod in four also claims GPUs through a claim template.
+    pub(super) fn random(n: u64, rng: &mut SplitMix64, zones: usize, gpus: bool) -> PodSpec {
         let pick = |rng: &mut SplitMix64, opts: &[i64]| opts[rng.below(opts.len() as u64) as usize];
+        let gpu = (gpus && rng.below(4) == 0).then(|| rng.below(dra::TEMPLATES.len() as u64) as usize);
         PodSpec {
             uid: Arc::from(format!("soak-{n}")),
             milli_cpu: pick(rng, &[100, 250, 500, 1000, 2000]),
@@ -66,13 +78,37 @@ impl PodSpec {
             zone: (rng.below(5) == 0).then(|| rng.below(zones as u64) as usize),
             tolerates: rng.below(5) == 0,
             priority: if rng.below(10) == 0 { 1000 } else { 0 },
+            gpu,
+            group: None,
         }
+    }
+
+    /// Pod number `n`, a member of gang `group`: one core, 1 GiB, and with `gpu` a
+    /// claim from that template.
+    pub(super) fn gang_member(n: u64, group: Arc<str>, gpu: Option<usize>) -> PodSpec {
+        PodSpec {
+            uid: Arc::from(format!("soak-{n}")),
+            milli_cpu: 1000,
+            memory: 1024 * MIB,
+            host_port: None,
+            zone: None,
+            tolerates: false,
+            priority: 0,
+            gpu,
+            group: Some(group),
+        }
+    }
+
+    /// GPUs it claims.
+    pub(super) fn gpus(&self) -> i64 {
+        self.gpu.map_or(0, |t| dra::TEMPLATES[t].count)
     }
 
     /// The pod object, with label values that never repeat.
     pub(super) fn object(&self) -> Pod {
         let uid = &*self.uid;
         let mut b = PodBuilder::new(uid)
+            .namespace(dra::NAMESPACE)
             .uid(uid)
             .cpu(&format!("{}m", self.milli_cpu))
             .memory(&format!("{}Mi", self.memory / MIB))
@@ -88,6 +124,18 @@ impl PodSpec {
         }
         if self.tolerates {
             b = b.toleration(TAINT_KEY, Some(TAINT_VALUE), Some(TaintEffect::NoSchedule));
+        }
+        if let Some(g) = &self.group {
+            b = b.label(GROUP_LABEL, g);
+        }
+        if let Some(t) = self.gpu {
+            b = b.with(|p| {
+                p.spec.resource_claims.push(PodResourceClaim {
+                    name: dra::CLAIM.into(),
+                    resource_claim_name: None,
+                    resource_claim_template_name: Some(dra::TEMPLATES[t].name.into()),
+                });
+            });
         }
         b.build()
     }
@@ -109,9 +157,13 @@ pub(super) enum PodWhere {
 /// The cluster as the soak built it.
 #[derive(Debug, Default)]
 pub(super) struct Model {
-    nodes: Vec<NodeModel>,
+    pub(super) nodes: Vec<NodeModel>,
     by_name: HashMap<String, usize>,
-    pods: HashMap<Arc<str>, (PodSpec, PodWhere, usize)>,
+    pub(super) pods: HashMap<Arc<str>, (PodSpec, PodWhere, usize)>,
+    /// Placed pods whose binding cycle completed.
+    pub(super) bound: HashSet<Arc<str>>,
+    /// Whether nodes publish GPUs (the DRA modes).
+    pub(super) gpus: bool,
     /// Uids, for picking one at random (`pods` holds each one's index here).
     order: Vec<Arc<str>>,
     pending: usize,
@@ -133,6 +185,8 @@ impl Model {
             pods: HashSet::new(),
             ports: HashSet::new(),
             used: Totals::default(),
+            gpus: if self.gpus { dra::gpus_on(index) } else { 0 },
+            product: dra::product_of(index),
         };
         debug_assert_eq!(index, self.nodes.len());
         self.nodes.push(node);
@@ -219,6 +273,28 @@ impl Model {
         self.pods.contains_key(uid)
     }
 
+    /// What the soak asked for pod `uid`.
+    pub(super) fn spec(&self, uid: &str) -> Option<&PodSpec> {
+        self.pods.get(uid).map(|(s, _, _)| s)
+    }
+
+    /// Where pod `uid` is.
+    pub(super) fn place(&self, uid: &str) -> Option<PodWhere> {
+        self.pods.get(uid).map(|(_, w, _)| *w)
+    }
+
+    /// Pod `uid`'s binding cycle completed; false when it is no longer placed (it was
+    /// deleted while its binding ran).
+    pub(super) fn mark_bound(&mut self, uid: &str) -> bool {
+        match self.pods.get(uid) {
+            Some((spec, PodWhere::Placed(_), _)) => {
+                self.bound.insert(spec.uid.clone());
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Every pod and where it is.
     pub(super) fn pods(&self) -> impl Iterator<Item = (&str, PodWhere)> {
         self.pods.iter().map(|(uid, (_, w, _))| (&**uid, *w))
@@ -282,6 +358,10 @@ impl Model {
             Some("not enough memory")
         } else if n.used.pods as i64 + 1 > n.max_pods {
             Some("too many pods")
+        } else if n.used.gpus + spec.gpus() > n.gpus {
+            Some("not enough GPUs")
+        } else if spec.gpu.and_then(|t| dra::TEMPLATES[t].product).is_some_and(|p| p != n.product) {
+            Some("its claim selects another GPU product")
         } else {
             None
         };
@@ -304,6 +384,7 @@ impl Model {
         n.used.milli_cpu += spec.milli_cpu;
         n.used.memory += spec.memory;
         n.used.pods += 1;
+        n.used.gpus += spec.gpus();
     }
 
     /// Pod `uid` leaves its node and is pending again (binding failed, or on its way
@@ -313,6 +394,7 @@ impl Model {
         let PodWhere::Placed(index) = *place else { return };
         *place = PodWhere::Pending;
         self.pending += 1;
+        self.bound.remove(uid);
         let n = &mut self.nodes[index];
         n.pods.remove(&spec.uid);
         if let Some(p) = spec.host_port {
@@ -321,6 +403,7 @@ impl Model {
         n.used.milli_cpu -= spec.milli_cpu;
         n.used.memory -= spec.memory;
         n.used.pods -= 1;
+        n.used.gpus -= spec.gpus();
     }
 
     /// What the model's pods on node `index` request.
@@ -344,6 +427,7 @@ impl Model {
             sum.milli_cpu += spec.milli_cpu;
             sum.memory += spec.memory;
             sum.pods += 1;
+            sum.gpus += spec.gpus();
             if let Some(p) = spec.host_port
                 && !ports.insert(p)
             {
@@ -353,10 +437,10 @@ impl Model {
         if sum != n.used {
             return Err(format!("node {}: running totals {:?}, recomputed {sum:?}", n.name, n.used));
         }
-        if sum.milli_cpu > n.milli_cpu || sum.memory > n.memory || sum.pods as i64 > n.max_pods {
+        if sum.milli_cpu > n.milli_cpu || sum.memory > n.memory || sum.pods as i64 > n.max_pods || sum.gpus > n.gpus {
             return Err(format!(
-                "node {} is over allocatable: requests {sum:?}, allocatable ({} m cpu, {} B, {} pods)",
-                n.name, n.milli_cpu, n.memory, n.max_pods
+                "node {} is over allocatable: requests {sum:?}, allocatable ({} m cpu, {} B, {} pods, {} GPUs)",
+                n.name, n.milli_cpu, n.memory, n.max_pods, n.gpus
             ));
         }
         Ok(())
