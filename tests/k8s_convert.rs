@@ -161,7 +161,8 @@ fn unmodeled_scheduling_fields_are_refused_or_reported() {
 fn bad_values_name_their_field() {
     let mut k8s_pod: api::Pod = serde_norway::from_str(&fixture("k8s/pod-web-pending.yaml")).unwrap();
     let requests = k8s_pod.spec.as_mut().unwrap().containers[0].resources.as_mut().unwrap().requests.as_mut().unwrap();
-    requests.insert("cpu".into(), schedkit::k8s::k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into()));
+    requests
+        .insert("cpu".into(), schedkit::k8s::k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into()));
     match Pod::try_from(&k8s_pod).unwrap_err() {
         ConvertError::FromK8s(ManifestError::Decode { kind, path, .. }) => {
             assert_eq!(kind, "Pod");

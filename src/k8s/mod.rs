@@ -117,7 +117,8 @@ pub fn from_k8s<T: K8sConvert>(obj: &T::K8s, opts: LoadOptions) -> Result<Loaded
 /// Converts a schedkit object to its k8s-openapi type: every modeled field, timestamps
 /// as RFC 3339.
 pub fn to_k8s<T: K8sConvert>(obj: &T) -> Result<T::K8s, ConvertError> {
-    let mut value = serde_json::to_value(obj).map_err(|e| ConvertError::Encode { kind: T::KIND, message: e.to_string() })?;
+    let mut value =
+        serde_json::to_value(obj).map_err(|e| ConvertError::Encode { kind: T::KIND, message: e.to_string() })?;
     if let Some(map) = value.as_object_mut() {
         map.insert("apiVersion".into(), Value::String(<T::K8s as k8s_openapi::Resource>::API_VERSION.to_owned()));
         map.insert("kind".into(), Value::String(<T::K8s as k8s_openapi::Resource>::KIND.to_owned()));
@@ -197,7 +198,13 @@ fn view<'a, R: k8s_openapi::Resource, S: Serialize, St: Serialize>(
     spec: Option<&'a S>,
     status: Option<&'a St>,
 ) -> Result<Value, serde_json::Error> {
-    serde_json::to_value(View { api_version: R::API_VERSION, kind: R::KIND, metadata: MetaView::new(meta), spec, status })
+    serde_json::to_value(View {
+        api_version: R::API_VERSION,
+        kind: R::KIND,
+        metadata: MetaView::new(meta),
+        spec,
+        status,
+    })
 }
 
 impl K8sConvert for Pod {

@@ -72,7 +72,8 @@ impl LeaderElection {
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         let held_by_us = spec.holder_identity.as_deref() == Some(self.identity.as_str());
         if !held_by_us {
-            let duration = spec.lease_duration_seconds.map_or(self.lease_duration, |s| Duration::from_secs(s.max(0) as u64));
+            let duration =
+                spec.lease_duration_seconds.map_or(self.lease_duration, |s| Duration::from_secs(s.max(0) as u64));
             let renewed = spec.renew_time.as_ref().map(|t| t.0);
             let expired = renewed.is_none_or(|t| {
                 let age = Timestamp::now().duration_since(t);
@@ -93,5 +94,56 @@ impl LeaderElection {
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl LeaderElection {
+    /// From a configuration file's `leaderElection` (defaulted: see
+    /// [`KubeSchedulerConfiguration::defaulted`](crate::config::KubeSchedulerConfiguration::defaulted)),
+    /// as `identity`; `None` when `leaderElect` is false. Unset durations and names
+    /// take kube-scheduler's defaults.
+    pub fn from_config(c: &crate::config::LeaderElectionConfiguration, identity: &str) -> Result<Option<Self>, String> {
+        if c.leader_elect == Some(false) {
+            return Ok(None);
+        }
+        let or = |s: &str, d: &str| if s.is_empty() { d.to_owned() } else { s.to_owned() };
+        let mut le = LeaderElection::new(
+            &or(&c.resource_namespace, "kube-system"),
+            &or(&c.resource_name, "kube-scheduler"),
+            identity,
+        );
+        let duration = |field: &str, text: &str, default: Duration| -> Result<Duration, String> {
+            if text.is_empty() {
+                return Ok(default);
+            }
+            let nanos = crate::selector::parse_go_duration(text).map_err(|e| format!("leaderElection.{field}: {e}"))?;
+            u64::try_from(nanos)
+                .map(Duration::from_nanos)
+                .map_err(|_| format!("leaderElection.{field}: {text:?} is negative"))
+        };
+        le.lease_duration = duration("leaseDuration", &c.lease_duration, le.lease_duration)?;
+        le.renew_deadline = duration("renewDeadline", &c.renew_deadline, le.renew_deadline)?;
+        le.retry_period = duration("retryPeriod", &c.retry_period, le.retry_period)?;
+        Ok(Some(le))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_config_reads_kube_scheduler_defaults_and_durations() {
+        let mut c = crate::config::LeaderElectionConfiguration::default();
+        let le = LeaderElection::from_config(&c, "me").unwrap().unwrap();
+        assert_eq!(le, LeaderElection::new("kube-system", "kube-scheduler", "me"));
+        c.lease_duration = "1m30s".into();
+        c.resource_name = "schedkit".into();
+        let le = LeaderElection::from_config(&c, "me").unwrap().unwrap();
+        assert_eq!((le.name.as_str(), le.lease_duration), ("schedkit", Duration::from_secs(90)));
+        c.retry_period = "soon".into();
+        assert!(LeaderElection::from_config(&c, "me").unwrap_err().starts_with("leaderElection.retryPeriod:"));
+        c.leader_elect = Some(false);
+        assert_eq!(LeaderElection::from_config(&c, "me"), Ok(None));
     }
 }

@@ -249,7 +249,8 @@ fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::sched
         AttemptOutcome::Failed { error, .. } => {
             stats.failed += 1;
             let unschedulable = matches!(error, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
-            let nominated = scheduler.handle().preemption().nominator().nominated_node(&a.pod.uid).map(|s| s.to_string());
+            let nominated =
+                scheduler.handle().preemption().nominator().nominated_node(&a.pod.uid).map(|s| s.to_string());
             reporting.failed(pod, unschedulable, &error.to_string(), nominated);
         }
         AttemptOutcome::BindFailed { error, .. } => {

@@ -55,7 +55,12 @@ impl Binder for KubeBinder {
         });
         let api = pods(&self.client, &m.namespace);
         self.rt
-            .block_on(api.create_subresource::<_, serde_json::Value>("binding", &m.name, &PostParams::default(), &binding))
+            .block_on(api.create_subresource::<_, serde_json::Value>(
+                "binding",
+                &m.name,
+                &PostParams::default(),
+                &binding,
+            ))
             .map(drop)
             .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
     }
@@ -89,9 +94,10 @@ impl Evictor for KubeEvictor {
     fn evict(&self, preemptor: &PodInfo, node: &str, victim: &PodInfo) -> Result<(), String> {
         let m = &victim.pod.metadata;
         let api = pods(&self.client, &m.namespace);
-        self.rt.block_on(api.evict(&m.name, &EvictParams::default())).map(drop).map_err(|e| {
-            format!("evicting {} from {node} for {}: {e}", victim.pod.key(), preemptor.pod.key())
-        })
+        self.rt
+            .block_on(api.evict(&m.name, &EvictParams::default()))
+            .map(drop)
+            .map_err(|e| format!("evicting {} from {node} for {}: {e}", victim.pod.key(), preemptor.pod.key()))
     }
 }
 
@@ -123,7 +129,8 @@ impl Reporting {
     }
 
     fn event(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, note: String) {
-        let ev = Event { type_, reason: reason.to_owned(), note: Some(note), action: action.to_owned(), secondary: None };
+        let ev =
+            Event { type_, reason: reason.to_owned(), note: Some(note), action: action.to_owned(), secondary: None };
         let recorder = self.recorder.clone();
         let obj = reference(pod);
         self.rt.spawn(async move {
