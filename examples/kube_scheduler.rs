@@ -29,7 +29,7 @@ struct Args {
 }
 
 fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
-    let mut args = Args::default();
+    let mut parsed = Args::default();
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -37,9 +37,9 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
             None => (a.clone(), None),
         };
         let slot = match flag.as_str() {
-            "--kubeconfig" => &mut args.kubeconfig,
-            "--config" => &mut args.config,
-            "--scheduler-name" => &mut args.scheduler_name,
+            "--kubeconfig" => &mut parsed.kubeconfig,
+            "--config" => &mut parsed.config,
+            "--scheduler-name" => &mut parsed.scheduler_name,
             _ => return Err(format!("unknown argument {a:?} (expected --kubeconfig, --config, --scheduler-name)")),
         };
         let value = match inline {
@@ -48,15 +48,17 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
         };
         *slot = Some(value);
     }
-    Ok(args)
+    Ok(parsed)
 }
 
 /// Log lines to stderr at info level and above (`RUST_LOG=debug` for more).
-struct StderrLogger(log::LevelFilter);
+struct StderrLogger;
+
+static LOGGER: StderrLogger = StderrLogger;
 
 impl log::Log for StderrLogger {
     fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= self.0
+        m.level() <= log::max_level()
     }
     fn log(&self, r: &log::Record<'_>) {
         if self.enabled(r.metadata()) {
@@ -73,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok("warn") => log::LevelFilter::Warn,
         _ => log::LevelFilter::Info,
     };
-    log::set_boxed_logger(Box::new(StderrLogger(level))).map(|()| log::set_max_level(level))?;
+    log::set_logger(&LOGGER).map(|()| log::set_max_level(level))?;
 
     // An invalid file fails here, with the field path.
     let mut file = match &args.config {
