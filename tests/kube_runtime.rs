@@ -90,13 +90,18 @@ fn full(status: u16, body: &Value) -> http::Response<Body> {
 /// A watch: these events (one JSON object a line), after `delay`, then nothing more
 /// (the connection stays open, as an idle watch does).
 fn watch(events: Vec<Value>, delay: Duration) -> http::Response<Body> {
-    let lines = futures::stream::iter(events).map(|e| {
-        let mut line = serde_json::to_vec(&e).unwrap();
-        line.push(b'\n');
-        Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(line)))
-    });
-    let stream =
-        futures::stream::once(tokio::time::sleep(delay)).flat_map(move |()| lines).chain(futures::stream::pending());
+    let frames: Vec<Result<http_body::Frame<Bytes>, Infallible>> = events
+        .iter()
+        .map(|e| {
+            let mut line = serde_json::to_vec(e).unwrap();
+            line.push(b'\n');
+            Ok(http_body::Frame::data(Bytes::from(line)))
+        })
+        .collect();
+    let mut frames = Some(frames);
+    let stream = futures::stream::once(tokio::time::sleep(delay))
+        .flat_map(move |()| futures::stream::iter(frames.take().unwrap_or_default()))
+        .chain(futures::stream::pending());
     http::Response::builder().status(200).body(StreamBody::new(stream.boxed()).boxed_unsync()).unwrap()
 }
 
@@ -200,7 +205,9 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
         let st = svc_state.clone();
         async move { Ok::<_, Infallible>(serve(st, req).await) }
     });
+    let run_state = state.clone();
     let stats = rt.block_on(async move {
+        let state = run_state;
         let client = kube::Client::new(service, "default");
         let namespaces = NamespaceLabels::default();
         let registry = schedkit::kube::registry(&client, &namespaces).unwrap();
