@@ -80,6 +80,12 @@ pub mod config;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
 pub mod framework;
+/// Conversions to and from k8s-openapi's types (feature `k8s-openapi`).
+#[cfg(feature = "k8s-openapi")]
+pub mod k8s;
+/// The kube-rs scheduler runtime (feature `kube`).
+#[cfg(feature = "kube")]
+pub mod kube;
 /// Kubernetes objects as `kubectl get -o yaml` prints them: version checks and conversion, API defaulting, unread fields reported.
 pub mod manifest;
 #[cfg(feature = "metrics")]

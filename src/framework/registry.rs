@@ -179,6 +179,15 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds a factory or replaces the one registered under `name` (e.g. DefaultBinder
+    /// with one that binds through an API server).
+    pub fn replace<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(Option<&serde_json::Value>, &Handle) -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static,
+    {
+        self.factories.insert(name.to_owned(), Arc::new(factory));
+    }
+
     /// Registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.factories.keys().map(String::as_str).collect();

@@ -1,0 +1,286 @@
+//! The kube-rs scheduler runtime (feature `kube`): watches feed the scheduler's cache
+//! and queue, the synchronous scheduling loop runs on a blocking thread, pods are
+//! bound through pods/binding, failures are reported as kube-scheduler reports them.
+//!
+//! - **Watches**: nodes; all non-terminal pods (`status.phase!=Succeeded,
+//!   status.phase!=Failed`, upstream's pod informer selector) — assigned pods into the
+//!   cache, unassigned pods whose `schedulerName` one of the scheduler's profiles
+//!   serves into the queue; namespaces (labels for `namespaceSelector`, when
+//!   [`RunOptions::namespaces`] is set); PodDisruptionBudgets for preemption.
+//!   PriorityClasses are not watched: admission has already resolved a pod's
+//!   `spec.priority`, and kube-scheduler does not watch them either. A failed or
+//!   expired watch (410 Gone) re-lists with backoff; objects missing from the new list
+//!   are deleted. A malformed object is logged with its name and skipped.
+//! - **Binding**: [`KubeBinder`] (put in the profile by [`registry`]) posts a
+//!   Binding; a conflict or not-found fails the binding cycle, so the pod is
+//!   unreserved, forgotten by the cache and requeued.
+//! - **Failures**: a PodScheduled=False condition (reason `Unschedulable` or
+//!   `SchedulerError`, message the FitError's text) with `status.nominatedNodeName`
+//!   when preemption nominated a node, and a FailedScheduling Event; a binding gets a
+//!   Scheduled Event.
+//! - **Preemption**: victims go through the Eviction API ([`KubeEvictor`]).
+//! - **Leader election** on a Lease ([`LeaderElection`]); **graceful shutdown** with
+//!   [`Shutdown`]: the loop finishes its attempt, the watches stop, `run` returns.
+//!
+//! Not yet: watches of DRA objects and a `ClaimStatusWriter` over the API (so the
+//! DynamicResources plugin is not fed by this runtime), and binding on a task of its
+//! own (bindings are made one at a time on the scheduling thread).
+
+mod lease;
+mod watch;
+mod writer;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
+use kube::Api;
+use kube::runtime::watcher;
+use tokio::sync::Notify;
+
+pub use lease::LeaderElection;
+pub use writer::{KubeBinder, KubeEvictor};
+
+use crate::framework::Registry;
+use crate::manifest::LoadOptions;
+use crate::plugins::default_binder::DefaultBinder;
+use crate::plugins::inter_pod_affinity::{InterPodAffinity, NamespaceLabels};
+use crate::plugins::names;
+use crate::scheduler::{AttemptOutcome, ScheduleError, Scheduler};
+
+/// Stops a running [`run`]; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Shutdown(Arc<(AtomicBool, Notify)>);
+
+impl Shutdown {
+    /// A handle not yet triggered.
+    pub fn new() -> Self {
+        Shutdown::default()
+    }
+    /// Asks the runtime to stop after the attempt in progress.
+    pub fn trigger(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+    /// Whether [`Shutdown::trigger`] was called.
+    pub fn is_triggered(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+    async fn wait(&self) {
+        let notified = self.0.1.notified();
+        if !self.is_triggered() {
+            notified.await;
+        }
+    }
+}
+
+/// How [`run`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// How objects are converted: by default unmodeled scheduling fields are logged at
+    /// debug level and the object is used; `strict` skips such objects.
+    pub load: LoadOptions,
+    /// Where to write namespace labels (give the same value to [`registry`]); `None`
+    /// does not watch namespaces.
+    pub namespaces: Option<NamespaceLabels>,
+    /// Elect a leader before scheduling; `None` schedules at once.
+    pub leader_election: Option<LeaderElection>,
+    /// Stops the runtime when triggered.
+    pub shutdown: Shutdown,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Pods bound.
+    pub bound: usize,
+    /// Scheduling attempts that failed (the pod was requeued).
+    pub failed: usize,
+    /// Binding cycles that failed (conflict, not found, Permit rejection).
+    pub bind_failed: usize,
+}
+
+/// Why the runtime stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Not called inside a tokio runtime.
+    #[error("schedkit::kube needs a tokio runtime")]
+    NoRuntime,
+    /// The lease could not be renewed within the renew deadline.
+    #[error("lost the leader lease {0}")]
+    LostLease(String),
+    /// The scheduling thread panicked.
+    #[error("the scheduling thread stopped: {0}")]
+    SchedulingThread(String),
+}
+
+/// kube-scheduler's default plugins with DefaultBinder binding through `client` and
+/// InterPodAffinity reading `namespaces` (fill it with [`RunOptions::namespaces`]).
+/// Must be called inside a tokio runtime.
+pub fn registry(client: &kube::Client, namespaces: &NamespaceLabels) -> Result<Registry, RunError> {
+    let rt = tokio::runtime::Handle::try_current().map_err(|_| RunError::NoRuntime)?;
+    let mut r = crate::plugins::default_registry();
+    let binder = KubeBinder::new(client.clone(), rt);
+    r.replace(names::DEFAULT_BINDER, move |_, _| {
+        Ok(Arc::new(DefaultBinder::new(binder.clone())) as Arc<dyn crate::framework::Plugin>)
+    });
+    r.replace(names::INTER_POD_AFFINITY, InterPodAffinity::factory_with(namespaces.clone()));
+    Ok(r)
+}
+
+/// Runs `scheduler` against the API server behind `client` until
+/// [`RunOptions::shutdown`] is triggered (or the leader lease is lost). The scheduler
+/// should come from [`registry`] (or otherwise bind through [`KubeBinder`]).
+pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOptions) -> Result<RunStats, RunError> {
+    let rt = tokio::runtime::Handle::try_current().map_err(|_| RunError::NoRuntime)?;
+    let shutdown = options.shutdown.clone();
+    let lost = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    if let Some(le) = &options.leader_election {
+        let lease = format!("{}/{}", le.namespace, le.name);
+        loop {
+            match le.try_acquire_or_renew(&client).await {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(source) => log::warn!("leader election on lease {lease}: {source}"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(le.retry_period) => {}
+                () = shutdown.wait() => return Ok(RunStats::default()),
+            }
+        }
+        log::info!("leading on lease {lease} as {}", le.identity);
+        tasks.push(tokio::spawn(renew(client.clone(), le.clone(), shutdown.clone(), lost.clone())));
+    }
+
+    scheduler.handle().preemption().set_evictor(Arc::new(KubeEvictor::new(client.clone(), rt.clone())));
+    let kick = Arc::new(Notify::new());
+    let events = scheduler.events();
+    let scheduler_names: Vec<String> = scheduler.profiles().iter().map(|p| p.name().to_owned()).collect();
+    let reporting =
+        writer::Reporting::new(client.clone(), scheduler_names.first().map_or("schedkit", String::as_str), rt.clone());
+
+    tasks.push(tokio::spawn(watch::drive(
+        Api::<core::Node>::all(client.clone()),
+        watcher::Config::default(),
+        watch::Nodes { events: events.clone(), load: options.load },
+        kick.clone(),
+    )));
+    tasks.push(tokio::spawn(watch::drive(
+        Api::<core::Pod>::all(client.clone()),
+        watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed"),
+        watch::Pods { events: events.clone(), load: options.load, scheduler_names },
+        kick.clone(),
+    )));
+    if let Some(ns) = &options.namespaces {
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<core::Namespace>::all(client.clone()),
+            watcher::Config::default(),
+            watch::Namespaces { labels: ns.clone() },
+            kick.clone(),
+        )));
+    }
+    tasks.push(tokio::spawn(watch::drive(
+        Api::<policy::PodDisruptionBudget>::all(client.clone()),
+        watcher::Config::default(),
+        watch::Budgets { handle: scheduler.handle().clone(), all: std::collections::BTreeMap::new() },
+        kick.clone(),
+    )));
+
+    let stop = shutdown.clone();
+    let lost_flag = lost.clone();
+    let loop_kick = kick.clone();
+    let waker = tokio::spawn({
+        let (stop, kick) = (shutdown.clone(), kick.clone());
+        async move {
+            stop.wait().await;
+            kick.notify_one();
+        }
+    });
+    let joined = tokio::task::spawn_blocking(move || {
+        let mut stats = RunStats::default();
+        while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
+            let mut attempts = Vec::new();
+            if let Some(a) = scheduler.schedule_next() {
+                attempts.push(a);
+            }
+            attempts.extend(scheduler.resume_waiting());
+            if attempts.is_empty() {
+                let wait = scheduler.next_wakeup().unwrap_or(IDLE).min(IDLE);
+                rt.block_on(async {
+                    let _ = tokio::time::timeout(wait, loop_kick.notified()).await;
+                });
+                continue;
+            }
+            for a in attempts {
+                report(&scheduler, &reporting, &a, &mut stats);
+            }
+        }
+        stats
+    })
+    .await;
+    waker.abort();
+    for t in tasks {
+        t.abort();
+    }
+    let stats = joined.map_err(|e| RunError::SchedulingThread(e.to_string()))?;
+    if lost.load(Ordering::SeqCst)
+        && let Some(le) = &options.leader_election
+    {
+        return Err(RunError::LostLease(format!("{}/{}", le.namespace, le.name)));
+    }
+    Ok(stats)
+}
+
+/// The longest the loop sleeps without an event: backoff expiries and Permit
+/// timeouts are re-checked at least this often.
+const IDLE: Duration = Duration::from_millis(200);
+
+fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &mut RunStats) {
+    let pod = &a.pod.pod;
+    match &a.outcome {
+        AttemptOutcome::Bound(node) => {
+            stats.bound += 1;
+            reporting.bound(pod, node);
+        }
+        AttemptOutcome::Failed { error, .. } => {
+            stats.failed += 1;
+            let unschedulable = matches!(error, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
+            let nominated =
+                scheduler.handle().preemption().nominator().nominated_node(&a.pod.uid).map(|s| s.to_string());
+            reporting.failed(pod, unschedulable, &error.to_string(), nominated);
+        }
+        AttemptOutcome::BindFailed { error, .. } => {
+            stats.bind_failed += 1;
+            reporting.failed(pod, false, &error.to_string(), None);
+        }
+        _ => {}
+    }
+}
+
+/// Renews the lease every retry period; sets `lost` and triggers nothing else when a
+/// renewal has not succeeded within the renew deadline.
+async fn renew(client: kube::Client, le: LeaderElection, shutdown: Shutdown, lost: Arc<AtomicBool>) {
+    let mut last_ok = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(le.retry_period) => {}
+            () = shutdown.wait() => return,
+        }
+        match le.try_acquire_or_renew(&client).await {
+            Ok(true) => last_ok = tokio::time::Instant::now(),
+            Ok(false) => {
+                lost.store(true, Ordering::SeqCst);
+                return;
+            }
+            Err(e) => log::warn!("renewing lease {}/{}: {e}", le.namespace, le.name),
+        }
+        if last_ok.elapsed() > le.renew_deadline {
+            lost.store(true, Ordering::SeqCst);
+            return;
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Watches feeding the scheduler: every object converted with [`crate::k8s`] and handed
+//! to [`SchedulerEvents`] as an add, update or delete. A watch that fails or expires
+//! (410 Gone) re-lists; objects missing from the new list are deleted, as an informer
+//! does. A malformed object is logged with its name and skipped.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::Notify;
+
+use crate::k8s;
+use crate::manifest::LoadOptions;
+use crate::model::{Node, Pod, PodDisruptionBudget};
+use crate::plugins::inter_pod_affinity::NamespaceLabels;
+use crate::scheduler::SchedulerEvents;
+
+/// What a watch does with its objects.
+pub(super) trait Sink<K>: Send {
+    /// The key an object is tracked by (pods: uid; others: namespace/name).
+    fn key(obj: &K) -> String;
+    /// Adds (`known` false) or updates an object; returns whether it is now tracked.
+    fn upsert(&mut self, obj: &K, known: bool) -> bool;
+    /// Deletes a tracked object.
+    fn remove(&mut self, key: &str);
+}
+
+fn meta_key(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    match &m.namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
+        _ => m.name.clone().unwrap_or_default(),
+    }
+}
+
+/// Drives one watch until its stream ends (never, unless the task is aborted).
+pub(super) async fn drive<K, S>(api: Api<K>, cfg: watcher::Config, mut sink: S, kick: Arc<Notify>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    S: Sink<K>,
+{
+    let mut known: HashSet<String> = HashSet::new();
+    let mut seen: Option<HashSet<String>> = None;
+    let stream = watcher::watcher(api, cfg).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
+            Ok(Event::Init) => seen = Some(HashSet::new()),
+            Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
+                let key = S::key(&obj);
+                if let Some(s) = &mut seen {
+                    s.insert(key.clone());
+                }
+                let was = known.contains(&key);
+                if sink.upsert(&obj, was) {
+                    known.insert(key);
+                } else if was {
+                    sink.remove(&key);
+                    known.remove(&key);
+                }
+            }
+            Ok(Event::Delete(obj)) => {
+                let key = S::key(&obj);
+                if known.remove(&key) {
+                    sink.remove(&key);
+                }
+            }
+            Ok(Event::InitDone) => {
+                if let Some(s) = seen.take() {
+                    let gone: Vec<String> = known.difference(&s).cloned().collect();
+                    for key in gone {
+                        sink.remove(&key);
+                        known.remove(&key);
+                    }
+                }
+            }
+        }
+        kick.notify_one();
+    }
+}
+
+/// Nodes into the cache.
+pub(super) struct Nodes {
+    pub(super) events: SchedulerEvents,
+    pub(super) load: LoadOptions,
+}
+
+impl Sink<core::Node> for Nodes {
+    fn key(obj: &core::Node) -> String {
+        meta_key(&obj.metadata)
+    }
+    fn upsert(&mut self, obj: &core::Node, known: bool) -> bool {
+        let node = match k8s::from_k8s::<Node>(obj, self.load) {
+            Ok(l) => l.object,
+            Err(e) => {
+                log::warn!("node {}: skipped: {e}", meta_key(&obj.metadata));
+                return false;
+            }
+        };
+        let res = if known { self.events.update_node(node) } else { self.events.add_node(node) };
+        res.map_err(|e| log::warn!("node {}: {e}", meta_key(&obj.metadata))).is_ok()
+    }
+    fn remove(&mut self, key: &str) {
+        if let Err(e) = self.events.remove_node(key) {
+            log::warn!("node {key}: {e}");
+        }
+    }
+}
+
+/// Pods: every assigned pod into the cache; unassigned pods that a profile of this
+/// scheduler serves into the queue (upstream's two pod informer handlers in
+/// `eventhandlers.go`, over one watch).
+pub(super) struct Pods {
+    pub(super) events: SchedulerEvents,
+    pub(super) load: LoadOptions,
+    pub(super) scheduler_names: Vec<String>,
+}
+
+impl Sink<core::Pod> for Pods {
+    fn key(obj: &core::Pod) -> String {
+        obj.metadata.uid.clone().unwrap_or_else(|| meta_key(&obj.metadata))
+    }
+    fn upsert(&mut self, obj: &core::Pod, known: bool) -> bool {
+        let pod = match k8s::from_k8s::<Pod>(obj, self.load) {
+            Ok(l) => l.object,
+            Err(e) => {
+                log::warn!("pod {}: skipped: {e}", meta_key(&obj.metadata));
+                return false;
+            }
+        };
+        if pod.spec.node_name.is_empty() {
+            let name = if pod.spec.scheduler_name.is_empty() {
+                crate::framework::DEFAULT_SCHEDULER_NAME
+            } else {
+                pod.spec.scheduler_name.as_str()
+            };
+            if !self.scheduler_names.iter().any(|n| n == name) {
+                return false;
+            }
+        }
+        let res = if known { self.events.update_pod(pod) } else { self.events.add_pod(pod) };
+        res.map_err(|e| log::warn!("pod {}: {e}", meta_key(&obj.metadata))).is_ok()
+    }
+    fn remove(&mut self, key: &str) {
+        if let Err(e) = self.events.delete_pod(key) {
+            log::debug!("pod {key}: {e}");
+        }
+    }
+}
+
+/// Namespace labels for `namespaceSelector` (InterPodAffinity).
+pub(super) struct Namespaces {
+    pub(super) labels: NamespaceLabels,
+}
+
+impl Sink<core::Namespace> for Namespaces {
+    fn key(obj: &core::Namespace) -> String {
+        meta_key(&obj.metadata)
+    }
+    fn upsert(&mut self, obj: &core::Namespace, _known: bool) -> bool {
+        match k8s::from_k8s::<crate::model::Namespace>(obj, LoadOptions::default()) {
+            Ok(l) => {
+                self.labels.set(&l.object.metadata.name, l.object.metadata.labels);
+                true
+            }
+            Err(e) => {
+                log::warn!("namespace {}: skipped: {e}", meta_key(&obj.metadata));
+                false
+            }
+        }
+    }
+    fn remove(&mut self, key: &str) {
+        self.labels.remove(key);
+    }
+}
+
+/// PodDisruptionBudgets for preemption: the whole set is handed over on each change.
+pub(super) struct Budgets {
+    pub(super) handle: crate::framework::Handle,
+    pub(super) all: BTreeMap<String, PodDisruptionBudget>,
+}
+
+impl Budgets {
+    fn publish(&self) {
+        if let Err(e) = self.handle.preemption().set_pod_disruption_budgets(self.all.values().cloned().collect()) {
+            log::warn!("PodDisruptionBudgets: {e}");
+        }
+    }
+}
+
+impl Sink<policy::PodDisruptionBudget> for Budgets {
+    fn key(obj: &policy::PodDisruptionBudget) -> String {
+        meta_key(&obj.metadata)
+    }
+    fn upsert(&mut self, obj: &policy::PodDisruptionBudget, _known: bool) -> bool {
+        let key = meta_key(&obj.metadata);
+        let pdb = match k8s::from_k8s::<PodDisruptionBudget>(obj, LoadOptions::default()) {
+            Ok(l) if l.object.validate().is_ok() => l.object,
+            Ok(l) => {
+                log::warn!("PodDisruptionBudget {key}: skipped: {}", l.object.validate().unwrap_err());
+                return false;
+            }
+            Err(e) => {
+                log::warn!("PodDisruptionBudget {key}: skipped: {e}");
+                return false;
+            }
+        };
+        self.all.insert(key, pdb);
+        self.publish();
+        true
+    }
+    fn remove(&mut self, key: &str) {
+        self.all.remove(key);
+        self.publish();
+    }
+}

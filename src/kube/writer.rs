@@ -1,0 +1,175 @@
+//! What the runtime writes to the API server: bindings (pods/binding), evictions
+//! (pods/eviction), the PodScheduled condition and `status.nominatedNodeName`, and
+//! Events, as kube-scheduler writes them.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
+
+use crate::framework::Evictor;
+use crate::model::Pod;
+use crate::plugins::default_binder::Binder;
+use crate::snapshot::PodInfo;
+
+/// Binds through the pods/binding subresource (upstream `DefaultBinder.Bind`,
+/// `pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`). Runs on the
+/// scheduling thread and blocks it until the API server answers; a conflict or a
+/// missing pod is an `Err`, so the binding cycle unreserves the pod, the cache forgets
+/// it and the queue retries it (a deleted pod then leaves with its watch event).
+#[derive(Clone)]
+pub struct KubeBinder {
+    client: kube::Client,
+    rt: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for KubeBinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeBinder").finish_non_exhaustive()
+    }
+}
+
+impl KubeBinder {
+    /// Binds with `client` on the runtime `rt` (call from a thread that is not one of
+    /// `rt`'s async workers, as the runtime's scheduling thread is not).
+    pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> Self {
+        KubeBinder { client, rt }
+    }
+}
+
+/// The pods API of a pod's namespace (`default` when empty).
+fn pods(client: &kube::Client, namespace: &str) -> Api<K8sPod> {
+    Api::namespaced(client.clone(), if namespace.is_empty() { "default" } else { namespace })
+}
+
+impl Binder for KubeBinder {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let m = &pod.metadata;
+        let binding = json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": m.name, "namespace": m.namespace, "uid": m.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        let api = pods(&self.client, &m.namespace);
+        self.rt
+            .block_on(api.create_subresource::<_, serde_json::Value>(
+                "binding",
+                &m.name,
+                &PostParams::default(),
+                &binding,
+            ))
+            .map(drop)
+            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
+    }
+}
+
+/// Evicts preemption victims through the Eviction API (pods/eviction), which honours
+/// PodDisruptionBudgets on the API server's side. (Upstream kube-scheduler deletes
+/// victims after adding a DisruptionTarget condition instead, so it may exceed a
+/// budget as a last resort; with this evictor the API server refuses such an eviction
+/// with 429 and preemption is retried.)
+#[derive(Clone)]
+pub struct KubeEvictor {
+    client: kube::Client,
+    rt: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for KubeEvictor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeEvictor").finish_non_exhaustive()
+    }
+}
+
+impl KubeEvictor {
+    /// Evicts with `client` on the runtime `rt`.
+    pub fn new(client: kube::Client, rt: tokio::runtime::Handle) -> Self {
+        KubeEvictor { client, rt }
+    }
+}
+
+impl Evictor for KubeEvictor {
+    fn evict(&self, preemptor: &PodInfo, node: &str, victim: &PodInfo) -> Result<(), String> {
+        let m = &victim.pod.metadata;
+        let api = pods(&self.client, &m.namespace);
+        self.rt
+            .block_on(api.evict(&m.name, &EvictParams::default()))
+            .map(drop)
+            .map_err(|e| format!("evicting {} from {node} for {}: {e}", victim.pod.key(), preemptor.pod.key()))
+    }
+}
+
+/// Reports outcomes: the condition, the nomination and Events. Each write is spawned
+/// on the async runtime so the scheduling thread never waits for it.
+#[derive(Clone)]
+pub(super) struct Reporting {
+    client: kube::Client,
+    recorder: Arc<Recorder>,
+    rt: tokio::runtime::Handle,
+}
+
+fn reference(pod: &Pod) -> ObjectReference {
+    let m = &pod.metadata;
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(m.name.clone()),
+        namespace: Some(if m.namespace.is_empty() { "default".into() } else { m.namespace.clone() }),
+        uid: (!m.uid.is_empty()).then(|| m.uid.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+impl Reporting {
+    pub(super) fn new(client: kube::Client, scheduler_name: &str, rt: tokio::runtime::Handle) -> Self {
+        let reporter = Reporter { controller: scheduler_name.to_owned(), instance: None };
+        Reporting { recorder: Arc::new(Recorder::new(client.clone(), reporter)), client, rt }
+    }
+
+    fn event(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, note: String) {
+        let ev =
+            Event { type_, reason: reason.to_owned(), note: Some(note), action: action.to_owned(), secondary: None };
+        let recorder = self.recorder.clone();
+        let obj = reference(pod);
+        self.rt.spawn(async move {
+            if let Err(e) = recorder.publish(&ev, &obj).await {
+                log::warn!("event {} for pod {}: {e}", ev.reason, obj.name.unwrap_or_default());
+            }
+        });
+    }
+
+    /// `Successfully assigned <namespace>/<name> to <node>` (upstream
+    /// `schedule_one.go`, `finishSchedulingCycle`'s Scheduled event).
+    pub(super) fn bound(&self, pod: &Pod, node: &str) {
+        let ns = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
+        let text = format!("Successfully assigned {ns}/{} to {node}", pod.metadata.name);
+        self.event(pod, EventType::Normal, "Scheduled", "Binding", text);
+    }
+
+    /// A failed attempt (upstream `handleSchedulingFailure`): a FailedScheduling
+    /// warning with the message, and a status patch setting PodScheduled=False with
+    /// reason `Unschedulable` (no node fits) or `SchedulerError`, plus
+    /// `nominatedNodeName` when preemption nominated a node.
+    pub(super) fn failed(&self, pod: &Pod, unschedulable: bool, message: &str, nominated: Option<String>) {
+        self.event(pod, EventType::Warning, "FailedScheduling", "Scheduling", message.to_owned());
+        let reason = if unschedulable { "Unschedulable" } else { "SchedulerError" };
+        let mut status = json!({
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                            "lastProbeTime": null,
+                            "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string()}],
+        });
+        if let Some(node) = nominated {
+            status["nominatedNodeName"] = json!(node);
+        }
+        let api = pods(&self.client, &pod.metadata.namespace);
+        let name = pod.metadata.name.clone();
+        self.rt.spawn(async move {
+            let patch = Patch::Strategic(json!({ "status": status }));
+            if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
+                log::warn!("status of pod {name}: {e}");
+            }
+        });
+    }
+}

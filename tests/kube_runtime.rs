@@ -1,0 +1,279 @@
+//! `schedkit::kube::run` against a fake API server on a mock transport (no cluster):
+//! the kube client talks to a tower service that answers with the API server's JSON
+//! for list, watch (ADDED events, an `ERROR` 410 Expired event), pods/binding (a 409
+//! Conflict, then 201), status patches and events.k8s.io Events, and records every
+//! request. Checked: the loop binds, retries a conflicted binding, reports a pod that
+//! fits nowhere (PodScheduled=False with the FitError message, a FailedScheduling
+//! Event), re-lists after 410 and schedules onto a node only the new list has, skips
+//! a malformed pod, and stops on shutdown.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{BodyExt, StreamBody, combinators::UnsyncBoxBody};
+use parking_lot::Mutex;
+use schedkit::framework::{Handle, ProfileConfig};
+use schedkit::kube::{RunOptions, Shutdown};
+use schedkit::plugins::default_profile_config;
+use schedkit::plugins::inter_pod_affinity::NamespaceLabels;
+use schedkit::scheduler::Scheduler;
+use serde_json::{Value, json};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// What the fake API server saw and how it answers.
+#[derive(Default)]
+struct ApiServer {
+    /// `METHOD path?query` of every request.
+    requests: Vec<String>,
+    /// `(pod, node)` of each binding accepted.
+    bindings: Vec<(String, String)>,
+    /// Binding attempts refused with 409.
+    conflicts: usize,
+    /// Status patches: `(pod, patch body)`.
+    status_patches: Vec<(String, Value)>,
+    /// events.k8s.io Events: `(reason, note)`.
+    events: Vec<(String, String)>,
+    /// Node lists served.
+    node_lists: usize,
+}
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "90",
+                     "creationTimestamp": "2025-03-01T09:00:00Z",
+                     "labels": {"kubernetes.io/hostname": name},
+                     "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1"}]},
+        "spec": {"podCIDR": "10.244.1.0/24"},
+        "status": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+                   "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "lastHeartbeatTime": "2025-03-01T09:00:00Z",
+                                   "lastTransitionTime": "2025-03-01T09:00:00Z"}],
+                   "nodeInfo": {"kubeletVersion": "v1.36.0", "architecture": "amd64"}}
+    })
+}
+
+fn pod(name: &str, cpu: &str, node: &str, created: &str) -> Value {
+    let mut spec = json!({
+        "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}],
+        "schedulerName": "schedkit", "priority": 0,
+        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+    });
+    if !node.is_empty() {
+        spec["nodeName"] = json!(node);
+    }
+    json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "resourceVersion": "95",
+                     "creationTimestamp": created},
+        "spec": spec,
+        "status": {"phase": if node.is_empty() { "Pending" } else { "Running" }, "qosClass": "Burstable"}
+    })
+}
+
+fn list(kind: &str, api_version: &str, rv: &str, items: Vec<Value>) -> Value {
+    json!({"kind": format!("{kind}List"), "apiVersion": api_version, "metadata": {"resourceVersion": rv}, "items": items})
+}
+
+fn full(status: u16, body: &Value) -> http::Response<Body> {
+    let bytes = Bytes::from(serde_json::to_vec(body).unwrap());
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes).map_err(|e| match e {}).boxed_unsync())
+        .unwrap()
+}
+
+/// A watch: these events (one JSON object a line), after `delay`, then nothing more
+/// (the connection stays open, as an idle watch does).
+fn watch(events: Vec<Value>, delay: Duration) -> http::Response<Body> {
+    let frames: Vec<Result<http_body::Frame<Bytes>, Infallible>> = events
+        .iter()
+        .map(|e| {
+            let mut line = serde_json::to_vec(e).unwrap();
+            line.push(b'\n');
+            Ok(http_body::Frame::data(Bytes::from(line)))
+        })
+        .collect();
+    let mut frames = Some(frames);
+    let stream = futures::stream::once(tokio::time::sleep(delay))
+        .flat_map(move |()| futures::stream::iter(frames.take().unwrap_or_default()))
+        .chain(futures::stream::pending());
+    http::Response::builder().status(200).body(StreamBody::new(stream.boxed()).boxed_unsync()).unwrap()
+}
+
+fn status_failure(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": message, "reason": reason, "code": code})
+}
+
+async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Body>) -> http::Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let is_watch = query.contains("watch=true");
+    state.lock().requests.push(format!("{method} {path}?{query}"));
+    let body: Value = {
+        let bytes = req.into_body().collect().await.unwrap().to_bytes();
+        if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() }
+    };
+    match (method.as_str(), path.as_str()) {
+        ("GET", "/api/v1/nodes") if !is_watch => {
+            let n = {
+                let mut s = state.lock();
+                s.node_lists += 1;
+                s.node_lists
+            };
+            if n == 1 {
+                full(200, &list("Node", "v1", "100", vec![node("n1", "4"), node("n2", "1")]))
+            } else {
+                full(200, &list("Node", "v1", "200", vec![node("n1", "4"), node("n2", "1"), node("n3", "8")]))
+            }
+        }
+        // The first watch expires: the API server's 410 as a watch ERROR event.
+        ("GET", "/api/v1/nodes") => {
+            if state.lock().node_lists == 1 {
+                let gone = status_failure(410, "Expired", "too old resource version: 100 (150)");
+                watch(vec![json!({"type": "ERROR", "object": gone})], Duration::from_millis(1500))
+            } else {
+                watch(Vec::new(), Duration::ZERO)
+            }
+        }
+        ("GET", "/api/v1/pods") if !is_watch => {
+            assert!(query.contains("fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"), "{query}");
+            full(
+                200,
+                &list(
+                    "Pod",
+                    "v1",
+                    "100",
+                    vec![
+                        pod("running", "1", "n1", "2025-03-01T09:00:00Z"),
+                        pod("small", "2", "", "2025-03-01T10:00:00Z"),
+                        pod("big", "6", "", "2025-03-01T10:00:01Z"),
+                        pod("broken", "lots", "", "2025-03-01T10:00:02Z"),
+                    ],
+                ),
+            )
+        }
+        ("GET", "/apis/policy/v1/poddisruptionbudgets") if !is_watch => {
+            full(200, &list("PodDisruptionBudget", "policy/v1", "100", Vec::new()))
+        }
+        ("GET", _) => watch(Vec::new(), Duration::ZERO),
+        ("POST", p) if p.ends_with("/binding") => {
+            let pod = body["metadata"]["name"].as_str().unwrap().to_owned();
+            let node = body["target"]["name"].as_str().unwrap().to_owned();
+            let mut s = state.lock();
+            if pod == "small" && s.conflicts == 0 {
+                s.conflicts += 1;
+                return full(
+                    409,
+                    &status_failure(
+                        409,
+                        "Conflict",
+                        "Operation cannot be fulfilled on pods/binding \"small\": pod small is already assigned to node \"n9\"",
+                    ),
+                );
+            }
+            s.bindings.push((pod, node));
+            full(201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+        }
+        ("PATCH", p) if p.ends_with("/status") => {
+            let name = p.trim_end_matches("/status").rsplit('/').next().unwrap().to_owned();
+            state.lock().status_patches.push((name.clone(), body));
+            full(200, &pod(&name, "6", "", "2025-03-01T10:00:01Z"))
+        }
+        ("POST", "/apis/events.k8s.io/v1/namespaces/default/events") => {
+            let reason = body["reason"].as_str().unwrap_or("").to_owned();
+            let note = body["note"].as_str().unwrap_or("").to_owned();
+            state.lock().events.push((reason, note));
+            full(201, &body)
+        }
+        _ => full(404, &status_failure(404, "NotFound", "not found")),
+    }
+}
+
+#[test]
+fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer::default()));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    let stats = rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let namespaces = NamespaceLabels::default();
+        let registry = schedkit::kube::registry(&client, &namespaces).unwrap();
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        let handle = Handle::default();
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        // Wait (up to 20 s) until both pods are bound, then stop.
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    // `small` bound to n1 (the only node with 2 free cpu) after one 409; `big` waits
+    // for n3, which only the list after the 410 has.
+    assert_eq!(s.conflicts, 1);
+    assert_eq!(s.bindings, [("small".to_owned(), "n1".to_owned()), ("big".to_owned(), "n3".to_owned())]);
+    assert!(s.node_lists >= 2, "410 Expired did not re-list: {:?}", s.requests);
+    assert_eq!((stats.bound, stats.bind_failed), (2, 1), "{stats:?}");
+    assert!(stats.failed >= 1, "{stats:?}");
+    // `big` was reported as kube-scheduler reports it before n3 came.
+    let (name, patch) = s.status_patches.iter().find(|(n, _)| n == "big").expect("status patch for big");
+    assert_eq!(name, "big");
+    let cond = &patch["status"]["conditions"][0];
+    assert_eq!((cond["type"].as_str(), cond["status"].as_str()), (Some("PodScheduled"), Some("False")));
+    assert_eq!(cond["reason"], "Unschedulable");
+    let message = cond["message"].as_str().unwrap();
+    assert!(message.starts_with("0/2 nodes are available:"), "{message}");
+    assert!(message.contains("Insufficient cpu"), "{message}");
+    assert!(s.events.iter().any(|(r, n)| r == "FailedScheduling" && n == message), "{:?}", s.events);
+    assert!(
+        s.events.iter().any(|(r, n)| r == "Scheduled" && n == "Successfully assigned default/big to n3"),
+        "{:?}",
+        s.events
+    );
+    // The malformed pod was skipped, never bound or reported.
+    assert!(s.bindings.iter().all(|(p, _)| p != "broken"));
+    assert!(s.status_patches.iter().all(|(p, _)| p != "broken"));
+}
+
+#[test]
+fn deploy_configmap_config_builds_with_the_kube_registry() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/deploy/configmap.yaml");
+    let cm: Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = cm["data"]["scheduler-config.yaml"].as_str().unwrap();
+    let file = schedkit::config::KubeSchedulerConfiguration::from_yaml(text).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let _guard = rt.enter();
+    let service = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
+        Ok::<_, Infallible>(full(404, &status_failure(404, "NotFound", "not found")))
+    });
+    let client = kube::Client::new(service, "default");
+    let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+    let built = file.build(&registry, &Handle::default()).unwrap();
+    assert_eq!(built.profiles[0].name(), "schedkit");
+    assert_eq!(built.profiles[0].bind_plugins(), ["DefaultBinder"]);
+    let le = schedkit::kube::LeaderElection::from_config(&built.defaulted.leader_election, "me").unwrap().unwrap();
+    assert_eq!((le.namespace.as_str(), le.name.as_str()), ("kube-system", "schedkit"));
+}
