@@ -41,6 +41,13 @@ pub enum BuildError {
         /// QueueSort plugins enabled.
         count: usize,
     },
+    /// An extender manages a resource with `ignoredByScheduler` but a profile has no
+    /// NodeResourcesFit args to write it into (upstream `buildExtenders`).
+    #[error("can't find NodeResourcesFitArgs in plugin config")]
+    NoFitArgsForExtenders {
+        /// Index in `profiles`.
+        index: usize,
+    },
     /// Upstream's framework needs a Bind plugin per profile.
     #[error("at least one bind plugin is needed for profile with scheduler name {profile:?}")]
     NoBind {
@@ -181,8 +188,12 @@ impl KubeSchedulerConfiguration {
         let c = self.defaulted(gates, dra);
         c.validate().map_err(BuildError::Invalid)?;
         let mut profiles = Vec::with_capacity(c.profiles.len());
+        let ignored = extender_ignored_resources(&c.extenders);
         for (index, p) in c.profiles.iter().enumerate() {
             let mut p = p.clone();
+            if !ignored.is_empty() {
+                set_fit_ignored_resources(&mut p, &ignored).ok_or(BuildError::NoFitArgsForExtenders { index })?;
+            }
             // Upstream's framework (`getScoreWeights`) reads a weight of 0 as 1.
             for set in [&mut p.plugins.score, &mut p.plugins.multi_point] {
                 for r in &mut set.enabled {
@@ -219,4 +230,25 @@ impl KubeSchedulerConfiguration {
         };
         Ok(BuiltConfiguration { profiles, scheduler, queue, extenders: c.extenders.clone(), defaulted: c })
     }
+}
+
+/// The resources extenders manage with `ignoredByScheduler`, in configuration order.
+fn extender_ignored_resources(extenders: &[Extender]) -> Vec<Value> {
+    extenders
+        .iter()
+        .flat_map(|e| &e.managed_resources)
+        .filter(|r| r.ignored_by_scheduler)
+        .map(|r| Value::String(r.name.clone()))
+        .collect()
+}
+
+/// Upstream `buildExtenders`: the profile's NodeResourcesFit args get
+/// `ignoredResources` **set to** the extenders' ignored resources (replacing what the
+/// file had: the extenders take precedence). `None` when the profile has no
+/// NodeResourcesFit args (upstream then fails the scheduler's construction).
+fn set_fit_ignored_resources(p: &mut ProfileConfig, ignored: &[Value]) -> Option<()> {
+    let args = p.plugin_config.iter_mut().find(|a| a.name == crate::plugins::names::NODE_RESOURCES_FIT)?;
+    let obj = args.args.as_object_mut()?;
+    obj.insert("ignoredResources".to_owned(), Value::Array(ignored.to_vec()));
+    Some(())
 }

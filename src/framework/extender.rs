@@ -25,12 +25,12 @@ pub const MIN_EXTENDER_PRIORITY: i64 = 0;
 /// removed nodes (upstream `framework.ExtenderName`).
 pub const EXTENDER_NAME: &str = "Extender";
 
-/// What an extender's Filter returned: the nodes that pass (a subset of the input,
-/// by name) and why the others failed.
+/// What an extender's Filter returned: the nodes that pass, as positions in the list
+/// it was given (in any order, each at most once), and why others failed, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtenderFilterResult {
-    /// Names of the nodes that pass.
-    pub nodes: Vec<String>,
+    /// Positions (in the `nodes` passed to [`Extender::filter`]) of the nodes that pass.
+    pub passed: Vec<usize>,
     /// Failed nodes whose failure another event may resolve (become Unschedulable).
     pub failed: BTreeMap<String, String>,
     /// Failed nodes no event resolves (become UnschedulableAndUnresolvable, and win
@@ -289,24 +289,22 @@ impl Extenders {
                 Err(_) if e.is_ignorable() => continue,
                 Err(err) => return Err(Status::error(err.to_string())),
             };
-            let mut finder = NameFinder::new(&nodes);
-            let mut next = Vec::with_capacity(result.nodes.len());
-            let mut unknown = None;
-            for name in &result.nodes {
-                match finder.find(name) {
-                    Some(k) => next.push(feasible[k]),
+            let mut next = Vec::with_capacity(result.passed.len());
+            for &k in &result.passed {
+                match feasible.get(k) {
+                    Some(&i) => next.push(i),
                     None => {
-                        unknown = Some(name);
-                        break;
+                        if e.is_ignorable() {
+                            next.clear();
+                            break;
+                        }
+                        let err = ExtenderError::UnknownNode { extender: e.name().to_owned(), node: format!("#{k}") };
+                        return Err(Status::error(err.to_string()));
                     }
                 }
             }
-            if let Some(node) = unknown {
-                if e.is_ignorable() {
-                    continue;
-                }
-                let err = ExtenderError::UnknownNode { extender: e.name().to_owned(), node: node.clone() };
-                return Err(Status::error(err.to_string()));
+            if next.is_empty() && result.passed.iter().any(|&k| k >= feasible.len()) {
+                continue;
             }
             // Statuses go to any node the extender names, sent or not (upstream sets
             // them by name in NodeToStatus); names unknown to the snapshot are dropped.
@@ -408,21 +406,24 @@ pub fn add_extender_name(plugins: &mut Vec<&'static str>) {
     }
 }
 
-/// Finds returned node names among the sent ones: a cursor for the usual answer (a
+/// Finds an extender's returned node names among the ones sent (for
+/// [`ExtenderFilterResult::passed`]): a cursor for the usual answer (a
 /// subset in the order sent), a hash map built on the first miss otherwise.
-struct NameFinder<'a> {
+#[derive(Debug)]
+pub struct NameFinder<'a> {
     nodes: &'a [&'a NodeInfo],
     cursor: usize,
     map: Option<ahash::AHashMap<&'a str, usize>>,
 }
 
 impl<'a> NameFinder<'a> {
-    fn new(nodes: &'a [&'a NodeInfo]) -> Self {
+    /// A finder over the nodes sent.
+    pub fn new(nodes: &'a [&'a NodeInfo]) -> Self {
         NameFinder { nodes, cursor: 0, map: None }
     }
 
     /// Position of `name` among the sent nodes.
-    fn find(&mut self, name: &str) -> Option<usize> {
+    pub fn find(&mut self, name: &str) -> Option<usize> {
         if self.map.is_none() {
             while self.cursor < self.nodes.len() {
                 let k = self.cursor;
