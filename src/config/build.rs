@@ -48,6 +48,14 @@ pub enum BuildError {
         /// Index in `profiles`.
         index: usize,
     },
+    /// An `extenders[]` entry could not be made into a client (feature `extender`).
+    #[error("extenders[{index}]: {message}")]
+    Extender {
+        /// Index in `extenders`.
+        index: usize,
+        /// Why.
+        message: String,
+    },
     /// Upstream's framework needs a Bind plugin per profile.
     #[error("at least one bind plugin is needed for profile with scheduler name {profile:?}")]
     NoBind {
@@ -72,8 +80,12 @@ pub struct BuiltConfiguration {
     pub scheduler: SchedulerConfig,
     /// `podInitialBackoffSeconds` and `podMaxBackoffSeconds`.
     pub queue: QueueConfig,
-    /// The extenders, validated (schedkit does not call them here).
+    /// The extenders, validated.
     pub extenders: Vec<Extender>,
+    /// The extenders as HTTP clients in call order (ignorable ones last), which
+    /// [`BuiltConfiguration::scheduler_builder`] shares on the handle for the cycle to
+    /// call; empty without the `extender` feature.
+    pub http_extenders: crate::framework::Extenders,
     /// The defaulted configuration, as kube-scheduler would print it.
     pub defaulted: KubeSchedulerConfiguration,
 }
@@ -82,6 +94,9 @@ impl BuiltConfiguration {
     /// A scheduler builder with these profiles, settings and queue timings, on
     /// `handle` (pass the handle the profiles were built with).
     pub fn scheduler_builder(self, handle: Handle) -> SchedulerBuilder {
+        if !self.http_extenders.is_empty() {
+            handle.set_shared(std::sync::Arc::new(self.http_extenders));
+        }
         let mut b = crate::scheduler::Scheduler::builder().handle(handle).config(self.scheduler);
         for p in self.profiles {
             b = b.profile(p);
@@ -228,7 +243,12 @@ impl KubeSchedulerConfiguration {
             max_backoff: Duration::from_secs(c.pod_max_backoff_seconds.unwrap_or(10) as u64),
             ..QueueConfig::default()
         };
-        Ok(BuiltConfiguration { profiles, scheduler, queue, extenders: c.extenders.clone(), defaulted: c })
+        #[cfg(feature = "extender")]
+        let http_extenders = crate::extender::HttpExtender::from_configs(&c.extenders)
+            .map_err(|(index, e)| BuildError::Extender { index, message: e.to_string() })?;
+        #[cfg(not(feature = "extender"))]
+        let http_extenders = crate::framework::Extenders::default();
+        Ok(BuiltConfiguration { profiles, scheduler, queue, extenders: c.extenders.clone(), http_extenders, defaulted: c })
     }
 }
 
