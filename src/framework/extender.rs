@@ -378,9 +378,11 @@ impl Extenders {
             }
             let m = &pod.pod.metadata;
             let binding = ExtenderBinding {
-                namespace: m.namespace.clone(),
+                // The API server defaults an empty namespace to `default`.
+                namespace: if m.namespace.is_empty() { "default".to_owned() } else { m.namespace.clone() },
                 name: m.name.clone(),
-                uid: m.uid.clone(),
+                // The pod's identity in schedkit: its uid, or `namespace/name` without one.
+                uid: pod.uid.to_string(),
                 node: node.to_owned(),
             };
             match e.bind(&binding) {
