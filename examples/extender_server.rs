@@ -47,7 +47,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // sends node names only, so the names here must be the cluster's.
     let cache = Arc::new(Mutex::new(Cache::new()));
     for i in 0..16 {
-        let node = NodeBuilder::new(&format!("node-{i}")).cpu("32").memory("128Gi").gpus(if i % 2 == 0 { 8 } else { 0 });
+        let node =
+            NodeBuilder::new(&format!("node-{i}")).cpu("32").memory("128Gi").gpus(if i % 2 == 0 { 8 } else { 0 });
         cache.lock().add_node(node.build())?;
     }
 

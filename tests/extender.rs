@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use schedkit::config::{Extender as ExtenderConfig, ExtenderManagedResource, KubeSchedulerConfiguration};
 use schedkit::framework::extender::{
-    EXTENDER_NAME, ExtenderBinding, ExtenderError, ExtenderFilterResult, HostPriority, pod_names_managed_resource,
+    EXTENDER_NAME, ExtenderBinding, ExtenderError, ExtenderFilterResult, HostPriority, Victims,
+    pod_names_managed_resource,
 };
+use schedkit::framework::preemption::Candidate;
 use schedkit::framework::{
     BindPlugin, CycleState, Extender, ExtensionPoints, FilterFn, Handle, Plugin, Profile, ScoreFn, Status,
 };
@@ -85,7 +87,8 @@ impl Extender for FakeExtender {
             if fits {
                 r.passed.push(k);
             } else {
-                r.failed.insert(n.node().name().to_owned(), format!("{}: node {:?} failed", self.name, n.node().name()));
+                r.failed
+                    .insert(n.node().name().to_owned(), format!("{}: node {:?} failed", self.name, n.node().name()));
             }
         }
         Ok(r)
@@ -162,7 +165,9 @@ fn run(case: Case) -> (Result<String, ScheduleError>, Vec<Arc<FakeExtender>>) {
     (r, exts)
 }
 
-fn profile(plugins: impl FnOnce(schedkit::framework::ProfileBuilder) -> schedkit::framework::ProfileBuilder) -> Profile {
+fn profile(
+    plugins: impl FnOnce(schedkit::framework::ProfileBuilder) -> schedkit::framework::ProfileBuilder,
+) -> Profile {
     plugins(Profile::builder("default-scheduler")).build().unwrap()
 }
 
@@ -487,10 +492,11 @@ fn ignored_by_scheduler_resources_reach_node_resources_fit() {
     // A profile without NodeResourcesFit has no args to carry them: upstream fails.
     let mut no_fit = config.clone();
     no_fit.profiles[0].plugin_config.clear();
-    no_fit.profiles[0].plugins.multi_point.disabled.push(schedkit::framework::PluginRef {
-        name: "NodeResourcesFit".into(),
-        weight: None,
-    });
+    no_fit.profiles[0]
+        .plugins
+        .multi_point
+        .disabled
+        .push(schedkit::framework::PluginRef { name: "NodeResourcesFit".into(), weight: None });
     let err = no_fit.build(&default_registry(), &Handle::default()).unwrap_err();
     assert_eq!(err.to_string(), "can't find NodeResourcesFitArgs in plugin config");
 }
@@ -513,4 +519,94 @@ fn extender_scores_are_scaled_and_added() {
         want: Some("node1"),
     });
     assert_eq!(r.unwrap(), "node1");
+}
+
+/// An extender's preemption verb as `Evaluator.callExtenders` uses it.
+struct PreemptingExtender {
+    name: &'static str,
+    ignorable: bool,
+    /// Node -> how many of the victims it keeps (`None`: error).
+    keep: fn(&str) -> Option<usize>,
+}
+
+impl Extender for PreemptingExtender {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn filter(&self, _: &PodInfo, nodes: &[&NodeInfo]) -> Result<ExtenderFilterResult, ExtenderError> {
+        Ok(ExtenderFilterResult { passed: (0..nodes.len()).collect(), ..ExtenderFilterResult::default() })
+    }
+    fn prioritize(&self, _: &PodInfo, _: &[&NodeInfo]) -> Result<(Vec<HostPriority>, i64), ExtenderError> {
+        Ok((Vec::new(), 0))
+    }
+    fn process_preemption(
+        &self,
+        _: &PodInfo,
+        victims: &std::collections::BTreeMap<String, Victims>,
+        _: &schedkit::snapshot::Snapshot,
+    ) -> Result<std::collections::BTreeMap<String, Victims>, ExtenderError> {
+        let mut out = std::collections::BTreeMap::new();
+        for (node, v) in victims {
+            let n = (self.keep)(node).ok_or_else(|| ExtenderError::Reported("preempt failed".into()))?;
+            out.insert(node.clone(), Victims { pods: v.pods[..n.min(v.pods.len())].to_vec(), ..v.clone() });
+        }
+        Ok(out)
+    }
+    fn supports_preemption(&self) -> bool {
+        true
+    }
+    fn is_ignorable(&self) -> bool {
+        self.ignorable
+    }
+}
+
+/// Upstream `Evaluator.callExtenders` (pkg/scheduler/framework/preemption): victims
+/// vetted in turn, empty answers fatal unless ignorable, errors skipped when ignorable.
+#[test]
+fn preemption_candidates_are_vetted_by_extenders() {
+    use schedkit::framework::extender::preemption_candidates;
+    let mut cache = schedkit::snapshot::Cache::new();
+    for n in ["n1", "n2"] {
+        cache.add_node(NodeBuilder::new(n).cpu("4").build()).unwrap();
+    }
+    let mut snap = schedkit::snapshot::Snapshot::default();
+    cache.update_snapshot(&mut snap);
+    let victim = |name: &str| Arc::new(PodInfo::new(PodBuilder::new(name).cpu("1").build()).unwrap());
+    let candidates = || {
+        ["n1", "n2"]
+            .iter()
+            .map(|n| Candidate {
+                node: Symbol::intern(n),
+                node_index: snap.index_of(Symbol::intern(n)).unwrap(),
+                victims: Victims {
+                    pods: vec![victim(&format!("{n}-a")), victim(&format!("{n}-b"))],
+                    num_pdb_violations: 0,
+                },
+            })
+            .collect::<Vec<_>>()
+    };
+    let pod = PodInfo::new(PodBuilder::new("p").cpu("4").build()).unwrap();
+    let with = |exts: Vec<PreemptingExtender>| {
+        let handle = Handle::default();
+        handle.set_shared(Arc::new(schedkit::framework::Extenders::new(
+            exts.into_iter().map(|e| Arc::new(e) as Arc<dyn Extender>),
+        )));
+        preemption_candidates(&handle, &pod, &snap, candidates())
+    };
+    // No extender: unchanged.
+    assert_eq!(preemption_candidates(&Handle::default(), &pod, &snap, candidates()).unwrap().len(), 2);
+    // One victim kept on each node.
+    let out = with(vec![PreemptingExtender { name: "e", ignorable: false, keep: |_| Some(1) }]).unwrap();
+    assert_eq!(out.iter().map(|c| c.victims.pods.len()).collect::<Vec<_>>(), [1, 1]);
+    // No victim on n2: fatal, or (ignorable) n2 dropped.
+    let none_on_n2 = |n: &str| Some(usize::from(n == "n1"));
+    let err = with(vec![PreemptingExtender { name: "e", ignorable: false, keep: none_on_n2 }]).unwrap_err();
+    assert_eq!(err.message(), "expected at least one victim pod on node \"n2\"");
+    let out = with(vec![PreemptingExtender { name: "e", ignorable: true, keep: none_on_n2 }]).unwrap();
+    assert_eq!(out.iter().map(|c| c.node.as_str()).collect::<Vec<_>>(), ["n1"]);
+    // Errors: fatal, or skipped when ignorable.
+    let err = with(vec![PreemptingExtender { name: "e", ignorable: false, keep: |_| None }]).unwrap_err();
+    assert_eq!((err.code(), err.message()), (schedkit::framework::Code::Error, "preempt failed".to_owned()));
+    let out = with(vec![PreemptingExtender { name: "e", ignorable: true, keep: |_| None }]).unwrap();
+    assert_eq!(out.len(), 2);
 }

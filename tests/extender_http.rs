@@ -207,8 +207,9 @@ fn both_ways(profile: impl Fn() -> Profile, prioritize: bool) -> (Vec<Option<Str
         cache.lock().add_node(n).unwrap();
     }
     let service = Arc::new(ExtenderService::new(Arc::new(profile()), cache.clone()));
-    let server = ExtenderServer::start(service, "127.0.0.1:0", ServerOptions { workers: 2, ..ServerOptions::default() })
-        .unwrap();
+    let server =
+        ExtenderServer::start(service, "127.0.0.1:0", ServerOptions { workers: 2, ..ServerOptions::default() })
+            .unwrap();
     let client = HttpExtender::new(&ExtenderConfig {
         url_prefix: format!("{}/schedkit/", server.url()),
         filter_verb: "filter".into(),
@@ -244,10 +245,11 @@ fn round_trip_filter_only_places_as_in_process() {
         let handle = Handle::default();
         let mut config = schedkit::plugins::default_profile_config();
         config.plugins.score.disabled.push(schedkit::framework::PluginRef { name: "*".into(), weight: None });
-        config.plugins.multi_point.disabled.push(schedkit::framework::PluginRef {
-            name: "NodeResourcesBalancedAllocation".into(),
-            weight: None,
-        });
+        config
+            .plugins
+            .multi_point
+            .disabled
+            .push(schedkit::framework::PluginRef { name: "NodeResourcesBalancedAllocation".into(), weight: None });
         let p = default_registry().build_profile(&config, &handle).unwrap();
         assert!(!p.filter_plugins().is_empty());
         p
@@ -316,7 +318,11 @@ fn hami_scheduler(url: &str, ignorable: bool) -> Scheduler {
 }
 
 fn vgpu_pod(name: &str) -> schedkit::model::Pod {
-    PodBuilder::new(name).uid(&format!("uid-{name}")).request("nvidia.com/gpu", "1").request("nvidia.com/gpumem", "4000").build()
+    PodBuilder::new(name)
+        .uid(&format!("uid-{name}"))
+        .request("nvidia.com/gpu", "1")
+        .request("nvidia.com/gpumem", "4000")
+        .build()
 }
 
 #[test]
@@ -376,7 +382,10 @@ fn hami_shaped_extender_filters_and_binds() {
     // A name HAMi was not sent.
     hami.set("filter", Answer::Json(r#"{"NodeNames":["node-z"]}"#.into()));
     let err = s.schedule_pod(vgpu_pod("ghost")).unwrap_err();
-    assert!(err.to_string().contains("claims a filtered node \"node-z\" which is not found in the input node list"), "{err}");
+    assert!(
+        err.to_string().contains("claims a filtered node \"node-z\" which is not found in the input node list"),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -459,7 +468,11 @@ impl Plugin for FailingBinder {
 
 impl BindPlugin for FailingBinder {
     fn bind(&self, _: &mut CycleState, pod: &PodInfo, _: &str) -> Status {
-        if pod.pod.metadata.name.starts_with("doomed") { Status::error("the API server said no") } else { Status::SUCCESS }
+        if pod.pod.metadata.name.starts_with("doomed") {
+            Status::error("the API server said no")
+        } else {
+            Status::SUCCESS
+        }
     }
 }
 
@@ -498,7 +511,12 @@ fn server_refuses_bad_requests_with_a_message() {
     assert!(body.starts_with("malformed request body"), "{body}");
     let (code, body) = raw(a, "POST", "/filter", br#"{"NodeNames": ["n1"]}"#);
     assert_eq!((code, body.as_str()), (400, "ExtenderArgs.Pod is required"));
-    let (code, body) = raw(a, "POST", "/filter", br#"{"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}}"#);
+    let (code, body) = raw(
+        a,
+        "POST",
+        "/filter",
+        br#"{"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}}"#,
+    );
     assert_eq!(code, 400);
     assert!(body.contains("cpu"), "{body}");
     let (code, body) = raw(a, "POST", "/filter", &vec![b' '; 5000]);
@@ -520,7 +538,9 @@ fn server_serves_concurrent_clients_and_survives_hangups() {
     let (server, _) = served(ServerOptions { workers: 2, ..ServerOptions::default() });
     let a = server.local_addr();
     // Clients that send half a request, or headers and no body, then hang up.
-    for partial in [&b"POST /filter HTTP/1.1\r\nContent-Le"[..], b"POST /filter HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"] {
+    for partial in
+        [&b"POST /filter HTTP/1.1\r\nContent-Le"[..], b"POST /filter HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"]
+    {
         let mut c = TcpStream::connect(a).unwrap();
         c.write_all(partial).unwrap();
         drop(c);
@@ -531,7 +551,8 @@ fn server_serves_concurrent_clients_and_survives_hangups() {
             let ok = ok.clone();
             std::thread::spawn(move || {
                 for i in 0..10 {
-                    let (code, body) = raw(a, "POST", "/filter", &filter_body(&format!("p{t}-{i}"), "3", &["n1", "n2"]));
+                    let (code, body) =
+                        raw(a, "POST", "/filter", &filter_body(&format!("p{t}-{i}"), "3", &["n1", "n2"]));
                     let r: Value = serde_json::from_str(&body).unwrap();
                     if code == 200 && r["NodeNames"] == json!(["n1", "n2"]) {
                         ok.fetch_add(1, Ordering::SeqCst);
@@ -587,8 +608,9 @@ fn server_prioritizes_and_vets_preemption() {
     cache.lock().add_pod(Arc::new(PodInfo::new(victim).unwrap())).unwrap();
     let handle = Handle::default();
     let service = Arc::new(ExtenderService::new(Arc::new(Profile::kube_default(&handle)), cache));
-    let server = ExtenderServer::start(service, "127.0.0.1:0", ServerOptions { workers: 1, ..ServerOptions::default() })
-        .unwrap();
+    let server =
+        ExtenderServer::start(service, "127.0.0.1:0", ServerOptions { workers: 1, ..ServerOptions::default() })
+            .unwrap();
     let a = server.local_addr();
     // Prioritize: n2 (empty) scores above n1 (full) in 0..=10.
     let (code, body) = raw(a, "POST", "/prioritize", &filter_body("p", "1", &["n1", "n2"]));
@@ -663,5 +685,8 @@ fn client_preemption_round_trip() {
         Answer::Json(r#"{"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"uid-nope"}],"NumPDBViolations":0}}}"#.into()),
     );
     let err = client.process_preemption(&pod, &victims, &snap).unwrap_err().to_string();
-    assert!(err.contains("claims to preempt pod (UID: uid-nope) on node: n1, but the pod is not found on that node"), "{err}");
+    assert!(
+        err.contains("claims to preempt pod (UID: uid-nope) on node: n1, but the pod is not found on that node"),
+        "{err}"
+    );
 }

@@ -248,7 +248,14 @@ impl KubeSchedulerConfiguration {
             .map_err(|(index, e)| BuildError::Extender { index, message: e.to_string() })?;
         #[cfg(not(feature = "extender"))]
         let http_extenders = crate::framework::Extenders::default();
-        Ok(BuiltConfiguration { profiles, scheduler, queue, extenders: c.extenders.clone(), http_extenders, defaulted: c })
+        Ok(BuiltConfiguration {
+            profiles,
+            scheduler,
+            queue,
+            extenders: c.extenders.clone(),
+            http_extenders,
+            defaulted: c,
+        })
     }
 }
 

@@ -44,7 +44,9 @@ pub enum ExtenderConfigError {
         url: String,
     },
     /// HTTPS was asked for; this build has no TLS backend.
-    #[error("extender {url:?}: enableHTTPS (or an https:// urlPrefix) needs a TLS backend, which this build does not have")]
+    #[error(
+        "extender {url:?}: enableHTTPS (or an https:// urlPrefix) needs a TLS backend, which this build does not have"
+    )]
     Tls {
         /// The URL prefix.
         url: String,
@@ -101,10 +103,8 @@ impl HttpExtender {
         let timeout = if config.http_timeout.is_empty() {
             0
         } else {
-            crate::selector::parse_go_duration(&config.http_timeout).map_err(|message| ExtenderConfigError::Timeout {
-                url: url.clone(),
-                value: config.http_timeout.clone(),
-                message,
+            crate::selector::parse_go_duration(&config.http_timeout).map_err(|message| {
+                ExtenderConfigError::Timeout { url: url.clone(), value: config.http_timeout.clone(), message }
             })?
         };
         let timeout = if timeout <= 0 { DEFAULT_EXTENDER_TIMEOUT } else { Duration::from_nanos(timeout as u64) };
@@ -164,7 +164,11 @@ impl HttpExtender {
             return Err(ExtenderError::Status { verb: verb.to_owned(), url, code });
         }
         let bytes = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(transport)?;
-        wire::decode(&bytes).map_err(|message| ExtenderError::Decode { verb: verb.to_owned(), url: url.clone(), message })
+        wire::decode(&bytes).map_err(|message| ExtenderError::Decode {
+            verb: verb.to_owned(),
+            url: url.clone(),
+            message,
+        })
     }
 
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
@@ -222,7 +226,8 @@ impl Extender for HttpExtender {
             return Err(ExtenderError::Reported(result.error));
         }
         let mut finder = NameFinder::new(nodes);
-        let unknown = |node: &str| ExtenderError::UnknownNode { extender: self.url_prefix.clone(), node: node.to_owned() };
+        let unknown =
+            |node: &str| ExtenderError::UnknownNode { extender: self.url_prefix.clone(), node: node.to_owned() };
         let mut passed = Vec::new();
         if self.node_cache_capable
             && let Some(names) = &result.node_names
@@ -292,7 +297,7 @@ impl Extender for HttpExtender {
                 .iter()
                 .map(|(node, v)| {
                     let pods = v.pods.iter().map(|p| wire::Object((*p.pod).clone())).collect();
-                    (node.clone(), wire::Victims { pods, num_pdb_violations: v.num_pdb_violations })
+                    (node.clone(), wire::Victims { pods, num_pdb_violations: v.num_pdb_violations as i64 })
                 })
                 .collect();
             args.node_name_to_victims = Some(full);
@@ -332,7 +337,7 @@ pub fn to_meta_victims(victims: &BTreeMap<String, Victims>) -> BTreeMap<String, 
         .iter()
         .map(|(node, v)| {
             let pods = v.pods.iter().map(|p| wire::MetaPod { uid: p.uid.to_string() }).collect();
-            (node.clone(), wire::MetaVictims { pods, num_pdb_violations: v.num_pdb_violations })
+            (node.clone(), wire::MetaVictims { pods, num_pdb_violations: v.num_pdb_violations as i64 })
         })
         .collect()
 }
@@ -358,7 +363,7 @@ pub fn from_meta_victims(
             })?;
             pods.push(pod.clone());
         }
-        out.insert(node.clone(), Victims { pods, num_pdb_violations: mv.num_pdb_violations });
+        out.insert(node.clone(), Victims { pods, num_pdb_violations: mv.num_pdb_violations.max(0) as usize });
     }
     Ok(out)
 }

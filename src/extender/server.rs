@@ -165,7 +165,8 @@ async fn respond(
         return Ok(text(StatusCode::METHOD_NOT_ALLOWED, format!("{} is not POST", req.method())));
     }
     let limit = options.max_body_bytes;
-    if let Some(len) = req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+    if let Some(len) =
+        req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         && len > limit as u64
     {
         return Ok(text(StatusCode::BAD_REQUEST, format!("request body of {len} bytes is over the limit of {limit}")));

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::wire;
+use crate::framework::extender::MAX_EXTENDER_PRIORITY;
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{Code, CycleState, MAX_NODE_SCORE, NodeScore, Profile, Status};
-use crate::framework::extender::MAX_EXTENDER_PRIORITY;
 use crate::model::Node;
 use crate::snapshot::{Cache, NodeInfo, NodeList, PodInfo, Snapshot};
 
@@ -317,7 +317,10 @@ impl ExtenderService {
         match runtime::run_permit(profile, &mut state, &assumed, node, None) {
             PermitOutcome::Allow => {}
             PermitOutcome::Wait(_) => {
-                return undo(&mut state, Status::unschedulable("a Permit plugin asked to wait; the extender cannot hold pods"));
+                return undo(
+                    &mut state,
+                    Status::unschedulable("a Permit plugin asked to wait; the extender cannot hold pods"),
+                );
             }
             PermitOutcome::Reject(s) => return undo(&mut state, s),
         }
@@ -339,17 +342,18 @@ impl ExtenderService {
     pub fn preempt(&self, args: wire::ExtenderPreemptionArgs) -> Result<wire::ExtenderPreemptionResult, String> {
         let pod = args.pod.ok_or("ExtenderPreemptionArgs.Pod is required")?.0;
         let pod = PodInfo::new(pod).map_err(|e| format!("Pod: {e}"))?;
-        let meta: BTreeMap<String, wire::MetaVictims> = match (args.node_name_to_meta_victims, args.node_name_to_victims) {
-            (Some(m), _) => m,
-            (None, Some(full)) => full
-                .into_iter()
-                .map(|(n, v)| {
-                    let pods = v.pods.into_iter().map(|p| wire::MetaPod { uid: p.0.metadata.uid }).collect();
-                    (n, wire::MetaVictims { pods, num_pdb_violations: v.num_pdb_violations })
-                })
-                .collect(),
-            (None, None) => BTreeMap::new(),
-        };
+        let meta: BTreeMap<String, wire::MetaVictims> =
+            match (args.node_name_to_meta_victims, args.node_name_to_victims) {
+                (Some(m), _) => m,
+                (None, Some(full)) => full
+                    .into_iter()
+                    .map(|(n, v)| {
+                        let pods = v.pods.into_iter().map(|p| wire::MetaPod { uid: p.0.metadata.uid }).collect();
+                        (n, wire::MetaVictims { pods, num_pdb_violations: v.num_pdb_violations })
+                    })
+                    .collect(),
+                (None, None) => BTreeMap::new(),
+            };
         let snap = self.snapshot();
         let mut state = CycleState::new();
         let mut out = wire::ExtenderPreemptionResult::default();

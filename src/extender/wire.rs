@@ -252,9 +252,10 @@ mod tests {
 
     #[test]
     fn null_fields_are_defaults() {
-        let r: ExtenderFilterResult =
-            decode(br#"{"Nodes":null,"NodeNames":["a"],"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":""}"#)
-                .unwrap();
+        let r: ExtenderFilterResult = decode(
+            br#"{"Nodes":null,"NodeNames":["a"],"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":""}"#,
+        )
+        .unwrap();
         assert_eq!(r.node_names.as_deref(), Some(&["a".to_owned()][..]));
         assert!(r.failed_nodes.is_empty() && r.nodes.is_none());
     }
@@ -265,8 +266,10 @@ mod tests {
         assert!(e.starts_with("NodeNames"), "{e}");
         let e = decode::<ExtenderArgs>(b"[]").unwrap_err();
         assert!(e.contains("ExtenderArgs"), "{e}");
-        let e = decode::<ExtenderArgs>(br#"{"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "x"}}}]}}}"#)
-            .unwrap_err();
+        let e = decode::<ExtenderArgs>(
+            br#"{"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "x"}}}]}}}"#,
+        )
+        .unwrap_err();
         assert!(e.contains("cpu"), "{e}");
     }
 

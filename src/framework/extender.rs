@@ -13,7 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::framework::{Handle, Status};
+use crate::framework::preemption::Candidate;
+pub use crate::framework::preemption::Victims;
+use crate::framework::{Code, Handle, Status};
 use crate::model::Symbol;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -59,15 +61,6 @@ pub struct ExtenderBinding {
     pub uid: String,
     /// Target node.
     pub node: String,
-}
-
-/// Pods to evict on one node for a preemptor (`extenderv1.Victims`).
-#[derive(Debug, Clone, Default)]
-pub struct Victims {
-    /// The pods.
-    pub pods: Vec<Arc<PodInfo>>,
-    /// PodDisruptionBudgets the eviction would violate.
-    pub num_pdb_violations: i64,
 }
 
 /// Why an extender call failed. The messages are upstream's where upstream has one
@@ -209,9 +202,10 @@ pub fn pod_names_managed_resource(pod: &PodInfo, managed: &[Symbol]) -> bool {
         return true;
     }
     let spec = &pod.pod.spec;
-    spec.containers.iter().chain(&spec.init_containers).any(|c| {
-        c.resources.requests.iter().chain(c.resources.limits.iter()).any(|(name, _)| managed.contains(&name))
-    })
+    spec.containers
+        .iter()
+        .chain(&spec.init_containers)
+        .any(|c| c.resources.requests.iter().chain(c.resources.limits.iter()).any(|(name, _)| managed.contains(&name)))
 }
 
 /// The scheduler's extenders in call order: non-ignorable ones first, then the
@@ -342,7 +336,14 @@ impl Extenders {
     /// only drops that extender's scores. `profile_scored` says whether the profile
     /// has Score plugins: when not, the totals (1 each for a profile without
     /// extenders) start from 0, as upstream's.
-    pub fn prioritize(&self, pod: &PodInfo, snap: &Snapshot, feasible: &[usize], totals: &mut [i64], profile_scored: bool) {
+    pub fn prioritize(
+        &self,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        feasible: &[usize],
+        totals: &mut [i64],
+        profile_scored: bool,
+    ) {
         if !profile_scored {
             totals.fill(0);
         }
@@ -439,6 +440,60 @@ impl<'a> NameFinder<'a> {
         }
         self.map.as_ref().and_then(|m| m.get(name).copied())
     }
+}
+
+/// Upstream `Evaluator.callExtenders`: each interested extender that supports
+/// preemption vets the candidates' victims in turn (each sees the previous one's
+/// answer); an ignorable extender's error skips it, and a node it answers with no
+/// victims is dropped; a plain extender's error, or a node with no victims from it
+/// (`expected at least one victim pod on node "<n>"`), fails preemption with an Error
+/// status. The loop stops once no candidate is left. Candidates keep their order
+/// (upstream rebuilds them from a map, in Go's random order).
+pub fn preemption_candidates(
+    handle: &Handle,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<Candidate>, Status> {
+    let Some(extenders) = Extenders::of(handle) else { return Ok(candidates) };
+    let mut map: BTreeMap<String, Victims> =
+        candidates.iter().map(|c| (c.node.as_str().to_owned(), c.victims.clone())).collect();
+    if map.is_empty() {
+        return Ok(candidates);
+    }
+    for e in extenders.list() {
+        if !e.supports_preemption() || !e.is_interested(pod) {
+            continue;
+        }
+        let mut answer = match e.process_preemption(pod, &map, snapshot) {
+            Ok(a) => a,
+            Err(_) if e.is_ignorable() => continue,
+            Err(err) => return Err(Status::new(Code::Error, err.to_string())),
+        };
+        let empty: Vec<String> = answer.iter().filter(|(_, v)| v.pods.is_empty()).map(|(n, _)| n.clone()).collect();
+        for node in empty {
+            if !e.is_ignorable() {
+                return Err(Status::error(format!("expected at least one victim pod on node {node:?}")));
+            }
+            answer.remove(&node);
+        }
+        map = answer;
+        if map.is_empty() {
+            break;
+        }
+    }
+    let mut out: Vec<Candidate> = Vec::with_capacity(map.len());
+    for c in candidates {
+        if let Some(v) = map.remove(c.node.as_str()) {
+            out.push(Candidate { victims: v, ..c });
+        }
+    }
+    // Nodes an extender added that were not candidates (their victims as it said).
+    for (node, victims) in map {
+        let Some(node_index) = Symbol::lookup(&node).and_then(|s| snapshot.index_of(s)) else { continue };
+        out.push(Candidate { node: snapshot.nodes()[node_index].name(), node_index, victims });
+    }
+    Ok(out)
 }
 
 /// Sets (replaces) the status of snapshot node `i`.
