@@ -91,16 +91,15 @@ impl ExtenderService {
     pub fn handle(&self, verb: &str, body: &[u8]) -> Reply {
         match verb {
             "healthz" => Reply { status: 200, body: b"ok".to_vec() },
-            "filter" => self.decoded(body, |a| self.filter(a)),
-            "prioritize" => self.decoded(body, |a| self.prioritize(a)),
-            "bind" => self.decoded(body, |a| Ok(self.bind(&a))),
-            "preempt" => self.decoded(body, |a| self.preempt(a)),
+            "filter" => Self::decoded(body, |a| self.filter(a)),
+            "prioritize" => Self::decoded(body, |a| self.prioritize(a)),
+            "bind" => Self::decoded(body, |a| Ok(self.bind(&a))),
+            "preempt" => Self::decoded(body, |a| self.preempt(a)),
             _ => Reply { status: 404, body: format!("unknown extender verb {verb:?}").into_bytes() },
         }
     }
 
     fn decoded<A: serde::de::DeserializeOwned, R: serde::Serialize>(
-        &self,
         body: &[u8],
         f: impl FnOnce(A) -> Result<R, String>,
     ) -> Reply {

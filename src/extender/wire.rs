@@ -282,6 +282,9 @@ mod tests {
         )
         .unwrap();
         let pod = a.pod.unwrap().0;
-        assert_eq!(pod.spec.containers[0].resources.requests.get_str("nvidia.com/gpu").map(|q| q.value()), Some(2));
+        assert_eq!(
+            pod.spec.containers[0].resources.requests.get_str("nvidia.com/gpu").map(crate::model::Quantity::value),
+            Some(2)
+        );
     }
 }

@@ -285,16 +285,15 @@ impl Extenders {
             };
             let mut next = Vec::with_capacity(result.passed.len());
             for &k in &result.passed {
-                match feasible.get(k) {
-                    Some(&i) => next.push(i),
-                    None => {
-                        if e.is_ignorable() {
-                            next.clear();
-                            break;
-                        }
-                        let err = ExtenderError::UnknownNode { extender: e.name().to_owned(), node: format!("#{k}") };
-                        return Err(Status::error(err.to_string()));
+                if let Some(&i) = feasible.get(k) {
+                    next.push(i);
+                } else {
+                    if e.is_ignorable() {
+                        next.clear();
+                        break;
                     }
+                    let err = ExtenderError::UnknownNode { extender: e.name().to_owned(), node: format!("#{k}") };
+                    return Err(Status::error(err.to_string()));
                 }
             }
             if next.is_empty() && result.passed.iter().any(|&k| k >= feasible.len()) {
@@ -327,7 +326,7 @@ impl Extenders {
     pub fn accept(&self, pod: &PodInfo, snap: &Snapshot, node: usize) -> bool {
         let mut feasible = vec![node];
         let mut failed = Vec::new();
-        matches!(self.filter(pod, snap, &mut feasible, &mut failed), Ok(_) if !feasible.is_empty())
+        self.filter(pod, snap, &mut feasible, &mut failed).is_ok() && !feasible.is_empty()
     }
 
     /// The Prioritize stage (the extender half of upstream `prioritizeNodes`): each
