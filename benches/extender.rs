@@ -79,12 +79,12 @@ impl RawClient {
 }
 
 /// A server answering every request on a connection with the same bytes.
-fn canned_server(response_body: Vec<u8>) -> SocketAddr {
+fn canned_server(response_body: &[u8]) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let head =
         format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", response_body.len());
-    let response: Arc<Vec<u8>> = Arc::new([head.as_bytes(), &response_body].concat());
+    let response: Arc<Vec<u8>> = Arc::new([head.as_bytes(), response_body].concat());
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
@@ -186,7 +186,7 @@ fn bench_client(c: &mut Criterion) {
         "Nodes": null, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": null, "Error": ""
     }))
     .unwrap();
-    let addr = canned_server(answer);
+    let addr = canned_server(&answer);
     let pod = PodInfo::new(PodBuilder::new("bench").uid("uid-bench").cpu("500m").memory("1Gi").build()).unwrap();
     let client = HttpExtender::new(&ExtenderConfig {
         url_prefix: format!("http://{addr}"),
