@@ -5,7 +5,10 @@
 //! `schedule_one.go`) and the `ignoredByScheduler` resources `buildExtenders` hands
 //! to NodeResourcesFit.
 
-#![expect(clippy::unnecessary_wraps, reason = "the fake predicates and prioritizers share one fn-pointer type, as upstream's")]
+#![expect(
+    clippy::unnecessary_wraps,
+    reason = "the fake predicates and prioritizers share one fn-pointer type, as upstream's"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
