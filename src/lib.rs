@@ -47,7 +47,7 @@
 //! | layer | modules | holds |
 //! | --- | --- | --- |
 //! | edge | [`config`], [`manifest`] | `KubeSchedulerConfiguration` files built into profiles; Kubernetes objects as the API server prints them, converted and defaulted |
-//! | on top | [`sim`], [`testing`], `metrics_server` (feature `metrics`) | the trace replay (the FGD paper's method); builders and fakes for tests; `/metrics` over HTTP on 127.0.0.1 |
+//! | on top | [`sim`], [`testing`], `metrics_server` (feature `metrics`), `extender` (feature `extender`: the HTTP scheduler-extender client and server) | the trace replay (the FGD paper's method); builders and fakes for tests; `/metrics` over HTTP on 127.0.0.1 |
 //! | cycles | [`scheduler`] | `schedule_one` (sampling, Filter, Score, Reserve, Permit), the binding cycle as a value, the run loop |
 //! | queue | [`queue`] | activeQ, backoffQ, the unschedulable pool, PreEnqueue gating, events and queueing hints |
 //! | built-ins | [`plugins`] | kube-scheduler's default plugins, scheduler-plugins, DRA, GPU sharing and topology; one folder or file each |
@@ -79,6 +79,8 @@ pub mod bench;
 pub mod config;
 /// Dynamic Resource Allocation: resource.k8s.io/v1 objects, the shared store, the structured allocator.
 pub mod dra;
+#[cfg(feature = "extender")]
+pub mod extender;
 pub mod framework;
 /// Conversions to and from k8s-openapi's types (feature `k8s-openapi`).
 #[cfg(feature = "k8s-openapi")]

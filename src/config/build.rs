@@ -41,6 +41,21 @@ pub enum BuildError {
         /// QueueSort plugins enabled.
         count: usize,
     },
+    /// An extender manages a resource with `ignoredByScheduler` but a profile has no
+    /// NodeResourcesFit args to write it into (upstream `buildExtenders`).
+    #[error("can't find NodeResourcesFitArgs in plugin config")]
+    NoFitArgsForExtenders {
+        /// Index in `profiles`.
+        index: usize,
+    },
+    /// An `extenders[]` entry could not be made into a client (feature `extender`).
+    #[error("extenders[{index}]: {message}")]
+    Extender {
+        /// Index in `extenders`.
+        index: usize,
+        /// Why.
+        message: String,
+    },
     /// Upstream's framework needs a Bind plugin per profile.
     #[error("at least one bind plugin is needed for profile with scheduler name {profile:?}")]
     NoBind {
@@ -65,8 +80,12 @@ pub struct BuiltConfiguration {
     pub scheduler: SchedulerConfig,
     /// `podInitialBackoffSeconds` and `podMaxBackoffSeconds`.
     pub queue: QueueConfig,
-    /// The extenders, validated (schedkit does not call them here).
+    /// The extenders, validated.
     pub extenders: Vec<Extender>,
+    /// The extenders as HTTP clients in call order (ignorable ones last), which
+    /// [`BuiltConfiguration::scheduler_builder`] shares on the handle for the cycle to
+    /// call; empty without the `extender` feature.
+    pub http_extenders: crate::framework::Extenders,
     /// The defaulted configuration, as kube-scheduler would print it.
     pub defaulted: KubeSchedulerConfiguration,
 }
@@ -75,6 +94,9 @@ impl BuiltConfiguration {
     /// A scheduler builder with these profiles, settings and queue timings, on
     /// `handle` (pass the handle the profiles were built with).
     pub fn scheduler_builder(self, handle: Handle) -> SchedulerBuilder {
+        if !self.http_extenders.is_empty() {
+            handle.set_shared(std::sync::Arc::new(self.http_extenders));
+        }
         let mut b = crate::scheduler::Scheduler::builder().handle(handle).config(self.scheduler);
         for p in self.profiles {
             b = b.profile(p);
@@ -182,8 +204,12 @@ impl KubeSchedulerConfiguration {
         let c = self.defaulted(gates, dra);
         c.validate().map_err(BuildError::Invalid)?;
         let mut profiles = Vec::with_capacity(c.profiles.len());
+        let ignored = extender_ignored_resources(&c.extenders);
         for (index, p) in c.profiles.iter().enumerate() {
             let mut p = p.clone();
+            if !ignored.is_empty() {
+                set_fit_ignored_resources(&mut p, &ignored).ok_or(BuildError::NoFitArgsForExtenders { index })?;
+            }
             // Upstream's framework (`getScoreWeights`) reads a weight of 0 as 1.
             for set in [&mut p.plugins.score, &mut p.plugins.multi_point] {
                 for r in &mut set.enabled {
@@ -218,6 +244,39 @@ impl KubeSchedulerConfiguration {
             max_backoff: Duration::from_secs(c.pod_max_backoff_seconds.unwrap_or(10) as u64),
             ..QueueConfig::default()
         };
-        Ok(BuiltConfiguration { profiles, scheduler, queue, extenders: c.extenders.clone(), defaulted: c })
+        #[cfg(feature = "extender")]
+        let http_extenders = crate::extender::HttpExtender::from_configs(&c.extenders)
+            .map_err(|(index, e)| BuildError::Extender { index, message: e.to_string() })?;
+        #[cfg(not(feature = "extender"))]
+        let http_extenders = crate::framework::Extenders::default();
+        Ok(BuiltConfiguration {
+            profiles,
+            scheduler,
+            queue,
+            extenders: c.extenders.clone(),
+            http_extenders,
+            defaulted: c,
+        })
     }
+}
+
+/// The resources extenders manage with `ignoredByScheduler`, in configuration order.
+fn extender_ignored_resources(extenders: &[Extender]) -> Vec<Value> {
+    extenders
+        .iter()
+        .flat_map(|e| &e.managed_resources)
+        .filter(|r| r.ignored_by_scheduler)
+        .map(|r| Value::String(r.name.clone()))
+        .collect()
+}
+
+/// Upstream `buildExtenders`: the profile's NodeResourcesFit args get
+/// `ignoredResources` **set to** the extenders' ignored resources (replacing what the
+/// file had: the extenders take precedence). `None` when the profile has no
+/// NodeResourcesFit args (upstream then fails the scheduler's construction).
+fn set_fit_ignored_resources(p: &mut ProfileConfig, ignored: &[Value]) -> Option<()> {
+    let args = p.plugin_config.iter_mut().find(|a| a.name == crate::plugins::names::NODE_RESOURCES_FIT)?;
+    let obj = args.args.as_object_mut()?;
+    obj.insert("ignoredResources".to_owned(), Value::Array(ignored.to_vec()));
+    Some(())
 }

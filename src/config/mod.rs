@@ -108,8 +108,8 @@ pub struct KubeSchedulerConfiguration {
     /// Profiles, one per scheduler name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<ProfileConfig>,
-    /// HTTP scheduler extenders (parsed and validated; calling them is the extender
-    /// module's job).
+    /// HTTP scheduler extenders (validated; with the `extender` feature the built
+    /// scheduler calls them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extenders: Vec<Extender>,
     /// Wait for leadership before filling the informer caches (parsed only).
@@ -189,7 +189,8 @@ pub struct Extender {
     /// TLS settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_config: Option<ExtenderTlsConfig>,
-    /// Call timeout, a Go duration (upstream default 30 s when empty).
+    /// Call timeout, a Go duration; empty or 0 means 5 s (upstream
+    /// `DefaultExtenderTimeout` in `NewHTTPExtender`).
     #[serde(rename = "httpTimeout", skip_serializing_if = "String::is_empty")]
     pub http_timeout: String,
     /// The extender caches node information: send node names only.

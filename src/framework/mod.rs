@@ -7,6 +7,7 @@
 mod batch_metrics;
 mod clock;
 mod cycle_state;
+pub mod extender;
 mod features;
 mod fit_message;
 mod handle;
@@ -28,6 +29,7 @@ mod waiting_pods;
 pub use batch_metrics::{BATCH_BUCKETS, BatchAttempt, BatchMetrics, FlushReason};
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
+pub use extender::{Extender, Extenders};
 pub use features::{Feature, FeatureGateError, FeatureGates};
 pub(crate) use fit_message::{reason_histogram, write_fit_message};
 pub use handle::Handle;

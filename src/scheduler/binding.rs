@@ -165,7 +165,12 @@ impl BindingCycle {
         let s = time_point(
             m,
             MetricPoint::Bind,
-            || runtime::run_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.bind)),
+            // Extenders bind first (upstream `extendersBinding`); the Bind plugins run
+            // when none is an interested binder.
+            || match crate::framework::Extenders::of(&i.handle).and_then(|e| e.bind(&i.pod, &i.node)) {
+                Some(s) => s,
+                None => runtime::run_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.bind)),
+            },
             Status::code,
         );
         if !s.is_success() {

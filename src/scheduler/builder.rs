@@ -21,6 +21,7 @@ pub struct SchedulerBuilder {
     handle: Option<Handle>,
     queue: QueueConfig,
     metrics: Option<Arc<LatencyRecorder>>,
+    extenders: Vec<Arc<dyn crate::framework::Extender>>,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -30,6 +31,16 @@ impl std::fmt::Debug for SchedulerBuilder {
 }
 
 impl SchedulerBuilder {
+    /// Adds a scheduler extender, called after the profile's Filter and Score plugins
+    /// and before its Bind plugins, as kube-scheduler calls `extenders[]` (it is
+    /// shared on the handle as [`Extenders`](crate::framework::Extenders); ignorable
+    /// extenders are called after the others).
+    #[must_use]
+    pub fn extender(mut self, e: Arc<dyn crate::framework::Extender>) -> Self {
+        self.extenders.push(e);
+        self
+    }
+
     /// Adds a profile (pods choose one by `schedulerName`).
     #[must_use]
     pub fn profile(mut self, p: Profile) -> Self {
@@ -97,6 +108,13 @@ impl SchedulerBuilder {
     pub fn build(self) -> Scheduler {
         let handle =
             self.handle.unwrap_or_else(|| Handle::new(self.clock.unwrap_or_else(|| Arc::new(RealClock::default()))));
+        if !self.extenders.is_empty() {
+            let mut set = handle.shared::<crate::framework::Extenders>().map(|e| (*e).clone()).unwrap_or_default();
+            for e in self.extenders {
+                set.push(e);
+            }
+            handle.set_shared(Arc::new(set));
+        }
         #[cfg(feature = "parallel")]
         let pool = (self.config.parallelism > 1)
             .then(|| rayon::ThreadPoolBuilder::new().num_threads(self.config.parallelism).build().ok())
@@ -179,6 +197,7 @@ impl Scheduler {
             handle: None,
             queue: QueueConfig::default(),
             metrics: None,
+            extenders: Vec::new(),
         }
     }
 }

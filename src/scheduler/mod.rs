@@ -396,6 +396,10 @@ impl Scheduler {
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
         };
 
+        // Scheduler extenders (upstream `findNodesThatPassExtenders`, `prioritizeNodes`).
+        let extenders = crate::framework::Extenders::of(&self.handle);
+        let extenders_accept = |i: usize| extenders.as_ref().is_none_or(|e| e.accept(pod, snap, i));
+
         // Opportunistic batching: a hint from the last cycle's scored nodes.
         if let Some(cb) = batch.as_mut() {
             self.batch_hint(profile, &mut state, pod, snap, cb);
@@ -403,7 +407,9 @@ impl Scheduler {
 
         // A pod nominated by an earlier preemption tries its nominated node first
         // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
-        if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref()) {
+        if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref())
+            && snap.index_of(crate::model::Symbol::intern(&node)).is_some_and(extenders_accept)
+        {
             if let Some(cb) = &batch
                 && let Some(i) = snap.index_of(crate::model::Symbol::intern(&node))
             {
@@ -414,6 +420,7 @@ impl Scheduler {
         // The hinted node alone: if it passes Filter it is the only feasible node.
         if let Some(cb) = &batch
             && let Some(i) = self.batch_try_hint(profile, &state, pod, snap, pre.result.node_names.as_ref(), cb)
+            && extenders_accept(i)
         {
             self.batch_store(cb, snap, i, false);
             return Ok((state, snap.nodes()[i].node().name().to_owned()));
@@ -447,12 +454,21 @@ impl Scheduler {
         if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s.clone() });
         }
+        let extenders_removed = match &extenders {
+            Some(e) => e
+                .filter(pod, snap, &mut self.bufs.feasible, &mut self.bufs.failed)
+                .map_err(|status| ScheduleError::Plugin { pod: pod.pod.key(), status })?,
+            None => false,
+        };
         if self.bufs.feasible.is_empty() {
             // The statuses go out with the error; the buffer keeps its capacity so the
             // next cycle doesn't regrow it node by node.
             let cap = self.bufs.failed.capacity();
             let statuses = std::mem::replace(&mut self.bufs.failed, Vec::with_capacity(cap));
             let mut d = Diagnosis { unschedulable_plugins: rejecting_plugins(&statuses), ..Diagnosis::default() };
+            if extenders_removed {
+                crate::framework::extender::add_extender_name(&mut d.unschedulable_plugins);
+            }
             if narrowed.is_some() {
                 d.node_to_status.absent = Some(Status::unresolvable(format!(
                     "node(s) didn't satisfy plugin(s) {}",
@@ -497,6 +513,9 @@ impl Scheduler {
             b.put_raw_buffer(r);
         }
         scored.map_err(|s| ScheduleError::Plugin { pod: pod.pod.key(), status: s })?;
+        if let Some(e) = &extenders {
+            e.prioritize(pod, snap, &self.bufs.feasible, &mut self.bufs.totals, profile.has_score_plugins());
+        }
         let best = self.select_host(snap);
         if let Some(cb) = &batch {
             self.batch_store(cb, snap, best, true);

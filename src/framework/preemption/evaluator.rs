@@ -191,10 +191,16 @@ pub fn preempt(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext<'_>) ->
         }
         return (None, Status::unschedulable(no_candidates_message(cx.snapshot.len(), &search.failed)));
     }
-    let Some(best) = pick_one_node_for_preemption(&search.candidates) else {
+    // Extenders vet the candidates (upstream `callExtenders`).
+    let candidates =
+        match crate::framework::extender::preemption_candidates(cx.handle, cx.pod, cx.snapshot, search.candidates) {
+            Ok(c) => c,
+            Err(s) => return (None, s),
+        };
+    let Some(best) = pick_one_node_for_preemption(&candidates) else {
         return (None, Status::unschedulable("no candidate node for preemption"));
     };
-    let c = &search.candidates[best];
+    let c = &candidates[best];
     let node = c.node.as_str();
     let result = Some(PostFilterResult { nominated_node_name: Some(node.to_owned()) });
     match prepare_candidate(cx, c) {

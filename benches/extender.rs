@@ -1,0 +1,209 @@
+//! The extender protocol on loopback (feature `extender`):
+//! - `extender/server/filter_names/1000`: one request to a schedkit extender server
+//!   (one worker thread, node-cache-capable: 1,000 node names against the default
+//!   profile's Filter plugins) from a keep-alive client that only writes and reads
+//!   bytes; requests/s = 1 / time. A p50/p99 line over 5,000 requests is printed too.
+//! - `extender/client/filter_1000` against `extender/client/raw_round_trip_1000`: the
+//!   client's Filter call (encoding the pod and 1,000 names, decoding 1,000 names back
+//!   and mapping them to the nodes sent) and a bare round trip of the same bytes to a
+//!   server that answers from memory; their difference is the client's overhead.
+//!
+//! `cargo bench --features extender --bench extender`
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use parking_lot::Mutex;
+use schedkit::config::Extender as ExtenderConfig;
+use schedkit::extender::{ExtenderServer, ExtenderService, HttpExtender, ServerOptions};
+use schedkit::framework::{Extender, Handle, Profile};
+use schedkit::snapshot::{Cache, NodeInfo, PodInfo, Snapshot};
+use schedkit::testing::{NodeBuilder, PodBuilder};
+
+const NODES: usize = 1000;
+
+fn node_name(i: usize) -> String {
+    format!("node-{i:04}")
+}
+
+/// A keep-alive HTTP/1.1 connection that sends prepared bytes and reads one response.
+struct RawClient {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawClient {
+    fn connect(addr: SocketAddr) -> RawClient {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        RawClient { reader: BufReader::new(s.try_clone().unwrap()), writer: s, buf: Vec::new() }
+    }
+
+    fn request(path: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    /// Sends `req`, returns the response body's length.
+    fn round_trip(&mut self, req: &[u8]) -> usize {
+        self.writer.write_all(req).unwrap();
+        let mut len = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        self.buf.resize(len, 0);
+        self.reader.read_exact(&mut self.buf).unwrap();
+        len
+    }
+}
+
+/// A server answering every request on a connection with the same bytes.
+fn canned_server(response_body: &[u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let head =
+        format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", response_body.len());
+    let response: Arc<Vec<u8>> = Arc::new([head.as_bytes(), response_body].concat());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let response = response.clone();
+            std::thread::spawn(move || {
+                let _ = conn.set_nodelay(true);
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut writer = conn;
+                let mut body = Vec::new();
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    body.resize(len, 0);
+                    if reader.read_exact(&mut body).is_err() || writer.write_all(&response).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn cluster() -> Vec<schedkit::model::Node> {
+    (0..NODES).map(|i| NodeBuilder::new(&node_name(i)).cpu("32").memory("128Gi").pods(110).build()).collect()
+}
+
+fn filter_body(pod: &schedkit::model::Pod, names: &[String]) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"Pod": pod, "Nodes": null, "NodeNames": names})).unwrap()
+}
+
+fn bench_server(c: &mut Criterion) {
+    let cache = Arc::new(Mutex::new(Cache::new()));
+    for n in cluster() {
+        cache.lock().add_node(n).unwrap();
+    }
+    let handle = Handle::default();
+    let service = Arc::new(ExtenderService::new(Arc::new(Profile::kube_default(&handle)), cache));
+    let server =
+        ExtenderServer::start(service, "127.0.0.1:0", ServerOptions { workers: 1, ..ServerOptions::default() })
+            .unwrap();
+    let names: Vec<String> = (0..NODES).map(node_name).collect();
+    let pod = PodBuilder::new("bench").uid("uid-bench").cpu("500m").memory("1Gi").build();
+    let req = RawClient::request("/filter", &filter_body(&pod, &names));
+    let mut client = RawClient::connect(server.local_addr());
+    assert!(client.round_trip(&req) > NODES * 10, "the answer lists the nodes");
+
+    // Latency percentiles over many requests (criterion reports the median).
+    let mut times: Vec<Duration> = (0..5000)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(client.round_trip(&req));
+            t.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    let pct = |p: usize| times[times.len() * p / 100 - usize::from(p == 100)];
+    println!(
+        "extender/server/filter_names/1000: p50 {:?}, p99 {:?}, max {:?} over {} requests; {:.0} requests/s at p50",
+        pct(50),
+        pct(99),
+        pct(100),
+        times.len(),
+        1.0 / pct(50).as_secs_f64()
+    );
+
+    let mut g = c.benchmark_group("extender/server");
+    g.bench_function("filter_names/1000", |b| b.iter(|| black_box(client.round_trip(&req))));
+    g.finish();
+    drop(client);
+    server.shutdown();
+}
+
+fn bench_client(c: &mut Criterion) {
+    let mut cache = Cache::new();
+    for n in cluster() {
+        cache.add_node(n).unwrap();
+    }
+    let mut snap = Snapshot::default();
+    cache.update_snapshot(&mut snap);
+    let nodes: Vec<&NodeInfo> = snap.nodes().iter().map(|n| &**n).collect();
+    let names: Vec<String> = nodes.iter().map(|n| n.node().name().to_owned()).collect();
+    // The answer a node-cache-capable extender gives when every node passes.
+    let answer = serde_json::to_vec(&serde_json::json!({
+        "Nodes": null, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": null, "Error": ""
+    }))
+    .unwrap();
+    let addr = canned_server(&answer);
+    let pod = PodInfo::new(PodBuilder::new("bench").uid("uid-bench").cpu("500m").memory("1Gi").build()).unwrap();
+    let client = HttpExtender::new(&ExtenderConfig {
+        url_prefix: format!("http://{addr}"),
+        filter_verb: "filter".into(),
+        node_cache_capable: true,
+        ..ExtenderConfig::default()
+    })
+    .unwrap();
+    assert_eq!(client.filter(&pod, &nodes).unwrap().passed.len(), NODES);
+    let req = RawClient::request("/filter", &filter_body(&pod.pod, &names));
+    let mut raw = RawClient::connect(addr);
+
+    let mut g = c.benchmark_group("extender/client");
+    g.bench_function("filter_1000", |b| b.iter(|| black_box(client.filter(&pod, &nodes).unwrap())));
+    g.bench_function("raw_round_trip_1000", |b| b.iter(|| black_box(raw.round_trip(&req))));
+    g.finish();
+}
+
+criterion_group!(benches, bench_server, bench_client);
+criterion_main!(benches);

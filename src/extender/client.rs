@@ -1,0 +1,369 @@
+//! [`HttpExtender`]: kube-scheduler's HTTP extender client (upstream `HTTPExtender`,
+//! `pkg/scheduler/extender.go`) on a blocking `ureq` agent, one per extender.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::wire;
+use crate::config::Extender as ExtenderConfig;
+use crate::framework::extender::{
+    ExtenderBinding, ExtenderError, ExtenderFilterResult, HostPriority, NameFinder, Victims, pod_names_managed_resource,
+};
+use crate::framework::{Extender, Extenders};
+use crate::model::{Pod, Symbol};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+
+/// Upstream `DefaultExtenderTimeout`: the call timeout when `httpTimeout` is 0 or unset.
+pub const DEFAULT_EXTENDER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest response body read (larger ones are a decode error): 64 MiB, room for
+/// a NodeList of thousands of nodes.
+pub const MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
+/// An `extenders[]` entry that cannot be turned into a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtenderConfigError {
+    /// `httpTimeout` is not a Go duration.
+    #[error("extender {url:?}: httpTimeout {value:?}: {message}")]
+    Timeout {
+        /// The URL prefix.
+        url: String,
+        /// The value.
+        value: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// `urlPrefix` is not an `http://` URL.
+    #[error("extender {url:?}: urlPrefix must be an http:// URL")]
+    Url {
+        /// The URL prefix.
+        url: String,
+    },
+    /// HTTPS was asked for; this build has no TLS backend.
+    #[error(
+        "extender {url:?}: enableHTTPS (or an https:// urlPrefix) needs a TLS backend, which this build does not have"
+    )]
+    Tls {
+        /// The URL prefix.
+        url: String,
+    },
+}
+
+/// One HTTP extender, built from a KubeSchedulerConfiguration `extenders[]` entry.
+///
+/// Calls `POST <urlPrefix without trailing '/'>/<verb>` with a JSON body; any status
+/// but 200, a transport error (refused, reset, the `httpTimeout` passed) or a body
+/// that is not the verb's result is an [`ExtenderError`], which fails the cycle
+/// unless the extender is `ignorable` (Filter, Bind) and never does for Prioritize.
+/// Node-cache-capable extenders get node names, others whole nodes.
+///
+/// ```
+/// use schedkit::config::Extender as Config;
+/// use schedkit::extender::HttpExtender;
+/// use schedkit::framework::Extender;
+///
+/// let e = HttpExtender::new(&Config {
+///     url_prefix: "http://127.0.0.1:8888/scheduler/".into(),
+///     filter_verb: "filter".into(),
+///     node_cache_capable: true,
+///     ..Config::default()
+/// })
+/// .unwrap();
+/// assert_eq!(e.name(), "http://127.0.0.1:8888/scheduler/");
+/// assert_eq!(e.verb_url("filter"), "http://127.0.0.1:8888/scheduler/filter");
+/// assert!(e.is_filter() && !e.is_prioritizer() && !e.is_binder());
+/// ```
+pub struct HttpExtender {
+    url_prefix: String,
+    filter_verb: String,
+    prioritize_verb: String,
+    preempt_verb: String,
+    bind_verb: String,
+    weight: i64,
+    node_cache_capable: bool,
+    managed: Vec<Symbol>,
+    ignorable: bool,
+    agent: ureq::Agent,
+}
+
+impl std::fmt::Debug for HttpExtender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpExtender").field("url_prefix", &self.url_prefix).finish_non_exhaustive()
+    }
+}
+
+impl HttpExtender {
+    /// A client for one `extenders[]` entry (upstream `NewHTTPExtender`).
+    pub fn new(config: &ExtenderConfig) -> Result<HttpExtender, ExtenderConfigError> {
+        let url = config.url_prefix.clone();
+        let timeout = if config.http_timeout.is_empty() {
+            0
+        } else {
+            crate::selector::parse_go_duration(&config.http_timeout).map_err(|message| {
+                ExtenderConfigError::Timeout { url: url.clone(), value: config.http_timeout.clone(), message }
+            })?
+        };
+        let timeout = if timeout <= 0 { DEFAULT_EXTENDER_TIMEOUT } else { Duration::from_nanos(timeout as u64) };
+        if config.enable_https || url.starts_with("https://") {
+            return Err(ExtenderConfigError::Tls { url });
+        }
+        if !url.starts_with("http://") {
+            return Err(ExtenderConfigError::Url { url });
+        }
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .max_idle_connections_per_host(8)
+            .build()
+            .into();
+        Ok(HttpExtender {
+            url_prefix: url,
+            filter_verb: config.filter_verb.clone(),
+            prioritize_verb: config.prioritize_verb.clone(),
+            preempt_verb: config.preempt_verb.clone(),
+            bind_verb: config.bind_verb.clone(),
+            weight: config.weight,
+            node_cache_capable: config.node_cache_capable,
+            managed: config.managed_resources.iter().map(|r| Symbol::intern(&r.name)).collect(),
+            ignorable: config.ignorable,
+            agent,
+        })
+    }
+
+    /// Clients for every entry, as a set in call order (ignorable ones last); the
+    /// error names the entry's index.
+    pub fn from_configs(configs: &[ExtenderConfig]) -> Result<Extenders, (usize, ExtenderConfigError)> {
+        let mut set = Extenders::default();
+        for (i, c) in configs.iter().enumerate() {
+            set.push(std::sync::Arc::new(HttpExtender::new(c).map_err(|e| (i, e))?));
+        }
+        Ok(set)
+    }
+
+    /// The URL a verb is posted to: the prefix without trailing `/`, then `/verb`.
+    pub fn verb_url(&self, verb: &str) -> String {
+        format!("{}/{verb}", self.url_prefix.trim_end_matches('/'))
+    }
+
+    /// Posts `args` to `verb` and decodes the answer.
+    fn send<T: DeserializeOwned>(&self, verb: &str, args: &impl Serialize) -> Result<T, ExtenderError> {
+        let url = self.verb_url(verb);
+        let transport = |e: ureq::Error| ExtenderError::Transport { url: url.clone(), message: e.to_string() };
+        let mut body = Vec::with_capacity(4096);
+        serde_json::to_writer(&mut body, args)
+            .map_err(|e| ExtenderError::Transport { url: url.clone(), message: e.to_string() })?;
+        let _ = body.flush();
+        let mut resp =
+            self.agent.post(&url).header("Content-Type", "application/json").send(&body[..]).map_err(transport)?;
+        let code = resp.status().as_u16();
+        if code != 200 {
+            return Err(ExtenderError::Status { verb: verb.to_owned(), url, code });
+        }
+        let bytes = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(transport)?;
+        wire::decode(&bytes).map_err(|message| ExtenderError::Decode {
+            verb: verb.to_owned(),
+            url: url.clone(),
+            message,
+        })
+    }
+
+    fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
+        if self.node_cache_capable {
+            ArgsOut { pod, nodes: None, node_names: Some(Names(nodes)) }
+        } else {
+            ArgsOut { pod, nodes: Some(NodesOut { items: Items(nodes) }), node_names: None }
+        }
+    }
+}
+
+/// `ExtenderArgs` written from borrowed data (no copy of the pod or the nodes).
+#[derive(Serialize)]
+struct ArgsOut<'a> {
+    #[serde(rename = "Pod")]
+    pod: &'a Pod,
+    #[serde(rename = "Nodes")]
+    nodes: Option<NodesOut<'a>>,
+    #[serde(rename = "NodeNames")]
+    node_names: Option<Names<'a>>,
+}
+
+#[derive(Serialize)]
+struct NodesOut<'a> {
+    items: Items<'a>,
+}
+
+struct Items<'a>(&'a [&'a NodeInfo]);
+
+impl Serialize for Items<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|n| n.node()))
+    }
+}
+
+struct Names<'a>(&'a [&'a NodeInfo]);
+
+impl Serialize for Names<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|n| n.node().name()))
+    }
+}
+
+impl Extender for HttpExtender {
+    fn name(&self) -> &str {
+        &self.url_prefix
+    }
+
+    fn filter(&self, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<ExtenderFilterResult, ExtenderError> {
+        if self.filter_verb.is_empty() {
+            return Ok(ExtenderFilterResult { passed: (0..nodes.len()).collect(), ..ExtenderFilterResult::default() });
+        }
+        let result: wire::ExtenderFilterResult = self.send(&self.filter_verb, &self.args(&pod.pod, nodes))?;
+        if !result.error.is_empty() {
+            return Err(ExtenderError::Reported(result.error));
+        }
+        let mut finder = NameFinder::new(nodes);
+        let unknown =
+            |node: &str| ExtenderError::UnknownNode { extender: self.url_prefix.clone(), node: node.to_owned() };
+        let mut passed = Vec::new();
+        if self.node_cache_capable
+            && let Some(names) = &result.node_names
+        {
+            passed.reserve(names.len());
+            for name in names {
+                passed.push(finder.find(name).ok_or_else(|| unknown(name))?);
+            }
+        } else if let Some(list) = &result.nodes {
+            // Upstream keeps the returned node objects; schedkit keeps its own copy of
+            // each by name, so a node it did not send is an error here too.
+            for n in &list.items {
+                let name = n.0.name();
+                passed.push(finder.find(name).ok_or_else(|| unknown(name))?);
+            }
+        }
+        Ok(ExtenderFilterResult {
+            passed,
+            failed: result.failed_nodes,
+            failed_and_unresolvable: result.failed_and_unresolvable_nodes,
+        })
+    }
+
+    fn prioritize(&self, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<(Vec<HostPriority>, i64), ExtenderError> {
+        if self.prioritize_verb.is_empty() {
+            let zeros = nodes.iter().map(|n| HostPriority { host: n.node().name().to_owned(), score: 0 }).collect();
+            return Ok((zeros, 0));
+        }
+        let list: wire::HostPriorityList = self.send(&self.prioritize_verb, &self.args(&pod.pod, nodes))?;
+        Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
+    }
+
+    fn bind(&self, binding: &ExtenderBinding) -> Result<(), ExtenderError> {
+        if !self.is_binder() {
+            return Err(ExtenderError::NotSupported("unexpected empty bindVerb in extender".to_owned()));
+        }
+        let args = wire::ExtenderBindingArgs {
+            pod_name: binding.name.clone(),
+            pod_namespace: binding.namespace.clone(),
+            pod_uid: binding.uid.clone(),
+            node: binding.node.clone(),
+        };
+        let result: wire::ExtenderBindingResult = self.send(&self.bind_verb, &args)?;
+        if result.error.is_empty() { Ok(()) } else { Err(ExtenderError::Reported(result.error)) }
+    }
+
+    fn process_preemption(
+        &self,
+        pod: &PodInfo,
+        victims: &BTreeMap<String, Victims>,
+        snapshot: &Snapshot,
+    ) -> Result<BTreeMap<String, Victims>, ExtenderError> {
+        if !self.supports_preemption() {
+            return Err(ExtenderError::NotSupported(format!(
+                "preempt verb is not defined for extender {} but run into ProcessPreemption",
+                self.url_prefix
+            )));
+        }
+        let mut args = wire::ExtenderPreemptionArgs {
+            pod: Some(wire::Object((*pod.pod).clone())),
+            ..wire::ExtenderPreemptionArgs::default()
+        };
+        if self.node_cache_capable {
+            args.node_name_to_meta_victims = Some(to_meta_victims(victims));
+        } else {
+            let full = victims
+                .iter()
+                .map(|(node, v)| {
+                    let pods = v.pods.iter().map(|p| wire::Object((*p.pod).clone())).collect();
+                    (node.clone(), wire::Victims { pods, num_pdb_violations: v.num_pdb_violations as i64 })
+                })
+                .collect();
+            args.node_name_to_victims = Some(full);
+        }
+        let result: wire::ExtenderPreemptionResult = self.send(&self.preempt_verb, &args)?;
+        from_meta_victims(&self.url_prefix, &result.node_name_to_meta_victims, snapshot)
+    }
+
+    fn is_binder(&self) -> bool {
+        !self.bind_verb.is_empty()
+    }
+
+    fn is_filter(&self) -> bool {
+        !self.filter_verb.is_empty()
+    }
+
+    fn is_prioritizer(&self) -> bool {
+        !self.prioritize_verb.is_empty()
+    }
+
+    fn supports_preemption(&self) -> bool {
+        !self.preempt_verb.is_empty()
+    }
+
+    fn is_ignorable(&self) -> bool {
+        self.ignorable
+    }
+
+    fn is_interested(&self, pod: &PodInfo) -> bool {
+        pod_names_managed_resource(pod, &self.managed)
+    }
+}
+
+/// Victims by uid (upstream `convertToMetaVictims`).
+pub fn to_meta_victims(victims: &BTreeMap<String, Victims>) -> BTreeMap<String, wire::MetaVictims> {
+    victims
+        .iter()
+        .map(|(node, v)| {
+            let pods = v.pods.iter().map(|p| wire::MetaPod { uid: p.uid.to_string() }).collect();
+            (node.clone(), wire::MetaVictims { pods, num_pdb_violations: v.num_pdb_violations as i64 })
+        })
+        .collect()
+}
+
+/// Victims by uid back to the snapshot's pods (upstream `convertToVictims`): an
+/// unknown node or a uid not on its node is an error.
+pub fn from_meta_victims(
+    extender: &str,
+    meta: &BTreeMap<String, wire::MetaVictims>,
+    snapshot: &Snapshot,
+) -> Result<BTreeMap<String, Victims>, ExtenderError> {
+    let mut out = BTreeMap::new();
+    for (node, mv) in meta {
+        let info = snapshot
+            .get(node)
+            .ok_or_else(|| ExtenderError::Reported(format!("nodeinfo not found for node name {node:?}")))?;
+        let mut pods = Vec::with_capacity(mv.pods.len());
+        for mp in &mv.pods {
+            let pod = info.pods().iter().find(|p| *p.uid == *mp.uid).ok_or_else(|| ExtenderError::UnknownVictim {
+                extender: extender.to_owned(),
+                uid: mp.uid.clone(),
+                node: node.clone(),
+            })?;
+            pods.push(pod.clone());
+        }
+        out.insert(node.clone(), Victims { pods, num_pdb_violations: mv.num_pdb_violations.max(0) as usize });
+    }
+    Ok(out)
+}
