@@ -8,6 +8,7 @@ pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod gpu_share;
 pub mod gpu_topology;
+pub mod hami;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -127,6 +128,7 @@ pub fn default_registry() -> Registry {
             .map_err(|e| e.to_string())
     });
     add(names::DEFAULT_BINDER, |_, _| Ok(Arc::new(default_binder::DefaultBinder::default())));
+    add(names::HAMI_VGPU, |a, h| hami::HamiVgpu::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>));
     r
 }
 
