@@ -55,10 +55,8 @@ fn hami_time_slices_limit_sharing() {
     // Eleven 5% pods on one GPU: HAMi's default split count (10) refuses the eleventh,
     // which the milli-GPU model would take.
     let nodes = parse_nodes("n", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,1,T4\n").unwrap();
-    let mut csv = String::from("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n");
-    for i in 0..11 {
-        csv.push_str(&format!("p{i},100,128,1,50\n"));
-    }
+    let rows: String = (0..11).map(|i| format!("p{i},100,128,1,50\n")).collect();
+    let csv = format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{rows}");
     let pods = parse_pods("p", &csv).unwrap();
     let typical = Arc::new(TypicalPods::from_pods(&pods));
     let mut r = Replay::new(&nodes, None, typical, Policy::Hami, 1).unwrap();

@@ -49,10 +49,12 @@ pub struct ContainerDevice {
 /// assert_eq!(decode_pod_devices(&text).unwrap(), vec![vec![], vec![d], vec![]]);
 /// ```
 pub fn encode_pod_devices(containers: &[Vec<ContainerDevice>]) -> String {
+    use std::fmt::Write as _;
     let mut s = String::new();
     for c in containers {
         for d in c {
-            s.push_str(&format!("{},{},{},{}:", d.uuid, d.kind, d.usedmem, d.usedcores));
+            // Writing to a String cannot fail.
+            let _ = write!(s, "{},{},{},{}:", d.uuid, d.kind, d.usedmem, d.usedcores);
         }
         s.push(';');
     }
