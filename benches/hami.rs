@@ -25,7 +25,9 @@ fn setup() -> (Snapshot, HamiVgpu) {
         let name = format!("node-{n:04}");
         let mut node = NodeBuilder::new(&name).cpu("64").memory("256Gi").build();
         let gpus: Vec<DeviceInfo> = (0..8)
-            .map(|i| DeviceInfo::gpu(&format!("{name}-GPU-{i}"), "NVIDIA-A100", 81920).with_index(i).with_numa(i as i32 / 4))
+            .map(|i| {
+                DeviceInfo::gpu(&format!("{name}-GPU-{i}"), "NVIDIA-A100", 81920).with_index(i).with_numa(i as i32 / 4)
+            })
             .collect();
         register(&mut node, &gpus);
         state.add_node(&node).unwrap();

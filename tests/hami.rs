@@ -8,7 +8,8 @@ use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::sim::{Experiment, Replay};
 use schedkit::trace::{parse_nodes, parse_pods};
 
-const NODES: &str = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\nn1,64000,262144,2,T4\nn2,64000,262144,1,V100M32\n";
+const NODES: &str =
+    "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\nn1,64000,262144,2,T4\nn2,64000,262144,1,V100M32\n";
 
 #[test]
 fn hami_policies_replay_and_book_the_gpu_table() {
@@ -68,7 +69,8 @@ fn hami_time_slices_limit_sharing() {
 #[test]
 fn experiment_runs_hami_beside_fgd() {
     let nodes = parse_nodes("n", NODES).unwrap();
-    let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,300\np1,1000,1024,1,700\n").unwrap();
+    let pods = parse_pods("p", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,300\np1,1000,1024,1,700\n")
+        .unwrap();
     let typical = Arc::new(TypicalPods::from_pods(&pods));
     let exp = Experiment { seeds: vec![42], tune: 1.0, profile_every: 0 };
     for policy in [Policy::Fgd, Policy::HamiBinpack, Policy::HamiSpread] {

@@ -22,7 +22,9 @@ fn filter_and_score_allocate_nothing_per_node() {
         let name = format!("node-{n}");
         let mut node = NodeBuilder::new(&name).build();
         let gpus: Vec<DeviceInfo> = (0..8)
-            .map(|i| DeviceInfo::gpu(&format!("{name}-GPU-{i}"), "NVIDIA-A100", 81920).with_index(i).with_numa(i as i32 / 4))
+            .map(|i| {
+                DeviceInfo::gpu(&format!("{name}-GPU-{i}"), "NVIDIA-A100", 81920).with_index(i).with_numa(i as i32 / 4)
+            })
             .collect();
         register(&mut node, &gpus);
         if n % 2 == 0 {
@@ -34,7 +36,9 @@ fn filter_and_score_allocate_nothing_per_node() {
     let mut snap = Snapshot::default();
     cache.update_snapshot(&mut snap);
     let plugin = HamiVgpu::new(HamiConfig::default(), state, Handle::default());
-    let limits = ResourceList::parse([("nvidia.com/gpu", "2"), ("nvidia.com/gpumem", "4096"), ("nvidia.com/gpucores", "30")]).unwrap();
+    let limits =
+        ResourceList::parse([("nvidia.com/gpu", "2"), ("nvidia.com/gpumem", "4096"), ("nvidia.com/gpucores", "30")])
+            .unwrap();
     let pod = PodInfo::new(
         PodBuilder::new("p")
             .with(move |p| {

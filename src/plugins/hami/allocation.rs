@@ -75,8 +75,10 @@ pub fn decode_pod_devices(text: &str) -> Result<Vec<Vec<ContainerDevice>>, HamiE
                     "pod annotation format error, missing fields, do not use nodeName in task spec".into(),
                 ));
             }
-            let usedmem = f[2].parse::<i32>().map_err(|e| HamiError::Annotation(format!("invalid memory field: {e}")))?;
-            let usedcores = f[3].parse::<i32>().map_err(|e| HamiError::Annotation(format!("invalid core field: {e}")))?;
+            let usedmem =
+                f[2].parse::<i32>().map_err(|e| HamiError::Annotation(format!("invalid memory field: {e}")))?;
+            let usedcores =
+                f[3].parse::<i32>().map_err(|e| HamiError::Annotation(format!("invalid core field: {e}")))?;
             devices.push(ContainerDevice { uuid: f[0].to_owned(), kind: f[1].to_owned(), usedmem, usedcores });
         }
         out.push(devices);
@@ -106,7 +108,11 @@ impl RecordingAnnotator {
 
 impl PodAnnotator for RecordingAnnotator {
     fn annotate(&self, pod: &Pod, annotations: &BTreeMap<String, String>) -> Result<(), String> {
-        self.written.lock().entry(pod.key()).or_default().extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.written
+            .lock()
+            .entry(pod.key())
+            .or_default()
+            .extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
         Ok(())
     }
 }

@@ -30,7 +30,11 @@ pub struct Usage {
 
 impl Usage {
     fn max(self, o: Usage) -> Usage {
-        Usage { used: self.used.max(o.used), usedmem: self.usedmem.max(o.usedmem), usedcores: self.usedcores.max(o.usedcores) }
+        Usage {
+            used: self.used.max(o.used),
+            usedmem: self.usedmem.max(o.usedmem),
+            usedcores: self.usedcores.max(o.usedcores),
+        }
     }
 }
 
@@ -367,7 +371,11 @@ pub fn fit_pod(
     out.deltas.clear();
     for ((w, p), b) in out.work.iter().zip(&out.peak).zip(base) {
         let f = w.max(*p);
-        out.deltas.push(Usage { used: f.used - b.used, usedmem: f.usedmem - b.usedmem, usedcores: f.usedcores - b.usedcores });
+        out.deltas.push(Usage {
+            used: f.used - b.used,
+            usedmem: f.usedmem - b.usedmem,
+            usedcores: f.usedcores - b.usedcores,
+        });
     }
     Ok(())
 }
@@ -413,7 +421,8 @@ fn fit_container(
             typed_idx.push(d);
         }
     }
-    let mig_request = st.mode.as_deref().is_none_or(|m| m.contains(MIG_MODE)) && typed.iter().any(|d| d.info.mode == MIG_MODE);
+    let mig_request =
+        st.mode.as_deref().is_none_or(|m| m.contains(MIG_MODE)) && typed.iter().any(|d| d.info.mode == MIG_MODE);
     if req.nums.max(0) as usize > typed.len() && !mig_request {
         return Err(FitFailure::NodeInsufficientDevice);
     }

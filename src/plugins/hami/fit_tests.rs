@@ -27,7 +27,11 @@ fn infos(rows: &[Row]) -> Vec<DeviceInfo> {
 }
 
 fn usages<'a>(infos: &'a [DeviceInfo], rows: &[Row]) -> Vec<DeviceUsage<'a>> {
-    infos.iter().zip(rows).map(|(i, r)| DeviceUsage { info: i, usage: Usage { used: r.2, usedmem: r.4, usedcores: r.7 } }).collect()
+    infos
+        .iter()
+        .zip(rows)
+        .map(|(i, r)| DeviceUsage { info: i, usage: Usage { used: r.2, usedmem: r.4, usedcores: r.7 } })
+        .collect()
 }
 
 fn steer(pairs: &[(&str, &str)]) -> Steering {
@@ -63,8 +67,20 @@ fn devices_fit_table() {
             none.clone(),
             Ok(vec!["dev-1"]),
         ),
-        ("memory", vec![dev("dev-0", 0, 0, 0, 128, 0, true)], nv(1, 512, 0, 50), none.clone(), Err("1/1 CardInsufficientMemory")),
-        ("core", vec![dev("dev-0", 0, 0, 0, 1024, 100, true)], nv(1, 512, 0, 50), none.clone(), Err("1/1 CardInsufficientCore")),
+        (
+            "memory",
+            vec![dev("dev-0", 0, 0, 0, 128, 0, true)],
+            nv(1, 512, 0, 50),
+            none.clone(),
+            Err("1/1 CardInsufficientMemory"),
+        ),
+        (
+            "core",
+            vec![dev("dev-0", 0, 0, 0, 1024, 100, true)],
+            nv(1, 512, 0, 50),
+            none.clone(),
+            Err("1/1 CardInsufficientCore"),
+        ),
         ("type", vec![dev("dev-0", 0, 0, 0, 128, 0, true)], other, none.clone(), Err("1/1 CardTypeMismatch")),
         (
             "use uuid",
@@ -80,8 +96,20 @@ fn devices_fit_table() {
             steer(&[(steering::NOUSE_GPU_UUID, "dev-0")]),
             Err("1/1 CardUuidMismatch"),
         ),
-        ("overused", vec![dev("dev-0", 0, 100, 0, 1280, 0, true)], nv(1, 512, 0, 50), none.clone(), Err("1/1 CardTimeSlicingExhausted")),
-        ("cores clamped", vec![dev("dev-0", 0, 0, 0, 1280, 0, true)], nv(1, 512, 0, 120), none.clone(), Ok(vec!["dev-0"])),
+        (
+            "overused",
+            vec![dev("dev-0", 0, 100, 0, 1280, 0, true)],
+            nv(1, 512, 0, 50),
+            none.clone(),
+            Err("1/1 CardTimeSlicingExhausted"),
+        ),
+        (
+            "cores clamped",
+            vec![dev("dev-0", 0, 0, 0, 1280, 0, true)],
+            nv(1, 512, 0, 120),
+            none.clone(),
+            Ok(vec!["dev-0"]),
+        ),
         (
             "exclusive",
             vec![dev("dev-0", 0, 20, 0, 1280, 0, true)],
@@ -111,7 +139,13 @@ fn devices_fit_table() {
             Err("2/2 AllocatedCardsInsufficientRequest"),
         ),
         ("percentage", vec![dev("dev-0", 0, 20, 0, 1280, 10, true)], nv(1, 0, 10, 20), none.clone(), Ok(vec!["dev-0"])),
-        ("not healthy", vec![dev("dev-0", 0, 20, 0, 1280, 10, false)], nv(1, 0, 10, 20), none.clone(), Err("1/1 CardNotHealth")),
+        (
+            "not healthy",
+            vec![dev("dev-0", 0, 20, 0, 1280, 10, false)],
+            nv(1, 0, 10, 20),
+            none.clone(),
+            Err("1/1 CardNotHealth"),
+        ),
     ];
     for (name, rows, req, st, want) in cases {
         let got = run(&rows, req, &st, None);
@@ -263,7 +297,10 @@ fn fit_pod_init_peaks_and_insufficient_devices() {
     // kept on the one device it used.
     assert_eq!(total, 800 + 300);
     assert!(out.deltas.iter().all(|d| d.usedmem <= 1000 && d.usedcores <= 100));
-    let three = PodRequests { containers: smallvec::smallvec![Some(ContainerRequest::nvidia(3, 1, 101, 0))], init_containers: 0 };
+    let three = PodRequests {
+        containers: smallvec::smallvec![Some(ContainerRequest::nvidia(3, 1, 101, 0))],
+        init_containers: 0,
+    };
     assert_eq!(fit_pod(&devs, &base, None, &three, &steer(&[]), &mut out), Err(FitFailure::NodeInsufficientDevice));
     assert_eq!(fit_pod(&[], &[], None, &three, &steer(&[]), &mut out), Err(FitFailure::Unregistered));
 }
@@ -275,7 +312,10 @@ fn fit_pod_init_peaks_and_insufficient_devices() {
 fn fit_pod_binpack_vs_spread() {
     let devs = [gpu("g0", 0), gpu("g1", 0)];
     let base = [Usage { used: 1, usedmem: 500, usedcores: 50 }, Usage::default()];
-    let reqs = PodRequests { containers: smallvec::smallvec![Some(ContainerRequest::nvidia(1, 100, 101, 10))], init_containers: 0 };
+    let reqs = PodRequests {
+        containers: smallvec::smallvec![Some(ContainerRequest::nvidia(1, 100, 101, 10))],
+        init_containers: 0,
+    };
     let mut out = PodFit::default();
     fit_pod(&devs, &base, None, &reqs, &steer(&[(steering::GPU_SCHEDULER_POLICY, "binpack")]), &mut out).unwrap();
     assert_eq!(out.picks[0].device, 0);

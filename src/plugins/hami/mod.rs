@@ -89,8 +89,8 @@ mod steering;
 mod webhook;
 
 pub use allocation::{
-    BIND_PHASE, BIND_TIME, ContainerDevice, NoopAnnotator, PodAnnotator, RecordingAnnotator,
-    VGPU_DEVICES_ALLOCATED, VGPU_DEVICES_TO_ALLOCATE, VGPU_NODE, VGPU_TIME, decode_pod_devices, encode_pod_devices,
+    BIND_PHASE, BIND_TIME, ContainerDevice, NoopAnnotator, PodAnnotator, RecordingAnnotator, VGPU_DEVICES_ALLOCATED,
+    VGPU_DEVICES_TO_ALLOCATE, VGPU_NODE, VGPU_TIME, decode_pod_devices, encode_pod_devices,
 };
 pub use device::{
     DEVICE_CORDON, DeviceInfo, HAMI_CORE_MODE, MIG_MODE, NODE_NVIDIA_REGISTER, cordoned, decode_registration,

@@ -176,7 +176,9 @@ impl FilterPlugin for HamiVgpu {
         }
         let cordon = cordon_of(node.node());
         let mut out = PodFit::default();
-        let r = self.state.with_node(node.name(), |devices, usage| fit_pod(devices, usage, cordon, &c.reqs, &c.steering, &mut out));
+        let r = self
+            .state
+            .with_node(node.name(), |devices, usage| fit_pod(devices, usage, cordon, &c.reqs, &c.steering, &mut out));
         match r {
             Some(Ok(())) => Status::SUCCESS,
             Some(Err(e)) => Status::unschedulable(e.to_string()),
@@ -235,11 +237,8 @@ impl ScorePlugin for HamiVgpu {
             return Status::SUCCESS;
         };
         for s in scores.iter_mut() {
-            s.score = if s.score == max {
-                100
-            } else {
-                (i128::from(s.score - min) * 99 / i128::from(max - min)) as i64
-            };
+            s.score =
+                if s.score == max { 100 } else { (i128::from(s.score - min) * 99 / i128::from(max - min)) as i64 };
         }
         Status::SUCCESS
     }

@@ -153,7 +153,9 @@ fn registry_builds_from_config() {
     let r = crate::plugins::default_registry();
     assert!(r.contains(HAMI_VGPU));
     let h = Handle::default();
-    let p = HamiVgpu::from_config(Some(&serde_json::json!({"defaultMemory": 1024, "nodeSchedulerPolicy": "spread"})), &h).unwrap();
+    let p =
+        HamiVgpu::from_config(Some(&serde_json::json!({"defaultMemory": 1024, "nodeSchedulerPolicy": "spread"})), &h)
+            .unwrap();
     assert_eq!(p.config().default_memory, 1024);
     assert!(Arc::ptr_eq(p.state(), &h.shared::<HamiState>().unwrap()));
     assert!(HamiVgpu::from_config(Some(&serde_json::json!({"bogus": 1})), &h).is_err());

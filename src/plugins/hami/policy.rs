@@ -314,7 +314,8 @@ mod tests {
             usedcores,
             usedmem,
         };
-        let r = |kind, memreq, pct, cores| ContainerRequest { nums: 1, kind, memreq, mem_percentage: pct, coresreq: cores };
+        let r =
+            |kind, memreq, pct, cores| ContainerRequest { nums: 1, kind, memreq, mem_percentage: pct, coresreq: cores };
         let w = ScoringWeights::default();
         assert_eq!(device_score(&dev(0, 0, 0, 0, 0, 0), &[], w), 0.0);
         assert_eq!(device_score(&dev(0, 8, 4096, 0, 0, 0), &[], w), 0.0);
@@ -371,8 +372,24 @@ mod tests {
         let zero = ScoreInput::default();
         assert_eq!(node_score([zero]), 0.0);
         assert_eq!(node_score([]), 0.0);
-        let d1 = ScoreInput { kind: "GPU", count: 100, totalcore: 100, totalmem: 100, used: 50, usedcores: 100, usedmem: 100 };
-        let d2 = ScoreInput { kind: "CPU", count: 150, totalcore: 200, totalmem: 200, used: 75, usedcores: 200, usedmem: 200 };
+        let d1 = ScoreInput {
+            kind: "GPU",
+            count: 100,
+            totalcore: 100,
+            totalmem: 100,
+            used: 50,
+            usedcores: 100,
+            usedmem: 100,
+        };
+        let d2 = ScoreInput {
+            kind: "CPU",
+            count: 150,
+            totalcore: 200,
+            totalmem: 200,
+            used: 75,
+            usedcores: 200,
+            usedmem: 200,
+        };
         assert_eq!(node_score([d1, d2]), 25.0);
     }
 }

@@ -258,11 +258,7 @@ mod tests {
         let big = ((1i64 << 32) + 50).to_string();
         let cases: Vec<(&str, Container, Option<ContainerRequest>)> = vec![
             ("count only: 100% memory", ctr(&[("nvidia.com/gpu", "1")], &[]), n(1, 0, 100, 0)),
-            (
-                "count + memory",
-                ctr(&[("nvidia.com/gpu", "2"), ("nvidia.com/gpumem", "4096")], &[]),
-                n(2, 4096, 101, 0),
-            ),
+            ("count + memory", ctr(&[("nvidia.com/gpu", "2"), ("nvidia.com/gpumem", "4096")], &[]), n(2, 4096, 101, 0)),
             (
                 "count + percentage",
                 ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpumem-percentage", "50")], &[]),
@@ -283,11 +279,7 @@ mod tests {
                 ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpumem-percentage", "101")], &[]),
                 n(1, 0, 100, 0),
             ),
-            (
-                "count + cores",
-                ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpucores", "50")], &[]),
-                n(1, 0, 100, 50),
-            ),
+            ("count + cores", ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpucores", "50")], &[]), n(1, 0, 100, 50)),
             ("no gpu resource", ctr(&[], &[]), None),
             ("count in requests", ctr(&[], &[("nvidia.com/gpu", "1")]), n(1, 0, 100, 0)),
             (
@@ -337,10 +329,8 @@ mod tests {
         let cfg = HamiConfig { default_memory: 512, ..HamiConfig::default() };
         let r = ContainerRequest::of(&ctr(&[("nvidia.com/gpu", "1")], &[]), &cfg).unwrap();
         assert_eq!((r.memreq, r.mem_percentage), (512, 101));
-        let pct0 = ContainerRequest::of(
-            &ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpumem-percentage", "0")], &[]),
-            &cfg,
-        );
+        let pct0 =
+            ContainerRequest::of(&ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpumem-percentage", "0")], &[]), &cfg);
         assert_eq!(pct0, Some(r));
         let mem0 = ContainerRequest::of(&ctr(&[("nvidia.com/gpu", "1"), ("nvidia.com/gpumem", "0")], &[]), &cfg);
         assert_eq!(mem0, pct0);

@@ -301,17 +301,27 @@ mod tests {
     fn reserve_release_and_refusals() {
         let s = HamiState::new();
         assert_eq!(s.add_node(&node(2)).unwrap(), 2);
-        let reqs = PodRequests { containers: smallvec::smallvec![Some(ContainerRequest::nvidia(1, 600, 101, 60))], init_containers: 0 };
+        let reqs = PodRequests {
+            containers: smallvec::smallvec![Some(ContainerRequest::nvidia(1, 600, 101, 60))],
+            init_containers: 0,
+        };
         let st = Steering::default();
         let a = s.reserve("p1", "n1", None, &reqs, &st).unwrap();
         assert_eq!(a.containers[0].len(), 1);
-        assert!(matches!(s.reserve("p1", "n1", None, &reqs, &st), Err(ReserveError::State(HamiError::AlreadyAllocated(_)))));
+        assert!(matches!(
+            s.reserve("p1", "n1", None, &reqs, &st),
+            Err(ReserveError::State(HamiError::AlreadyAllocated(_)))
+        ));
         s.reserve("p2", "n1", None, &reqs, &st).unwrap();
         // Both devices hold 600 of 1000 MiB now.
         assert!(matches!(s.reserve("p3", "n1", None, &reqs, &st), Err(ReserveError::Fit(_))));
-        let over = PodAllocation { deltas: vec![DeviceDelta { uuid: "GPU-0".into(), usage: Usage { used: 1, usedmem: 500, usedcores: 0 } }], ..a.clone() };
+        let over = PodAllocation {
+            deltas: vec![DeviceDelta { uuid: "GPU-0".into(), usage: Usage { used: 1, usedmem: 500, usedcores: 0 } }],
+            ..a.clone()
+        };
         assert!(matches!(s.allocate("p4", over), Err(HamiError::OverCommit { .. })));
-        let unknown = PodAllocation { deltas: vec![DeviceDelta { uuid: "GPU-9".into(), usage: Usage::default() }], ..a.clone() };
+        let unknown =
+            PodAllocation { deltas: vec![DeviceDelta { uuid: "GPU-9".into(), usage: Usage::default() }], ..a.clone() };
         assert!(matches!(s.allocate("p5", unknown), Err(HamiError::UnknownDevice { .. })));
         assert_eq!(s.release("p1"), Some(a));
         s.reserve("p3", "n1", None, &reqs, &st).unwrap();
@@ -328,7 +338,9 @@ mod tests {
         let mut pod = Pod::default();
         pod.spec.init_containers.push(Default::default());
         pod.spec.containers.push(Default::default());
-        pod.metadata.annotations.insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,800,80:;GPU-0,NVIDIA,300,30:;".into());
+        pod.metadata
+            .annotations
+            .insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,800,80:;GPU-0,NVIDIA,300,30:;".into());
         s.record_bound("b", &pod, "n1").unwrap();
         assert_eq!(s.usage("n1").unwrap()[0].1, Usage { used: 1, usedmem: 800, usedcores: 80 });
         pod.metadata.annotations.insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,x,1:;".into());

@@ -139,7 +139,9 @@ mod tests {
             if let Err(e) = r {
                 assert_eq!(
                     e.to_string(),
-                    format!("invalid nvidia.com/gpumem-percentage value {pct} in container test: must be an integer between 0 and 100")
+                    format!(
+                        "invalid nvidia.com/gpumem-percentage value {pct} in container test: must be an integer between 0 and 100"
+                    )
                 );
             }
         }
