@@ -2,6 +2,7 @@
 //! memory shares schedule, the replay's GPU table books exactly what HAMi chose, and
 //! binpack and spread place pods the way their names say.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
@@ -56,8 +57,10 @@ fn hami_time_slices_limit_sharing() {
     // Eleven 5% pods on one GPU: HAMi's default split count (10) refuses the eleventh,
     // which the milli-GPU model would take.
     let nodes = parse_nodes("n", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,1,T4\n").unwrap();
-    let rows: String = (0..11).map(|i| format!("p{i},100,128,1,50\n")).collect();
-    let csv = format!("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n{rows}");
+    let csv = (0..11).fold(String::from("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"), |mut s, i| {
+        let _ = writeln!(s, "p{i},100,128,1,50");
+        s
+    });
     let pods = parse_pods("p", &csv).unwrap();
     let typical = Arc::new(TypicalPods::from_pods(&pods));
     let mut r = Replay::new(&nodes, None, typical, Policy::Hami, 1).unwrap();

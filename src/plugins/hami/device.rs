@@ -17,12 +17,15 @@ pub const HAMI_CORE_MODE: &str = "hami-core";
 /// Device mode of MIG devices.
 pub const MIG_MODE: &str = "mig";
 
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 fn is_zero(v: &i32) -> bool {
     *v == 0
 }
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 fn is_false(v: &bool) -> bool {
     !*v
 }

@@ -55,6 +55,7 @@ fn dev(id: &'static str, index: u32, used: i32, usedmem: i32, totalmem: i32, use
 
 /// Upstream `pkg/device/nvidia/device_test.go`, `TestDevices_Fit`.
 #[test]
+#[expect(clippy::type_complexity, reason = "upstream's table as tuples")]
 fn devices_fit_table() {
     let nv = |nums, mem, pct, cores| ContainerRequest::nvidia(nums, mem, pct, cores);
     let other = ContainerRequest { kind: "OtherType", ..nv(1, 512, 0, 50) };

@@ -107,6 +107,7 @@ impl GpuPolicy {
     /// Whether `a` sorts before `b` (upstream `DeviceUsageList.Less`); Fit takes
     /// devices from the end of the sorted list.
     #[inline]
+    #[expect(clippy::float_cmp, reason = "upstream compares the float32 scores exactly")]
     pub fn less(&self, numa_bind: bool, a: &SortKey, b: &SortKey) -> bool {
         let (si, sj, ni, nj) = (a.score, b.score, a.numa, b.numa);
         match &self.rule {
@@ -257,6 +258,7 @@ pub fn node_score<'a>(devices: impl IntoIterator<Item = ScoreInput<'a>>) -> f32 
 }
 
 #[cfg(test)]
+#[expect(clippy::float_cmp, reason = "upstream's tables compare float32 scores exactly")]
 mod tests {
     use super::*;
 

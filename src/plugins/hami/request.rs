@@ -156,14 +156,14 @@ impl ContainerRequest {
                 _ => return None,
             }
         }
-        let mut mempnum = MEM_PERCENTAGE_UNSET;
+        let mut pct = MEM_PERCENTAGE_UNSET;
         if let Some(p) = lookup(c, k.percentage).and_then(Quantity::as_i64_exact) {
             let p = p.min(100);
-            mempnum = if p > 0 { p as i32 } else { MEM_PERCENTAGE_UNSET };
+            pct = if p > 0 { p as i32 } else { MEM_PERCENTAGE_UNSET };
         }
-        if mempnum == MEM_PERCENTAGE_UNSET && memnum == 0 {
+        if pct == MEM_PERCENTAGE_UNSET && memnum == 0 {
             if cfg.default_memory == 0 {
-                mempnum = 100;
+                pct = 100;
             } else {
                 memnum = i64::from(cfg.default_memory);
             }
@@ -177,7 +177,7 @@ impl ContainerRequest {
             nums: n as i32,
             kind: NVIDIA_GPU_DEVICE,
             memreq: memnum as i32,
-            mem_percentage: mempnum,
+            mem_percentage: pct,
             coresreq: cores,
         })
     }

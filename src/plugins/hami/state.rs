@@ -336,8 +336,8 @@ mod tests {
         let s = HamiState::new();
         s.add_node(&node(1)).unwrap();
         let mut pod = Pod::default();
-        pod.spec.init_containers.push(Default::default());
-        pod.spec.containers.push(Default::default());
+        pod.spec.init_containers.push(crate::model::Container::default());
+        pod.spec.containers.push(crate::model::Container::default());
         pod.metadata
             .annotations
             .insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,800,80:;GPU-0,NVIDIA,300,30:;".into());

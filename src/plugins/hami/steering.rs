@@ -265,6 +265,7 @@ mod tests {
 
     /// Upstream `pkg/device/devices_test.go`, `TestCheckUUID`.
     #[test]
+    #[expect(clippy::type_complexity, reason = "a table of annotation sets")]
     fn check_uuid_table() {
         let cases: [(&[(&str, &str)], &str, bool); 11] = [
             (&[], "abc", true),
@@ -287,6 +288,7 @@ mod tests {
     /// Upstream `pkg/device/devices_test.go`, `TestCheckType`, and
     /// `pkg/device/nvidia/device_test.go` `TestCheckGPUtype_*`.
     #[test]
+    #[expect(clippy::type_complexity, reason = "a table of annotation sets")]
     fn check_type_table() {
         let cases: [(&[(&str, &str)], &str, bool); 10] = [
             (&[], "NVIDIA-A100", true),

@@ -149,6 +149,7 @@ mod tests {
 
     /// Upstream `TestMutateAdmissionDefaultsExclusiveCore`.
     #[test]
+    #[expect(clippy::type_complexity, reason = "a table of resource lists")]
     fn defaults_exclusive_core() {
         let cfg = HamiConfig::default();
         let cases: [(&[(&str, &str)], &[(&str, &str)], Option<i64>); 7] = [
