@@ -53,7 +53,7 @@
 //!     .plugin(HamiVgpu::new(HamiConfig::default(), state.clone(), handle.clone()).with_annotator(written.clone()))
 //!     .build()
 //!     .unwrap();
-//! let sched = Scheduler::builder().profile(profile).handle(handle).build();
+//! let mut sched = Scheduler::builder().profile(profile).handle(handle).build();
 //! for name in ["n1", "n2"] {
 //!     let mut node = NodeBuilder::new(name).cpu("8").memory("32Gi").build();
 //!     let gpus: Vec<_> = (0..2).map(|i| DeviceInfo::gpu(&format!("{name}-GPU-{i}"), "NVIDIA-A100", 40960).with_index(i)).collect();
