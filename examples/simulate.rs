@@ -51,7 +51,9 @@ OPTIONS:
     --nodes FILE        node list CSV (sn,cpu_milli,memory_mib,gpu,model)
                         [default: the bundled 1,213 GPU nodes]
     --policy LIST       comma-separated, any case: random, dotproduct (dotprod),
-                        gpuclustering, gpupacking, bestfit, fgd  [default: all six]
+                        gpuclustering, gpupacking, bestfit, fgd, and HAMi's hami-binpack,
+                        hami-spread, hami (node binpack, GPU spread)  [default: the six
+                        of the paper]
     --seeds LIST        seeds to average over: 42 | 42,43 | 42-51  [default: 42]
     --tune RATIO        target GPU demand as a multiple of capacity  [default: 1.3]
     --profile-every N   time every plugin call in one cycle in N for the latency
@@ -186,7 +188,7 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
                     .map(|p| {
                         Policy::parse(p.trim()).ok_or_else(|| {
                             format!(
-                                "{flag}: unknown policy {p:?} (random, dotproduct, gpuclustering, gpupacking, bestfit, fgd)"
+                                "{flag}: unknown policy {p:?} (random, dotproduct, gpuclustering, gpupacking, bestfit, fgd, hami-binpack, hami-spread, hami)"
                             )
                         })
                     })

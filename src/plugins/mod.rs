@@ -9,6 +9,7 @@ pub mod dynamic_resources;
 pub mod gang_scheduling;
 pub mod gpu_share;
 pub mod gpu_topology;
+pub mod hami;
 pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
@@ -135,6 +136,7 @@ pub fn default_registry() -> Registry {
         Ok(Arc::new(topology_placement::TopologyPlacementGenerator::new(h.clone())))
     });
     add(names::POD_GROUP_PODS_COUNT, |_, h| Ok(Arc::new(pod_group_pods_count::PodGroupPodsCount::new(h.clone()))));
+    add(names::HAMI_VGPU, |a, h| hami::HamiVgpu::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>));
     r
 }
 

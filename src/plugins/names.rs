@@ -37,6 +37,8 @@ pub const COSCHEDULING: &str = "Coscheduling";
 pub const CAPACITY_SCHEDULING: &str = "CapacityScheduling";
 /// GpuTopology (topology-aware GPU placement).
 pub const GPU_TOPOLOGY: &str = "GpuTopology";
+/// HamiVgpu (HAMi-compatible vGPU memory and core sharing).
+pub const HAMI_VGPU: &str = "HamiVgpu";
 /// TopologicalSort (scheduler-plugins network-aware QueueSort).
 pub const TOPOLOGICAL_SORT: &str = "TopologicalSort";
 /// NetworkOverhead (scheduler-plugins network-aware PreFilter, Filter, Score).

@@ -167,7 +167,9 @@ impl Experiment {
                 .iter()
                 .map(|a| {
                     let p = &pods[a.pod];
-                    PodInfo::new(p.to_pod_named(&a.name)).map(|i| (i, p.gpu_demand()))
+                    let mut pod = p.to_pod_named(&a.name);
+                    policy.prepare_pod(&mut pod);
+                    PodInfo::new(pod).map(|i| (i, p.gpu_demand()))
                 })
                 .collect::<Result<_, _>>()?;
             let rec = recorder.clone();

@@ -139,7 +139,7 @@ pub fn allocation_svg(cx: &PlotContext<'_>, results: &[PolicyResult]) -> String 
                 .iter()
                 .flat_map(|r| {
                     let p = paper_means_for(t, r.policy);
-                    p.at_100.map(|v| (100.0, v)).into_iter().chain([(130.0, p.at_130)])
+                    p.at_100.map(|v| (100.0, v)).into_iter().chain([(130.0, p.at_130)]).filter(|(_, y)| y.is_finite())
                 })
                 .collect()
         })
@@ -245,7 +245,7 @@ pub fn allocation_svg(cx: &PlotContext<'_>, results: &[PolicyResult]) -> String 
         for (i, r) in results.iter().enumerate() {
             let p = paper_means_for(t, r.policy);
             for (x, y) in p.at_100.map(|v| (100.0, v)).into_iter().chain([(130.0, p.at_130)]) {
-                if x < ax.x.0 || x > ax.x.1 {
+                if x < ax.x.0 || x > ax.x.1 || !y.is_finite() {
                     continue;
                 }
                 let _ = writeln!(s, "{}", diamond(px(x), py(y), COLORS[i % COLORS.len()], r.policy.name()));
@@ -276,7 +276,9 @@ pub fn allocation_svg(cx: &PlotContext<'_>, results: &[PolicyResult]) -> String 
         );
         let _ =
             writeln!(s, r#"<text x="{}" y="{}">{} {:.2}%</text>"#, lx + 46.0, y + 4.0, r.policy.name(), r.alloc_130);
-        if let Some(t) = cx.paper {
+        if let Some(t) = cx.paper
+            && paper_means_for(t, r.policy).at_130.is_finite()
+        {
             let _ = writeln!(
                 s,
                 r##"<text x="{}" y="{}" font-size="11" fill="#555">paper {:.2}%</text>"##,

@@ -248,6 +248,7 @@ pub struct Replay {
     index: AHashMap<Symbol, usize>,
     frag: Vec<f64>,
     arrived_milli: i64,
+    policy: Policy,
 }
 
 impl std::fmt::Debug for Replay {
@@ -313,6 +314,7 @@ impl Replay {
             if let Some(names) = names {
                 node.metadata.name.clone_from(&names[i]);
             }
+            policy.prepare_node(&mut node);
             let sym = Symbol::intern(node.name());
             frag.push(gpus_frag(&typical, &NodeGpus::from_node(&node), n.cpu_milli));
             state.add_node(&node);
@@ -320,7 +322,7 @@ impl Replay {
             names_out.push(sym);
             index.insert(sym, i);
         }
-        Ok(Replay { scheduler, state, typical, names: names_out, index, frag, arrived_milli: 0 })
+        Ok(Replay { scheduler, state, typical, names: names_out, index, frag, arrived_milli: 0, policy })
     }
 
     /// The scheduler.
@@ -356,7 +358,9 @@ impl Replay {
 
     /// Schedules one arriving pod (built from `pod` under `name`).
     pub fn step(&mut self, pod: &TracePod, name: &str) -> Step {
-        match PodInfo::new(pod.to_pod_named(name)) {
+        let mut p = pod.to_pod_named(name);
+        self.policy.prepare_pod(&mut p);
+        match PodInfo::new(p) {
             Ok(info) => self.step_info(&info, pod.gpu_demand()),
             Err(_) => self.record(None, SmallVec::new(), pod.gpu_demand(), Duration::ZERO),
         }

@@ -93,6 +93,10 @@ pub fn paper_means(policy: Policy) -> PaperMeans {
 pub fn paper_means_for(trace: PaperTrace, policy: Policy) -> PaperMeans {
     use PaperTrace::{Default, GpuSpec20, MultiGpu20};
     let (at_100, at_130) = match (trace, policy) {
+        // Not in the paper: no figures (NaN at 130%).
+        (_, Policy::HamiBinpack | Policy::HamiSpread | Policy::Hami) => {
+            return PaperMeans { at_100: None, at_130: f64::NAN };
+        }
         (Default, Policy::Random) => (86.30, 87.47),
         (Default, Policy::DotProduct) => (90.62, 90.85),
         (Default, Policy::GpuClustering) => (91.65, 91.88),

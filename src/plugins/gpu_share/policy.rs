@@ -22,12 +22,50 @@ pub enum Policy {
     BestFit,
     /// Fragmentation gradient descent, FGD's own device choice.
     Fgd,
+    /// HAMi with node policy binpack and GPU policy binpack
+    /// ([`crate::plugins::hami::replay`] maps the trace's requests).
+    HamiBinpack,
+    /// HAMi with node policy spread and GPU policy spread.
+    HamiSpread,
+    /// HAMi with its chart's defaults: node policy binpack, GPU policy spread.
+    Hami,
 }
 
 impl Policy {
     /// All six, in the paper's order.
     pub const ALL: [Policy; 6] =
         [Policy::Random, Policy::DotProduct, Policy::GpuClustering, Policy::GpuPacking, Policy::BestFit, Policy::Fgd];
+
+    /// HAMi's policies: binpack (node and GPU), spread (node and GPU), and the chart's
+    /// default (node binpack, GPU spread).
+    pub const HAMI: [Policy; 3] = [Policy::HamiBinpack, Policy::HamiSpread, Policy::Hami];
+
+    /// HAMi's GPU and node policy, `None` for the paper's policies.
+    pub fn hami_policies(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Policy::HamiBinpack => Some(("binpack", "binpack")),
+            Policy::HamiSpread => Some(("spread", "spread")),
+            Policy::Hami => Some(("spread", "binpack")),
+            _ => None,
+        }
+    }
+
+    /// Adds what the policy's plugins read to a replay pod built from a trace row: the
+    /// HAMi request for HAMi's policies ([`crate::plugins::hami::replay::add_gpu_share_request`]),
+    /// nothing for the others.
+    pub fn prepare_pod(self, pod: &mut crate::model::Pod) {
+        if let Some(p) = self.hami_policies() {
+            crate::plugins::hami::replay::add_gpu_share_request(pod, p);
+        }
+    }
+
+    /// Adds what the policy's plugins read to a replay node: HAMi's device registration
+    /// for HAMi's policies ([`crate::plugins::hami::replay::register_gpu_share_node`]).
+    pub fn prepare_node(self, node: &mut crate::model::Node) {
+        if self.hami_policies().is_some() {
+            crate::plugins::hami::replay::register_gpu_share_node(node);
+        }
+    }
 
     /// Short name (`FGD`, `BestFit`, `DotProduct`...), as in the paper's figures (which
     /// label DotProduct `DotProd`) and the README.
@@ -39,10 +77,14 @@ impl Policy {
             Policy::GpuPacking => "GpuPacking",
             Policy::BestFit => "BestFit",
             Policy::Fgd => "FGD",
+            Policy::HamiBinpack => "HAMi-binpack",
+            Policy::HamiSpread => "HAMi-spread",
+            Policy::Hami => "HAMi",
         }
     }
 
-    /// Parses a policy name (case-insensitive; `dotproduct` and `dotprod` both work).
+    /// Parses a policy name (case-insensitive; `dotproduct` and `dotprod` both work;
+    /// `hami-binpack`, `hami-spread`, `hami`).
     pub fn parse(s: &str) -> Option<Policy> {
         let l = s.to_ascii_lowercase();
         Some(match l.as_str() {
@@ -52,6 +94,9 @@ impl Policy {
             "gpupacking" | "packing" => Policy::GpuPacking,
             "bestfit" => Policy::BestFit,
             "fgd" => Policy::Fgd,
+            "hami-binpack" | "hamibinpack" => Policy::HamiBinpack,
+            "hami-spread" | "hamispread" => Policy::HamiSpread,
+            "hami" => Policy::Hami,
             _ => return None,
         })
     }
@@ -69,6 +114,9 @@ impl Policy {
         seed: u64,
         filters: Vec<Arc<dyn Plugin>>,
     ) -> Result<crate::framework::Profile, crate::framework::ConfigError> {
+        if self.hami_policies().is_some() {
+            return crate::plugins::hami::replay::profile(name, state, handle, filters);
+        }
         let select = match self {
             Policy::Random => DeviceSelect::random(seed ^ 0xd1ce),
             Policy::Fgd => DeviceSelect::Fgd(typical.clone()),
@@ -90,6 +138,8 @@ impl Policy {
             Policy::GpuPacking => b.plugin(GpuPacking::new(state.clone())),
             Policy::BestFit => b.plugin(BestFit::new(state.clone())),
             Policy::Fgd => b.plugin(Fgd::new(state.clone(), typical.clone())),
+            // Built by the HAMi profile above.
+            Policy::HamiBinpack | Policy::HamiSpread | Policy::Hami => b,
         };
         b.percentage_of_nodes_to_score(100).build()
     }
