@@ -75,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok("warn") => log::LevelFilter::Warn,
         _ => log::LevelFilter::Info,
     };
-    log::set_logger(&LOGGER).map(|()| log::set_max_level(level))?;
+    log::set_logger(&LOGGER).map(|()| log::set_max_level(level)).map_err(|e| e.to_string())?;
 
     // An invalid file fails here, with the field path.
     let mut file = match &args.config {

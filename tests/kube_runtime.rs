@@ -74,7 +74,7 @@ fn pod(name: &str, cpu: &str, node: &str, created: &str) -> Value {
     })
 }
 
-fn list(kind: &str, api_version: &str, rv: &str, items: Vec<Value>) -> Value {
+fn list(kind: &str, api_version: &str, rv: &str, items: &[Value]) -> Value {
     json!({"kind": format!("{kind}List"), "apiVersion": api_version, "metadata": {"resourceVersion": rv}, "items": items})
 }
 
@@ -89,7 +89,7 @@ fn full(status: u16, body: &Value) -> http::Response<Body> {
 
 /// A watch: these events (one JSON object a line), after `delay`, then nothing more
 /// (the connection stays open, as an idle watch does).
-fn watch(events: Vec<Value>, delay: Duration) -> http::Response<Body> {
+fn watch(events: &[Value], delay: Duration) -> http::Response<Body> {
     let frames: Vec<Result<http_body::Frame<Bytes>, Infallible>> = events
         .iter()
         .map(|e| {
@@ -128,18 +128,18 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
                 s.node_lists
             };
             if n == 1 {
-                full(200, &list("Node", "v1", "100", vec![node("n1", "4"), node("n2", "1")]))
+                full(200, &list("Node", "v1", "100", &[node("n1", "4"), node("n2", "1")]))
             } else {
-                full(200, &list("Node", "v1", "200", vec![node("n1", "4"), node("n2", "1"), node("n3", "8")]))
+                full(200, &list("Node", "v1", "200", &[node("n1", "4"), node("n2", "1"), node("n3", "8")]))
             }
         }
         // The first watch expires: the API server's 410 as a watch ERROR event.
         ("GET", "/api/v1/nodes") => {
             if state.lock().node_lists == 1 {
                 let gone = status_failure(410, "Expired", "too old resource version: 100 (150)");
-                watch(vec![json!({"type": "ERROR", "object": gone})], Duration::from_millis(1500))
+                watch(&[json!({"type": "ERROR", "object": gone})], Duration::from_millis(1500))
             } else {
-                watch(Vec::new(), Duration::ZERO)
+                watch(&[], Duration::ZERO)
             }
         }
         ("GET", "/api/v1/pods") if !is_watch => {
@@ -150,7 +150,7 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
                     "Pod",
                     "v1",
                     "100",
-                    vec![
+                    &[
                         pod("running", "1", "n1", "2025-03-01T09:00:00Z"),
                         pod("small", "2", "", "2025-03-01T10:00:00Z"),
                         pod("big", "6", "", "2025-03-01T10:00:01Z"),
@@ -160,9 +160,9 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             )
         }
         ("GET", "/apis/policy/v1/poddisruptionbudgets") if !is_watch => {
-            full(200, &list("PodDisruptionBudget", "policy/v1", "100", Vec::new()))
+            full(200, &list("PodDisruptionBudget", "policy/v1", "100", &[]))
         }
-        ("GET", _) => watch(Vec::new(), Duration::ZERO),
+        ("GET", _) => watch(&[], Duration::ZERO),
         ("POST", p) if p.ends_with("/binding") => {
             let pod = body["metadata"]["name"].as_str().unwrap().to_owned();
             let node = body["target"]["name"].as_str().unwrap().to_owned();
@@ -206,7 +206,7 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
         async move { Ok::<_, Infallible>(serve(st, req).await) }
     });
     let run_state = state.clone();
-    let stats = rt.block_on(async move {
+    let run = rt.block_on(async move {
         let state = run_state;
         let client = kube::Client::new(service, "default");
         let namespaces = NamespaceLabels::default();
@@ -236,8 +236,8 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
     assert_eq!(s.conflicts, 1);
     assert_eq!(s.bindings, [("small".to_owned(), "n1".to_owned()), ("big".to_owned(), "n3".to_owned())]);
     assert!(s.node_lists >= 2, "410 Expired did not re-list: {:?}", s.requests);
-    assert_eq!((stats.bound, stats.bind_failed), (2, 1), "{stats:?}");
-    assert!(stats.failed >= 1, "{stats:?}");
+    assert_eq!((run.bound, run.bind_failed), (2, 1), "{run:?}");
+    assert!(run.failed >= 1, "{run:?}");
     // `big` was reported as kube-scheduler reports it before n3 came.
     let (name, patch) = s.status_patches.iter().find(|(n, _)| n == "big").expect("status patch for big");
     assert_eq!(name, "big");
