@@ -82,10 +82,8 @@ pub mod dra;
 #[cfg(feature = "extender")]
 pub mod extender;
 pub mod framework;
-/// Conversions to and from k8s-openapi's types (feature `k8s-openapi`).
 #[cfg(feature = "k8s-openapi")]
 pub mod k8s;
-/// The kube-rs scheduler runtime (feature `kube`).
 #[cfg(feature = "kube")]
 pub mod kube;
 /// Kubernetes objects as `kubectl get -o yaml` prints them: version checks and conversion, API defaulting, unread fields reported.

@@ -1,7 +1,7 @@
 //! The v1.35 `scheduling.k8s.io/v1alpha1` Workload (pod groups embedded in the
 //! Workload, pods pointing at them with `spec.workloadRef`) and its conversion to the
 //! v1.36 shape: a `v1alpha2` [`Workload`](super::Workload) of templates plus one
-//! [`PodGroup`](super::PodGroup) object per group and replica key.
+//! [`PodGroup`] object per group and replica key.
 //!
 //! Upstream has no such conversion: v1alpha1 was removed when v1alpha2 split the
 //! PodGroup out (kubernetes/api v0.36.0), so a v1.36 cluster never serves both. The
