@@ -11,57 +11,17 @@
 //! `cargo bench --bench cycle_cost -- --warm-up-time 1 --measurement-time 3`
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use schedkit::framework::{Handle, Profile};
-use schedkit::model::{Pod, TaintEffect};
 use schedkit::scheduler::{Scheduler, TieBreak};
 use schedkit::snapshot::PodInfo;
-use schedkit::testing::PodBuilder;
 use schedkit::trace::synthetic_nodes;
-
-/// The pod of issue 23's items 1–2: requests, a toleration, a required and a
-/// preferred node affinity term, and a zone spread constraint.
-fn typical_pod(name: &str) -> Pod {
-    let mut pod: Pod = serde_json::from_str(
-        r#"{"spec":{
-          "affinity":{"nodeAffinity":{
-            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["medium","large"]}]}]},
-            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[
-              {"key":"node.kubernetes.io/instance-type","operator":"In","values":["large"]}]}}]}},
-          "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
-            "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]}}"#,
-    )
-    .expect("valid pod");
-    let built = PodBuilder::new(name)
-        .label("app", "web")
-        .cpu("500m")
-        .memory("1Gi")
-        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
-        .build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod.spec.tolerations = built.spec.tolerations;
-    pod
-}
-
-/// A DaemonSet's pod as its controller writes it: a required node affinity with one
-/// `matchFields` term on `metadata.name`.
-fn daemonset_pod(node: &str) -> Pod {
-    let mut pod: Pod = serde_json::from_str(&format!(
-        r#"{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
-          {{"nodeSelectorTerms":[{{"matchFields":[
-            {{"key":"metadata.name","operator":"In","values":["{node}"]}}]}}]}}}}}}}}}}"#
-    ))
-    .expect("valid pod");
-    let built = PodBuilder::new("ds-pod").cpu("100m").memory("128Mi").build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod
-}
+use support::{daemonset_pod, typical_pod};
 
 /// Opportunistic batching off (see the file's doc).
 fn batching_off(handle: &Handle) {

@@ -20,6 +20,8 @@
 //! Opportunistic batching is off: every row schedules the same pod again, which would
 //! otherwise measure the hint path instead of the search the row names.
 
+mod support;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +30,7 @@ use serde_json::json;
 
 use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
 use schedkit::framework::{Handle, PluginRef, Profile};
-use schedkit::model::{Pod, PodResourceClaim, TaintEffect};
+use schedkit::model::PodResourceClaim;
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::plugins::{default_profile_config, default_registry};
 use schedkit::scheduler::{Scheduler, TieBreak};
@@ -36,6 +38,7 @@ use schedkit::sim::{Replay, prefixed_names, tuned_arrivals};
 use schedkit::snapshot::{Cache, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 use schedkit::trace::{gpu_capacity_milli, load_nodes, load_pods, synthetic_nodes};
+use support::{daemonset_pod, typical_pod};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
 
@@ -95,42 +98,6 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// The pod of issue 23's items 1–2: requests, a toleration, a required and a
-/// preferred node affinity term, and a zone spread constraint.
-fn typical_pod() -> Pod {
-    let mut pod: Pod = serde_json::from_value(json!({"spec": {
-        "affinity": {"nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["medium", "large"]}]}]},
-            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {"matchExpressions": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["large"]}]}}]}},
-        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]}}))
-    .expect("valid pod");
-    let built = PodBuilder::new("p")
-        .label("app", "web")
-        .cpu("500m")
-        .memory("1Gi")
-        .toleration("dedicated", Some("infra"), Some(TaintEffect::NoSchedule))
-        .build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod.spec.tolerations = built.spec.tolerations;
-    pod
-}
-
-/// A DaemonSet's pod as its controller writes it.
-fn daemonset_pod(node: &str) -> Pod {
-    let mut pod: Pod = serde_json::from_value(json!({"spec": {"affinity": {"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}}))
-    .expect("valid pod");
-    let built = PodBuilder::new("ds-pod").cpu("100m").memory("128Mi").build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod
-}
-
 fn handle() -> Handle {
     let handle = Handle::default();
     handle.set_feature_gates("OpportunisticBatching=false".parse().expect("a known gate"));
@@ -155,7 +122,7 @@ fn default_scheduler(nodes: usize, pct: u32) -> Scheduler {
 /// Items 1, 2 and 4: the typical pod's scheduling cycle (binding aborted).
 fn typical(nodes: usize, pct: u32) -> Duration {
     let mut s = default_scheduler(nodes, pct);
-    let pod = PodInfo::new(typical_pod()).expect("valid pod");
+    let pod = PodInfo::new(typical_pod("p")).expect("valid pod");
     median_per_call(|| drop(s.schedule_one(&pod).expect("fits").abort("bench")))
 }
 

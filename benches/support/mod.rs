@@ -74,3 +74,18 @@ pub fn bench_score<P: ScorePlugin + PreScorePlugin>(
     });
     g.finish();
 }
+
+/// A DaemonSet's pod as its controller writes it: a required node affinity with one
+/// `matchFields` term on `metadata.name`.
+pub fn daemonset_pod(node: &str) -> Pod {
+    let mut pod: Pod = serde_json::from_str(&format!(
+        r#"{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
+          {{"nodeSelectorTerms":[{{"matchFields":[
+            {{"key":"metadata.name","operator":"In","values":["{node}"]}}]}}]}}}}}}}}}}"#
+    ))
+    .expect("valid pod");
+    let built = PodBuilder::new("ds-pod").cpu("100m").memory("128Mi").build();
+    pod.metadata = built.metadata;
+    pod.spec.containers = built.spec.containers;
+    pod
+}
