@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use schedkit::framework::{Handle, Profile};
-use schedkit::scheduler::{Scheduler, TieBreak};
+use schedkit::framework::Handle;
+use schedkit::scheduler::Scheduler;
 use schedkit::snapshot::PodInfo;
 use schedkit::trace::synthetic_nodes;
 use support::{daemonset_pod, typical_pod};
@@ -32,17 +32,7 @@ fn batching_off(handle: &Handle) {
 fn default_scheduler(nodes: usize, pct: u32, threads: usize) -> Scheduler {
     let handle = Handle::default();
     batching_off(&handle);
-    let s = Scheduler::builder()
-        .profile(Profile::kube_default(&handle))
-        .handle(handle)
-        .percentage_of_nodes_to_score(pct)
-        .parallelism(threads)
-        .tie_break(TieBreak::Random)
-        .build();
-    for n in synthetic_nodes(nodes) {
-        s.add_node(n).unwrap();
-    }
-    s
+    support::default_scheduler(handle, nodes, pct, threads)
 }
 
 /// The DaemonSet pod through the whole loop: added to the queue (not timed), popped,

@@ -5,20 +5,18 @@
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
 mod support;
-use support::{bench_score, cluster, typical_pod};
+use support::{bench_score, cluster, daemonset_pod, typical_pod};
 
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin, Profile};
-use schedkit::model::Pod;
+use schedkit::framework::{CycleState, FilterPlugin, Handle, PreFilterPlugin};
 use schedkit::plugins::image_locality::ImageLocality;
 use schedkit::plugins::node_affinity::NodeAffinity;
 use schedkit::plugins::node_resources::{BalancedAllocation, BalancedAllocationArgs, Fit, FitArgs};
 use schedkit::plugins::taint_toleration::TaintToleration;
-use schedkit::scheduler::{Scheduler, TieBreak};
+use schedkit::scheduler::Scheduler;
 use schedkit::snapshot::{PodInfo, Snapshot};
-use schedkit::testing::PodBuilder;
 use schedkit::trace::synthetic_nodes;
 
 fn bench_filter<P: FilterPlugin + PreFilterPlugin>(
@@ -65,18 +63,7 @@ fn per_plugin(c: &mut Criterion) {
 }
 
 fn default_scheduler(nodes: usize, pct: u32, threads: usize) -> Scheduler {
-    let handle = Handle::default();
-    let s = Scheduler::builder()
-        .profile(Profile::kube_default(&handle))
-        .handle(handle)
-        .percentage_of_nodes_to_score(pct)
-        .parallelism(threads)
-        .tie_break(TieBreak::Random)
-        .build();
-    for n in synthetic_nodes(nodes) {
-        s.add_node(n).unwrap();
-    }
-    s
+    support::default_scheduler(Handle::default(), nodes, pct, threads)
 }
 
 fn default_profile(c: &mut Criterion) {
@@ -93,23 +80,6 @@ fn default_profile(c: &mut Criterion) {
         });
     }
     g.finish();
-}
-
-/// A DaemonSet's pod: pinned to one node by a `matchFields` node affinity on
-/// `metadata.name`, as the DaemonSet controller writes it. NodeAffinity's PreFilter
-/// narrows the cycle to that node, so its cost should not grow with the cluster
-/// (compare with `profile/default/100pct_1thread` at the same node count).
-fn daemonset_pod(node: &str) -> Pod {
-    let mut pod: Pod = serde_json::from_str(&format!(
-        r#"{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
-          {{"nodeSelectorTerms":[{{"matchFields":[
-            {{"key":"metadata.name","operator":"In","values":["{node}"]}}]}}]}}}}}}}}}}"#
-    ))
-    .expect("valid pod");
-    let built = PodBuilder::new("ds-pod").cpu("100m").memory("128Mi").build();
-    pod.metadata = built.metadata;
-    pod.spec.containers = built.spec.containers;
-    pod
 }
 
 fn daemonset(c: &mut Criterion) {

@@ -5,8 +5,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput};
-use schedkit::framework::{CycleState, NodeScore, PreScorePlugin, ScorePlugin};
+use schedkit::framework::{CycleState, Handle, NodeScore, PreScorePlugin, Profile, ScorePlugin};
 use schedkit::model::{Pod, TaintEffect};
+use schedkit::scheduler::{Scheduler, TieBreak};
 use schedkit::snapshot::{Cache, NodeList, PodInfo, Snapshot};
 use schedkit::testing::PodBuilder;
 use schedkit::trace::synthetic_nodes;
@@ -88,4 +89,20 @@ pub fn daemonset_pod(node: &str) -> Pod {
     pod.metadata = built.metadata;
     pod.spec.containers = built.spec.containers;
     pod
+}
+
+/// kube-scheduler's default profile on `handle` over `nodes` synthetic nodes, scoring
+/// `pct` percent of them (0: upstream's adaptive sampling) on `threads` threads.
+pub fn default_scheduler(handle: Handle, nodes: usize, pct: u32, threads: usize) -> Scheduler {
+    let s = Scheduler::builder()
+        .profile(Profile::kube_default(&handle))
+        .handle(handle)
+        .percentage_of_nodes_to_score(pct)
+        .parallelism(threads)
+        .tie_break(TieBreak::Random)
+        .build();
+    for n in synthetic_nodes(nodes) {
+        s.add_node(n).unwrap();
+    }
+    s
 }
