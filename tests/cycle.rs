@@ -195,7 +195,8 @@ fn successful_binding_keeps_the_pod_assumed_and_counted() {
     let log = new_log();
     let mut s = scheduler_with(vec![Recorder::new("A", &log)], 1);
     let bound = s.schedule_pod(pod("p")).unwrap().run().unwrap();
-    assert_eq!(bound.pod.spec.node_name, "n0");
+    assert_eq!(bound.node_name(), "n0");
+    assert_eq!(bound.bound_pod().spec.node_name, "n0");
     let cache = s.cache().lock();
     assert!(cache.is_assumed("default/p"));
     assert_eq!(cache.node_info("n0").unwrap().requested().milli_cpu, 1000);

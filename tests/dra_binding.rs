@@ -133,7 +133,7 @@ fn scheduler(store: &Arc<DraStore>, clock: &VirtualClock) -> Scheduler {
 
 /// Runs the binding cycle on another thread (PreBind blocks while it waits).
 fn bind_in_background(b: BindingCycle) -> std::thread::JoinHandle<Result<String, String>> {
-    std::thread::spawn(move || b.run().map(|p| p.pod.spec.node_name.clone()).map_err(|e| e.to_string()))
+    std::thread::spawn(move || b.run().map(|p| p.node_name().to_owned()).map_err(|e| e.to_string()))
 }
 
 /// Advances the clock in `step`s until the binding thread finishes or `limit` passes.

@@ -188,7 +188,7 @@ fn both_ways(profile: impl Fn() -> Profile, prioritize: bool) -> (Vec<Option<Str
         workload()
             .into_iter()
             .map(|p| match s.schedule_pod(p) {
-                Ok(b) => b.run().map_err(|e| eprintln!("{e}")).ok().map(|p| p.pod.spec.node_name.clone()),
+                Ok(b) => b.run().map_err(|e| eprintln!("{e}")).ok().map(|p| p.node_name().to_owned()),
                 Err(e) => {
                     eprintln!("{e}");
                     None

@@ -42,7 +42,7 @@ impl TopologyPlacementGenerator {
             });
         let mut domain: Option<Symbol> = None;
         for pod in &scheduled {
-            let node = &pod.pod.spec.node_name;
+            let node = pod.node_name();
             let Some(info) = snapshot.get(node) else {
                 return Err(Status::error(format!(
                     "cannot determine domain for already scheduled pods: getting node for pod {}: nodeinfo not found for node name {node:?}",

@@ -273,7 +273,7 @@ impl SchedulingQueue {
     /// Adds a new unscheduled pod: to the active queue, or gated if a PreEnqueue
     /// plugin says no. Returns where it went.
     pub fn add(&mut self, pod: Arc<PodInfo>) -> Result<QueueLocation, QueueError> {
-        if !pod.pod.spec.node_name.is_empty() {
+        if pod.is_assigned() {
             return Err(QueueError::Assigned(pod.uid.to_string()));
         }
         let profile = self.profile_index(&pod)?;
@@ -342,7 +342,7 @@ impl SchedulingQueue {
         let Some(slot) = self.slot_of(&pod.uid) else {
             return self.add(pod);
         };
-        if !pod.pod.spec.node_name.is_empty() {
+        if pod.is_assigned() {
             return Err(QueueError::Assigned(pod.uid.to_string()));
         }
         let signature = self.sign(self.e(slot).profile, &pod);

@@ -99,7 +99,8 @@ impl BindingCycle {
         &self.inner().node
     }
 
-    /// The pod (as assumed: `spec.nodeName` set).
+    /// The pod as assumed: [`PodInfo::node_name`] is the node (the object itself is
+    /// shared with the queued pod, so `spec.nodeName` is as the API object has it).
     pub fn pod(&self) -> &Arc<PodInfo> {
         &self.inner().pod
     }

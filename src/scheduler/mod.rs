@@ -290,13 +290,9 @@ impl Scheduler {
         pod: &PodInfo,
         node: &str,
     ) -> Result<(Arc<PodInfo>, Option<Arc<WaitingPod>>), ScheduleError> {
-        let mut assumed_pod = (*pod.pod).clone();
-        assumed_pod.spec.node_name = node.to_owned();
-        // Only the node name changes: keep the derived facts (requests, ports, ...)
-        // instead of recomputing them from the containers.
-        let mut assumed = pod.clone();
-        assumed.pod = Arc::new(assumed_pod);
-        let assumed = Arc::new(assumed);
+        // The pod object is shared, not copied: the node is recorded beside it
+        // (`PodInfo::node_name`), and the derived facts are kept.
+        let assumed = Arc::new(pod.assumed_on(node));
         {
             // A pod deleted while its cycle ran (the queue marked it) is not assumed:
             // its delete event has passed, so nothing would take it out of the cache

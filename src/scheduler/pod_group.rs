@@ -219,11 +219,7 @@ impl Scheduler {
             };
             let (mut state, node) = (state.unwrap_or_default(), node.unwrap_or_default());
             // Assume into the snapshot, Reserve, then evaluate Permit without parking.
-            let mut a = (*pod.pod).clone();
-            a.spec.node_name.clone_from(&node);
-            let mut ai = (**pod).clone();
-            ai.pod = Arc::new(a);
-            let ai = Arc::new(ai);
+            let ai = Arc::new(pod.assumed_on(&node));
             let pos = {
                 let mut snap = self.handle.take_snapshot();
                 let s = Arc::make_mut(&mut snap);

@@ -470,7 +470,7 @@ impl Scheduler {
                 // (upstream learns it from the informer): pods waiting for an
                 // assigned pod (e.g. pod affinity) may move.
                 q.on_event(events::ASSIGNED_POD_ADD, &EventObject::Pod { old: None, new: Some(pod.clone()) });
-                AttemptOutcome::Bound(pod.pod.spec.node_name.clone())
+                AttemptOutcome::Bound(pod.node_name().to_owned())
             }
             Err(error) => {
                 let rejectors: Vec<&'static str> = if error.status.is_rejected() {

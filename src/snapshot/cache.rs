@@ -246,7 +246,7 @@ impl Cache {
 
     /// Adds a pod bound to a node (`spec.nodeName` set), or confirms an assumed one.
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
-        let node_name = pod.pod.spec.node_name.clone();
+        let node_name = pod.node_name().to_owned();
         if node_name.is_empty() {
             return Err(CacheError::PodNotAssigned(pod.uid.to_string()));
         }
@@ -272,7 +272,7 @@ impl Cache {
         if !self.pods.contains_key(&pod.uid) {
             return Err(CacheError::PodNotFound(pod.uid.to_string()));
         }
-        let node_name = pod.pod.spec.node_name.clone();
+        let node_name = pod.node_name().to_owned();
         if self.slot(&node_name).is_none() {
             return Err(CacheError::PodNodeNotFound { pod: pod.uid.to_string(), node: node_name });
         }
@@ -323,9 +323,7 @@ impl Cache {
                 let pod = self.remove_pod(uid)?;
                 // Still a member of its group, unscheduled again.
                 if super::pod_groups::group_key(&pod).is_some() {
-                    let mut unassumed = (*pod).clone();
-                    Arc::make_mut(&mut unassumed.pod).spec.node_name.clear();
-                    self.pod_groups.set(&Arc::new(unassumed), super::MemberState::Unscheduled);
+                    self.pod_groups.set(&Arc::new(pod.unassumed()), super::MemberState::Unscheduled);
                 }
                 Ok(())
             }

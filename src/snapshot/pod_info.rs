@@ -60,6 +60,10 @@ pub struct PodInfo {
     pub has_affinity: bool,
     /// Has required anti-affinity terms.
     pub has_required_anti_affinity: bool,
+    /// The node the scheduler assumed the pod on (see [`PodInfo::node_name`]). Kept
+    /// here so assuming a pod shares its object instead of copying it to set
+    /// `spec.nodeName`.
+    assumed_node: Option<Symbol>,
 }
 
 /// A pod with pod-level requests: what the scorers weigh with the gate on, and every
@@ -123,7 +127,75 @@ impl PodInfo {
             namespace: Symbol::intern(pod.namespace()),
             has_affinity,
             has_required_anti_affinity,
+            assumed_node: None,
             pod,
+        }
+    }
+
+    /// The node this pod is assigned to: the node the scheduler assumed it on, else the
+    /// object's `spec.nodeName` (empty for a pending pod).
+    ///
+    /// Upstream assumes a deep copy of the pod with `spec.nodeName` set. schedkit
+    /// shares the pod object instead and records the node here, which keeps a copy of
+    /// every container, toleration and affinity term off each cycle. So for a pod the
+    /// scheduler assumed (in the cache, a [`NodeInfo`](crate::snapshot::NodeInfo), a
+    /// binding cycle or an assigned-pod event) read the node from this method, not
+    /// from `pod.spec.node_name`.
+    ///
+    /// ```
+    /// use schedkit::snapshot::PodInfo;
+    /// use schedkit::testing::PodBuilder;
+    /// let pending = PodInfo::new(PodBuilder::new("p").build()).unwrap();
+    /// assert_eq!(pending.node_name(), "");
+    /// let assumed = pending.assumed_on("node-1");
+    /// assert_eq!(assumed.node_name(), "node-1");
+    /// assert!(assumed.is_assigned());
+    /// assert!(assumed.pod.spec.node_name.is_empty(), "the object is shared, not copied");
+    /// assert_eq!(assumed.bound_pod().spec.node_name, "node-1");
+    /// ```
+    pub fn node_name(&self) -> &str {
+        match self.assumed_node {
+            Some(node) => node.as_str(),
+            None => &self.pod.spec.node_name,
+        }
+    }
+
+    /// Whether the pod is assigned to a node (assumed by the scheduler or bound).
+    #[inline]
+    pub fn is_assigned(&self) -> bool {
+        self.assumed_node.is_some() || !self.pod.spec.node_name.is_empty()
+    }
+
+    /// This pod assumed on `node`: the same object and facts, with
+    /// [`PodInfo::node_name`] answering `node`. Cheap: the pod is shared, not copied.
+    #[must_use]
+    pub fn assumed_on(&self, node: &str) -> PodInfo {
+        let mut info = self.clone();
+        // Node names are pinned by the cache that holds the node, so this adds nothing.
+        info.assumed_node = Some(Symbol::intern(node));
+        info
+    }
+
+    /// This pod with the assumption undone: pending again, as the API object says.
+    pub(crate) fn unassumed(&self) -> PodInfo {
+        let mut info = self.clone();
+        info.assumed_node = None;
+        if !info.pod.spec.node_name.is_empty() {
+            Arc::make_mut(&mut info.pod).spec.node_name.clear();
+        }
+        info
+    }
+
+    /// The pod object as its binding makes it: `spec.nodeName` set to
+    /// [`PodInfo::node_name`]. Copies the pod when the scheduler assumed it.
+    pub fn bound_pod(&self) -> std::borrow::Cow<'_, Pod> {
+        match self.assumed_node {
+            Some(node) if self.pod.spec.node_name != node.as_str() => {
+                let mut pod = (*self.pod).clone();
+                pod.spec.node_name = node.as_str().to_owned();
+                std::borrow::Cow::Owned(pod)
+            }
+            _ => std::borrow::Cow::Borrowed(&*self.pod),
         }
     }
 

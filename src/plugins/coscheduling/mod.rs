@@ -426,7 +426,7 @@ impl EnqueueExtensions for Coscheduling {
 impl PodObserver for Coscheduling {
     fn pod_added(&self, pod: &PodInfo) {
         let Some(key) = GroupKey::of(pod) else { return };
-        let assigned = !pod.pod.spec.node_name.is_empty();
+        let assigned = pod.is_assigned();
         self.registry.with(key, |g| {
             g.members.insert(pod.uid.clone());
             if assigned {

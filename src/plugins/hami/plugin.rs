@@ -289,7 +289,7 @@ impl PodObserver for HamiVgpu {
     /// A pod already on a node with HAMi's allocation annotation is booked (a pod the
     /// scheduler itself placed is booked already and left as is).
     fn pod_added(&self, pod: &PodInfo) {
-        let node = &pod.pod.spec.node_name;
+        let node = pod.node_name();
         if !node.is_empty() && self.state.allocation(&pod.uid).is_none() {
             // A pod whose annotation doesn't fit the table is left out, as upstream
             // logs and skips pods it can't decode.

@@ -20,7 +20,7 @@ fn matches_all(owner: &PodInfo, terms: &[PodAffinityTerm], target: &PodInfo) -> 
 
 fn after_pod_change(pod: &PodInfo, old: Option<&PodInfo>, new: Option<&PodInfo>) -> QueueingHint {
     use QueueingHint::{Queue, Skip};
-    let unassigned = |p: Option<&PodInfo>| p.is_some_and(|p| p.pod.spec.node_name.is_empty());
+    let unassigned = |p: Option<&PodInfo>| p.is_some_and(|p| !p.is_assigned());
     if unassigned(new) || unassigned(old) {
         return Skip;
     }

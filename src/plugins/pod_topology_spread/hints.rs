@@ -15,7 +15,7 @@ use crate::snapshot::PodInfo;
 /// Upstream `involvedInTopologySpreading`: the changed pod is the pod itself, or an
 /// assigned pod of its namespace.
 fn involved(changed: &PodInfo, pod: &PodInfo) -> bool {
-    changed.uid == pod.uid || (!changed.pod.spec.node_name.is_empty() && changed.namespace == pod.namespace)
+    changed.uid == pod.uid || (changed.is_assigned() && changed.namespace == pod.namespace)
 }
 
 impl PodTopologySpread {

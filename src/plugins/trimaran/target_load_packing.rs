@@ -231,18 +231,18 @@ impl PostBindPlugin for TargetLoadPacking {
 impl PodObserver for TargetLoadPacking {
     /// Upstream `OnAdd` of an assigned pod.
     fn pod_added(&self, pod: &PodInfo) {
-        if !pod.pod.spec.node_name.is_empty() {
-            self.record(pod, &pod.pod.spec.node_name);
+        if pod.is_assigned() {
+            self.record(pod, pod.node_name());
         }
     }
     /// Upstream `OnUpdate`: recorded again only when the node changed.
     fn pod_updated(&self, old: &PodInfo, new: &PodInfo) {
-        if old.pod.spec.node_name != new.pod.spec.node_name && !new.pod.spec.node_name.is_empty() {
-            self.record(new, &new.pod.spec.node_name);
+        if old.node_name() != new.node_name() && new.is_assigned() {
+            self.record(new, new.node_name());
         }
     }
     /// Upstream `OnDelete`.
     fn pod_deleted(&self, pod: &PodInfo) {
-        self.scheduled.remove(&pod.pod.spec.node_name, &pod.uid);
+        self.scheduled.remove(pod.node_name(), &pod.uid);
     }
 }
