@@ -15,6 +15,23 @@
 //! | PreBind | writes each claim's allocation and `reservedFor` through the writer, commits, then waits for device binding conditions |
 //! | events | ResourceClaim, ResourceSlice, DeviceClass add/update requeue the pod |
 //!
+//! # Claims shared by a PodGroup (`DRAWorkloadResourceClaims`)
+//!
+//! A pod's claim reference may name a claim of its PodGroup
+//! (`podGroupResourceClaim`, KEP-5729): it resolves through the group's
+//! `spec.resourceClaims` to one ResourceClaim per group
+//! ([`DraStore::resolve_claim`]; the store finds PodGroups through the scheduler's
+//! handle when the plugin is built by [`DynamicResources::from_config`], else through
+//! [`DraStore::set_pod_group_source`]). The first member allocates it; later members of
+//! the group reuse that allocation, also while it is still in flight in the same
+//! pod-group cycle. PreBind reserves it for the PodGroup, not the pod (upstream
+//! `BindTo`). Such a claim is never deallocated while a PodGroup holds it: PostFilter
+//! and Unreserve first drop the group from `reservedFor` when none of its members is
+//! scheduled (assumed or bound), and the next PostFilter deallocates the claim reserved
+//! for nobody. With the gate off a `podGroupResourceClaim` reference does not resolve
+//! and the pod waits at PreEnqueue, as upstream's `resourceclaim.Name` without a
+//! PodGroup.
+//!
 //! # Device binding conditions
 //!
 //! A device may publish binding conditions (KEP-5007): the allocation result copies
@@ -33,7 +50,8 @@ use std::time::Duration;
 
 use crate::dra::{
     AllocError, BindingError, BindingState, Diagnosis, DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GatherError,
-    NodeResult, PodClaims, PodExtendedResourceClaimStatus, ResourceClaim, claim_name_for, extended_claim_name,
+    NodeResult, PodClaims, PodExtendedResourceClaimStatus, PodGroupSource, ResourceClaim, claim_name_for,
+    extended_claim_name,
 };
 use crate::framework::{
     ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
@@ -206,6 +224,8 @@ impl DynamicResources {
         if let Some(gates) = handle.feature_gates_if_set() {
             store.set_feature_gates(gates);
         }
+        // Group claims (KEP-5729) resolve through the scheduler's PodGroups.
+        store.set_pod_group_source(Arc::new(HandlePodGroups(handle.clone())));
         let mut plugin = DynamicResources::new(store).with_clock(handle.clock_arc());
         if let Some(writer) = handle.shared::<Arc<dyn ClaimStatusWriter>>() {
             plugin = plugin.with_writer(Arc::clone(&writer));
@@ -315,11 +335,28 @@ impl Plugin for DynamicResources {
     }
 }
 
+/// The scheduler's PodGroups as the store's [`PodGroupSource`].
+struct HandlePodGroups(Handle);
+
+impl PodGroupSource for HandlePodGroups {
+    fn pod_group(&self, namespace: &str, name: &str) -> Option<Arc<crate::model::workload::PodGroup>> {
+        self.0.pod_groups().pod_group(namespace, name)
+    }
+
+    fn scheduled_members(&self, namespace: &str, name: &str) -> usize {
+        self.0
+            .pod_groups()
+            .states()
+            .with(namespace, name, |s| s.map_or(0, crate::snapshot::PodGroupState::scheduled_pods_count))
+    }
+}
+
 impl PreEnqueuePlugin for DynamicResources {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        match self.store.missing_claim(&pod.pod) {
-            None => Status::SUCCESS,
-            Some(key) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+        match self.store.claims_ready(&pod.pod) {
+            Ok(()) => Status::SUCCESS,
+            Err(GatherError::MissingClaim(key)) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+            Err(e) => Status::unresolvable(e.to_string()),
         }
     }
 }
@@ -365,6 +402,7 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e @ GatherError::PodGroupClaim(_)) => (None, Status::unresolvable(e.to_string())),
             Err(e @ GatherError::PrioritizedListDisabled { .. }) => (None, Status::unschedulable(e.to_string())),
             Err(e) => (None, Status::error(e.to_string())),
         }
@@ -465,9 +503,14 @@ impl PostFilterPlugin for DynamicResources {
             .filter_map(|(k, _)| k.strip_prefix(ns).and_then(|r| r.strip_prefix('/')).map(str::to_owned))
             .collect();
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
-            if !order.contains(&name) {
-                order.push(name);
+            let Ok(r) = self.store.resolve_claim(p, pc) else { continue };
+            if let Some(group) = &r.group
+                && let Some(status) = self.release_idle_group(p, group, &r.name)
+            {
+                return (None, status);
+            }
+            if !order.contains(&r.name) {
+                order.push(r.name);
             }
         }
         for name in order {
@@ -524,7 +567,14 @@ impl ReservePlugin for DynamicResources {
         // PreBind may have added it); the allocation itself stays for the next attempt.
         let p = &pod.pod;
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
+            let Ok(resolved) = self.store.resolve_claim(p, pc) else { continue };
+            let name = resolved.name;
+            if let Some(group) = &resolved.group {
+                // Upstream `unreservePodGroupClaims`: the group keeps its reservation
+                // while another member is scheduled.
+                let _ = self.release_idle_group(p, group, &name);
+                continue;
+            }
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
             let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| r.uid == *pod.uid));
             if !reserved {
@@ -550,7 +600,12 @@ impl PreBindPlugin for DynamicResources {
         let p = &pod.pod;
         let inflight = self.store.inflight(&pod.uid);
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
+            let resolved = match self.store.resolve_claim(p, pc) {
+                Ok(r) => r,
+                Err(e) => return Status::unresolvable(e.to_string()),
+            };
+            let consumer = resolved.consumer(p, &pod.uid);
+            let name = resolved.name;
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else {
                 return Status::unresolvable(format!("ResourceClaim {name} was deleted"));
             };
@@ -561,13 +616,9 @@ impl PreBindPlugin for DynamicResources {
             if let Some((_, a)) = inflight.iter().find(|(k, _)| *k == key) {
                 status.allocation = Some((**a).clone());
             }
-            if !status.reserved_for.iter().any(|r| r.uid == *pod.uid) {
-                status.reserved_for.push(crate::dra::ResourceClaimConsumerReference {
-                    api_group: String::new(),
-                    resource: "pods".into(),
-                    name: p.metadata.name.clone(),
-                    uid: pod.uid.to_string(),
-                });
+            // Upstream `BindTo`: the pod, or for a group claim its PodGroup.
+            if !status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
+                status.reserved_for.push(consumer);
             }
             if let Err(e) = self.writer.update_status(&updated) {
                 return Status::error(format!("updating ResourceClaim {name}: {e}"));
@@ -600,6 +651,33 @@ impl PreBindPlugin for DynamicResources {
 }
 
 impl DynamicResources {
+    /// For a claim `name` shared through `group`: when no member of the group is
+    /// scheduled (assumed or bound) and the claim is reserved for the group, removes the
+    /// group from `reservedFor` (KEP-5729 deallocation: a claim whose `reservedFor` names
+    /// a PodGroup is never deallocated directly; once the group's entry is gone, the next
+    /// PostFilter deallocates it like any claim reserved for nobody). `Some(status)` when
+    /// it did.
+    fn release_idle_group(&self, p: &Pod, group: &crate::model::workload::PodGroup, name: &str) -> Option<Status> {
+        let claim = self.store.claim(&p.metadata.namespace, name)?;
+        let uid = &group.metadata.uid;
+        let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| &r.uid == uid));
+        if !reserved || self.store.pod_group_scheduled_members(group) > 0 {
+            return None;
+        }
+        let mut updated = (*claim).clone();
+        if let Some(s) = updated.status.as_mut() {
+            s.reserved_for.retain(|r| &r.uid != uid);
+        }
+        if let Err(e) = self.writer.update_status(&updated) {
+            return Some(Status::error(format!("removing PodGroup reservation of ResourceClaim {name}: {e}")));
+        }
+        self.store.release(&p.metadata.namespace, name, uid);
+        Some(Status::unschedulable(format!(
+            "removed reservation of ResourceClaim {name} for PodGroup {}",
+            group.name()
+        )))
+    }
+
     /// Deletes the claim made for the pod's extended resources, if there is one.
     fn delete_extended_claim(&self, p: &Pod) -> Option<Status> {
         let name = extended_claim_name(p);
@@ -668,6 +746,11 @@ pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
     let p = &pod.pod;
     let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
     let uses = p.spec.resource_claims.iter().any(|pc| {
+        // A group claim's name needs the PodGroup; such a pod is requeued by any claim
+        // event (the hint errs towards another attempt, as upstream's).
+        if pc.pod_group_resource_claim.is_some() {
+            return true;
+        }
         let name = claim_name_for(p, pc);
         key.strip_prefix(ns).and_then(|rest| rest.strip_prefix('/')) == Some(name.as_str())
     });
