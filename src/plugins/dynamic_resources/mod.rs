@@ -45,13 +45,16 @@
 //! the wait moves as the test advances time). The next attempt's PreFilter sees the failed or timed-out
 //! claim as unavailable, Filter rejects every node, and PostFilter deallocates it.
 
+mod pod_group;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use pod_group::HandlePodGroups;
+
 use crate::dra::{
     AllocError, BindingError, BindingState, Diagnosis, DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GatherError,
-    NodeResult, PodClaims, PodExtendedResourceClaimStatus, PodGroupSource, ResourceClaim, claim_name_for,
-    extended_claim_name,
+    NodeResult, PodClaims, PodExtendedResourceClaimStatus, ResourceClaim, claim_name_for, extended_claim_name,
 };
 use crate::framework::{
     ActionType, Clock, ClusterEvent, ClusterEventWithHint, Code, CycleState, EnqueueExtensions, EventObject,
@@ -332,22 +335,6 @@ impl Plugin for DynamicResources {
             .pre_bind(self.clone())
             .enqueue(self.clone())
             .sign(self);
-    }
-}
-
-/// The scheduler's PodGroups as the store's [`PodGroupSource`].
-struct HandlePodGroups(Handle);
-
-impl PodGroupSource for HandlePodGroups {
-    fn pod_group(&self, namespace: &str, name: &str) -> Option<Arc<crate::model::workload::PodGroup>> {
-        self.0.pod_groups().pod_group(namespace, name)
-    }
-
-    fn scheduled_members(&self, namespace: &str, name: &str) -> usize {
-        self.0
-            .pod_groups()
-            .states()
-            .with(namespace, name, |s| s.map_or(0, crate::snapshot::PodGroupState::scheduled_pods_count))
     }
 }
 
@@ -651,33 +638,6 @@ impl PreBindPlugin for DynamicResources {
 }
 
 impl DynamicResources {
-    /// For a claim `name` shared through `group`: when no member of the group is
-    /// scheduled (assumed or bound) and the claim is reserved for the group, removes the
-    /// group from `reservedFor` (KEP-5729 deallocation: a claim whose `reservedFor` names
-    /// a PodGroup is never deallocated directly; once the group's entry is gone, the next
-    /// PostFilter deallocates it like any claim reserved for nobody). `Some(status)` when
-    /// it did.
-    fn release_idle_group(&self, p: &Pod, group: &crate::model::workload::PodGroup, name: &str) -> Option<Status> {
-        let claim = self.store.claim(&p.metadata.namespace, name)?;
-        let uid = &group.metadata.uid;
-        let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| &r.uid == uid));
-        if !reserved || self.store.pod_group_scheduled_members(group) > 0 {
-            return None;
-        }
-        let mut updated = (*claim).clone();
-        if let Some(s) = updated.status.as_mut() {
-            s.reserved_for.retain(|r| &r.uid != uid);
-        }
-        if let Err(e) = self.writer.update_status(&updated) {
-            return Some(Status::error(format!("removing PodGroup reservation of ResourceClaim {name}: {e}")));
-        }
-        self.store.release(&p.metadata.namespace, name, uid);
-        Some(Status::unschedulable(format!(
-            "removed reservation of ResourceClaim {name} for PodGroup {}",
-            group.name()
-        )))
-    }
-
     /// Deletes the claim made for the pod's extended resources, if there is one.
     fn delete_extended_claim(&self, p: &Pod) -> Option<Status> {
         let name = extended_claim_name(p);
