@@ -131,11 +131,15 @@ impl Scheduler {
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
         let base = snap;
-        let result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
+        let mut result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
             self.placement_algorithm(&profile, &info, &base)
         } else {
             self.group_algorithm(&profile, &info, &base, None)
         };
+        // Upstream `podGroupCycle`: an Unschedulable group tries workload-aware preemption.
+        if self.handle.feature_gates().enabled(Feature::WorkloadAwarePreemption) {
+            self.apply_group_preemption(&profile, &info, &base, &mut result);
+        }
         // The snapshot as it was before the cycle.
         self.handle.put_snapshot(base);
         self.submit(&profile, &group, result);
