@@ -23,6 +23,8 @@ mod pod_group;
 mod pod_group_tests;
 mod run;
 mod score;
+#[cfg(test)]
+mod submit_tests;
 
 use std::sync::Arc;
 use std::time::Instant;
