@@ -223,6 +223,7 @@ fn dra(nodes: usize, claims: &[&str]) -> Vec<Duration> {
                         name: "gpus".into(),
                         resource_claim_name: Some((*claim).into()),
                         resource_claim_template_name: None,
+                        pod_group_resource_claim: None,
                     });
                 })
                 .build();

@@ -47,6 +47,7 @@ fn pod() -> Pod {
                 name: "mig".into(),
                 resource_claim_name: Some("c1g".into()),
                 resource_claim_template_name: None,
+                pod_group_resource_claim: None,
             });
         })
         .build()

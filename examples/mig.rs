@@ -41,6 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             name: "gpu".into(),
             resource_claim_name: Some(name.into()),
             resource_claim_template_name: None,
+            pod_group_resource_claim: None,
         });
         let uid = format!("uid-{name}");
         match store.reserve(&pod, &uid, "node-0", &Labels::default())? {

@@ -62,6 +62,7 @@ fn filter_allocates_nothing_when_claims_fit() {
                         name: "g".into(),
                         resource_claim_name: Some(claim.into()),
                         resource_claim_template_name: None,
+                        pod_group_resource_claim: None,
                     });
                 })
                 .build(),

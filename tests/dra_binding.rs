@@ -112,6 +112,7 @@ fn pod(name: &str) -> Pod {
                 name: "gpu".into(),
                 resource_claim_name: Some("claim".into()),
                 resource_claim_template_name: None,
+                pod_group_resource_claim: None,
             });
         })
         .build()

@@ -65,6 +65,7 @@ fn pod_with_claim(name: &str, claim: &str) -> Pod {
                 name: "gpus".into(),
                 resource_claim_name: Some(claim.into()),
                 resource_claim_template_name: None,
+                pod_group_resource_claim: None,
             });
         })
         .build()
@@ -235,6 +236,7 @@ fn pre_enqueue_waits_for_claims_and_templates_instantiate() {
                 name: "gpu".into(),
                 resource_claim_name: None,
                 resource_claim_template_name: Some("one-gpu".into()),
+                pod_group_resource_claim: None,
             });
         })
         .build();

@@ -69,6 +69,7 @@ fn pod() -> PodInfo {
         name: "c".into(),
         resource_claim_name: Some("claim-0".into()),
         resource_claim_template_name: None,
+        pod_group_resource_claim: None,
     });
     PodInfo::new(pod).unwrap()
 }
@@ -175,6 +176,7 @@ fn prioritized_list_off_scores_nothing() {
         name: "e".into(),
         resource_claim_name: Some("earlier".into()),
         resource_claim_template_name: None,
+        pod_group_resource_claim: None,
     });
     let p = PodInfo::new(p).unwrap();
     let plugin = DynamicResources::new(store.clone());

@@ -81,6 +81,7 @@ fn filter(plugin: &DynamicResources) -> schedkit::framework::Status {
             name: format!("c{i}"),
             resource_claim_name: Some(format!("claim-{i}")),
             resource_claim_template_name: None,
+            pod_group_resource_claim: None,
         });
     }
     let pod = PodInfo::new(pod).unwrap();

@@ -52,6 +52,7 @@ fn pod(claim: &str) -> Pod {
         name: "c".into(),
         resource_claim_name: Some(claim.into()),
         resource_claim_template_name: None,
+        pod_group_resource_claim: None,
     });
     p
 }
@@ -287,6 +288,7 @@ fn end_to_end_through_dynamic_resources() {
                     name: "gpu".into(),
                     resource_claim_name: Some(claim.into()),
                     resource_claim_template_name: None,
+                    pod_group_resource_claim: None,
                 });
             })
             .build()

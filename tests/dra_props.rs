@@ -148,6 +148,7 @@ fn pod(i: usize) -> Pod {
         name: "c".into(),
         resource_claim_name: Some(format!("claim-{i}")),
         resource_claim_template_name: None,
+        pod_group_resource_claim: None,
     });
     p
 }

@@ -69,6 +69,7 @@ fn setup_with(
             name: (*name).into(),
             resource_claim_name: Some((*name).into()),
             resource_claim_template_name: None,
+            pod_group_resource_claim: None,
         });
     }
     if let Some(claim_requests) = claim_requests {
@@ -81,6 +82,7 @@ fn setup_with(
             name: "c".into(),
             resource_claim_name: Some("claim".into()),
             resource_claim_template_name: None,
+            pod_group_resource_claim: None,
         });
     }
     let snapshot = Snapshot::from_nodes(

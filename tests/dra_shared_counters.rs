@@ -76,6 +76,7 @@ fn pod(claim: &str) -> Pod {
         name: "c".into(),
         resource_claim_name: Some(claim.into()),
         resource_claim_template_name: None,
+        pod_group_resource_claim: None,
     });
     p
 }

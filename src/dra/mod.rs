@@ -56,8 +56,9 @@ pub use extended::{MAX_EXTENDED_RESOURCES, is_dra_extended_resource_name};
 #[expect(deprecated, reason = "DraFeatures stays for one release")]
 pub use features::DraFeatures;
 pub use store::{
-    Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, PodClaims, binding_state,
-    claim_name_for, extended_claim_name,
+    Audit, BindingState, DraStore, ExtendedDeviceCounts, GatherError, NodeResult, POD_GROUP_CONSUMER_API_GROUP,
+    POD_GROUP_CONSUMER_RESOURCE, PodClaims, PodGroupSource, ResolvedClaim, binding_state, claim_name_for,
+    extended_claim_name, is_reserved_for_pod, pod_group_claim_name, pod_group_consumer,
 };
 pub use types::*;
 pub use world::DeviceId;

@@ -270,6 +270,12 @@ pub struct PodResourceClaim {
     /// A template from which a claim is made for this pod.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_claim_template_name: Option<String>,
+    /// The name of a claim in the pod's PodGroup (`spec.resourceClaims[].name`): the pod
+    /// shares the one claim made for its group (KEP-5729, gate
+    /// `DRAWorkloadResourceClaims`; upstream `PodResourceClaim.PodGroupResourceClaim`).
+    /// Exactly one of the three references is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_group_resource_claim: Option<String>,
 }
 
 /// Whether a pod may preempt others.

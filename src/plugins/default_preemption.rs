@@ -186,6 +186,11 @@ impl Plugin for DefaultPreemption {
     }
 }
 
+/// DefaultPreemption's PostFilter status for a pod-group member when
+/// `WorkloadAwarePreemption` is on (schedkit's text): the group is preempted for as a
+/// whole after the pod-by-pod pass.
+pub const POD_GROUP_PREEMPTION_DEFERRED: &str = "preemption for a pod group member is done for the whole group";
+
 impl PostFilterPlugin for DefaultPreemption {
     fn post_filter(
         &self,
@@ -194,6 +199,17 @@ impl PostFilterPlugin for DefaultPreemption {
         snapshot: &Snapshot,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        // With workload-aware preemption a pod group's members are not preempted for one
+        // by one: the pod-group cycle runs one PodGroupPostFilter for the whole group
+        // (`scheduler::group_preemption`), so no victim is evicted before the group is
+        // known to fit (KEP-5710).
+        let gates = self.handle.feature_gates();
+        if gates.enabled(crate::framework::Feature::WorkloadAwarePreemption)
+            && gates.enabled(crate::framework::Feature::GenericWorkload)
+            && pod.pod.scheduling_group_name().is_some()
+        {
+            return (None, Status::unschedulable(POD_GROUP_PREEMPTION_DEFERRED));
+        }
         let (result, status) = preemption::post_filter_preempt(
             self,
             names::DEFAULT_PREEMPTION,

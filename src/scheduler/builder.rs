@@ -178,6 +178,7 @@ impl SchedulerBuilder {
             cycle_metrics: None,
             rng: SplitMix64(self.config.seed),
             pending_attempts: std::collections::VecDeque::new(),
+            skip_post_filters: false,
             config: self.config,
             next_start: 0,
             bufs: Buffers::default(),

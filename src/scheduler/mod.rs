@@ -13,6 +13,7 @@ mod builder;
 mod config;
 mod filter;
 mod fit_error;
+mod group_preemption;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
@@ -22,6 +23,8 @@ mod pod_group;
 mod pod_group_tests;
 mod run;
 mod score;
+#[cfg(test)]
+mod submit_tests;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +41,7 @@ pub use config::{
     num_feasible_nodes_to_find,
 };
 pub use fit_error::{Diagnosis, FitError};
+pub use group_preemption::{MSG_NO_VICTIMS, MSG_NOT_REGISTERED, MSG_TOPOLOGY};
 pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
 
 use self::filter::{post_filter, rejecting_plugins};
@@ -125,6 +129,9 @@ pub struct Scheduler {
     cycle_count: u64,
     /// Attempts of a pod-group cycle not yet reported by `schedule_next`.
     pending_attempts: std::collections::VecDeque<Attempt>,
+    /// Set while workload-aware preemption runs the group algorithm as its feasibility
+    /// oracle: PostFilter plugins are skipped (upstream `SetSkipAllPostFilterPlugins`).
+    skip_post_filters: bool,
 }
 
 /// Whether the queue signed the pod (and with what), or the cycle must.
@@ -387,6 +394,9 @@ impl Scheduler {
                     ..Diagnosis::default()
                 };
                 d.node_to_status.absent = Some(s);
+                if self.skip_post_filters {
+                    return Err(ScheduleError::Unschedulable(Box::new(fit_error(d))));
+                }
                 return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
             }
             Err(s) => return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s }),
@@ -472,6 +482,9 @@ impl Scheduler {
                 )));
             }
             d.node_to_status.statuses = statuses;
+            if self.skip_post_filters {
+                return Err(ScheduleError::Unschedulable(Box::new(fit_error(d))));
+            }
             return Err(post_filter(profile, &mut state, pod, snap, &self.handle, fit_error(d), m, timers));
         }
         if self.bufs.feasible.len() == 1 {

@@ -6,7 +6,23 @@
 //! reverted, so the snapshot ends as it began; on success the fitting pods go through
 //! the ordinary assume → Reserve → Permit (parked while a gang waits) → binding.
 //!
-//! The placement algorithm (`TopologyAwareWorkloadScheduling`) lives in `placement.rs`.
+//! The placement algorithm (`TopologyAwareWorkloadScheduling`) lives in `placement.rs`,
+//! workload-aware preemption (`WorkloadAwarePreemption`: one group PostFilter when the
+//! group is unschedulable) in `group_preemption.rs`.
+//!
+//! # This cycle or Coscheduling?
+//!
+//! Use this native cycle (gates `GenericWorkload` + `GangScheduling`) when pods name a
+//! v1.36 `PodGroup` in `spec.schedulingGroup`: the whole group is tried against one
+//! snapshot and nothing is assumed unless enough members fit, placements keep a group
+//! in one topology domain, shared DRA claims are made once per group
+//! (`DRAWorkloadResourceClaims`) and preemption can be planned for the whole group.
+//! Use the scheduler-plugins `Coscheduling` plugin for pods labelled with a
+//! `scheduling.x-k8s.io/pod-group` and its `PodGroup` CRD (`minMember`):
+//! members are scheduled one by one and held at Permit until
+//! enough arrive, which is what clusters running scheduler-plugins today rely on. The
+//! two do not mix for one pod: a pod with `spec.schedulingGroup` always takes this
+//! cycle while the gate is on.
 
 use std::sync::Arc;
 
@@ -131,11 +147,15 @@ impl Scheduler {
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
         let base = snap;
-        let result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
+        let mut result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
             self.placement_algorithm(&profile, &info, &base)
         } else {
             self.group_algorithm(&profile, &info, &base, None)
         };
+        // Upstream `podGroupCycle`: an Unschedulable group tries workload-aware preemption.
+        if self.handle.feature_gates().enabled(Feature::WorkloadAwarePreemption) {
+            self.apply_group_preemption(&profile, &info, &base, &mut result);
+        }
         // The snapshot as it was before the cycle.
         self.handle.put_snapshot(base);
         self.submit(&profile, &group, result);
@@ -306,7 +326,7 @@ impl Scheduler {
 
     /// Hands each pod to binding or back to the queue (upstream
     /// `submitPodGroupAlgorithmResult`) and records the `PodGroupScheduled` condition.
-    fn submit(&mut self, profile: &Arc<Profile>, group: &Arc<PodGroup>, result: GroupResult) {
+    pub(super) fn submit(&mut self, profile: &Arc<Profile>, group: &Arc<PodGroup>, result: GroupResult) {
         let now = self.handle.clock().now();
         let groups = self.handle.pod_groups();
         match &result.status {
@@ -335,6 +355,18 @@ impl Scheduler {
         }
         for r in result.pods {
             let pod = r.pod.clone();
+            // Upstream `submitPodGroupAlgorithmResult`: while the group waits on
+            // preemption every member with a node keeps it as its nominated node
+            // (`ModeOverride`); any other failed member loses its nomination.
+            if !matches!(result.status, GroupStatus::Feasible) {
+                let nominator = self.handle.preemption().nominator();
+                match (&result.status, &r.node) {
+                    (GroupStatus::WaitingOnPreemption, Some(node)) => nominator.add(pod.clone(), node),
+                    _ => {
+                        nominator.remove(&pod.uid);
+                    }
+                }
+            }
             let outcome = match (&result.status, r.error, r.node, r.state) {
                 (GroupStatus::Feasible, None, Some(node), Some(mut state)) => {
                     match self.assume_reserve_permit(profile, &mut state, &pod, &node) {

@@ -8,8 +8,7 @@ use smallvec::SmallVec;
 
 use super::{
     AllocatedClaim, BindingState, DraStore, ExtVariant, ExtendedPlan, GatherError, Inner, PodClaims, binding_state,
-    claim_key, claim_name_for, consumed_capacity, extended_claim_name, has_binding_conditions, selector_bits,
-    subrequest_score,
+    claim_key, consumed_capacity, extended_claim_name, has_binding_conditions, selector_bits, subrequest_score,
 };
 use crate::dra::allocator::{ClaimPlan, InUse};
 use crate::dra::compiled::{CompiledClaim, CompiledClass, ns_or_default};
@@ -295,10 +294,15 @@ impl DraStore {
         let mut allocated = Vec::new();
         let mut allocated_score = 0;
         for pc in &pod.spec.resource_claims {
-            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
+            let resolved = Self::resolve_locked(inner, pod, pc)?;
+            let key = claim_key(&pod.metadata.namespace, &resolved.name);
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
-            if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+            // A group claim another member allocated in flight counts as allocated
+            // (KEP-5729: the first member allocates, later members reuse it).
+            let group_alloc = resolved.group.as_ref().and_then(|_| Self::group_inflight(inner, &key, exclude));
+            let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref()).or(group_alloc.as_deref());
+            if let Some(a) = allocation {
                 let binding = if has_binding_conditions(claim) { binding_state(claim) } else { BindingState::Ready };
                 if !allocated.iter().any(|x: &AllocatedClaim| x.key == key) {
                     allocated_score += subrequest_score(claim, a);

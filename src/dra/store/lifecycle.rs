@@ -6,8 +6,7 @@ use std::sync::Arc;
 use ahash::AHashMap;
 
 use super::{
-    Audit, BindingState, ClaimEntry, DraStore, GatherError, NodeResult, binding_state, claim_key, claim_name_for,
-    consumed_capacity,
+    Audit, BindingState, ClaimEntry, DraStore, GatherError, NodeResult, binding_state, claim_key, consumed_capacity,
 };
 use crate::dra::allocator::InUse;
 use crate::dra::compiled::CompiledClaim;
@@ -41,6 +40,7 @@ impl DraStore {
         let mut inner = self.inner.write();
         inner.inflight.remove(pod_uid);
         inner.extended_inflight.remove(pod_uid);
+        inner.group_inflight.retain(|_, (holder, _)| holder != pod_uid);
         inner.alloc_gen += 1;
         let requests = (!inner.extended_names.is_empty() && Self::requests_scalar(pod)).then(|| pod.requests());
         let claims = self.gather_locked(&mut inner, pod, Some(pod_uid), requests.as_ref())?;
@@ -55,9 +55,20 @@ impl DraStore {
                     inner.extended_inflight.insert(pod_uid.to_owned(), (v.claim.clone(), v.mappings.clone()));
                 }
             }
-            inner
-                .inflight
-                .insert(pod_uid.to_owned(), list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect());
+            let held: Vec<(String, Arc<AllocationResult>)> =
+                list.iter().map(|(k, a)| (k.clone(), Arc::new(a.clone()))).collect();
+            // Group claims this member allocates: later members of the group reuse them.
+            for pc in &pod.spec.resource_claims {
+                let Ok(r) = Self::resolve_locked(&inner, pod, pc) else { continue };
+                if r.group.is_none() {
+                    continue;
+                }
+                let key = claim_key(&pod.metadata.namespace, &r.name);
+                if let Some((_, a)) = held.iter().find(|(k, _)| *k == key) {
+                    inner.group_inflight.insert(key, (pod_uid.to_owned(), a.clone()));
+                }
+            }
+            inner.inflight.insert(pod_uid.to_owned(), held);
             inner.alloc_gen += 1;
         }
         Ok(result)
@@ -67,6 +78,7 @@ impl DraStore {
     pub fn unreserve(&self, pod_uid: &str) {
         let mut inner = self.inner.write();
         inner.extended_inflight.remove(pod_uid);
+        inner.group_inflight.retain(|_, (holder, _)| holder != pod_uid);
         if inner.inflight.remove(pod_uid).is_some() {
             inner.alloc_gen += 1;
         }
@@ -127,8 +139,11 @@ impl DraStore {
                 out.push(claim);
             }
         }
+        inner.group_inflight.retain(|_, (holder, _)| holder != pod_uid);
         for pc in &pod.spec.resource_claims {
-            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
+            let Ok(resolved) = Self::resolve_locked(&inner, pod, pc) else { continue };
+            let key = claim_key(&pod.metadata.namespace, &resolved.name);
+            let consumer = resolved.consumer(pod, pod_uid);
             let Some(entry) = inner.claims.get_mut(&key) else { continue };
             let mut claim = (*entry.compiled.claim).clone();
             let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
@@ -140,13 +155,9 @@ impl DraStore {
                 Self::stamp_allocation(&mut claim);
             }
             let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
-            if !status.reserved_for.iter().any(|r| r.uid == pod_uid) {
-                status.reserved_for.push(ResourceClaimConsumerReference {
-                    api_group: String::new(),
-                    resource: "pods".into(),
-                    name: pod.metadata.name.clone(),
-                    uid: pod_uid.to_owned(),
-                });
+            // Upstream `BindTo`: the pod, or for a group claim its PodGroup.
+            if !status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
+                status.reserved_for.push(consumer);
             }
             let claim = Arc::new(claim);
             let mut compiled = (*entry.compiled).clone();

@@ -9,6 +9,12 @@ mod gather;
 mod lifecycle;
 mod objects;
 mod pod_claims;
+mod pod_group_claims;
+
+pub use pod_group_claims::{
+    POD_GROUP_CONSUMER_API_GROUP, POD_GROUP_CONSUMER_RESOURCE, PodGroupSource, ResolvedClaim, is_reserved_for_pod,
+    pod_group_claim_name, pod_group_consumer,
+};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -71,6 +77,11 @@ struct Inner {
     extended_inflight: AHashMap<String, (Arc<CompiledClaim>, Vec<ContainerExtendedResourceRequest>)>,
     /// Pod uid -> what PreBind recorded in the pod's status about its extended-resource claim.
     extended_status: AHashMap<String, PodExtendedResourceClaimStatus>,
+    /// Where `podGroupResourceClaim` references are looked up.
+    pod_groups: Option<pod_group_claims::GroupSource>,
+    /// Group claim key -> (uid of the member that allocated it in flight, allocation):
+    /// later members of the group reuse it.
+    group_inflight: AHashMap<String, (String, Arc<AllocationResult>)>,
 }
 
 /// The DRA objects the scheduler needs, behind one lock. Cheap to share (`Arc`).
@@ -266,6 +277,11 @@ pub enum GatherError {
         /// How many.
         count: usize,
     },
+    /// A `podGroupResourceClaim` reference does not resolve (upstream
+    /// `resourceclaim.Name` with the pod's PodGroup): the gate is off, the pod is in no
+    /// group, the PodGroup is missing or lacks the claim.
+    #[error("{0}")]
+    PodGroupClaim(String),
 }
 
 /// What a node run returned.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{ClaimEntry, DraStore, claim_key, claim_name_for};
+use super::{ClaimEntry, DraStore, GatherError, claim_key, claim_name_for};
 use crate::dra::compiled::{CompiledClaim, CompiledClass};
 use crate::dra::error::DraError;
 use crate::dra::extended::is_dra_extended_resource_name;
@@ -155,12 +155,27 @@ impl DraStore {
         Ok(name)
     }
 
-    /// Whether every claim the pod names is in the store (PreEnqueue).
+    /// Whether every claim the pod names is in the store (PreEnqueue): the first missing
+    /// claim's key, or for a `podGroupResourceClaim` that does not resolve, why.
     pub fn missing_claim(&self, pod: &Pod) -> Option<String> {
+        match self.claims_ready(pod) {
+            Ok(()) => None,
+            Err(GatherError::MissingClaim(key)) => Some(key),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// Every claim reference of the pod resolves ([`DraStore::resolve_claim`]) and the
+    /// claim is in the store (upstream PreEnqueue's `foreachPodResourceClaim`).
+    pub fn claims_ready(&self, pod: &Pod) -> Result<(), GatherError> {
         let inner = self.inner.read();
-        pod.spec.resource_claims.iter().find_map(|pc| {
-            let key = claim_key(&pod.metadata.namespace, &claim_name_for(pod, pc));
-            (!inner.claims.contains_key(&key)).then_some(key)
-        })
+        for pc in &pod.spec.resource_claims {
+            let resolved = Self::resolve_locked(&inner, pod, pc)?;
+            let key = claim_key(&pod.metadata.namespace, &resolved.name);
+            if !inner.claims.contains_key(&key) {
+                return Err(GatherError::MissingClaim(key));
+            }
+        }
+        Ok(())
     }
 }

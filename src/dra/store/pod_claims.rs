@@ -27,6 +27,7 @@ impl DraStore {
                 name: format!("c{i}"),
                 resource_claim_name: Some((*name).to_owned()),
                 resource_claim_template_name: None,
+                pod_group_resource_claim: None,
             });
         }
         let mut inner = self.inner.write();

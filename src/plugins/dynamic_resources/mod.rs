@@ -15,6 +15,23 @@
 //! | PreBind | writes each claim's allocation and `reservedFor` through the writer, commits, then waits for device binding conditions |
 //! | events | ResourceClaim, ResourceSlice, DeviceClass add/update requeue the pod |
 //!
+//! # Claims shared by a PodGroup (`DRAWorkloadResourceClaims`)
+//!
+//! A pod's claim reference may name a claim of its PodGroup
+//! (`podGroupResourceClaim`, KEP-5729): it resolves through the group's
+//! `spec.resourceClaims` to one ResourceClaim per group
+//! ([`DraStore::resolve_claim`]; the store finds PodGroups through the scheduler's
+//! handle when the plugin is built by [`DynamicResources::from_config`], else through
+//! [`DraStore::set_pod_group_source`]). The first member allocates it; later members of
+//! the group reuse that allocation, also while it is still in flight in the same
+//! pod-group cycle. PreBind reserves it for the PodGroup, not the pod (upstream
+//! `BindTo`). Such a claim is never deallocated while a PodGroup holds it: PostFilter
+//! and Unreserve first drop the group from `reservedFor` when none of its members is
+//! scheduled (assumed or bound), and the next PostFilter deallocates the claim reserved
+//! for nobody. With the gate off a `podGroupResourceClaim` reference does not resolve
+//! and the pod waits at PreEnqueue, as upstream's `resourceclaim.Name` without a
+//! PodGroup.
+//!
 //! # Device binding conditions
 //!
 //! A device may publish binding conditions (KEP-5007): the allocation result copies
@@ -28,8 +45,12 @@
 //! the wait moves as the test advances time). The next attempt's PreFilter sees the failed or timed-out
 //! claim as unavailable, Filter rejects every node, and PostFilter deallocates it.
 
+mod pod_group;
+
 use std::sync::Arc;
 use std::time::Duration;
+
+use pod_group::HandlePodGroups;
 
 use crate::dra::{
     AllocError, BindingError, BindingState, Diagnosis, DraStore, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GatherError,
@@ -206,6 +227,8 @@ impl DynamicResources {
         if let Some(gates) = handle.feature_gates_if_set() {
             store.set_feature_gates(gates);
         }
+        // Group claims (KEP-5729) resolve through the scheduler's PodGroups.
+        store.set_pod_group_source(Arc::new(HandlePodGroups(handle.clone())));
         let mut plugin = DynamicResources::new(store).with_clock(handle.clock_arc());
         if let Some(writer) = handle.shared::<Arc<dyn ClaimStatusWriter>>() {
             plugin = plugin.with_writer(Arc::clone(&writer));
@@ -317,9 +340,10 @@ impl Plugin for DynamicResources {
 
 impl PreEnqueuePlugin for DynamicResources {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        match self.store.missing_claim(&pod.pod) {
-            None => Status::SUCCESS,
-            Some(key) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+        match self.store.claims_ready(&pod.pod) {
+            Ok(()) => Status::SUCCESS,
+            Err(GatherError::MissingClaim(key)) => Status::unresolvable(format!("waiting for ResourceClaim {key}")),
+            Err(e) => Status::unresolvable(e.to_string()),
         }
     }
 }
@@ -365,6 +389,7 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
+            Err(e @ GatherError::PodGroupClaim(_)) => (None, Status::unresolvable(e.to_string())),
             Err(e @ GatherError::PrioritizedListDisabled { .. }) => (None, Status::unschedulable(e.to_string())),
             Err(e) => (None, Status::error(e.to_string())),
         }
@@ -465,9 +490,14 @@ impl PostFilterPlugin for DynamicResources {
             .filter_map(|(k, _)| k.strip_prefix(ns).and_then(|r| r.strip_prefix('/')).map(str::to_owned))
             .collect();
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
-            if !order.contains(&name) {
-                order.push(name);
+            let Ok(r) = self.store.resolve_claim(p, pc) else { continue };
+            if let Some(group) = &r.group
+                && let Some(status) = self.release_idle_group(p, group, &r.name)
+            {
+                return (None, status);
+            }
+            if !order.contains(&r.name) {
+                order.push(r.name);
             }
         }
         for name in order {
@@ -524,7 +554,14 @@ impl ReservePlugin for DynamicResources {
         // PreBind may have added it); the allocation itself stays for the next attempt.
         let p = &pod.pod;
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
+            let Ok(resolved) = self.store.resolve_claim(p, pc) else { continue };
+            let name = resolved.name;
+            if let Some(group) = &resolved.group {
+                // Upstream `unreservePodGroupClaims`: the group keeps its reservation
+                // while another member is scheduled.
+                let _ = self.release_idle_group(p, group, &name);
+                continue;
+            }
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else { continue };
             let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| r.uid == *pod.uid));
             if !reserved {
@@ -550,7 +587,12 @@ impl PreBindPlugin for DynamicResources {
         let p = &pod.pod;
         let inflight = self.store.inflight(&pod.uid);
         for pc in &p.spec.resource_claims {
-            let name = claim_name_for(p, pc);
+            let resolved = match self.store.resolve_claim(p, pc) {
+                Ok(r) => r,
+                Err(e) => return Status::unresolvable(e.to_string()),
+            };
+            let consumer = resolved.consumer(p, &pod.uid);
+            let name = resolved.name;
             let Some(claim) = self.store.claim(&p.metadata.namespace, &name) else {
                 return Status::unresolvable(format!("ResourceClaim {name} was deleted"));
             };
@@ -561,13 +603,9 @@ impl PreBindPlugin for DynamicResources {
             if let Some((_, a)) = inflight.iter().find(|(k, _)| *k == key) {
                 status.allocation = Some((**a).clone());
             }
-            if !status.reserved_for.iter().any(|r| r.uid == *pod.uid) {
-                status.reserved_for.push(crate::dra::ResourceClaimConsumerReference {
-                    api_group: String::new(),
-                    resource: "pods".into(),
-                    name: p.metadata.name.clone(),
-                    uid: pod.uid.to_string(),
-                });
+            // Upstream `BindTo`: the pod, or for a group claim its PodGroup.
+            if !status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
+                status.reserved_for.push(consumer);
             }
             if let Err(e) = self.writer.update_status(&updated) {
                 return Status::error(format!("updating ResourceClaim {name}: {e}"));
@@ -668,6 +706,11 @@ pub fn claim_event_hint(pod: &PodInfo, event: &EventObject) -> QueueingHint {
     let p = &pod.pod;
     let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
     let uses = p.spec.resource_claims.iter().any(|pc| {
+        // A group claim's name needs the PodGroup; such a pod is requeued by any claim
+        // event (the hint errs towards another attempt, as upstream's).
+        if pc.pod_group_resource_claim.is_some() {
+            return true;
+        }
         let name = claim_name_for(p, pc);
         key.strip_prefix(ns).and_then(|rest| rest.strip_prefix('/')) == Some(name.as_str())
     });

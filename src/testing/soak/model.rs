@@ -134,6 +134,7 @@ impl PodSpec {
                     name: dra::CLAIM.into(),
                     resource_claim_name: None,
                     resource_claim_template_name: Some(dra::TEMPLATES[t].name.into()),
+                    pod_group_resource_claim: None,
                 });
             });
         }
