@@ -44,6 +44,7 @@
 //! assert!(loaded.ignored.iter().any(|f| f.path == "spec.volumes" && f.affects_scheduling));
 //! ```
 
+mod fast;
 mod time;
 
 /// The k8s-openapi crate these conversions are for.
@@ -104,12 +105,36 @@ pub trait K8sConvert: Manifest + Serialize {
 
     /// The object as the API server's JSON, limited to what schedkit may read.
     fn k8s_json(obj: &Self::K8s) -> Result<Value, serde_json::Error>;
+
+    /// A direct, typed conversion giving exactly what [`from_k8s_via_manifest`] gives
+    /// (Pod and Node have one); `None` when the manifest path must answer. With
+    /// `report_all` false, only the ignored fields that affect scheduling need be
+    /// returned.
+    #[doc(hidden)]
+    fn direct(_obj: &Self::K8s, _opts: LoadOptions, _report_all: bool) -> Option<Result<Loaded<Self>, ManifestError>> {
+        None
+    }
 }
 
 /// Converts a k8s-openapi object as [`manifest::from_value`] loads a manifest: defaulted,
 /// checked, with the fields schedkit did not read (a strict `opts` refuses those that
 /// can change a scheduling decision).
+///
+/// Pods and Nodes are converted field by field (no JSON detour), with the manifest
+/// loader's defaulting and rules; the result is always equal to
+/// [`from_k8s_via_manifest`]'s, errors included (anything the direct conversion would
+/// refuse is handed to that path).
 pub fn from_k8s<T: K8sConvert>(obj: &T::K8s, opts: LoadOptions) -> Result<Loaded<T>, ConvertError> {
+    match T::direct(obj, opts, true) {
+        Some(result) => Ok(result?),
+        None => from_k8s_via_manifest(obj, opts),
+    }
+}
+
+/// The reference conversion: the object written as the API server's JSON (the
+/// metadata schedkit reads, `spec`, `status`) and loaded by [`manifest::from_value`].
+/// [`from_k8s`] gives the same result, faster for Pods and Nodes.
+pub fn from_k8s_via_manifest<T: K8sConvert>(obj: &T::K8s, opts: LoadOptions) -> Result<Loaded<T>, ConvertError> {
     let value = T::k8s_json(obj).map_err(|e| ConvertError::Encode { kind: T::KIND, message: e.to_string() })?;
     Ok(manifest::from_value(value, opts)?)
 }
@@ -212,12 +237,18 @@ impl K8sConvert for Pod {
     fn k8s_json(obj: &core::Pod) -> Result<Value, serde_json::Error> {
         view::<core::Pod, _, _>(&obj.metadata, obj.spec.as_ref(), obj.status.as_ref())
     }
+    fn direct(obj: &core::Pod, opts: LoadOptions, report_all: bool) -> Option<Result<Loaded<Pod>, ManifestError>> {
+        fast::pod(obj, opts, report_all)
+    }
 }
 
 impl K8sConvert for Node {
     type K8s = core::Node;
     fn k8s_json(obj: &core::Node) -> Result<Value, serde_json::Error> {
         view::<core::Node, _, _>(&obj.metadata, obj.spec.as_ref(), obj.status.as_ref())
+    }
+    fn direct(obj: &core::Node, opts: LoadOptions, report_all: bool) -> Option<Result<Loaded<Node>, ManifestError>> {
+        fast::node(obj, opts, report_all)
     }
 }
 
@@ -266,7 +297,11 @@ macro_rules! try_from_both_ways {
         impl TryFrom<&$k> for $t {
             type Error = ConvertError;
             fn try_from(obj: &$k) -> Result<Self, ConvertError> {
-                Ok(from_k8s::<$t>(obj, LoadOptions::strict())?.object)
+                let opts = LoadOptions::strict();
+                match <$t as K8sConvert>::direct(obj, opts, false) {
+                    Some(result) => Ok(result?.object),
+                    None => Ok(from_k8s_via_manifest::<$t>(obj, opts)?.object),
+                }
             }
         }
         /// Strict, as the conversion from a reference.
