@@ -22,10 +22,16 @@
 //! - **Leader election** on a Lease ([`LeaderElection`]); **graceful shutdown** with
 //!   [`Shutdown`]: the loop finishes its attempt, the watches stop, `run` returns.
 //!
-//! Not yet: watches of DRA objects and a `ClaimStatusWriter` over the API (so the
-//! DynamicResources plugin is not fed by this runtime), and binding on a task of its
-//! own (bindings are made one at a time on the scheduling thread).
+//! - **DRA**: when a [`DraStore`](crate::dra::DraStore) is shared on the scheduler's
+//!   handle, ResourceSlices, DeviceClasses and ResourceClaims (resource.k8s.io/v1) are
+//!   watched into it, each change told to the queue as the DynamicResources plugin's
+//!   cluster event; claim status (allocation, `reservedFor`) is written back by
+//!   [`KubeClaimWriter`] (put in the profile by [`registry`]).
+//!
+//! Not yet: binding on a task of its own (bindings are made one at a time on the
+//! scheduling thread).
 
+mod dra;
 mod lease;
 mod watch;
 mod writer;
@@ -40,6 +46,7 @@ use kube::Api;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 
+pub use dra::KubeClaimWriter;
 pub use lease::LeaderElection;
 pub use writer::{KubeBinder, KubeEvictor};
 
@@ -117,12 +124,20 @@ pub enum RunError {
     SchedulingThread(String),
 }
 
-/// kube-scheduler's default plugins with DefaultBinder binding through `client` and
+/// kube-scheduler's default plugins with DefaultBinder binding through `client`,
+/// DynamicResources writing claim status through it ([`KubeClaimWriter`]) and
 /// InterPodAffinity reading `namespaces` (fill it with [`RunOptions::namespaces`]).
 /// Must be called inside a tokio runtime.
 pub fn registry(client: &kube::Client, namespaces: &NamespaceLabels) -> Result<Registry, RunError> {
     let rt = tokio::runtime::Handle::try_current().map_err(|_| RunError::NoRuntime)?;
     let mut r = crate::plugins::default_registry();
+    let claims: Arc<dyn crate::plugins::dynamic_resources::ClaimStatusWriter> =
+        Arc::new(KubeClaimWriter::new(client.clone(), rt.clone()));
+    r.replace(names::DYNAMIC_RESOURCES, move |args, handle| {
+        crate::plugins::dynamic_resources::DynamicResources::from_config(args, handle)
+            .map(|p| Arc::new(p.with_writer(claims.clone())) as Arc<dyn crate::framework::Plugin>)
+            .map_err(|e| e.to_string())
+    });
     let binder = KubeBinder::new(client.clone(), rt);
     r.replace(names::DEFAULT_BINDER, move |_, _| {
         Ok(Arc::new(DefaultBinder::new(binder.clone())) as Arc<dyn crate::framework::Plugin>)
@@ -189,6 +204,29 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         watch::Budgets { handle: scheduler.handle().clone(), all: std::collections::BTreeMap::new() },
         kick.clone(),
     )));
+
+    if let Some(store) = scheduler.handle().shared::<crate::dra::DraStore>() {
+        use k8s_openapi::api::resource::v1 as resource;
+        let shared = dra::Dra { store, events: events.clone(), load: options.load, waiting: Arc::default() };
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::DeviceClass>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Classes(shared.clone()),
+            kick.clone(),
+        )));
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::ResourceSlice>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Slices(shared.clone()),
+            kick.clone(),
+        )));
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::ResourceClaim>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Claims(shared),
+            kick.clone(),
+        )));
+    }
 
     let stop = shutdown.clone();
     let lost_flag = lost.clone();
