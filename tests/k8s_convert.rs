@@ -269,7 +269,10 @@ fn direct_conversion_equals_the_manifest_path_on_real_objects() {
     }
     let list: serde_json::Value = serde_json::from_str(&fixture("real/pods-list.json")).unwrap();
     for (i, item) in list["items"].as_array().unwrap().iter().enumerate() {
-        same_as_manifest_path::<Pod>(&format!("pods-list.json items[{i}]"), &serde_json::from_value(item.clone()).unwrap());
+        same_as_manifest_path::<Pod>(
+            &format!("pods-list.json items[{i}]"),
+            &serde_json::from_value(item.clone()).unwrap(),
+        );
         seen.0 += 1;
     }
     assert_eq!(seen, (6, 2));

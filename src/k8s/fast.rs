@@ -517,7 +517,12 @@ fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
         node_selector: s.node_selector.as_ref().map(|l| Labels::from_pairs(l.iter())).unwrap_or_default(),
         affinity,
         tolerations: s.tolerations.iter().flatten().map(toleration).collect::<Option<_>>()?,
-        topology_spread_constraints: s.topology_spread_constraints.iter().flatten().map(spread).collect::<Option<_>>()?,
+        topology_spread_constraints: s
+            .topology_spread_constraints
+            .iter()
+            .flatten()
+            .map(spread)
+            .collect::<Option<_>>()?,
         scheduling_gates: s
             .scheduling_gates
             .iter()
@@ -601,11 +606,7 @@ fn taint(t: &core::Taint, i: usize, u: &mut Unread) -> Option<Taint> {
         let affects = *AFFECTS.get_or_init(|| relevance::node("spec.taints[].timeAdded", &Value::Null));
         u.push(affects, || format!("spec.taints[{i}].timeAdded"));
     }
-    Some(Taint {
-        key: Symbol::intern(&t.key),
-        value: symbol(t.value.as_ref()),
-        effect: spelled(&t.effect)?,
-    })
+    Some(Taint { key: Symbol::intern(&t.key), value: symbol(t.value.as_ref()), effect: spelled(&t.effect)? })
 }
 
 fn node_status(s: &core::NodeStatus, u: &mut Unread) -> Option<NodeStatus> {
@@ -657,7 +658,8 @@ pub(super) fn node(
             unread!(u, rule, s.pod_cidr.is_some(), "spec.podCIDR");
             unread!(u, rule, s.pod_cidrs.is_some(), "spec.podCIDRs");
             unread!(u, rule, s.provider_id.is_some(), "spec.providerID");
-            let taints = s.taints.iter().flatten().enumerate().map(|(i, t)| taint(t, i, &mut u)).collect::<Option<_>>()?;
+            let taints =
+                s.taints.iter().flatten().enumerate().map(|(i, t)| taint(t, i, &mut u)).collect::<Option<_>>()?;
             NodeSpec { unschedulable: s.unschedulable.unwrap_or(false), taints }
         }
         None => NodeSpec::default(),
