@@ -5,7 +5,9 @@
 //! request. Checked: the loop binds, retries a conflicted binding, reports a pod that
 //! fits nowhere (PodScheduled=False with the FitError message, a FailedScheduling
 //! Event), re-lists after 410 and schedules onto a node only the new list has, skips
-//! a malformed pod, and stops on shutdown.
+//! a malformed pod, and stops on shutdown; with a DraStore, the DRA objects are
+//! listed into it and the claim's status (allocation, reservedFor) is written before
+//! the binding.
 
 use std::convert::Infallible;
 use std::sync::Arc;
