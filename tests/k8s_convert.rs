@@ -256,15 +256,12 @@ fn direct_conversion_equals_the_manifest_path_on_real_objects() {
         "workload/pod-v1alpha1-ref.json",
     ] {
         let value: serde_json::Value = serde_norway::from_str(&fixture(path)).unwrap();
-        match value["kind"].as_str() {
-            Some("Node") => {
-                same_as_manifest_path::<Node>(path, &serde_json::from_value(value).unwrap());
-                seen.1 += 1;
-            }
-            _ => {
-                same_as_manifest_path::<Pod>(path, &serde_json::from_value(value).unwrap());
-                seen.0 += 1;
-            }
+        if value["kind"] == "Node" {
+            same_as_manifest_path::<Node>(path, &serde_json::from_value(value).unwrap());
+            seen.1 += 1;
+        } else {
+            same_as_manifest_path::<Pod>(path, &serde_json::from_value(value).unwrap());
+            seen.0 += 1;
         }
     }
     let list: serde_json::Value = serde_json::from_str(&fixture("real/pods-list.json")).unwrap();

@@ -111,6 +111,7 @@ fn spelled<T: DeserializeOwned>(text: &str) -> Option<T> {
     T::deserialize(StrDeserializer::<PlainError>::new(text)).ok()
 }
 
+#[expect(clippy::option_option, reason = "outer None hands over to the manifest path; inner None: no field")]
 fn opt_spelled<T: DeserializeOwned>(text: Option<&String>) -> Option<Option<T>> {
     match text {
         None => Some(None),
@@ -139,6 +140,7 @@ fn seconds(t: &Time) -> Option<f64> {
     (MIN..=MAX).contains(&secs).then_some(secs as f64)
 }
 
+#[expect(clippy::option_option, reason = "outer None hands over to the manifest path; inner None: no field")]
 fn opt_seconds(t: Option<&Time>) -> Option<Option<f64>> {
     match t {
         None => Some(None),
@@ -437,7 +439,6 @@ k8s_openapi::k8s_if_le_1_35! {
     }
 }
 
-#[expect(clippy::too_many_lines, reason = "one statement per PodSpec field, in the manifest path's order")]
 fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
     k8s_openapi::k8s_if_1_35! {
         // Its conversion to schedulingGroup depends on GenericWorkload: left to the

@@ -38,7 +38,10 @@ pub use config::{
     num_feasible_nodes_to_find,
 };
 pub use fit_error::{Diagnosis, FitError};
-pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
+pub use run::{
+    Attempt, AttemptOutcome, EventError, Next, PendingBinding, PodState, RunSummary, SCHEDULER_REJECTOR,
+    SchedulerEvents,
+};
 
 use self::filter::{post_filter, rejecting_plugins};
 use crate::framework::metrics::ProfileTimers;
