@@ -7,7 +7,7 @@
 //! Event), re-lists after 410 and schedules onto a node only the new list has, skips
 //! a malformed pod, and stops on shutdown; with a DraStore, the DRA objects are
 //! listed into it and the claim's status (allocation, reservedFor) is written before
-//! the binding.
+//! the binding; bindings run on their own tasks, no more at once than the limit.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -45,6 +45,11 @@ struct ApiServer {
     dra: bool,
     /// ResourceClaim status updates: `(claim, body)`.
     claim_status: Vec<(String, Value)>,
+    /// Serve four small pods whose bindings each take 600 ms.
+    slow_bind: bool,
+    /// Bindings being answered now, and the most at once.
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 /// A resource.k8s.io/v1 DeviceClass, ResourceSlice and ResourceClaim as the API
@@ -179,6 +184,24 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             } else {
                 watch(&[], Duration::ZERO)
             }
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().slow_bind => {
+            let pods: Vec<Value> =
+                (0..4).map(|i| pod(&format!("p{i}"), "100m", "", &format!("2025-03-01T10:00:0{i}Z"))).collect();
+            full(200, &list("Pod", "v1", "100", &pods))
+        }
+        ("POST", p) if p.ends_with("/binding") && state.lock().slow_bind => {
+            {
+                let mut s = state.lock();
+                s.in_flight += 1;
+                s.max_in_flight = s.max_in_flight.max(s.in_flight);
+            }
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let mut s = state.lock();
+            s.in_flight -= 1;
+            let pod = body["metadata"]["name"].as_str().unwrap().to_owned();
+            s.bindings.push((pod, body["target"]["name"].as_str().unwrap().to_owned()));
+            full(201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
         }
         ("GET", "/api/v1/pods") if !is_watch && state.lock().dra => {
             let mut p = pod("trainer", "100m", "", "2025-03-01T10:00:00Z");
@@ -377,6 +400,45 @@ fn dra_objects_are_watched_and_claim_status_is_written() {
     let put = s.requests.iter().position(|r| r.starts_with("PUT ")).unwrap();
     let bind = s.requests.iter().position(|r| r.contains("/binding")).unwrap();
     assert!(put < bind, "{:?}", s.requests);
+}
+
+#[test]
+fn bindings_run_on_their_own_tasks_within_the_limit() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { slow_bind: true, ..ApiServer::default() }));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    let run = rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        let handle = Handle::default();
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings: 2, ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    // Four 600 ms bindings, two at a time: the loop went on scheduling while the API
+    // server answered, and never had more than the limit in flight.
+    assert_eq!(s.bindings.len(), 4, "{:?}", s.requests);
+    assert_eq!(s.max_in_flight, 2);
+    assert_eq!(run.bound, 4, "{run:?}");
 }
 
 #[test]
