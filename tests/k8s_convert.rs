@@ -520,3 +520,19 @@ proptest! {
         same_as_manifest_path::<Node>("generated node", &k8s_node);
     }
 }
+
+#[test]
+fn workload_api_objects_convert_and_round_trip() {
+    use schedkit::k8s::k8s_openapi::api::scheduling::v1alpha2 as alpha2;
+    use schedkit::model::workload::{PodGroup, Workload};
+    // The v1alpha2 objects (k8s-openapi's v1_36 has them), as the manifest loader reads
+    // them, through k8s-openapi and back.
+    let workloads = check::<Workload>("workload-v1alpha2.yaml", &fixture("workload/workload-v1alpha2.yaml"));
+    let groups = check::<PodGroup>("podgroup-v1alpha2.yaml", &fixture("workload/podgroup-v1alpha2.yaml"));
+    assert_eq!((workloads, groups), (0, 0), "nothing under spec is left unread");
+    let k8s_group: alpha2::PodGroup = serde_norway::from_str(&fixture("workload/podgroup-v1alpha2.yaml")).unwrap();
+    let group = PodGroup::try_from(&k8s_group).unwrap();
+    assert_eq!(Some(group.metadata.name.as_str()), k8s_group.metadata.name.as_deref());
+    let back = alpha2::PodGroup::try_from(&group).unwrap();
+    assert_eq!(back.spec, k8s_group.spec);
+}

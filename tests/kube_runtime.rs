@@ -47,6 +47,8 @@ struct ApiServer {
     claim_status: Vec<(String, Value)>,
     /// Serve four small pods whose bindings each take 600 ms.
     slow_bind: bool,
+    /// Serve a gang: two pods of PodGroup `workers` (minCount 2) and the group.
+    gang: bool,
     /// Bindings being answered now, and the most at once.
     in_flight: usize,
     max_in_flight: usize,
@@ -184,6 +186,27 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             } else {
                 watch(&[], Duration::ZERO)
             }
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().gang => {
+            let pods: Vec<Value> = (0..2)
+                .map(|i| {
+                    let mut p = pod(&format!("w{i}"), "100m", "", &format!("2025-03-01T10:00:0{i}Z"));
+                    p["spec"]["schedulingGroup"] = json!({"podGroupName": "workers"});
+                    p
+                })
+                .collect();
+            full(200, &list("Pod", "v1", "100", &pods))
+        }
+        ("GET", "/apis/scheduling.k8s.io/v1alpha2/podgroups") if !is_watch => {
+            // After the pods: they wait at PreEnqueue until the group arrives.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let group = json!({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                "metadata": {"name": "workers", "namespace": "default", "uid": "pg1", "resourceVersion": "5",
+                             "creationTimestamp": "2025-03-01T09:59:00Z"},
+                "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "training",
+                                                              "podGroupTemplateName": "workers"}},
+                         "schedulingPolicy": {"gang": {"minCount": 2}}}});
+            full(200, &list("PodGroup", "scheduling.k8s.io/v1alpha2", "100", &[group]))
         }
         ("GET", "/api/v1/pods") if !is_watch && state.lock().slow_bind => {
             let pods: Vec<Value> =
@@ -439,6 +462,48 @@ fn bindings_run_on_their_own_tasks_within_the_limit() {
     assert_eq!(s.bindings.len(), 4, "{:?}", s.requests);
     assert_eq!(s.max_in_flight, 2);
     assert_eq!(run.bound, 4, "{run:?}");
+}
+
+#[test]
+fn pod_groups_are_watched_and_a_gang_binds() {
+    use schedkit::framework::{Feature, FeatureGates};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { gang: true, ..ApiServer::default() }));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let gates = FeatureGates::default().with(Feature::GenericWorkload, true).with(Feature::GangScheduling, true);
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        schedkit::plugins::apply_feature_gates(&mut cfg.plugins, gates);
+        let handle = Handle::default();
+        handle.set_feature_gates(gates);
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    assert!(s.requests.iter().any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1alpha2/podgroups?")));
+    let mut bound: Vec<&str> = s.bindings.iter().map(|(p, _)| p.as_str()).collect();
+    bound.sort_unstable();
+    assert_eq!(bound, ["w0", "w1"], "{:?}", s.requests);
 }
 
 #[test]

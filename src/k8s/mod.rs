@@ -15,6 +15,9 @@
 //! what schedkit does not model is absent. A `status.disruptedPods` entry of a budget is
 //! written with the Unix epoch as its time, since schedkit keeps only the names.
 //!
+//! With k8s-openapi's v1_36 or newer, the workload API's `scheduling.k8s.io/v1alpha2`
+//! Workload and PodGroup convert too (through the manifest loader, as the DRA kinds).
+//!
 //! k8s-openapi needs exactly one Kubernetes version chosen by the final binary;
 //! schedkit enables none and needs v1_34 or newer (resource.k8s.io/v1).
 //!
@@ -339,3 +342,49 @@ try_from_both_ways!(
     ResourceClaim => resource::ResourceClaim,
     ResourceClaimTemplate => resource::ResourceClaimTemplate,
 );
+
+k8s_openapi::k8s_if_ge_1_36! {
+    /// scheduling.k8s.io/v1alpha2 (v1.36): the workload API.
+    mod workload_api {
+        use k8s_openapi::api::scheduling::v1alpha2 as k8s;
+        use serde_json::Value;
+
+        use super::{ConvertError, K8sConvert, LoadOptions, from_k8s_via_manifest, to_k8s};
+        use crate::model::workload::{PodGroup, Workload};
+
+        impl K8sConvert for Workload {
+            type K8s = k8s::Workload;
+            fn k8s_json(obj: &k8s::Workload) -> Result<Value, serde_json::Error> {
+                serde_json::to_value(obj)
+            }
+        }
+
+        impl K8sConvert for PodGroup {
+            type K8s = k8s::PodGroup;
+            fn k8s_json(obj: &k8s::PodGroup) -> Result<Value, serde_json::Error> {
+                serde_json::to_value(obj)
+            }
+        }
+
+        macro_rules! both_ways {
+            ($($t:ty => $k:ty),*) => {$(
+                /// Strict: a field schedkit does not model under `spec` is refused.
+                impl TryFrom<&$k> for $t {
+                    type Error = ConvertError;
+                    fn try_from(obj: &$k) -> Result<Self, ConvertError> {
+                        Ok(from_k8s_via_manifest::<$t>(obj, LoadOptions::strict())?.object)
+                    }
+                }
+                /// Every field schedkit models.
+                impl TryFrom<&$t> for $k {
+                    type Error = ConvertError;
+                    fn try_from(obj: &$t) -> Result<Self, ConvertError> {
+                        to_k8s(obj)
+                    }
+                }
+            )*};
+        }
+
+        both_ways!(Workload => k8s::Workload, PodGroup => k8s::PodGroup);
+    }
+}

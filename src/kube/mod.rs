@@ -28,6 +28,9 @@
 //!   cluster event; claim status (allocation, `reservedFor`) is written back by
 //!   [`KubeClaimWriter`] (put in the profile by [`registry`]).
 //!
+//! - **Workloads**: with the `GenericWorkload` gate on the scheduler's handle (and
+//!   k8s-openapi v1_36 or newer), v1.36 PodGroups (`scheduling.k8s.io/v1alpha2`) are
+//!   watched into the framework's pod-group manager.
 //! - **Bindings run on their own tasks** (blocking tasks of the runtime, at most
 //!   [`RunOptions::max_concurrent_bindings`] at once), as upstream runs each binding
 //!   cycle on a goroutine: the loop schedules the next pod while the API server
@@ -252,6 +255,18 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
             dra::Claims(shared),
             kick.clone(),
         )));
+    }
+
+    k8s_openapi::k8s_if_ge_1_36! {
+        let gates = scheduler.handle().feature_gates();
+        if gates.enabled(crate::framework::Feature::GenericWorkload) {
+            tasks.push(tokio::spawn(watch::drive(
+                Api::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>::all(client.clone()),
+                watcher::Config::default(),
+                watch::PodGroups { events: events.clone(), load: options.load, gates },
+                kick.clone(),
+            )));
+        }
     }
 
     let stop = shutdown.clone();
