@@ -1,8 +1,9 @@
 //! k8s-openapi -> schedkit conversion of a typical pod: a Deployment's pending pod as
 //! the API server sends it (managedFields, ownerReferences, probes, env, the projected
 //! service-account volume, default tolerations, affinity, spread, a status condition),
-//! converted with defaulting and the unread-field report (`from_k8s`), and the strict
-//! `TryFrom`; and the way back.
+//! converted with defaulting and the unread-field report (`from_k8s`, the direct
+//! typed path), the strict `TryFrom`, and the reference path through the manifest
+//! loader (`from_k8s_via_manifest`); and the way back.
 //!
 //! `cargo bench --bench k8s_convert --features k8s-openapi -- --warm-up-time 1 --measurement-time 3`
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
@@ -25,6 +26,9 @@ fn convert(c: &mut Criterion) {
         b.iter(|| k8s::from_k8s::<Pod>(std::hint::black_box(&k8s_pod), LoadOptions::default()).unwrap());
     });
     g.bench_function("pod_try_from_strict", |b| b.iter(|| Pod::try_from(std::hint::black_box(&k8s_pod)).unwrap()));
+    g.bench_function("pod_via_manifest_reported", |b| {
+        b.iter(|| k8s::from_k8s_via_manifest::<Pod>(std::hint::black_box(&k8s_pod), LoadOptions::default()).unwrap());
+    });
     g.bench_function("pod_to_k8s", |b| b.iter(|| api::Pod::try_from(std::hint::black_box(&pod)).unwrap()));
     g.finish();
 }

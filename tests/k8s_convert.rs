@@ -224,3 +224,315 @@ proptest! {
         prop_assert_eq!(Pod::try_from(&back).unwrap(), pod);
     }
 }
+
+/// The direct Pod/Node conversion of `from_k8s` and `TryFrom` against the manifest
+/// path (`from_k8s_via_manifest`): the same object, the same ignored fields in the
+/// same order, the same errors, in default and strict mode and with the
+/// PodLevelResources gate.
+fn same_as_manifest_path<T>(what: &str, obj: &T::K8s)
+where
+    T: K8sConvert + PartialEq + Debug + for<'a> TryFrom<&'a T::K8s, Error = ConvertError>,
+{
+    let mut gated = LoadOptions::default();
+    gated.feature_gates.set_enabled(schedkit::framework::Feature::PodLevelResources, true);
+    for opts in [LoadOptions::default(), LoadOptions::strict(), gated] {
+        let fast = k8s::from_k8s::<T>(obj, opts);
+        let reference = k8s::from_k8s_via_manifest::<T>(obj, opts);
+        assert_eq!(fast, reference, "{what} ({opts:?})");
+    }
+    let strict = k8s::from_k8s_via_manifest::<T>(obj, LoadOptions::strict()).map(|l| l.object);
+    assert_eq!(T::try_from(obj), strict, "{what}: TryFrom");
+}
+
+#[test]
+fn direct_conversion_equals_the_manifest_path_on_real_objects() {
+    let mut seen = (0, 0);
+    for path in [
+        "real/pod-gpu-limits-only.yaml",
+        "real/pod-running-hostnetwork.json",
+        "real/node-gpu.yaml",
+        "real/node-no-allocatable.json",
+        "k8s/pod-web-pending.yaml",
+        "workload/pod-v1alpha1-ref.json",
+    ] {
+        let value: serde_json::Value = serde_norway::from_str(&fixture(path)).unwrap();
+        if value["kind"] == "Node" {
+            same_as_manifest_path::<Node>(path, &serde_json::from_value(value).unwrap());
+            seen.1 += 1;
+        } else {
+            same_as_manifest_path::<Pod>(path, &serde_json::from_value(value).unwrap());
+            seen.0 += 1;
+        }
+    }
+    let list: serde_json::Value = serde_json::from_str(&fixture("real/pods-list.json")).unwrap();
+    for (i, item) in list["items"].as_array().unwrap().iter().enumerate() {
+        same_as_manifest_path::<Pod>(
+            &format!("pods-list.json items[{i}]"),
+            &serde_json::from_value(item.clone()).unwrap(),
+        );
+        seen.0 += 1;
+    }
+    assert_eq!(seen, (6, 2));
+    // The cases the direct path hands over: a bad quantity, an unknown spelling.
+    let mut k8s_pod: api::Pod = serde_norway::from_str(&fixture("k8s/pod-web-pending.yaml")).unwrap();
+    let spec = k8s_pod.spec.as_mut().unwrap();
+    spec.containers[0].ports.as_mut().unwrap()[0].protocol = Some("QUIC".into());
+    same_as_manifest_path::<Pod>("bad protocol", &k8s_pod);
+    assert!(Pod::try_from(&k8s_pod).unwrap_err().to_string().contains("spec.containers[0].ports[0].protocol"));
+}
+
+mod objects {
+    //! Pods and nodes as the API server could send them, some with values a load
+    //! refuses, as JSON for k8s-openapi to decode.
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn quantity() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!("100m")),
+            Just(json!("2")),
+            Just(json!("1Gi")),
+            Just(json!("1.5")),
+            Just(json!("0")),
+            Just(json!("lots")),
+        ]
+    }
+
+    fn resource_map() -> impl Strategy<Value = Option<Value>> {
+        proptest::option::of(
+            proptest::collection::btree_map(
+                prop_oneof![Just("cpu"), Just("memory"), Just("nvidia.com/gpu"), Just("hugepages-2Mi")],
+                quantity(),
+                0..3,
+            )
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+        )
+    }
+
+    fn container() -> impl Strategy<Value = Value> {
+        (
+            resource_map(),
+            resource_map(),
+            proptest::option::of((1i32..70_000, 0i32..3, prop_oneof![Just("TCP"), Just("UDP"), Just("XDP")])),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(req, lim, port, command, sidecar, claims)| {
+                let mut c = json!({"name": "c", "image": "i"});
+                let mut res = serde_json::Map::new();
+                if let Some(r) = req {
+                    res.insert("requests".into(), r);
+                }
+                if let Some(l) = lim {
+                    res.insert("limits".into(), l);
+                }
+                if claims {
+                    res.insert("claims".into(), json!([{"name": "gpu"}]));
+                }
+                c["resources"] = Value::Object(res);
+                if let Some((p, hp, proto)) = port {
+                    c["ports"] = json!([{"containerPort": p, "hostPort": hp * 1000, "protocol": proto, "name": "p"}]);
+                }
+                if command {
+                    c["command"] = json!(["run"]);
+                    c["volumeMounts"] = json!([{"name": "v", "mountPath": "/v"}]);
+                }
+                if sidecar {
+                    c["restartPolicy"] = json!("Always");
+                }
+                c
+            })
+    }
+
+    fn toleration() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![Just(json!("Exists")), Just(json!("Equal")), Just(json!("Maybe"))],
+            proptest::option::of(prop_oneof![Just("NoSchedule"), Just("NoExecute"), Just("Sometimes")]),
+            proptest::option::of(0i64..600),
+        )
+            .prop_map(|(op, effect, secs)| {
+                let mut t = json!({"key": "k", "operator": op});
+                if let Some(e) = effect {
+                    t["effect"] = json!(e);
+                }
+                if let Some(s) = secs {
+                    t["tolerationSeconds"] = json!(s);
+                }
+                t
+            })
+    }
+
+    fn affinity() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![Just("In"), Just("NotIn"), Just("Gt"), Just("Exists"), Just("Near")],
+            proptest::collection::vec(prop_oneof![Just("a"), Just("3"), Just("not valid")], 0..3),
+            any::<bool>(),
+        )
+            .prop_map(|(op, values, anti)| {
+                let node = json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": op, "values": values}]}]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 5, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}}]});
+                let term = json!({"labelSelector": {"matchExpressions": [{"key": "app", "operator": op, "values": values}]},
+                    "topologyKey": "kubernetes.io/hostname", "namespaces": ["a"], "matchLabelKeys": ["v"]});
+                let pods = if anti {
+                    json!({"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]})
+                } else {
+                    json!({"requiredDuringSchedulingIgnoredDuringExecution": [term]})
+                };
+                if anti {
+                    json!({"nodeAffinity": node, "podAntiAffinity": pods})
+                } else {
+                    json!({"nodeAffinity": node, "podAffinity": pods})
+                }
+            })
+    }
+
+    fn volume() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!({"name": "v", "emptyDir": {}})),
+            Just(json!({"name": "v", "configMap": {"name": "cm"}})),
+            Just(json!({"name": "v", "persistentVolumeClaim": {"claimName": "data"}})),
+            Just(json!({"name": "v", "csi": {"driver": "d"}})),
+            Just(json!({"name": "v", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}})),
+        ]
+    }
+
+    prop_compose! {
+        pub fn pod()(
+            containers in proptest::collection::vec(container(), 1..3),
+            init in proptest::option::of(proptest::collection::vec(container(), 0..2)),
+            host_network in proptest::option::of(any::<bool>()),
+            tolerations in proptest::option::of(proptest::collection::vec(toleration(), 0..3)),
+            affinity in proptest::option::of(affinity()),
+            volumes in proptest::option::of(proptest::collection::vec(volume(), 0..3)),
+            pod_resources in proptest::option::of((resource_map(), resource_map())),
+            extras in proptest::collection::vec(prop_oneof![
+                Just(("dnsPolicy", json!("ClusterFirst"))),
+                Just(("priorityClassName", json!("high"))),
+                Just(("priority", json!(100))),
+                Just(("preemptionPolicy", json!("Never"))),
+                Just(("preemptionPolicy", json!("Sometimes"))),
+                Just(("nodeName", json!("n1"))),
+                Just(("nodeSelector", json!({"disk": "ssd"}))),
+                Just(("schedulingGates", json!([{"name": "g"}]))),
+                Just(("resourceClaims", json!([{"name": "gpu", "resourceClaimTemplateName": "t"}]))),
+                Just(("overhead", json!({"cpu": "10m"}))),
+                Just(("runtimeClassName", json!("kata"))),
+                Just(("ephemeralContainers", json!([{"name": "dbg"}]))),
+                Just(("schedulingGroup", json!({"podGroupName": "g"}))),
+                Just(("topologySpreadConstraints", json!([{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor",
+                    "labelSelector": {"matchLabels": {"app": "a"}}}]))),
+                Just(("topologySpreadConstraints", json!([{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "Whenever"}]))),
+                Just(("os", json!({"name": "linux"}))),
+                Just(("hostUsers", json!(false))),
+            ], 0..6),
+            status in proptest::option::of(proptest::collection::vec(prop_oneof![
+                Just(("phase", json!("Running"))),
+                Just(("nominatedNodeName", json!("n2"))),
+                Just(("startTime", json!("2025-01-01T00:00:00Z"))),
+                Just(("qosClass", json!("Burstable"))),
+                Just(("resize", json!("InProgress"))),
+                Just(("conditions", json!([{"type": "Ready", "status": "True"}]))),
+                Just(("containerStatuses", json!([{"name": "c", "image": "i", "imageID": "", "ready": true,
+                    "restartCount": 0, "resources": {"requests": {"cpu": "1"}}}]))),
+                Just(("allocatedResources", json!({"cpu": "1"}))),
+            ], 0..4)),
+            namespace in proptest::option::of(prop_oneof![Just(""), Just("ns")]),
+            created in proptest::option::of(prop_oneof![Just("2024-12-09T16:17:09Z"), Just("1969-12-31T23:59:59.5Z")]),
+        ) -> Value {
+            let mut spec = json!({"containers": containers});
+            if let Some(i) = init { spec["initContainers"] = json!(i); }
+            if let Some(h) = host_network { spec["hostNetwork"] = json!(h); }
+            if let Some(t) = tolerations { spec["tolerations"] = json!(t); }
+            if let Some(a) = affinity { spec["affinity"] = a; }
+            if let Some(v) = volumes { spec["volumes"] = json!(v); }
+            if let Some((req, lim)) = pod_resources {
+                let mut r = serde_json::Map::new();
+                if let Some(req) = req { r.insert("requests".into(), req); }
+                if let Some(lim) = lim { r.insert("limits".into(), lim); }
+                spec["resources"] = Value::Object(r);
+            }
+            for (k, v) in extras { spec[k] = v; }
+            let mut meta = json!({"name": "p", "labels": {"app": "a"}, "annotations": {"x": "y"}});
+            if let Some(ns) = namespace { meta["namespace"] = json!(ns); }
+            if let Some(c) = created { meta["creationTimestamp"] = json!(c); }
+            let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec});
+            if let Some(fields) = status {
+                pod["status"] = Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+            }
+            pod
+        }
+    }
+
+    prop_compose! {
+        pub fn node()(
+            capacity in resource_map(),
+            allocatable in resource_map(),
+            taint_effect in proptest::option::of(prop_oneof![Just("NoSchedule"), Just("Always")]),
+            time_added in any::<bool>(),
+            unschedulable in proptest::option::of(any::<bool>()),
+            extras in proptest::collection::vec(prop_oneof![
+                Just(("spec", "podCIDR", json!("10.0.0.0/24"))),
+                Just(("spec", "providerID", json!("aws://i-1"))),
+                Just(("status", "conditions", json!([{"type": "Ready", "status": "True"}]))),
+                Just(("status", "declaredFeatures", json!(["X"]))),
+                Just(("status", "images", json!([{"names": ["a:1"], "sizeBytes": 10}, {"names": ["b"]}]))),
+                Just(("status", "nodeInfo", json!({"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
+                    "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "", "machineID": "",
+                    "operatingSystem": "linux", "osImage": "", "systemUUID": ""}))),
+            ], 0..4),
+        ) -> Value {
+            let mut spec = json!({});
+            if let Some(e) = taint_effect {
+                spec["taints"] = json!([{"key": "gpu", "effect": e}]);
+                if time_added { spec["taints"][0]["timeAdded"] = json!("2025-01-01T00:00:00Z"); }
+            }
+            if let Some(u) = unschedulable { spec["unschedulable"] = json!(u); }
+            let mut status = json!({});
+            if let Some(c) = capacity { status["capacity"] = c; }
+            if let Some(a) = allocatable { status["allocatable"] = a; }
+            let mut node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "spec": spec, "status": status});
+            for (part, k, v) in extras { node[part][k] = v; }
+            node
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The direct conversion equals the manifest path on arbitrary pods, bad values
+    /// included.
+    #[test]
+    fn direct_pod_conversion_equals_the_manifest_path(pod in objects::pod()) {
+        let k8s_pod: api::Pod = serde_json::from_value(pod).unwrap();
+        same_as_manifest_path::<Pod>("generated pod", &k8s_pod);
+    }
+
+    /// The same for nodes.
+    #[test]
+    fn direct_node_conversion_equals_the_manifest_path(node in objects::node()) {
+        let k8s_node: api::Node = serde_json::from_value(node).unwrap();
+        same_as_manifest_path::<Node>("generated node", &k8s_node);
+    }
+}
+
+#[test]
+fn workload_api_objects_convert_and_round_trip() {
+    use schedkit::k8s::k8s_openapi::api::scheduling::v1alpha2 as alpha2;
+    use schedkit::model::workload::{PodGroup, Workload};
+    // The v1alpha2 objects (k8s-openapi's v1_36 has them), as the manifest loader reads
+    // them, through k8s-openapi and back.
+    let workloads = check::<Workload>("workload-v1alpha2.yaml", &fixture("workload/workload-v1alpha2.yaml"));
+    let groups = check::<PodGroup>("podgroup-v1alpha2.yaml", &fixture("workload/podgroup-v1alpha2.yaml"));
+    assert_eq!((workloads, groups), (0, 0), "nothing under spec is left unread");
+    let k8s_group: alpha2::PodGroup = serde_norway::from_str(&fixture("workload/podgroup-v1alpha2.yaml")).unwrap();
+    let group = PodGroup::try_from(&k8s_group).unwrap();
+    assert_eq!(Some(group.metadata.name.as_str()), k8s_group.metadata.name.as_deref());
+    let back = alpha2::PodGroup::try_from(&group).unwrap();
+    assert_eq!(back.spec, k8s_group.spec);
+}

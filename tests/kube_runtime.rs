@@ -5,7 +5,9 @@
 //! request. Checked: the loop binds, retries a conflicted binding, reports a pod that
 //! fits nowhere (PodScheduled=False with the FitError message, a FailedScheduling
 //! Event), re-lists after 410 and schedules onto a node only the new list has, skips
-//! a malformed pod, and stops on shutdown.
+//! a malformed pod, and stops on shutdown; with a DraStore, the DRA objects are
+//! listed into it and the claim's status (allocation, reservedFor) is written before
+//! the binding; bindings run on their own tasks, no more at once than the limit.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -39,6 +41,46 @@ struct ApiServer {
     events: Vec<(String, String)>,
     /// Node lists served.
     node_lists: usize,
+    /// Serve the DRA scene instead: one pod with a claim, a GPU on n2 only.
+    dra: bool,
+    /// ResourceClaim status updates: `(claim, body)`.
+    claim_status: Vec<(String, Value)>,
+    /// Serve four small pods whose bindings each take 600 ms.
+    slow_bind: bool,
+    /// Serve a gang: two pods of PodGroup `workers` (minCount 2) and the group.
+    gang: bool,
+    /// Bindings being answered now, and the most at once.
+    in_flight: usize,
+    max_in_flight: usize,
+}
+
+/// A resource.k8s.io/v1 DeviceClass, ResourceSlice and ResourceClaim as the API
+/// server lists them (shapes of the DRA example driver's objects).
+fn device_class() -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+           "metadata": {"name": "gpu.example.com", "uid": "c1", "resourceVersion": "10", "generation": 1,
+                        "creationTimestamp": "2025-03-01T09:00:00Z"},
+           "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})
+}
+
+fn slice() -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+           "metadata": {"name": "n2-gpu.example.com-x7k2p", "uid": "s1", "resourceVersion": "11",
+                        "generateName": "n2-gpu.example.com-", "creationTimestamp": "2025-03-01T09:00:00Z",
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n2", "uid": "uid-n2"}]},
+           "spec": {"driver": "gpu.example.com", "nodeName": "n2",
+                    "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0", "attributes": {"index": {"int": 0},
+                                 "uuid": {"string": "gpu-18db0e85-99e9-c746-8531-ffeb86328b39"}},
+                                 "capacity": {"memory": {"value": "80Gi"}}}]}})
+}
+
+fn claim() -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"name": "gpu-claim", "namespace": "default", "uid": "rc1", "resourceVersion": "12",
+                        "creationTimestamp": "2025-03-01T09:00:00Z"},
+           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+           "status": {}})
 }
 
 fn node(name: &str, cpu: &str) -> Value {
@@ -121,6 +163,9 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
         if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() }
     };
     match (method.as_str(), path.as_str()) {
+        ("GET", "/api/v1/nodes") if !is_watch && state.lock().dra => {
+            full(200, &list("Node", "v1", "100", &[node("n1", "4"), node("n2", "4")]))
+        }
         ("GET", "/api/v1/nodes") if !is_watch => {
             let n = {
                 let mut s = state.lock();
@@ -141,6 +186,65 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             } else {
                 watch(&[], Duration::ZERO)
             }
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().gang => {
+            let pods: Vec<Value> = (0..2)
+                .map(|i| {
+                    let mut p = pod(&format!("w{i}"), "100m", "", &format!("2025-03-01T10:00:0{i}Z"));
+                    p["spec"]["schedulingGroup"] = json!({"podGroupName": "workers"});
+                    p
+                })
+                .collect();
+            full(200, &list("Pod", "v1", "100", &pods))
+        }
+        ("GET", "/apis/scheduling.k8s.io/v1alpha2/podgroups") if !is_watch => {
+            // After the pods: they wait at PreEnqueue until the group arrives.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let group = json!({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                "metadata": {"name": "workers", "namespace": "default", "uid": "pg1", "resourceVersion": "5",
+                             "creationTimestamp": "2025-03-01T09:59:00Z"},
+                "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "training",
+                                                              "podGroupTemplateName": "workers"}},
+                         "schedulingPolicy": {"gang": {"minCount": 2}}}});
+            full(200, &list("PodGroup", "scheduling.k8s.io/v1alpha2", "100", &[group]))
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().slow_bind => {
+            let pods: Vec<Value> =
+                (0..4).map(|i| pod(&format!("p{i}"), "100m", "", &format!("2025-03-01T10:00:0{i}Z"))).collect();
+            full(200, &list("Pod", "v1", "100", &pods))
+        }
+        ("POST", p) if p.ends_with("/binding") && state.lock().slow_bind => {
+            {
+                let mut s = state.lock();
+                s.in_flight += 1;
+                s.max_in_flight = s.max_in_flight.max(s.in_flight);
+            }
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let mut s = state.lock();
+            s.in_flight -= 1;
+            let pod = body["metadata"]["name"].as_str().unwrap().to_owned();
+            s.bindings.push((pod, body["target"]["name"].as_str().unwrap().to_owned()));
+            full(201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().dra => {
+            let mut p = pod("trainer", "100m", "", "2025-03-01T10:00:00Z");
+            p["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "gpu-claim"}]);
+            full(200, &list("Pod", "v1", "100", &[p]))
+        }
+        ("GET", "/apis/resource.k8s.io/v1/deviceclasses") if !is_watch => {
+            // Later than the claims: the claim waits for its class.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            full(200, &list("DeviceClass", "resource.k8s.io/v1", "100", &[device_class()]))
+        }
+        ("GET", "/apis/resource.k8s.io/v1/resourceslices") if !is_watch => {
+            full(200, &list("ResourceSlice", "resource.k8s.io/v1", "100", &[slice()]))
+        }
+        ("GET", "/apis/resource.k8s.io/v1/resourceclaims") if !is_watch => {
+            full(200, &list("ResourceClaim", "resource.k8s.io/v1", "100", &[claim()]))
+        }
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim/status") => {
+            state.lock().claim_status.push(("gpu-claim".to_owned(), body.clone()));
+            full(200, &body)
         }
         ("GET", "/api/v1/pods") if !is_watch => {
             assert!(query.contains("fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"), "{query}");
@@ -256,6 +360,150 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
     // The malformed pod was skipped, never bound or reported.
     assert!(s.bindings.iter().all(|(p, _)| p != "broken"));
     assert!(s.status_patches.iter().all(|(p, _)| p != "broken"));
+}
+
+#[test]
+fn dra_objects_are_watched_and_claim_status_is_written() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { dra: true, ..ApiServer::default() }));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    let run = rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        // kube-scheduler enables DynamicResources by default since v1.34 (DRA GA).
+        cfg.plugins
+            .multi_point
+            .enabled
+            .push(schedkit::framework::PluginRef { name: "DynamicResources".into(), weight: None });
+        let handle = Handle::default();
+        handle.set_shared(Arc::new(schedkit::dra::DraStore::new()));
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if !state.lock().bindings.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    // The GPU is on n2 only: the pod goes there, its claim allocated and reserved first.
+    assert_eq!(s.bindings, [("trainer".to_owned(), "n2".to_owned())], "{:?}", s.requests);
+    assert_eq!(run.bound, 1, "{run:?}");
+    for kind in ["deviceclasses", "resourceslices", "resourceclaims"] {
+        let listed = format!("GET /apis/resource.k8s.io/v1/{kind}?");
+        assert!(s.requests.iter().any(|r| r.starts_with(&listed)), "{kind} not listed: {:?}", s.requests);
+    }
+    // PreBind's UpdateStatus (dynamicresources.go bindClaim): allocation and reservedFor,
+    // on the claim as listed (its resourceVersion, so a concurrent write conflicts).
+    let [(name, body)] = s.claim_status.as_slice() else { panic!("{:?}", s.requests) };
+    assert_eq!(name, "gpu-claim");
+    assert_eq!(body["metadata"]["resourceVersion"], "12");
+    let results = &body["status"]["allocation"]["devices"]["results"];
+    assert_eq!(results[0]["device"], "gpu-0");
+    assert_eq!(results[0]["pool"], "n2");
+    assert_eq!(results[0]["driver"], "gpu.example.com");
+    assert_eq!(results[0]["request"], "gpu");
+    let reserved = &body["status"]["reservedFor"];
+    assert_eq!(reserved, &json!([{"resource": "pods", "name": "trainer", "uid": "uid-trainer"}]));
+    // The binding came after the claim status, as PreBind precedes Bind.
+    let put = s.requests.iter().position(|r| r.starts_with("PUT ")).unwrap();
+    let bind = s.requests.iter().position(|r| r.contains("/binding")).unwrap();
+    assert!(put < bind, "{:?}", s.requests);
+}
+
+#[test]
+fn bindings_run_on_their_own_tasks_within_the_limit() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { slow_bind: true, ..ApiServer::default() }));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    let run = rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        let handle = Handle::default();
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings: 2, ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    // Four 600 ms bindings, two at a time: the loop went on scheduling while the API
+    // server answered, and never had more than the limit in flight.
+    assert_eq!(s.bindings.len(), 4, "{:?}", s.requests);
+    assert_eq!(s.max_in_flight, 2);
+    assert_eq!(run.bound, 4, "{run:?}");
+}
+
+#[test]
+fn pod_groups_are_watched_and_a_gang_binds() {
+    use schedkit::framework::{Feature, FeatureGates};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { gang: true, ..ApiServer::default() }));
+    let svc_state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = svc_state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    let run_state = state.clone();
+    rt.block_on(async move {
+        let state = run_state;
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let gates = FeatureGates::default().with(Feature::GenericWorkload, true).with(Feature::GangScheduling, true);
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        schedkit::plugins::apply_feature_gates(&mut cfg.plugins, gates);
+        let handle = Handle::default();
+        handle.set_feature_gates(gates);
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    assert!(s.requests.iter().any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1alpha2/podgroups?")));
+    let mut bound: Vec<&str> = s.bindings.iter().map(|(p, _)| p.as_str()).collect();
+    bound.sort_unstable();
+    assert_eq!(bound, ["w0", "w1"], "{:?}", s.requests);
 }
 
 #[test]

@@ -22,16 +22,28 @@
 //! - **Leader election** on a Lease ([`LeaderElection`]); **graceful shutdown** with
 //!   [`Shutdown`]: the loop finishes its attempt, the watches stop, `run` returns.
 //!
-//! Not yet: watches of DRA objects and a `ClaimStatusWriter` over the API (so the
-//! DynamicResources plugin is not fed by this runtime), and binding on a task of its
-//! own (bindings are made one at a time on the scheduling thread).
+//! - **DRA**: when a [`DraStore`](crate::dra::DraStore) is shared on the scheduler's
+//!   handle, ResourceSlices, DeviceClasses and ResourceClaims (resource.k8s.io/v1) are
+//!   watched into it, each change told to the queue as the DynamicResources plugin's
+//!   cluster event; claim status (allocation, `reservedFor`) is written back by
+//!   [`KubeClaimWriter`] (put in the profile by [`registry`]).
+//!
+//! - **Workloads**: with the `GenericWorkload` gate on the scheduler's handle (and
+//!   k8s-openapi v1_36 or newer), v1.36 PodGroups (`scheduling.k8s.io/v1alpha2`) are
+//!   watched into the framework's pod-group manager.
+//! - **Bindings run on their own tasks** (blocking tasks of the runtime, at most
+//!   [`RunOptions::max_concurrent_bindings`] at once), as upstream runs each binding
+//!   cycle on a goroutine: the loop schedules the next pod while the API server
+//!   answers. When every slot is busy the loop waits for one. Bindings held at
+//!   Permit are still resumed on the scheduling thread.
 
+mod dra;
 mod lease;
 mod watch;
 mod writer;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
@@ -40,6 +52,7 @@ use kube::Api;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 
+pub use dra::KubeClaimWriter;
 pub use lease::LeaderElection;
 pub use writer::{KubeBinder, KubeEvictor};
 
@@ -48,7 +61,7 @@ use crate::manifest::LoadOptions;
 use crate::plugins::default_binder::DefaultBinder;
 use crate::plugins::inter_pod_affinity::{InterPodAffinity, NamespaceLabels};
 use crate::plugins::names;
-use crate::scheduler::{AttemptOutcome, ScheduleError, Scheduler};
+use crate::scheduler::{AttemptOutcome, Next, ScheduleError, Scheduler};
 
 /// Stops a running [`run`]; cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -89,6 +102,29 @@ pub struct RunOptions {
     pub leader_election: Option<LeaderElection>,
     /// Stops the runtime when triggered.
     pub shutdown: Shutdown,
+    /// Binding cycles running at once; 0 means [`DEFAULT_MAX_CONCURRENT_BINDINGS`].
+    pub max_concurrent_bindings: usize,
+}
+
+/// Binding cycles running at once when [`RunOptions::max_concurrent_bindings`] is 0.
+pub const DEFAULT_MAX_CONCURRENT_BINDINGS: usize = 16;
+
+/// The run's counters, shared with the binding tasks.
+#[derive(Default)]
+struct Counters {
+    bound: AtomicUsize,
+    failed: AtomicUsize,
+    bind_failed: AtomicUsize,
+}
+
+impl Counters {
+    fn stats(&self) -> RunStats {
+        RunStats {
+            bound: self.bound.load(Ordering::SeqCst),
+            failed: self.failed.load(Ordering::SeqCst),
+            bind_failed: self.bind_failed.load(Ordering::SeqCst),
+        }
+    }
 }
 
 /// What a run did.
@@ -117,12 +153,20 @@ pub enum RunError {
     SchedulingThread(String),
 }
 
-/// kube-scheduler's default plugins with DefaultBinder binding through `client` and
+/// kube-scheduler's default plugins with DefaultBinder binding through `client`,
+/// DynamicResources writing claim status through it ([`KubeClaimWriter`]) and
 /// InterPodAffinity reading `namespaces` (fill it with [`RunOptions::namespaces`]).
 /// Must be called inside a tokio runtime.
 pub fn registry(client: &kube::Client, namespaces: &NamespaceLabels) -> Result<Registry, RunError> {
     let rt = tokio::runtime::Handle::try_current().map_err(|_| RunError::NoRuntime)?;
     let mut r = crate::plugins::default_registry();
+    let claims: Arc<dyn crate::plugins::dynamic_resources::ClaimStatusWriter> =
+        Arc::new(KubeClaimWriter::new(client.clone(), rt.clone()));
+    r.replace(names::DYNAMIC_RESOURCES, move |args, handle| {
+        crate::plugins::dynamic_resources::DynamicResources::from_config(args, handle)
+            .map(|p| Arc::new(p.with_writer(claims.clone())) as Arc<dyn crate::framework::Plugin>)
+            .map_err(|e| e.to_string())
+    });
     let binder = KubeBinder::new(client.clone(), rt);
     r.replace(names::DEFAULT_BINDER, move |_, _| {
         Ok(Arc::new(DefaultBinder::new(binder.clone())) as Arc<dyn crate::framework::Plugin>)
@@ -190,6 +234,41 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         kick.clone(),
     )));
 
+    if let Some(store) = scheduler.handle().shared::<crate::dra::DraStore>() {
+        use k8s_openapi::api::resource::v1 as resource;
+        let shared = dra::Dra { store, events: events.clone(), load: options.load, waiting: Arc::default() };
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::DeviceClass>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Classes(shared.clone()),
+            kick.clone(),
+        )));
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::ResourceSlice>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Slices(shared.clone()),
+            kick.clone(),
+        )));
+        tasks.push(tokio::spawn(watch::drive(
+            Api::<resource::ResourceClaim>::all(client.clone()),
+            watcher::Config::default(),
+            dra::Claims(shared),
+            kick.clone(),
+        )));
+    }
+
+    k8s_openapi::k8s_if_ge_1_36! {
+        let gates = scheduler.handle().feature_gates();
+        if gates.enabled(crate::framework::Feature::GenericWorkload) {
+            tasks.push(tokio::spawn(watch::drive(
+                Api::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>::all(client.clone()),
+                watcher::Config::default(),
+                watch::PodGroups { events: events.clone(), load: options.load, gates },
+                kick.clone(),
+            )));
+        }
+    }
+
     let stop = shutdown.clone();
     let lost_flag = lost.clone();
     let loop_kick = kick.clone();
@@ -200,15 +279,35 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
             kick.notify_one();
         }
     });
+    let slots = match options.max_concurrent_bindings {
+        0 => DEFAULT_MAX_CONCURRENT_BINDINGS,
+        n => n,
+    };
     let joined = tokio::task::spawn_blocking(move || {
-        let mut stats = RunStats::default();
+        let counters = Arc::new(Counters::default());
+        let bindings = Arc::new(tokio::sync::Semaphore::new(slots));
         while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
             let mut attempts = Vec::new();
-            if let Some(a) = scheduler.schedule_next() {
-                attempts.push(a);
+            let mut dispatched = false;
+            match scheduler.schedule_next_deferred() {
+                Some(Next::Attempt(a)) => attempts.push(a),
+                Some(Next::Bind(b)) => {
+                    // The semaphore is never closed.
+                    let Ok(slot) = rt.block_on(bindings.clone().acquire_owned()) else { break };
+                    let (reporting, counters, kick) = (reporting.clone(), counters.clone(), loop_kick.clone());
+                    rt.spawn_blocking(move || {
+                        let a = b.run();
+                        report_binding(&reporting, &a, &counters);
+                        drop(slot);
+                        // Requeued pods and freed capacity: the loop may have work.
+                        kick.notify_one();
+                    });
+                    dispatched = true;
+                }
+                None => {}
             }
             attempts.extend(scheduler.resume_waiting());
-            if attempts.is_empty() {
+            if attempts.is_empty() && !dispatched {
                 let wait = scheduler.next_wakeup().unwrap_or(IDLE).min(IDLE);
                 rt.block_on(async {
                     let _ = tokio::time::timeout(wait, loop_kick.notified()).await;
@@ -216,10 +315,12 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
                 continue;
             }
             for a in attempts {
-                report(&scheduler, &reporting, &a, &mut stats);
+                report(&scheduler, &reporting, &a, &counters);
             }
         }
-        stats
+        // Graceful: the bindings in flight finish (their pods are assumed).
+        let _ = rt.block_on(bindings.acquire_many(slots as u32));
+        counters.stats()
     })
     .await;
     waker.abort();
@@ -239,22 +340,30 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
 /// timeouts are re-checked at least this often.
 const IDLE: Duration = Duration::from_millis(200);
 
-fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &mut RunStats) {
+fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &Counters) {
     let pod = &a.pod.pod;
     match &a.outcome {
-        AttemptOutcome::Bound(node) => {
-            stats.bound += 1;
-            reporting.bound(pod, node);
-        }
         AttemptOutcome::Failed { error, .. } => {
-            stats.failed += 1;
+            stats.failed.fetch_add(1, Ordering::SeqCst);
             let unschedulable = matches!(error, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
             let nominated =
                 scheduler.handle().preemption().nominator().nominated_node(&a.pod.uid).map(|s| s.to_string());
             reporting.failed(pod, unschedulable, &error.to_string(), nominated);
         }
+        _ => report_binding(reporting, a, stats),
+    }
+}
+
+/// The outcomes of a binding cycle (on a binding task or the scheduling thread).
+fn report_binding(reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &Counters) {
+    let pod = &a.pod.pod;
+    match &a.outcome {
+        AttemptOutcome::Bound(node) => {
+            stats.bound.fetch_add(1, Ordering::SeqCst);
+            reporting.bound(pod, node);
+        }
         AttemptOutcome::BindFailed { error, .. } => {
-            stats.bind_failed += 1;
+            stats.bind_failed.fetch_add(1, Ordering::SeqCst);
             reporting.failed(pod, false, &error.to_string(), None);
         }
         _ => {}

@@ -219,3 +219,42 @@ impl Sink<policy::PodDisruptionBudget> for Budgets {
         self.publish();
     }
 }
+
+k8s_openapi::k8s_if_ge_1_36! {
+    /// v1.36 PodGroups (`scheduling.k8s.io/v1alpha2`) into the framework's pod-group
+    /// manager, validated as the API server would have.
+    pub(super) struct PodGroups {
+        pub(super) events: SchedulerEvents,
+        pub(super) load: LoadOptions,
+        pub(super) gates: crate::framework::FeatureGates,
+    }
+
+    impl Sink<k8s_openapi::api::scheduling::v1alpha2::PodGroup> for PodGroups {
+        fn key(obj: &k8s_openapi::api::scheduling::v1alpha2::PodGroup) -> String {
+            meta_key(&obj.metadata)
+        }
+        fn upsert(&mut self, obj: &k8s_openapi::api::scheduling::v1alpha2::PodGroup, _known: bool) -> bool {
+            let key = meta_key(&obj.metadata);
+            match k8s::from_k8s::<crate::model::workload::PodGroup>(obj, self.load) {
+                Ok(l) => match l.object.validate(self.gates) {
+                    Ok(()) => {
+                        self.events.add_pod_group(l.object);
+                        true
+                    }
+                    Err(e) => {
+                        log::warn!("PodGroup {key}: skipped: {e}");
+                        false
+                    }
+                },
+                Err(e) => {
+                    log::warn!("PodGroup {key}: skipped: {e}");
+                    false
+                }
+            }
+        }
+        fn remove(&mut self, key: &str) {
+            let (ns, name) = key.split_once('/').unwrap_or(("", key));
+            self.events.delete_pod_group(ns, name);
+        }
+    }
+}

@@ -16,7 +16,8 @@ use crate::snapshot::PodInfo;
 
 /// Binds through the pods/binding subresource (upstream `DefaultBinder.Bind`,
 /// `pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`). Runs on the
-/// scheduling thread and blocks it until the API server answers; a conflict or a
+/// binding task `run` gives each binding cycle (or the scheduling thread, for a
+/// binding resumed after Permit) and blocks it until the API server answers; a conflict or a
 /// missing pod is an `Err`, so the binding cycle unreserves the pod, the cache forgets
 /// it and the queue retries it (a deleted pod then leaves with its watch event).
 #[derive(Clone)]

@@ -31,7 +31,7 @@
 
 pub mod defaults;
 mod dra_versions;
-mod relevance;
+pub(crate) mod relevance;
 mod workload;
 
 use serde::de::DeserializeOwned;

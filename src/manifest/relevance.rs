@@ -94,7 +94,7 @@ const POD_SPEC_IGNORABLE: &[&str] = &[
 
 /// Volume sources the volume plugins (which schedkit does not have) read: a pod
 /// using one is reported.
-const SCHEDULING_VOLUMES: &[&str] = &[
+pub(crate) const SCHEDULING_VOLUMES: &[&str] = &[
     "persistentVolumeClaim",
     "ephemeral",
     "csi",

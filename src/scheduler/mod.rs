@@ -42,7 +42,10 @@ pub use config::{
 };
 pub use fit_error::{Diagnosis, FitError};
 pub use group_preemption::{MSG_NO_VICTIMS, MSG_NOT_REGISTERED, MSG_TOPOLOGY};
-pub use run::{Attempt, AttemptOutcome, EventError, PodState, RunSummary, SCHEDULER_REJECTOR, SchedulerEvents};
+pub use run::{
+    Attempt, AttemptOutcome, EventError, Next, PendingBinding, PodState, RunSummary, SCHEDULER_REJECTOR,
+    SchedulerEvents,
+};
 
 use self::filter::{post_filter, rejecting_plugins};
 use crate::framework::metrics::ProfileTimers;

@@ -400,20 +400,31 @@ impl Scheduler {
     /// Pops the next ready pod and runs its scheduling cycle; binds it at once unless
     /// a Permit plugin holds it (then it is parked). `None` when no pod is ready.
     pub fn schedule_next(&mut self) -> Option<Attempt> {
+        self.schedule_next_deferred().map(|next| match next {
+            Next::Attempt(a) => a,
+            Next::Bind(b) => b.run(),
+        })
+    }
+
+    /// As [`Scheduler::schedule_next`], but a binding cycle ready to run is handed back
+    /// ([`Next::Bind`]) instead of run, so the caller can run it on a thread of its
+    /// own while the next pod is scheduled (upstream runs each binding cycle on a
+    /// goroutine). Its pod stays assumed in the cache until it runs.
+    pub fn schedule_next_deferred(&mut self) -> Option<Next> {
         if let Some(a) = self.pending_attempts.pop_front() {
-            return Some(a);
+            return Some(Next::Attempt(a));
         }
         let queued = self.queue.lock().pop()?;
         if queued.pod.pod.metadata.deletion_timestamp.is_some() {
             let _ = self.queue.lock().done(&queued.pod.uid);
-            return Some(Attempt { pod: queued.pod, outcome: AttemptOutcome::Dropped });
+            return Some(Next::Attempt(Attempt { pod: queued.pod, outcome: AttemptOutcome::Dropped }));
         }
         if self.handle.feature_gates().enabled(crate::framework::Feature::GenericWorkload)
             && queued.pod.pod.scheduling_group_name().is_some()
         {
             // One cycle for the whole group; its pods' attempts are reported one by one.
             self.schedule_pod_group(queued);
-            return self.pending_attempts.pop_front();
+            return self.pending_attempts.pop_front().map(Next::Attempt);
         }
         let pod = queued.pod;
         let result = self.schedule_signed(&pod, super::Signed::ByQueue(queued.signature));
@@ -429,10 +440,13 @@ impl Scheduler {
                 self.parked.push(binding);
                 AttemptOutcome::Waiting(node)
             }
-            Ok(binding) => self.finish(binding),
+            Ok(binding) => {
+                let finisher = BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() };
+                return Some(Next::Bind(Box::new(PendingBinding { pod, binding, finisher })));
+            }
             Err(error) => self.cycle_failed(&pod, error),
         };
-        Some(Attempt { pod, outcome })
+        Some(Next::Attempt(Attempt { pod, outcome }))
     }
 
     pub(super) fn activate_requested(&self) {
@@ -458,43 +472,7 @@ impl Scheduler {
 
     /// Runs a binding cycle that won't block, and files the pod accordingly.
     pub(super) fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
-        let assumed = binding.pod().clone();
-        let uid = assumed.uid.clone();
-        let result = binding.run();
-        self.activate_requested();
-        match result {
-            Ok(pod) => {
-                let mut q = self.queue.lock();
-                let _ = q.done(&uid);
-                // In an embedded loop the binding is the pod's arrival on its node
-                // (upstream learns it from the informer): pods waiting for an
-                // assigned pod (e.g. pod affinity) may move.
-                q.on_event(events::ASSIGNED_POD_ADD, &EventObject::Pod { old: None, new: Some(pod.clone()) });
-                AttemptOutcome::Bound(pod.node_name().to_owned())
-            }
-            Err(error) => {
-                let rejectors: Vec<&'static str> = if error.status.is_rejected() {
-                    error.status.plugin().into_iter().filter(|p| *p != SCHEDULER_REJECTOR).collect()
-                } else {
-                    Vec::new()
-                };
-                let mut q = self.queue.lock();
-                let location = q.requeue_failed(&uid, &rejectors);
-                // The reservation is gone: other pods may fit now (upstream moves
-                // pods on `AssignedPodDelete` after a failed binding, but never the
-                // failed pod itself).
-                let obj = EventObject::Pod { old: Some(assumed), new: None };
-                if let Ok(QueueLocation::Unschedulable) = location {
-                    q.on_event_except(events::ASSIGNED_POD_DELETE, &obj, &uid);
-                } else {
-                    q.on_event(events::ASSIGNED_POD_DELETE, &obj);
-                }
-                match location {
-                    Ok(location) => AttemptOutcome::BindFailed { location, error },
-                    Err(_) => AttemptOutcome::Dropped,
-                }
-            }
-        }
+        BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() }.finish(binding)
     }
 
     /// Runs every parked binding whose Permit wait is over. Returns the attempts.
@@ -615,5 +593,105 @@ impl Scheduler {
         }
         total.waiting = self.parked.len();
         total
+    }
+}
+
+/// What [`Scheduler::schedule_next_deferred`] gives: an attempt that is over, or a
+/// binding cycle to run.
+#[derive(Debug)]
+pub enum Next {
+    /// An attempt that is over (failed, parked at Permit, dropped, or a pod group's).
+    Attempt(Attempt),
+    /// A binding cycle ready to run (PreBind, Bind, PostBind); boxed, being large.
+    Bind(Box<PendingBinding>),
+}
+
+/// A pod's binding cycle, taken out of the loop to run on another thread; running it
+/// files the pod as [`Scheduler::schedule_next`] would have (bound, or unreserved
+/// and requeued). Dropping it unrun aborts the binding (the pod is forgotten by the
+/// cache but stays in the queue's in-flight set: run it).
+#[must_use = "a pending binding holds a reservation until it is run"]
+pub struct PendingBinding {
+    pod: Arc<PodInfo>,
+    binding: BindingCycle,
+    finisher: BindingFinisher,
+}
+
+impl std::fmt::Debug for PendingBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingBinding")
+            .field("pod", &self.pod.pod.key())
+            .field("node", &self.binding.node())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingBinding {
+    /// The pod.
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.pod
+    }
+
+    /// The node it is assumed on.
+    pub fn node(&self) -> &str {
+        self.binding.node()
+    }
+
+    /// Runs the binding cycle and files the pod.
+    pub fn run(self) -> Attempt {
+        let outcome = self.finisher.finish(self.binding);
+        Attempt { pod: self.pod, outcome }
+    }
+}
+
+/// What filing a finished binding needs, shareable with another thread.
+struct BindingFinisher {
+    queue: Arc<Mutex<SchedulingQueue>>,
+    handle: Handle,
+}
+
+impl BindingFinisher {
+    /// Runs a binding cycle that won't block, and files the pod accordingly.
+    fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
+        let assumed = binding.pod().clone();
+        let uid = assumed.uid.clone();
+        let result = binding.run();
+        let uids = self.handle.take_pods_to_activate();
+        if !uids.is_empty() {
+            self.queue.lock().activate(uids.iter().map(|u| &**u));
+        }
+        match result {
+            Ok(pod) => {
+                let mut q = self.queue.lock();
+                let _ = q.done(&uid);
+                // In an embedded loop the binding is the pod's arrival on its node
+                // (upstream learns it from the informer): pods waiting for an
+                // assigned pod (e.g. pod affinity) may move.
+                q.on_event(events::ASSIGNED_POD_ADD, &EventObject::Pod { old: None, new: Some(pod.clone()) });
+                AttemptOutcome::Bound(pod.node_name().to_owned())
+            }
+            Err(error) => {
+                let rejectors: Vec<&'static str> = if error.status.is_rejected() {
+                    error.status.plugin().into_iter().filter(|p| *p != SCHEDULER_REJECTOR).collect()
+                } else {
+                    Vec::new()
+                };
+                let mut q = self.queue.lock();
+                let location = q.requeue_failed(&uid, &rejectors);
+                // The reservation is gone: other pods may fit now (upstream moves
+                // pods on `AssignedPodDelete` after a failed binding, but never the
+                // failed pod itself).
+                let obj = EventObject::Pod { old: Some(assumed), new: None };
+                if let Ok(QueueLocation::Unschedulable) = location {
+                    q.on_event_except(events::ASSIGNED_POD_DELETE, &obj, &uid);
+                } else {
+                    q.on_event(events::ASSIGNED_POD_DELETE, &obj);
+                }
+                match location {
+                    Ok(location) => AttemptOutcome::BindFailed { location, error },
+                    Err(_) => AttemptOutcome::Dropped,
+                }
+            }
+        }
     }
 }

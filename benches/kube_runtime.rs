@@ -1,0 +1,189 @@
+//! What the kube runtime adds per pod on top of the scheduling cycle: 10,000 pending
+//! pods on 5,000 nodes, served as the API server's JSON by a mock transport (lists,
+//! idle watches, pods/binding answered at once, Events), run through
+//! `schedkit::kube::run` until every pod is bound; and the same pods and nodes
+//! through a plain `Scheduler` (`run_until_idle`, binding in memory). The difference
+//! per pod is the runtime's overhead: decoding and converting the objects, the
+//! queue feed, the binding task and request, the Scheduled Event.
+//!
+//! `cargo bench --features kube --bench kube_runtime` (prints one table; run
+//! `cargo bench --bench plugins -- profile/default/adaptive_pct_1thread/5000` in the
+//! same session to scale the figures to the 46 µs reference machine).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{BodyExt, StreamBody, combinators::UnsyncBoxBody};
+use schedkit::framework::{Handle, ProfileConfig};
+use schedkit::k8s::k8s_openapi::api::core::v1 as api;
+use schedkit::kube::{RunOptions, Shutdown};
+use schedkit::model::{Node, Pod};
+use schedkit::plugins::default_profile_config;
+use schedkit::plugins::inter_pod_affinity::NamespaceLabels;
+use schedkit::scheduler::Scheduler;
+use serde_json::{Value, json};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+const NODES: usize = 5_000;
+const PODS: usize = 10_000;
+
+fn node(i: usize) -> Value {
+    json!({
+        "metadata": {"name": format!("node-{i}"), "uid": format!("uid-node-{i}"), "resourceVersion": "90",
+                     "creationTimestamp": "2025-03-01T09:00:00Z",
+                     "labels": {"kubernetes.io/hostname": format!("node-{i}"),
+                                "topology.kubernetes.io/zone": format!("zone-{}", i % 3)}},
+        "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                   "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+}
+
+fn pod(i: usize) -> Value {
+    json!({
+        "metadata": {"name": format!("pod-{i}"), "namespace": "default", "uid": format!("uid-pod-{i}"),
+                     "resourceVersion": "100", "creationTimestamp": "2025-03-01T10:00:00Z",
+                     "labels": {"app": format!("app-{}", i % 50)}},
+        "spec": {"schedulerName": "schedkit",
+                 "containers": [{"name": "c", "image": "registry.example.com/app:1",
+                                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                                 "command": ["serve"], "imagePullPolicy": "IfNotPresent"}],
+                 "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                  "effect": "NoExecute", "tolerationSeconds": 300}],
+                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"},
+        "status": {"phase": "Pending", "qosClass": "Burstable"}
+    })
+}
+
+fn list(kind: &str, api_version: &str, items: &[Value]) -> Bytes {
+    let v = json!({"kind": format!("{kind}List"), "apiVersion": api_version, "metadata": {"resourceVersion": "100"},
+                   "items": items});
+    Bytes::from(serde_json::to_vec(&v).unwrap())
+}
+
+fn full(status: u16, bytes: Bytes) -> http::Response<Body> {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes).map_err(|e| match e {}).boxed_unsync())
+        .unwrap()
+}
+
+fn idle_watch() -> http::Response<Body> {
+    let stream = futures::stream::pending::<Result<http_body::Frame<Bytes>, Infallible>>();
+    http::Response::builder().status(200).body(StreamBody::new(stream.boxed()).boxed_unsync()).unwrap()
+}
+
+struct Fake {
+    nodes: Bytes,
+    pods: Bytes,
+    empty_pdbs: Bytes,
+    ok: Bytes,
+    bound: AtomicUsize,
+}
+
+async fn serve(fake: Arc<Fake>, req: http::Request<kube::client::Body>) -> http::Response<Body> {
+    let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    match (method.as_str(), path.as_str()) {
+        ("GET", _) if watch => idle_watch(),
+        ("GET", "/api/v1/nodes") => full(200, fake.nodes.clone()),
+        ("GET", "/api/v1/pods") => full(200, fake.pods.clone()),
+        ("GET", "/apis/policy/v1/poddisruptionbudgets") => full(200, fake.empty_pdbs.clone()),
+        ("POST", p) if p.ends_with("/binding") => {
+            fake.bound.fetch_add(1, Ordering::SeqCst);
+            full(201, fake.ok.clone())
+        }
+        ("POST", _) => full(201, body),
+        _ => full(404, fake.ok.clone()),
+    }
+}
+
+fn profile_config() -> ProfileConfig {
+    let mut cfg = default_profile_config();
+    cfg.scheduler_name = Some("schedkit".into());
+    cfg
+}
+
+/// The runtime: from `run` to the last binding.
+fn through_runtime() -> Duration {
+    let fake = Arc::new(Fake {
+        nodes: list("Node", "v1", &(0..NODES).map(node).collect::<Vec<_>>()),
+        pods: list("Pod", "v1", &(0..PODS).map(pod).collect::<Vec<_>>()),
+        empty_pdbs: list("PodDisruptionBudget", "policy/v1", &[]),
+        ok: Bytes::from_static(br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}"#),
+        bound: AtomicUsize::new(0),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let svc_fake = fake.clone();
+    let service = tower::service_fn(move |req| {
+        let f = svc_fake.clone();
+        async move { Ok::<_, Infallible>(serve(f, req).await) }
+    });
+    rt.block_on(async move {
+        let client = kube::Client::new(service, "default");
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let handle = Handle::default();
+        let profile = registry.build_profile(&profile_config(), &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let start = Instant::now();
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        while fake.bound.load(Ordering::SeqCst) < PODS {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let took = start.elapsed();
+        shutdown.trigger();
+        let stats = running.await.unwrap().unwrap();
+        assert_eq!(stats.bound, PODS);
+        took
+    })
+}
+
+/// The scheduling cycles alone: the same objects, already converted, in a `Scheduler`.
+fn cycles_only() -> Duration {
+    let handle = Handle::default();
+    let profile = schedkit::plugins::default_registry().build_profile(&profile_config(), &handle).unwrap();
+    let mut scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+    for i in 0..NODES {
+        let n: api::Node = serde_json::from_value(node(i)).unwrap();
+        scheduler.add_node(Node::try_from(&n).unwrap()).unwrap();
+    }
+    let pods: Vec<Pod> =
+        (0..PODS).map(|i| Pod::try_from(&serde_json::from_value::<api::Pod>(pod(i)).unwrap()).unwrap()).collect();
+    let start = Instant::now();
+    for p in pods {
+        scheduler.add_pod(p).unwrap();
+    }
+    let summary = scheduler.run_until_idle();
+    let took = start.elapsed();
+    assert_eq!(summary.bound, PODS, "{summary:?}");
+    took
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        println!("kube_runtime/overhead_10000_pods_5000_nodes: bench");
+        return;
+    }
+    let runtime = through_runtime();
+    let cycles = cycles_only();
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / PODS as f64;
+    println!("kube_runtime: {PODS} pods on {NODES} nodes (one scheduling thread)");
+    println!(
+        "  through schedkit::kube::run : {:>9.1} ms, {:>7.1} µs/pod, {:>8.0} pods/s",
+        runtime.as_secs_f64() * 1e3,
+        per(runtime),
+        PODS as f64 / runtime.as_secs_f64()
+    );
+    println!("  scheduling cycles only      : {:>9.1} ms, {:>7.1} µs/pod", cycles.as_secs_f64() * 1e3, per(cycles));
+    println!("  runtime overhead            : {:>17.1} µs/pod", per(runtime) - per(cycles));
+}
