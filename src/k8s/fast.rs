@@ -480,6 +480,8 @@ fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
             name: c.name.clone(),
             resource_claim_name: c.resource_claim_name.clone(),
             resource_claim_template_name: c.resource_claim_template_name.clone(),
+            // k8s-openapi 0.29 has no `podGroupResourceClaim` (KEP-5729, alpha).
+            pod_group_resource_claim: None,
         })
         .collect();
     let pod_resources = match &s.resources {
