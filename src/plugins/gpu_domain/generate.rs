@@ -61,11 +61,9 @@ impl GpuDomainPlacement {
         let mut gpus: Vec<i64> =
             group.unscheduled_pods.iter().map(|p| p.requests.scalar(self.keys.resource).max(0)).collect();
         gpus.sort_unstable_by(|a, b| b.cmp(a));
-        let scheduled = self
-            .handle
-            .pod_groups()
-            .states()
-            .with(group.namespace(), group.name(), |s| s.map_or(0, crate::snapshot::PodGroupState::scheduled_pods_count));
+        let scheduled = self.handle.pod_groups().states().with(group.namespace(), group.name(), |s| {
+            s.map_or(0, crate::snapshot::PodGroupState::scheduled_pods_count)
+        });
         let all = gpus.len();
         let min = match group.pod_group.min_count() {
             Some(m) => usize::try_from(m).unwrap_or(0).saturating_sub(scheduled).min(all),
@@ -118,13 +116,7 @@ impl GpuDomainPlacement {
     /// The domains of the first level inside `outer` that hold `want` pods and contain
     /// every scheduled member, smallest free capacity first, with that level; empty if
     /// none.
-    fn refine(
-        &self,
-        cx: &Inputs<'_>,
-        outer: &[usize],
-        want: usize,
-        scratch: &mut Vec<i64>,
-    ) -> (usize, Vec<Placement>) {
+    fn refine(&self, cx: &Inputs<'_>, outer: &[usize], want: usize, scratch: &mut Vec<i64>) -> (usize, Vec<Placement>) {
         let Inputs { facts, snapshot, scheduled, demand } = *cx;
         for li in 0..self.keys.levels.len() {
             // The scheduled members pin one value at this level, or rule the level out.

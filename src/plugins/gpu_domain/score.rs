@@ -192,9 +192,7 @@ impl PlacementScorePlugin for GpuDomainFragmentation {
         _group: &PodGroupInfo,
         scores: &mut [PlacementScore],
     ) -> Status {
-        let (Some(lo), Some(hi)) =
-            (scores.iter().map(|s| s.score).min(), scores.iter().map(|s| s.score).max())
-        else {
+        let (Some(lo), Some(hi)) = (scores.iter().map(|s| s.score).min(), scores.iter().map(|s| s.score).max()) else {
             return Status::SUCCESS;
         };
         let span = i128::from(hi) - i128::from(lo);

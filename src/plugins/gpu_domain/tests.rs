@@ -11,8 +11,8 @@ use crate::framework::{
     PodGroupCycleState, PodGroupInfo, ProposedAssignment,
 };
 use crate::framework::{Handle, MAX_PLACEMENT_SCORE, MIN_PLACEMENT_SCORE};
-use crate::plugins::names;
 use crate::model::workload::PodGroup;
+use crate::plugins::names;
 use crate::snapshot::{MemberState, NodeInfo, PodInfo, Snapshot};
 use crate::testing::{NodeBuilder, PodBuilder};
 
@@ -29,7 +29,8 @@ fn node((name, clique, rack, gpus, used): N<'_>) -> NodeInfo {
     }
     let mut info = NodeInfo::new(Arc::new(b.build()));
     if used > 0 {
-        let p = PodBuilder::new(&format!("{name}-busy")).uid(&format!("{name}-busy")).gpus(used).node_name(name).build();
+        let p =
+            PodBuilder::new(&format!("{name}-busy")).uid(&format!("{name}-busy")).gpus(used).node_name(name).build();
         info.add_pod(Arc::new(PodInfo::new(p).unwrap()));
     }
     info
@@ -133,11 +134,7 @@ fn generate_placements() {
         },
         Case {
             name: "busy GPUs don't count: the clique with room wins although it is listed later",
-            nodes: &[
-                ("a0", Some("a"), None, 8, 6),
-                ("a1", Some("a"), None, 8, 6),
-                ("b0", Some("b"), None, 8, 0),
-            ],
+            nodes: &[("a0", Some("a"), None, 8, 6), ("a1", Some("a"), None, 8, 6), ("b0", Some("b"), None, 8, 0)],
             pods: &[4, 4],
             min: Some(2),
             key: None,
@@ -270,10 +267,7 @@ fn nvlink_domains_from_topology_graphs() {
     let pcie = machines::pcie_l40s_8().matrix().unwrap();
     assert_eq!(t.add_machine("l40s", &pcie, &["l40s-0"]), Ok(0));
     assert_eq!(t.domain_of("l40s-0"), None);
-    assert!(matches!(
-        t.add_machine("bad", &nvl72, &["one"]),
-        Err(GpuDomainError::HostCount { want: 18, got: 1, .. })
-    ));
+    assert!(matches!(t.add_machine("bad", &nvl72, &["one"]), Err(GpuDomainError::HostCount { want: 18, got: 1, .. })));
     let mut empty = trays.clone();
     empty[3].clear();
     assert_eq!(t.add_machine("bad", &nvl72, &empty), Err(GpuDomainError::EmptyNode { domain: "bad".into(), host: 3 }));
@@ -335,7 +329,6 @@ fn run(snapshot: &Snapshot, info: &PodGroupInfo) -> Vec<(Placement, Vec<Proposed
     }
     out
 }
-
 
 fn best(out: &[(Placement, Vec<ProposedAssignment>, i64)]) -> &Placement {
     let mut i = 0;
@@ -408,7 +401,8 @@ fn using_stranded_gpus_lowers_the_cost() {
 #[test]
 fn the_scorer_needs_the_generator() {
     let info = group(&[4], Some(1), None);
-    let a = PodGroupAssignments { placement: Arc::new(Placement { name: "p".into(), nodes: vec![] }), proposed: vec![] };
+    let a =
+        PodGroupAssignments { placement: Arc::new(Placement { name: "p".into(), nodes: vec![] }), proposed: vec![] };
     let s = GpuDomainFragmentation::new(&GpuDomainArgs::default())
         .score_placement(&PodGroupCycleState::new(), &info, &a)
         .unwrap_err();
@@ -418,8 +412,12 @@ fn the_scorer_needs_the_generator() {
 
 #[test]
 fn normalize_placement_score() {
-    let cases: [(&[i64], &[i64]); 4] =
-        [(&[-10, -20, -30], &[100, 50, 0]), (&[-5, -5], &[100, 100]), (&[7], &[100]), (&[i64::MIN, i64::MAX], &[0, 100])];
+    let cases: [(&[i64], &[i64]); 4] = [
+        (&[-10, -20, -30], &[100, 50, 0]),
+        (&[-5, -5], &[100, 100]),
+        (&[7], &[100]),
+        (&[i64::MIN, i64::MAX], &[0, 100]),
+    ];
     let p = GpuDomainFragmentation::new(&GpuDomainArgs::default());
     let info = group(&[1], Some(1), None);
     for (input, want) in cases {
