@@ -97,7 +97,7 @@ impl GpuDomainPlacement {
             return true;
         }
         scratch.clear();
-        scratch.extend(positions.iter().map(|&p| facts.free[p]));
+        scratch.extend(positions.iter().filter_map(|&p| facts.free.get(p).copied()));
         let mut placed = 0;
         for &g in &demand.gpus {
             if g == 0 {
@@ -148,7 +148,7 @@ impl GpuDomainPlacement {
                 .into_iter()
                 .filter(|(_, nodes)| Self::holds(facts, nodes, demand, want, scratch))
                 .map(|(v, nodes)| {
-                    let free = nodes.iter().map(|&p| facts.free[p]).sum();
+                    let free = nodes.iter().filter_map(|&p| facts.free.get(p)).sum();
                     (free, Placement { name: domain_name(self.keys.levels[li], v), nodes })
                 })
                 .collect();
