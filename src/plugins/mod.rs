@@ -7,6 +7,7 @@ pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod gang_scheduling;
+pub mod gpu_domain;
 pub mod gpu_share;
 pub mod gpu_topology;
 pub mod hami;
@@ -136,6 +137,16 @@ pub fn default_registry() -> Registry {
         Ok(Arc::new(topology_placement::TopologyPlacementGenerator::new(h.clone())))
     });
     add(names::POD_GROUP_PODS_COUNT, |_, h| Ok(Arc::new(pod_group_pods_count::PodGroupPodsCount::new(h.clone()))));
+    add(names::GPU_DOMAIN_PLACEMENT, |a, h| {
+        gpu_domain::GpuDomainPlacement::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
+    add(names::GPU_DOMAIN_FRAGMENTATION, |a, h| {
+        gpu_domain::GpuDomainFragmentation::from_config(a, h)
+            .map(|p| Arc::new(p) as Arc<dyn Plugin>)
+            .map_err(|e| e.to_string())
+    });
     add(names::HAMI_VGPU, |a, h| hami::HamiVgpu::from_config(a, h).map(|p| Arc::new(p) as Arc<dyn Plugin>));
     r
 }

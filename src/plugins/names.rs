@@ -57,3 +57,7 @@ pub const GANG_SCHEDULING: &str = "GangScheduling";
 pub const TOPOLOGY_PLACEMENT_GENERATOR: &str = "TopologyPlacementGenerator";
 /// PodGroupPodsCount (v1.36 PlacementScore: pods of the group per placement).
 pub const POD_GROUP_PODS_COUNT: &str = "PodGroupPodsCount";
+/// GpuDomainPlacement (schedkit, beyond upstream: PlacementGenerate by GPU interconnect domain).
+pub const GPU_DOMAIN_PLACEMENT: &str = "GpuDomainPlacement";
+/// GpuDomainFragmentation (schedkit, beyond upstream: PlacementScore by GPU fragmentation).
+pub const GPU_DOMAIN_FRAGMENTATION: &str = "GpuDomainFragmentation";
