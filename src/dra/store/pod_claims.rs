@@ -29,7 +29,7 @@ impl DraStore {
                 resource_claim_template_name: None,
             });
         }
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let pc = self.gather_locked(&mut inner, &pod, None, None)?;
         Ok(pc.allocate(node, labels)?)
     }
