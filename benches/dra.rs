@@ -1,9 +1,11 @@
 //! DynamicResources: Filter on one 8-GPU node for claims of 8 GPUs (model selector +
 //! matchAttribute) and 1 GPU, PreFilter (claim gathering, cached selector results), and a
-//! full scheduling cycle on 1,000 nodes x 8 GPUs with the default profile + DRA.
+//! full scheduling cycle on 1,000 nodes x 8 GPUs with the default profile + DRA, and
+//! loading 5,000 per-node slices into a store up to the first query.
 //!
 //! `cargo bench --bench dra -- --warm-up-time 1 --measurement-time 3`
-//! (ids: `dra/filter/8gpu`, `dra/filter/1gpu`, `dra/pre_filter/1000x8`, `dra/cycle/1000x8/..`)
+//! (ids: `dra/filter/8gpu`, `dra/filter/1gpu`, `dra/pre_filter/1000x8`, `dra/cycle/1000x8/..`,
+//! `dra/load/5000x8`)
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
 use std::hint::black_box;
@@ -130,5 +132,27 @@ fn cycle(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, filter, cycle);
+/// An informer's initial list: 5,000 per-node slices added one by one, then the first
+/// query (which sees every device, so a deferred world build is inside the timing).
+fn load(c: &mut Criterion) {
+    let slices: Vec<ResourceSlice> = (0..5000).map(node_slice).collect();
+    let mut g = c.benchmark_group("dra/load");
+    g.sample_size(10);
+    g.bench_function("5000x8", |b| {
+        b.iter_batched(
+            || slices.clone(),
+            |slices| {
+                let store = DraStore::new();
+                for s in slices {
+                    store.add_slice(s).expect("slice loads");
+                }
+                black_box(store.device_taints("gpu.nvidia.com", "node-4999", "gpu-7").expect("device seen"))
+            },
+            criterion::BatchSize::PerIteration,
+        );
+    });
+    g.finish();
+}
+
+criterion_group!(benches, filter, cycle, load);
 criterion_main!(benches);

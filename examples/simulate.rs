@@ -5,22 +5,24 @@
 //! ```text
 //! cargo run --release --example simulate                  # every policy, seed 42
 //! cargo run --release --example simulate -- --seeds 42-51 --plot alloc.svg --out results.csv
+//! cargo run --release --example simulate -- --trace all --seeds 42-51   # the paper's grid
 //! cargo run --release --example simulate -- --help
 //! ```
 //!
 //! A thin command line over [`schedkit::sim`], which runs the policies, summarises the
-//! results, exports them and draws the plot. No CLI or progress-bar crate: the flags are
+//! results, runs the grid on every core, exports them and draws the plot. No CLI or progress-bar crate: the flags are
 //! few and the bar is one line of stderr, so the example adds nothing to the build.
 
 use std::io::{IsTerminal, Write as _};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::sim::{
-    Experiment, PaperTrace, PlotContext, ResultsFormat, SummaryContext, TraceResults, allocation_svg, check_writable,
-    curves_path, summary, tuned_arrivals, write_results,
+    Experiment, GridProgress, GridTrace, PaperTrace, PlotContext, ResultsFormat, SummaryContext, TraceResults,
+    allocation_svg, check_writable, curves_path, default_jobs, summary, tuned_arrivals, write_results,
 };
 use schedkit::trace::{TraceNode, TracePod, gpu_capacity_milli, load_nodes, load_pods};
 
@@ -56,6 +58,8 @@ OPTIONS:
                         of the paper]
     --seeds LIST        seeds to average over: 42 | 42,43 | 42-51  [default: 42]
     --tune RATIO        target GPU demand as a multiple of capacity  [default: 1.3]
+    --jobs N            runs at once, each on its own thread; the results do not
+                        depend on it  [default: the machine's available parallelism]
     --profile-every N   time every plugin call in one cycle in N for the latency
                         columns (0: off)  [default: 10]
     --plot FILE         write an SVG figure: allocated GPU vs arrived demand per policy,
@@ -69,7 +73,7 @@ OPTIONS:
                           FILE.curves.csv: per run, one row per percent of arrived demand
                           (trace, policy, seed, arrived_pct, alloc_pct, frag_ratio_pct)
                         FILE.json: the same runs, each with its curves as arrays
-    --quiet             no progress bar
+    --quiet             no progress bar (it counts the trace x policy x seed runs)
     -h, --help          this text
 
 The paper's published means (seeds 42-51, tuned to 130%) are shown beside schedkit's
@@ -100,6 +104,7 @@ struct Args {
     experiment: Experiment,
     plot: Option<PathBuf>,
     out: Option<(PathBuf, ResultsFormat)>,
+    jobs: NonZeroUsize,
     quiet: bool,
 }
 
@@ -140,6 +145,7 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
         experiment: Experiment { seeds: vec![42], tune: 1.3, profile_every: 10 },
         plot: None,
         out: None,
+        jobs: default_jobs(),
         quiet: false,
     };
     let (mut trace_flag, mut pods_flag) = (false, false);
@@ -219,6 +225,10 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Option<Args>, St
                     .ok_or_else(|| format!("{flag}: {} should end in .csv or .json", path.display()))?;
                 a.out = Some((path, format));
             }
+            "--jobs" => {
+                let v = value()?;
+                a.jobs = v.parse().map_err(|_| format!("{flag}: bad value {v:?} (a whole number of at least 1)"))?;
+            }
             "--quiet" => a.quiet = true,
             other => return Err(format!("unknown argument {other:?}; see --help")),
         }
@@ -277,19 +287,30 @@ fn load(a: &Args) -> Result<(Vec<TraceNode>, Vec<Vec<TracePod>>), String> {
     Ok((nodes, pods))
 }
 
+/// The bar: pods replayed over all runs fill it; the text counts finished runs.
 struct Progress {
     on: bool,
     total: usize,
     done: usize,
+    runs_total: usize,
+    runs_done: usize,
 }
 
 impl Progress {
-    fn tick(&mut self, label: &str, n: usize) {
+    fn tick(&mut self, label: &str, n: usize, run_done: bool) {
         self.done += n;
+        self.runs_done += usize::from(run_done);
         if self.on {
             let pct = self.done as f64 / self.total.max(1) as f64;
             let filled = ((pct * 30.0) as usize).min(30);
-            eprint!("\r[{}{}] {:>5.1}% {label:<32}", "=".repeat(filled), " ".repeat(30 - filled), pct * 100.0);
+            eprint!(
+                "\r[{}{}] {:>5.1}% {}/{} runs {label:<32}",
+                "=".repeat(filled),
+                " ".repeat(30 - filled),
+                pct * 100.0,
+                self.runs_done,
+                self.runs_total
+            );
             let _ = std::io::stderr().flush();
         }
     }
@@ -331,30 +352,28 @@ fn main() -> ExitCode {
             Err(e) => return fail(2, &format!("--tune: {}: {e}", t.file)),
         }
     }
-    let mut progress = Progress { on: !args.quiet && std::io::stderr().is_terminal(), total, done: 0 };
-    let mut all = Vec::new();
-    for (t, pods) in args.traces.iter().zip(&traces) {
-        let typical = Arc::new(TypicalPods::from_pods(pods));
-        let mut results = Vec::new();
-        for &policy in &args.policies {
-            let label = format!("{} {}", t.label, policy.name());
-            match args.experiment.run(&nodes, pods, &typical, policy, |l, n| {
-                progress.tick(&format!("{} {l}", t.label), n);
-            }) {
-                Ok(r) => {
-                    if !progress.on && !args.quiet {
-                        eprintln!("{label}: done");
-                    }
-                    results.push(r);
-                }
-                Err(e) => {
-                    progress.finish();
-                    return fail(1, &format!("{}: {e}", t.file));
-                }
-            }
+    let runs_total = args.traces.len() * args.policies.len() * args.experiment.seeds.len();
+    let on = !args.quiet && std::io::stderr().is_terminal();
+    let progress = Mutex::new(Progress { on, total, done: 0, runs_total, runs_done: 0 });
+    let typicals: Vec<Arc<TypicalPods>> = traces.iter().map(|p| Arc::new(TypicalPods::from_pods(p))).collect();
+    let grid: Vec<GridTrace<'_>> =
+        traces.iter().zip(&typicals).map(|(pods, typical)| GridTrace { pods, typical }).collect();
+    let tick = |g: GridProgress<'_>| {
+        let label = format!("{} {}", args.traces[g.trace].label, g.label);
+        let mut p = progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        p.tick(&label, g.pods, g.run_done);
+        if g.run_done && !p.on && !args.quiet {
+            eprintln!("{label}: done");
         }
-        all.push(results);
-    }
+    };
+    let all = match args.experiment.run_grid(&nodes, &grid, &args.policies, args.jobs, tick) {
+        Ok(all) => all,
+        Err(e) => {
+            progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).finish();
+            return fail(1, &format!("{}: {e}", args.traces[e.trace].file));
+        }
+    };
+    let progress = progress.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     progress.finish();
     let paper_of = |t: &TraceArg| t.paper.filter(|_| bundled_nodes && (args.experiment.tune - 1.3).abs() < 1e-9);
     for ((t, pods), results) in args.traces.iter().zip(&traces).zip(&all) {
@@ -416,7 +435,10 @@ mod tests {
 
     #[test]
     fn flags_take_values_with_or_without_equals() {
-        let a = parse(&["--policy=FGD,dotprod", "--seeds", "42-44", "--tune=1.1", "--out=r.json"]).unwrap().unwrap();
+        let a = parse(&["--policy=FGD,dotprod", "--seeds", "42-44", "--tune=1.1", "--out=r.json", "--jobs", "3"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.jobs.get(), 3);
         assert_eq!(a.policies, [Policy::Fgd, Policy::DotProduct]);
         assert_eq!(a.experiment.seeds, [42, 43, 44]);
         assert!((a.experiment.tune - 1.1).abs() < 1e-12);
@@ -434,6 +456,7 @@ mod tests {
             (&["--tune"], "--tune"),
             (&["--profile-every=-1"], "--profile-every"),
             (&["--out=r.txt"], "--out"),
+            (&["--jobs=0"], "--jobs"),
             (&["--trace=nope"], "--trace"),
             (&["--trace=default", "--pods=p.csv"], "--trace"),
         ] {

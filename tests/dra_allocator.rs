@@ -1349,7 +1349,9 @@ fn pool_slice(name: &str, pool: &str, count: i64, devices: Vec<Value>) -> Value 
 }
 
 fn ready(name: &str) -> Value {
-    json!({"name": name, "bindingConditions": ["Ready"]})
+    // The API server requires failure conditions beside binding conditions
+    // (`validateDeviceBindingParameters`); the allocator looks only at the former.
+    json!({"name": name, "bindingConditions": ["Ready"], "bindingFailureConditions": ["Failed"]})
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! Upstream: `pkg/apis/resource/validation/validation_resourceslice_test.go`
 //! (`TestValidateResourceSlice`), `validation_resourceclaim_test.go`
 //! (`TestValidateClaim`), `validation_deviceclass_test.go` (`TestValidateClass`),
-//! `validation_resourceclaimtemplate_test.go` (`TestValidateClaimTemplate`).
+//! `validation_resourceclaimtemplate_test.go` (`TestValidateClaimTemplate`),
+//! `validation_devicetaintrule_test.go` (`TestValidateDeviceTaint`).
 
 use serde_json::{Value, json};
 
@@ -564,6 +565,229 @@ fn validate_class() {
         match (r, want) {
             (Ok(()), None) => {}
             (Err(e), Some(want)) => assert_eq!(field(e), want, "{name}"),
+            (Ok(()), Some(want)) => panic!("{name}: loaded, expected {want}"),
+            (Err(e), None) => panic!("{name}: refused with {e}"),
+        }
+    }
+}
+
+/// The qualified-name message of a bad name part (`metav1validation.ValidateLabelName`),
+/// upstream's `conditionValidationErrMessage` for binding conditions.
+const NAME_PART: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `field.Invalid` of a missing list, which upstream prints as Go's `[]string(nil)`.
+fn invalid_nil_list(path: &str, detail: &str) -> FieldError {
+    FieldError {
+        path: path.into(),
+        kind: FieldErrorKind::Invalid { value: "[]string(nil)".into(), detail: detail.into() },
+    }
+}
+
+/// Upstream's `testResourceSliceWithBindingConditions`: every device with these lists.
+fn binding_slice(conditions: &[&str], failure: &[&str]) -> Value {
+    let mut v = test_slice(GOOD, GOOD, DRIVER, 1);
+    for d in v["spec"]["devices"].as_array_mut().unwrap() {
+        d["bindingConditions"] = json!(conditions);
+        d["bindingFailureConditions"] = json!(failure);
+    }
+    v
+}
+
+#[test]
+fn validate_binding_conditions() {
+    // TestValidateResourceSlice, the binding-condition cases (validateDeviceBindingParameters).
+    let dev = "spec.devices[0]";
+    let cases: Vec<(&str, Value, Option<FieldError>)> = vec![
+        (
+            "good-binding-conditions",
+            binding_slice(&["example.com/condition1", "condition2"], &["example.com/condition3", "condition4"]),
+            None,
+        ),
+        (
+            "too-many-binding-conditions",
+            binding_slice(
+                &["condition1", "condition2", "condition3", "condition4", "condition5"],
+                &["condition6", "condition7"],
+            ),
+            Some(too_many(&format!("{dev}.bindingConditions"), 5, 4)),
+        ),
+        (
+            "too-many-binding-failure-conditions",
+            binding_slice(
+                &["condition1", "condition2"],
+                &["condition3", "condition4", "condition5", "condition6", "condition7"],
+            ),
+            Some(too_many(&format!("{dev}.bindingFailureConditions"), 5, 4)),
+        ),
+        (
+            "invalid-binding-conditions",
+            binding_slice(&["condition1", "condition2!"], &["condition3", "condition4"]),
+            Some(FieldError::invalid(format!("{dev}.bindingConditions[1]"), "condition2!", NAME_PART)),
+        ),
+        (
+            "invalid-binding-failure-conditions",
+            binding_slice(&["condition1", "condition2"], &["condition3!", "condition4"]),
+            Some(FieldError::invalid(format!("{dev}.bindingFailureConditions[0]"), "condition3!", NAME_PART)),
+        ),
+        (
+            "invalid-slice-has-binding-failure-but-no-binding-conditions",
+            binding_slice(&[], &["condition1", "condition2"]),
+            Some(invalid_nil_list(
+                &format!("{dev}.bindingConditions"),
+                "bindingConditions are required to use bindingFailureConditions",
+            )),
+        ),
+        (
+            "invalid-slice-has-binding-conditions-but-no-binding-failure-conditions",
+            binding_slice(&["condition1", "condition2"], &[]),
+            Some(invalid_nil_list(
+                &format!("{dev}.bindingFailureConditions"),
+                "bindingFailureConditions are required to use bindingConditions",
+            )),
+        ),
+        (
+            "duplicate-binding-conditions",
+            binding_slice(&["condition1", "condition1"], &["condition2", "condition3"]),
+            Some(FieldError::duplicate(format!("{dev}.bindingConditions[1]"), "condition1")),
+        ),
+        (
+            "duplicate-binding-failure-conditions",
+            binding_slice(&["condition1", "condition2"], &["condition3", "condition3"]),
+            Some(FieldError::duplicate(format!("{dev}.bindingFailureConditions[1]"), "condition3")),
+        ),
+        (
+            "overlapping-binding-conditions",
+            binding_slice(&["condition1", "condition2"], &["condition1", "condition3"]),
+            Some(FieldError::invalid(
+                format!("{dev}.bindingFailureConditions[0]"),
+                "condition1",
+                "bindingFailureConditions must not overlap with bindingConditions",
+            )),
+        ),
+    ];
+    for (name, slice, want) in cases {
+        match (slice_result(slice), want) {
+            (Ok(()), None) => {}
+            (Err(e), Some(want)) => assert_eq!(field(e), want, "{name}"),
+            (Ok(()), Some(want)) => panic!("{name}: loaded, expected {want}"),
+            (Err(e), None) => panic!("{name}: refused with {e}"),
+        }
+    }
+
+    // The same rules on an allocation result (validateDeviceRequestAllocationResult).
+    let with_result = |conditions: &[&str], failure: &[&str]| {
+        let mut v = claim(json!({"requests": [exact("req-0")]}));
+        v["status"] = json!({"allocation": {"devices": {"results": [{"request": "req-0", "driver": DRIVER,
+            "pool": GOOD, "device": "device-0", "bindingConditions": conditions,
+            "bindingFailureConditions": failure}]}}});
+        v
+    };
+    claim_result(with_result(&["ready"], &["failed"])).unwrap();
+    let err = claim_result(with_result(&["ready", "bad!"], &["failed"])).unwrap_err();
+    assert_eq!(
+        field(err),
+        FieldError::invalid("status.allocation.devices.results[0].bindingConditions[1]", "bad!", NAME_PART)
+    );
+    let err = claim_result(with_result(&["ready"], &[])).unwrap_err();
+    assert_eq!(
+        field(err),
+        invalid_nil_list(
+            "status.allocation.devices.results[0].bindingFailureConditions",
+            "bindingFailureConditions are required to use bindingConditions"
+        )
+    );
+}
+
+/// Upstream's `validDeviceTaintRuleSpec` under `name`, with `edit` applied.
+fn taint_rule(name: &str, edit: impl FnOnce(&mut Value)) -> Value {
+    let mut v = json!({"metadata": {"name": name}, "spec": {
+        "deviceSelector": {"deviceClassName": GOOD, "driver": DRIVER, "pool": GOOD, "device": GOOD},
+        "taint": {"key": "example.com/taint", "value": "tainted", "effect": "NoSchedule"}}});
+    edit(&mut v);
+    v
+}
+
+#[test]
+fn validate_device_taint_rule() {
+    // TestValidateDeviceTaint (validation_devicetaintrule_test.go): (name, rule, first error).
+    // Its metadata-only cases (generate-name, uid, labels, ...) need fields schedkit's
+    // ObjectMeta does not validate; the CEL cases are covered by the selector tests.
+    let cases: Vec<(&str, Value, Option<FieldError>)> = vec![
+        ("good", taint_rule(GOOD, |_| {}), None),
+        (
+            "missing-name",
+            taint_rule("", |_| {}),
+            Some(FieldError::required("metadata.name", "name or generateName is required")),
+        ),
+        ("bad-name", taint_rule(BAD, |_| {}), Some(FieldError::invalid("metadata.name", BAD, SUBDOMAIN))),
+        (
+            "bad-class",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["deviceClassName"] = json!(BAD)),
+            Some(FieldError::invalid("spec.deviceSelector.deviceClassName", BAD, SUBDOMAIN)),
+        ),
+        (
+            "bad-driver",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["driver"] = json!(BAD)),
+            Some(FieldError::invalid("spec.deviceSelector.driver", BAD, SUBDOMAIN)),
+        ),
+        (
+            "bad-pool",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["pool"] = json!(BAD)),
+            Some(FieldError::invalid("spec.deviceSelector.pool", BAD, SUBDOMAIN)),
+        ),
+        (
+            "bad-device",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["device"] = json!(BAD)),
+            Some(FieldError::invalid("spec.deviceSelector.device", BAD, LABEL)),
+        ),
+        (
+            "valid-taint",
+            taint_rule(GOOD, |v| v["spec"]["taint"] = json!({"key": GOOD, "value": GOOD, "effect": "NoExecute"})),
+            None,
+        ),
+        // Beyond upstream's table, the rest of validateDeviceTaint and the selector list.
+        (
+            "empty-taint-key",
+            taint_rule(GOOD, |v| v["spec"]["taint"]["key"] = json!("")),
+            Some(FieldError::invalid("spec.taint.key", "", "name part must be non-empty")),
+        ),
+        (
+            "bad-taint-key",
+            taint_rule(GOOD, |v| v["spec"]["taint"]["key"] = json!(BAD)),
+            Some(FieldError::invalid("spec.taint.key", BAD, NAME_PART)),
+        ),
+        (
+            "bad-taint-value",
+            taint_rule(GOOD, |v| v["spec"]["taint"]["value"] = json!("spaces not allowed")),
+            Some(FieldError::invalid("spec.taint.value", "spaces not allowed", LABEL_VALUE)),
+        ),
+        (
+            "empty-driver",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["driver"] = json!("")),
+            Some(FieldError::required("spec.deviceSelector.driver", "")),
+        ),
+        (
+            "selector-without-cel",
+            taint_rule(GOOD, |v| v["spec"]["deviceSelector"]["selectors"] = json!([{}])),
+            Some(FieldError::required("spec.deviceSelector.selectors[0].cel", "")),
+        ),
+        (
+            "too-many-selectors",
+            taint_rule(GOOD, |v| {
+                v["spec"]["deviceSelector"]["selectors"] =
+                    json!(vec![json!({"cel": {"expression": "true"}}); DEVICE_SELECTORS_MAX_SIZE + 1]);
+            }),
+            Some(too_many("spec.deviceSelector.selectors", 33, 32)),
+        ),
+    ];
+    for (name, v, want) in cases {
+        let r = store().add_taint_rule(serde_json::from_value(v).unwrap());
+        match (r, want) {
+            (Ok(()), None) => {}
+            (Err(e), Some(want)) => {
+                assert!(e.to_string().starts_with("DeviceTaintRule "), "{name}: {e}");
+                assert_eq!(field(e), want, "{name}");
+            }
             (Ok(()), Some(want)) => panic!("{name}: loaded, expected {want}"),
             (Err(e), None) => panic!("{name}: refused with {e}"),
         }

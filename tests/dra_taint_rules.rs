@@ -162,11 +162,11 @@ fn the_allocator_honours_rule_taints_like_slice_taints() {
 fn invalid_rules_are_typed_errors() {
     let s = store();
     let mut r = rule("", &json!({"driver": DRIVER}), "NoSchedule");
-    assert!(matches!(s.add_taint_rule(r.clone()), Err(DraError::InvalidTaintRule { .. })));
+    assert!(matches!(s.add_taint_rule(r.clone()), Err(DraError::Invalid { .. })));
     r.metadata.name = "r".into();
     r.spec.taint.key.clear();
     let e = s.add_taint_rule(r).unwrap_err();
-    assert!(e.to_string().contains("DeviceTaintRule r: spec.taint.key is empty"), "{e}");
+    assert!(e.to_string().starts_with("DeviceTaintRule r: spec.taint.key: Invalid value"), "{e}");
     let e = s
         .add_taint_rule(rule(
             "bad-cel",
@@ -177,7 +177,7 @@ fn invalid_rules_are_typed_errors() {
     assert!(matches!(e, DraError::BadSelector { .. }), "{e}");
     assert!(e.to_string().contains("DeviceTaintRule bad-cel"), "{e}");
     let e = s.add_taint_rule(rule("empty-driver", &json!({"driver": ""}), "NoSchedule")).unwrap_err();
-    assert!(e.to_string().contains("spec.deviceSelector.driver is empty"), "{e}");
+    assert!(e.to_string().contains("spec.deviceSelector.driver: Required value"), "{e}");
     // An unknown effect does not deserialize.
     assert!(
         serde_json::from_value::<DeviceTaintRule>(json!({"metadata": {"name": "x"},
@@ -287,7 +287,7 @@ fn rules_are_off_by_default_as_the_upstream_gate() {
     // A bad rule is still rejected while the gate is off.
     assert!(matches!(
         s.add_taint_rule(rule("empty-driver", &json!({"driver": ""}), "NoSchedule")),
-        Err(DraError::InvalidTaintRule { .. })
+        Err(DraError::Invalid { .. })
     ));
     // Switching on applies the rule kept meanwhile; switching off lifts it again.
     s.set_device_taint_rules(true);

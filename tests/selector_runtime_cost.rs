@@ -81,3 +81,39 @@ fn replace_that_would_build_a_huge_string_is_stopped_by_the_budget() {
     // replace: ceil(0.1 * (100 + 10200)) = 1030; size() 1, == 1.
     assert_eq!(cost, 1030 + 2);
 }
+
+#[test]
+fn regex_functions_are_charged_per_string_and_pattern_length() {
+    // k8s `library/cost.go` `CallCost` for `find`/`findAll` and cel-go
+    // `interpreter/runtimecost.go` for `matches`: ceil(0.1 * (1 + size(string))) times
+    // ceil(0.25 * size(pattern)), whatever the regex does.
+    let s99 = "x".repeat(99);
+    let cases: &[(String, u64)] = &[
+        // ceil(0.1 * 16) * ceil(0.25 * 6) = 2 * 2.
+        ("'abc 123 def 123'.matches('[0-9]+')".into(), 4),
+        ("matches('abc 123 def 123', '[0-9]+')".into(), 4),
+        // ceil(0.1 * 100) * ceil(0.25 * 14) = 10 * 4.
+        (format!("'{s99}'.find('[a-z]{{2,}}[0-9]')"), 40),
+        (format!("'{s99}'.findAll('[a-z]{{2,}}[0-9]')"), 40),
+        (format!("'{s99}'.findAll('[a-z]{{2,}}[0-9]', 3)"), 40),
+        // ceil(0.1 * 1) * ceil(0.25 * 1) = 1.
+        ("''.find('x')".into(), 1),
+    ];
+    for (src, want) in cases {
+        assert_eq!(runtime(src), *want, "{src}");
+    }
+}
+
+#[test]
+fn nested_find_is_charged_every_call_within_its_estimate() {
+    // Issue 22's case: 1,000 `find` calls, each charged ceil(0.1 * 2) * ceil(0.25 * 5)
+    // = 2 as upstream, plus the comprehensions around them; the run stays within the
+    // estimate (8,551, as Kubernetes' estimator prices it).
+    let src = "[1,2,3,4,5,6,7,8,9,10].all(x, [1,2,3,4,5,6,7,8,9,10].all(y, \
+               [1,2,3,4,5,6,7,8,9,10].all(z, int('2'.find('[1-9]*')) < 100)))";
+    let sel = Selector::compile(src).unwrap();
+    let (r, cost) = sel.matches_with_cost(&Device::new("d", "example.com"));
+    assert!(r.unwrap());
+    assert!(cost >= 1000 * (2 + 1 + 1), "every find (2), int (1) and < (1) charged: {cost}");
+    assert!(cost <= sel.estimated_cost(), "actual {cost} within the estimate {}", sel.estimated_cost());
+}

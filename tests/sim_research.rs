@@ -4,15 +4,16 @@
 //! the data, axes zoomed to the data).
 
 use std::fmt::Write as _;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use schedkit::plugins::gpu_share::{Policy, TypicalPods};
 use schedkit::sim::{
-    CURVE_BINS, CURVE_COLUMNS, Experiment, PaperTrace, PlotContext, RESULT_COLUMNS, RunError, TraceResults, TuneError,
-    allocation_svg, curves_csv, paper_means_for, results_csv, results_json, tuned_arrivals,
+    CURVE_BINS, CURVE_COLUMNS, Experiment, GridTrace, PaperTrace, PlotContext, RESULT_COLUMNS, RunError, SeedRun,
+    TraceResults, TuneError, allocation_svg, curves_csv, paper_means_for, results_csv, results_json, tuned_arrivals,
 };
-use schedkit::trace::{TracePod, parse_nodes, parse_pods};
+use schedkit::trace::{TraceNode, TracePod, parse_nodes, parse_pods};
 
 const NODES: &str = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,4,T4\nn1,64000,262144,4,T4\n";
 
@@ -232,5 +233,73 @@ fn the_paper_means_cover_every_bundled_trace() {
         let fgd = paper_means_for(t, Policy::Fgd).at_130;
         assert!(Policy::ALL.iter().all(|&p| paper_means_for(t, p).at_130 <= fgd));
         assert_eq!(PaperTrace::parse(t.file_name()), Some(t));
+    }
+}
+
+/// The bundled openb data: the first `nodes` GPU nodes and the first `pods` rows of a
+/// pod list (the test skips when the data is absent, as in the published crate).
+fn bundled_slice(pod_file: &str, nodes: usize, pods: usize) -> Option<(Vec<TraceNode>, Vec<TracePod>)> {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data");
+    let n = schedkit::trace::load_nodes(format!("{data}/openb_node_list_gpu_node.csv")).ok()?;
+    let p = schedkit::trace::load_pods(format!("{data}/{pod_file}")).ok()?;
+    Some((n.into_iter().take(nodes).collect(), p.into_iter().take(pods).collect()))
+}
+
+/// A seed run without its wall-clock figure (`pods_per_sec`), the one field that may differ.
+fn deterministic(r: &SeedRun) -> SeedRun {
+    SeedRun { pods_per_sec: 0.0, ..r.clone() }
+}
+
+#[test]
+fn the_grid_gives_the_same_results_on_one_thread_or_two() {
+    let slices: Vec<_> = ["openb_pod_list_default.csv", "openb_pod_list_multigpu20.csv"]
+        .into_iter()
+        .filter_map(|f| bundled_slice(f, 24, 120))
+        .collect();
+    if slices.len() < 2 {
+        eprintln!("skipped: the bundled trace data is not here");
+        return;
+    }
+    // Both slices on the first slice's nodes (the grid shares one node list).
+    let nodes = &slices[0].0;
+    let typicals: Vec<_> = slices.iter().map(|(_, p)| Arc::new(TypicalPods::from_pods(p))).collect();
+    let traces: Vec<GridTrace<'_>> =
+        slices.iter().zip(&typicals).map(|((_, pods), typical)| GridTrace { pods, typical }).collect();
+    let policies = [Policy::Random, Policy::BestFit, Policy::Fgd];
+    let exp = Experiment { seeds: vec![42, 43, 44], tune: 1.3, profile_every: 0 };
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let run = |jobs: usize| {
+        runs.store(0, std::sync::atomic::Ordering::Relaxed);
+        let jobs = NonZeroUsize::new(jobs).unwrap();
+        let r = exp
+            .run_grid(nodes, &traces, &policies, jobs, |g| {
+                runs.fetch_add(usize::from(g.run_done), std::sync::atomic::Ordering::Relaxed);
+            })
+            .unwrap();
+        assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 2 * 3 * 3, "one run_done per run");
+        r
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!((one.len(), one[0].len()), (2, 3));
+    for (t, (a, b)) in one.iter().zip(&two).enumerate() {
+        for (p, (a, b)) in a.iter().zip(b).enumerate() {
+            assert_eq!(a.policy, policies[p]);
+            assert_eq!(a.policy, b.policy);
+            let seeds: Vec<u64> = a.runs.iter().map(|r| r.seed).collect();
+            assert_eq!(seeds, [42, 43, 44], "seed order kept");
+            let (ra, rb): (Vec<_>, Vec<_>) =
+                (a.runs.iter().map(deterministic).collect(), b.runs.iter().map(deterministic).collect());
+            assert_eq!(ra, rb, "trace {t} policy {p}");
+            assert_eq!(
+                (a.scheduled, a.failed, a.alloc_130, a.frag_ratio_end),
+                (b.scheduled, b.failed, b.alloc_130, b.frag_ratio_end)
+            );
+            assert_eq!(a.curve, b.curve);
+            // And the grid agrees with a plain sequential `run` of the same policy.
+            let seq = exp.run(nodes, traces[t].pods, traces[t].typical, policies[p], |_, _| {}).unwrap();
+            let rs: Vec<_> = seq.runs.iter().map(deterministic).collect();
+            assert_eq!(ra, rs, "grid vs run: trace {t} policy {p}");
+            assert!(a.scheduled > 0.0);
+        }
     }
 }

@@ -70,31 +70,13 @@ pub struct CompiledTaintRule {
 }
 
 impl CompiledTaintRule {
-    /// Validates a rule and compiles its selectors.
+    /// Validates a rule as the API server does ([`DraError::Invalid`] naming the field)
+    /// and compiles its selectors.
     pub fn new(rule: DeviceTaintRule) -> Result<CompiledTaintRule, DraError> {
-        let name = rule.metadata.name.clone();
-        let invalid = |reason: &str| DraError::InvalidTaintRule { rule: name.clone(), reason: reason.to_owned() };
-        if name.is_empty() {
-            return Err(invalid("metadata.name is empty"));
-        }
-        if rule.spec.taint.key.is_empty() {
-            return Err(invalid("spec.taint.key is empty"));
-        }
+        super::validation::validate_taint_rule(&rule)?;
+        let name = &rule.metadata.name;
         let mut selectors = Vec::new();
         if let Some(sel) = &rule.spec.device_selector {
-            if sel.selectors.iter().any(|s| s.cel.is_none()) {
-                return Err(invalid("a selector has no cel expression"));
-            }
-            for (field, v) in [
-                ("deviceClassName", &sel.device_class_name),
-                ("driver", &sel.driver),
-                ("pool", &sel.pool),
-                ("device", &sel.device),
-            ] {
-                if v.as_deref() == Some("") {
-                    return Err(invalid(&format!("spec.deviceSelector.{field} is empty")));
-                }
-            }
             selectors = compile_selectors(&format!("DeviceTaintRule {name}"), &sel.selectors)?;
         }
         let t = &rule.spec.taint;

@@ -17,7 +17,7 @@ pub enum DraError {
     #[error("{object}: {error}")]
     Invalid {
         /// `ResourceSlice name`, `ResourceClaim ns/name`, `ResourceClaimTemplate
-        /// ns/name` or `DeviceClass name`.
+        /// ns/name`, `DeviceClass name` or `DeviceTaintRule name`.
         object: String,
         /// The field and what is wrong with it.
         error: FieldError,
@@ -109,7 +109,9 @@ pub enum DraError {
     /// The named claim is not in the store.
     #[error("ResourceClaim {0} not found")]
     ClaimNotFound(String),
-    /// A `DeviceTaintRule` with an invalid spec other than a selector.
+    /// A `DeviceTaintRule` with an invalid spec other than a selector. No longer
+    /// returned: rules are validated as the API server does, into [`DraError::Invalid`]
+    /// naming the field.
     #[error("DeviceTaintRule {rule}: {reason}")]
     InvalidTaintRule {
         /// The rule.

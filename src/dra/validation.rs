@@ -1,17 +1,19 @@
 //! The API server's validation of DRA objects, applied when they are loaded: list
 //! sizes, name formats and string lengths of ResourceSlices, ResourceClaims (and
-//! templates) and DeviceClasses, with upstream's limits and field paths.
+//! templates), DeviceClasses and DeviceTaintRules, with upstream's limits and field paths.
 //!
 //! Upstream: `pkg/apis/resource/validation/validation.go` (`validateResourceSliceSpec`,
 //! `validateDevice`, `validateDeviceClaim`, `validateDeviceRequest`,
-//! `validateDeviceClassSpec`, ...) and the limits in `k8s.io/api/resource/v1/types.go`.
+//! `validateDeviceClassSpec`, `ValidateDeviceTaintRule`, `validateDeviceBindingParameters`,
+//! ...) and the limits in `k8s.io/api/resource/v1/types.go`.
 //! Size checks come first and stop the object's validation, as upstream's do ("DOS
 //! protection"), so an oversized object costs one length comparison. Errors are
 //! [`DraError::Invalid`] with upstream's [`FieldError`].
 
 use super::error::DraError;
 use super::types::{
-    DeviceClaim, DeviceClass, DeviceSelector, DeviceSpec, OpaqueDeviceConfiguration, ResourceClaimStatus, ResourceSlice,
+    DeviceClaim, DeviceClass, DeviceSelector, DeviceSpec, DeviceTaint, DeviceTaintRule, OpaqueDeviceConfiguration,
+    ResourceClaimStatus, ResourceSlice,
 };
 use crate::model::validation::{
     FieldError, check_format, dns1123_label, dns1123_subdomain, is_c_identifier, label_value, qualified_name,
@@ -268,9 +270,7 @@ fn device(path: &str, d: &DeviceSpec, per_device: bool) -> Check {
     d.capacity.keys().try_for_each(|name| attribute_name(&capacity, name))?;
     too_many(&format!("{path}.taints"), d.taints.len(), DEVICE_TAINTS_MAX_LENGTH)?;
     for (i, t) in d.taints.iter().enumerate() {
-        let tp = format!("{path}.taints[{i}]");
-        check_format(&format!("{tp}.key"), &t.key, qualified_name)?;
-        check_format(&format!("{tp}.value"), &t.value, label_value)?;
+        device_taint(&format!("{path}.taints[{i}]"), t)?;
     }
     let consumes = format!("{path}.consumesCounters");
     too_many(&consumes, d.consumes_counters.len(), RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE)?;
@@ -305,12 +305,90 @@ fn device(path: &str, d: &DeviceSpec, per_device: bool) -> Check {
         }
         optional_true(&format!("{path}.allNodes"), d.all_nodes)?;
     }
-    too_many(&format!("{path}.bindingConditions"), d.binding_conditions.len(), BINDING_CONDITIONS_MAX_SIZE)?;
-    too_many(
-        &format!("{path}.bindingFailureConditions"),
-        d.binding_failure_conditions.len(),
-        BINDING_FAILURE_CONDITIONS_MAX_SIZE,
-    )
+    binding_parameters(path, &d.binding_conditions, &d.binding_failure_conditions)
+}
+
+/// Upstream's `validateDeviceTaint`: the key a qualified name (so required), the value a
+/// label value. The effect is an enum here: an unknown one fails to deserialize.
+fn device_taint(path: &str, t: &DeviceTaint) -> Check {
+    check_format(&format!("{path}.key"), &t.key, qualified_name)?;
+    check_format(&format!("{path}.value"), &t.value, label_value)
+}
+
+/// Upstream's `validateDeviceBindingParameters`, for a device of a slice and for an
+/// allocation result: at most 4 of each list, every entry a qualified name (as
+/// `metav1validation.ValidateLabelName`), no entry twice in a list, no failure condition
+/// that is also a binding condition, and each list only with the other.
+fn binding_parameters(path: &str, conditions: &[String], failure: &[String]) -> Check {
+    let cp = format!("{path}.bindingConditions");
+    let fp = format!("{path}.bindingFailureConditions");
+    too_many(&cp, conditions.len(), BINDING_CONDITIONS_MAX_SIZE)?;
+    for (i, c) in conditions.iter().enumerate() {
+        check_format(&format!("{cp}[{i}]"), c, qualified_name)?;
+    }
+    too_many(&fp, failure.len(), BINDING_FAILURE_CONDITIONS_MAX_SIZE)?;
+    for (i, c) in failure.iter().enumerate() {
+        check_format(&format!("{fp}[{i}]"), c, qualified_name)?;
+    }
+    for (i, c) in conditions.iter().enumerate() {
+        if conditions[..i].contains(c) {
+            return Err(FieldError::duplicate(format!("{cp}[{i}]"), c));
+        }
+    }
+    for (i, c) in failure.iter().enumerate() {
+        if failure[..i].contains(c) {
+            return Err(FieldError::duplicate(format!("{fp}[{i}]"), c));
+        }
+        if conditions.contains(c) {
+            return Err(FieldError::invalid(
+                format!("{fp}[{i}]"),
+                c,
+                "bindingFailureConditions must not overlap with bindingConditions",
+            ));
+        }
+    }
+    // Upstream prints the missing list as Go does: `[]string(nil)`.
+    let both = |p: String, detail: &str| FieldError {
+        path: p,
+        kind: crate::model::FieldErrorKind::Invalid { value: "[]string(nil)".into(), detail: detail.into() },
+    };
+    if conditions.is_empty() && !failure.is_empty() {
+        return Err(both(cp, "bindingConditions are required to use bindingFailureConditions"));
+    }
+    if failure.is_empty() && !conditions.is_empty() {
+        return Err(both(fp, "bindingFailureConditions are required to use bindingConditions"));
+    }
+    Ok(())
+}
+
+/// Validates a DeviceTaintRule as upstream's `ValidateDeviceTaintRule`: the name a DNS
+/// subdomain; the selector's class name a DNS subdomain, its driver a driver name, its
+/// pool a pool name and its device a DNS label; at most 32 selectors, each with a CEL
+/// expression (compiled afterwards, as for claims); the taint as a slice's.
+pub(crate) fn validate_taint_rule(rule: &DeviceTaintRule) -> Result<(), DraError> {
+    taint_rule_errors(rule)
+        .map_err(|error| DraError::Invalid { object: format!("DeviceTaintRule {}", rule.metadata.name), error })
+}
+
+fn taint_rule_errors(rule: &DeviceTaintRule) -> Check {
+    object_name(&rule.metadata.name)?;
+    if let Some(sel) = &rule.spec.device_selector {
+        let sp = "spec.deviceSelector";
+        if let Some(c) = &sel.device_class_name {
+            class_name(&format!("{sp}.deviceClassName"), c)?;
+        }
+        if let Some(d) = &sel.driver {
+            driver_name(&format!("{sp}.driver"), d)?;
+        }
+        if let Some(p) = &sel.pool {
+            pool_name(&format!("{sp}.pool"), p)?;
+        }
+        if let Some(d) = &sel.device {
+            check_format(&format!("{sp}.device"), d, dns1123_label)?;
+        }
+        selectors(&format!("{sp}.selectors"), &sel.selectors)?;
+    }
+    device_taint("spec.taint", &rule.spec.taint)
 }
 
 /// Validates a claim's (or template's) device claim as upstream's `validateDeviceClaim`,
@@ -375,6 +453,13 @@ fn claim_errors(path: &str, devices: &DeviceClaim, status: Option<&ResourceClaim
                 a.devices.results.len(),
                 super::ALLOCATION_RESULTS_MAX_SIZE as usize,
             )?;
+            for (i, r) in a.devices.results.iter().enumerate() {
+                binding_parameters(
+                    &format!("status.allocation.devices.results[{i}]"),
+                    &r.binding_conditions,
+                    &r.binding_failure_conditions,
+                )?;
+            }
             // Class and claim configuration.
             too_many("status.allocation.devices.config", a.devices.config.len(), 2 * DEVICE_CONFIG_MAX_SIZE)?;
         }

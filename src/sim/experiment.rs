@@ -136,6 +136,21 @@ pub enum RunError {
     NoSeeds,
 }
 
+/// What one seed's run measured beside its [`SeedRun`]: the timing figures that
+/// [`Experiment::aggregate`] sums over the seeds of a policy.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SeedTiming {
+    /// Pods replayed.
+    pods: usize,
+    /// Cycles the latency recorder did not sample, and their wall time.
+    timed_pods: usize,
+    timed: Duration,
+    /// Wall time of the cycles the recorder sampled.
+    sampled: Duration,
+    /// This thread's CPU time over the replay loop, where the platform reports it.
+    cpu: Option<Duration>,
+}
+
 impl Experiment {
     /// Replays `pods` on `nodes` under `policy` once per seed and averages the results.
     /// `progress(label, pods)` is told how many more pods are done, in steps of about
@@ -148,103 +163,148 @@ impl Experiment {
         policy: Policy,
         mut progress: impl FnMut(&str, usize),
     ) -> Result<PolicyResult, RunError> {
+        self.check(nodes)?;
+        let recorder = self.recorder();
+        let runs = self
+            .seeds
+            .iter()
+            .map(|&seed| self.run_seed(nodes, pods, typical, policy, seed, &recorder, &mut progress))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.aggregate(policy, runs, &recorder))
+    }
+
+    /// The checks every run makes before it starts.
+    pub(crate) fn check(&self, nodes: &[TraceNode]) -> Result<(), RunError> {
         if self.seeds.is_empty() {
             return Err(RunError::NoSeeds);
         }
         if nodes.is_empty() {
             return Err(RunError::NoNodes);
         }
+        Ok(())
+    }
+
+    /// The latency recorder the runs of one policy share.
+    pub(crate) fn recorder(&self) -> Arc<LatencyRecorder> {
+        Arc::new(LatencyRecorder::sampling(self.profile_every.max(1)))
+    }
+
+    /// One seed's replay of one policy. Its [`SeedRun`] depends only on the inputs and
+    /// the seed, never on what else runs (the grid relies on that).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_seed(
+        &self,
+        nodes: &[TraceNode],
+        pods: &[TracePod],
+        typical: &Arc<TypicalPods>,
+        policy: Policy,
+        seed: u64,
+        recorder: &Arc<LatencyRecorder>,
+        mut progress: impl FnMut(&str, usize),
+    ) -> Result<(SeedRun, SeedTiming), RunError> {
         let capacity = gpu_capacity_milli(nodes);
-        let recorder = Arc::new(LatencyRecorder::sampling(self.profile_every.max(1)));
+        let arrivals = tuned_arrivals(pods, capacity, self.tune, seed)?;
+        let infos: Vec<(PodInfo, i64)> = arrivals
+            .iter()
+            .map(|a| {
+                let p = &pods[a.pod];
+                let mut pod = p.to_pod_named(&a.name);
+                policy.prepare_pod(&mut pod);
+                PodInfo::new(pod).map(|i| (i, p.gpu_demand()))
+            })
+            .collect::<Result<_, _>>()?;
+        let rec = recorder.clone();
+        let profiling = self.profile_every > 0;
+        let names = prefixed_names(nodes, seed);
+        let mut replay = Replay::with_builder(nodes, Some(&names), typical.clone(), policy, seed, |b| {
+            if profiling { b.latency_recorder(rec) } else { b }
+        })?;
+        let mut steps: Vec<Step> = Vec::with_capacity(infos.len());
+        let chunk = (infos.len() / 200).max(1);
+        let label = format!("{} seed {seed}", policy.name());
+        let mut timing = SeedTiming { pods: infos.len(), ..SeedTiming::default() };
+        let cpu_start = thread_cpu_time();
+        let mut scheduled = 0usize;
+        for (k, (info, demand)) in infos.iter().enumerate() {
+            let step = replay.step_info(info, *demand);
+            if replay.scheduler().last_cycle_sampled() {
+                timing.sampled += step.elapsed;
+            } else {
+                timing.timed_pods += 1;
+                timing.timed += step.elapsed;
+            }
+            if step.node.is_some() {
+                scheduled += 1;
+            }
+            steps.push(step);
+            if (k + 1) % chunk == 0 {
+                progress(&label, chunk);
+            }
+        }
+        timing.cpu = match (cpu_start, thread_cpu_time()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        progress(&label, infos.len() % chunk);
+        let cap = capacity as f64;
+        let alloc = binned(&steps, capacity, CURVE_BINS, |s| s.used_milli as f64 * 100.0 / cap);
+        let frag_ratio = |s: &Step| {
+            let idle = (capacity - s.used_milli) as f64;
+            if idle > 0.0 { s.frag_milli * 100.0 / idle } else { 0.0 }
+        };
+        let frag_curve = binned(&steps, capacity, CURVE_BINS, frag_ratio);
+        let last = steps.last().ok_or(RunError::EmptyWorkload)?;
+        let run = SeedRun {
+            seed,
+            arrivals: steps.len(),
+            scheduled,
+            failed: steps.len() - scheduled,
+            alloc_100: alloc[100],
+            alloc_130: alloc[130],
+            alloc_end: last.used_milli as f64 * 100.0 / cap,
+            frag_ratio_130: frag_curve[130],
+            frag_ratio_end: frag_ratio(last),
+            pods_per_sec: timing.timed_pods as f64 / timing.timed.as_secs_f64().max(1e-9),
+            curve: alloc,
+            frag_ratio_curve: frag_curve,
+        };
+        Ok((run, timing))
+    }
+
+    /// Averages one policy's seed runs (in the experiment's seed order) into its result.
+    pub(crate) fn aggregate(
+        &self,
+        policy: Policy,
+        seed_runs: Vec<(SeedRun, SeedTiming)>,
+        recorder: &LatencyRecorder,
+    ) -> PolicyResult {
         let (mut scheduled, mut failed, mut a100, mut a130, mut aend, mut fend) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         let (mut timed_pods, mut timed, mut sampled) = (0usize, Duration::ZERO, Duration::ZERO);
         let (mut all_pods, mut cpu) = (0usize, Some(Duration::ZERO));
         let mut curve = vec![0.0; CURVE_BINS];
-        let mut runs = Vec::with_capacity(self.seeds.len());
-        for &seed in &self.seeds {
-            let arrivals = tuned_arrivals(pods, capacity, self.tune, seed)?;
-            let infos: Vec<(PodInfo, i64)> = arrivals
-                .iter()
-                .map(|a| {
-                    let p = &pods[a.pod];
-                    let mut pod = p.to_pod_named(&a.name);
-                    policy.prepare_pod(&mut pod);
-                    PodInfo::new(pod).map(|i| (i, p.gpu_demand()))
-                })
-                .collect::<Result<_, _>>()?;
-            let rec = recorder.clone();
-            let profiling = self.profile_every > 0;
-            let names = prefixed_names(nodes, seed);
-            let mut replay = Replay::with_builder(nodes, Some(&names), typical.clone(), policy, seed, |b| {
-                if profiling { b.latency_recorder(rec) } else { b }
-            })?;
-            let mut steps: Vec<Step> = Vec::with_capacity(infos.len());
-            let chunk = (infos.len() / 200).max(1);
-            let label = format!("{} seed {seed}", policy.name());
-            let cpu_start = thread_cpu_time();
-            let (mut run_timed_pods, mut run_timed, mut run_scheduled) = (0usize, Duration::ZERO, 0usize);
-            for (k, (info, demand)) in infos.iter().enumerate() {
-                let step = replay.step_info(info, *demand);
-                if replay.scheduler().last_cycle_sampled() {
-                    sampled += step.elapsed;
-                } else {
-                    run_timed_pods += 1;
-                    run_timed += step.elapsed;
-                }
-                if step.node.is_some() {
-                    run_scheduled += 1;
-                }
-                steps.push(step);
-                if (k + 1) % chunk == 0 {
-                    progress(&label, chunk);
-                }
-            }
-            cpu = match (cpu, cpu_start, thread_cpu_time()) {
-                (Some(c), Some(a), Some(b)) => Some(c + b.saturating_sub(a)),
-                _ => None,
-            };
-            all_pods += infos.len();
-            progress(&label, infos.len() % chunk);
-            let cap = capacity as f64;
-            let alloc = binned(&steps, capacity, CURVE_BINS, |s| s.used_milli as f64 * 100.0 / cap);
-            let frag_ratio = |s: &Step| {
-                let idle = (capacity - s.used_milli) as f64;
-                if idle > 0.0 { s.frag_milli * 100.0 / idle } else { 0.0 }
-            };
-            let frag_curve = binned(&steps, capacity, CURVE_BINS, frag_ratio);
-            for (c, v) in curve.iter_mut().zip(&alloc) {
+        let mut runs = Vec::with_capacity(seed_runs.len());
+        for (run, t) in seed_runs {
+            for (c, v) in curve.iter_mut().zip(&run.curve) {
                 *c += v;
             }
-            let last = steps.last().ok_or(RunError::EmptyWorkload)?;
-            let run = SeedRun {
-                seed,
-                arrivals: steps.len(),
-                scheduled: run_scheduled,
-                failed: steps.len() - run_scheduled,
-                alloc_100: alloc[100],
-                alloc_130: alloc[130],
-                alloc_end: last.used_milli as f64 * 100.0 / cap,
-                frag_ratio_130: frag_curve[130],
-                frag_ratio_end: frag_ratio(last),
-                pods_per_sec: run_timed_pods as f64 / run_timed.as_secs_f64().max(1e-9),
-                curve: alloc,
-                frag_ratio_curve: frag_curve,
-            };
             scheduled += run.scheduled as f64;
             failed += run.failed as f64;
             a100 += run.alloc_100;
             a130 += run.alloc_130;
             aend += run.alloc_end;
             fend += run.frag_ratio_end;
-            timed_pods += run_timed_pods;
-            timed += run_timed;
+            timed_pods += t.timed_pods;
+            timed += t.timed;
+            sampled += t.sampled;
+            all_pods += t.pods;
+            cpu = cpu.zip(t.cpu).map(|(a, b)| a + b);
             runs.push(run);
         }
-        let n = self.seeds.len() as f64;
+        let n = runs.len().max(1) as f64;
         for c in &mut curve {
             *c /= n;
         }
-        Ok(PolicyResult {
+        PolicyResult {
             policy,
             scheduled: scheduled / n,
             failed: failed / n,
@@ -260,7 +320,7 @@ impl Experiment {
             latency: recorder.report(),
             sampled,
             runs,
-        })
+        }
     }
 }
 

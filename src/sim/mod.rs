@@ -7,7 +7,8 @@
 //! [`binned`] turns a run's steps into the paper's curves. On top of that, an
 //! [`Experiment`] runs a policy over several seeds into a [`PolicyResult`] (one
 //! [`SeedRun`] per seed), [`summary`] tabulates results beside the authors' published
-//! means for each bundled trace ([`paper_means_for`]), [`results_csv`], [`curves_csv`]
+//! means for each bundled trace ([`paper_means_for`]), [`Experiment::run_grid`] runs
+//! every trace × policy × seed on all cores with the same results, [`results_csv`], [`curves_csv`]
 //! and [`results_json`] export them as data, and [`allocation_svg`] draws the figure.
 //!
 //! `sim` sits above `scheduler` and `plugins` and names them; nothing below names
@@ -19,6 +20,7 @@
 mod convert;
 mod experiment;
 mod export;
+mod grid;
 mod plot;
 mod replay;
 mod report;
@@ -28,6 +30,7 @@ pub use export::{
     CURVE_COLUMNS, ExportError, RESULT_COLUMNS, ResultsFormat, TraceResults, check_writable, curves_csv, curves_path,
     results_csv, results_json, write_results,
 };
+pub use grid::{GridError, GridProgress, GridTrace, default_jobs};
 pub use plot::{PlotContext, allocation_svg};
 pub use replay::{
     Arrival, MAX_TUNED_ARRIVALS, Replay, ReplayError, Step, TuneError, binned, node_resources_fit, prefixed_names,

@@ -162,13 +162,13 @@ impl DraStore {
         // Pods without claims are the common case: decide on a read lock.
         if pod.spec.resource_claims.is_empty()
             && (!Self::requests_scalar(pod) || {
-                let inner = self.inner.read();
+                let inner = self.read();
                 inner.extended_names.is_empty() || !inner.features.enabled(Feature::DRAExtendedResource)
             })
         {
             return Ok(None);
         }
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let has_ext = !inner.extended_names.is_empty() && Self::requests_scalar(pod);
         let computed;
         let requests = match requests {

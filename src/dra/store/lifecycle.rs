@@ -37,7 +37,7 @@ impl DraStore {
         labels: &Labels,
         allocatable: Option<&Resources>,
     ) -> Result<NodeResult, GatherError> {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         inner.inflight.remove(pod_uid);
         inner.extended_inflight.remove(pod_uid);
         inner.group_inflight.retain(|_, (holder, _)| holder != pod_uid);
@@ -76,7 +76,7 @@ impl DraStore {
 
     /// Drops the pod's in-flight allocations (Unreserve).
     pub fn unreserve(&self, pod_uid: &str) {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         inner.extended_inflight.remove(pod_uid);
         inner.group_inflight.retain(|_, (holder, _)| holder != pod_uid);
         if inner.inflight.remove(pod_uid).is_some() {
@@ -86,7 +86,7 @@ impl DraStore {
 
     /// The pod's in-flight allocations.
     pub fn inflight(&self, pod_uid: &str) -> Vec<(String, Arc<AllocationResult>)> {
-        self.inner.read().inflight.get(pod_uid).cloned().unwrap_or_default()
+        self.read().inflight.get(pod_uid).cloned().unwrap_or_default()
     }
 
     /// Records the pod's in-flight allocations in the claims' status and reserves every
@@ -113,7 +113,7 @@ impl DraStore {
     /// `status.allocation.allocationTimestamp` (wall clock, RFC 3339) if it has none,
     /// written at the same moment, as upstream's PreBind does.
     pub fn commit_at(&self, pod: &Pod, pod_uid: &str, now: Option<std::time::Duration>) -> Vec<Arc<ResourceClaim>> {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let list = inner.inflight.remove(pod_uid).unwrap_or_default();
         let mut out = Vec::new();
         // Upstream `bindClaim` writes allocationTimestamp with binding conditions enabled.
@@ -197,7 +197,7 @@ impl DraStore {
         pod: &Pod,
         pod_uid: &str,
     ) -> Option<(ResourceClaim, PodExtendedResourceClaimStatus)> {
-        let inner = self.inner.read();
+        let inner = self.read();
         let (compiled, mappings) = inner.extended_inflight.get(pod_uid)?;
         let (_, a) = inner.inflight.get(pod_uid)?.iter().find(|(k, _)| *k == compiled.key)?;
         let claim = Self::extended_claim_with_status(compiled, a, pod, pod_uid);
@@ -211,7 +211,7 @@ impl DraStore {
     /// Clears a claim's allocation and reservations (deallocation: the claim's devices
     /// become free). Returns the updated claim.
     pub fn deallocate(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let entry = inner.claims.get_mut(&claim_key(namespace, name))?;
         let mut claim = (*entry.compiled.claim).clone();
         claim.status = None;
@@ -232,7 +232,7 @@ impl DraStore {
         name: &str,
         devices: Vec<AllocatedDeviceStatus>,
     ) -> Result<Arc<ResourceClaim>, DraError> {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let key = claim_key(namespace, name);
         let entry = inner.claims.get_mut(&key).ok_or(DraError::ClaimNotFound(key))?;
         let mut claim = (*entry.compiled.claim).clone();
@@ -247,7 +247,7 @@ impl DraStore {
     /// Where a claim's device binding conditions stand and when it was allocated (clock
     /// time, if recorded). `None` when the claim is not in the store.
     pub fn claim_binding(&self, namespace: &str, name: &str) -> Option<(BindingState, Option<std::time::Duration>)> {
-        let inner = self.inner.read();
+        let inner = self.read();
         let e = inner.claims.get(&claim_key(namespace, name))?;
         Some((binding_state(&e.compiled.claim), e.allocated_at))
     }
@@ -255,7 +255,7 @@ impl DraStore {
     /// Removes one pod from a claim's `reservedFor` (the pod finished); the allocation stays
     /// until [`DraStore::deallocate`], as upstream's controller deallocates separately.
     pub fn release(&self, namespace: &str, name: &str, pod_uid: &str) {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         if let Some(entry) = inner.claims.get_mut(&claim_key(namespace, name)) {
             let mut claim = (*entry.compiled.claim).clone();
             if let Some(s) = claim.status.as_mut() {
@@ -270,7 +270,7 @@ impl DraStore {
     /// Checks that no device is held twice (admin access excepted) and no counter is
     /// overdrawn, across allocated claims and in-flight reservations.
     pub fn audit(&self) -> Audit {
-        let inner = self.inner.read();
+        let inner = self.read();
         let w = &inner.world;
         let mut count: AHashMap<DeviceId, u32> = AHashMap::new();
         let mut all: Vec<&AllocationResult> = inner

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 
 use super::allocator::{self, ClaimPlan, DEFAULT_STEP_BUDGET, DeviceChooser, Diagnosis, InUse, SelectorMatches};
@@ -58,6 +58,11 @@ struct Inner {
     /// Pod uid -> (claim key, allocation) reserved in flight.
     inflight: AHashMap<String, Vec<(String, Arc<AllocationResult>)>>,
     world: Arc<World>,
+    /// The slices, classes, taint rules or feature gates changed since `world` was
+    /// built: the next access through [`DraStore::read`]/[`DraStore::write`] rebuilds it.
+    /// Loading many slices (an informer's initial list) thus builds the world once, not
+    /// once per slice.
+    stale: bool,
     alloc_gen: u64,
     in_use: Option<(u64, u64, Arc<InUse>)>,
     chooser: Option<Arc<dyn DeviceChooser>>,
@@ -444,7 +449,7 @@ impl DraStore {
 
     /// Sets the chooser that orders candidates (default: upstream order).
     pub fn set_chooser(&self, chooser: Option<Arc<dyn DeviceChooser>>) {
-        self.inner.write().chooser = chooser;
+        self.write().chooser = chooser;
     }
 
     /// Sets the feature gates the store reads (default: v1.36's): the DRA ones switch the
@@ -469,7 +474,7 @@ impl DraStore {
 
     /// The feature gates in effect ([`DraStore::set_feature_gates`]).
     pub fn feature_gates(&self) -> FeatureGates {
-        self.inner.read().features
+        self.read().features
     }
 
     /// Switches the optional DRA features.
@@ -493,10 +498,19 @@ impl DraStore {
 
     /// Sets the per-node search step budget (default [`DEFAULT_STEP_BUDGET`]).
     pub fn set_step_budget(&self, budget: u64) {
-        self.inner.write().budget = budget.max(1);
+        self.write().budget = budget.max(1);
     }
 
+    /// Marks the device world out of date; it is rebuilt on the next access.
     fn rebuild(inner: &mut Inner) {
+        inner.stale = true;
+    }
+
+    /// Builds the device world from the slices, classes and rules if they changed.
+    fn refresh(inner: &mut Inner) {
+        if !inner.stale {
+            return;
+        }
         let generation = inner.world.generation + 1;
         let rules: Vec<Arc<CompiledTaintRule>> = if inner.features.enabled(Feature::DRADeviceTaintRules) {
             inner.rules.values().cloned().collect()
@@ -505,6 +519,24 @@ impl DraStore {
         };
         inner.world = Arc::new(world::build(&inner.slices, generation, &rules, &inner.classes, inner.features));
         inner.in_use = None;
+        inner.stale = false;
+    }
+
+    /// The store for reading, its device world up to date.
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        let r = self.inner.read();
+        if !r.stale {
+            return r;
+        }
+        drop(r);
+        RwLockWriteGuard::downgrade(self.write())
+    }
+
+    /// The store for writing, its device world up to date.
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        let mut w = self.inner.write();
+        Self::refresh(&mut w);
+        w
     }
 
     /// Switches [`DeviceTaintRule`]s on or off (upstream feature gate
@@ -522,7 +554,7 @@ impl DraStore {
 
     /// Whether taint rules apply (see [`DraStore::set_device_taint_rules`]).
     pub fn device_taint_rules_enabled(&self) -> bool {
-        self.inner.read().features.enabled(Feature::DRADeviceTaintRules)
+        self.read().features.enabled(Feature::DRADeviceTaintRules)
     }
 
     /// Adds or replaces a [`DeviceTaintRule`] (by name), compiling its selectors; with
@@ -568,7 +600,7 @@ impl DraStore {
     /// The taints the allocator sees on a device: the slice's own, then those of
     /// matching taint rules (`NoSchedule`/`NoExecute` only).
     pub fn device_taints(&self, driver: &str, pool: &str, device: &str) -> Option<Vec<crate::model::Taint>> {
-        let inner = self.inner.read();
+        let inner = self.read();
         let w = &inner.world;
         let d = *w.index.get(&DeviceId::new(driver, pool, device))?;
         Some(w.devices[d as usize].taints.to_vec())
@@ -577,7 +609,7 @@ impl DraStore {
     /// Records a namespace's labels (what the admin access check reads; a namespace
     /// never recorded has none).
     pub fn set_namespace_labels(&self, namespace: &str, labels: BTreeMap<String, String>) {
-        self.inner.write().namespaces.insert(namespace.to_owned(), labels);
+        self.write().namespaces.insert(namespace.to_owned(), labels);
     }
 
     /// The device class serving an extended resource name (its `extendedResourceName`,
@@ -597,7 +629,7 @@ impl DraStore {
     /// );
     /// ```
     pub fn device_class_for_resource(&self, resource: &str) -> Option<String> {
-        let inner = self.inner.read();
+        let inner = self.read();
         if !inner.features.enabled(Feature::DRAExtendedResource) {
             return None;
         }
@@ -614,10 +646,10 @@ impl DraStore {
             }
             inner.extended_names.get(r).and_then(|c| inner.classes.get(c)).cloned()
         };
-        if !resources.iter().any(|r| backed(&self.inner.read(), r).is_some()) {
+        if !resources.iter().any(|r| backed(&self.read(), r).is_some()) {
             return None;
         }
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let in_use = Self::in_use(&mut inner, None);
         let world = inner.world.clone();
         let mut cache = self.match_cache.lock();
@@ -638,14 +670,14 @@ impl DraStore {
     /// What PreBind recorded in a pod's status about the claim made for its extended
     /// resources (upstream `pod.status.extendedResourceClaimStatus`).
     pub fn extended_resource_claim_status(&self, pod_uid: &str) -> Option<PodExtendedResourceClaimStatus> {
-        self.inner.read().extended_status.get(pod_uid).cloned()
+        self.read().extended_status.get(pod_uid).cloned()
     }
 
     /// Switches device binding conditions on (the default, as upstream's
     /// `DRADeviceBindingConditions` gate in v1.36) or off. Off, devices with binding
     /// conditions are never allocated and results carry no conditions.
     pub fn set_binding_conditions(&self, enabled: bool) {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         inner.features.set_enabled(Feature::DRADeviceBindingConditions, enabled);
         Self::rebuild(&mut inner);
     }
@@ -653,7 +685,7 @@ impl DraStore {
     /// Whether device binding conditions are enabled (see
     /// [`DraStore::set_binding_conditions`]).
     pub fn binding_conditions_enabled(&self) -> bool {
-        self.inner.read().features.enabled(Feature::DRADeviceBindingConditions)
+        self.read().features.enabled(Feature::DRADeviceBindingConditions)
     }
 
     fn check_admin_access(

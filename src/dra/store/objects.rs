@@ -89,7 +89,7 @@ impl DraStore {
     /// Adds or replaces a claim: validates it, checks its classes exist and compiles its
     /// selectors. A claim with `status.allocation` counts as holding its devices.
     pub fn add_claim(&self, claim: ResourceClaim) -> Result<(), DraError> {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let object = format!("ResourceClaim {}", claim_key(&claim.metadata.namespace, &claim.metadata.name));
         Self::check_admin_access(&inner, &object, &claim.metadata.namespace, &claim.spec)?;
         let classes = &inner.classes;
@@ -108,21 +108,21 @@ impl DraStore {
 
     /// Removes a claim (its devices become free).
     pub fn remove_claim(&self, namespace: &str, name: &str) -> bool {
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         inner.alloc_gen += 1;
         inner.claims.remove(&claim_key(namespace, name)).is_some()
     }
 
     /// The claim as stored (with its current status).
     pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<ResourceClaim>> {
-        self.inner.read().claims.get(&claim_key(namespace, name)).map(|e| e.compiled.claim.clone())
+        self.read().claims.get(&claim_key(namespace, name)).map(|e| e.compiled.claim.clone())
     }
 
     /// Adds a claim template. Like a claim, it may ask for admin access only in a
     /// namespace labelled for it.
     pub fn add_template(&self, template: ResourceClaimTemplate) -> Result<(), DraError> {
         let key = claim_key(&template.metadata.namespace, &template.metadata.name);
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let object = format!("ResourceClaimTemplate {key}");
         crate::dra::validation::validate_claim(&object, "spec.spec.devices", &template.spec.spec.devices, None)?;
         Self::check_admin_access(&inner, &object, &template.metadata.namespace, &template.spec.spec)?;
@@ -168,7 +168,7 @@ impl DraStore {
     /// Every claim reference of the pod resolves ([`DraStore::resolve_claim`]) and the
     /// claim is in the store (upstream PreEnqueue's `foreachPodResourceClaim`).
     pub fn claims_ready(&self, pod: &Pod) -> Result<(), GatherError> {
-        let inner = self.inner.read();
+        let inner = self.read();
         for pc in &pod.spec.resource_claims {
             let resolved = Self::resolve_locked(&inner, pod, pc)?;
             let key = claim_key(&pod.metadata.namespace, &resolved.name);
@@ -177,5 +177,35 @@ impl DraStore {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(i: usize) -> ResourceSlice {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": format!("s{i}")}, "spec": {
+            "driver": "gpu.example.com", "nodeName": format!("n{i}"),
+            "pool": {"name": format!("n{i}"), "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn loading_many_slices_builds_the_world_once_and_every_query_sees_them() {
+        let store = DraStore::new();
+        let g0 = store.read().world.generation;
+        for i in 0..200 {
+            store.add_slice(slice(i)).unwrap();
+        }
+        assert_eq!(store.inner.read().world.generation, g0, "no build while loading");
+        assert!(store.device_taints("gpu.example.com", "n199", "gpu-1").is_some());
+        assert_eq!(store.read().world.generation, g0 + 1, "one build for 200 slices");
+        assert!(store.remove_slice("s199"));
+        assert!(store.device_taints("gpu.example.com", "n199", "gpu-1").is_none(), "a removal is seen");
+        assert!(store.device_taints("gpu.example.com", "n0", "gpu-0").is_some());
+        store.add_slice(slice(199)).unwrap();
+        assert!(store.device_taints("gpu.example.com", "n199", "gpu-0").is_some(), "and a re-add");
     }
 }

@@ -30,7 +30,7 @@ impl DraStore {
                 pod_group_resource_claim: None,
             });
         }
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         let pc = self.gather_locked(&mut inner, &pod, None, None)?;
         Ok(pc.allocate(node, labels)?)
     }
