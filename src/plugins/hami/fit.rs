@@ -199,14 +199,52 @@ impl fmt::Display for FitFailure {
                 f.write_str("AddResourceUsage failed: MIG profile and placement allocation failed")
             }
             FitFailure::Devices { counts, total } => {
-                let mut parts: Vec<String> = FitReason::ALL
-                    .iter()
-                    .filter_map(|&r| counts.get(r).map(|n| format!("{n}/{total} {}", r.as_str())))
-                    .collect();
-                parts.sort();
-                f.write_str(&parts.join(", "))
+                // Upstream sorts the "<n>/<total> <Reason>" strings. With one total, that
+                // order is the count's decimal digits compared as text (a shorter prefix
+                // first, as '/' sorts before digits), then the reason's name: sorted here
+                // on the stack, written without an intermediate string.
+                let mut parts: SmallVec<[(Digits, &'static str); REASONS]> =
+                    FitReason::ALL.iter().filter_map(|&r| counts.get(r).map(|n| (Digits::of(n), r.as_str()))).collect();
+                parts.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()).then(a.1.cmp(b.1)));
+                for (i, (n, reason)) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}/{total} {reason}", n.as_str())?;
+                }
+                Ok(())
             }
         }
+    }
+}
+
+/// A `u32` in decimal on the stack.
+#[derive(Clone, Copy)]
+struct Digits {
+    buf: [u8; 10],
+    start: u8,
+}
+
+impl Digits {
+    fn of(mut n: u32) -> Digits {
+        let mut d = Digits { buf: [b'0'; 10], start: 10 };
+        loop {
+            d.start -= 1;
+            d.buf[d.start as usize] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                return d;
+            }
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start as usize..]
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits are written.
+        std::str::from_utf8(self.as_bytes()).unwrap_or("0")
     }
 }
 

@@ -355,3 +355,21 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The reason text is upstream's `GenReason`: every "<n>/<total> <Reason>" string,
+    /// sorted as strings, joined by ", ".
+    #[test]
+    fn reason_text_sorts_as_strings(counts in proptest::collection::vec(proptest::option::of(0u32..2000), REASONS), total in 0usize..5000) {
+        let mut c = ReasonCounts::default();
+        let mut want: Vec<String> = Vec::new();
+        for (r, n) in FitReason::ALL.iter().zip(&counts) {
+            if let Some(n) = *n {
+                c.set(*r, n);
+                want.push(format!("{n}/{total} {}", r.as_str()));
+            }
+        }
+        want.sort();
+        prop_assert_eq!(FitFailure::Devices { counts: c, total }.to_string(), want.join(", "));
+    }
+}
