@@ -6,7 +6,8 @@
 //! - `extender/client/filter_1000` against `extender/client/raw_round_trip_1000`: the
 //!   client's Filter call (encoding the pod and 1,000 names, decoding 1,000 names back
 //!   and mapping them to the nodes sent) and a bare round trip of the same bytes to a
-//!   server that answers from memory; their difference is the client's overhead.
+//!   server that answers from memory; their difference is the client's overhead. A line
+//!   `extender/client/overhead_1000` gives the median of 3,000 alternating pairs.
 //!
 //! `cargo bench --features extender --bench extender`
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
@@ -198,6 +199,33 @@ fn bench_client(c: &mut Criterion) {
     assert_eq!(client.filter(&pod, &nodes).unwrap().passed.len(), NODES);
     let req = RawClient::request("/filter", &filter_body(&pod.pod, &names));
     let mut raw = RawClient::connect(addr);
+
+    // The overhead in one run: client calls and raw round trips alternate, so both see
+    // the same machine; the median of the per-pair differences is the overhead.
+    let mut client_t = Vec::with_capacity(3000);
+    let mut raw_t = Vec::with_capacity(3000);
+    let mut diff = Vec::with_capacity(3000);
+    for _ in 0..3000 {
+        let t = Instant::now();
+        black_box(client.filter(&pod, &nodes).unwrap());
+        let a = t.elapsed();
+        let t = Instant::now();
+        black_box(raw.round_trip(&req));
+        let r = t.elapsed();
+        client_t.push(a);
+        raw_t.push(r);
+        diff.push(a.as_nanos() as i128 - r.as_nanos() as i128);
+    }
+    client_t.sort_unstable();
+    raw_t.sort_unstable();
+    diff.sort_unstable();
+    println!(
+        "extender/client/overhead_1000: client p50 {:?}, raw p50 {:?}, per-pair difference p50 {:.1} µs over {} pairs",
+        client_t[1500],
+        raw_t[1500],
+        diff[1500] as f64 / 1000.0,
+        diff.len()
+    );
 
     let mut g = c.benchmark_group("extender/client");
     g.bench_function("filter_1000", |b| b.iter(|| black_box(client.filter(&pod, &nodes).unwrap())));

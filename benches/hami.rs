@@ -38,9 +38,10 @@ fn setup() -> (Snapshot, HamiVgpu) {
                 node: name.clone(),
                 deltas: vec![schedkit::plugins::hami::DeviceDelta {
                     uuid: format!("{name}-GPU-{i}"),
-                    usage: Usage { used: 1, usedmem: 20480, usedcores: 25 },
+                    usage: Usage::new(1, 20480, 25),
                 }],
                 containers: vec![],
+                mig: vec![],
             };
             state.allocate(&format!("{name}-{i}"), alloc).unwrap();
         }

@@ -2,12 +2,15 @@
 //! `pkg/scheduler/extender.go`) on a blocking `ureq` agent, one per extender.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::Read;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::answer::decode_filter_answer;
 use super::wire;
 use crate::config::Extender as ExtenderConfig;
 use crate::framework::extender::{
@@ -88,7 +91,27 @@ pub struct HttpExtender {
     managed: Vec<Symbol>,
     ignorable: bool,
     agent: ureq::Agent,
+    /// The verbs' URLs, built once: filter, prioritize, preempt, bind.
+    urls: [String; 4],
+    /// Request and response buffers kept between calls (one pair per concurrent call).
+    buffers: Mutex<Vec<Buffers>>,
 }
+
+/// One call's request body, response body and passing positions, reused.
+#[derive(Default)]
+struct Buffers {
+    request: Vec<u8>,
+    response: Vec<u8>,
+    passed: Vec<usize>,
+}
+
+/// Buffers larger than this after a call are dropped rather than kept.
+const KEEP_BUFFER_BYTES: usize = 4 << 20;
+
+const FILTER: usize = 0;
+const PRIORITIZE: usize = 1;
+const PREEMPT: usize = 2;
+const BIND: usize = 3;
 
 impl std::fmt::Debug for HttpExtender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,7 +143,16 @@ impl HttpExtender {
             .max_idle_connections_per_host(8)
             .build()
             .into();
+        let verb_url = |verb: &str| format!("{}/{verb}", url.trim_end_matches('/'));
+        let urls = [
+            verb_url(&config.filter_verb),
+            verb_url(&config.prioritize_verb),
+            verb_url(&config.preempt_verb),
+            verb_url(&config.bind_verb),
+        ];
         Ok(HttpExtender {
+            urls,
+            buffers: Mutex::new(Vec::new()),
             url_prefix: url,
             filter_verb: config.filter_verb.clone(),
             prioritize_verb: config.prioritize_verb.clone(),
@@ -149,26 +181,102 @@ impl HttpExtender {
         format!("{}/{verb}", self.url_prefix.trim_end_matches('/'))
     }
 
-    /// Posts `args` to `verb` and decodes the answer.
-    fn send<T: DeserializeOwned>(&self, verb: &str, args: &impl Serialize) -> Result<T, ExtenderError> {
-        let url = self.verb_url(verb);
-        let transport = |e: ureq::Error| ExtenderError::Transport { url: url.clone(), message: e.to_string() };
-        let mut body = Vec::with_capacity(4096);
-        serde_json::to_writer(&mut body, args)
-            .map_err(|e| ExtenderError::Transport { url: url.clone(), message: e.to_string() })?;
-        let _ = body.flush();
-        let mut resp =
-            self.agent.post(&url).header("Content-Type", "application/json").send(&body[..]).map_err(transport)?;
+    fn take_buffers(&self) -> Buffers {
+        self.buffers.lock().pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, mut b: Buffers) {
+        if b.request.capacity() <= KEEP_BUFFER_BYTES && b.response.capacity() <= KEEP_BUFFER_BYTES {
+            b.passed.clear();
+            self.buffers.lock().push(b);
+        }
+    }
+
+    /// Posts `args` to verb `which` and leaves the answer's bytes in `b.response`.
+    fn post(&self, which: usize, args: &impl Serialize, b: &mut Buffers) -> Result<(), ExtenderError> {
+        let url = &self.urls[which];
+        let transport = |message: String| ExtenderError::Transport { url: url.clone(), message };
+        b.request.clear();
+        serde_json::to_writer(&mut b.request, args).map_err(|e| transport(e.to_string()))?;
+        let mut resp = self
+            .agent
+            .post(url.as_str())
+            .header("Content-Type", "application/json")
+            .send(&b.request[..])
+            .map_err(|e| transport(e.to_string()))?;
         let code = resp.status().as_u16();
         if code != 200 {
-            return Err(ExtenderError::Status { verb: verb.to_owned(), url, code });
+            return Err(ExtenderError::Status { verb: self.verb(which).to_owned(), url: url.clone(), code });
         }
-        let bytes = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec().map_err(transport)?;
-        wire::decode(&bytes).map_err(|message| ExtenderError::Decode {
-            verb: verb.to_owned(),
-            url: url.clone(),
-            message,
-        })
+        b.response.clear();
+        let mut reader = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).reader();
+        reader.read_to_end(&mut b.response).map_err(|e| transport(e.to_string()))?;
+        Ok(())
+    }
+
+    fn verb(&self, which: usize) -> &str {
+        match which {
+            FILTER => &self.filter_verb,
+            PRIORITIZE => &self.prioritize_verb,
+            PREEMPT => &self.preempt_verb,
+            _ => &self.bind_verb,
+        }
+    }
+
+    fn decode_error(&self, which: usize, message: String) -> ExtenderError {
+        ExtenderError::Decode { verb: self.verb(which).to_owned(), url: self.urls[which].clone(), message }
+    }
+
+    /// Posts `args` to verb `which` and decodes the answer.
+    fn send<T: DeserializeOwned>(&self, which: usize, args: &impl Serialize) -> Result<T, ExtenderError> {
+        let mut b = self.take_buffers();
+        let r = self
+            .post(which, args, &mut b)
+            .and_then(|()| wire::decode(&b.response).map_err(|message| self.decode_error(which, message)));
+        self.give_back(b);
+        r
+    }
+
+    /// The Filter call's answer as positions among `nodes` (see [`decode_filter_answer`]).
+    fn filter_call(
+        &self,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        b: &mut Buffers,
+    ) -> Result<ExtenderFilterResult, ExtenderError> {
+        self.post(FILTER, &self.args(pod, nodes), b)?;
+        let mut finder = NameFinder::new(nodes);
+        let answer = match decode_filter_answer(&b.response, self.node_cache_capable, &mut finder, &mut b.passed) {
+            Ok(a) => a,
+            // The path-reporting decoder says where a malformed answer is wrong.
+            Err(e) => {
+                let message = wire::decode::<wire::ExtenderFilterResult>(&b.response).err().unwrap_or(e.to_string());
+                return Err(self.decode_error(FILTER, message));
+            }
+        };
+        if !answer.error.is_empty() {
+            return Err(ExtenderError::Reported(answer.error));
+        }
+        let unknown =
+            |node: &str| ExtenderError::UnknownNode { extender: self.url_prefix.clone(), node: node.to_owned() };
+        let passed = if answer.names {
+            if let Some(name) = &answer.unknown {
+                return Err(unknown(name));
+            }
+            std::mem::take(&mut b.passed)
+        } else if let Some(list) = &answer.nodes {
+            // Upstream keeps the returned node objects; schedkit keeps its own copy of
+            // each by name, so a node it did not send is an error here too.
+            let mut passed = Vec::with_capacity(list.items.len());
+            for n in &list.items {
+                let name = n.0.name();
+                passed.push(finder.find(name).ok_or_else(|| unknown(name))?);
+            }
+            passed
+        } else {
+            Vec::new()
+        };
+        Ok(ExtenderFilterResult { passed, failed: answer.failed, failed_and_unresolvable: answer.unresolvable })
     }
 
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
@@ -221,34 +329,10 @@ impl Extender for HttpExtender {
         if self.filter_verb.is_empty() {
             return Ok(ExtenderFilterResult { passed: (0..nodes.len()).collect(), ..ExtenderFilterResult::default() });
         }
-        let result: wire::ExtenderFilterResult = self.send(&self.filter_verb, &self.args(&pod.pod, nodes))?;
-        if !result.error.is_empty() {
-            return Err(ExtenderError::Reported(result.error));
-        }
-        let mut finder = NameFinder::new(nodes);
-        let unknown =
-            |node: &str| ExtenderError::UnknownNode { extender: self.url_prefix.clone(), node: node.to_owned() };
-        let mut passed = Vec::new();
-        if self.node_cache_capable
-            && let Some(names) = &result.node_names
-        {
-            passed.reserve(names.len());
-            for name in names {
-                passed.push(finder.find(name).ok_or_else(|| unknown(name))?);
-            }
-        } else if let Some(list) = &result.nodes {
-            // Upstream keeps the returned node objects; schedkit keeps its own copy of
-            // each by name, so a node it did not send is an error here too.
-            for n in &list.items {
-                let name = n.0.name();
-                passed.push(finder.find(name).ok_or_else(|| unknown(name))?);
-            }
-        }
-        Ok(ExtenderFilterResult {
-            passed,
-            failed: result.failed_nodes,
-            failed_and_unresolvable: result.failed_and_unresolvable_nodes,
-        })
+        let mut b = self.take_buffers();
+        let r = self.filter_call(&pod.pod, nodes, &mut b);
+        self.give_back(b);
+        r
     }
 
     fn prioritize(&self, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<(Vec<HostPriority>, i64), ExtenderError> {
@@ -256,7 +340,7 @@ impl Extender for HttpExtender {
             let zeros = nodes.iter().map(|n| HostPriority { host: n.node().name().to_owned(), score: 0 }).collect();
             return Ok((zeros, 0));
         }
-        let list: wire::HostPriorityList = self.send(&self.prioritize_verb, &self.args(&pod.pod, nodes))?;
+        let list: wire::HostPriorityList = self.send(PRIORITIZE, &self.args(&pod.pod, nodes))?;
         Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
     }
 
@@ -270,7 +354,7 @@ impl Extender for HttpExtender {
             pod_uid: binding.uid.clone(),
             node: binding.node.clone(),
         };
-        let result: wire::ExtenderBindingResult = self.send(&self.bind_verb, &args)?;
+        let result: wire::ExtenderBindingResult = self.send(BIND, &args)?;
         if result.error.is_empty() { Ok(()) } else { Err(ExtenderError::Reported(result.error)) }
     }
 
@@ -302,7 +386,7 @@ impl Extender for HttpExtender {
                 .collect();
             args.node_name_to_victims = Some(full);
         }
-        let result: wire::ExtenderPreemptionResult = self.send(&self.preempt_verb, &args)?;
+        let result: wire::ExtenderPreemptionResult = self.send(PREEMPT, &args)?;
         from_meta_victims(&self.url_prefix, &result.node_name_to_meta_victims, snapshot)
     }
 

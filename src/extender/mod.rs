@@ -49,6 +49,7 @@
 //! server.shutdown();
 //! ```
 
+mod answer;
 mod client;
 mod server;
 mod service;

@@ -43,8 +43,11 @@ impl Reply {
 /// The embedder keeps `cache` up to date (nodes and bound pods, as for a
 /// [`Scheduler`](crate::scheduler::Scheduler)); every request evaluates the profile
 /// against a snapshot of it. In node-cache-capable mode (`NodeNames` in the request)
-/// the nodes are the cache's; otherwise the request's `Nodes` are used, each with the
-/// pods the cache has on a node of that name, and PreFilter sees only those nodes.
+/// the nodes are the cache's; otherwise the request's `Nodes` are the candidates, each
+/// with the pods the cache has on a node of that name, in a snapshot that also holds
+/// the cache's other nodes, so PreFilter and Filter count pods cluster-wide (affinity,
+/// topology spread) as in node-cache-capable mode, while only the sent nodes are
+/// judged.
 ///
 /// - `filter`: PreFilter, then Filter on every named node (no sampling); passing
 ///   nodes are returned, failing ones in `FailedNodes` (`Unschedulable`) or
@@ -149,22 +152,26 @@ impl ExtenderService {
             return Err("ExtenderArgs needs Nodes or NodeNames".to_owned());
         };
         let cached = self.snapshot();
-        let infos: Vec<NodeInfo> = list
-            .items
-            .into_iter()
-            .map(|n| {
-                let node: Node = n.0;
-                let mut info = NodeInfo::new(Arc::new(node));
-                if let Some(c) = cached.get(info.node().name()) {
-                    for p in c.pods() {
-                        info.add_pod(p.clone());
-                    }
+        let sent = list.items.len();
+        let mut infos: Vec<NodeInfo> = Vec::with_capacity(sent + cached.len());
+        let mut names: ahash::AHashSet<String> = ahash::AHashSet::with_capacity(sent);
+        for n in list.items {
+            let node: Node = n.0;
+            names.insert(node.name().to_owned());
+            let mut info = NodeInfo::new(Arc::new(node));
+            if let Some(c) = cached.get(info.node().name()) {
+                for p in c.pods() {
+                    info.add_pod(p.clone());
                 }
-                info
-            })
-            .collect();
+            }
+            infos.push(info);
+        }
+        // The rest of the cluster, for what PreFilter and Filter count over all nodes
+        // (inter-pod affinity, topology spread), as kube-scheduler's snapshot holds
+        // every node while the extender is sent only the feasible ones.
+        infos.extend(cached.nodes().iter().filter(|c| !names.contains(c.node().name())).map(|c| (**c).clone()));
         let snap = Arc::new(Snapshot::from_nodes(infos));
-        let idx = (0..snap.len()).collect();
+        let idx = (0..sent).collect();
         Ok(Candidates { pod, snap, idx, unknown: Vec::new(), cache_capable: false })
     }
 
@@ -396,4 +403,57 @@ fn fail(out: &mut wire::ExtenderFilterResult, node: &str, s: &Status) {
         &mut out.failed_nodes
     };
     map.insert(node.to_owned(), s.message());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Handle;
+    use crate::testing::{NodeBuilder, PodBuilder};
+
+    /// Full-node mode (not node-cache-capable): the pod's required anti-affinity
+    /// counts the pod on a node the request does not send, as kube-scheduler's
+    /// PreFilter counts over the whole snapshot; node-cache-capable mode agrees.
+    #[test]
+    fn full_node_mode_prefilter_sees_the_cluster() {
+        let cache = Arc::new(Mutex::new(Cache::new()));
+        for (n, zone) in [("a", "z1"), ("b", "z1"), ("c", "z2")] {
+            cache.lock().add_node(NodeBuilder::new(n).cpu("8").memory("16Gi").zone(zone).build()).unwrap();
+        }
+        let web = PodBuilder::new("web").uid("web").label("app", "web").node_name("a").cpu("1").build();
+        cache.lock().add_pod(Arc::new(PodInfo::new(web).unwrap())).unwrap();
+        let service = ExtenderService::new(Arc::new(Profile::kube_default(&Handle::default())), cache.clone());
+        let pod = serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "p"},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "topologyKey": "topology.kubernetes.io/zone"
+                }]}}
+            }
+        });
+        let sent: Vec<serde_json::Value> = ["b", "c"]
+            .iter()
+            .map(|n| serde_json::to_value(cache.lock().node_info(n).unwrap().node()).unwrap())
+            .collect();
+        let body = serde_json::json!({"Pod": pod, "Nodes": {"items": sent}, "NodeNames": null});
+        let r = service.handle("filter", &serde_json::to_vec(&body).unwrap());
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let out: wire::ExtenderFilterResult = wire::decode(&r.body).unwrap();
+        let passed: Vec<&str> = out.nodes.as_ref().unwrap().items.iter().map(|n| n.0.name()).collect();
+        assert_eq!(passed, ["c"]);
+        assert!(out.failed_nodes.contains_key("b") && !out.failed_nodes.contains_key("a"), "{out:?}");
+        let body = serde_json::json!({"Pod": pod, "Nodes": null, "NodeNames": ["b", "c"]});
+        let out: wire::ExtenderFilterResult =
+            wire::decode(&service.handle("filter", &serde_json::to_vec(&body).unwrap()).body).unwrap();
+        assert_eq!(out.node_names.unwrap(), ["c"]);
+        // A sent node the cache lacks is judged too, with no pods.
+        let mut d = serde_json::to_value(cache.lock().node_info("c").unwrap().node()).unwrap();
+        d["metadata"]["name"] = "d".into();
+        let body = serde_json::json!({"Pod": pod, "Nodes": {"items": [d]}, "NodeNames": null});
+        let out: wire::ExtenderFilterResult =
+            wire::decode(&service.handle("filter", &serde_json::to_vec(&body).unwrap()).body).unwrap();
+        assert_eq!(out.nodes.unwrap().items.len(), 1);
+    }
 }

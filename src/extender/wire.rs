@@ -45,7 +45,7 @@ pub struct NodeList {
 
 /// Finds which of `fields` a JSON key names: exactly, else ignoring ASCII case (Go's
 /// `encoding/json` folds case; the protocol's keys are ASCII).
-fn field_index(fields: &[&str], key: &str) -> Option<usize> {
+pub(crate) fn field_index(fields: &[&str], key: &str) -> Option<usize> {
     fields.iter().position(|f| *f == key).or_else(|| fields.iter().position(|f| f.eq_ignore_ascii_case(key)))
 }
 

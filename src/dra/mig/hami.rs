@@ -189,6 +189,65 @@ pub fn select_mig_candidate<'p>(
         .find_map(|p| select_mig_placement(profiles, occupied, &p.name).map(|pl| (p, pl)))
 }
 
+/// The memory slices `p` covers as a bit mask (bit `i` is slice `i`): `None` for an
+/// empty placement or one reaching past slice 63. The mask-based selection
+/// ([`select_mig_candidate_in`]) never chooses those; real GPUs have eight slices.
+pub fn placement_mask(p: HamiMigPlacement) -> Option<u64> {
+    if p.size == 0 || p.start.checked_add(p.size)? > 64 {
+        return None;
+    }
+    let width = if p.size == 64 { u64::MAX } else { (1u64 << p.size) - 1 };
+    Some(width << p.start)
+}
+
+/// The placement of `placements` that [`select_mig_placement`] takes for a profile
+/// named `name`, against a mask of occupied slices, without allocating: the free one
+/// with the highest start for `1g.*`/`3g.*` (the first listed among equal starts, as
+/// the stable sort), else the lowest start.
+fn first_free(name: &str, placements: &[HamiMigPlacement], occupied: u64) -> Option<HamiMigPlacement> {
+    let high = prefers_high(name);
+    let mut best: Option<HamiMigPlacement> = None;
+    for &p in placements {
+        let Some(m) = placement_mask(p) else { continue };
+        if m & occupied != 0 {
+            continue;
+        }
+        let better = best.is_none_or(|b| if high { p.start > b.start } else { p.start < b.start });
+        if better {
+            best = Some(p);
+        }
+    }
+    best
+}
+
+/// [`select_mig_candidate`] on a bit mask of occupied memory slices
+/// ([`placement_mask`]), allocating nothing (the vGPU plugin's Filter path): the
+/// position in `profiles` of the chosen profile and its placement. The stable sort by
+/// (memory, slice count) followed by a first match is the minimum of (memory, slice
+/// count, position) over the profiles that hold `memory_mb` and have a free placement;
+/// each profile's placements are those of the first profile of its name, as upstream
+/// looks them up by name.
+pub fn select_mig_candidate_in(
+    profiles: &[HamiMigProfile],
+    occupied: u64,
+    memory_mb: i32,
+) -> Option<(usize, HamiMigPlacement)> {
+    let mut best: Option<(i32, u32, usize, HamiMigPlacement)> = None;
+    for (i, p) in profiles.iter().enumerate() {
+        if p.memory_mb < memory_mb {
+            continue;
+        }
+        if best.is_some_and(|(m, s, _, _)| (m, s) <= (p.memory_mb, p.slice_count)) {
+            continue;
+        }
+        let Some(named) = profiles.iter().find(|q| q.name == p.name) else { continue };
+        if let Some(pl) = first_free(&p.name, &named.placements, occupied) {
+            best = Some((p.memory_mb, p.slice_count, i, pl));
+        }
+    }
+    best.map(|(_, _, i, pl)| (i, pl))
+}
+
 /// HAMi's `canPlaceMigProfiles`: whether every requested profile gets a placement
 /// overlapping neither `occupied` nor another request's, by backtracking over the
 /// requests ordered by fewest placements, then largest size.
@@ -362,6 +421,7 @@ pub fn decode_mig_allocations(raw: &str) -> Result<Vec<HamiMigAllocation>, MigEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn pl(start: u32, size: u32) -> HamiMigPlacement {
         HamiMigPlacement { start, size }
@@ -534,5 +594,43 @@ mod tests {
             })
             .collect();
         assert_eq!(starts, [6, 5, 4, 3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn placement_masks() {
+        assert_eq!(placement_mask(pl(0, 1)), Some(1));
+        assert_eq!(placement_mask(pl(4, 4)), Some(0xf0));
+        assert_eq!(placement_mask(pl(0, 64)), Some(u64::MAX));
+        assert_eq!(placement_mask(pl(0, 0)), None);
+        assert_eq!(placement_mask(pl(60, 5)), None);
+        assert_eq!(placement_mask(pl(u32::MAX, 2)), None);
+    }
+
+    fn mask_of(occupied: &[HamiMigPlacement]) -> u64 {
+        occupied.iter().filter_map(|p| placement_mask(*p)).fold(0, |a, m| a | m)
+    }
+
+    proptest! {
+        /// The mask-based choice is HAMi's sort-and-scan choice on the A100 table and
+        /// on the tables derived for every model.
+        #[test]
+        fn mask_selection_matches_upstream(
+            model in 0usize..4,
+            occupied in proptest::collection::vec((0u32..8, 1u32..5), 0..4),
+            memory in 0i32..50_000,
+        ) {
+            let models = [GpuModel::A100_40GB, GpuModel::A100_80GB, GpuModel::H100_80GB, GpuModel::H200_141GB];
+            let all: Vec<String> = ["1g.a", "2g.b", "3g.c", "4g.d", "7g.e"].map(String::from).to_vec();
+            let allow = [HamiMigAllowlist { models: vec![String::new()], profiles: all }];
+            let t = models[model].table();
+            let (derived, _) = hami_mig_profiles(t.product_name, t, &allow);
+            let occupied: Vec<HamiMigPlacement> = occupied.into_iter().map(|(s, z)| pl(s, z.min(8 - s).max(1))).collect();
+            for profiles in [a100(), derived] {
+                let want = select_mig_candidate(&profiles, &occupied, memory).map(|(p, pl)| (p.name.clone(), pl));
+                let got = select_mig_candidate_in(&profiles, mask_of(&occupied), memory)
+                    .map(|(i, pl)| (profiles[i].name.clone(), pl));
+                prop_assert_eq!(got, want);
+            }
+        }
     }
 }

@@ -66,8 +66,9 @@
 //! HAMi v2.10.0's MIG mode works on the profiles its device plugin registers
 //! ([`hami_mig_profiles`] derives them from these tables and an allowlist): the smallest
 //! profile by memory with a free placement wins ([`select_mig_candidate`],
-//! [`mig_filter`], [`add_mig_usage`]), and the reservation travels in
-//! [`MIG_ALLOCATIONS_ANNOTATION`] ([`encode_mig_allocations`]).
+//! [`mig_filter`], [`add_mig_usage`]; [`select_mig_candidate_in`] is the same choice
+//! on a bit mask of occupied slices, which the `HamiVgpu` plugin's Filter uses), and the
+//! reservation travels in [`MIG_ALLOCATIONS_ANNOTATION`] ([`encode_mig_allocations`]).
 
 mod hami;
 mod publish;
@@ -76,8 +77,8 @@ mod table;
 pub use hami::{
     HamiMigAllocation, HamiMigAllowlist, HamiMigChoice, HamiMigPlacement, HamiMigProfile, MIG_ALLOCATIONS_ANNOTATION,
     add_mig_usage, can_place_mig_profiles, decode_mig_allocations, default_mig_allowlist, encode_mig_allocations,
-    hami_default_profiles, hami_mig_profiles, mig_filter, ordered_mig_placements, select_mig_candidate,
-    select_mig_placement, validate_mig_profile_allowlist,
+    hami_default_profiles, hami_mig_profiles, mig_filter, ordered_mig_placements, placement_mask, select_mig_candidate,
+    select_mig_candidate_in, select_mig_placement, validate_mig_profile_allowlist,
 };
 pub use publish::{
     MigDeviceRef, MigError, MigGpu, MigNodeBuilder, NVIDIA_GPU_DRIVER, PlacementOrder, counter_set_name,

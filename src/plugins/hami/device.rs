@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::HamiError;
+use crate::dra::mig::HamiMigProfile;
 use crate::model::Node;
 
 /// Node annotation: the registered devices, a JSON list of [`DeviceInfo`].
@@ -31,8 +32,9 @@ fn is_false(v: &bool) -> bool {
 }
 
 /// One registered GPU. Field names and omission of zero values follow upstream's JSON
-/// (`id`, `index`, `count`, `devmem`, `devcore`, `type`, `numa`, `mode`, `health`);
-/// unknown fields (e.g. `migProfiles`, `custominfo`) are ignored.
+/// (`id`, `index`, `count`, `devmem`, `devcore`, `type`, `numa`, `mode`, `migProfiles`,
+/// `health`); unknown fields (e.g. `custominfo`, the deprecated `migtemplate`) are
+/// ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DeviceInfo {
@@ -60,6 +62,10 @@ pub struct DeviceInfo {
     /// Mode: `hami-core`, `mig` or `mps`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub mode: String,
+    /// The MIG profiles a device in `mig` mode offers (HAMi's `migProfiles`, see
+    /// [`hami_mig_profiles`](crate::dra::mig::hami_mig_profiles)).
+    #[serde(rename = "migProfiles", skip_serializing_if = "Vec::is_empty")]
+    pub mig_profiles: Vec<HamiMigProfile>,
     /// Whether the device is healthy.
     #[serde(skip_serializing_if = "is_false")]
     pub health: bool,
@@ -84,6 +90,7 @@ impl DeviceInfo {
             kind: kind.to_owned(),
             numa: 0,
             mode: HAMI_CORE_MODE.to_owned(),
+            mig_profiles: Vec::new(),
             health: true,
         }
     }
@@ -120,6 +127,26 @@ impl DeviceInfo {
     #[must_use]
     pub fn with_mode(mut self, m: &str) -> DeviceInfo {
         m.clone_into(&mut self.mode);
+        self
+    }
+
+    /// In `mig` mode with `profiles` and `count` time slices (HAMi's device plugin
+    /// registers the largest instance count), as
+    /// [`hami_mig_profiles`](crate::dra::mig::hami_mig_profiles) returns them.
+    ///
+    /// ```
+    /// use schedkit::dra::mig::{GpuModel, default_mig_allowlist, hami_mig_profiles};
+    /// use schedkit::plugins::hami::DeviceInfo;
+    /// let t = GpuModel::A100_40GB.table();
+    /// let (profiles, count) = hami_mig_profiles(t.product_name, t, &default_mig_allowlist());
+    /// let d = DeviceInfo::gpu("GPU-0", "NVIDIA-A100-SXM4-40GB", 40960).with_mig_profiles(profiles, count);
+    /// assert_eq!((d.mode.as_str(), d.count, d.mig_profiles.len()), ("mig", 7, 4));
+    /// ```
+    #[must_use]
+    pub fn with_mig_profiles(mut self, profiles: Vec<HamiMigProfile>, count: u32) -> DeviceInfo {
+        MIG_MODE.clone_into(&mut self.mode);
+        self.mig_profiles = profiles;
+        self.count = i32::try_from(count).unwrap_or(i32::MAX);
         self
     }
 

@@ -16,6 +16,7 @@ use super::device::{MIG_MODE, cordoned};
 use super::policy::{ScoreInput, SortKey, device_score};
 use super::steering::{Steering, contains_upper};
 use super::{ContainerRequest, DeviceInfo, NVIDIA_GPU_DEVICE, PodRequests};
+use crate::dra::mig::{HamiMigPlacement, placement_mask, select_mig_candidate_in};
 
 /// What is used of a device: time slices, memory (MiB), cores (percent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,14 +27,24 @@ pub struct Usage {
     pub usedmem: i32,
     /// Cores, percent.
     pub usedcores: i32,
+    /// Memory slices held by MIG instances on a `mig`-mode device (bit `i` is slice
+    /// `i`, see [`placement_mask`]); HAMi's `MigAllocationsInUse`.
+    pub mig: u64,
 }
 
 impl Usage {
-    fn max(self, o: Usage) -> Usage {
+    /// The use of `used` tasks, `usedmem` MiB and `usedcores` percent, no MIG slice.
+    pub const fn new(used: i32, usedmem: i32, usedcores: i32) -> Usage {
+        Usage { used, usedmem, usedcores, mig: 0 }
+    }
+
+    /// The larger of each count; MIG slices held by either.
+    pub(super) fn max(self, o: Usage) -> Usage {
         Usage {
             used: self.used.max(o.used),
             usedmem: self.usedmem.max(o.usedmem),
             usedcores: self.usedcores.max(o.usedcores),
+            mig: self.mig | o.mig,
         }
     }
 }
@@ -86,7 +97,8 @@ pub enum FitReason {
     CardInsufficientCore,
     /// All cores taken and the request asks for none.
     CardComputeUnitsExhausted,
-    /// A MIG device (its profiles are not modelled by this plugin).
+    /// A MIG device with no free placement of a profile holding the request (after the
+    /// instances this container already takes on it).
     CardMigTopologyInfeasible,
     /// Fewer devices fit than requested (the count of those that did).
     AllocatedCardsInsufficientRequest,
@@ -164,6 +176,9 @@ pub enum FitFailure {
     Unregistered,
     /// The request asks for more devices than the node has of the type.
     NodeInsufficientDevice,
+    /// Booking a MIG instance Fit accepted found no placement (upstream's
+    /// `AddResourceUsage` failure; Fit and booking choose alike, so this is defensive).
+    MigAllocation,
     /// Fit skipped devices: the counts and the number of devices looked at.
     Devices {
         /// Skips per reason.
@@ -180,15 +195,56 @@ impl fmt::Display for FitFailure {
         match self {
             FitFailure::Unregistered => f.write_str("node unregistered"),
             FitFailure::NodeInsufficientDevice => f.write_str("NodeInsufficientDevice"),
+            FitFailure::MigAllocation => {
+                f.write_str("AddResourceUsage failed: MIG profile and placement allocation failed")
+            }
             FitFailure::Devices { counts, total } => {
-                let mut parts: Vec<String> = FitReason::ALL
-                    .iter()
-                    .filter_map(|&r| counts.get(r).map(|n| format!("{n}/{total} {}", r.as_str())))
-                    .collect();
-                parts.sort();
-                f.write_str(&parts.join(", "))
+                // Upstream sorts the "<n>/<total> <Reason>" strings. With one total, that
+                // order is the count's decimal digits compared as text (a shorter prefix
+                // first, as '/' sorts before digits), then the reason's name: sorted here
+                // on the stack, written without an intermediate string.
+                let mut parts: SmallVec<[(Digits, &'static str); REASONS]> =
+                    FitReason::ALL.iter().filter_map(|&r| counts.get(r).map(|n| (Digits::of(n), r.as_str()))).collect();
+                parts.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()).then(a.1.cmp(b.1)));
+                for (i, (n, reason)) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}/{total} {reason}", n.as_str())?;
+                }
+                Ok(())
             }
         }
+    }
+}
+
+/// A `u32` in decimal on the stack.
+#[derive(Clone, Copy)]
+struct Digits {
+    buf: [u8; 10],
+    start: u8,
+}
+
+impl Digits {
+    fn of(mut n: u32) -> Digits {
+        let mut d = Digits { buf: [b'0'; 10], start: 10 };
+        loop {
+            d.start -= 1;
+            d.buf[d.start as usize] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                return d;
+            }
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start as usize..]
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits are written.
+        std::str::from_utf8(self.as_bytes()).unwrap_or("0")
     }
 }
 
@@ -207,7 +263,13 @@ pub struct Chosen {
 /// walking from the last to the first (upstream `Fit`), and leaves the devices taken in
 /// `out`, in walk order. The checks, in upstream's order: health, cordon, type and mode
 /// (and numa-bind's same-NUMA run), UUID lists, free slices, mutex, cores clamped to
-/// 100, memory, cores, exclusive 100-core use, compute units exhausted, MIG. With
+/// 100, memory, cores, exclusive 100-core use, compute units exhausted, MIG. A device in
+/// `mig` mode fits when a profile holding the memory request has a free placement after
+/// the instances this container already queued on it (upstream `CustomFilterRule`), and
+/// after taking it the walk looks at the same device again (upstream's `i++`), so one
+/// container can take several instances of one GPU; upstream does so even when nothing
+/// was taken, which loops forever for a zero-device request under `topology-aware`, and
+/// here it does not. With
 /// `topology-aware` every fitting device is collected and the first `nums` are taken
 /// (upstream picks by the `hami.io/node-nvidia-score` pair scores, which are not read
 /// here, so every pair counts 0, as upstream without that annotation). HAMi
@@ -227,7 +289,9 @@ pub fn fit(
     let topo = st.gpu_policy.topology_aware;
     let mut counts = ReasonCounts::default();
     let nvidia = req.kind == NVIDIA_GPU_DEVICE;
-    for i in (0..devices.len()).rev() {
+    let mut i = devices.len();
+    while i > 0 {
+        i -= 1;
         let d = &devices[i];
         let (info, u) = (d.info, d.usage);
         if !info.health {
@@ -280,11 +344,13 @@ pub fn fit(
             counts.add(FitReason::CardComputeUnitsExhausted, 1);
             continue;
         }
-        if info.mode == MIG_MODE {
+        let mig = info.mode == MIG_MODE;
+        if mig && !mig_fits(info, u.mig, out, i, memreq) {
             counts.add(FitReason::CardMigTopologyInfeasible, 1);
             continue;
         }
-        if nums > 0 {
+        let took = nums > 0;
+        if took {
             if !topo {
                 nums -= 1;
             }
@@ -292,6 +358,9 @@ pub fn fit(
         }
         if nums == 0 && !topo {
             return Ok(());
+        }
+        if mig && took {
+            i += 1;
         }
     }
     if topo && out.len() >= origin.max(0) as usize {
@@ -302,6 +371,27 @@ pub fn fit(
         counts.set(FitReason::AllocatedCardsInsufficientRequest, out.len() as u32);
     }
     Err(FitFailure::Devices { counts, total: devices.len() })
+}
+
+/// Upstream `CustomFilterRule` in MIG mode on the device at `i` with slices `in_use`:
+/// the instances queued on it in `out` take their candidates first, then `memreq`
+/// needs one.
+fn mig_fits(info: &DeviceInfo, in_use: u64, out: &[Chosen], i: usize, memreq: i32) -> bool {
+    let mut occupied = in_use;
+    for c in out.iter().filter(|c| c.device == i) {
+        let Some((_, pl)) = select_mig_candidate_in(&info.mig_profiles, occupied, c.usedmem) else { return false };
+        occupied |= placement_mask(pl).unwrap_or(0);
+    }
+    select_mig_candidate_in(&info.mig_profiles, occupied, memreq).is_some()
+}
+
+/// The MIG instance a [`Pick`] on a `mig`-mode device books.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigPick {
+    /// Position of the profile in the device's [`DeviceInfo::mig_profiles`].
+    pub profile: usize,
+    /// Its placement.
+    pub placement: HamiMigPlacement,
 }
 
 /// A device a pod's container took on a node.
@@ -315,6 +405,9 @@ pub struct Pick {
     pub usedmem: i32,
     /// Cores booked.
     pub usedcores: i32,
+    /// On a `mig`-mode device, the instance: `usedmem` and `usedcores` are then the
+    /// profile's memory and core percentage (upstream `AddResourceUsage`).
+    pub mig: Option<MigPick>,
 }
 
 /// The result of [`fit_pod`] and its reusable buffers.
@@ -375,6 +468,7 @@ pub fn fit_pod(
             used: f.used - b.used,
             usedmem: f.usedmem - b.usedmem,
             usedcores: f.usedcores - b.usedcores,
+            mig: f.mig & !b.mig,
         });
     }
     Ok(())
@@ -431,10 +525,23 @@ fn fit_container(
     for c in &chosen {
         let d = typed_idx[c.device] as usize;
         let u = &mut usage[d];
+        let (mut usedmem, mut usedcores, mut mig) = (c.usedmem, c.usedcores, None);
+        let info = &devices[d];
+        if info.mode == MIG_MODE {
+            // Upstream AddResourceUsage: the candidate for the request on the slices
+            // in use, whose profile's memory and cores are what the device books.
+            let Some((pi, placement)) = select_mig_candidate_in(&info.mig_profiles, u.mig, c.usedmem) else {
+                return Err(FitFailure::MigAllocation);
+            };
+            let p = &info.mig_profiles[pi];
+            (usedmem, usedcores) = (p.memory_mb, p.core);
+            u.mig |= placement_mask(placement).unwrap_or(0);
+            mig = Some(MigPick { profile: pi, placement });
+        }
         u.used = u.used.wrapping_add(1);
-        u.usedcores = u.usedcores.wrapping_add(c.usedcores);
-        u.usedmem = u.usedmem.wrapping_add(c.usedmem);
-        picks.push(Pick { container, device: d, usedmem: c.usedmem, usedcores: c.usedcores });
+        u.usedcores = u.usedcores.wrapping_add(usedcores);
+        u.usedmem = u.usedmem.wrapping_add(usedmem);
+        picks.push(Pick { container, device: d, usedmem, usedcores, mig });
     }
     Ok(())
 }

@@ -21,17 +21,14 @@ fn infos(rows: &[Row]) -> Vec<DeviceInfo> {
             kind: "NVIDIA".into(),
             numa: r.8,
             mode: String::new(),
+            mig_profiles: Vec::new(),
             health: r.9,
         })
         .collect()
 }
 
 fn usages<'a>(infos: &'a [DeviceInfo], rows: &[Row]) -> Vec<DeviceUsage<'a>> {
-    infos
-        .iter()
-        .zip(rows)
-        .map(|(i, r)| DeviceUsage { info: i, usage: Usage { used: r.2, usedmem: r.4, usedcores: r.7 } })
-        .collect()
+    infos.iter().zip(rows).map(|(i, r)| DeviceUsage { info: i, usage: Usage::new(r.2, r.4, r.7) }).collect()
 }
 
 fn steer(pairs: &[(&str, &str)]) -> Steering {
@@ -228,6 +225,7 @@ fn numa_devices(scores_numa: &[(&str, i32)]) -> Vec<DeviceInfo> {
             kind: "NVIDIA".into(),
             numa: *numa,
             mode: String::new(),
+            mig_profiles: Vec::new(),
             health: true,
         })
         .collect()
@@ -312,7 +310,7 @@ fn fit_pod_init_peaks_and_insufficient_devices() {
 #[test]
 fn fit_pod_binpack_vs_spread() {
     let devs = [gpu("g0", 0), gpu("g1", 0)];
-    let base = [Usage { used: 1, usedmem: 500, usedcores: 50 }, Usage::default()];
+    let base = [Usage::new(1, 500, 50), Usage::default()];
     let reqs = PodRequests {
         containers: smallvec::smallvec![Some(ContainerRequest::nvidia(1, 100, 101, 10))],
         init_containers: 0,
@@ -339,9 +337,7 @@ proptest! {
         let devs: Vec<DeviceInfo> = devices.iter().enumerate().map(|(i, &(count, mem, cores, numa))| {
             DeviceInfo::gpu(&format!("g{i}"), "NVIDIA-T4", mem).with_count(count).with_cores(cores).with_numa(numa).with_index(i as u32)
         }).collect();
-        let base: Vec<Usage> = devs.iter().zip(&used).map(|(d, &(u, m, c))| Usage {
-            used: u.min(d.count), usedmem: m.min(d.devmem), usedcores: c.min(d.devcore),
-        }).collect();
+        let base: Vec<Usage> = devs.iter().zip(&used).map(|(d, &(u, m, c))| Usage::new(u.min(d.count), m.min(d.devmem), c.min(d.devcore))).collect();
         let reqs = PodRequests {
             containers: reqs.iter().map(|&(n, m, p, c)| (n > 0).then_some(ContainerRequest::nvidia(n, m, p, c))).collect(),
             init_containers: init.min(reqs.len()),
@@ -357,5 +353,23 @@ proptest! {
                 prop_assert!(delta.used >= 0 && delta.usedmem >= 0 && delta.usedcores >= 0);
             }
         }
+    }
+}
+
+proptest! {
+    /// The reason text is upstream's `GenReason`: every "<n>/<total> <Reason>" string,
+    /// sorted as strings, joined by ", ".
+    #[test]
+    fn reason_text_sorts_as_strings(counts in proptest::collection::vec(proptest::option::of(0u32..2000), REASONS), total in 0usize..5000) {
+        let mut c = ReasonCounts::default();
+        let mut want: Vec<String> = Vec::new();
+        for (r, n) in FitReason::ALL.iter().zip(&counts) {
+            if let Some(n) = *n {
+                c.set(*r, n);
+                want.push(format!("{n}/{total} {}", r.as_str()));
+            }
+        }
+        want.sort();
+        prop_assert_eq!(FitFailure::Devices { counts: c, total }.to_string(), want.join(", "));
     }
 }

@@ -29,8 +29,15 @@
 //! chains, numa-bind) and node policies, init-container peaks and the allocation
 //! encoding follow v2.10.0's `pkg/device/nvidia/device.go`, `pkg/device/devices.go`,
 //! `pkg/scheduler/score.go`, `pkg/scheduler/policy/*.go`, `pkg/util` and
-//! `pkg/scheduler/webhook.go`; each function cites its source. Not modelled: MIG-mode
-//! devices (skipped with `CardMigTopologyInfeasible`), the pair scores of
+//! `pkg/scheduler/webhook.go`; each function cites its source. MIG-mode devices follow
+//! v2.10.0's dynamic MIG (`mig_topology.go`, `CustomFilterRule`, `AddResourceUsage`)
+//! on the profiles a device registers ([`DeviceInfo::with_mig_profiles`], built from
+//! the [`dra::mig`](crate::dra::mig) tables): the smallest profile holding the memory
+//! request with a free placement, several instances per GPU for one container, the
+//! profile's memory and cores booked, and the placement written in
+//! `hami.io/vgpu-mig-allocations` and read back from bound pods. Not modelled: upstream
+//! marking a MIG device unhealthy when a bound pod's reservation is missing, the pair
+//! scores of
 //! `topology-aware` (every pair counts 0), HAMi ResourceQuotas, and the webhook's
 //! environment variables. The node choice, which HAMi's extender makes inside Filter by
 //! sorting the fitting nodes and taking the last, is the plugin's Score and
@@ -88,6 +95,10 @@ mod state;
 mod steering;
 mod webhook;
 
+#[cfg(test)]
+#[path = "mig_tests.rs"]
+mod mig_tests;
+
 pub use allocation::{
     BIND_PHASE, BIND_TIME, ContainerDevice, NoopAnnotator, PodAnnotator, RecordingAnnotator, VGPU_DEVICES_ALLOCATED,
     VGPU_DEVICES_TO_ALLOCATE, VGPU_NODE, VGPU_TIME, decode_pod_devices, encode_pod_devices,
@@ -96,7 +107,7 @@ pub use device::{
     DEVICE_CORDON, DeviceInfo, HAMI_CORE_MODE, MIG_MODE, NODE_NVIDIA_REGISTER, cordoned, decode_registration,
     encode_registration, node_devices, register,
 };
-pub use fit::{Chosen, DeviceUsage, FitFailure, FitReason, Pick, PodFit, ReasonCounts, Usage, fit, fit_pod};
+pub use fit::{Chosen, DeviceUsage, FitFailure, FitReason, MigPick, Pick, PodFit, ReasonCounts, Usage, fit, fit_pod};
 pub use plugin::{HAMI_VGPU, HamiAnnotations, HamiReserved, HamiVgpu};
 pub use policy::{GpuPolicy, NodePolicy, ScoreInput, SortKey, device_score, node_score};
 pub use request::{ContainerRequest, HamiConfig, MEM_PERCENTAGE_UNSET, NVIDIA_GPU_DEVICE, PodRequests};

@@ -15,6 +15,7 @@ use super::policy::{NodePolicy, ScoreInput, node_score};
 use super::request::ResourceKeys;
 use super::state::{PodAllocation, cordon_of};
 use super::{HamiConfig, HamiState, PodRequests, Steering};
+use crate::dra::mig::{MIG_ALLOCATIONS_ANNOTATION, encode_mig_allocations};
 use crate::framework::{
     Code, CycleState, ExtensionPoints, FilterPlugin, Handle, NodeScore, Plugin, PodObserver, PreBindPlugin,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin, ScorePlugin, Status,
@@ -57,8 +58,9 @@ pub struct HamiAnnotations(pub BTreeMap<String, String>);
 ///   Score alone picks the node HAMi takes "last after sorting".
 /// - Reserve fits again on the live table and books the devices; Unreserve gives them
 ///   back. PreBind writes `hami.io/vgpu-node`, `vgpu-time`,
-///   `vgpu-devices-to-allocate`, `vgpu-devices-allocated`, `bind-phase=allocating` and
-///   `bind-time` through the [`PodAnnotator`] and into the cycle state
+///   `vgpu-devices-to-allocate`, `vgpu-devices-allocated`, `bind-phase=allocating`,
+///   `bind-time` and, when MIG instances were taken, `hami.io/vgpu-mig-allocations`
+///   through the [`PodAnnotator`] and into the cycle state
 ///   ([`HamiAnnotations`]).
 ///
 /// As in HAMi's extender setup, the `nvidia.com/*` resources are HAMi's to judge: give
@@ -277,6 +279,9 @@ impl PreBindPlugin for HamiVgpu {
         m.insert(VGPU_DEVICES_ALLOCATED.to_owned(), devices);
         m.insert(BIND_PHASE.to_owned(), "allocating".to_owned());
         m.insert(BIND_TIME.to_owned(), now);
+        if let Some(mig) = encode_mig_allocations(&a.mig) {
+            m.insert(MIG_ALLOCATIONS_ANNOTATION.to_owned(), mig);
+        }
         if let Err(e) = self.annotator.annotate(&pod.pod, &m) {
             return Status::error(format!("patching pod {} annotations: {e}", pod.pod.key()));
         }

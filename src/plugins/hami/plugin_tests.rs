@@ -81,7 +81,7 @@ fn node_binpack_and_spread() {
     assert_eq!(w["hami.io/vgpu-devices-to-allocate"], w["hami.io/vgpu-devices-allocated"]);
     assert_eq!(w["hami.io/bind-phase"], "allocating");
     assert!(w.contains_key("hami.io/vgpu-time") && w.contains_key("hami.io/bind-time"));
-    assert_eq!(f.state.usage("a").unwrap()[0].1, Usage { used: 2, usedmem: 1000, usedcores: 100 });
+    assert_eq!(f.state.usage("a").unwrap()[0].1, Usage::new(2, 1000, 100));
 }
 
 const NODE_SCHEDULER_POLICY_KEY: &str = crate::plugins::hami::NODE_SCHEDULER_POLICY;
@@ -169,7 +169,7 @@ fn pods_bound_elsewhere_are_booked_and_released() {
     p.metadata.annotations.insert(VGPU_DEVICES_ALLOCATED.into(), "a-GPU-0,NVIDIA,300,20:;".into());
     let info = PodInfo::new(p).unwrap();
     f.pod_added(&info);
-    assert_eq!(f.state().usage("a").unwrap()[0].1, Usage { used: 1, usedmem: 300, usedcores: 20 });
+    assert_eq!(f.state().usage("a").unwrap()[0].1, Usage::new(1, 300, 20));
     f.pod_deleted(&info);
     assert_eq!(f.state().usage("a").unwrap()[0].1, Usage::default());
 }

@@ -9,9 +9,11 @@ use parking_lot::RwLock;
 use smallvec::SmallVec;
 
 use super::allocation::{ContainerDevice, VGPU_DEVICES_ALLOCATED, decode_pod_devices};
+use super::device::MIG_MODE;
 use super::device::{DEVICE_CORDON, node_devices};
 use super::fit::{FitFailure, PodFit, Usage, fit_pod};
 use super::{DeviceInfo, HamiError, PodRequests, Steering};
+use crate::dra::mig::{HamiMigAllocation, MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations, placement_mask};
 use crate::model::{Node, Pod, Symbol};
 
 /// What one device of a pod's allocation adds.
@@ -32,6 +34,9 @@ pub struct PodAllocation {
     pub deltas: Vec<DeviceDelta>,
     /// Each container's devices, init containers first (the annotation's content).
     pub containers: Vec<Vec<ContainerDevice>>,
+    /// The MIG instances among them (`hami.io/vgpu-mig-allocations`, upstream
+    /// `EncodeMigAllocations`: container and device positions as in `containers`).
+    pub mig: Vec<HamiMigAllocation>,
 }
 
 struct NodeEntry {
@@ -141,9 +146,22 @@ impl HamiState {
         let mut fit = PodFit::default();
         fit_pod(&entry.devices, &entry.usage, cordon, reqs, st, &mut fit).map_err(ReserveError::Fit)?;
         let mut containers = vec![Vec::new(); reqs.containers.len()];
+        let mut mig = Vec::new();
         for p in &fit.picks {
-            containers[p.container].push(ContainerDevice {
-                uuid: entry.devices[p.device].id.clone(),
+            let info = &entry.devices[p.device];
+            let c: &mut Vec<ContainerDevice> = &mut containers[p.container];
+            if let Some(m) = p.mig {
+                mig.push(HamiMigAllocation {
+                    container_index: p.container as i64,
+                    device_index: c.len() as i64,
+                    gpu_uuid: info.id.clone(),
+                    profile: info.mig_profiles[m.profile].name.clone(),
+                    placement: m.placement,
+                    ..HamiMigAllocation::default()
+                });
+            }
+            c.push(ContainerDevice {
+                uuid: info.id.clone(),
                 kind: super::NVIDIA_GPU_DEVICE.to_owned(),
                 usedmem: p.usedmem,
                 usedcores: p.usedcores,
@@ -156,7 +174,7 @@ impl HamiState {
             .filter(|(d, _)| **d != Usage::default())
             .map(|(d, info)| DeviceDelta { uuid: info.id.clone(), usage: *d })
             .collect();
-        let alloc = PodAllocation { node: node.to_owned(), deltas, containers };
+        let alloc = PodAllocation { node: node.to_owned(), deltas, containers, mig };
         apply(entry, &alloc).map_err(ReserveError::State)?;
         inner.pods.insert(uid.into(), alloc.clone());
         Ok(alloc)
@@ -180,18 +198,35 @@ impl HamiState {
 
     /// Books a pod bound elsewhere from its `hami.io/vgpu-devices-allocated`
     /// annotation: per device, the larger of its init containers' largest use and its
-    /// app containers' summed use (one slice per container entry).
+    /// app containers' summed use (one slice per container entry). The
+    /// `hami.io/vgpu-mig-allocations` reservations (upstream `getNodesUsage`) mark
+    /// their placements in use on the device they name: taken in order by the device
+    /// entries of that GPU, the ones left over added to it as well; a malformed MIG
+    /// annotation is ignored, as upstream.
     pub fn record_bound(&self, uid: &str, pod: &Pod, node: &str) -> Result<(), HamiError> {
         let Some(text) = pod.metadata.annotations.get(VGPU_DEVICES_ALLOCATED) else {
             return Ok(());
         };
         let containers = decode_pod_devices(text)?;
+        let mig = pod
+            .metadata
+            .annotations
+            .get(MIG_ALLOCATIONS_ANNOTATION)
+            .and_then(|raw| decode_mig_allocations(raw).ok())
+            .unwrap_or_default();
+        let mut left: Vec<&HamiMigAllocation> = mig.iter().collect();
+        let mut take = |uuid: &str| -> u64 {
+            match left.iter().position(|a| a.gpu_uuid == uuid) {
+                Some(i) => placement_mask(left.remove(i).placement).unwrap_or(0),
+                None => 0,
+            }
+        };
         let inits = pod.spec.init_containers.len();
         let mut app: Vec<DeviceDelta> = Vec::new();
         let mut init: Vec<DeviceDelta> = Vec::new();
         for (i, c) in containers.iter().enumerate() {
             for d in c {
-                let u = Usage { used: 1, usedmem: d.usedmem, usedcores: d.usedcores };
+                let u = Usage { mig: take(&d.uuid), ..Usage::new(1, d.usedmem, d.usedcores) };
                 if i < inits {
                     match init.iter_mut().find(|x| x.uuid == d.uuid) {
                         Some(x) => x.usage = max(x.usage, u),
@@ -211,7 +246,14 @@ impl HamiState {
                 None => app.push(i),
             }
         }
-        self.allocate(uid, PodAllocation { node: node.to_owned(), deltas: app, containers })
+        for a in left {
+            let m = placement_mask(a.placement).unwrap_or(0);
+            match app.iter_mut().find(|x| x.uuid == a.gpu_uuid) {
+                Some(x) => x.usage.mig |= m,
+                None => app.push(DeviceDelta { uuid: a.gpu_uuid.clone(), usage: Usage { mig: m, ..Usage::default() } }),
+            }
+        }
+        self.allocate(uid, PodAllocation { node: node.to_owned(), deltas: app, containers, mig })
     }
 
     /// Gives back what pod `uid` holds.
@@ -225,6 +267,7 @@ impl HamiState {
                     u.used -= d.usage.used;
                     u.usedmem -= d.usage.usedmem;
                     u.usedcores -= d.usage.usedcores;
+                    u.mig &= !d.usage.mig;
                 }
             }
         }
@@ -253,13 +296,17 @@ fn add(u: &mut Usage, d: Usage) {
     u.used += d.used;
     u.usedmem += d.usedmem;
     u.usedcores += d.usedcores;
+    u.mig |= d.mig;
 }
 
 fn max(a: Usage, b: Usage) -> Usage {
-    Usage { used: a.used.max(b.used), usedmem: a.usedmem.max(b.usedmem), usedcores: a.usedcores.max(b.usedcores) }
+    a.max(b)
 }
 
-/// Adds `alloc` to the node's use after checking every device (all or nothing).
+/// Adds `alloc` to the node's use after checking every device (all or nothing): MIG
+/// slices must be free on a `mig`-mode device, and a non-MIG device takes none. A MIG
+/// device's cores are not capped: upstream books each instance's core percentage
+/// rounded up (seven `1g` on an A100 make 105), so its placements are its capacity.
 fn apply(e: &mut NodeEntry, alloc: &PodAllocation) -> Result<(), HamiError> {
     let mut idx: SmallVec<[usize; 8]> = SmallVec::new();
     for d in &alloc.deltas {
@@ -271,7 +318,9 @@ fn apply(e: &mut NodeEntry, alloc: &PodAllocation) -> Result<(), HamiError> {
         if idx.contains(&i)
             || over(u.used, d.usage.used, info.count)
             || over(u.usedmem, d.usage.usedmem, info.devmem)
-            || over(u.usedcores, d.usage.usedcores, info.devcore)
+            || (info.mode != MIG_MODE && over(u.usedcores, d.usage.usedcores, info.devcore))
+            || d.usage.mig & u.mig != 0
+            || (d.usage.mig != 0 && info.mode != MIG_MODE)
         {
             return Err(HamiError::OverCommit { node: alloc.node.clone(), uuid: d.uuid.clone() });
         }
@@ -316,7 +365,7 @@ mod tests {
         // Both devices hold 600 of 1000 MiB now.
         assert!(matches!(s.reserve("p3", "n1", None, &reqs, &st), Err(ReserveError::Fit(_))));
         let over = PodAllocation {
-            deltas: vec![DeviceDelta { uuid: "GPU-0".into(), usage: Usage { used: 1, usedmem: 500, usedcores: 0 } }],
+            deltas: vec![DeviceDelta { uuid: "GPU-0".into(), usage: Usage::new(1, 500, 0) }],
             ..a.clone()
         };
         assert!(matches!(s.allocate("p4", over), Err(HamiError::OverCommit { .. })));
@@ -342,7 +391,7 @@ mod tests {
             .annotations
             .insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,800,80:;GPU-0,NVIDIA,300,30:;".into());
         s.record_bound("b", &pod, "n1").unwrap();
-        assert_eq!(s.usage("n1").unwrap()[0].1, Usage { used: 1, usedmem: 800, usedcores: 80 });
+        assert_eq!(s.usage("n1").unwrap()[0].1, Usage::new(1, 800, 80));
         pod.metadata.annotations.insert(VGPU_DEVICES_ALLOCATED.into(), "GPU-0,NVIDIA,x,1:;".into());
         assert!(s.record_bound("c", &pod, "n1").is_err());
     }
