@@ -40,7 +40,7 @@
 //!
 //! - per node, the FGD measure ([`node_frag`](crate::plugins::gpu_share::frag::node_frag):
 //!   idle GPU milli that a typical pod cannot use) with the group's own pod shapes as the
-//!   typical workload, or the [`TypicalPods`] and device table ([`GpuState`]) of the
+//!   typical workload, or the [`TypicalPods`](crate::plugins::gpu_share::TypicalPods) and device table ([`GpuState`](crate::plugins::gpu_share::GpuState)) of the
 //!   GPU-sharing plugins when they are shared on the [`Handle`](crate::framework::Handle)
 //!   (then shared GPUs count by their free milli);
 //! - per smallest domain touched (the node's first labelled level), the free GPUs a
