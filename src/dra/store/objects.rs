@@ -130,6 +130,16 @@ impl DraStore {
         Ok(())
     }
 
+    /// The claim template `ns/name`, or `ClaimNotFound` naming it.
+    pub(super) fn template(&self, ns: &str, name: &str) -> Result<Arc<ResourceClaimTemplate>, DraError> {
+        self.inner
+            .read()
+            .templates
+            .get(&claim_key(ns, name))
+            .cloned()
+            .ok_or_else(|| DraError::ClaimNotFound(format!("template {}", claim_key(ns, name))))
+    }
+
     /// Makes the claim a pod's template reference stands for, as the resourceclaim
     /// controller does, named [`claim_name_for`]. Returns the claim's name.
     pub fn instantiate_template(&self, pod: &Pod, pc: &PodResourceClaim) -> Result<String, DraError> {
@@ -140,13 +150,7 @@ impl DraStore {
                 reason: "no resourceClaimTemplateName".into(),
             });
         };
-        let template = self
-            .inner
-            .read()
-            .templates
-            .get(&claim_key(ns, t))
-            .cloned()
-            .ok_or_else(|| DraError::ClaimNotFound(format!("template {}", claim_key(ns, t))))?;
+        let template = self.template(ns, t)?;
         let name = claim_name_for(pod, pc);
         let mut claim = ResourceClaim { spec: template.spec.spec.clone(), ..ResourceClaim::default() };
         claim.metadata.name = name.clone();

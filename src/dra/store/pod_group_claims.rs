@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::{DraStore, GatherError, Inner, claim_key};
+use super::{DraStore, GatherError, Inner};
 use crate::dra::compiled::ns_or_default;
 use crate::dra::error::DraError;
 use crate::dra::types::{AllocationResult, ResourceClaim, ResourceClaimConsumerReference};
@@ -217,13 +217,7 @@ impl DraStore {
                 reason: "no resourceClaimTemplateName".into(),
             });
         };
-        let template = self
-            .inner
-            .read()
-            .templates
-            .get(&claim_key(ns, t))
-            .cloned()
-            .ok_or_else(|| DraError::ClaimNotFound(format!("template {}", claim_key(ns, t))))?;
+        let template = self.template(ns, t)?;
         let name = group
             .status
             .resource_claim_statuses
