@@ -19,12 +19,15 @@ pub struct PluginSet(SmallVec<[u64; 1]>);
 
 impl PluginSet {
     /// Adds plugin position `i`.
+    #[inline]
     pub fn insert(&mut self, i: usize) {
-        let w = i / 64;
-        if self.0.len() <= w {
-            self.0.resize(w + 1, 0);
+        let (w, bit) = (i / 64, 1 << (i % 64));
+        if let Some(word) = self.0.get_mut(w) {
+            *word |= bit;
+            return;
         }
-        self.0[w] |= 1 << (i % 64);
+        self.0.resize(w + 1, 0);
+        self.0[w] |= bit;
     }
 
     /// Whether position `i` is in the set.

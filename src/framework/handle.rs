@@ -194,7 +194,10 @@ impl Handle {
     /// Takes the snapshot out for an in-place update (leaving an empty one), so the
     /// scheduler's update doesn't copy it when nobody else holds it.
     pub(crate) fn take_snapshot(&self) -> Arc<Snapshot> {
-        std::mem::take(&mut *self.inner.snapshot.write())
+        // The placeholder is one shared empty snapshot: building a fresh one (its
+        // hash maps seed a hasher each) would cost more than the swap itself.
+        static EMPTY: std::sync::LazyLock<Arc<Snapshot>> = std::sync::LazyLock::new(Arc::default);
+        std::mem::replace(&mut *self.inner.snapshot.write(), EMPTY.clone())
     }
 
     pub(crate) fn put_snapshot(&self, s: Arc<Snapshot>) {

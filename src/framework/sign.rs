@@ -129,6 +129,9 @@ pub trait SignPlugin: Plugin {
 pub struct SignFragments {
     buf: Vec<u8>,
     entries: SmallVec<[(&'static str, u32, u32); 16]>,
+    /// One bit per key added ([`key_bit`]): a key whose bit is clear was not added,
+    /// which spares most adds the string comparisons with every earlier key.
+    key_bits: u64,
     /// The keys of the previous [`SignFragments::finish`] in arrival order and the
     /// order that sorts them: a profile's plugins add the same keys in the same order
     /// for most pods, so the sort is usually skipped.
@@ -156,12 +159,13 @@ impl SignFragments {
         let start = self.buf.len();
         write(&mut FragmentWriter { buf: &mut self.buf });
         self.entries.push((key, start as u32, self.buf.len() as u32));
+        self.key_bits |= key_bit(key);
         true
     }
 
     /// Whether `key` was added.
     pub fn contains(&self, key: &str) -> bool {
-        self.entries.iter().any(|e| std::ptr::eq(e.0, key) || e.0 == key)
+        self.key_bits & key_bit(key) != 0 && self.entries.iter().any(|e| std::ptr::eq(e.0, key) || e.0 == key)
     }
 
     /// The keys added so far, in the order they were added.
@@ -178,6 +182,7 @@ impl SignFragments {
     pub fn clear(&mut self) {
         self.buf.clear();
         self.entries.clear();
+        self.key_bits = 0;
     }
 
     /// The signature: fragments in key order, each key and value length-prefixed.
@@ -221,6 +226,14 @@ impl SignFragments {
         self.last = Some(sig.clone());
         sig
     }
+}
+
+/// A key's bit in [`SignFragments`]' filter: from its length and last two bytes,
+/// which tell upstream's fragment keys (`v1.NodeAffinity`, `v1.Tolerations`, …) apart.
+fn key_bit(key: &str) -> u64 {
+    let b = key.as_bytes();
+    let tail = b.len().checked_sub(2).map_or(0, |i| usize::from(b[i]) * 7 + usize::from(b[i + 1]));
+    1 << ((b.len() * 13 + tail) % 64)
 }
 
 /// Writes one fragment's value in a canonical, self-delimiting binary form.

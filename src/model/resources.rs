@@ -150,7 +150,7 @@ impl<'de> Deserialize<'de> for ResourceList {
 /// assert_eq!(a.milli_cpu, 1500);
 /// assert_eq!(a.scalar_str("nvidia.com/gpu"), 2);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resources {
     /// CPU in millicores.
@@ -163,6 +163,21 @@ pub struct Resources {
     pub allowed_pod_number: i64,
     /// Extended and other scalar resources (e.g. `nvidia.com/gpu`, hugepages) by name.
     pub scalar: SmallVec<[(Symbol, i64); 2]>,
+}
+
+/// Copied on every copy-on-write of a node and every assumed pod: the scalar list is
+/// copied as plain memory, not item by item as a derived `Clone` would.
+impl Clone for Resources {
+    fn clone(&self) -> Self {
+        let Resources { milli_cpu, memory, ephemeral_storage, allowed_pod_number, scalar } = self;
+        Resources {
+            milli_cpu: *milli_cpu,
+            memory: *memory,
+            ephemeral_storage: *ephemeral_storage,
+            allowed_pod_number: *allowed_pod_number,
+            scalar: SmallVec::from_slice(scalar),
+        }
+    }
 }
 
 impl Resources {

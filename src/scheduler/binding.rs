@@ -10,6 +10,7 @@ use crate::framework::metrics::ProfileTimers;
 use crate::framework::runtime;
 use crate::framework::scheduler_metrics::{AttemptResult, MetricPoint, ProfileMetrics, time_point};
 use crate::framework::{Code, CycleState, Handle, Profile, Status, WaitingPod};
+use crate::model::Node;
 use crate::snapshot::{Cache, PodInfo};
 
 /// A binding that failed; the pod was unreserved and forgotten, so its node's
@@ -40,9 +41,37 @@ struct Inner {
     handle: Handle,
     state: CycleState,
     pod: Arc<PodInfo>,
-    node: String,
+    node: ChosenNode,
     waiting: Option<Arc<WaitingPod>>,
     metrics: Option<BindingMetrics>,
+}
+
+/// The node a binding goes to: the node object the scheduling cycle chose (shared,
+/// so handing it over copies nothing), or a name.
+pub(crate) enum ChosenNode {
+    Node(Arc<Node>),
+    Name(String),
+}
+
+impl ChosenNode {
+    fn as_str(&self) -> &str {
+        match self {
+            ChosenNode::Node(n) => n.name(),
+            ChosenNode::Name(n) => n,
+        }
+    }
+}
+
+impl From<Arc<Node>> for ChosenNode {
+    fn from(n: Arc<Node>) -> Self {
+        ChosenNode::Node(n)
+    }
+}
+
+impl From<String> for ChosenNode {
+    fn from(n: String) -> Self {
+        ChosenNode::Name(n)
+    }
 }
 
 /// What the binding cycle records when the scheduler has a latency recorder: the
@@ -67,7 +96,7 @@ impl std::fmt::Debug for BindingCycle {
             Some(i) => f
                 .debug_struct("BindingCycle")
                 .field("pod", &i.pod.uid)
-                .field("node", &i.node)
+                .field("node", &i.node.as_str())
                 .field("waiting", &i.waiting.is_some())
                 .finish(),
             None => f.write_str("BindingCycle(done)"),
@@ -83,10 +112,11 @@ impl BindingCycle {
         handle: Handle,
         state: CycleState,
         pod: Arc<PodInfo>,
-        node: String,
+        node: impl Into<ChosenNode>,
         waiting: Option<Arc<WaitingPod>>,
         metrics: Option<BindingMetrics>,
     ) -> BindingCycle {
+        let node = node.into();
         BindingCycle { inner: Some(Inner { profile, cache, handle, state, pod, node, waiting, metrics }) }
     }
 
@@ -96,7 +126,7 @@ impl BindingCycle {
 
     /// The node chosen.
     pub fn node(&self) -> &str {
-        &self.inner().node
+        self.inner().node.as_str()
     }
 
     /// The pod as assumed: [`PodInfo::node_name`] is the node (the object itself is
@@ -157,7 +187,7 @@ impl BindingCycle {
         let s = time_point(
             m,
             MetricPoint::PreBind,
-            || runtime::run_pre_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.pre_bind)),
+            || runtime::run_pre_bind(&i.profile, &mut i.state, &i.pod, i.node.as_str(), t.map(|t| &t.pre_bind)),
             Status::code,
         );
         if !s.is_success() {
@@ -168,9 +198,9 @@ impl BindingCycle {
             MetricPoint::Bind,
             // Extenders bind first (upstream `extendersBinding`); the Bind plugins run
             // when none is an interested binder.
-            || match crate::framework::Extenders::of(&i.handle).and_then(|e| e.bind(&i.pod, &i.node)) {
+            || match crate::framework::Extenders::of(&i.handle).and_then(|e| e.bind(&i.pod, i.node.as_str())) {
                 Some(s) => s,
-                None => runtime::run_bind(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.bind)),
+                None => runtime::run_bind(&i.profile, &mut i.state, &i.pod, i.node.as_str(), t.map(|t| &t.bind)),
             },
             Status::code,
         );
@@ -181,7 +211,7 @@ impl BindingCycle {
         time_point(
             m,
             MetricPoint::PostBind,
-            || runtime::run_post_bind(&i.profile, &i.state, &i.pod, &i.node, t.map(|t| &t.post_bind)),
+            || runtime::run_post_bind(&i.profile, &i.state, &i.pod, i.node.as_str(), t.map(|t| &t.post_bind)),
             |()| Code::Success,
         );
         if let Some(m) = &i.metrics {
@@ -214,7 +244,7 @@ fn fail(i: &mut Inner, status: Status) -> BindError {
     time_point(
         m,
         MetricPoint::Unreserve,
-        || runtime::run_unreserve_timed(&i.profile, &mut i.state, &i.pod, &i.node, t.map(|t| &t.unreserve)),
+        || runtime::run_unreserve_timed(&i.profile, &mut i.state, &i.pod, i.node.as_str(), t.map(|t| &t.unreserve)),
         |()| Code::Success,
     );
     let _ = i.cache.lock().forget_pod(&i.pod.uid);
@@ -222,5 +252,5 @@ fn fail(i: &mut Inner, status: Status) -> BindError {
     if let Some(m) = &i.metrics {
         m.profile.observe_attempt(AttemptResult::of_failure(status.is_rejected()), m.started.elapsed());
     }
-    BindError { pod: i.pod.pod.key(), node: i.node.clone(), status }
+    BindError { pod: i.pod.pod.key(), node: i.node.as_str().to_owned(), status }
 }

@@ -25,7 +25,7 @@ impl Scheduler {
         pod: &PodInfo,
         snap: &Snapshot,
         narrowed: Option<&ahash::AHashSet<crate::model::Symbol>>,
-    ) -> Option<String> {
+    ) -> Option<usize> {
         let nominator = self.handle.preemption().nominator();
         let name = nominator.nominated_node(&pod.uid).or_else(|| {
             let n = &pod.pod.status.nominated_node_name;
@@ -43,7 +43,7 @@ impl Scheduler {
                     .is_success()
             })
             .unwrap_or(false);
-        ok.then(|| name.as_str().to_owned())
+        ok.then_some(idx)
     }
 
     /// Fills `bufs.feasible`/`bufs.failed`; returns how many nodes were processed.

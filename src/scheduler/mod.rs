@@ -281,10 +281,12 @@ impl Scheduler {
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
         self.handle.put_snapshot(snap.clone());
-        let result = self.cycle(&profile, &snap, pod, batch);
+        let result = self.cycle_at(&profile, &snap, pod, batch);
+        // The node object is shared with the binding cycle: no copy of its name.
+        let result = result.map(|(state, i)| (state, snap.nodes()[i].node_arc().clone()));
         drop(snap);
         let (mut state, node) = result?;
-        let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, &node)?;
+        let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, node.name())?;
         // Assumed: its nomination (if preemption made one) has served its purpose.
         self.handle.preemption().nominator().remove(&pod.uid);
         let metrics =
@@ -312,7 +314,7 @@ impl Scheduler {
             if queue.deleted_in_flight(&assumed.uid) {
                 return Err(CacheError::PodNotFound(assumed.uid.to_string()).into());
             }
-            self.cache.lock().assume_pod(assumed.clone(), node)?;
+            self.cache.lock().assume_assumed(assumed.clone())?;
         }
         let timers = self.timers.as_deref();
         let m = self.cycle_metrics.as_deref();
@@ -356,14 +358,27 @@ impl Scheduler {
         }
     }
 
-    /// PreFilter -> Filter -> (PostFilter) -> PreScore -> Score -> select.
+    /// [`Scheduler::cycle_at`] with the chosen node by name.
     fn cycle(
         &mut self,
         profile: &Arc<Profile>,
         snap: &Snapshot,
         pod: &PodInfo,
-        mut batch: Option<CycleBatch>,
+        batch: Option<CycleBatch>,
     ) -> Result<(CycleState, String), ScheduleError> {
+        let (state, i) = self.cycle_at(profile, snap, pod, batch)?;
+        Ok((state, snap.nodes()[i].node().name().to_owned()))
+    }
+
+    /// PreFilter -> Filter -> (PostFilter) -> PreScore -> Score -> select; the chosen
+    /// node by its position in `snap`.
+    fn cycle_at(
+        &mut self,
+        profile: &Arc<Profile>,
+        snap: &Snapshot,
+        pod: &PodInfo,
+        mut batch: Option<CycleBatch>,
+    ) -> Result<(CycleState, usize), ScheduleError> {
         let mut state = CycleState::new();
         let n_all = snap.len();
         if n_all == 0 {
@@ -416,15 +431,13 @@ impl Scheduler {
 
         // A pod nominated by an earlier preemption tries its nominated node first
         // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
-        if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref())
-            && snap.index_of(crate::model::Symbol::intern(&node)).is_some_and(extenders_accept)
+        if let Some(i) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref())
+            && extenders_accept(i)
         {
-            if let Some(cb) = &batch
-                && let Some(i) = snap.index_of(crate::model::Symbol::intern(&node))
-            {
+            if let Some(cb) = &batch {
                 self.batch_store(cb, snap, i, false);
             }
-            return Ok((state, node));
+            return Ok((state, i));
         }
         // The hinted node alone: if it passes Filter it is the only feasible node.
         if let Some(cb) = &batch
@@ -432,7 +445,7 @@ impl Scheduler {
             && extenders_accept(i)
         {
             self.batch_store(cb, snap, i, false);
-            return Ok((state, snap.nodes()[i].node().name().to_owned()));
+            return Ok((state, i));
         }
 
         // Candidate nodes: all, or those PreFilter narrowed to (in snapshot order).
@@ -495,7 +508,7 @@ impl Scheduler {
             if let Some(cb) = &batch {
                 self.batch_store(cb, snap, i, false);
             }
-            return Ok((state, snap.nodes()[i].node().name().to_owned()));
+            return Ok((state, i));
         }
         let s = {
             let nodes = NodeList::new(snap, &self.bufs.feasible);
@@ -532,6 +545,6 @@ impl Scheduler {
         if let Some(cb) = &batch {
             self.batch_store(cb, snap, best, true);
         }
-        Ok((state, snap.nodes()[best].node().name().to_owned()))
+        Ok((state, best))
     }
 }

@@ -307,11 +307,31 @@ impl Cache {
         if self.pods.contains_key(&pod.uid) {
             return Err(CacheError::PodExists(pod.uid.to_string()));
         }
+        self.insert_assumed(slot, pod);
+        Ok(())
+    }
+
+    /// [`Cache::assume_pod`] for a pod already marked with its node
+    /// ([`PodInfo::assumed_on`]): the node is found by that symbol, with no lookup of
+    /// the name in the interner.
+    pub(crate) fn assume_assumed(&mut self, pod: Arc<PodInfo>) -> Result<(), CacheError> {
+        let slot = pod.assumed_node().and_then(|n| self.by_name.get(&n).copied());
+        let Some(slot) = slot else {
+            let node = pod.node_name().to_owned();
+            return self.assume_pod(pod, &node);
+        };
+        if self.pods.contains_key(&pod.uid) {
+            return Err(CacheError::PodExists(pod.uid.to_string()));
+        }
+        self.insert_assumed(slot, pod);
+        Ok(())
+    }
+
+    fn insert_assumed(&mut self, slot: usize, pod: Arc<PodInfo>) {
         let name = self.slots[slot].info.name();
         self.bump(slot).add_pod(pod.clone());
         self.pod_groups.set(&pod, super::MemberState::Assumed);
         self.pods.insert(pod.uid.clone(), PodState { pod, node: name, assumed: true, binding_finished: false });
-        Ok(())
     }
 
     /// Undoes [`Cache::assume_pod`] after a failed binding cycle.

@@ -10,7 +10,7 @@ use crate::model::{Node, Resources, Symbol};
 /// A node with its pods and running totals, as the scheduler sees it in one cycle.
 ///
 /// Totals are kept as pods come and go, so Filter and Score read them in O(1).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct NodeInfo {
     node: Arc<Node>,
     name: Symbol,
@@ -24,8 +24,47 @@ pub struct NodeInfo {
     /// the first pod with pod-level requests on (until then they equal the totals).
     without_pod_level: Option<Box<[Resources; 2]>>,
     allocatable: Resources,
-    images: Vec<(Symbol, i64)>,
+    /// Shared between copies: it changes only with the node object.
+    images: Arc<[(Symbol, i64)]>,
     generation: u64,
+}
+
+/// A copy is made on write (the cache's node shared with a snapshot), and the write
+/// is nearly always a pod added: the copy's pod list gets room for one more, so the
+/// add that follows does not grow it again.
+impl Clone for NodeInfo {
+    fn clone(&self) -> NodeInfo {
+        let NodeInfo {
+            node,
+            name,
+            pods,
+            pods_with_affinity,
+            pods_with_required_anti_affinity,
+            used_ports,
+            requested,
+            non_zero_requested,
+            without_pod_level,
+            allocatable,
+            images,
+            generation,
+        } = self;
+        let mut pods_copy = Vec::with_capacity(pods.len() + 1);
+        pods_copy.extend(pods.iter().cloned());
+        NodeInfo {
+            node: node.clone(),
+            name: *name,
+            pods: pods_copy,
+            pods_with_affinity: pods_with_affinity.clone(),
+            pods_with_required_anti_affinity: pods_with_required_anti_affinity.clone(),
+            used_ports: used_ports.clone(),
+            requested: requested.clone(),
+            non_zero_requested: non_zero_requested.clone(),
+            without_pod_level: without_pod_level.clone(),
+            allocatable: allocatable.clone(),
+            images: images.clone(),
+            generation: *generation,
+        }
+    }
 }
 
 impl NodeInfo {
@@ -42,7 +81,7 @@ impl NodeInfo {
             requested: Resources::default(),
             non_zero_requested: Resources::default(),
             without_pod_level: None,
-            images: Vec::new(),
+            images: Arc::from([]),
             generation: 0,
         };
         n.set_node(node);
@@ -52,14 +91,15 @@ impl NodeInfo {
     /// Replaces the node object, keeping the pods.
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable = node.status.allocatable.to_resources();
-        self.images = node
+        let mut images: Vec<(Symbol, i64)> = node
             .status
             .images
             .iter()
             .flat_map(|img| img.names.iter().map(move |n| (Symbol::intern(n), img.size_bytes)))
             .collect();
-        self.images.sort_unstable_by_key(|&(n, _)| n);
-        self.images.dedup_by_key(|&mut (n, _)| n);
+        images.sort_unstable_by_key(|&(n, _)| n);
+        images.dedup_by_key(|&mut (n, _)| n);
+        self.images = images.into();
         self.name = Symbol::intern(node.name());
         self.node = node;
     }

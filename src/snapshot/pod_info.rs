@@ -160,6 +160,12 @@ impl PodInfo {
         }
     }
 
+    /// The node the scheduler assumed this pod on, if it did (not the bound node).
+    #[inline]
+    pub(crate) fn assumed_node(&self) -> Option<Symbol> {
+        self.assumed_node
+    }
+
     /// Whether the pod is assigned to a node (assumed by the scheduler or bound).
     #[inline]
     pub fn is_assigned(&self) -> bool {
