@@ -61,6 +61,7 @@ mod best_fit;
 mod dot_product;
 mod fgd;
 mod fit;
+mod free_index;
 pub mod frag;
 mod gpu_clustering;
 mod gpu_packing;

@@ -104,7 +104,8 @@ impl Policy {
     /// The profile of the paper's runs for this policy: GpuShareFit (with the policy's
     /// device choice) and `filters` (e.g. NodeResourcesFit; their PreScore and Score are
     /// disabled), then the policy as the only Score plugin. `seed` drives the random
-    /// policy.
+    /// policy. GpuShareFit [narrows the nodes](GpuShareFit::narrow_nodes) at PreFilter
+    /// (the profile has no preemption, and placements are the same either way).
     pub fn profile(
         self,
         name: &str,
@@ -122,8 +123,8 @@ impl Policy {
             Policy::Fgd => DeviceSelect::Fgd(typical.clone()),
             _ => DeviceSelect::BestFit,
         };
-        let mut b =
-            crate::framework::Profile::builder(name).plugin(GpuShareFit::new(state.clone(), handle.clone(), select));
+        let fit = GpuShareFit::new(state.clone(), handle.clone(), select).narrow_nodes(true);
+        let mut b = crate::framework::Profile::builder(name).plugin(fit);
         for f in filters {
             let name = f.name().to_owned();
             b = b
