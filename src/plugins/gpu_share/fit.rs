@@ -114,7 +114,11 @@ impl GpuShareFit {
     /// - for that reason preemption (e.g. DefaultPreemption) no longer considers those
     ///   nodes, although evicting GPU pods there could make room.
     ///
-    /// Placements don't change: the set is exact, and every node of it passes Filter.
+    /// The feasible nodes don't change: the set is exact, and every node of it passes
+    /// Filter. Their order may: the cycle walks a narrowed set from its rotating start
+    /// within the set (as upstream `findNodesThatPassFilters` does), so a Score plugin
+    /// that depends on the order, or sampling below 100% of nodes, can choose differently.
+    /// With every node scored and a deterministic tie-break, placements are the same.
     /// It narrows only when every node of the cycle's snapshot is in the [`GpuState`]
     /// table (registered with [`GpuState::add_node`] or given an allocation), since
     /// Filter judges the others from the node itself; the check runs once per snapshot

@@ -105,7 +105,9 @@ impl Policy {
     /// device choice) and `filters` (e.g. NodeResourcesFit; their PreScore and Score are
     /// disabled), then the policy as the only Score plugin. `seed` drives the random
     /// policy. GpuShareFit [narrows the nodes](GpuShareFit::narrow_nodes) at PreFilter
-    /// (the profile has no preemption, and placements are the same either way).
+    /// for every policy but Random (the profile has no preemption, and with every node
+    /// scored and ties to the smallest name their placements are the same either way;
+    /// Random's pick depends on the order of the feasible nodes, which narrowing changes).
     pub fn profile(
         self,
         name: &str,
@@ -123,7 +125,9 @@ impl Policy {
             Policy::Fgd => DeviceSelect::Fgd(typical.clone()),
             _ => DeviceSelect::BestFit,
         };
-        let fit = GpuShareFit::new(state.clone(), handle.clone(), select).narrow_nodes(true);
+        // RandomScore picks by position in the feasible list, whose order narrowing
+        // changes (the walk starts within the narrowed set, as upstream's does).
+        let fit = GpuShareFit::new(state.clone(), handle.clone(), select).narrow_nodes(self != Policy::Random);
         let mut b = crate::framework::Profile::builder(name).plugin(fit);
         for f in filters {
             let name = f.name().to_owned();
