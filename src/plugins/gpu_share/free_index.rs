@@ -120,12 +120,46 @@ impl FreeIndex {
         self.places[i] = Place { model: slot as u32, max_free, max_bucket, max_pos, full, full_pos };
     }
 
+    /// At least as many entries as [`FreeIndex::fitting`] will report for `req` (the
+    /// lengths of the buckets it visits), to size the set it fills once.
+    pub(super) fn fitting_bound(&self, req: &GpuRequest) -> usize {
+        let mut n = 0;
+        self.visit_models(req, |m| {
+            n += if req.count <= 1 {
+                m.by_max[(req.milli.min(MILLI) / MAX_STEP) as usize..].iter().map(Vec::len).sum::<usize>()
+            } else {
+                m.by_full.get((req.count as usize).min(FULL_BUCKETS)..).unwrap_or_default().iter().map(Vec::len).sum()
+            };
+        });
+        n
+    }
+
+    /// Calls `visit` with the buckets of every model `req` accepts, each once.
+    fn visit_models<'a>(&'a self, req: &GpuRequest, mut visit: impl FnMut(&'a ModelBuckets)) {
+        if req.models.is_empty() {
+            self.models.iter().for_each(&mut visit);
+        } else {
+            let mut seen: SmallVec<[usize; 4]> = SmallVec::new();
+            for &model in &req.models {
+                if model.is_empty() {
+                    continue;
+                }
+                if let Some(slot) = self.models.iter().position(|m| m.model == model)
+                    && !seen.contains(&slot)
+                {
+                    seen.push(slot);
+                    visit(&self.models[slot]);
+                }
+            }
+        }
+    }
+
     /// Calls `f` with every entry whose summary fits `req` exactly as
     /// `Summary::fits_exactly` judges it (devices, an allowed model, room), for a request
     /// the summaries answer (one device, or whole devices). Each entry once, in no
     /// particular order.
     pub(super) fn fitting(&self, req: &GpuRequest, mut f: impl FnMut(usize)) {
-        let mut visit = |m: &ModelBuckets| {
+        self.visit_models(req, |m| {
             if req.count <= 1 {
                 // One device with `milli` free: buckets above the one holding `milli`
                 // start at a larger value; that one is checked entry by entry.
@@ -144,22 +178,6 @@ impl FreeIndex {
                     bucket.iter().for_each(|&i| f(i as usize));
                 }
             }
-        };
-        if req.models.is_empty() {
-            self.models.iter().for_each(&mut visit);
-        } else {
-            let mut seen: SmallVec<[usize; 4]> = SmallVec::new();
-            for &model in &req.models {
-                if model.is_empty() {
-                    continue;
-                }
-                if let Some(slot) = self.models.iter().position(|m| m.model == model)
-                    && !seen.contains(&slot)
-                {
-                    seen.push(slot);
-                    visit(&self.models[slot]);
-                }
-            }
-        }
+        });
     }
 }

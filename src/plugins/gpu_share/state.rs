@@ -479,7 +479,8 @@ impl GpuView<'_> {
     /// buckets with room.
     pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
         let t = &self.0.nodes;
-        let mut out = ahash::AHashSet::with_capacity(64);
+        // Sized once: growing it as it fills cost as much as the inserts.
+        let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
         t.free.fitting(req, |i| {
             out.insert(t.names[i]);
         });
