@@ -170,12 +170,16 @@ impl FreeIndex {
                     }
                 }
                 for bucket in &m.by_max[b + 1..] {
-                    bucket.iter().for_each(|&i| f(i as usize));
+                    for &i in bucket {
+                        f(i as usize);
+                    }
                 }
             } else {
                 let b = (req.count as usize).min(FULL_BUCKETS);
                 for bucket in m.by_full.get(b..).unwrap_or_default() {
-                    bucket.iter().for_each(|&i| f(i as usize));
+                    for &i in bucket {
+                        f(i as usize);
+                    }
                 }
             }
         });
