@@ -212,6 +212,115 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// With narrowing on, GpuShareFit's PreFilter node set (from the free-capacity
+    /// index) is exactly the set of nodes its Filter accepts in that cycle, after any mix
+    /// of allocations and releases; CPU-only pods and the plugin with narrowing off get
+    /// no set.
+    #[test]
+    fn narrowed_nodes_are_exactly_the_nodes_filter_accepts(
+        allocs in prop::collection::vec((0usize..6, 1u32..=1000, 1u32..=8, any::<bool>()), 0..40),
+        probes in prop::collection::vec(
+            (prop_oneof![Just(1u32), Just(2), Just(3), Just(8)], prop_oneof![1u32..1000, Just(1000u32), 1u32..30],
+             prop_oneof![Just(""), Just("T4"), Just("G2|V100M16"), Just("T4|T4"), Just("A100")]),
+            1..12,
+        ),
+    ) {
+        let nodes = [
+            node("a", 16_000, 2, "T4"),
+            node("b", 64_000, 4, "V100M16"),
+            node("c", 96_000, 8, "G2"),
+            node("d", 8_000, 1, "T4"),
+            node("e", 8_000, 0, ""),
+            node("f", 96_000, 8, "G2"),
+        ];
+        let infos: Vec<NodeInfo> = nodes.iter().map(|n| info(n, 0)).collect();
+        let snap = Snapshot::from_nodes(infos.iter().cloned());
+        let state = GpuState::new();
+        for ni in &infos {
+            state.add_node(ni.node());
+        }
+        let narrowing = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit).narrow_nodes(true);
+        let plain = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit);
+        let mut held = Vec::new();
+        let mut allocs = allocs.into_iter().enumerate().peekable();
+        let cpu_only = PodInfo::new(pod("cpu", 1, 0, 0, "").to_pod()).unwrap();
+        prop_assert!(narrowing.pre_filter(&mut CycleState::new(), &cpu_only, &snap).0.is_none());
+        while allocs.peek().is_some() || !probes.is_empty() {
+            // Interleave: a few allocations, then every probe against the table as it stands.
+            for (i, (n, milli, count, release)) in allocs.by_ref().take(5) {
+                let count = if milli < 1000 { 1 } else { count };
+                let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
+                let g = state.node(infos[n].node().name()).unwrap();
+                let devices: Vec<u8> =
+                    (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
+                let uid = format!("u{i}");
+                if state.allocate(&uid, infos[n].node(), &req, &devices).is_ok() {
+                    held.push(uid);
+                }
+                if release && !held.is_empty() {
+                    state.release(&held.remove(i % held.len()));
+                }
+            }
+            for &(count, milli, spec) in &probes {
+                let count = if milli < 1000 { 1 } else { count };
+                let p = PodInfo::new(pod("probe", 1, count, milli, spec).to_pod()).unwrap();
+                let mut cs = CycleState::new();
+                let (r, s) = narrowing.pre_filter(&mut cs, &p, &snap);
+                prop_assert!(s.is_success());
+                let set: std::collections::BTreeSet<&str> =
+                    r.and_then(|r| r.node_names).expect("a set").iter().map(|s| s.as_str()).collect();
+                let accepted: std::collections::BTreeSet<&str> = infos
+                    .iter()
+                    .filter(|ni| narrowing.filter(&cs, &p, ni).is_success())
+                    .map(|ni| ni.node().name())
+                    .collect();
+                prop_assert_eq!(&set, &accepted, "{}x{} of {:?}", count, milli, spec);
+                let mut cs = CycleState::new();
+                prop_assert!(plain.pre_filter(&mut cs, &p, &snap).0.is_none());
+                let plain_accepted: std::collections::BTreeSet<&str> = infos
+                    .iter()
+                    .filter(|ni| plain.filter(&cs, &p, ni).is_success())
+                    .map(|ni| ni.node().name())
+                    .collect();
+                prop_assert_eq!(&set, &plain_accepted);
+            }
+            if allocs.peek().is_none() {
+                break;
+            }
+        }
+    }
+}
+
+/// A node in the cycle's snapshot but not in the GPU table is judged by Filter from the
+/// node itself, which the index can't see: PreFilter then doesn't narrow, until the node
+/// is registered.
+#[test]
+fn no_narrowing_while_a_snapshot_node_is_missing_from_the_table() {
+    let a = info(&node("a", 16_000, 2, "T4"), 0);
+    let late = info(&node("late", 16_000, 4, "T4"), 0);
+    let state = GpuState::new();
+    state.add_node(a.node());
+    let fit = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit).narrow_nodes(true);
+    let p = PodInfo::new(pod("p", 1, 3, 1000, "").to_pod()).unwrap();
+    let names = |snap: &Snapshot| {
+        let (r, s) = fit.pre_filter(&mut CycleState::new(), &p, snap);
+        assert!(s.is_success());
+        r.and_then(|r| r.node_names).map(|n| n.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>())
+    };
+    let only_a = Snapshot::from_nodes([a.clone()]);
+    assert_eq!(names(&only_a), Some(vec![]), "a has 2 GPUs, the pod wants 3: an empty set");
+    let both = Snapshot::from_nodes([a.clone(), late.clone()]);
+    assert_eq!(names(&both), None, "late is not in the table");
+    let mut cs = CycleState::new();
+    let _ = fit.pre_filter(&mut cs, &p, &both);
+    assert!(fit.filter(&cs, &p, &late).is_success(), "Filter reads late's 4 GPUs from the node");
+    state.add_node(late.node());
+    assert_eq!(names(&both), Some(vec!["late".to_owned()]));
+}
+
 /// A cycle's Filter judges nodes by the table as of its PreFilter; allocations made
 /// meanwhile (which copy the summaries the view holds) show in the next cycle's view.
 #[test]

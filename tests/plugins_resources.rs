@@ -350,6 +350,48 @@ mod props {
                 prop_assert!((0..=100).contains(&v[0].1));
             }
         }
+
+        /// Filter's rejection (built from fixed reason lists when the pod asks for no
+        /// extended resource) has exactly the reasons, order and code of upstream's
+        /// `fitsRequest` as `insufficient_resources` reports them: pods, cpu, memory,
+        /// ephemeral-storage, then extended resources; UnschedulableAndUnresolvable when
+        /// a request exceeds allocatable.
+        #[test]
+        fn rejection_reasons_are_those_of_fits_request(
+            alloc in proptest::collection::vec(0i64..8, 4),
+            used in proptest::collection::vec(0i64..8, 4),
+            req in proptest::collection::vec(0i64..8, 4),
+            max_pods in 1i64..3,
+            existing_pods in 0usize..3,
+            extended in any::<bool>(),
+        ) {
+            let n = NodeBuilder::new("n").cpu(&alloc[0].to_string()).memory(&alloc[1].to_string())
+                .allocatable("ephemeral-storage", &alloc[2].to_string())
+                .allocatable("example.com/gpu", &alloc[3].to_string()).pods(max_pods).build();
+            let mut existing = vec![on("n", &[&[("cpu", &used[0].to_string()), ("memory", &used[1].to_string()),
+                ("ephemeral-storage", &used[2].to_string()), ("example.com/gpu", &used[3].to_string())]])];
+            existing.extend((1..existing_pods).map(|_| on("n", &[&[]])));
+            let mut amounts = vec![("cpu", req[0].to_string()), ("memory", req[1].to_string()),
+                ("ephemeral-storage", req[2].to_string())];
+            if extended {
+                amounts.push(("example.com/gpu", req[3].to_string()));
+            }
+            let amounts: Vec<(&str, &str)> = amounts.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let pod = upod(&[&amounts]);
+            let snap = snapshot(vec![n], existing);
+            let p = Fit::new(&FitArgs::default()).unwrap();
+            let got = run_filter(&p, &pod, &snap).remove(0).1;
+            let info = schedkit::snapshot::PodInfo::new(pod.clone()).unwrap();
+            let short = p.insufficient_resources(&info, &snap.nodes()[0]);
+            if short.is_empty() {
+                prop_assert!(got.is_success());
+            } else {
+                let code = if short.iter().any(|i| i.unresolvable) { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
+                prop_assert_eq!(got.code(), code);
+                let want: Vec<&str> = short.iter().map(|i| &*i.reason).collect();
+                prop_assert_eq!(got.reasons(), want.as_slice());
+            }
+        }
     }
 }
 

@@ -45,13 +45,37 @@ impl Code {
 /// (`Insufficient cpu`) costs no allocation.
 pub type Reason = Cow<'static, str>;
 
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, Default)]
 enum Reasons {
     #[default]
     None,
     One(Reason),
     Many(Vec<Reason>),
+    /// A fixed list of literals (e.g. NodeResourcesFit's `Insufficient cpu, Insufficient
+    /// memory`): several reasons without an allocation.
+    Static(&'static [Reason]),
 }
+
+impl Reasons {
+    #[inline]
+    fn as_slice(&self) -> &[Reason] {
+        match self {
+            Reasons::None => &[],
+            Reasons::One(r) => std::slice::from_ref(r),
+            Reasons::Many(v) => v,
+            Reasons::Static(s) => s,
+        }
+    }
+}
+
+/// Equal when the reason lists are: how they are stored doesn't matter.
+impl PartialEq for Reasons {
+    fn eq(&self, other: &Reasons) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Reasons {}
 
 /// A plugin's answer: a code, and on failure the reasons and the failing plugin.
 ///
@@ -91,6 +115,21 @@ impl Status {
     /// copies of a constant, which the caller reads back without a stall.
     pub(crate) const fn from_static(code: Code, reason: &'static str) -> Status {
         Status { code, reasons: Reasons::One(Cow::Borrowed(reason)), plugin: None }
+    }
+
+    /// A status with a code and a fixed list of literal reasons, without allocating
+    /// (what a hot Filter returns when several resources are short at once).
+    pub(crate) const fn from_static_list(code: Code, reasons: &'static [Reason]) -> Status {
+        let reasons = match reasons {
+            [] => Reasons::None,
+            [one] => Reasons::One(match one {
+                Cow::Borrowed(r) => Cow::Borrowed(*r),
+                // A `const` slice of reasons can hold only borrowed ones.
+                Cow::Owned(_) => return Status { code, reasons: Reasons::Static(reasons), plugin: None },
+            }),
+            _ => Reasons::Static(reasons),
+        };
+        Status { code, reasons, plugin: None }
     }
 
     /// A status with a code and one reason (a literal costs no allocation).
@@ -142,11 +181,7 @@ impl Status {
 
     /// Reasons given (empty on success).
     pub fn reasons(&self) -> &[Reason] {
-        match &self.reasons {
-            Reasons::None => &[],
-            Reasons::One(r) => std::slice::from_ref(r),
-            Reasons::Many(v) => v,
-        }
+        self.reasons.as_slice()
     }
 
     /// The plugin that returned this status, when the framework recorded it.
@@ -238,5 +273,18 @@ mod tests {
         assert!(matches!(owned.reasons()[0], Cow::Owned(_)));
         let many = Status::with_reasons(Code::Unschedulable, vec!["a".into(), "b".into()]);
         assert_eq!(many.message(), "a, b");
+    }
+
+    #[test]
+    fn a_static_reason_list_equals_the_same_list_built_at_run_time() {
+        const AB: &[Reason] = &[Cow::Borrowed("a"), Cow::Borrowed("b")];
+        const A: &[Reason] = &[Cow::Borrowed("a")];
+        let s = Status::from_static_list(Code::Unschedulable, AB);
+        assert_eq!(s.reasons(), ["a", "b"]);
+        assert_eq!(s.message(), "a, b");
+        assert_eq!(s, Status::with_reasons(Code::Unschedulable, vec!["a".into(), "b".into()]));
+        assert_eq!(Status::from_static_list(Code::Unschedulable, A), Status::unschedulable("a"));
+        assert_eq!(Status::from_static_list(Code::Unschedulable, &[]), Status::from_code(Code::Unschedulable));
+        assert_ne!(s, Status::unschedulable("a"));
     }
 }

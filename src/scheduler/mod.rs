@@ -62,6 +62,9 @@ use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
 #[derive(Debug, Default)]
 struct Buffers {
     candidates: Vec<usize>,
+    /// One bit per snapshot position: the narrowed candidates, marked to restore
+    /// snapshot order without sorting.
+    marks: Vec<u64>,
     feasible: Vec<usize>,
     failed: Vec<(usize, Status)>,
     scores: Vec<NodeScore>,
@@ -461,8 +464,20 @@ impl Scheduler {
                 bufs.candidates.extend(names.iter().filter_map(|&name| snap.index_of(name)));
                 bufs.candidates.sort_unstable();
             } else {
-                bufs.candidates
-                    .extend(snap.nodes().iter().enumerate().filter(|(_, n)| names.contains(&n.name())).map(|(i, _)| i));
+                // Many names (a capacity narrowing): look each up and mark its position,
+                // then read the marks in order — a lookup per name, not per node.
+                bufs.marks.clear();
+                bufs.marks.resize(n_all.div_ceil(64), 0);
+                for i in names.iter().filter_map(|&name| snap.index_of(name)) {
+                    bufs.marks[i / 64] |= 1 << (i % 64);
+                }
+                for (w, &word) in bufs.marks.iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        bufs.candidates.push(w * 64 + word.trailing_zeros() as usize);
+                        word &= word - 1;
+                    }
+                }
             }
         }
         let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());

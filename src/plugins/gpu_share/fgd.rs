@@ -29,13 +29,40 @@ pub const NAME: &str = "FGDScore";
 /// Entries the fragmentation memo may hold before it is cleared.
 pub const MEMO_LIMIT: usize = 1 << 20;
 
-/// A node state as fragmentation sees it: model, free CPU, sorted free milli per device.
+/// A node state as fragmentation sees it: model, free CPU, and the free milli per device
+/// sorted and packed [`FREE_BITS`] bits each above the device count
+/// ([`FragKey::pack`]), so the key hashes and compares as three integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct FragKey {
-    model: Symbol,
+    free: u128,
     cpu: i64,
-    len: u8,
-    free: [u16; 8],
+    model: Symbol,
+}
+
+/// Bits per device in [`FragKey::free`]: free milli-GPU is at most [`super::MILLI`].
+const FREE_BITS: u32 = 11;
+
+impl FragKey {
+    /// The packed key of up to 8 devices of at most `2^FREE_BITS - 1` free milli each;
+    /// `None` for other nodes (computed without the memo).
+    #[inline]
+    fn pack(free: &[u32]) -> Option<u128> {
+        if free.len() > 8 {
+            return None;
+        }
+        let mut sorted = [0u32; 8];
+        let sorted = &mut sorted[..free.len()];
+        sorted.copy_from_slice(free);
+        sorted.sort_unstable();
+        let mut packed = free.len() as u128;
+        for &f in sorted.iter() {
+            if f >= 1 << FREE_BITS {
+                return None;
+            }
+            packed = (packed << FREE_BITS) | u128::from(f);
+        }
+        Some(packed)
+    }
 }
 
 /// The FGD Score plugin.
@@ -53,14 +80,10 @@ impl Fgd {
 
     /// `node_frag`, memoised (nodes with more than 8 devices are computed directly).
     fn frag(&self, model: Symbol, cpu: i64, free: &[u32]) -> f64 {
-        if free.len() > 8 || free.iter().any(|&f| f > u32::from(u16::MAX)) {
+        let Some(packed) = FragKey::pack(free) else {
             return node_frag(&self.typical, model, cpu, free);
-        }
-        let mut key = FragKey { model, cpu, len: free.len() as u8, free: [0; 8] };
-        for (k, &f) in key.free.iter_mut().zip(free) {
-            *k = f as u16;
-        }
-        key.free[..free.len()].sort_unstable();
+        };
+        let key = FragKey { free: packed, cpu, model };
         if let Some(&f) = self.memo.read().get(&key) {
             return f;
         }
@@ -165,5 +188,31 @@ impl PolicyScore for Fgd {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FragKey;
+
+    /// The memo key is the multiset of free milli per device: any order of the same
+    /// devices packs alike, a different count or value doesn't, and what can't be
+    /// packed is left to direct computation.
+    #[test]
+    fn packed_keys_are_device_multisets() {
+        let k = |f: &[u32]| FragKey::pack(f);
+        assert_eq!(k(&[1000, 0, 250]), k(&[0, 250, 1000]));
+        assert_ne!(k(&[1000, 0, 250]), k(&[1000, 250]));
+        assert_ne!(k(&[0]), k(&[]));
+        assert_ne!(k(&[0, 0]), k(&[0]));
+        assert_ne!(k(&[1000; 8]), k(&[1000; 7]));
+        assert_ne!(k(&[999, 1000]), k(&[1000, 1000]));
+        assert_eq!(k(&[1000; 9]), None);
+        assert_eq!(k(&[2048]), None);
+        let all: std::collections::HashSet<u128> = (0..=8usize)
+            .flat_map(|n| (0..=1000u32).step_by(125).map(move |v| (n, v)))
+            .filter_map(|(n, v)| k(&vec![v; n]))
+            .collect();
+        assert_eq!(all.len(), 1 + 8 * 9, "every (count, value) distinct, and the empty node");
     }
 }

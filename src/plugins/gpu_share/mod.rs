@@ -9,6 +9,7 @@
 //! # Files
 //!
 //! `request.rs`: the pod's request and its labels; `state.rs`: the device table;
+//! `free_index.rs`: its nodes by free capacity;
 //! `fit.rs`: GpuShareFit and device choice; `score.rs`: [`PolicyScore`]; one file per
 //! policy; `frag.rs`: fragmentation; `policy.rs`: the [`Policy`] profiles.
 //!
@@ -31,6 +32,11 @@
 //! PreFilter hands Filter the summaries as they stand (shared by `Arc`, copied only if
 //! the table changes while a cycle still holds them), so a cycle judges every node
 //! against one state of the table without taking its lock per node.
+//!
+//! The table also indexes its nodes by GPU model, most free milli-GPU on one device and
+//! number of fully free devices (`free_index.rs`). With
+//! [`GpuShareFit::narrow_nodes`] on (as in every [`Policy`] profile), PreFilter lists
+//! from it exactly the nodes Filter will accept, and the cycle walks only those.
 //!
 //! The alternative, an extension slot on `NodeInfo`, would put device state in the
 //! snapshot's copy-on-write machinery for every user; this keeps the core unchanged and
@@ -62,6 +68,7 @@ mod dot_product;
 mod fgd;
 mod fit;
 pub mod frag;
+mod free_index;
 mod gpu_clustering;
 mod gpu_packing;
 mod policy;

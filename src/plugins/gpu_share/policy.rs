@@ -104,7 +104,10 @@ impl Policy {
     /// The profile of the paper's runs for this policy: GpuShareFit (with the policy's
     /// device choice) and `filters` (e.g. NodeResourcesFit; their PreScore and Score are
     /// disabled), then the policy as the only Score plugin. `seed` drives the random
-    /// policy.
+    /// policy. GpuShareFit [narrows the nodes](GpuShareFit::narrow_nodes) at PreFilter
+    /// for every policy but Random (the profile has no preemption, and with every node
+    /// scored and ties to the smallest name their placements are the same either way;
+    /// Random's pick depends on the order of the feasible nodes, which narrowing changes).
     pub fn profile(
         self,
         name: &str,
@@ -122,8 +125,10 @@ impl Policy {
             Policy::Fgd => DeviceSelect::Fgd(typical.clone()),
             _ => DeviceSelect::BestFit,
         };
-        let mut b =
-            crate::framework::Profile::builder(name).plugin(GpuShareFit::new(state.clone(), handle.clone(), select));
+        // RandomScore picks by position in the feasible list, whose order narrowing
+        // changes (the walk starts within the narrowed set, as upstream's does).
+        let fit = GpuShareFit::new(state.clone(), handle.clone(), select).narrow_nodes(self != Policy::Random);
+        let mut b = crate::framework::Profile::builder(name).plugin(fit);
         for f in filters {
             let name = f.name().to_owned();
             b = b

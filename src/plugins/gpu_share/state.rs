@@ -8,9 +8,10 @@ use ahash::AHashMap;
 use parking_lot::RwLock;
 use smallvec::SmallVec;
 
+use super::free_index::FreeIndex;
 use super::{GPU_COUNT_RESOURCE, GPU_MODEL_LABEL, GpuRequest, MILLI};
 use crate::model::{Node, Symbol};
-use crate::snapshot::NodeInfo;
+use crate::snapshot::{NodeInfo, Snapshot};
 
 /// One node's GPU devices.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -159,6 +160,11 @@ impl Summary {
         self.count > 0 && req.accepts_model(self.model) && self.can_host(g, req)
     }
 
+    /// Model, device count, fully free devices and most free milli-GPU on one device.
+    pub(super) fn parts(&self) -> (Symbol, u32, u32, u32) {
+        (self.model, self.count, self.full, self.max_free)
+    }
+
     /// Whether the summary alone answers [`NodeGpus::can_host`] for `req` (every
     /// request [`GpuRequest::from_pod`] accepts).
     pub(super) fn answers(req: &GpuRequest) -> bool {
@@ -167,7 +173,7 @@ impl Summary {
 
     /// [`Summary::fits`] for a request the summary [answers](Summary::answers).
     #[inline]
-    fn fits_exactly(&self, req: &GpuRequest) -> bool {
+    pub(super) fn fits_exactly(&self, req: &GpuRequest) -> bool {
         self.count > 0
             && req.accepts_model(self.model)
             && match req.count {
@@ -215,12 +221,15 @@ impl NodeIndex {
 /// [`NodeTable::modify`], which refreshes it. The summaries are shared by `Arc` with
 /// the cycles' Filter views, like the index: a change copies them only while a view
 /// still holds them (GpuShareFit's Reserve drops its cycle's view before it allocates,
-/// so the scheduler's own cycles never copy).
+/// so the scheduler's own cycles never copy). A [`FreeIndex`] buckets the entries by
+/// model and free capacity, refreshed with each summary.
 #[derive(Default)]
 struct NodeTable {
     index: Arc<NodeIndex>,
     entries: Vec<NodeGpus>,
     summaries: Arc<Vec<Summary>>,
+    names: Vec<Symbol>,
+    free: FreeIndex,
 }
 
 /// Symbol ids below this get a direct slot (4 bytes each).
@@ -240,7 +249,9 @@ impl NodeTable {
     /// Changes entry `i` and refreshes its summary.
     fn modify<R>(&mut self, i: usize, f: impl FnOnce(&mut NodeGpus) -> R) -> R {
         let r = f(&mut self.entries[i]);
-        Arc::make_mut(&mut self.summaries)[i] = Summary::of(&self.entries[i]);
+        let s = Summary::of(&self.entries[i]);
+        Arc::make_mut(&mut self.summaries)[i] = s;
+        self.free.set(i, &s);
         r
     }
 
@@ -251,8 +262,11 @@ impl NodeTable {
         }
         let i = self.entries.len();
         let g = f();
-        Arc::make_mut(&mut self.summaries).push(Summary::of(&g));
+        let s = Summary::of(&g);
+        Arc::make_mut(&mut self.summaries).push(s);
+        self.free.set(i, &s);
         self.entries.push(g);
+        self.names.push(name);
         Arc::make_mut(&mut self.index).insert(name, i);
         i
     }
@@ -446,6 +460,31 @@ impl GpuView<'_> {
             index: t.index.clone(),
             summaries: t.summaries.clone(),
         })
+    }
+
+    /// Number of nodes in the table (it only grows).
+    pub(super) fn len(&self) -> usize {
+        self.0.nodes.len()
+    }
+
+    /// Whether every node of `snapshot` is in the table, so that the table alone says
+    /// which of them GpuShareFit's Filter accepts.
+    pub(super) fn covers(&self, snapshot: &Snapshot) -> bool {
+        snapshot.nodes().iter().all(|n| self.0.nodes.index(n.name()).is_some())
+    }
+
+    /// The table's nodes whose summary fits `req` (one the summaries
+    /// [answer](Summary::answers)): exactly the table nodes the Filter view of `req`
+    /// taken under this same view accepts. From the [`FreeIndex`], visiting only
+    /// buckets with room.
+    pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
+        let t = &self.0.nodes;
+        // Sized once: growing it as it fills cost as much as the inserts.
+        let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
+        t.free.fitting(req, |i| {
+            out.insert(t.names[i]);
+        });
+        out
     }
 
     /// Runs `f` on the node's devices (all free when the table hasn't seen the node).

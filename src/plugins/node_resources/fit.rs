@@ -357,6 +357,9 @@ impl FilterPlugin for Fit {
 /// (not cold: on a full cluster most nodes take it).
 #[inline(never)]
 fn rejection(s: &FitState, node: &NodeInfo) -> Status {
+    if s.scalar.is_empty() {
+        return native_rejection(s, node);
+    }
     let mut reasons: SmallVec<[Reason; 4]> = SmallVec::new();
     let mut unresolvable = false;
     check(s, node, |i| {
@@ -374,6 +377,62 @@ fn rejection(s: &FitState, node: &NodeInfo) -> Status {
     } else {
         Status::with_reason_list(code, reasons.into_vec())
     }
+}
+
+/// The reason lists [`native_rejection`] returns, by the set of short resources (bit 0
+/// pods, 1 cpu, 2 memory, 3 ephemeral-storage), each in upstream `fitsRequest`'s order.
+const NATIVE_SHORT: [&[Reason]; 16] = {
+    const P: Reason = Reason::Borrowed("Too many pods");
+    const C: Reason = Reason::Borrowed("Insufficient cpu");
+    const M: Reason = Reason::Borrowed("Insufficient memory");
+    const E: Reason = Reason::Borrowed("Insufficient ephemeral-storage");
+    [
+        &[],
+        &[P],
+        &[C],
+        &[P, C],
+        &[M],
+        &[P, M],
+        &[C, M],
+        &[P, C, M],
+        &[E],
+        &[P, E],
+        &[C, E],
+        &[P, C, E],
+        &[M, E],
+        &[P, M, E],
+        &[C, M, E],
+        &[P, C, M, E],
+    ]
+};
+
+/// [`rejection`] for a pod without extended resources: only pods, cpu, memory and
+/// ephemeral-storage can be short, so the reasons are one of sixteen fixed lists and
+/// the status is built without collecting them or allocating (the same reasons, in the
+/// same order, and the same code as [`check`] gives).
+#[inline]
+fn native_rejection(s: &FitState, node: &NodeInfo) -> Status {
+    let alloc = node.allocatable();
+    let used = node.requested_for(s.pod_level);
+    let mut short = usize::from(node.pods().len() as i64 + 1 > alloc.allowed_pod_number);
+    let mut unresolvable = false;
+    if s.has_any {
+        let mut native = |bit: usize, req: i64, a: i64, u: i64| {
+            if req > 0 && req > a - u {
+                short |= bit;
+                unresolvable |= req > a;
+            }
+        };
+        native(2, s.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+        native(4, s.memory, alloc.memory, used.memory);
+        native(8, s.ephemeral_storage, alloc.ephemeral_storage, used.ephemeral_storage);
+    }
+    let code = if unresolvable {
+        crate::framework::Code::UnschedulableAndUnresolvable
+    } else {
+        crate::framework::Code::Unschedulable
+    };
+    Status::from_static_list(code, NATIVE_SHORT[short])
 }
 
 impl PreScorePlugin for Fit {
