@@ -180,6 +180,7 @@ impl SchedulerBuilder {
             pending_attempts: std::collections::VecDeque::new(),
             skip_post_filters: false,
             group_memo: None,
+            group_memo_spare: super::group_memo::GroupMemo::default(),
             group_memo_enabled: true,
             group_memo_stats: super::group_memo::MemoStats::default(),
             config: self.config,

@@ -105,9 +105,9 @@ impl Scheduler {
                 processed += 1;
                 let s = match memo.as_deref_mut() {
                     None => filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated),
-                    Some(m) => m.filter(&nodes[idx]).unwrap_or_else(|| {
+                    Some(m) => m.filter(idx, &nodes[idx]).unwrap_or_else(|| {
                         let s = filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated);
-                        m.store_filter(&nodes[idx], &s);
+                        m.store_filter(idx, &nodes[idx], &s);
                         s
                     }),
                 };

@@ -7,8 +7,9 @@
 //! these pods the same on every node", the contract opportunistic batching rests on)
 //! for every Filter and Score plugin that runs for them, a node whose `NodeInfo` is the
 //! very one seen before gives the same Filter status and the same raw scores: the
-//! memo hands those back instead of running the plugins again, across members and
-//! across placements (which share node infos). PreFilter, PreScore, NormalizeScore,
+//! memo hands those back instead of running the plugins again, across the members
+//! tried in one snapshot object (the group's, or one placement's view: PreFilter and
+//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore, NormalizeScore,
 //! sampling, the rotating start and host selection all run as before, so placements,
 //! statuses and messages are unchanged.
 //!
@@ -19,20 +20,17 @@
 
 use std::sync::Arc;
 
-use ahash::AHashMap;
-
 use crate::framework::{CycleState, PluginSet, PodSignature, Profile, SignFragments, Status};
-use crate::model::Symbol;
 use crate::snapshot::{NodeInfo, PodInfo};
 
-/// One node's results for the current key.
+/// One node's results for the current keys, at its position in the view.
 struct Entry {
     /// The node the results are for (kept, so its address is not reused).
     node: Arc<NodeInfo>,
     /// Filter status, when computed under the current filter key.
     filter: Option<Status>,
-    /// Raw score per Score plugin (skipped ones 0), under the current score key.
-    scores: Option<Box<[i64]>>,
+    /// Whether the node's row of raw scores holds results under the current score key.
+    scored: bool,
 }
 
 /// Which pods share results: the signature over the plugins that run, and which
@@ -52,7 +50,9 @@ pub(crate) struct MemoStats {
     pub score_hits: u64,
 }
 
-/// The memo of one pod-group cycle.
+/// The memo of the pod-group cycle in progress; kept by the scheduler between
+/// cycles so its buffers are reused (emptied at the end of each cycle).
+#[derive(Default)]
 pub(crate) struct GroupMemo {
     /// Position in `profile.sign` of the signer covering each Filter / Score plugin.
     filter_signer: Vec<Option<usize>>,
@@ -62,39 +62,71 @@ pub(crate) struct GroupMemo {
     /// Whether the member in its cycle now uses the memo for Filter / Score.
     pub(super) filter_on: bool,
     pub(super) score_on: bool,
-    entries: AHashMap<Symbol, Entry>,
+    /// Whether the member in its cycle stores what the memo lacked: only when the
+    /// members after it will come round to the nodes it visits (sampling walks on).
+    pub(super) store: bool,
+    /// Members left in the group algorithm, this one included.
+    pub(super) members_left: usize,
+    /// By node position in the view.
+    entries: Vec<Option<Entry>>,
+    /// Positions with an entry, to empty them cheaply.
+    used: Vec<usize>,
+    /// Raw scores, one row of `profile.score.len()` per node position.
+    rows: Vec<i64>,
+    plugins: usize,
+    /// The snapshot object (`Snapshot::id`) the entries were computed in.
+    view: Option<u64>,
     fragments: SignFragments,
     pub(crate) stats: MemoStats,
 }
 
 impl GroupMemo {
-    /// An empty memo for `profile`'s plugins.
-    pub(crate) fn new(profile: &Profile) -> GroupMemo {
+    /// Prepares the memo for a pod-group cycle of `profile`.
+    pub(crate) fn start(&mut self, profile: &Profile) {
         let signer = |name: &str| profile.sign.iter().position(|s| s.name == name);
-        GroupMemo {
-            filter_signer: profile.filter.iter().map(|p| signer(p.name)).collect(),
-            score_signer: profile.score.iter().map(|p| signer(p.name)).collect(),
-            filter_key: None,
-            score_key: None,
-            filter_on: false,
-            score_on: false,
-            entries: AHashMap::new(),
-            fragments: SignFragments::new(),
-            stats: MemoStats::default(),
+        self.filter_signer.clear();
+        self.filter_signer.extend(profile.filter.iter().map(|p| signer(p.name)));
+        self.score_signer.clear();
+        self.score_signer.extend(profile.score.iter().map(|p| signer(p.name)));
+        self.plugins = profile.score.len();
+        self.stats = MemoStats::default();
+        self.clear();
+    }
+
+    /// Forgets every result (and the nodes it holds).
+    pub(crate) fn clear(&mut self) {
+        for &p in &self.used {
+            self.entries[p] = None;
         }
+        self.used.clear();
+        self.filter_key = None;
+        self.score_key = None;
+        self.view = None;
+        self.filter_on = false;
+        self.score_on = false;
+        self.store = false;
     }
 
     /// After PreFilter: whether this member may reuse Filter statuses (entries of
     /// another key are dropped).
-    pub(super) fn begin_filter(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState) -> bool {
+    pub(super) fn begin_filter(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState, view: u64) -> bool {
         self.filter_on = false;
         self.score_on = false;
+        // Another snapshot object (a placement's view, preemption's trial): PreFilter
+        // and PreScore state may count over a different set of nodes, and positions
+        // differ, so nothing is carried over. Assumptions in place keep the object.
+        if self.view != Some(view) {
+            self.clear();
+            self.view = Some(view);
+        }
         let Some(key) = key(profile, &self.filter_signer, &state.skip_filter, pod, &mut self.fragments) else {
             return false;
         };
         if self.filter_key.as_ref() != Some(&key) {
-            for e in self.entries.values_mut() {
-                e.filter = None;
+            for &p in &self.used {
+                if let Some(e) = self.entries[p].as_mut() {
+                    e.filter = None;
+                }
             }
             self.filter_key = Some(key);
         }
@@ -109,8 +141,10 @@ impl GroupMemo {
             return false;
         };
         if self.score_key.as_ref() != Some(&key) {
-            for e in self.entries.values_mut() {
-                e.scores = None;
+            for &p in &self.used {
+                if let Some(e) = self.entries[p].as_mut() {
+                    e.scored = false;
+                }
             }
             self.score_key = Some(key);
         }
@@ -118,48 +152,62 @@ impl GroupMemo {
         true
     }
 
-    /// The Filter status remembered for `node`, if it is the same node.
+    /// The Filter status remembered for `node` at `pos`, if it is the same node.
     #[inline]
-    pub(super) fn filter(&mut self, node: &Arc<NodeInfo>) -> Option<Status> {
-        let e = self.entries.get(&node.name())?;
+    pub(super) fn filter(&mut self, pos: usize, node: &Arc<NodeInfo>) -> Option<Status> {
+        let e = self.entries.get(pos)?.as_ref()?;
         let s = e.filter.as_ref().filter(|_| Arc::ptr_eq(&e.node, node))?.clone();
         self.stats.filter_hits += 1;
         Some(s)
     }
 
-    /// Remembers `node`'s Filter status.
+    /// Remembers `node`'s Filter status (when this member stores).
     #[inline]
-    pub(super) fn store_filter(&mut self, node: &Arc<NodeInfo>, status: &Status) {
-        let e = self.entry(node);
-        e.filter = Some(status.clone());
+    pub(super) fn store_filter(&mut self, pos: usize, node: &Arc<NodeInfo>, status: &Status) {
+        if self.store {
+            self.entry(pos, node).filter = Some(status.clone());
+        }
     }
 
-    /// The raw scores remembered for `node`, if it is the same node.
+    /// The raw scores remembered for `node` at `pos`, if it is the same node.
     #[inline]
-    pub(super) fn scores(&mut self, node: &Arc<NodeInfo>) -> Option<&[i64]> {
-        let e = self.entries.get(&node.name())?;
-        if !Arc::ptr_eq(&e.node, node) {
+    pub(super) fn scores(&mut self, pos: usize, node: &Arc<NodeInfo>) -> Option<&[i64]> {
+        let e = self.entries.get(pos)?.as_ref()?;
+        if !e.scored || !Arc::ptr_eq(&e.node, node) {
             return None;
         }
-        let s = e.scores.as_deref()?;
         self.stats.score_hits += 1;
-        Some(s)
+        Some(&self.rows[pos * self.plugins..(pos + 1) * self.plugins])
     }
 
-    /// Remembers `node`'s raw scores.
-    pub(super) fn store_scores(&mut self, node: &Arc<NodeInfo>, scores: &[i64]) {
-        let e = self.entry(node);
-        e.scores = Some(scores.into());
-    }
-
-    /// `node`'s entry, emptied first when it held another node.
-    fn entry(&mut self, node: &Arc<NodeInfo>) -> &mut Entry {
-        let e =
-            self.entries.entry(node.name()).or_insert_with(|| Entry { node: node.clone(), filter: None, scores: None });
-        if !Arc::ptr_eq(&e.node, node) {
-            *e = Entry { node: node.clone(), filter: None, scores: None };
+    /// Remembers `node`'s raw scores (when this member stores).
+    pub(super) fn store_scores(&mut self, pos: usize, node: &Arc<NodeInfo>, scores: &[i64]) {
+        if !self.store {
+            return;
         }
-        e
+        let p = self.plugins;
+        if self.rows.len() < (pos + 1) * p {
+            self.rows.resize((pos + 1) * p, 0);
+        }
+        self.rows[pos * p..(pos + 1) * p].copy_from_slice(scores);
+        self.entry(pos, node).scored = true;
+    }
+
+    /// `node`'s entry at `pos`, emptied first when it held another node.
+    fn entry(&mut self, pos: usize, node: &Arc<NodeInfo>) -> &mut Entry {
+        if self.entries.len() <= pos {
+            self.entries.resize_with(pos + 1, || None);
+        }
+        let slot = &mut self.entries[pos];
+        match slot {
+            Some(e) if Arc::ptr_eq(&e.node, node) => {}
+            Some(e) => *e = Entry { node: node.clone(), filter: None, scored: false },
+            None => {
+                self.used.push(pos);
+                *slot = Some(Entry { node: node.clone(), filter: None, scored: false });
+            }
+        }
+        slot.as_mut().expect("just filled")
     }
 }
 

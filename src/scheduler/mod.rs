@@ -147,6 +147,8 @@ pub struct Scheduler {
     /// Filter and Score results shared by the members of the pod-group cycle in
     /// progress (`None` outside one).
     group_memo: Option<group_memo::GroupMemo>,
+    /// The memo's buffers between pod-group cycles.
+    group_memo_spare: group_memo::GroupMemo,
     /// Whether pod-group cycles use the memo (tests compare with and without).
     group_memo_enabled: bool,
     /// What the memos of past pod-group cycles answered (tests).
@@ -429,7 +431,7 @@ impl Scheduler {
             memo.filter_on = false;
             memo.score_on = false;
             if extenders.is_none() && timers.is_none() {
-                memo.begin_filter(profile, pod, &state);
+                memo.begin_filter(profile, pod, &state, snap.id());
             }
         }
         let extenders_accept = |i: usize| extenders.as_ref().is_none_or(|e| e.accept(pod, snap, i));
@@ -486,6 +488,10 @@ impl Scheduler {
         }
         let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
         let to_find = num_feasible_nodes_to_find(pct, n_cand);
+        if let Some(memo) = self.group_memo.as_mut() {
+            // Storing pays only when later members walk back over these nodes.
+            memo.store = memo.members_left > 1 && (memo.members_left - 1).saturating_mul(to_find) >= n_cand;
+        }
         let start = self.next_start % n_all;
         let processed = self.find_feasible(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;

@@ -150,7 +150,9 @@ impl Scheduler {
         let mark = snap.assume_mark();
         self.handle.put_snapshot(snap);
         if self.group_memo_enabled {
-            self.group_memo = Some(super::group_memo::GroupMemo::new(&profile));
+            let mut memo = std::mem::take(&mut self.group_memo_spare);
+            memo.start(&profile);
+            self.group_memo = Some(memo);
         }
         let mut result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
             self.placement_algorithm(&profile, &info)
@@ -162,9 +164,11 @@ impl Scheduler {
             let base = self.handle.snapshot();
             self.apply_group_preemption(&profile, &info, &base, &mut result);
         }
-        if let Some(memo) = self.group_memo.take() {
+        if let Some(mut memo) = self.group_memo.take() {
             self.group_memo_stats.filter_hits += memo.stats.filter_hits;
             self.group_memo_stats.score_hits += memo.stats.score_hits;
+            memo.clear();
+            self.group_memo_spare = memo;
         }
         // The snapshot as it was before the cycle (every assumption was undone).
         let mut snap = self.handle.take_snapshot();
@@ -212,6 +216,9 @@ impl Scheduler {
         let pi = self.profiles.iter().position(|p| Arc::ptr_eq(p, profile));
         let batching = pi.filter(|&i| self.batches.get(i).is_some_and(Option::is_some));
         for (i, pod) in info.unscheduled_pods.iter().enumerate() {
+            if let Some(memo) = self.group_memo.as_mut() {
+                memo.members_left = info.unscheduled_pods.len() - i;
+            }
             let batch = batching.map(|profile_index| CycleBatch {
                 profile: profile_index,
                 signature: crate::framework::sign_pod_with(profile, pod, &mut self.bufs.sign),

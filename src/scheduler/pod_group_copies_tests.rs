@@ -140,3 +140,76 @@ fn group_memo_gives_the_same_placements() {
         assert_eq!(none, super::group_memo::MemoStats::default());
     }
 }
+
+/// Random small clusters and gangs: the memo never changes where a member lands or
+/// whether its gang is scheduled.
+mod memo_property {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// `(cpu per node, pods already on it)` per node; `(members, milli-cpu)` per gang.
+    fn run(nodes: &[(u8, u8)], gangs: &[(u8, u16)], rack: bool, memo: bool) -> Vec<(String, String)> {
+        let gates = if rack {
+            "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+        } else {
+            "GenericWorkload=true,GangScheduling=true"
+        };
+        let handle = Handle::default();
+        handle.set_feature_gates(gates.parse::<FeatureGates>().unwrap());
+        let profile = Profile::kube_default(&handle);
+        let cfg = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
+        let mut s = Scheduler::builder().handle(handle).profile(profile).config(cfg).build();
+        s.group_memo_enabled = memo;
+        for (i, &(cpu, _)) in nodes.iter().enumerate() {
+            let node = NodeBuilder::new(&format!("n{i:02}"))
+                .cpu(&cpu.to_string())
+                .memory("8Gi")
+                .pods(110)
+                .label(RACK, &format!("r{}", i % 3));
+            s.add_node(node.build()).unwrap();
+        }
+        let ev = s.events();
+        for (i, &(_, busy)) in nodes.iter().enumerate() {
+            for b in 0..busy {
+                let p = PodBuilder::new(&format!("busy-{i}-{b}")).cpu("300m").node_name(&format!("n{i:02}")).build();
+                ev.add_pod(p).unwrap();
+            }
+        }
+        for (g, &(members, milli)) in gangs.iter().enumerate() {
+            let name = format!("g{g}");
+            let mut pg = PodGroup::gang("default", &name, i32::from(members));
+            if rack {
+                pg = pg.with_topology(RACK);
+            }
+            ev.add_pod_group(pg);
+            for m in 0..members {
+                let p = PodBuilder::new(&format!("{name}-{m}")).cpu(&format!("{milli}m")).pod_group_name(&name).build();
+                ev.add_pod(p).unwrap();
+            }
+        }
+        s.run_until_idle();
+        let cache = s.cache().lock();
+        let mut out: Vec<(String, String)> = (0..nodes.len())
+            .flat_map(|i| {
+                let node = format!("n{i:02}");
+                let pods = cache.node_info(&node).map(|n| n.pods().to_vec()).unwrap_or_default();
+                pods.into_iter().map(move |p| (p.pod.metadata.name.clone(), node.clone()))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn memo_never_changes_a_placement(
+            nodes in proptest::collection::vec((1u8..=6, 0u8..=3), 3..14),
+            gangs in proptest::collection::vec((1u8..=9, 200u16..=2500), 1..4),
+            rack in any::<bool>(),
+        ) {
+            prop_assert_eq!(run(&nodes, &gangs, rack, true), run(&nodes, &gangs, rack, false));
+        }
+    }
+}

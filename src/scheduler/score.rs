@@ -134,7 +134,7 @@ fn memo_score(
     bufs.memo_miss.clear();
     bufs.memo_miss_at.clear();
     for (k, &i) in bufs.feasible.iter().enumerate() {
-        match memo.scores(&nodes[i]) {
+        match memo.scores(i, &nodes[i]) {
             Some(r) => rows[k * plugins..(k + 1) * plugins].copy_from_slice(r),
             None => {
                 bufs.memo_miss.push(i);
@@ -164,7 +164,7 @@ fn memo_score(
         }
     }
     for (&i, &k) in bufs.memo_miss.iter().zip(&bufs.memo_miss_at) {
-        memo.store_scores(&nodes[i], &rows[k * plugins..(k + 1) * plugins]);
+        memo.store_scores(i, &nodes[i], &rows[k * plugins..(k + 1) * plugins]);
     }
     Ok(())
 }
