@@ -134,12 +134,11 @@ fn memo_score(
     bufs.memo_miss.clear();
     bufs.memo_miss_at.clear();
     for (k, &i) in bufs.feasible.iter().enumerate() {
-        match memo.scores(i, &nodes[i]) {
-            Some(r) => rows[k * plugins..(k + 1) * plugins].copy_from_slice(r),
-            None => {
-                bufs.memo_miss.push(i);
-                bufs.memo_miss_at.push(k);
-            }
+        if let Some(r) = memo.scores(i, &nodes[i]) {
+            rows[k * plugins..(k + 1) * plugins].copy_from_slice(r);
+        } else {
+            bufs.memo_miss.push(i);
+            bufs.memo_miss_at.push(k);
         }
     }
     for (pi, sp) in profile.score.iter().enumerate() {
