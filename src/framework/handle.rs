@@ -15,6 +15,14 @@ use super::preemption::PreemptionServices;
 use super::{Clock, FeatureGates, RealClock, WaitingPods};
 use crate::snapshot::Snapshot;
 
+/// The pods plugins asked to activate since the scheduler last drained them, and the
+/// pod groups whose unscheduled members were asked for (at which generation).
+#[derive(Debug, Default)]
+struct Activations {
+    uids: Vec<Arc<str>>,
+    groups: ahash::AHashMap<String, u64>,
+}
+
 /// Shared services for plugins: the clock, the current snapshot and the pods waiting
 /// at Permit. Cheap to clone; every clone sees the same state.
 #[derive(Clone)]
@@ -26,7 +34,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     snapshot: RwLock<Arc<Snapshot>>,
     waiting: WaitingPods,
-    to_activate: Mutex<Vec<Arc<str>>>,
+    to_activate: Mutex<Activations>,
     preemption: PreemptionServices,
     /// v1.36 PodGroup objects and their members' states.
     pod_groups: super::PodGroupManager,
@@ -57,7 +65,7 @@ impl Handle {
                 clock,
                 snapshot: RwLock::new(Arc::new(Snapshot::default())),
                 waiting: WaitingPods::default(),
-                to_activate: Mutex::new(Vec::new()),
+                to_activate: Mutex::new(Activations::default()),
                 preemption: PreemptionServices::default(),
                 pod_groups: super::PodGroupManager::default(),
                 gates: RwLock::new(None),
@@ -111,12 +119,38 @@ impl Handle {
     /// ask from any extension point). The scheduler drains it after each scheduling
     /// attempt and each binding; uids it doesn't hold there are ignored.
     pub fn activate_pods(&self, uids: impl IntoIterator<Item = Arc<str>>) {
-        self.inner.to_activate.lock().extend(uids);
+        self.inner.to_activate.lock().uids.extend(uids);
+    }
+
+    /// [`Handle::activate_pods`] for the unscheduled members of pod group `group`
+    /// (`namespace/name`), whose [`PodGroupState::unscheduled_generation`] is
+    /// `generation`: `members` lists them (with the generation read alongside) unless
+    /// they were already asked for at that generation since the inbox was last
+    /// drained. The set then can only have shrunk, and activating a pod twice does
+    /// nothing more than once, so this only spares a pod-group cycle a list of every
+    /// sibling per member.
+    ///
+    /// [`PodGroupState::unscheduled_generation`]: crate::snapshot::PodGroupState::unscheduled_generation
+    pub(crate) fn activate_pod_group_members(
+        &self,
+        group: &str,
+        generation: u64,
+        members: impl FnOnce() -> (Vec<Arc<str>>, u64),
+    ) {
+        if self.inner.to_activate.lock().groups.get(group) == Some(&generation) {
+            return;
+        }
+        let (uids, generation) = members();
+        let mut a = self.inner.to_activate.lock();
+        a.groups.insert(group.to_owned(), generation);
+        a.uids.extend(uids);
     }
 
     /// Drains the pods plugins asked to activate.
     pub(crate) fn take_pods_to_activate(&self) -> Vec<Arc<str>> {
-        std::mem::take(&mut *self.inner.to_activate.lock())
+        let mut a = self.inner.to_activate.lock();
+        a.groups.clear();
+        std::mem::take(&mut a.uids)
     }
 
     /// The feature gates plugins read (upstream `feature.DefaultFeatureGate`, handed to

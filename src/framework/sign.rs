@@ -121,6 +121,15 @@ impl std::fmt::Debug for PodSignature {
 pub trait SignPlugin: Plugin {
     /// Adds this plugin's fragments for `pod`.
     fn sign_pod(&self, pod: &PodInfo, fragments: &mut SignFragments) -> Status;
+
+    /// Signs `pod` for the members of one pod-group cycle, which share per-node Filter
+    /// and Score results when they sign alike (schedkit's own; see the scheduler's
+    /// group memo). The same contract as [`SignPlugin::sign_pod`]; a plugin that
+    /// declines pods in general for a reason that cannot apply to this pod may sign it
+    /// here. Default: [`SignPlugin::sign_pod`].
+    fn sign_pod_in_group(&self, pod: &PodInfo, fragments: &mut SignFragments) -> Status {
+        self.sign_pod(pod, fragments)
+    }
 }
 
 /// The fragments of one pod's signature, collected from every [`SignPlugin`] of a

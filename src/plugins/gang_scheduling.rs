@@ -93,19 +93,23 @@ impl PermitPlugin for GangScheduling {
             )));
         };
         let Some(min) = pg.min_count() else { return PermitDecision::Allow };
-        let (scheduled, unscheduled, assumed) = groups.states().with(ns, group, |s| match s {
-            None => (0, Vec::new(), Vec::new()),
-            Some(s) => (
-                s.scheduled_pods_count(),
-                s.unscheduled_pods().map(|p| p.uid.clone()).collect::<Vec<_>>(),
-                s.assumed_pods().map(|p| p.uid.clone()).collect::<Vec<_>>(),
-            ),
-        });
+        let states = groups.states();
+        let (scheduled, generation) =
+            states.with(ns, group, |s| s.map_or((0, 0), |s| (s.scheduled_pods_count(), s.unscheduled_generation())));
         if scheduled < usize::try_from(min).unwrap_or(0) {
-            // Siblings waiting for this one may go now.
-            self.handle.activate_pods(unscheduled);
+            // Siblings waiting for this one may go now (listed once per pod-group
+            // cycle while no member went back to unscheduled: the later lists are
+            // subsets of the first).
+            self.handle.activate_pod_group_members(&format!("{ns}/{group}"), generation, || {
+                states.with(ns, group, |s| {
+                    s.map(|s| (s.unscheduled_pods().map(|p| p.uid.clone()).collect(), s.unscheduled_generation()))
+                        .unwrap_or_default()
+                })
+            });
             return PermitDecision::Wait(PERMIT_TIMEOUT);
         }
+        let assumed: Vec<Arc<str>> = states
+            .with(ns, group, |s| s.map(|s| s.assumed_pods().map(|p| p.uid.clone()).collect()).unwrap_or_default());
         // Quorum: let every assumed member waiting at Permit go.
         let waiting = self.handle.waiting_pods();
         for uid in &assumed {

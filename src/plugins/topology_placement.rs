@@ -91,17 +91,22 @@ impl PlacementGeneratePlugin for TopologyPlacementGenerator {
         let key = Symbol::lookup(key_text);
         let required = self.scheduled_domain(group, key, key_text, snapshot)?;
         let Some(key) = key else { return Ok(Vec::new()) }; // no node has ever had the label
+        // One pass over the parent's nodes, indexing domains by value (in order of
+        // first appearance), so the subsets cost one step per node however many
+        // domains there are.
         let mut domains: Vec<(Symbol, Vec<usize>)> = Vec::new();
+        let mut index: ahash::AHashMap<Symbol, usize> = ahash::AHashMap::new();
         for &pos in &parent.nodes {
             let Some(node) = snapshot.nodes().get(pos) else { continue };
             let Some(d) = node.node().metadata.labels.get(key) else { continue };
             if required.is_some_and(|r| r != d) {
                 continue;
             }
-            match domains.iter_mut().find(|(x, _)| *x == d) {
-                Some((_, v)) => v.push(pos),
-                None => domains.push((d, vec![pos])),
-            }
+            let i = *index.entry(d).or_insert_with(|| {
+                domains.push((d, Vec::new()));
+                domains.len() - 1
+            });
+            domains[i].1.push(pos);
         }
         Ok(domains.into_iter().map(|(d, nodes)| Placement { name: d.as_str().to_owned(), nodes }).collect())
     }

@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::time::Duration;
 
-use super::{QueueLocation, SchedulingQueue};
+use super::{QueueLocation, STALE_SLACK, SchedulingQueue};
 
 impl SchedulingQueue {
     pub(super) fn push_backoff(&mut self, slot: u32) {
@@ -16,6 +16,12 @@ impl SchedulingQueue {
         e.seq = seq;
         self.backoff.push(Reverse((expiry, seq, slot)));
         self.backoff_len += 1;
+        // As the pool's heap: stale entries are dropped once they outnumber the live.
+        if self.backoff.len() > 2 * self.backoff_len + STALE_SLACK {
+            let mut v = std::mem::take(&mut self.backoff).into_vec();
+            v.retain(|&Reverse((_, seq, slot))| self.live(slot, seq, QueueLocation::Backoff));
+            self.backoff = v.into();
+        }
     }
 
     /// Takes a backing-off slot out: its heap entry goes stale (its seq no longer

@@ -136,6 +136,10 @@ struct Entry {
     saw_overflow: bool,
 }
 
+/// Stale entries a lazily cleaned heap (backoff, the pool's stay order) may hold
+/// beyond twice its live ones before it is compacted.
+const STALE_SLACK: usize = 1024;
+
 fn entry(slots: &[Option<Entry>], s: u32) -> &Entry {
     slots[s as usize].as_ref().expect("queued slots are live")
 }

@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::time::Duration;
 
-use super::{QueueLocation, SchedulingQueue};
+use super::{QueueLocation, STALE_SLACK, SchedulingQueue};
 
 impl SchedulingQueue {
     pub(super) fn push_pool(&mut self, slot: u32, loc: QueueLocation) {
@@ -20,6 +20,17 @@ impl SchedulingQueue {
         self.pool_since.push(Reverse((since, seq, slot)));
         if loc == QueueLocation::Gated {
             self.gated_len += 1;
+        }
+        // Pods that go round the pool (a gang's gated members re-run PreEnqueue on
+        // every sibling added) leave a stale heap entry each time: drop them all once
+        // they outnumber the live ones, so later flushes don't sift through millions.
+        // The live entries keep their keys, so the pop order is unchanged.
+        if self.pool_since.len() > 2 * self.pool.len() + STALE_SLACK {
+            let mut v = std::mem::take(&mut self.pool_since).into_vec();
+            v.retain(|&Reverse((_, seq, slot))| {
+                self.live(slot, seq, QueueLocation::Unschedulable) || self.live(slot, seq, QueueLocation::Gated)
+            });
+            self.pool_since = v.into();
         }
     }
 

@@ -70,9 +70,11 @@ impl Scheduler {
             }
             return bufs.feasible.len();
         }
+        let mut memo = self.group_memo.as_mut().filter(|m| m.filter_on);
         #[cfg(feature = "parallel")]
         if let Some(pool) = &self.pool
             && n_cand >= self.config.parallel_min_nodes
+            && memo.is_none()
         {
             let timers = self.timers.as_deref().map(|t| &t.filter);
             return parallel::find_feasible(
@@ -101,7 +103,14 @@ impl Scheduler {
                 }
                 at = idx;
                 processed += 1;
-                let s = filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated);
+                let s = match memo.as_deref_mut() {
+                    None => filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated),
+                    Some(m) => m.filter(idx, &nodes[idx]).unwrap_or_else(|| {
+                        let s = filter_node(&active, profile, state, pod, &nodes[idx], current, timers, nominated);
+                        m.store_filter(idx, &nodes[idx], &s);
+                        s
+                    }),
+                };
                 if s.is_success() {
                     bufs.feasible.push(idx);
                 } else {

@@ -233,7 +233,10 @@ impl Scheduler {
             }
             trial.restore_node_at(pos, Arc::new(node));
         }
-        let r = self.group_algorithm(profile, info, &Arc::new(trial), None);
+        let saved = self.handle.take_snapshot();
+        self.handle.put_snapshot(Arc::new(trial));
+        let r = self.group_algorithm(profile, info, None);
+        self.handle.put_snapshot(saved);
         match r.status {
             GroupStatus::Feasible => Ok(Some(r.pods.into_iter().map(|p| (p.pod, p.node)).collect())),
             GroupStatus::Error(s) => Err(s),

@@ -13,12 +13,15 @@ mod builder;
 mod config;
 mod filter;
 mod fit_error;
+mod group_memo;
 mod group_preemption;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod placement;
 mod pod_group;
+#[cfg(test)]
+mod pod_group_copies_tests;
 #[cfg(test)]
 mod pod_group_tests;
 mod run;
@@ -75,6 +78,12 @@ struct Buffers {
     nominated: Option<Arc<NominatedPods>>,
     /// Fragments of the signature being computed for a pod that skipped the queue.
     sign: crate::framework::SignFragments,
+    /// A pod-group member's raw scores, one row per feasible node (see `group_memo`).
+    memo_rows: Vec<i64>,
+    /// Feasible nodes the group memo did not know: snapshot positions, and their
+    /// places among the feasible nodes.
+    memo_miss: Vec<usize>,
+    memo_miss_at: Vec<usize>,
 }
 
 /// The recorder and, per profile (by position), its plugin timers and its
@@ -138,6 +147,15 @@ pub struct Scheduler {
     /// Set while workload-aware preemption runs the group algorithm as its feasibility
     /// oracle: PostFilter plugins are skipped (upstream `SetSkipAllPostFilterPlugins`).
     skip_post_filters: bool,
+    /// Filter and Score results shared by the members of the pod-group cycle in
+    /// progress (`None` outside one).
+    group_memo: Option<group_memo::GroupMemo>,
+    /// The memo's buffers between pod-group cycles.
+    group_memo_spare: group_memo::GroupMemo,
+    /// Whether pod-group cycles use the memo (tests compare with and without).
+    group_memo_enabled: bool,
+    /// What the memos of past pod-group cycles answered (tests).
+    group_memo_stats: group_memo::MemoStats,
 }
 
 /// Whether the queue signed the pod (and with what), or the cycle must.
@@ -425,6 +443,15 @@ impl Scheduler {
 
         // Scheduler extenders (upstream `findNodesThatPassExtenders`, `prioritizeNodes`).
         let extenders = crate::framework::Extenders::of(&self.handle);
+        // A pod-group member reuses the Filter results of identical members on nodes
+        // that did not change (see `group_memo.rs`).
+        if let Some(memo) = self.group_memo.as_mut() {
+            memo.filter_on = false;
+            memo.score_on = false;
+            if extenders.is_none() && timers.is_none() {
+                memo.begin_filter(profile, pod, &state, snap.id());
+            }
+        }
         let extenders_accept = |i: usize| extenders.as_ref().is_none_or(|e| e.accept(pod, snap, i));
 
         // Opportunistic batching: a hint from the last cycle's scored nodes.
@@ -482,8 +509,17 @@ impl Scheduler {
         }
         let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());
         bufs.nominated = self.handle.preemption().nominator().snapshot();
+        if bufs.nominated.is_some()
+            && let Some(memo) = self.group_memo.as_mut()
+        {
+            memo.filter_on = false;
+        }
         let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
         let to_find = num_feasible_nodes_to_find(pct, n_cand);
+        if let Some(memo) = self.group_memo.as_mut() {
+            // Storing pays only when later members walk back over these nodes.
+            memo.store = memo.members_left > 1 && (memo.members_left - 1).saturating_mul(to_find) >= n_cand;
+        }
         let start = self.next_start % n_all;
         let processed = self.find_feasible(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;
@@ -536,6 +572,11 @@ impl Scheduler {
         };
         if !s.is_success() {
             return Err(ScheduleError::Plugin { pod: pod.pod.key(), status: s });
+        }
+        if let Some(memo) = self.group_memo.as_mut()
+            && memo.filter_on
+        {
+            memo.begin_score(profile, pod, &state);
         }
         // Batch rescoring keeps the raw scores of this evaluation.
         let rescoring =

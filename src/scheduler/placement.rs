@@ -17,22 +17,20 @@ use crate::snapshot::Snapshot;
 
 impl Scheduler {
     /// Generates placements, runs the group algorithm in each, and picks one.
-    pub(crate) fn placement_algorithm(
-        &mut self,
-        profile: &Arc<Profile>,
-        info: &PodGroupInfo,
-        base: &Arc<Snapshot>,
-    ) -> GroupResult {
+    pub(crate) fn placement_algorithm(&mut self, profile: &Arc<Profile>, info: &PodGroupInfo) -> GroupResult {
         let mut state = PodGroupCycleState::new();
         state.set_record_plugin_metrics(true);
-        let placements = match generate(profile, &mut state, info, base) {
+        // No reference to the snapshot outlives generation: members are assumed into
+        // it in place.
+        let generated = generate(profile, &mut state, info, &self.handle.snapshot());
+        let placements = match generated {
             Ok(p) => p,
             Err(s) => return all_failed(info, GroupStatus::Error(s)),
         };
         let mut first: Option<GroupResult> = None;
         let mut feasible: Vec<(Arc<Placement>, GroupResult)> = Vec::new();
         for p in &placements {
-            let r = self.group_algorithm(profile, info, base, Some(&p.nodes));
+            let r = self.group_algorithm(profile, info, Some(&p.nodes));
             if matches!(r.status, GroupStatus::Error(_)) {
                 return r;
             }
@@ -46,7 +44,7 @@ impl Scheduler {
             0 => {
                 let reason = match &first {
                     Some(GroupResult { status: GroupStatus::Unschedulable(s), .. }) => s.message(),
-                    _ => no_placement_diagnosis(info, base),
+                    _ => no_placement_diagnosis(info, &self.handle.snapshot()),
                 };
                 let plugin = profile.placement_generate.first().map(|n| n.name);
                 let mut s = Status::unschedulable(format!(

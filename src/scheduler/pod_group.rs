@@ -27,11 +27,11 @@
 use std::sync::Arc;
 
 use super::run::{Attempt, AttemptOutcome};
-use super::{BindingCycle, ScheduleError, Scheduler};
+use super::{BindingCycle, CycleBatch, ScheduleError, Scheduler};
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{Code, CycleState, Feature, PodGroupInfo, Profile, QueuedPodInfo, Status};
 use crate::model::workload::PodGroup;
-use crate::snapshot::{MemberState, NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{MemberState, NodeInfo, PodInfo};
 
 /// Name the cycle's own rejections carry so GangScheduling's queueing hints (PodGroup
 /// added) bring the pods back.
@@ -143,21 +143,37 @@ impl Scheduler {
             return;
         };
         let info = PodGroupInfo { pod_group: group.clone(), unscheduled_pods: pods };
-        // One snapshot for the whole group.
+        // One snapshot for the whole group, held by the handle alone so members are
+        // assumed into it in place (and undone in place), never copied.
         let mut snap = self.handle.take_snapshot();
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
-        let base = snap;
+        let mark = snap.assume_mark();
+        self.handle.put_snapshot(snap);
+        if self.group_memo_enabled {
+            let mut memo = std::mem::take(&mut self.group_memo_spare);
+            memo.start(&profile);
+            self.group_memo = Some(memo);
+        }
         let mut result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
-            self.placement_algorithm(&profile, &info, &base)
+            self.placement_algorithm(&profile, &info)
         } else {
-            self.group_algorithm(&profile, &info, &base, None)
+            self.group_algorithm(&profile, &info, None)
         };
         // Upstream `podGroupCycle`: an Unschedulable group tries workload-aware preemption.
         if self.handle.feature_gates().enabled(Feature::WorkloadAwarePreemption) {
+            let base = self.handle.snapshot();
             self.apply_group_preemption(&profile, &info, &base, &mut result);
         }
-        // The snapshot as it was before the cycle.
-        self.handle.put_snapshot(base);
+        if let Some(mut memo) = self.group_memo.take() {
+            self.group_memo_stats.filter_hits += memo.stats.filter_hits;
+            self.group_memo_stats.score_hits += memo.stats.score_hits;
+            memo.clear();
+            self.group_memo_spare = memo;
+        }
+        // The snapshot as it was before the cycle (every assumption was undone).
+        let mut snap = self.handle.take_snapshot();
+        Arc::make_mut(&mut snap).assumptions_undone(mark);
+        self.handle.put_snapshot(snap);
         self.submit(&profile, &group, result);
         self.activate_requested();
     }
@@ -170,29 +186,46 @@ impl Scheduler {
         }
     }
 
-    /// The default algorithm (upstream `podGroupSchedulingDefaultAlgorithm`) over a
-    /// copy of `base`, restricted to `placement` (positions in `base`) when given.
-    /// Every assumption is reverted before it returns; `base` is never changed.
+    /// The default algorithm (upstream `podGroupSchedulingDefaultAlgorithm`) on the
+    /// handle's snapshot, restricted to `placement` (positions in it) when given.
+    /// Members are assumed into the snapshot in place and every assumption is
+    /// reverted in place before it returns, so the snapshot's nodes end as they
+    /// began; the caller holds no other reference to it, so nothing is copied but
+    /// the nodes a member lands on.
     pub(crate) fn group_algorithm(
         &mut self,
         profile: &Arc<Profile>,
         info: &PodGroupInfo,
-        base: &Arc<Snapshot>,
         placement: Option<&[usize]>,
     ) -> GroupResult {
-        let work = match placement {
-            Some(p) => base.restricted(p),
-            None => (**base).clone(),
-        };
-        self.handle.put_snapshot(Arc::new(work));
+        // Upstream `AssumePlacement`: a view of the placement's nodes (one step per
+        // placement node), the full snapshot put back at the end.
+        let full = placement.map(|p| {
+            let full = self.handle.take_snapshot();
+            self.handle.put_snapshot(Arc::new(full.restricted(p)));
+            full
+        });
         let mut status = GroupStatus::Unschedulable(Status::unschedulable("pod group is unschedulable"));
         let mut waiting_plugin: Option<&'static str> = None;
         let mut any_preemption = false;
         let mut results: Vec<PodResult> = Vec::with_capacity(info.unscheduled_pods.len());
         let mut assumed: Vec<Assumed> = Vec::new();
+        // Opportunistic batching as in every cycle: the members share this cycle's
+        // count, so one member's scored nodes hint the next identical member's node
+        // (upstream `GetNodeHint` with `GenericWorkload`).
+        let pi = self.profiles.iter().position(|p| Arc::ptr_eq(p, profile));
+        let batching = pi.filter(|&i| self.batches.get(i).is_some_and(Option::is_some));
         for (i, pod) in info.unscheduled_pods.iter().enumerate() {
+            if let Some(memo) = self.group_memo.as_mut() {
+                memo.members_left = info.unscheduled_pods.len() - i;
+            }
+            let batch = batching.map(|profile_index| CycleBatch {
+                profile: profile_index,
+                signature: crate::framework::sign_pod_with(profile, pod, &mut self.bufs.sign),
+                hint: None,
+            });
             let snap = self.handle.snapshot();
-            let outcome = self.cycle(profile, &snap, pod, None);
+            let outcome = self.cycle(profile, &snap, pod, batch);
             drop(snap);
             let (state, node, requires_preemption, error) = match outcome {
                 Ok((state, node)) => (Some(state), Some(node), false, None),
@@ -314,6 +347,9 @@ impl Scheduler {
             }
             self.restore(a);
             self.handle.pod_groups().states().set(&r.pod, MemberState::Unscheduled);
+        }
+        if let Some(full) = full {
+            self.handle.put_snapshot(full);
         }
         GroupResult { status, pods: results }
     }

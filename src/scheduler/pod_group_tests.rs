@@ -210,10 +210,10 @@ fn pod_group_scheduling_default_algorithm() {
             .collect();
         let mut snap = Snapshot::default();
         sched.cache().lock().update_snapshot(&mut snap);
-        let base = Arc::new(snap);
+        sched.handle().put_snapshot(Arc::new(snap));
         let info = PodGroupInfo { pod_group: group, unscheduled_pods: pods };
         let profile = sched.profiles()[0].clone();
-        let r = sched.group_algorithm(&profile, &info, &base, None);
+        let r = sched.group_algorithm(&profile, &info, None);
         let got = match r.status {
             GroupStatus::Feasible => Want::Feasible,
             GroupStatus::WaitingOnPreemption => Want::RequiresPreemption,
@@ -243,6 +243,5 @@ fn pod_group_scheduling_default_algorithm() {
         assert!(node.get("node1").is_none_or(|n| n.pods().is_empty()), "{}", c.name);
         let state = sched.handle().pod_groups().state("default", "pg");
         assert_eq!(state.map_or(0, |s| s.scheduled_pods_count()), 0, "{}", c.name);
-        sched.handle().put_snapshot(base);
     }
 }

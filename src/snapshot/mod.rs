@@ -65,10 +65,35 @@ impl Default for Snapshot {
     }
 }
 
+thread_local! {
+    /// Whole-snapshot copies made on this thread (clones and placement views).
+    static COPIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many whole snapshots this thread has copied ([`Clone`] and placement views):
+/// tests use it to check that a pod-group cycle works on one snapshot in place.
+#[cfg(test)]
+pub(crate) fn copies_on_this_thread() -> u64 {
+    COPIES.with(std::cell::Cell::get)
+}
+
+fn count_copy() {
+    COPIES.with(|c| c.set(c.get() + 1));
+}
+
+/// Where a pod-group cycle's in-place assumptions began ([`Snapshot::assume_mark`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AssumeMark {
+    generation: u64,
+    log_len: usize,
+    log_start: u64,
+}
+
 impl Clone for Snapshot {
     /// A clone is a new snapshot object (its own [`Snapshot::id`]): the two may be
     /// updated apart from here on.
     fn clone(&self) -> Self {
+        count_copy();
         Snapshot {
             nodes: self.nodes.clone(),
             index: self.index.clone(),
@@ -245,8 +270,35 @@ impl Snapshot {
         self.log_change(g, pos);
     }
 
+    /// Marks the start of in-place assumptions (a pod-group cycle), to be undone with
+    /// [`Snapshot::assumptions_undone`].
+    pub(crate) fn assume_mark(&self) -> AssumeMark {
+        AssumeMark { generation: self.generation, log_len: self.log.len(), log_start: self.log_start }
+    }
+
+    /// Called once every assumption made since `mark` has been restored with
+    /// [`Snapshot::restore_node_at`]: the nodes are the cache's again, so the
+    /// generation goes back to the cache's (the cache's next incremental update reads
+    /// its own change log from there) and the change log forgets the assumptions.
+    /// The snapshot becomes a new object ([`Snapshot::id`]): a per-node memo that saw
+    /// an assumed node must not take the restored one for unchanged.
+    pub(crate) fn assumptions_undone(&mut self, mark: AssumeMark) {
+        if self.generation == mark.generation {
+            return;
+        }
+        self.generation = mark.generation;
+        if self.log_start == mark.log_start && self.log.len() >= mark.log_len {
+            self.log.truncate(mark.log_len);
+        } else {
+            // The log was compacted meanwhile: nothing before now is known.
+            self.reset_log(mark.generation);
+        }
+        self.id = next_snapshot_id();
+    }
+
     /// A snapshot of only the nodes at `positions` (a placement: upstream
     /// `AssumePlacement`), sharing their node infos; image counts stay the cluster's.
+    /// Costs one step per placement node, not per cluster node.
     pub(crate) fn restricted(&self, positions: &[usize]) -> Snapshot {
         let mut s = Snapshot {
             image_nodes: self.image_nodes.clone(),

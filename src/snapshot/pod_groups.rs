@@ -27,8 +27,13 @@ pub enum MemberState {
 pub struct PodGroupState {
     /// Members in the order they became known.
     members: Vec<(Arc<PodInfo>, MemberState)>,
+    /// Position of each member in `members` by uid, so a member's state is set in
+    /// constant time (a pod-group cycle sets every member's state several times).
+    index: AHashMap<Arc<str>, usize>,
     assumed: usize,
     assigned: usize,
+    /// Bumped whenever a member becomes unscheduled (added, or put back).
+    unscheduled_generation: u64,
 }
 
 impl PodGroupState {
@@ -60,13 +65,19 @@ impl PodGroupState {
     pub fn scheduled_pods_count(&self) -> usize {
         self.assumed + self.assigned
     }
+    /// Bumped whenever a member becomes unscheduled (is added as such, or goes back
+    /// to unscheduled): while it stays the same, the unscheduled members are a subset
+    /// of what they were.
+    pub fn unscheduled_generation(&self) -> u64 {
+        self.unscheduled_generation
+    }
     /// How many are unscheduled.
     pub fn unscheduled_pods_count(&self) -> usize {
         self.members.len() - self.scheduled_pods_count()
     }
     /// Where the member `uid` stands.
     pub fn member_state(&self, uid: &str) -> Option<MemberState> {
-        self.members.iter().find(|(p, _)| &*p.uid == uid).map(|(_, s)| *s)
+        self.index.get(uid).map(|&i| self.members[i].1)
     }
 
     fn with(&self, state: MemberState) -> impl Iterator<Item = &Arc<PodInfo>> {
@@ -83,23 +94,36 @@ impl PodGroupState {
     }
 
     fn set(&mut self, pod: &Arc<PodInfo>, state: MemberState) -> Option<MemberState> {
-        if let Some(slot) = self.members.iter_mut().find(|(p, _)| p.uid == pod.uid) {
+        if let Some(&i) = self.index.get(&pod.uid) {
+            let slot = &mut self.members[i];
             let old = slot.1;
             slot.0 = pod.clone();
             slot.1 = state;
+            if state == MemberState::Unscheduled && old != MemberState::Unscheduled {
+                self.unscheduled_generation += 1;
+            }
             self.count(old, -1);
             self.count(state, 1);
             Some(old)
         } else {
+            self.index.insert(pod.uid.clone(), self.members.len());
             self.members.push((pod.clone(), state));
+            if state == MemberState::Unscheduled {
+                self.unscheduled_generation += 1;
+            }
             self.count(state, 1);
             None
         }
     }
 
     fn remove(&mut self, uid: &str) -> bool {
-        let Some(i) = self.members.iter().position(|(p, _)| &*p.uid == uid) else { return false };
+        let Some(i) = self.index.remove(uid) else { return false };
         let (_, s) = self.members.remove(i);
+        for (p, _) in &self.members[i..] {
+            if let Some(j) = self.index.get_mut(&p.uid) {
+                *j -= 1;
+            }
+        }
         self.count(s, -1);
         true
     }

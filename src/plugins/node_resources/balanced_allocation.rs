@@ -199,4 +199,13 @@ impl crate::framework::SignPlugin for BalancedAllocation {
         super::sign_requests(pod, self.scored.pod_level, fragments);
         Status::SUCCESS
     }
+
+    /// As [`super::Fit`]'s: a pod without extended resource requests signs them.
+    fn sign_pod_in_group(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        if self.dra_extended && !pod.requests_for(self.scored.pod_level).scalar.is_empty() {
+            return self.sign_pod(pod, fragments);
+        }
+        super::sign_requests(pod, self.scored.pod_level, fragments);
+        Status::SUCCESS
+    }
 }

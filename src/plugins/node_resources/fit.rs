@@ -549,4 +549,15 @@ impl crate::framework::SignPlugin for Fit {
         super::sign_requests(pod, self.pod_level, fragments);
         Status::SUCCESS
     }
+
+    /// A pod that requests no extended resource never meets one backed by a
+    /// DeviceClass, so `DRAExtendedResource` cannot make its fit depend on more than
+    /// the pod and the node: such pods sign their requests.
+    fn sign_pod_in_group(&self, pod: &PodInfo, fragments: &mut crate::framework::SignFragments) -> Status {
+        if self.dra_extended && !pod.requests_for(self.pod_level).scalar.is_empty() {
+            return self.sign_pod(pod, fragments);
+        }
+        super::sign_requests(pod, self.pod_level, fragments);
+        Status::SUCCESS
+    }
 }

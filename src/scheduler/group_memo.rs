@@ -1,0 +1,243 @@
+//! Per-node Filter and Score results shared by the identical members of one
+//! pod-group cycle (schedkit's own; the results are exactly what the plugins return).
+//!
+//! A pod-group cycle runs every member through the whole cycle against one snapshot,
+//! and a member's assumption changes only the node it lands on. When two members sign
+//! alike ([`crate::framework::SignPlugin`]: "every Filter and Score plugin would treat
+//! these pods the same on every node", the contract opportunistic batching rests on)
+//! for every Filter and Score plugin that runs for them, a node whose `NodeInfo` is the
+//! very one seen before gives the same Filter status and the same raw scores: the
+//! memo hands those back instead of running the plugins again, across the members
+//! tried in one snapshot object (the group's, or one placement's view: PreFilter and
+//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore, NormalizeScore,
+//! sampling, the rotating start and host selection all run as before, so placements,
+//! statuses and messages are unchanged.
+//!
+//! Unlike batching, a plugin that is skipped for the pod (its PreFilter or PreScore
+//! said Skip) need not sign: it does not run. A member whose running plugins do not
+//! all sign it, a cycle with nominated pods, extenders or sampled plugin timers use
+//! no memo.
+
+use std::sync::Arc;
+
+use crate::framework::{CycleState, PluginSet, PodSignature, Profile, SignFragments, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// One node's results for the current keys, at its position in the view.
+struct Entry {
+    /// The node the results are for (kept, so its address is not reused).
+    node: Arc<NodeInfo>,
+    /// Filter status, when computed under the current filter key.
+    filter: Option<Status>,
+    /// Whether the node's row of raw scores holds results under the current score key.
+    scored: bool,
+}
+
+/// Which pods share results: the signature over the plugins that run, and which
+/// plugins are skipped.
+#[derive(PartialEq, Eq)]
+struct Key {
+    signature: PodSignature,
+    skipped: PluginSet,
+}
+
+/// How often the memo answered (for tests).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoStats {
+    /// Nodes whose Filter status came from the memo.
+    pub filter_hits: u64,
+    /// Nodes whose raw scores came from the memo.
+    pub score_hits: u64,
+}
+
+/// The memo of the pod-group cycle in progress; kept by the scheduler between
+/// cycles so its buffers are reused (emptied at the end of each cycle).
+#[derive(Default)]
+pub(crate) struct GroupMemo {
+    /// Position in `profile.sign` of the signer covering each Filter / Score plugin.
+    filter_signer: Vec<Option<usize>>,
+    score_signer: Vec<Option<usize>>,
+    filter_key: Option<Key>,
+    score_key: Option<Key>,
+    /// Whether the member in its cycle now uses the memo for Filter / Score.
+    pub(super) filter_on: bool,
+    pub(super) score_on: bool,
+    /// Whether the member in its cycle stores what the memo lacked: only when the
+    /// members after it will come round to the nodes it visits (sampling walks on).
+    pub(super) store: bool,
+    /// Members left in the group algorithm, this one included.
+    pub(super) members_left: usize,
+    /// By node position in the view.
+    entries: Vec<Option<Entry>>,
+    /// Positions with an entry, to empty them cheaply.
+    used: Vec<usize>,
+    /// Raw scores, one row of `profile.score.len()` per node position.
+    rows: Vec<i64>,
+    plugins: usize,
+    /// The snapshot object (`Snapshot::id`) the entries were computed in.
+    view: Option<u64>,
+    fragments: SignFragments,
+    pub(crate) stats: MemoStats,
+}
+
+impl GroupMemo {
+    /// Prepares the memo for a pod-group cycle of `profile`.
+    pub(crate) fn start(&mut self, profile: &Profile) {
+        let signer = |name: &str| profile.sign.iter().position(|s| s.name == name);
+        self.filter_signer.clear();
+        self.filter_signer.extend(profile.filter.iter().map(|p| signer(p.name)));
+        self.score_signer.clear();
+        self.score_signer.extend(profile.score.iter().map(|p| signer(p.name)));
+        self.plugins = profile.score.len();
+        self.stats = MemoStats::default();
+        self.clear();
+    }
+
+    /// Forgets every result (and the nodes it holds).
+    pub(crate) fn clear(&mut self) {
+        for &p in &self.used {
+            self.entries[p] = None;
+        }
+        self.used.clear();
+        self.filter_key = None;
+        self.score_key = None;
+        self.view = None;
+        self.filter_on = false;
+        self.score_on = false;
+        self.store = false;
+    }
+
+    /// After PreFilter: whether this member may reuse Filter statuses (entries of
+    /// another key are dropped).
+    pub(super) fn begin_filter(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState, view: u64) -> bool {
+        self.filter_on = false;
+        self.score_on = false;
+        // Another snapshot object (a placement's view, preemption's trial): PreFilter
+        // and PreScore state may count over a different set of nodes, and positions
+        // differ, so nothing is carried over. Assumptions in place keep the object.
+        if self.view != Some(view) {
+            self.clear();
+            self.view = Some(view);
+        }
+        let Some(key) = key(profile, &self.filter_signer, &state.skip_filter, pod, &mut self.fragments) else {
+            return false;
+        };
+        if self.filter_key.as_ref() != Some(&key) {
+            for &p in &self.used {
+                if let Some(e) = self.entries[p].as_mut() {
+                    e.filter = None;
+                }
+            }
+            self.filter_key = Some(key);
+        }
+        self.filter_on = true;
+        true
+    }
+
+    /// After PreScore: whether this member may reuse raw scores.
+    pub(super) fn begin_score(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState) -> bool {
+        self.score_on = false;
+        let Some(key) = key(profile, &self.score_signer, &state.skip_score, pod, &mut self.fragments) else {
+            return false;
+        };
+        if self.score_key.as_ref() != Some(&key) {
+            for &p in &self.used {
+                if let Some(e) = self.entries[p].as_mut() {
+                    e.scored = false;
+                }
+            }
+            self.score_key = Some(key);
+        }
+        self.score_on = true;
+        true
+    }
+
+    /// The Filter status remembered for `node` at `pos`, if it is the same node.
+    #[inline]
+    pub(super) fn filter(&mut self, pos: usize, node: &Arc<NodeInfo>) -> Option<Status> {
+        let e = self.entries.get(pos)?.as_ref()?;
+        let s = e.filter.as_ref().filter(|_| Arc::ptr_eq(&e.node, node))?.clone();
+        self.stats.filter_hits += 1;
+        Some(s)
+    }
+
+    /// Remembers `node`'s Filter status (when this member stores).
+    #[inline]
+    pub(super) fn store_filter(&mut self, pos: usize, node: &Arc<NodeInfo>, status: &Status) {
+        if self.store {
+            self.entry(pos, node).filter = Some(status.clone());
+        }
+    }
+
+    /// The raw scores remembered for `node` at `pos`, if it is the same node.
+    #[inline]
+    pub(super) fn scores(&mut self, pos: usize, node: &Arc<NodeInfo>) -> Option<&[i64]> {
+        let e = self.entries.get(pos)?.as_ref()?;
+        if !e.scored || !Arc::ptr_eq(&e.node, node) {
+            return None;
+        }
+        self.stats.score_hits += 1;
+        Some(&self.rows[pos * self.plugins..(pos + 1) * self.plugins])
+    }
+
+    /// Remembers `node`'s raw scores (when this member stores).
+    pub(super) fn store_scores(&mut self, pos: usize, node: &Arc<NodeInfo>, scores: &[i64]) {
+        if !self.store {
+            return;
+        }
+        let p = self.plugins;
+        if self.rows.len() < (pos + 1) * p {
+            self.rows.resize((pos + 1) * p, 0);
+        }
+        self.rows[pos * p..(pos + 1) * p].copy_from_slice(scores);
+        self.entry(pos, node).scored = true;
+    }
+
+    /// `node`'s entry at `pos`, emptied first when it held another node.
+    fn entry(&mut self, pos: usize, node: &Arc<NodeInfo>) -> &mut Entry {
+        if self.entries.len() <= pos {
+            self.entries.resize_with(pos + 1, || None);
+        }
+        let slot = &mut self.entries[pos];
+        match slot {
+            Some(e) if Arc::ptr_eq(&e.node, node) => {}
+            Some(e) => *e = Entry { node: node.clone(), filter: None, scored: false },
+            None => {
+                self.used.push(pos);
+                *slot = Some(Entry { node: node.clone(), filter: None, scored: false });
+            }
+        }
+        slot.as_mut().expect("just filled")
+    }
+}
+
+/// The pod's key over the plugins not in `skipped`: `None` when one of them has no
+/// signer or its signer declines the pod.
+fn key(
+    profile: &Profile,
+    signers: &[Option<usize>],
+    skipped: &PluginSet,
+    pod: &PodInfo,
+    fragments: &mut SignFragments,
+) -> Option<Key> {
+    let mut needed: smallvec::SmallVec<[usize; 16]> = smallvec::SmallVec::new();
+    for (i, s) in signers.iter().enumerate() {
+        if skipped.contains(i) {
+            continue;
+        }
+        let s = (*s)?;
+        if !needed.contains(&s) {
+            needed.push(s);
+        }
+    }
+    needed.sort_unstable();
+    fragments.clear();
+    for s in needed {
+        let p = &profile.sign[s];
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.plugin.sign_pod_in_group(pod, fragments)));
+        if !ok.is_ok_and(|s| s.is_success()) {
+            return None;
+        }
+    }
+    Some(Key { signature: fragments.finish(), skipped: skipped.clone() })
+}
