@@ -43,7 +43,8 @@ impl Scheduler {
                     .is_success()
             })
             .unwrap_or(false);
-        ok.then(|| name.as_str().to_owned())
+        // Display reads the text without pinning the node's name.
+        ok.then(|| name.to_string())
     }
 
     /// Fills `bufs.feasible`/`bufs.failed`; returns how many nodes were processed.

@@ -417,10 +417,10 @@ impl Scheduler {
         // A pod nominated by an earlier preemption tries its nominated node first
         // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
         if let Some(node) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref())
-            && snap.index_of(crate::model::Symbol::intern(&node)).is_some_and(extenders_accept)
+            && let Some(i) = crate::model::Symbol::lookup(&node).and_then(|n| snap.index_of(n))
+            && extenders_accept(i)
         {
             if let Some(cb) = &batch
-                && let Some(i) = snap.index_of(crate::model::Symbol::intern(&node))
             {
                 self.batch_store(cb, snap, i, false);
             }
