@@ -126,3 +126,31 @@ fn a_snapshot_keeps_a_removed_nodes_name_until_it_is_updated() {
     let after = Symbol::interner_stats();
     assert_eq!((after.live, after.bytes), (before.live, before.bytes), "the interner is back where it was");
 }
+
+#[test]
+fn plugin_registries_hold_node_names_until_the_node_is_removed() {
+    use schedkit::plugins::gpu_domain::NvLinkDomains;
+    use schedkit::plugins::gpu_topology::GpuTopologyRegistry;
+    use schedkit::plugins::hami::HamiState;
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let topo = GpuTopologyRegistry::default();
+    topo.set_node("names-gpu-a", Arc::new(schedkit::topology::machines::dgx_h100().matrix().unwrap()));
+    let domains = NvLinkDomains::default();
+    domains.set_node("names-gpu-a", "names-rack/nvlink-0");
+    let hami = HamiState::new();
+    hami.set_devices("names-gpu-a", Vec::new()).unwrap();
+    // A pod's GPUs outlive the node in the registry: its assignment keeps naming it.
+    let set = schedkit::topology::GpuSet(0b11);
+    assert!(topo.mark_busy("names-gpu-a", set, "names-gpu-p"));
+    assert!(!topo.mark_busy("names-gpu-unknown", set, "names-gpu-q"), "an unknown node takes nothing");
+
+    topo.remove_node("names-gpu-a");
+    domains.remove_node("names-gpu-a");
+    hami.remove_node("names-gpu-a");
+    assert!(Symbol::lookup("names-gpu-a").is_some(), "the pod's assignment still holds the name");
+    assert_eq!(topo.assignment("names-gpu-p"), Some(("names-gpu-a".to_owned(), set)));
+    assert!(topo.release("names-gpu-p"));
+    assert_eq!(Symbol::lookup("names-gpu-a"), None, "no registry pins a removed node's name");
+    assert!(domains.domain_of("names-gpu-a").is_none());
+    assert!(Symbol::lookup("names-gpu-unknown").is_none(), "a lookup of an unknown node interns nothing");
+}
