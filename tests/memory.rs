@@ -39,6 +39,22 @@ const NODE_CHURN_EVERY: usize = 250;
 /// with it and the workload keeps its room.
 const DRAIN_AFTER: usize = STEADY_PODS + 32;
 
+/// A DaemonSet's pod for `node`: required node affinity on `matchFields` naming it,
+/// so the pod holds the node's name as long as it lives.
+fn daemon_pod(node: &str) -> schedkit::model::Pod {
+    let mut pod: schedkit::model::Pod = serde_json::from_str(&format!(
+        r#"{{"spec":{{"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":
+          {{"nodeSelectorTerms":[{{"matchFields":[
+            {{"key":"metadata.name","operator":"In","values":["{node}"]}}]}}]}}}}}}}}}}"#
+    ))
+    .expect("valid pod");
+    let name = format!("ds-{node}");
+    let built = PodBuilder::new(&name).uid(&name).cpu("10m").memory("16Mi").label("app", "ds").build();
+    pod.metadata = built.metadata;
+    pod.spec.containers = built.spec.containers;
+    pod
+}
+
 fn node(name: &str, cordoned: bool) -> schedkit::model::Node {
     let b = NodeBuilder::new(name).cpu("64").memory("256Gi").zone("z1");
     if cordoned { b.unschedulable().build() } else { b.build() }
@@ -60,6 +76,18 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
     for n in &nodes {
         events.add_node(node(n, false)).unwrap();
     }
+    // Each node runs a DaemonSet pod from the time it joins until it leaves.
+    let mut placed = 0usize;
+    let mut place = |s: &mut Scheduler, tx: &mpsc::SyncSender<BindingCycle>, pod: schedkit::model::Pod| {
+        let name = pod.metadata.name.clone();
+        s.events().add_pod(pod).unwrap();
+        let queued = s.queue().lock().pop().expect("the pod just added is active");
+        match s.schedule_one(&queued.pod) {
+            Ok(binding) => tx.send(binding).unwrap(),
+            Err(e) => panic!("a steady cluster has room for {name}: {e}"),
+        }
+        placed += 1;
+    };
     let mut next_node = NODES;
     // Cordoned nodes and the attempt they were cordoned at.
     let mut draining: VecDeque<(String, usize)> = VecDeque::new();
@@ -85,6 +113,9 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
         }
         bound
     });
+    for n in &nodes {
+        place(&mut s, &tx, daemon_pod(n));
+    }
     let mut live: VecDeque<String> = VecDeque::new();
     let mut marks = Vec::new();
     for i in 0..warmup + cycles {
@@ -97,6 +128,7 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
             next_node += 1;
             joined_after_mark += usize::from(i >= warmup);
             events.add_node(node(&name, false)).unwrap();
+            place(&mut s, &tx, daemon_pod(&name));
             nodes.push_back(name);
             let old = nodes.pop_front().unwrap();
             events.update_node(node(&old, true)).unwrap();
@@ -104,6 +136,7 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
         }
         while draining.front().is_some_and(|(_, at)| i >= at + DRAIN_AFTER) {
             let (old, _) = draining.pop_front().unwrap();
+            events.delete_pod(&format!("ds-{old}")).unwrap();
             events.remove_node(&old).unwrap();
             gone.push((old, i));
             removed += 1;
@@ -119,12 +152,7 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
             .label("controller-uid", &format!("c-{i:08}"))
             .label("job-name", &format!("job-{i:08}"))
             .build();
-        events.add_pod(pod).unwrap();
-        let queued = s.queue().lock().pop().expect("the pod just added is active");
-        match s.schedule_one(&queued.pod) {
-            Ok(binding) => tx.send(binding).unwrap(),
-            Err(e) => panic!("a steady cluster has room for {name}: {e}"),
-        }
+        place(&mut s, &tx, pod);
         live.push_back(name);
         if live.len() > STEADY_PODS {
             let old = live.pop_front().unwrap();
@@ -133,7 +161,8 @@ fn steady_churn(warmup: usize, cycles: usize) -> ((i64, InternerStats), (i64, In
     }
     drop(tx);
     let bound = worker.join().unwrap();
-    assert_eq!(bound, warmup + cycles, "every attempt bound");
+    assert_eq!(bound, placed, "every attempt bound");
+    assert!(placed > warmup + cycles, "DaemonSet pods were placed too");
     assert!(removed >= (warmup + cycles) / NODE_CHURN_EVERY - 2, "the nodes churned: {removed} removed");
     // A removed node's name is freed once the snapshots that listed it are updated
     // (the next cycle): none is left behind, pinned or held.

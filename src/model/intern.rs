@@ -132,8 +132,7 @@ impl Interner {
 
 /// Drops one reference under the read lock when it is not the last one (no slot can be
 /// freed then); `false` when the caller must take the write lock ([`Interner::release`]).
-fn release_shared(id: u32) -> bool {
-    let r = INTERNER.read();
+fn release_shared(r: &Interner, id: u32) -> bool {
     let Some(slot) = r.slots.get(id as usize) else { return true };
     // Readers only ever take a count from n > 1 to n - 1, so a reader never frees a
     // slot; the 1 -> 0 step (which may free) happens under the write lock.
@@ -238,14 +237,28 @@ impl Symbol {
     }
 
     /// Gives back one reference on each of `syms`, freeing the strings no holder
-    /// and no pin keeps. One write lock for the lot.
+    /// and no pin keeps. References that are not the last go back under the read lock;
+    /// the write lock is taken once, only when some may be the last.
     pub(crate) fn release_all(syms: impl IntoIterator<Item = Symbol>) {
         let mut syms = syms.into_iter().peekable();
         if syms.peek().is_none() {
             return;
         }
+        let mut last: smallvec::SmallVec<[Symbol; 8]> = smallvec::SmallVec::new();
+        {
+            let r = INTERNER.read();
+            for s in syms {
+                if !release_shared(&r, s.0) {
+                    last.push(s);
+                }
+            }
+        }
+        if last.is_empty() {
+            return;
+        }
         let mut w = INTERNER.write();
-        for s in syms {
+        for s in last {
+            // Re-checked under the write lock: another holder may have come or gone.
             w.release(s.0);
         }
     }
@@ -397,7 +410,7 @@ impl Clone for HeldSymbol {
 
 impl Drop for HeldSymbol {
     fn drop(&mut self) {
-        if !release_shared(self.sym.0) {
+        if !release_shared(&INTERNER.read(), self.sym.0) {
             INTERNER.write().release(self.sym.0);
         }
     }
@@ -426,6 +439,56 @@ impl fmt::Debug for HeldSymbol {
 impl fmt::Display for HeldSymbol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
+    }
+}
+
+/// Counted references on a few symbols, taken and given back together: how a node
+/// selector requirement holds its values (node names in `matchFields`, as every
+/// DaemonSet pod has) without pinning them.
+#[derive(Default)]
+pub(crate) struct Holds(smallvec::SmallVec<[Symbol; 2]>);
+
+impl Holds {
+    /// Takes a reference on each of `texts`, adding the new ones unpinned.
+    pub(crate) fn acquire<'a>(texts: impl IntoIterator<Item = &'a str>) -> Holds {
+        Holds(texts.into_iter().map(Symbol::acquire).collect())
+    }
+
+    /// The held symbols, in the order given.
+    pub(crate) fn symbols(&self) -> &[Symbol] {
+        &self.0
+    }
+}
+
+impl Clone for Holds {
+    fn clone(&self) -> Self {
+        Symbol::retain_all(self.0.iter().copied());
+        Holds(self.0.clone())
+    }
+}
+
+impl Drop for Holds {
+    fn drop(&mut self) {
+        Symbol::release_all(self.0.drain(..));
+    }
+}
+
+/// What is held is the owner's business: two owners with equal values compare equal.
+impl PartialEq for Holds {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Holds {}
+
+impl Hash for Holds {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+impl fmt::Debug for Holds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Holds")
     }
 }
 
