@@ -199,12 +199,7 @@ fn check(warmup: usize, cycles: usize) {
     // binding in flight on the worker thread holds at either mark.
     assert!(joined > 0, "nodes churned after the first mark");
     assert!(s1.live <= s0.live + 8, "interned strings grew from {} to {} at a steady size", s0.live, s1.live);
-    assert!(
-        s1.bytes <= s0.bytes + 8 * 16,
-        "interned text grew from {} B to {} B at a steady size",
-        s0.bytes,
-        s1.bytes
-    );
+    assert!(s1.bytes <= s0.bytes + 8 * 16, "interned text grew from {} B to {} B at a steady size", s0.bytes, s1.bytes);
 }
 
 #[test]

@@ -592,6 +592,73 @@ mod tests {
     }
 
     #[test]
+    fn held_symbols_count_every_copy_and_free_with_the_last() {
+        let a = HeldSymbol::new("intern-test-held-node");
+        let copies: Vec<HeldSymbol> = (0..5).map(|_| a.clone()).collect();
+        assert!(copies.iter().all(|c| *c == a && c.as_str() == "intern-test-held-node"));
+        // A label set holding the same text shares the slot and the count.
+        let label = Symbol::acquire("intern-test-held-node");
+        assert_eq!(label, a.symbol());
+        drop(a);
+        drop(copies);
+        assert_eq!(Symbol::lookup("intern-test-held-node"), Some(label), "the label still holds it");
+        Symbol::release_all([label]);
+        assert_eq!(Symbol::lookup("intern-test-held-node"), None);
+        // Pinned afterwards: a holder going away never frees a pinned string.
+        let b = HeldSymbol::new("intern-test-held-pinned");
+        assert_eq!(Symbol::intern("intern-test-held-pinned"), b.symbol());
+        drop(b);
+        assert!(Symbol::lookup("intern-test-held-pinned").is_some());
+    }
+
+    #[test]
+    fn release_all_frees_only_the_last_references() {
+        let a = Symbol::acquire("intern-test-rel-a");
+        let b = Symbol::acquire("intern-test-rel-b");
+        let b2 = Symbol::acquire("intern-test-rel-b");
+        assert_eq!(b, b2);
+        // `a` goes with its only reference, `b` keeps one: one call, both kinds.
+        Symbol::release_all([a, b]);
+        assert_eq!(Symbol::lookup("intern-test-rel-a"), None);
+        assert_eq!(Symbol::lookup("intern-test-rel-b"), Some(b));
+        Symbol::release_all([b]);
+        assert_eq!(Symbol::lookup("intern-test-rel-b"), None);
+        // Holds: cloned with a reference each, given back on drop.
+        let h = Holds::acquire(["intern-test-holds-x", "intern-test-holds-y"]);
+        let h2 = h.clone();
+        assert_eq!(h.symbols(), h2.symbols());
+        drop(h);
+        assert!(Symbol::lookup("intern-test-holds-x").is_some(), "the clone holds it");
+        drop(h2);
+        assert_eq!(Symbol::lookup("intern-test-holds-x"), None);
+        assert_eq!(Symbol::lookup("intern-test-holds-y"), None);
+    }
+
+    #[test]
+    fn concurrent_held_clones_and_drops_agree() {
+        let root = HeldSymbol::new("intern-held-race");
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let mine = root.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1_000 {
+                        let c = mine.clone();
+                        assert_eq!(c.as_str(), "intern-held-race");
+                        let fresh = HeldSymbol::new("intern-held-race");
+                        assert_eq!(fresh.symbol(), c.symbol());
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(Symbol::lookup("intern-held-race"), Some(root.symbol()));
+        drop(root);
+        assert_eq!(Symbol::lookup("intern-held-race"), None, "every clone gave its reference back");
+    }
+
+    #[test]
     fn concurrent_acquire_and_release_agree() {
         let handles: Vec<_> = (0..4)
             .map(|t| {

@@ -229,7 +229,8 @@ impl OpportunisticBatch {
             if by_name {
                 // Compare the names' text under one read lock, without pinning them.
                 Symbol::with_texts(|t| {
-                    s.nodes.sort_unstable_by(|a, b| a.total.cmp(&b.total).then_with(|| t.get(b.name).cmp(t.get(a.name))));
+                    s.nodes
+                        .sort_unstable_by(|a, b| a.total.cmp(&b.total).then_with(|| t.get(b.name).cmp(t.get(a.name))));
                 });
             } else {
                 s.nodes.sort_unstable_by(|a, b| a.total.cmp(&b.total).then(b.pos.cmp(&a.pos)));

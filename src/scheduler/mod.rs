@@ -420,8 +420,7 @@ impl Scheduler {
             && let Some(i) = crate::model::Symbol::lookup(&node).and_then(|n| snap.index_of(n))
             && extenders_accept(i)
         {
-            if let Some(cb) = &batch
-            {
+            if let Some(cb) = &batch {
                 self.batch_store(cb, snap, i, false);
             }
             return Ok((state, node));
