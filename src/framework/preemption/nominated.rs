@@ -78,8 +78,9 @@ impl Nominator {
         let mut g = self.inner.write();
         let m = Arc::make_mut(&mut g);
         remove_from(m, &pod.uid);
-        m.by_node.entry(node.symbol()).or_default().push(pod.clone());
+        let sym = node.symbol();
         m.node_of.insert(pod.uid.clone(), node);
+        m.by_node.entry(sym).or_default().push(pod);
     }
 
     /// Drops a pod's nomination; returns the node it had (held: the name stays valid
