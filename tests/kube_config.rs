@@ -870,8 +870,8 @@ fn built_configuration_drives_a_scheduler() {
     s.add_pod(PodBuilder::new("p").uid("p").cpu("8").scheduler_name("b").build()).unwrap();
     let summary = s.run_until_idle();
     assert_eq!(summary.bound, 1, "{summary:?}");
-    let bound = s.cache().lock().pod_node("p");
-    assert_eq!(bound, Some("big"));
+    let bound = s.cache().lock().pod_node("p").map(str::to_owned);
+    assert_eq!(bound.as_deref(), Some("big"));
 }
 
 #[cfg(feature = "yaml")]

@@ -89,6 +89,11 @@ fn dry_run(
     handle.preemption().set_pod_disruption_budgets(pdbs).unwrap();
     let prof = profile(&handle, args, offset);
     let plugin = DefaultPreemption::new(args, handle.clone()).unwrap().with_offset(offset);
+    // The candidates name nodes by symbol and are read after the snapshot is gone:
+    // pin the names (a node's name is otherwise freed with its last NodeInfo).
+    for n in &nodes {
+        schedkit::model::Symbol::intern(n.name());
+    }
     let snap = snapshot(nodes, pods);
     let pod = PodInfo::new(preemptor).unwrap();
     let (state, _) = pre_filter_state(&prof, &pod, &snap);

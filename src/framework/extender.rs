@@ -456,7 +456,7 @@ pub fn preemption_candidates(
 ) -> Result<Vec<Candidate>, Status> {
     let Some(extenders) = Extenders::of(handle) else { return Ok(candidates) };
     let mut map: BTreeMap<String, Victims> =
-        candidates.iter().map(|c| (c.node.as_str().to_owned(), c.victims.clone())).collect();
+        candidates.iter().map(|c| (c.node.to_string(), c.victims.clone())).collect();
     if map.is_empty() {
         return Ok(candidates);
     }
@@ -483,7 +483,7 @@ pub fn preemption_candidates(
     }
     let mut out: Vec<Candidate> = Vec::with_capacity(map.len());
     for c in candidates {
-        if let Some(v) = map.remove(c.node.as_str()) {
+        if let Some(v) = c.node.with_str(|n| map.remove(n)) {
             out.push(Candidate { victims: v, ..c });
         }
     }

@@ -251,6 +251,9 @@ impl<'a> FilterGuard<'a> {
         FilterGuard { profile, current: std::cell::Cell::new(0) }
     }
 
+    // `inline`: the Filter loop runs inside `f`; kept in its caller's body (as LLVM
+    // chose on its own until the caller grew) it runs ~11 fewer instructions per node.
+    #[inline]
     pub(crate) fn run<R>(&self, f: impl FnOnce(&std::cell::Cell<usize>) -> R) -> Result<R, Status> {
         catch_unwind(AssertUnwindSafe(|| f(&self.current))).map_err(|payload| {
             let name = self.profile.filter.get(self.current.get()).map_or("unknown", |p| p.name);

@@ -1,5 +1,5 @@
-//! Interned strings for hot keys: label keys and values, resource names, topology keys,
-//! with label text reclaimed once no label set holds it.
+//! Interned strings for hot keys: label keys and values, node names, resource names,
+//! topology keys, with label and node-name text reclaimed once nothing holds it.
 //!
 //! A [`Symbol`] is a `u32` slot index, so label matching on the hot path compares
 //! integers. Each distinct string is stored once. A string enters the table in one of
@@ -15,6 +15,10 @@
 //!   freed and its slot goes on a free list for the next new string. Label values that
 //!   never repeat (`pod-template-hash`, `controller-uid`, job names) thus cost memory
 //!   only while a pod or node carrying them lives.
+//! - **Held by one owner**: a [`HeldSymbol`] is one counted reference, taken when made
+//!   or cloned and given back when dropped. A node's name is held by its `NodeInfo`
+//!   (every copy a snapshot keeps), by pods assumed on it and by nominations to it, so
+//!   node churn leaves no names behind.
 //!
 //! A `Symbol` itself is `Copy` and holds nothing: one copied out of a label set is
 //! meaningful while that set (or any other holder) lives. Keep a symbol longer with
@@ -126,6 +130,26 @@ impl Interner {
     }
 }
 
+/// Drops one reference under the read lock when it is not the last one (no slot can be
+/// freed then); `false` when the caller must take the write lock ([`Interner::release`]).
+fn release_shared(r: &Interner, id: u32) -> bool {
+    let Some(slot) = r.slots.get(id as usize) else { return true };
+    // Readers only ever take a count from n > 1 to n - 1, so a reader never frees a
+    // slot; the 1 -> 0 step (which may free) happens under the write lock.
+    slot.refs.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n > 1).then(|| n - 1)).is_ok()
+}
+
+/// The interner's texts under one read lock (see [`Symbol::with_texts`]): for comparing
+/// many symbols' text (a sort) without pinning them or locking per comparison.
+pub(crate) struct Texts<'a>(&'a Interner);
+
+impl Texts<'_> {
+    /// The text of `s` (`""` for a symbol whose holders are all gone).
+    pub(crate) fn get(&self, s: Symbol) -> &str {
+        self.0.slots.get(s.0 as usize).and_then(|s| s.text.as_ref()).map_or("", |t| &*t.0)
+    }
+}
+
 /// What the interner holds, for tests and memory accounting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InternerStats {
@@ -135,6 +159,9 @@ pub struct InternerStats {
     pub pinned: usize,
     /// Slots ever allocated (live plus free): the table's high-water mark.
     pub slots: usize,
+    /// Bytes of text of the live strings (not counting the table's own overhead, nor
+    /// the leaked copies pinned strings keep).
+    pub bytes: usize,
 }
 
 /// An interned string. Equality and hashing are integer operations.
@@ -210,14 +237,28 @@ impl Symbol {
     }
 
     /// Gives back one reference on each of `syms`, freeing the strings no holder
-    /// and no pin keeps. One write lock for the lot.
+    /// and no pin keeps. References that are not the last go back under the read lock;
+    /// the write lock is taken once, only when some may be the last.
     pub(crate) fn release_all(syms: impl IntoIterator<Item = Symbol>) {
         let mut syms = syms.into_iter().peekable();
         if syms.peek().is_none() {
             return;
         }
+        let mut last: smallvec::SmallVec<[Symbol; 8]> = smallvec::SmallVec::new();
+        {
+            let r = INTERNER.read();
+            for s in syms {
+                if !release_shared(&r, s.0) {
+                    last.push(s);
+                }
+            }
+        }
+        if last.is_empty() {
+            return;
+        }
         let mut w = INTERNER.write();
-        for s in syms {
+        for s in last {
+            // Re-checked under the write lock: another holder may have come or gone.
             w.release(s.0);
         }
     }
@@ -247,6 +288,13 @@ impl Symbol {
         let r = INTERNER.read();
         let slot = r.slots.get(self.0 as usize);
         f(slot.and_then(|s| s.text.as_ref()).map_or("", |t| &*t.0))
+    }
+
+    /// Runs `f` with every symbol's text readable under one read lock, without pinning:
+    /// don't intern in `f`.
+    pub(crate) fn with_texts<R>(f: impl FnOnce(&Texts<'_>) -> R) -> R {
+        let r = INTERNER.read();
+        f(&Texts(&r))
     }
 
     /// The text, shared, so formatting runs without the interner's lock (`None` for a
@@ -279,7 +327,168 @@ impl Symbol {
             live: r.ids.len(),
             pinned: r.slots.iter().filter(|s| s.pinned.is_some()).count(),
             slots: r.slots.len(),
+            bytes: r.ids.keys().map(|t| t.0.len()).sum(),
         }
+    }
+}
+
+/// A counted reference on an interned string: the string (and its slot id) stays
+/// interned while any `HeldSymbol` for it lives, and is freed with the last one unless
+/// something pinned it.
+///
+/// For names whose lifetime an object owns: a node's name is held by its
+/// [`NodeInfo`](crate::snapshot::NodeInfo) (and every copy of it a snapshot keeps), and
+/// by a pod assumed on it. Since a freed slot id is reused for another string, a plain
+/// [`Symbol`] copied from a `HeldSymbol` names that string only while some holder lives.
+///
+/// Cloning takes one more reference (an atomic increment under the interner's read
+/// lock); dropping gives it back (under the read lock too, unless it was the last).
+///
+/// ```
+/// use schedkit::model::{HeldSymbol, Symbol};
+/// let a = HeldSymbol::new("held-doc-node-a");
+/// assert_eq!(a.as_str(), "held-doc-node-a");
+/// assert_eq!(Symbol::lookup("held-doc-node-a"), Some(a.symbol()));
+/// let b = a.clone();
+/// drop(a);
+/// assert_eq!(Symbol::lookup("held-doc-node-a"), Some(b.symbol()), "b still holds it");
+/// drop(b);
+/// assert_eq!(Symbol::lookup("held-doc-node-a"), None, "freed with the last holder");
+/// ```
+pub struct HeldSymbol {
+    sym: Symbol,
+    /// The slot's text, so [`HeldSymbol::as_str`] needs no lock.
+    text: Arc<str>,
+}
+
+impl HeldSymbol {
+    /// Takes a reference on the symbol for `s`, adding it (unpinned) if new.
+    pub fn new(s: &str) -> HeldSymbol {
+        {
+            let r = INTERNER.read();
+            if let Some(&id) = r.ids.get(s) {
+                let slot = &r.slots[id as usize];
+                if let Some(text) = &slot.text {
+                    // Slots are freed only under the write lock, so this one is live.
+                    slot.refs.fetch_add(1, Ordering::Relaxed);
+                    return HeldSymbol { sym: Symbol(id), text: text.0.clone() };
+                }
+            }
+        }
+        let mut w = INTERNER.write();
+        let id = match w.ids.get(s) {
+            Some(&id) => {
+                *w.slots[id as usize].refs.get_mut() += 1;
+                id
+            }
+            None => w.insert(s, 1),
+        };
+        let text = w.slots[id as usize].text.as_ref().map_or_else(|| Arc::from(""), |t| t.0.clone());
+        HeldSymbol { sym: Symbol(id), text }
+    }
+
+    /// The symbol, for integer comparison and map keys. It names this string while
+    /// this (or another) holder lives.
+    #[inline]
+    pub fn symbol(&self) -> Symbol {
+        self.sym
+    }
+
+    /// The text, without the interner's lock and without pinning it.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl Clone for HeldSymbol {
+    fn clone(&self) -> Self {
+        Symbol::retain_all([self.sym]);
+        HeldSymbol { sym: self.sym, text: self.text.clone() }
+    }
+}
+
+impl Drop for HeldSymbol {
+    fn drop(&mut self) {
+        if !release_shared(&INTERNER.read(), self.sym.0) {
+            INTERNER.write().release(self.sym.0);
+        }
+    }
+}
+
+impl PartialEq for HeldSymbol {
+    fn eq(&self, other: &Self) -> bool {
+        self.sym == other.sym
+    }
+}
+
+impl Eq for HeldSymbol {}
+
+impl Hash for HeldSymbol {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.sym.hash(state);
+    }
+}
+
+impl fmt::Debug for HeldSymbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", &*self.text)
+    }
+}
+
+impl fmt::Display for HeldSymbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Counted references on a few symbols, taken and given back together: how a node
+/// selector requirement holds its values (node names in `matchFields`, as every
+/// DaemonSet pod has) without pinning them.
+#[derive(Default)]
+pub(crate) struct Holds(smallvec::SmallVec<[Symbol; 2]>);
+
+impl Holds {
+    /// Takes a reference on each of `texts`, adding the new ones unpinned.
+    pub(crate) fn acquire<'a>(texts: impl IntoIterator<Item = &'a str>) -> Holds {
+        Holds(texts.into_iter().map(Symbol::acquire).collect())
+    }
+
+    /// The held symbols, in the order given.
+    pub(crate) fn symbols(&self) -> &[Symbol] {
+        &self.0
+    }
+}
+
+impl Clone for Holds {
+    fn clone(&self) -> Self {
+        Symbol::retain_all(self.0.iter().copied());
+        Holds(self.0.clone())
+    }
+}
+
+impl Drop for Holds {
+    fn drop(&mut self) {
+        Symbol::release_all(self.0.drain(..));
+    }
+}
+
+/// What is held is the owner's business: two owners with equal values compare equal.
+impl PartialEq for Holds {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Holds {}
+
+impl Hash for Holds {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+impl fmt::Debug for Holds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Holds")
     }
 }
 
@@ -380,6 +589,73 @@ mod tests {
         // Releasing a pinned symbol that nobody holds changes nothing.
         Symbol::release_all([Symbol::EMPTY, a]);
         assert_eq!(Symbol::intern(""), Symbol::EMPTY);
+    }
+
+    #[test]
+    fn held_symbols_count_every_copy_and_free_with_the_last() {
+        let a = HeldSymbol::new("intern-test-held-node");
+        let copies: Vec<HeldSymbol> = (0..5).map(|_| a.clone()).collect();
+        assert!(copies.iter().all(|c| *c == a && c.as_str() == "intern-test-held-node"));
+        // A label set holding the same text shares the slot and the count.
+        let label = Symbol::acquire("intern-test-held-node");
+        assert_eq!(label, a.symbol());
+        drop(a);
+        drop(copies);
+        assert_eq!(Symbol::lookup("intern-test-held-node"), Some(label), "the label still holds it");
+        Symbol::release_all([label]);
+        assert_eq!(Symbol::lookup("intern-test-held-node"), None);
+        // Pinned afterwards: a holder going away never frees a pinned string.
+        let b = HeldSymbol::new("intern-test-held-pinned");
+        assert_eq!(Symbol::intern("intern-test-held-pinned"), b.symbol());
+        drop(b);
+        assert!(Symbol::lookup("intern-test-held-pinned").is_some());
+    }
+
+    #[test]
+    fn release_all_frees_only_the_last_references() {
+        let a = Symbol::acquire("intern-test-rel-a");
+        let b = Symbol::acquire("intern-test-rel-b");
+        let b2 = Symbol::acquire("intern-test-rel-b");
+        assert_eq!(b, b2);
+        // `a` goes with its only reference, `b` keeps one: one call, both kinds.
+        Symbol::release_all([a, b]);
+        assert_eq!(Symbol::lookup("intern-test-rel-a"), None);
+        assert_eq!(Symbol::lookup("intern-test-rel-b"), Some(b));
+        Symbol::release_all([b]);
+        assert_eq!(Symbol::lookup("intern-test-rel-b"), None);
+        // Holds: cloned with a reference each, given back on drop.
+        let h = Holds::acquire(["intern-test-holds-x", "intern-test-holds-y"]);
+        let h2 = h.clone();
+        assert_eq!(h.symbols(), h2.symbols());
+        drop(h);
+        assert!(Symbol::lookup("intern-test-holds-x").is_some(), "the clone holds it");
+        drop(h2);
+        assert_eq!(Symbol::lookup("intern-test-holds-x"), None);
+        assert_eq!(Symbol::lookup("intern-test-holds-y"), None);
+    }
+
+    #[test]
+    fn concurrent_held_clones_and_drops_agree() {
+        let root = HeldSymbol::new("intern-held-race");
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let mine = root.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1_000 {
+                        let c = mine.clone();
+                        assert_eq!(c.as_str(), "intern-held-race");
+                        let fresh = HeldSymbol::new("intern-held-race");
+                        assert_eq!(fresh.symbol(), c.symbol());
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(Symbol::lookup("intern-held-race"), Some(root.symbol()));
+        drop(root);
+        assert_eq!(Symbol::lookup("intern-held-race"), None, "every clone gave its reference back");
     }
 
     #[test]

@@ -378,15 +378,25 @@ impl NodeSelectorOperator {
 /// makes its term match nothing, as upstream's lazy-error node selector
 /// (`k8s.io/component-helpers/scheduling/corev1/nodeaffinity`, `NewLazyErrorNodeSelector`)
 /// does: see [`NodeSelectorRequirement::parse_error`] and [`NodeSelectorTerm::parse_errors`].
+///
+/// The values are held, not pinned, while the requirement lives (as a label set holds
+/// its strings): a DaemonSet pod's `matchFields` names its node, and node names are
+/// freed when the node goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "RawRequirement")]
 pub struct NodeSelectorRequirement {
     /// Label key (or `metadata.name` in `matchFields`).
     pub key: Symbol,
     /// The operator.
     pub operator: NodeSelectorOperator,
-    /// Values; one integer for `Gt`/`Lt`.
+    /// Values; one integer for `Gt`/`Lt`. Those made by [`NodeSelectorRequirement::new`]
+    /// or parsed are held by the requirement; one pushed here must be kept interned by
+    /// its giver (pinned with [`Symbol::intern`]).
     #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
     pub values: SmallVec<[Symbol; 2]>,
+    /// The references on `values` this requirement holds.
+    #[serde(skip)]
+    holds: super::intern::Holds,
     /// The parsed integer of `Gt`/`Lt`, filled by validation.
     #[serde(skip)]
     bound: i64,
@@ -406,13 +416,34 @@ pub fn is_valid_label_value(v: &str) -> bool {
             || (b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric() && b.iter().all(inner)))
 }
 
+/// A requirement as written, before its values are held.
+#[derive(Deserialize)]
+struct RawRequirement {
+    key: Symbol,
+    operator: NodeSelectorOperator,
+    #[serde(default)]
+    values: SmallVec<[String; 2]>,
+}
+
+impl From<RawRequirement> for NodeSelectorRequirement {
+    fn from(r: RawRequirement) -> Self {
+        NodeSelectorRequirement::held(r.key, r.operator, r.values.iter().map(String::as_str))
+    }
+}
+
 impl NodeSelectorRequirement {
     /// A requirement; validated when its term is.
     pub fn new(key: &str, operator: NodeSelectorOperator, values: &[&str]) -> Self {
+        NodeSelectorRequirement::held(Symbol::intern(key), operator, values.iter().copied())
+    }
+
+    fn held<'a>(key: Symbol, operator: NodeSelectorOperator, values: impl IntoIterator<Item = &'a str>) -> Self {
+        let holds = super::intern::Holds::acquire(values);
         NodeSelectorRequirement {
-            key: Symbol::intern(key),
+            key,
             operator,
-            values: values.iter().map(|v| Symbol::intern(v)).collect(),
+            values: SmallVec::from_slice(holds.symbols()),
+            holds,
             bound: 0,
             unparsable: false,
         }
@@ -434,12 +465,12 @@ impl NodeSelectorRequirement {
                 return Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator });
             }
             NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => match self.values.as_slice() {
-                [v] => self.bound = v.as_str().parse::<i64>().unwrap_or(0),
+                [v] => self.bound = v.with_str(|v| v.parse::<i64>().unwrap_or(0)),
                 _ => {
                     return Err(SelectorError::NotAnInteger {
                         path: path.to_owned(),
                         operator,
-                        values: self.values.iter().map(|v| v.as_str().to_owned()).collect(),
+                        values: self.values.iter().map(ToString::to_string).collect(),
                     });
                 }
             },
@@ -466,19 +497,19 @@ impl NodeSelectorRequirement {
     pub fn parse_error(&self) -> Option<String> {
         if matches!(self.operator, NodeSelectorOperator::Gt | NodeSelectorOperator::Lt)
             && let [v] = self.values.as_slice()
-            && v.as_str().parse::<i64>().is_err()
+            && v.with_str(|v| v.parse::<i64>().is_err())
         {
             return Some(format!(
                 "values[0]: {:?}: for the {} operator, the value must be an integer",
-                v.as_str(),
+                v.to_string(),
                 self.operator.as_str()
             ));
         }
-        self.values.iter().enumerate().find(|(_, v)| !is_valid_label_value(v.as_str())).map(|(i, v)| {
+        self.values.iter().enumerate().find(|(_, v)| !v.with_str(is_valid_label_value)).map(|(i, v)| {
             format!(
                 "values[{i}]: {:?}: not a valid label value (at most 63 characters, empty or starting and ending \
                  with an alphanumeric character with '-', '_', '.' or alphanumerics between)",
-                v.as_str()
+                v.to_string()
             )
         })
     }
@@ -501,7 +532,8 @@ impl NodeSelectorRequirement {
     /// `Gt`/`Lt`: kept out of line so the set operators stay small enough to inline.
     #[inline(never)]
     fn compare_integer(&self, value: Option<Symbol>) -> bool {
-        let Some(v) = value.and_then(|v| v.as_str().parse::<i64>().ok()) else { return false };
+        // `with_str`, not `as_str`: a node's label value is not pinned for a comparison.
+        let Some(v) = value.and_then(|v| v.with_str(|v| v.parse::<i64>().ok())) else { return false };
         if self.operator == NodeSelectorOperator::Gt { v > self.bound } else { v < self.bound }
     }
 }

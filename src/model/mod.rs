@@ -23,7 +23,7 @@ pub mod validation;
 pub mod workload;
 
 pub use cluster::{Namespace, NamespaceStatus, PriorityClass};
-pub use intern::{InternerStats, Symbol};
+pub use intern::{HeldSymbol, InternerStats, Symbol};
 pub use labels::{
     FIELD_METADATA_NAME, LabelOperator, LabelSelector, LabelSelectorRequirement, Labels, NodeSelector,
     NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, SelectorError, is_valid_label_value,

@@ -19,7 +19,7 @@ use crate::framework::{
     CycleState, ExtensionPoints, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin,
     ScorePlugin, Status,
 };
-use crate::model::Symbol;
+use crate::model::{HeldSymbol, Symbol};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 use crate::topology::{GpuMatrix, GpuSet, Placement, SearchOptions, best_subset, score_against};
@@ -51,6 +51,8 @@ impl Default for GpuTopologyArgs {
 
 #[derive(Debug, Clone)]
 struct NodeGpus {
+    /// The node's name, held (not pinned) while the registry knows the node.
+    name: HeldSymbol,
     matrix: Arc<GpuMatrix>,
     busy: u128,
 }
@@ -70,13 +72,15 @@ struct NodeGpus {
 #[derive(Debug, Default)]
 pub struct GpuTopologyRegistry {
     nodes: RwLock<AHashMap<Symbol, NodeGpus>>,
-    pods: Mutex<AHashMap<Arc<str>, (Symbol, GpuSet)>>,
+    /// Each pod's node is held, so it names that node even after the node is removed.
+    pods: Mutex<AHashMap<Arc<str>, (HeldSymbol, GpuSet)>>,
 }
 
 impl GpuTopologyRegistry {
     /// Registers (or replaces) a node's machine; all its GPUs start free.
     pub fn set_node(&self, node: &str, matrix: Arc<GpuMatrix>) {
-        self.nodes.write().insert(Symbol::intern(node), NodeGpus { matrix, busy: 0 });
+        let name = HeldSymbol::new(node);
+        self.nodes.write().insert(name.symbol(), NodeGpus { name, matrix, busy: 0 });
     }
 
     /// Forgets a node.
@@ -93,14 +97,14 @@ impl GpuTopologyRegistry {
     }
 
     /// The node and GPUs reserved for a pod (by uid).
-    pub fn assignment(&self, uid: &str) -> Option<(&'static str, GpuSet)> {
-        self.pods.lock().get(uid).map(|&(n, s)| (n.as_str(), s))
+    pub fn assignment(&self, uid: &str) -> Option<(String, GpuSet)> {
+        self.pods.lock().get(uid).map(|(n, s)| (n.as_str().to_owned(), *s))
     }
 
     /// Frees the GPUs of a pod that finished (or was deleted); false if unknown.
     pub fn release(&self, uid: &str) -> bool {
         let Some((node, set)) = self.pods.lock().remove(uid) else { return false };
-        if let Some(n) = self.nodes.write().get_mut(&node) {
+        if let Some(n) = self.nodes.write().get_mut(&node.symbol()) {
             n.busy &= !set.0;
         }
         true
@@ -110,7 +114,8 @@ impl GpuTopologyRegistry {
     /// scheduler started, or placed by someone else). False if the node is unknown
     /// or any of the GPUs is taken.
     pub fn mark_busy(&self, node: &str, set: GpuSet, uid: &str) -> bool {
-        self.take(&Arc::from(uid), Symbol::intern(node), set)
+        // A lookup: a node the registry knows is interned (and `intern` would pin it).
+        Symbol::lookup(node).is_some_and(|s| self.take(&Arc::from(uid), s, set))
     }
 
     fn take(&self, uid: &Arc<str>, node: Symbol, set: GpuSet) -> bool {
@@ -120,7 +125,7 @@ impl GpuTopologyRegistry {
             return false;
         }
         n.busy |= set.0;
-        self.pods.lock().insert(uid.clone(), (node, set));
+        self.pods.lock().insert(uid.clone(), (n.name.clone(), set));
         true
     }
 }
@@ -266,7 +271,7 @@ impl ReservePlugin for GpuTopology {
     /// the node wasn't scored, the best set free now).
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let k = state.read::<Wanted>().map_or_else(|| self.wanted(pod), |w| w.0);
-        let name = Symbol::intern(node);
+        let Some(name) = Symbol::lookup(node) else { return Status::SUCCESS };
         if k == 0 || !self.registry.nodes.read().contains_key(&name) {
             return Status::SUCCESS;
         }

@@ -106,6 +106,12 @@ struct BatchState {
 #[derive(Debug, Clone, Copy, Default)]
 struct LastCycle {
     count: u64,
+    /// Node names here and in [`BatchState`] are bare symbols (no reference per node
+    /// per cycle). That is sound: they are used only in the cycle right after the one
+    /// that stored them, whose snapshot held every named node until this cycle's
+    /// snapshot update. A node removed meanwhile is freed by that update at the
+    /// earliest, after every node of the new snapshot was interned, so its id names
+    /// no node of this cycle (the hint finds no node: `NodeMissing` or no hint).
     chosen: Symbol,
     succeeded: bool,
     /// The chosen node's position and raw-score row in the state (rescoring).
@@ -221,8 +227,11 @@ impl OpportunisticBatch {
         if !s.sorted {
             // Best last: higher total, then earlier position (or smaller name).
             if by_name {
-                s.nodes
-                    .sort_unstable_by(|a, b| a.total.cmp(&b.total).then_with(|| b.name.as_str().cmp(a.name.as_str())));
+                // Compare the names' text under one read lock, without pinning them.
+                Symbol::with_texts(|t| {
+                    s.nodes
+                        .sort_unstable_by(|a, b| a.total.cmp(&b.total).then_with(|| t.get(b.name).cmp(t.get(a.name))));
+                });
             } else {
                 s.nodes.sort_unstable_by(|a, b| a.total.cmp(&b.total).then(b.pos.cmp(&a.pos)));
             }

@@ -148,14 +148,14 @@ impl Scheduler {
         })?;
         for &v in &victims {
             let c = &candidates[v];
-            let node = base.nodes()[c.pos].name();
+            let node = base.nodes()[c.pos].node().name();
             let preemptor = nominations
                 .iter()
-                .find(|(_, n)| n.as_deref() == Some(node.as_str()))
+                .find(|(_, n)| n.as_deref() == Some(node))
                 .or(nominations.first())
                 .map(|(p, _)| p.clone());
             let Some(preemptor) = preemptor else { break };
-            evictor.evict(&preemptor, node.as_str(), &c.pod).map_err(|e| {
+            evictor.evict(&preemptor, node, &c.pod).map_err(|e| {
                 Status::error(format!("preempting {} for pod group {}: {e}", c.pod.pod.key(), group.name()))
             })?;
         }

@@ -152,7 +152,12 @@ fn generate(
 /// Why no placement was generated, when a topology key explains it.
 fn no_placement_diagnosis(info: &PodGroupInfo, base: &Snapshot) -> String {
     match info.pod_group.topology_key() {
-        Some(key) if !base.nodes().iter().any(|n| n.node().metadata.labels.get_str(key).is_some()) => {
+        // `contains_key`, not `get_str`: that would pin every node's value (node names
+        // for a hostname key).
+        Some(key)
+            if !crate::model::Symbol::lookup(key)
+                .is_some_and(|k| base.nodes().iter().any(|n| n.node().metadata.labels.contains_key(k))) =>
+        {
             format!(
                 "no placement: no node has the topology label {key:?} of pod group {}/{}",
                 info.namespace(),

@@ -276,7 +276,7 @@ impl Scheduler {
             let pos = {
                 let mut snap = self.handle.take_snapshot();
                 let s = Arc::make_mut(&mut snap);
-                let pos = s.index_of(crate::model::Symbol::intern(&node));
+                let pos = crate::model::Symbol::lookup(&node).and_then(|n| s.index_of(n));
                 if let Some(pos) = pos {
                     assumed.push(Assumed { pod: i, pos, before: s.nodes()[pos].clone(), info: ai.clone() });
                     s.assume_pod_at(pos, ai.clone());

@@ -174,12 +174,14 @@ impl Cache {
             return Err(CacheError::MissingNodeName);
         }
         validate_node(&node)?;
-        let name = Symbol::intern(node.name());
-        if self.by_name.contains_key(&name) {
+        if self.slot(node.name()).is_some() {
             return Err(CacheError::NodeExists(node.metadata.name));
         }
         let zone = zone_key(&node);
+        // The NodeInfo holds the name (not pinned): it is freed when the node is
+        // removed and no snapshot keeps a copy of its NodeInfo.
         let info = NodeInfo::new(Arc::new(node));
+        let name = info.name();
         self.count_images(&info, 1);
         let slot = self.slots.len();
         self.slots.push(NodeSlot { info: Arc::new(info), zone });
@@ -400,9 +402,11 @@ impl Cache {
         self.pods.get(uid).is_some_and(|s| s.assumed)
     }
 
-    /// The node a pod is on (bound or assumed).
-    pub fn pod_node(&self, uid: &str) -> Option<&'static str> {
-        self.pods.get(uid).map(|s| s.node.as_str())
+    /// The node a pod is on (bound or assumed). Borrowed from the node's NodeInfo (node
+    /// names are not pinned for the process).
+    pub fn pod_node(&self, uid: &str) -> Option<&str> {
+        let node = self.pods.get(uid)?.node;
+        self.by_name.get(&node).map(|&slot| self.slots[slot].info.node().name())
     }
 
     /// Brings `snap` up to date, replacing only NodeInfos whose generation moved.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::{HostPort, PodInfo};
-use crate::model::{Node, Resources, Symbol};
+use crate::model::{HeldSymbol, Node, Resources, Symbol};
 
 /// A node with its pods and running totals, as the scheduler sees it in one cycle.
 ///
@@ -13,7 +13,9 @@ use crate::model::{Node, Resources, Symbol};
 #[derive(Debug)]
 pub struct NodeInfo {
     node: Arc<Node>,
-    name: Symbol,
+    /// Held, not pinned: the name is freed once the node is gone and no copy of this
+    /// NodeInfo (in a snapshot, say) remains.
+    name: HeldSymbol,
     pods: Vec<Arc<PodInfo>>,
     pods_with_affinity: Vec<Arc<PodInfo>>,
     pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
@@ -52,7 +54,7 @@ impl Clone for NodeInfo {
         pods_copy.extend(pods.iter().cloned());
         NodeInfo {
             node: node.clone(),
-            name: *name,
+            name: name.clone(),
             pods: pods_copy,
             pods_with_affinity: pods_with_affinity.clone(),
             pods_with_required_anti_affinity: pods_with_required_anti_affinity.clone(),
@@ -71,7 +73,7 @@ impl NodeInfo {
     /// A node with no pods.
     pub fn new(node: Arc<Node>) -> NodeInfo {
         let mut n = NodeInfo {
-            name: Symbol::intern(node.name()),
+            name: HeldSymbol::new(node.name()),
             allocatable: Resources::default(),
             node: node.clone(),
             pods: Vec::new(),
@@ -100,7 +102,9 @@ impl NodeInfo {
         images.sort_unstable_by_key(|&(n, _)| n);
         images.dedup_by_key(|&mut (n, _)| n);
         self.images = images.into();
-        self.name = Symbol::intern(node.name());
+        if self.name.as_str() != node.name() {
+            self.name = HeldSymbol::new(node.name());
+        }
         self.node = node;
     }
 
@@ -115,10 +119,17 @@ impl NodeInfo {
         &self.node
     }
 
-    /// The node's name, interned (for `matchFields` and maps keyed by node).
+    /// The node's name, interned (for `matchFields` and maps keyed by node). The
+    /// symbol names this node while the node (or a copy of this NodeInfo) lives: keep
+    /// it beyond that with [`NodeInfo::held_name`], never as a bare `Symbol`.
     #[inline]
     pub fn name(&self) -> Symbol {
-        self.name
+        self.name.symbol()
+    }
+
+    /// The node's name as a counted reference, for state that outlives the node.
+    pub fn held_name(&self) -> &HeldSymbol {
+        &self.name
     }
 
     /// Pods on the node (bound and assumed).

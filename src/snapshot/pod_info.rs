@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::model::{Pod, PodError, PodRequestOptions, Protocol, Resources, Symbol};
+use crate::model::{HeldSymbol, Pod, PodError, PodRequestOptions, Protocol, Resources, Symbol};
 
 /// A host port a pod occupies: `(ip, protocol, port)`; ip `0.0.0.0` is every address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,8 +62,9 @@ pub struct PodInfo {
     pub has_required_anti_affinity: bool,
     /// The node the scheduler assumed the pod on (see [`PodInfo::node_name`]). Kept
     /// here so assuming a pod shares its object instead of copying it to set
-    /// `spec.nodeName`.
-    assumed_node: Option<Symbol>,
+    /// `spec.nodeName`. Held (not pinned), so a removed node's name is freed once no
+    /// pod assumed on it remains, and never names another node while one does.
+    assumed_node: Option<HeldSymbol>,
 }
 
 /// A pod with pod-level requests: what the scorers weigh with the gate on, and every
@@ -154,7 +155,7 @@ impl PodInfo {
     /// assert_eq!(assumed.bound_pod().spec.node_name, "node-1");
     /// ```
     pub fn node_name(&self) -> &str {
-        match self.assumed_node {
+        match &self.assumed_node {
             Some(node) => node.as_str(),
             None => &self.pod.spec.node_name,
         }
@@ -163,7 +164,7 @@ impl PodInfo {
     /// The node the scheduler assumed this pod on, if it did (not the bound node).
     #[inline]
     pub(crate) fn assumed_node(&self) -> Option<Symbol> {
-        self.assumed_node
+        self.assumed_node.as_ref().map(HeldSymbol::symbol)
     }
 
     /// Whether the pod is assigned to a node (assumed by the scheduler or bound).
@@ -177,8 +178,8 @@ impl PodInfo {
     #[must_use]
     pub fn assumed_on(&self, node: &str) -> PodInfo {
         let mut info = self.clone();
-        // Node names are pinned by the cache that holds the node, so this adds nothing.
-        info.assumed_node = Some(Symbol::intern(node));
+        // The cache's NodeInfo already holds the name: this takes one more reference.
+        info.assumed_node = Some(HeldSymbol::new(node));
         info
     }
 
@@ -195,7 +196,7 @@ impl PodInfo {
     /// The pod object as its binding makes it: `spec.nodeName` set to
     /// [`PodInfo::node_name`]. Copies the pod when the scheduler assumed it.
     pub fn bound_pod(&self) -> std::borrow::Cow<'_, Pod> {
-        match self.assumed_node {
+        match &self.assumed_node {
             Some(node) if self.pod.spec.node_name != node.as_str() => {
                 let mut pod = (*self.pod).clone();
                 pod.spec.node_name = node.as_str().to_owned();

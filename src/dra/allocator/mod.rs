@@ -694,6 +694,6 @@ impl Search<'_> {
         {
             problems.push(Problem::Unsatisfiable { claim: plan.claim.key.clone(), causes: Vec::new() });
         }
-        Diagnosis { node: self.node.as_str().to_owned(), problems }
+        Diagnosis { node: self.node.to_string(), problems }
     }
 }

@@ -150,6 +150,9 @@ pub(crate) fn results(
             });
         }
         let node_selector = if local {
+            // The requirement holds the node's name (not pinned): freed with the last
+            // claim status or pod that names it.
+            let node = node.to_string();
             Some(NodeSelector {
                 node_selector_terms: vec![NodeSelectorTerm {
                     match_expressions: Vec::new(),

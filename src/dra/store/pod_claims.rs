@@ -111,7 +111,7 @@ impl PodClaims {
 
     fn not_on_node(node: Symbol, resource: Symbol) -> Diagnosis {
         Diagnosis {
-            node: node.as_str().to_owned(),
+            node: node.to_string(),
             problems: vec![allocator::Problem::ResourceNotOnNode { resource: resource.as_str().to_owned() }],
         }
     }
@@ -152,7 +152,9 @@ impl PodClaims {
         if let Some(e) = &self.disabled {
             return Err(e.clone());
         }
-        let sym = Symbol::intern(node);
+        // Held for the call, not pinned: the node's name is freed with the node.
+        let held = crate::model::HeldSymbol::new(node);
+        let sym = held.symbol();
         if let Err(d) = self.fits_allocated(sym, labels) {
             return Ok(NodeResult::NoFit(d));
         }
@@ -269,7 +271,7 @@ impl PodClaims {
                 && !sel.matches(labels, node)
             {
                 return Err(Diagnosis {
-                    node: node.as_str().to_owned(),
+                    node: node.to_string(),
                     problems: vec![allocator::Problem::Unsatisfiable {
                         claim: a.key.clone(),
                         causes: vec!["allocated on other nodes: node selector".to_owned()],

@@ -41,7 +41,9 @@ impl PreemptionContext<'_> {
     pub fn nominated_node_name(&self) -> Option<Symbol> {
         self.handle.preemption().nominator().nominated_node(&self.pod.uid).or_else(|| {
             let n = &self.pod.pod.status.nominated_node_name;
-            (!n.is_empty()).then(|| Symbol::intern(n))
+            // A lookup, not `intern`: a name nobody interned is no node of the
+            // snapshot, and interning would pin it.
+            if n.is_empty() { None } else { Symbol::lookup(n) }
         })
     }
 
@@ -201,8 +203,8 @@ pub fn preempt(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext<'_>) ->
         return (None, Status::unschedulable("no candidate node for preemption"));
     };
     let c = &candidates[best];
-    let node = c.node.as_str();
-    let result = Some(PostFilterResult { nominated_node_name: Some(node.to_owned()) });
+    // Display, not `as_str`: node names are not pinned.
+    let result = Some(PostFilterResult { nominated_node_name: Some(c.node.to_string()) });
     match prepare_candidate(cx, c) {
         Ok(()) => (result, Status::SUCCESS),
         // Nothing was evicted: don't nominate (the room would never come), say why.
@@ -214,7 +216,7 @@ pub fn preempt(strategy: &dyn PreemptionStrategy, cx: &PreemptionContext<'_>) ->
 /// Upstream `prepareCandidate`: evict the victims, then drop the nominations of
 /// lower-priority pods on the node (they would not fit any more).
 fn prepare_candidate(cx: &PreemptionContext<'_>, c: &Candidate) -> Result<(), PreemptionError> {
-    let node = c.node.as_str();
+    let node = &*c.node.to_string();
     let services = cx.handle.preemption();
     let evictor = services
         .evictor()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use parking_lot::RwLock;
 
-use crate::model::Symbol;
+use crate::model::{HeldSymbol, Symbol};
 use crate::snapshot::PodInfo;
 
 /// Pods nominated to nodes by preemption, as one cycle sees them (immutable; the
@@ -14,7 +14,9 @@ use crate::snapshot::PodInfo;
 #[derive(Debug, Clone, Default)]
 pub struct NominatedPods {
     by_node: AHashMap<Symbol, Vec<Arc<PodInfo>>>,
-    node_of: AHashMap<Arc<str>, Symbol>,
+    /// Each nomination holds its node's name, so a `by_node` key never names another
+    /// string (a removed node's freed slot reused) while a pod is nominated there.
+    node_of: AHashMap<Arc<str>, HeldSymbol>,
 }
 
 impl NominatedPods {
@@ -25,7 +27,7 @@ impl NominatedPods {
 
     /// The node a pod (by uid) is nominated to.
     pub fn node_of(&self, uid: &str) -> Option<Symbol> {
-        self.node_of.get(uid).copied()
+        self.node_of.get(uid).map(HeldSymbol::symbol)
     }
 
     /// Number of nominated pods.
@@ -60,7 +62,7 @@ impl NominatedPods {
 /// let n = Nominator::default();
 /// let p = Arc::new(PodInfo::new(PodBuilder::new("hi").priority(10).build()).unwrap());
 /// n.add(p, "node-1");
-/// assert_eq!(n.nominated_node("default/hi").map(|s| s.as_str()), Some("node-1"));
+/// assert_eq!(n.nominated_node("default/hi").map(|s| s.to_string()).as_deref(), Some("node-1"));
 /// n.remove("default/hi");
 /// assert!(n.snapshot().is_none());
 /// ```
@@ -72,16 +74,18 @@ pub struct Nominator {
 impl Nominator {
     /// Nominates `pod` to `node`, replacing an earlier nomination of the same pod.
     pub fn add(&self, pod: Arc<PodInfo>, node: &str) {
-        let node = Symbol::intern(node);
+        let node = HeldSymbol::new(node);
         let mut g = self.inner.write();
         let m = Arc::make_mut(&mut g);
         remove_from(m, &pod.uid);
+        let sym = node.symbol();
         m.node_of.insert(pod.uid.clone(), node);
-        m.by_node.entry(node).or_default().push(pod);
+        m.by_node.entry(sym).or_default().push(pod);
     }
 
-    /// Drops a pod's nomination; returns the node it had.
-    pub fn remove(&self, uid: &str) -> Option<Symbol> {
+    /// Drops a pod's nomination; returns the node it had (held: the name stays valid
+    /// while the caller keeps it).
+    pub fn remove(&self, uid: &str) -> Option<HeldSymbol> {
         let mut g = self.inner.write();
         if !g.node_of.contains_key(uid) {
             return None;
@@ -117,12 +121,12 @@ impl Nominator {
     }
 }
 
-fn remove_from(m: &mut NominatedPods, uid: &str) -> Option<Symbol> {
+fn remove_from(m: &mut NominatedPods, uid: &str) -> Option<HeldSymbol> {
     let node = m.node_of.remove(uid)?;
-    if let Some(v) = m.by_node.get_mut(&node) {
+    if let Some(v) = m.by_node.get_mut(&node.symbol()) {
         v.retain(|p| &*p.uid != uid);
         if v.is_empty() {
-            m.by_node.remove(&node);
+            m.by_node.remove(&node.symbol());
         }
     }
     Some(node)

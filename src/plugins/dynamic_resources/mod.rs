@@ -533,7 +533,8 @@ impl ReservePlugin for DynamicResources {
         let Some(DraState { nodes, .. }) = state.read::<DraState>() else {
             return Status::SUCCESS;
         };
-        let n = nodes.as_ref().and_then(|n| n.get(&Symbol::intern(node)));
+        // A lookup: `intern` would pin the node's name for the process.
+        let n = nodes.as_ref().zip(Symbol::lookup(node)).and_then(|(n, s)| n.get(&s));
         let node_labels = n.map(|n| n.metadata.labels.clone()).unwrap_or_default();
         let allocatable = n.map(|n| n.status.allocatable.to_resources());
         match self.store.reserve_on(&pod.pod, &pod.uid, node, &node_labels, allocatable.as_ref()) {

@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 pub use generate::GpuDomainPlacement;
 pub use score::GpuDomainFragmentation;
 
-use crate::model::Symbol;
+use crate::model::{HeldSymbol, Symbol};
 use crate::snapshot::{NodeInfo, Snapshot};
 use crate::topology::GpuMatrix;
 
@@ -210,7 +210,9 @@ impl GpuDomainArgs {
 /// ```
 #[derive(Debug, Default)]
 pub struct NvLinkDomains {
-    nodes: RwLock<AHashMap<Symbol, Symbol>>,
+    /// Node (its name held, not pinned, while registered) to its domain (pinned: a
+    /// bounded vocabulary).
+    nodes: RwLock<AHashMap<Symbol, (HeldSymbol, Symbol)>>,
 }
 
 impl NvLinkDomains {
@@ -242,7 +244,8 @@ impl NvLinkDomains {
             let mut ids = matrix.gpus().iter().filter(|g| g.gpu.host as usize == h).map(|g| g.nvlink_domain);
             let Some(Some(first)) = ids.next() else { continue };
             if ids.all(|d| d == Some(first)) {
-                nodes.insert(Symbol::intern(name.as_ref()), Symbol::intern(&format!("{domain}/nvlink-{first}")));
+                let node = HeldSymbol::new(name.as_ref());
+                nodes.insert(node.symbol(), (node, Symbol::intern(&format!("{domain}/nvlink-{first}"))));
                 placed += 1;
             }
         }
@@ -251,7 +254,8 @@ impl NvLinkDomains {
 
     /// Puts `node` in NVLink domain `domain` by hand.
     pub fn set_node(&self, node: &str, domain: &str) {
-        self.nodes.write().insert(Symbol::intern(node), Symbol::intern(domain));
+        let node = HeldSymbol::new(node);
+        self.nodes.write().insert(node.symbol(), (node, Symbol::intern(domain)));
     }
 
     /// Forgets a node.
@@ -267,7 +271,7 @@ impl NvLinkDomains {
     }
 
     fn lookup(&self, node: Symbol) -> Option<Symbol> {
-        self.nodes.read().get(&node).copied()
+        self.nodes.read().get(&node).map(|(_, d)| *d)
     }
 }
 

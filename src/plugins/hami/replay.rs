@@ -131,7 +131,7 @@ impl ReservePlugin for GpuShareMirror {
         let Ok(Some(req)) = GpuRequest::from_pod(&pod.pod) else { return Status::SUCCESS };
         let devices: Option<SmallVec<[u8; 8]>> = self
             .hami
-            .with_node(Symbol::intern(node), |devs, _| {
+            .with_node(Symbol::lookup(node).unwrap_or_default(), |devs, _| {
                 a.containers
                     .iter()
                     .flatten()

@@ -14,7 +14,7 @@ use super::device::{DEVICE_CORDON, node_devices};
 use super::fit::{FitFailure, PodFit, Usage, fit_pod};
 use super::{DeviceInfo, HamiError, PodRequests, Steering};
 use crate::dra::mig::{HamiMigAllocation, MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations, placement_mask};
-use crate::model::{Node, Pod, Symbol};
+use crate::model::{HeldSymbol, Node, Pod, Symbol};
 
 /// What one device of a pod's allocation adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub struct PodAllocation {
 }
 
 struct NodeEntry {
+    /// The node's name, held (not pinned) while the table knows the node.
+    _name: HeldSymbol,
     devices: Vec<DeviceInfo>,
     usage: Vec<Usage>,
 }
@@ -82,7 +84,7 @@ impl HamiState {
     pub fn set_devices(&self, name: &str, devices: Vec<DeviceInfo>) -> Result<usize, HamiError> {
         let n = devices.len();
         let mut inner = self.inner.write();
-        let name_sym = Symbol::intern(name);
+        let held = HeldSymbol::new(name);
         let mut usage = vec![Usage::default(); n];
         for a in inner.pods.values().filter(|a| a.node == name) {
             for d in &a.deltas {
@@ -91,7 +93,7 @@ impl HamiState {
                 }
             }
         }
-        inner.nodes.insert(name_sym, NodeEntry { devices, usage });
+        inner.nodes.insert(held.symbol(), NodeEntry { _name: held, devices, usage });
         Ok(n)
     }
 

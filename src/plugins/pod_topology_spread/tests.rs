@@ -61,6 +61,14 @@ fn on(name: &str, node: &str, labels: &[(&str, &str)]) -> Pod {
 }
 
 fn state(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> PreFilterState {
+    // The tables read the counts' domains after the nodes are dropped: pin the nodes'
+    // label values so their text outlives them (label values and node names are
+    // otherwise freed with their last holder).
+    for n in nodes {
+        for (_, v) in n.metadata.labels.texts() {
+            crate::model::Symbol::intern(&v);
+        }
+    }
     let snap = Snapshot::from_nodes(nodes.iter().map(|n| {
         let mut info = NodeInfo::new(Arc::new(n.clone()));
         for p in pods.iter().filter(|p| p.spec.node_name == n.name()) {

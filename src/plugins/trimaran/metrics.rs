@@ -9,7 +9,7 @@ use ahash::AHashMap;
 use parking_lot::RwLock;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::model::Symbol;
+use crate::model::{HeldSymbol, Symbol};
 
 /// Metric type of CPU utilisation (load-watcher `watcher.CPU`).
 pub const CPU: &str = "CPU";
@@ -265,7 +265,10 @@ impl NodeLoad {
 #[derive(Debug, Clone, Default)]
 pub struct LoadSnapshot {
     metrics: WatcherMetrics,
-    by_symbol: AHashMap<Symbol, NodeLoad>,
+    /// Each entry holds its node's name: node names are freed when the node goes, and
+    /// a bare symbol kept past that could name a node that joined later in a reused
+    /// slot. (Held here, the figures of a removed node can't be read for another.)
+    by_symbol: AHashMap<Symbol, (HeldSymbol, NodeLoad)>,
 }
 
 impl LoadSnapshot {
@@ -277,8 +280,9 @@ impl LoadSnapshot {
             for (name, nm) in map {
                 // Only names already interned (every node the scheduler knows is): a
                 // payload full of strangers must not grow the interner.
-                if let Some(sym) = Symbol::lookup(name) {
-                    by_symbol.insert(sym, NodeLoad::from_metrics(&nm.metrics));
+                if Symbol::lookup(name).is_some() {
+                    let held = HeldSymbol::new(name);
+                    by_symbol.insert(held.symbol(), (held, NodeLoad::from_metrics(&nm.metrics)));
                 }
             }
         }
@@ -304,14 +308,15 @@ impl LoadSnapshot {
     /// The node's figures, `None` when the payload lacks the node (or lacks every node).
     #[inline]
     pub fn node(&self, node: Symbol) -> Option<NodeLoad> {
-        if let Some(l) = self.by_symbol.get(&node) {
+        if let Some((_, l)) = self.by_symbol.get(&node) {
             return Some(*l);
         }
         // A node interned after this payload was indexed.
         if self.by_symbol.len() == self.metrics.data.node_metrics_map.as_ref().map_or(0, BTreeMap::len) {
             return None;
         }
-        self.metrics.node(node.as_str()).map(|nm| NodeLoad::from_metrics(&nm.metrics))
+        // The text without pinning it (the payload lookup interns nothing).
+        node.with_str(|name| self.metrics.node(name).map(|nm| NodeLoad::from_metrics(&nm.metrics)))
     }
 }
 
