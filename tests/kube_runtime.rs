@@ -28,6 +28,7 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// What the fake API server saw and how it answers.
 #[derive(Default)]
+#[allow(clippy::struct_excessive_bools)]
 struct ApiServer {
     /// `METHOD path?query` of every request.
     requests: Vec<String>,
