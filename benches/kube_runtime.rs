@@ -32,6 +32,11 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 const NODES: usize = 5_000;
 const PODS: usize = 10_000;
 
+/// `KUBE_RUNTIME_NODES` / `KUBE_RUNTIME_PODS` shrink the run (for callgrind).
+fn size(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn node(i: usize) -> Value {
     json!({
         "metadata": {"name": format!("node-{i}"), "uid": format!("uid-node-{i}"), "resourceVersion": "90",
@@ -113,10 +118,10 @@ fn profile_config() -> ProfileConfig {
 }
 
 /// The runtime: from `run` to the last binding.
-fn through_runtime() -> Duration {
+fn through_runtime(nodes: usize, pods: usize) -> Duration {
     let fake = Arc::new(Fake {
-        nodes: list("Node", "v1", &(0..NODES).map(node).collect::<Vec<_>>()),
-        pods: list("Pod", "v1", &(0..PODS).map(pod).collect::<Vec<_>>()),
+        nodes: list("Node", "v1", &(0..nodes).map(node).collect::<Vec<_>>()),
+        pods: list("Pod", "v1", &(0..pods).map(pod).collect::<Vec<_>>()),
         empty_pdbs: list("PodDisruptionBudget", "policy/v1", &[]),
         ok: Bytes::from_static(br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}"#),
         bound: AtomicUsize::new(0),
@@ -137,35 +142,35 @@ fn through_runtime() -> Duration {
         let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
         let start = Instant::now();
         let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
-        while fake.bound.load(Ordering::SeqCst) < PODS {
+        while fake.bound.load(Ordering::SeqCst) < pods {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let took = start.elapsed();
         shutdown.trigger();
         let stats = running.await.unwrap().unwrap();
-        assert_eq!(stats.bound, PODS);
+        assert_eq!(stats.bound, pods);
         took
     })
 }
 
 /// The scheduling cycles alone: the same objects, already converted, in a `Scheduler`.
-fn cycles_only() -> Duration {
+fn cycles_only(nodes: usize, pods: usize) -> Duration {
     let handle = Handle::default();
     let profile = schedkit::plugins::default_registry().build_profile(&profile_config(), &handle).unwrap();
     let mut scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
-    for i in 0..NODES {
+    for i in 0..nodes {
         let n: api::Node = serde_json::from_value(node(i)).unwrap();
         scheduler.add_node(Node::try_from(&n).unwrap()).unwrap();
     }
-    let pods: Vec<Pod> =
-        (0..PODS).map(|i| Pod::try_from(&serde_json::from_value::<api::Pod>(pod(i)).unwrap()).unwrap()).collect();
+    let queued: Vec<Pod> =
+        (0..pods).map(|i| Pod::try_from(&serde_json::from_value::<api::Pod>(pod(i)).unwrap()).unwrap()).collect();
     let start = Instant::now();
-    for p in pods {
+    for p in queued {
         scheduler.add_pod(p).unwrap();
     }
     let summary = scheduler.run_until_idle();
     let took = start.elapsed();
-    assert_eq!(summary.bound, PODS, "{summary:?}");
+    assert_eq!(summary.bound, pods, "{summary:?}");
     took
 }
 
@@ -174,15 +179,23 @@ fn main() {
         println!("kube_runtime/overhead_10000_pods_5000_nodes: bench");
         return;
     }
-    let runtime = through_runtime();
-    let cycles = cycles_only();
-    let per = |d: Duration| d.as_secs_f64() * 1e6 / PODS as f64;
-    println!("kube_runtime: {PODS} pods on {NODES} nodes (one scheduling thread)");
+    let (nodes, pods) = (size("KUBE_RUNTIME_NODES", NODES), size("KUBE_RUNTIME_PODS", PODS));
+    // `--only runtime` / `--only cycles`: one side alone (for a profiler).
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    if let Some(side) = only {
+        let took = if side == "cycles" { cycles_only(nodes, pods) } else { through_runtime(nodes, pods) };
+        println!("kube_runtime {side}: {pods} pods on {nodes} nodes: {:.1} ms", took.as_secs_f64() * 1e3);
+        return;
+    }
+    let runtime = through_runtime(nodes, pods);
+    let cycles = cycles_only(nodes, pods);
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / pods as f64;
+    println!("kube_runtime: {pods} pods on {nodes} nodes (one scheduling thread)");
     println!(
         "  through schedkit::kube::run : {:>9.1} ms, {:>7.1} µs/pod, {:>8.0} pods/s",
         runtime.as_secs_f64() * 1e3,
         per(runtime),
-        PODS as f64 / runtime.as_secs_f64()
+        pods as f64 / runtime.as_secs_f64()
     );
     println!("  scheduling cycles only      : {:>9.1} ms, {:>7.1} µs/pod", cycles.as_secs_f64() * 1e3, per(cycles));
     println!("  runtime overhead            : {:>17.1} µs/pod", per(runtime) - per(cycles));

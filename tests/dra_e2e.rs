@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use schedkit::dra::{DraStore, ResourceClaim, ResourceSlice};
-use schedkit::framework::{Handle, PluginRef, PreEnqueuePlugin};
+use schedkit::framework::{Code, Handle, PluginRef, PreEnqueuePlugin};
 use schedkit::model::{Pod, PodResourceClaim};
 use schedkit::plugins::dynamic_resources::{ClaimStatusWriter, DynamicResources};
 use schedkit::plugins::{default_profile_config, default_registry};
@@ -95,7 +95,7 @@ fn store_with_class() -> Arc<DraStore> {
 
 /// The default profile plus DynamicResources, built through the registry like a
 /// KubeSchedulerConfiguration that enables the plugin.
-fn scheduler(store: &Arc<DraStore>, writer: Arc<Recorder>, nodes: usize) -> Scheduler {
+fn scheduler<W: ClaimStatusWriter + 'static>(store: &Arc<DraStore>, writer: Arc<W>, nodes: usize) -> Scheduler {
     // The store and the writer are shared on the handle, where the registry's
     // DynamicResources (and NodeResourcesFit's device-class lookup) find them.
     let handle = Handle::default();
@@ -331,4 +331,72 @@ fn invalid_pool_makes_filter_unschedulable_with_upstreams_message() {
         "{}",
         status.message()
     );
+}
+
+/// What PreBind asked the writer for: `("allocate" | "update_status", claim)`.
+#[derive(Default)]
+struct Calls(Mutex<Vec<(&'static str, ResourceClaim)>>);
+
+impl ClaimStatusWriter for Calls {
+    fn update_status(&self, claim: &ResourceClaim) -> Result<(), String> {
+        self.0.lock().push(("update_status", claim.clone()));
+        Ok(())
+    }
+    fn allocate(&self, claim: &ResourceClaim) -> Result<(), String> {
+        self.0.lock().push(("allocate", claim.clone()));
+        Ok(())
+    }
+}
+
+/// Upstream `dynamicresources.go`: a claim being deleted is refused before scheduling
+/// (`foreachPodResourceClaim`: `resourceclaim "going" is being deleted`,
+/// UnschedulableAndUnresolvable); PreBind (`bindClaim`) writes an allocation it made
+/// through [`ClaimStatusWriter::allocate`] (where an API-server writer first adds the
+/// delete-protection finalizer) and only adds a reservation to a claim already
+/// allocated.
+#[test]
+fn claims_being_deleted_are_refused_and_new_allocations_go_through_allocate() {
+    let store = store_with_class();
+    let plugin = DynamicResources::new(store.clone());
+    let mut going = gpu_claim("going", 1, H100, false);
+    going.metadata.other.insert("deletionTimestamp".into(), json!("2025-03-01T10:00:05Z"));
+    going.metadata.other.insert("finalizers".into(), json!(["example.com/keep"]));
+    assert!(going.is_being_deleted() && going.has_finalizer("example.com/keep"));
+    store.add_claim(going).unwrap();
+    let s = plugin.pre_enqueue(&PodInfo::new(pod_with_claim("p", "going")).unwrap());
+    assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+    assert_eq!(s.reasons(), [r#"resourceclaim "going" is being deleted"#]);
+
+    let writer = Arc::new(Calls::default());
+    let mut sched = scheduler(&store, writer.clone(), 2);
+    store.add_claim(gpu_claim("shared", 1, H100, false)).unwrap();
+    let b = sched.schedule_pod(pod_with_claim("first", "shared")).unwrap();
+    b.run().unwrap();
+    {
+        let calls = writer.0.lock();
+        let [("allocate", claim)] = calls.as_slice() else {
+            panic!("{:?}", calls.iter().map(|c| c.0).collect::<Vec<_>>())
+        };
+        let status = claim.status.as_ref().unwrap();
+        assert!(status.allocation.is_some());
+        assert_eq!(status.reserved_for.len(), 1);
+        // The writer decides about the finalizer; the claim is handed over as the store has it.
+        assert!(!claim.has_finalizer(schedkit::dra::DELETE_PROTECTION_FINALIZER));
+    }
+    // A second pod on the allocated claim: a reservation only.
+    let b = sched.schedule_pod(pod_with_claim("second", "shared")).unwrap();
+    b.run().unwrap();
+    let calls = writer.0.lock();
+    assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), ["allocate", "update_status"]);
+    assert_eq!(calls[1].1.status.as_ref().unwrap().reserved_for.len(), 2);
+}
+
+#[test]
+fn finalizers_are_added_once() {
+    let mut claim = gpu_claim("c", 1, H100, false);
+    assert!(!claim.has_finalizer(schedkit::dra::DELETE_PROTECTION_FINALIZER));
+    claim.add_finalizer(schedkit::dra::DELETE_PROTECTION_FINALIZER);
+    claim.add_finalizer(schedkit::dra::DELETE_PROTECTION_FINALIZER);
+    assert_eq!(claim.metadata.other["finalizers"], json!(["resource.kubernetes.io/delete-protection"]));
+    assert!(!claim.is_being_deleted());
 }

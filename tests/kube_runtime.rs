@@ -28,6 +28,7 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// What the fake API server saw and how it answers.
 #[derive(Default)]
+#[allow(clippy::struct_excessive_bools)]
 struct ApiServer {
     /// `METHOD path?query` of every request.
     requests: Vec<String>,
@@ -45,6 +46,11 @@ struct ApiServer {
     dra: bool,
     /// ResourceClaim status updates: `(claim, body)`.
     claim_status: Vec<(String, Value)>,
+    /// ResourceClaim object updates (not status): `(claim, body)`.
+    claim_updates: Vec<(String, Value)>,
+    /// In the DRA scene, the claim is being deleted (deletionTimestamp and a
+    /// finalizer of another controller).
+    claim_deleting: bool,
     /// Serve four small pods whose bindings each take 600 ms.
     slow_bind: bool,
     /// Serve a gang: two pods of PodGroup `workers` (minCount 2) and the group.
@@ -240,7 +246,19 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             full(200, &list("ResourceSlice", "resource.k8s.io/v1", "100", &[slice()]))
         }
         ("GET", "/apis/resource.k8s.io/v1/resourceclaims") if !is_watch => {
-            full(200, &list("ResourceClaim", "resource.k8s.io/v1", "100", &[claim()]))
+            let mut c = claim();
+            if state.lock().claim_deleting {
+                c["metadata"]["deletionTimestamp"] = json!("2025-03-01T10:00:05Z");
+                c["metadata"]["finalizers"] = json!(["example.com/keep"]);
+            }
+            full(200, &list("ResourceClaim", "resource.k8s.io/v1", "100", &[c]))
+        }
+        // The finalizer update: the API server bumps the resourceVersion.
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim") => {
+            state.lock().claim_updates.push(("gpu-claim".to_owned(), body.clone()));
+            let mut updated = body;
+            updated["metadata"]["resourceVersion"] = json!("13");
+            full(200, &updated)
         }
         ("PUT", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim/status") => {
             state.lock().claim_status.push(("gpu-claim".to_owned(), body.clone()));
@@ -362,10 +380,10 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
     assert!(s.status_patches.iter().all(|(p, _)| p != "broken"));
 }
 
-#[test]
-fn dra_objects_are_watched_and_claim_status_is_written() {
+/// Runs the DRA scene until a pod is bound or `wait` passes.
+fn run_dra_scene(server: ApiServer, wait: Duration) -> (Arc<Mutex<ApiServer>>, schedkit::kube::RunStats) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let state = Arc::new(Mutex::new(ApiServer { dra: true, ..ApiServer::default() }));
+    let state = Arc::new(Mutex::new(ApiServer { dra: true, ..server }));
     let svc_state = state.clone();
     let service = tower::service_fn(move |req| {
         let st = svc_state.clone();
@@ -390,15 +408,19 @@ fn dra_objects_are_watched_and_claim_status_is_written() {
         let shutdown = Shutdown::new();
         let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
         let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
-        for _ in 0..200 {
-            if !state.lock().bindings.is_empty() {
-                break;
-            }
+        let start = tokio::time::Instant::now();
+        while state.lock().bindings.is_empty() && start.elapsed() < wait {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         shutdown.trigger();
         tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
     });
+    (state, run)
+}
+
+#[test]
+fn dra_objects_are_watched_and_claim_status_is_written() {
+    let (state, run) = run_dra_scene(ApiServer::default(), Duration::from_secs(20));
     let s = state.lock();
     // The GPU is on n2 only: the pod goes there, its claim allocated and reserved first.
     assert_eq!(s.bindings, [("trainer".to_owned(), "n2".to_owned())], "{:?}", s.requests);
@@ -407,11 +429,20 @@ fn dra_objects_are_watched_and_claim_status_is_written() {
         let listed = format!("GET /apis/resource.k8s.io/v1/{kind}?");
         assert!(s.requests.iter().any(|r| r.starts_with(&listed)), "{kind} not listed: {:?}", s.requests);
     }
-    // PreBind's UpdateStatus (dynamicresources.go bindClaim): allocation and reservedFor,
-    // on the claim as listed (its resourceVersion, so a concurrent write conflicts).
+    // PreBind (dynamicresources.go bindClaim): first an Update adding the
+    // delete-protection finalizer, on the claim as listed (its resourceVersion, so a
+    // concurrent write conflicts), without the allocation ...
+    let [(name, update)] = s.claim_updates.as_slice() else { panic!("{:?}", s.requests) };
+    assert_eq!(name, "gpu-claim");
+    assert_eq!(update["metadata"]["resourceVersion"], "12");
+    assert_eq!(update["metadata"]["finalizers"], json!(["resource.kubernetes.io/delete-protection"]));
+    assert!(update["status"].get("allocation").is_none(), "{update}");
+    // ... then UpdateStatus with allocation and reservedFor on the object that Update
+    // returned (resourceVersion 13).
     let [(name, body)] = s.claim_status.as_slice() else { panic!("{:?}", s.requests) };
     assert_eq!(name, "gpu-claim");
-    assert_eq!(body["metadata"]["resourceVersion"], "12");
+    assert_eq!(body["metadata"]["resourceVersion"], "13");
+    assert_eq!(body["metadata"]["finalizers"], json!(["resource.kubernetes.io/delete-protection"]));
     let results = &body["status"]["allocation"]["devices"]["results"];
     assert_eq!(results[0]["device"], "gpu-0");
     assert_eq!(results[0]["pool"], "n2");
@@ -419,10 +450,36 @@ fn dra_objects_are_watched_and_claim_status_is_written() {
     assert_eq!(results[0]["request"], "gpu");
     let reserved = &body["status"]["reservedFor"];
     assert_eq!(reserved, &json!([{"resource": "pods", "name": "trainer", "uid": "uid-trainer"}]));
-    // The binding came after the claim status, as PreBind precedes Bind.
-    let put = s.requests.iter().position(|r| r.starts_with("PUT ")).unwrap();
-    let bind = s.requests.iter().position(|r| r.contains("/binding")).unwrap();
-    assert!(put < bind, "{:?}", s.requests);
+    // The request sequence: Update, UpdateStatus, then the binding (PreBind precedes Bind).
+    let writes: Vec<&str> = s
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("PUT ") || r.contains("/binding"))
+        .map(|r| r.split('?').next().unwrap())
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            "PUT /apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim",
+            "PUT /apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu-claim/status",
+            "POST /api/v1/namespaces/default/pods/trainer/binding",
+        ],
+        "{:?}",
+        s.requests
+    );
+}
+
+/// A claim being deleted is refused (upstream `foreachPodResourceClaim`: `resourceclaim
+/// "gpu-claim" is being deleted`): nothing is written to it and the pod stays pending.
+#[test]
+fn a_claim_being_deleted_is_neither_allocated_nor_bound() {
+    let (state, run) =
+        run_dra_scene(ApiServer { claim_deleting: true, ..ApiServer::default() }, Duration::from_millis(2500));
+    let s = state.lock();
+    assert!(s.requests.iter().any(|r| r.starts_with("GET /apis/resource.k8s.io/v1/resourceclaims?")));
+    assert!(s.bindings.is_empty(), "{:?}", s.requests);
+    assert_eq!(run.bound, 0, "{run:?}");
+    assert!(s.claim_updates.is_empty() && s.claim_status.is_empty(), "{:?}", s.requests);
 }
 
 #[test]

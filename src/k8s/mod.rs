@@ -134,6 +134,17 @@ pub fn from_k8s<T: K8sConvert>(obj: &T::K8s, opts: LoadOptions) -> Result<Loaded
     }
 }
 
+/// [`from_k8s`] for a caller that only needs the ignored fields that can change a
+/// scheduling decision (the kube runtime's watches): the same object and errors, without
+/// collecting every other ignored path.
+#[cfg_attr(not(feature = "kube"), allow(dead_code))]
+pub(crate) fn from_k8s_relevant<T: K8sConvert>(obj: &T::K8s, opts: LoadOptions) -> Result<Loaded<T>, ConvertError> {
+    match T::direct(obj, opts, false) {
+        Some(result) => Ok(result?),
+        None => from_k8s_via_manifest(obj, opts),
+    }
+}
+
 /// The reference conversion: the object written as the API server's JSON (the
 /// metadata schedkit reads, `spec`, `status`) and loaded by [`manifest::from_value`].
 /// [`from_k8s`] gives the same result, faster for Pods and Nodes.

@@ -11,7 +11,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use parking_lot::Mutex;
 
 use super::watch::Sink;
-use crate::dra::{DeviceClass, DraError, DraStore, ResourceClaim, ResourceSlice};
+use crate::dra::{DELETE_PROTECTION_FINALIZER, DeviceClass, DraError, DraStore, ResourceClaim, ResourceSlice};
 use crate::framework::{ActionType, ClusterEvent, EventObject, EventResource};
 use crate::k8s;
 use crate::manifest::LoadOptions;
@@ -166,7 +166,9 @@ impl Sink<resource::ResourceClaim> for Claims {
 /// `bindClaim`) does: the claim's `status` — `allocation` and `reservedFor` with the
 /// pod added — replaced through the resourceclaims/status subresource
 /// (`UpdateStatus`), with the claim's `resourceVersion`, so a concurrent change is a
-/// conflict and the binding is retried. PostFilter's deallocation goes the same way;
+/// conflict and the binding is retried. Before a new allocation is written, the
+/// `resource.kubernetes.io/delete-protection` finalizer is added with an Update of the
+/// object when the claim lacks it ([`ClaimStatusWriter::allocate`]). PostFilter's deallocation goes the same way;
 /// the claims PreBind makes for extended resources are created and deleted.
 ///
 /// Runs on the scheduling or binding thread and blocks it until the API server
@@ -203,6 +205,35 @@ impl ClaimStatusWriter for KubeClaimWriter {
             .block_on(self.api(&m.namespace).replace_status(&m.name, &PostParams::default(), &k8s_claim))
             .map(drop)
             .map_err(|e| format!("updating the status of ResourceClaim {}/{}: {e}", m.namespace, m.name))
+    }
+
+    /// Upstream `bindClaim` for a claim the scheduler allocated: without the
+    /// delete-protection finalizer, the object is first updated with it added (a
+    /// normal Update: finalizers are metadata, which the status subresource ignores);
+    /// the status is then written to the object that update returned, with its new
+    /// `resourceVersion`.
+    fn allocate(&self, claim: &ResourceClaim) -> Result<(), String> {
+        let m = &claim.metadata;
+        let mut k8s_claim = resource::ResourceClaim::try_from(claim).map_err(|e| e.to_string())?;
+        let status = k8s_claim.status.take();
+        let api = self.api(&m.namespace);
+        let key = format!("{}/{}", if m.namespace.is_empty() { "default" } else { &m.namespace }, m.name);
+        self.rt.block_on(async {
+            let mut current = k8s_claim;
+            let finalizers = current.metadata.finalizers.get_or_insert_with(Vec::new);
+            if !finalizers.iter().any(|f| f == DELETE_PROTECTION_FINALIZER) {
+                finalizers.push(DELETE_PROTECTION_FINALIZER.to_owned());
+                current = api
+                    .replace(&m.name, &PostParams::default(), &current)
+                    .await
+                    .map_err(|e| format!("add finalizer to claim {key}: {e}"))?;
+            }
+            current.status = status;
+            api.replace_status(&m.name, &PostParams::default(), &current)
+                .await
+                .map(drop)
+                .map_err(|e| format!("updating the status of ResourceClaim {key}: {e}"))
+        })
     }
 
     fn create_claim(&self, claim: &ResourceClaim) -> Result<(), String> {

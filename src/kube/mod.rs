@@ -38,6 +38,7 @@
 //!   Permit are still resumed on the scheduling thread.
 
 mod dra;
+mod events;
 mod lease;
 mod watch;
 mod writer;
@@ -292,8 +293,15 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
             match scheduler.schedule_next_deferred() {
                 Some(Next::Attempt(a)) => attempts.push(a),
                 Some(Next::Bind(b)) => {
-                    // The semaphore is never closed.
-                    let Ok(slot) = rt.block_on(bindings.clone().acquire_owned()) else { break };
+                    // A free slot without entering the runtime; else wait for one. The
+                    // semaphore is never closed.
+                    let slot = match bindings.clone().try_acquire_owned() {
+                        Ok(slot) => slot,
+                        Err(_) => match rt.block_on(bindings.clone().acquire_owned()) {
+                            Ok(slot) => slot,
+                            Err(_) => break,
+                        },
+                    };
                     let (reporting, counters, kick) = (reporting.clone(), counters.clone(), loop_kick.clone());
                     rt.spawn_blocking(move || {
                         let a = b.run();

@@ -37,6 +37,16 @@ fn meta_key(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> S
     }
 }
 
+/// The converted object; the scheduling fields it carried but schedkit does not model
+/// are logged at debug level ([`RunOptions::load`](super::RunOptions::load)).
+fn used<T: crate::manifest::Manifest>(l: crate::manifest::Loaded<T>, name: impl FnOnce() -> String) -> T {
+    if !l.ignored.is_empty() && log::log_enabled!(log::Level::Debug) {
+        let paths: Vec<&str> = l.ignored.iter().filter(|f| f.affects_scheduling).map(|f| f.path.as_str()).collect();
+        log::debug!("{} {}: not modeled: {}", T::KIND, name(), paths.join(", "));
+    }
+    l.object
+}
+
 /// Drives one watch until its stream ends (never, unless the task is aborted).
 pub(super) async fn drive<K, S>(api: Api<K>, cfg: watcher::Config, mut sink: S, kick: Arc<Notify>)
 where
@@ -95,8 +105,8 @@ impl Sink<core::Node> for Nodes {
         meta_key(&obj.metadata)
     }
     fn upsert(&mut self, obj: &core::Node, known: bool) -> bool {
-        let node = match k8s::from_k8s::<Node>(obj, self.load) {
-            Ok(l) => l.object,
+        let node = match k8s::from_k8s_relevant::<Node>(obj, self.load) {
+            Ok(l) => used(l, || meta_key(&obj.metadata)),
             Err(e) => {
                 log::warn!("node {}: skipped: {e}", meta_key(&obj.metadata));
                 return false;
@@ -126,8 +136,8 @@ impl Sink<core::Pod> for Pods {
         obj.metadata.uid.clone().unwrap_or_else(|| meta_key(&obj.metadata))
     }
     fn upsert(&mut self, obj: &core::Pod, known: bool) -> bool {
-        let pod = match k8s::from_k8s::<Pod>(obj, self.load) {
-            Ok(l) => l.object,
+        let pod = match k8s::from_k8s_relevant::<Pod>(obj, self.load) {
+            Ok(l) => used(l, || meta_key(&obj.metadata)),
             Err(e) => {
                 log::warn!("pod {}: skipped: {e}", meta_key(&obj.metadata));
                 return false;

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod as K8sPod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
+
+use super::events::Recorder;
 
 use crate::framework::Evictor;
 use crate::model::Pod;
@@ -48,15 +50,24 @@ fn pods(client: &kube::Client, namespace: &str) -> Api<K8sPod> {
 impl Binder for KubeBinder {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
         let m = &pod.metadata;
-        let binding = json!({
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": m.name, "namespace": m.namespace, "uid": m.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        });
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(m.name.clone()),
+                namespace: Some(m.namespace.clone()),
+                uid: Some(m.uid.clone()),
+                ..ObjectMeta::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".to_owned()),
+                kind: Some("Node".to_owned()),
+                name: Some(node.to_owned()),
+                ..ObjectReference::default()
+            },
+        };
         let api = pods(&self.client, &m.namespace);
+        // The API server answers with a Status; only its HTTP code matters.
         self.rt
-            .block_on(api.create_subresource::<_, serde_json::Value>(
+            .block_on(api.create_subresource::<_, serde::de::IgnoredAny>(
                 "binding",
                 &m.name,
                 &PostParams::default(),
@@ -125,18 +136,16 @@ fn reference(pod: &Pod) -> ObjectReference {
 
 impl Reporting {
     pub(super) fn new(client: kube::Client, scheduler_name: &str, rt: tokio::runtime::Handle) -> Self {
-        let reporter = Reporter { controller: scheduler_name.to_owned(), instance: None };
-        Reporting { recorder: Arc::new(Recorder::new(client.clone(), reporter)), client, rt }
+        Reporting { recorder: Arc::new(Recorder::new(scheduler_name)), client, rt }
     }
 
-    fn event(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, note: String) {
-        let ev =
-            Event { type_, reason: reason.to_owned(), note: Some(note), action: action.to_owned(), secondary: None };
-        let recorder = self.recorder.clone();
-        let obj = reference(pod);
+    fn event(&self, pod: &Pod, warning: bool, reason: &'static str, action: &'static str, note: String) {
+        let (key, publish) = self.recorder.prepare(warning, reason, action, note, reference(pod));
+        let (recorder, client) = (self.recorder.clone(), self.client.clone());
+        let name = pod.metadata.name.clone();
         self.rt.spawn(async move {
-            if let Err(e) = recorder.publish(&ev, &obj).await {
-                log::warn!("event {} for pod {}: {e}", ev.reason, obj.name.unwrap_or_default());
+            if let Err(e) = recorder.send(client, key, publish).await {
+                log::warn!("event {reason} for pod {name}: {e}");
             }
         });
     }
@@ -146,7 +155,7 @@ impl Reporting {
     pub(super) fn bound(&self, pod: &Pod, node: &str) {
         let ns = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
         let text = format!("Successfully assigned {ns}/{} to {node}", pod.metadata.name);
-        self.event(pod, EventType::Normal, "Scheduled", "Binding", text);
+        self.event(pod, false, "Scheduled", "Binding", text);
     }
 
     /// A failed attempt (upstream `handleSchedulingFailure`): a FailedScheduling
@@ -154,7 +163,7 @@ impl Reporting {
     /// reason `Unschedulable` (no node fits) or `SchedulerError`, plus
     /// `nominatedNodeName` when preemption nominated a node.
     pub(super) fn failed(&self, pod: &Pod, unschedulable: bool, message: &str, nominated: Option<String>) {
-        self.event(pod, EventType::Warning, "FailedScheduling", "Scheduling", message.to_owned());
+        self.event(pod, true, "FailedScheduling", "Scheduling", message.to_owned());
         let reason = if unschedulable { "Unschedulable" } else { "SchedulerError" };
         let mut status = json!({
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message,

@@ -298,6 +298,9 @@ impl DraStore {
             let key = claim_key(&pod.metadata.namespace, &resolved.name);
             let entry = inner.claims.get(&key).ok_or_else(|| GatherError::MissingClaim(key.clone()))?;
             let claim = &entry.compiled.claim;
+            if claim.is_being_deleted() {
+                return Err(GatherError::BeingDeleted(resolved.name));
+            }
             // A group claim another member allocated in flight counts as allocated
             // (KEP-5729: the first member allocates, later members reuse it).
             let group_alloc = resolved.group.as_ref().and_then(|_| Self::group_inflight(inner, &key, exclude));

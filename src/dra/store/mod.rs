@@ -258,6 +258,10 @@ pub enum GatherError {
     /// A claim the pod names isn't in the store yet.
     #[error("waiting for ResourceClaim {0}")]
     MissingClaim(String),
+    /// A claim the pod names is being deleted (upstream `foreachPodResourceClaim`,
+    /// UnschedulableAndUnresolvable); the claim's name.
+    #[error("resourceclaim {0:?} is being deleted")]
+    BeingDeleted(String),
     /// A class a claim needs was removed.
     #[error(transparent)]
     Alloc(#[from] AllocError),

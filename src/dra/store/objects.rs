@@ -176,8 +176,10 @@ impl DraStore {
         for pc in &pod.spec.resource_claims {
             let resolved = Self::resolve_locked(&inner, pod, pc)?;
             let key = claim_key(&pod.metadata.namespace, &resolved.name);
-            if !inner.claims.contains_key(&key) {
-                return Err(GatherError::MissingClaim(key));
+            match inner.claims.get(&key) {
+                None => return Err(GatherError::MissingClaim(key)),
+                Some(c) if c.compiled.claim.is_being_deleted() => return Err(GatherError::BeingDeleted(resolved.name)),
+                Some(_) => {}
             }
         }
         Ok(())

@@ -30,6 +30,41 @@ pub struct ResourceClaim {
     pub status: Option<ResourceClaimStatus>,
 }
 
+/// The finalizer that keeps an allocated claim from being removed while it is in use
+/// (upstream `resourceapi.Finalizer`, `k8s.io/api/resource/v1`): the scheduler adds it
+/// before it writes an allocation, the resource claim controller removes it once the
+/// claim is deallocated.
+pub const DELETE_PROTECTION_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+
+impl ResourceClaim {
+    /// Whether deletion was requested (`metadata.deletionTimestamp` is set): a claim
+    /// being deleted is neither allocated nor reserved any more.
+    pub fn is_being_deleted(&self) -> bool {
+        self.metadata.other.get("deletionTimestamp").is_some_and(|t| !t.is_null())
+    }
+
+    /// Whether `metadata.finalizers` lists `finalizer`.
+    pub fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.metadata
+            .other
+            .get("finalizers")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(finalizer)))
+    }
+
+    /// Appends `finalizer` to `metadata.finalizers` unless it is there already.
+    pub fn add_finalizer(&mut self, finalizer: &str) {
+        if self.has_finalizer(finalizer) {
+            return;
+        }
+        let list = self.metadata.other.entry("finalizers".to_owned()).or_insert_with(|| serde_json::json!([]));
+        match list.as_array_mut() {
+            Some(items) => items.push(finalizer.into()),
+            None => *list = serde_json::json!([finalizer]),
+        }
+    }
+}
+
 /// `ResourceClaimSpec`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

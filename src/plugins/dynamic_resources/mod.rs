@@ -74,6 +74,16 @@ pub trait ClaimStatusWriter: Send + Sync {
     /// this returns `Ok`.
     fn update_status(&self, claim: &ResourceClaim) -> Result<(), String>;
 
+    /// Persists the allocation PreBind makes (`claim` carries it and `reservedFor` in its
+    /// `status`). Upstream's `bindClaim` (`dynamicresources.go`) first adds the
+    /// [`DELETE_PROTECTION_FINALIZER`](crate::dra::DELETE_PROTECTION_FINALIZER) with a
+    /// normal update of the object when `claim` lacks it, so the claim cannot vanish while
+    /// allocated, and then writes the status to the object that update returned. Default:
+    /// [`update_status`](Self::update_status) (nothing to protect without an API server).
+    fn allocate(&self, claim: &ResourceClaim) -> Result<(), String> {
+        self.update_status(claim)
+    }
+
     /// Creates the claim PreBind makes for a pod's extended resources backed by DRA,
     /// already allocated and reserved for the pod (upstream creates it, then updates its
     /// status). Default: accepted.
@@ -389,7 +399,9 @@ impl PreFilterPlugin for DynamicResources {
                 (None, Status::unresolvable(format!("waiting for ResourceClaim {key}")))
             }
             Err(GatherError::Alloc(e)) => (None, Status::unresolvable(e.to_string())),
-            Err(e @ GatherError::PodGroupClaim(_)) => (None, Status::unresolvable(e.to_string())),
+            Err(e @ (GatherError::PodGroupClaim(_) | GatherError::BeingDeleted(_))) => {
+                (None, Status::unresolvable(e.to_string()))
+            }
             Err(e @ GatherError::PrioritizedListDisabled { .. }) => (None, Status::unschedulable(e.to_string())),
             Err(e) => (None, Status::error(e.to_string())),
         }
@@ -599,17 +611,38 @@ impl PreBindPlugin for DynamicResources {
             };
             let key =
                 format!("{}/{name}", if p.metadata.namespace.is_empty() { "default" } else { &p.metadata.namespace });
+            let allocation = inflight.iter().find(|(k, _)| *k == key).map(|(_, a)| a);
+            // Upstream calls `bindClaim` only for a claim not reserved for the pod yet.
+            let reserved = claim.status.as_ref().is_some_and(|s| s.reserved_for.iter().any(|r| r.uid == consumer.uid));
+            if reserved && allocation.is_none() {
+                continue;
+            }
+            // Upstream `bindClaim`: a claim being deleted, or allocated by someone else
+            // since Reserve, fails the binding cycle.
+            if claim.is_being_deleted() {
+                return Status::error(format!("claim {key} got deleted in the meantime"));
+            }
+            if allocation.is_some() && claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) {
+                return Status::error(format!("claim {key} got allocated elsewhere in the meantime"));
+            }
             let mut updated = (*claim).clone();
             let status = updated.status.get_or_insert_with(Default::default);
-            if let Some((_, a)) = inflight.iter().find(|(k, _)| *k == key) {
+            if let Some(a) = allocation {
                 status.allocation = Some((**a).clone());
             }
             // Upstream `BindTo`: the pod, or for a group claim its PodGroup.
             if !status.reserved_for.iter().any(|r| r.uid == consumer.uid) {
                 status.reserved_for.push(consumer);
             }
-            if let Err(e) = self.writer.update_status(&updated) {
-                return Status::error(format!("updating ResourceClaim {name}: {e}"));
+            let written = if allocation.is_some() {
+                self.writer
+                    .allocate(&updated)
+                    .map_err(|e| format!("add allocation and reservation to claim {key}: {e}"))
+            } else {
+                self.writer.update_status(&updated).map_err(|e| format!("add reservation to claim {key}: {e}"))
+            };
+            if let Err(e) = written {
+                return Status::error(e);
             }
         }
         if let Some((claim, ext_status)) = self.store.pending_extended_claim(p, &pod.uid) {
