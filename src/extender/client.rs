@@ -10,7 +10,10 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
+
 use super::answer::decode_filter_answer;
+use super::resolve::ExtenderResolver;
 use super::wire;
 use crate::config::Extender as ExtenderConfig;
 use crate::framework::extender::{
@@ -40,19 +43,55 @@ pub enum ExtenderConfigError {
         /// The parser's message.
         message: String,
     },
-    /// `urlPrefix` is not an `http://` URL.
-    #[error("extender {url:?}: urlPrefix must be an http:// URL")]
+    /// `urlPrefix` is not an `http://` URL (or `https://` with feature `extender-tls`).
+    #[error("extender {url:?}: urlPrefix must be an http:// or https:// URL")]
     Url {
         /// The URL prefix.
         url: String,
     },
-    /// HTTPS was asked for; this build has no TLS backend.
+    /// HTTPS was asked for; this build has no TLS backend (feature `extender-tls`).
     #[error(
-        "extender {url:?}: enableHTTPS (or an https:// urlPrefix) needs a TLS backend, which this build does not have"
+        "extender {url:?}: enableHTTPS, tlsConfig or an https:// urlPrefix needs a TLS backend, which this build does not have (feature extender-tls)"
     )]
     Tls {
         /// The URL prefix.
         url: String,
+    },
+    /// `tlsConfig.insecure` with a CA (client-go `TLSConfigFor`'s refusal).
+    #[error("extender {url:?}: specifying a root certificates file with the insecure flag is not allowed")]
+    TlsInsecureWithCa {
+        /// The URL prefix.
+        url: String,
+    },
+    /// A `tlsConfig` file could not be read.
+    #[error("extender {url:?}: tlsConfig: reading {path:?}: {message}")]
+    TlsFile {
+        /// The URL prefix.
+        url: String,
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A `tlsConfig` value is not base64 or not PEM of the right kind.
+    #[error("extender {url:?}: tlsConfig.{field}: {message}")]
+    TlsData {
+        /// The URL prefix.
+        url: String,
+        /// The field(s): `caData`, or `caData/caFile` when the PEM is wrong.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The TLS client could not be set up from valid data: a key that does not
+    /// match its certificate, a `serverName` that is not a DNS name or IP address,
+    /// no system roots to verify with.
+    #[error("extender {url:?}: tlsConfig: {message}")]
+    TlsSetup {
+        /// The URL prefix.
+        url: String,
+        /// What is wrong.
+        message: String,
     },
 }
 
@@ -121,6 +160,15 @@ impl std::fmt::Debug for HttpExtender {
 
 impl HttpExtender {
     /// A client for one `extenders[]` entry (upstream `NewHTTPExtender`).
+    ///
+    /// With feature `extender-tls`, TLS follows upstream `makeTransport`: the scheme
+    /// comes from `urlPrefix` only (`enableHTTPS` with an `http://` prefix still
+    /// talks plain HTTP, as kube-scheduler does); `enableHTTPS` without a CA skips
+    /// certificate verification; a CA (`caData` over `caFile`) is the only root
+    /// trusted, else the system's roots; `certData`/`keyData` (or the files) give a
+    /// client certificate; `serverName` replaces the URL's host for verification and
+    /// SNI. Files are read here, once. Without the feature, `enableHTTPS`,
+    /// `tlsConfig` or an `https://` prefix is [`ExtenderConfigError::Tls`].
     pub fn new(config: &ExtenderConfig) -> Result<HttpExtender, ExtenderConfigError> {
         let url = config.url_prefix.clone();
         let timeout = if config.http_timeout.is_empty() {
@@ -131,18 +179,34 @@ impl HttpExtender {
             })?
         };
         let timeout = if timeout <= 0 { DEFAULT_EXTENDER_TIMEOUT } else { Duration::from_nanos(timeout as u64) };
-        if config.enable_https || url.starts_with("https://") {
-            return Err(ExtenderConfigError::Tls { url });
-        }
-        if !url.starts_with("http://") {
-            return Err(ExtenderConfigError::Url { url });
-        }
-        let agent = ureq::Agent::config_builder()
+        let agent_config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
             .max_idle_connections_per_host(8)
-            .build()
-            .into();
+            .build();
+        // ureq's default chain minus SOCKS and its own TLS: a CONNECT proxy from the
+        // environment (Go's `ProxyFromEnvironment`), TCP, then this client's TLS.
+        let tcp = ().chain(ConnectProxyConnector::default()).chain(TcpConnector::default());
+        let resolver = ExtenderResolver::default();
+        #[cfg(feature = "extender-tls")]
+        let agent = match super::tls::client_tls(config)? {
+            Some(tls) => ureq::Agent::with_parts(agent_config, tcp.chain(super::tls::TlsConnector(tls)), resolver),
+            None => ureq::Agent::with_parts(agent_config, tcp, resolver),
+        };
+        #[cfg(feature = "extender-tls")]
+        let scheme_ok = url.starts_with("http://") || super::tls::is_https(&url);
+        #[cfg(not(feature = "extender-tls"))]
+        let agent = {
+            if config.enable_https || config.tls_config.is_some() || url.starts_with("https://") {
+                return Err(ExtenderConfigError::Tls { url });
+            }
+            ureq::Agent::with_parts(agent_config, tcp, resolver)
+        };
+        #[cfg(not(feature = "extender-tls"))]
+        let scheme_ok = url.starts_with("http://");
+        if !scheme_ok {
+            return Err(ExtenderConfigError::Url { url });
+        }
         let verb_url = |verb: &str| format!("{}/{verb}", url.trim_end_matches('/'));
         let urls = [
             verb_url(&config.filter_verb),
