@@ -57,6 +57,7 @@ mod client;
 mod resolve;
 mod server;
 mod service;
+mod tcp;
 #[cfg(feature = "extender-tls")]
 mod tls;
 pub mod wire;
