@@ -390,10 +390,9 @@ impl HttpExtender {
 }
 
 /// A JSON string: copied as it is when nothing in it needs escaping (a Kubernetes
-/// name never does), else through serde_json. The check has no early exit, so it
-/// compiles to a vector loop.
+/// name never does), else through serde_json.
 fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
-    let plain = s.bytes().fold(true, |ok, b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'));
+    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
     if plain {
         out.reserve(s.len() + 2);
         out.push(b'"');

@@ -135,7 +135,7 @@ pub(crate) fn client_tls(config: &ExtenderConfig) -> Result<Option<ClientTls>, E
             let found = rustls_native_certs::load_native_certs();
             roots.add_parsable_certificates(found.certs);
             if roots.is_empty() {
-                let why = found.errors.first().map(ToString::to_string).unwrap_or_else(|| "none found".into());
+                let why = found.errors.first().map_or_else(|| "none found".into(), ToString::to_string);
                 return Err(setup_err(format!("no system root certificates to verify the extender with: {why}")));
             }
         }
@@ -215,14 +215,13 @@ impl<In: Transport> Connector<In> for TlsConnector {
         if !details.needs_tls() || transport.is_tls() {
             return Ok(Some(Either::A(transport)));
         }
-        let name = match &self.0.server_name {
-            Some(n) => n.clone(),
-            None => {
-                let host = details.uri.host().unwrap_or_default();
-                let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-                ServerName::try_from(bare.to_owned())
-                    .map_err(|e| ureq::Error::BadUri(format!("host {host:?} as a TLS server name: {e}")))?
-            }
+        let name = if let Some(n) = &self.0.server_name {
+            n.clone()
+        } else {
+            let host = details.uri.host().unwrap_or_default();
+            let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+            ServerName::try_from(bare.to_owned())
+                .map_err(|e| ureq::Error::BadUri(format!("host {host:?} as a TLS server name: {e}")))?
         };
         let conn = ClientConnection::new(self.0.config.clone(), name).map_err(std::io::Error::other)?;
         let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
