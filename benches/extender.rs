@@ -5,8 +5,10 @@
 //!   bytes; requests/s = 1 / time. A p50/p99 line over 5,000 requests is printed too.
 //! - `extender/client/filter_1000` against `extender/client/raw_round_trip_1000`: the
 //!   client's Filter call (encoding the pod and 1,000 names, decoding 1,000 names back
-//!   and mapping them to the nodes sent) and a bare round trip of the same bytes to a
-//!   server that answers from memory; their difference is the client's overhead. A line
+//!   and mapping them to the nodes sent) and a bare round trip of the same request body
+//!   (the one the client sent, read back from the server) to the same server, which
+//!   answers both from the same bytes in memory; their difference is the client's
+//!   overhead (its encoding, decoding, ureq and name resolution). A line
 //!   `extender/client/overhead_1000` gives the median of 3,000 alternating pairs.
 //!
 //! `cargo bench --features extender --bench extender`
@@ -79,8 +81,10 @@ impl RawClient {
     }
 }
 
-/// A server answering every request on a connection with the same bytes.
-fn canned_server(response_body: &[u8]) -> SocketAddr {
+/// A server answering every request on a connection with the same bytes, whoever
+/// sends it (so the client's call and the raw round trip cost the server the same);
+/// it keeps the last request body it read in `last_body`.
+fn canned_server(response_body: &[u8], last_body: Arc<Mutex<Vec<u8>>>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let head =
@@ -90,6 +94,7 @@ fn canned_server(response_body: &[u8]) -> SocketAddr {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
             let response = response.clone();
+            let last_body = last_body.clone();
             std::thread::spawn(move || {
                 let _ = conn.set_nodelay(true);
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
@@ -113,7 +118,11 @@ fn canned_server(response_body: &[u8]) -> SocketAddr {
                         }
                     }
                     body.resize(len, 0);
-                    if reader.read_exact(&mut body).is_err() || writer.write_all(&response).is_err() {
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    last_body.lock().clone_from(&body);
+                    if writer.write_all(&response).is_err() {
                         return;
                     }
                 }
@@ -187,7 +196,8 @@ fn bench_client(c: &mut Criterion) {
         "Nodes": null, "NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": null, "Error": ""
     }))
     .unwrap();
-    let addr = canned_server(&answer);
+    let last_body = Arc::new(Mutex::new(Vec::new()));
+    let addr = canned_server(&answer, last_body.clone());
     let pod = PodInfo::new(PodBuilder::new("bench").uid("uid-bench").cpu("500m").memory("1Gi").build()).unwrap();
     let client = HttpExtender::new(&ExtenderConfig {
         url_prefix: format!("http://{addr}"),
@@ -197,7 +207,12 @@ fn bench_client(c: &mut Criterion) {
     })
     .unwrap();
     assert_eq!(client.filter(&pod, &nodes).unwrap().passed.len(), NODES);
-    let req = RawClient::request("/filter", &filter_body(&pod.pod, &names));
+    // The raw round trip sends the very body the client sent (read back from the
+    // server), to the same server, and reads the same answer.
+    let sent = last_body.lock().clone();
+    let expected: serde_json::Value = serde_json::from_slice(&filter_body(&pod.pod, &names)).unwrap();
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&sent).unwrap(), expected);
+    let req = RawClient::request("/filter", &sent);
     let mut raw = RawClient::connect(addr);
 
     // The overhead in one run: client calls and raw round trips alternate, so both see

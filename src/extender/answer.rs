@@ -43,11 +43,145 @@ pub(crate) fn decode_filter_answer(
     finder: &mut NameFinder<'_>,
     passed: &mut Vec<usize>,
 ) -> Result<FilterAnswer, serde_json::Error> {
+    if let Some(answer) = fast_answer(body, names, finder, passed) {
+        return Ok(answer);
+    }
+    serde_answer(body, names, finder, passed)
+}
+
+/// [`decode_filter_answer`] through serde_json alone.
+fn serde_answer(
+    body: &[u8],
+    names: bool,
+    finder: &mut NameFinder<'_>,
+    passed: &mut Vec<usize>,
+) -> Result<FilterAnswer, serde_json::Error> {
     passed.clear();
     let mut de = serde_json::Deserializer::from_slice(body);
     let answer = de.deserialize_map(AnswerVisitor { names, finder, passed })?;
     de.end()?;
     Ok(answer)
+}
+
+/// A cursor over a JSON body for [`fast_answer`].
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// Skips white space, then `c` if it is next.
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        let hit = self.b.get(self.i) == Some(&c);
+        self.i += usize::from(hit);
+        hit
+    }
+
+    /// A string with no escape and no control character, as its bytes (white space
+    /// first is skipped); `None` for anything else.
+    fn plain_str(&mut self) -> Option<&'a [u8]> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let start = self.i;
+        let len = self.b[start..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        self.i = start + len + 1;
+        (self.b[start + len] == b'"').then(|| &self.b[start..start + len])
+    }
+
+    /// One JSON value of type `T` through serde_json, from here.
+    fn value<T: de::Deserialize<'a>>(&mut self) -> Option<T> {
+        let mut stream = serde_json::Deserializer::from_slice(&self.b[self.i..]).into_iter::<T>();
+        let v = stream.next()?.ok()?;
+        self.i += stream.byte_offset();
+        Some(v)
+    }
+}
+
+/// The usual answer read without serde for `NodeNames` (the bulk of it): keys and
+/// names without escapes, names matched by their bytes. Anything else (an escape, a
+/// malformed body) gives `None`, and the caller reads the body with serde; a proptest
+/// checks both give the same answer.
+fn fast_answer(body: &[u8], names: bool, finder: &mut NameFinder<'_>, passed: &mut Vec<usize>) -> Option<FilterAnswer> {
+    passed.clear();
+    let mut s = Scan { b: body, i: 0 };
+    let mut out = FilterAnswer::default();
+    if !s.eat(b'{') {
+        return None;
+    }
+    if !s.eat(b'}') {
+        loop {
+            let key = std::str::from_utf8(s.plain_str()?).ok()?;
+            if !s.eat(b':') {
+                return None;
+            }
+            match wire::field_index(FIELDS, key) {
+                Some(0) => out.nodes = s.value::<Option<NodeList>>()?,
+                Some(1) if names => {
+                    passed.clear();
+                    out.unknown = None;
+                    out.names = fast_names(&mut s, finder, passed, &mut out.unknown)?;
+                }
+                Some(2) => out.failed = s.value::<Option<FailedNodesMap>>()?.unwrap_or_default(),
+                Some(3) => out.unresolvable = s.value::<Option<FailedNodesMap>>()?.unwrap_or_default(),
+                Some(4) => out.error = s.value::<Option<String>>()?.unwrap_or_default(),
+                _ => {
+                    s.value::<IgnoredAny>()?;
+                }
+            }
+            if s.eat(b',') {
+                continue;
+            }
+            if s.eat(b'}') {
+                break;
+            }
+            return None;
+        }
+    }
+    s.ws();
+    (s.i == body.len()).then_some(out)
+}
+
+/// `NodeNames`' value: `null` (false) or a list of plain names (true).
+fn fast_names(
+    s: &mut Scan<'_>,
+    finder: &mut NameFinder<'_>,
+    passed: &mut Vec<usize>,
+    unknown: &mut Option<String>,
+) -> Option<bool> {
+    s.ws();
+    if s.b[s.i..].starts_with(b"null") {
+        s.i += 4;
+        return Some(false);
+    }
+    if !s.eat(b'[') {
+        return None;
+    }
+    if s.eat(b']') {
+        return Some(true);
+    }
+    loop {
+        let name = s.plain_str()?;
+        if let Some(k) = finder.find_bytes(name) {
+            passed.push(k);
+        } else {
+            let name = std::str::from_utf8(name).ok()?;
+            if unknown.is_none() {
+                *unknown = Some(name.to_owned());
+            }
+        }
+        if s.eat(b',') {
+            continue;
+        }
+        return s.eat(b']').then_some(true);
+    }
 }
 
 struct AnswerVisitor<'f, 'n> {
@@ -165,6 +299,7 @@ mod tests {
     use super::*;
     use crate::snapshot::{Cache, NodeInfo, Snapshot};
     use crate::testing::NodeBuilder;
+    use proptest::prelude::*;
 
     fn snap(names: &[&str]) -> Snapshot {
         let mut c = Cache::new();
@@ -174,6 +309,74 @@ mod tests {
         let mut s = Snapshot::default();
         c.update_snapshot(&mut s);
         s
+    }
+
+    /// A JSON text for `ExtenderFilterResult`: keys in any case, repeated or unknown,
+    /// names with and without escapes, known and unknown, optional white space, and
+    /// sometimes cut short.
+    fn answer_text() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "NodeNames",
+            "nodenames",
+            "NODENAMES",
+            "FailedNodes",
+            "failednodes",
+            "FailedAndUnresolvableNodes",
+            "Error",
+            "error",
+            "Nodes",
+            "Extra",
+            "Node\\u004eames",
+        ]);
+        let name = prop::sample::select(vec![r#""a""#, r#""b""#, r#""c""#, r#""zz""#, r#""\u0061""#, r#""a\"b""#, "1"]);
+        let names = prop_oneof![
+            Just("null".to_owned()),
+            prop::collection::vec(name, 0..6).prop_map(|v| format!("[{}]", v.join(" , "))),
+        ];
+        let other = prop::sample::select(vec![
+            "null",
+            "{}",
+            r#"{"b":"no"}"#,
+            r#"{ "a" : "x\ny" , "c":"" }"#,
+            r#""""#,
+            r#""boom""#,
+            r#""\u00e9""#,
+            "[1,{\"x\":[2,null]}]",
+            "3",
+            r#"{"items":[]}"#,
+        ]);
+        let ws = prop::sample::select(vec!["", " ", "\n\t"]);
+        let entry = (key, prop_oneof![names, other.prop_map(str::to_owned)], ws.clone())
+            .prop_map(|(k, v, w)| format!("{w}\"{k}\"{w}:{w}{v}{w}"));
+        (prop::collection::vec(entry, 0..6), ws, any::<bool>(), any::<prop::sample::Index>()).prop_map(
+            |(entries, w, cut, at)| {
+                let text = format!("{w}{{{}}}{w}", entries.join(","));
+                if cut { text[..at.index(text.len() + 1)].to_owned() } else { text }
+            },
+        )
+    }
+
+    proptest::proptest! {
+        /// The byte-level reader gives serde's answer, or hands over to it.
+        #[test]
+        fn fast_reader_equals_serde(text in answer_text(), names in any::<bool>()) {
+            let s = snap(&["a", "b", "c"]);
+            let nodes: Vec<&NodeInfo> = s.nodes().iter().map(|n| &**n).collect();
+            let (mut p1, mut p2) = (Vec::new(), Vec::new());
+            let fast = decode_filter_answer(text.as_bytes(), names, &mut NameFinder::new(&nodes), &mut p1);
+            let slow = serde_answer(text.as_bytes(), names, &mut NameFinder::new(&nodes), &mut p2);
+            match (fast, slow) {
+                (Ok(f), Ok(s)) => {
+                    prop_assert_eq!(&p1, &p2);
+                    prop_assert_eq!(
+                        (f.names, f.unknown, f.nodes, f.failed, f.unresolvable, f.error),
+                        (s.names, s.unknown, s.nodes, s.failed, s.unresolvable, s.error)
+                    );
+                }
+                (Err(f), Err(s)) => prop_assert_eq!(f.to_string(), s.to_string()),
+                (f, s) => prop_assert!(false, "fast {:?} vs serde {:?}", f.map(|_| ()), s.map(|_| ())),
+            }
+        }
     }
 
     #[test]
@@ -192,6 +395,10 @@ mod tests {
         let body = br#"{"NodeNames":["a"],"NODENAMES":["b","zz","yy"]}"#;
         let a = decode_filter_answer(body, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!((passed.as_slice(), a.unknown.as_deref()), ([pos("b")].as_slice(), Some("zz")));
+        // The usual answer takes the byte-level path.
+        let usual = br#"{"Nodes":null,"NodeNames":["a","c"],"FailedNodes":{"b":"no"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
+        let a = fast_answer(usual, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        assert_eq!((passed.as_slice(), a.failed.len()), ([pos("a"), pos("c")].as_slice(), 1));
         // null names, and names not asked for.
         let a = decode_filter_answer(
             br#"{"NodeNames":null,"Error":"boom"}"#,

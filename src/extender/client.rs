@@ -10,7 +10,11 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
+
 use super::answer::decode_filter_answer;
+use super::resolve::ExtenderResolver;
+use super::tcp::TcpConnector;
 use super::wire;
 use crate::config::Extender as ExtenderConfig;
 use crate::framework::extender::{
@@ -40,19 +44,55 @@ pub enum ExtenderConfigError {
         /// The parser's message.
         message: String,
     },
-    /// `urlPrefix` is not an `http://` URL.
-    #[error("extender {url:?}: urlPrefix must be an http:// URL")]
+    /// `urlPrefix` is not an `http://` URL (or `https://` with feature `extender-tls`).
+    #[error("extender {url:?}: urlPrefix must be an http:// or https:// URL")]
     Url {
         /// The URL prefix.
         url: String,
     },
-    /// HTTPS was asked for; this build has no TLS backend.
+    /// HTTPS was asked for; this build has no TLS backend (feature `extender-tls`).
     #[error(
-        "extender {url:?}: enableHTTPS (or an https:// urlPrefix) needs a TLS backend, which this build does not have"
+        "extender {url:?}: enableHTTPS, tlsConfig or an https:// urlPrefix needs a TLS backend, which this build does not have (feature extender-tls)"
     )]
     Tls {
         /// The URL prefix.
         url: String,
+    },
+    /// `tlsConfig.insecure` with a CA (client-go `TLSConfigFor`'s refusal).
+    #[error("extender {url:?}: specifying a root certificates file with the insecure flag is not allowed")]
+    TlsInsecureWithCa {
+        /// The URL prefix.
+        url: String,
+    },
+    /// A `tlsConfig` file could not be read.
+    #[error("extender {url:?}: tlsConfig: reading {path:?}: {message}")]
+    TlsFile {
+        /// The URL prefix.
+        url: String,
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A `tlsConfig` value is not base64 or not PEM of the right kind.
+    #[error("extender {url:?}: tlsConfig.{field}: {message}")]
+    TlsData {
+        /// The URL prefix.
+        url: String,
+        /// The field(s): `caData`, or `caData/caFile` when the PEM is wrong.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The TLS client could not be set up from valid data: a key that does not
+    /// match its certificate, a `serverName` that is not a DNS name or IP address,
+    /// no system roots to verify with.
+    #[error("extender {url:?}: tlsConfig: {message}")]
+    TlsSetup {
+        /// The URL prefix.
+        url: String,
+        /// What is wrong.
+        message: String,
     },
 }
 
@@ -121,6 +161,15 @@ impl std::fmt::Debug for HttpExtender {
 
 impl HttpExtender {
     /// A client for one `extenders[]` entry (upstream `NewHTTPExtender`).
+    ///
+    /// With feature `extender-tls`, TLS follows upstream `makeTransport`: the scheme
+    /// comes from `urlPrefix` only (`enableHTTPS` with an `http://` prefix still
+    /// talks plain HTTP, as kube-scheduler does); `enableHTTPS` without a CA skips
+    /// certificate verification; a CA (`caData` over `caFile`) is the only root
+    /// trusted, else the system's roots; `certData`/`keyData` (or the files) give a
+    /// client certificate; `serverName` replaces the URL's host for verification and
+    /// SNI. Files are read here, once. Without the feature, `enableHTTPS`,
+    /// `tlsConfig` or an `https://` prefix is [`ExtenderConfigError::Tls`].
     pub fn new(config: &ExtenderConfig) -> Result<HttpExtender, ExtenderConfigError> {
         let url = config.url_prefix.clone();
         let timeout = if config.http_timeout.is_empty() {
@@ -131,18 +180,35 @@ impl HttpExtender {
             })?
         };
         let timeout = if timeout <= 0 { DEFAULT_EXTENDER_TIMEOUT } else { Duration::from_nanos(timeout as u64) };
-        if config.enable_https || url.starts_with("https://") {
-            return Err(ExtenderConfigError::Tls { url });
-        }
-        if !url.starts_with("http://") {
-            return Err(ExtenderConfigError::Url { url });
-        }
-        let agent = ureq::Agent::config_builder()
+        let agent_config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
             .max_idle_connections_per_host(8)
-            .build()
-            .into();
+            .build();
+        // ureq's default chain minus SOCKS and its own TLS: a CONNECT proxy from the
+        // environment (Go's `ProxyFromEnvironment`), TCP (one write per request), then
+        // this client's TLS.
+        let tcp = ().chain(ConnectProxyConnector::default()).chain(TcpConnector);
+        let resolver = ExtenderResolver::default();
+        #[cfg(feature = "extender-tls")]
+        let agent = match super::tls::client_tls(config)? {
+            Some(tls) => ureq::Agent::with_parts(agent_config, tcp.chain(super::tls::TlsConnector(tls)), resolver),
+            None => ureq::Agent::with_parts(agent_config, tcp, resolver),
+        };
+        #[cfg(feature = "extender-tls")]
+        let scheme_ok = url.starts_with("http://") || super::tls::is_https(&url);
+        #[cfg(not(feature = "extender-tls"))]
+        let agent = {
+            if config.enable_https || config.tls_config.is_some() || url.starts_with("https://") {
+                return Err(ExtenderConfigError::Tls { url });
+            }
+            ureq::Agent::with_parts(agent_config, tcp, resolver)
+        };
+        #[cfg(not(feature = "extender-tls"))]
+        let scheme_ok = url.starts_with("http://");
+        if !scheme_ok {
+            return Err(ExtenderConfigError::Url { url });
+        }
         let verb_url = |verb: &str| format!("{}/{verb}", url.trim_end_matches('/'));
         let urls = [
             verb_url(&config.filter_verb),
@@ -192,12 +258,18 @@ impl HttpExtender {
         }
     }
 
-    /// Posts `args` to verb `which` and leaves the answer's bytes in `b.response`.
-    fn post(&self, which: usize, args: &impl Serialize, b: &mut Buffers) -> Result<(), ExtenderError> {
+    /// Posts the body `write` writes to verb `which` and leaves the answer's bytes in
+    /// `b.response`.
+    fn post(
+        &self,
+        which: usize,
+        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+        b: &mut Buffers,
+    ) -> Result<(), ExtenderError> {
         let url = &self.urls[which];
         let transport = |message: String| ExtenderError::Transport { url: url.clone(), message };
         b.request.clear();
-        serde_json::to_writer(&mut b.request, args).map_err(|e| transport(e.to_string()))?;
+        write(&mut b.request).map_err(|e| transport(e.to_string()))?;
         let mut resp = self
             .agent
             .post(url.as_str())
@@ -229,9 +301,18 @@ impl HttpExtender {
 
     /// Posts `args` to verb `which` and decodes the answer.
     fn send<T: DeserializeOwned>(&self, which: usize, args: &impl Serialize) -> Result<T, ExtenderError> {
+        self.send_with(which, |out| serde_json::to_writer(out, args))
+    }
+
+    /// Posts the body `write` writes to verb `which` and decodes the answer.
+    fn send_with<T: DeserializeOwned>(
+        &self,
+        which: usize,
+        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Result<T, ExtenderError> {
         let mut b = self.take_buffers();
         let r = self
-            .post(which, args, &mut b)
+            .post(which, write, &mut b)
             .and_then(|()| wire::decode(&b.response).map_err(|message| self.decode_error(which, message)));
         self.give_back(b);
         r
@@ -244,7 +325,7 @@ impl HttpExtender {
         nodes: &[&NodeInfo],
         b: &mut Buffers,
     ) -> Result<ExtenderFilterResult, ExtenderError> {
-        self.post(FILTER, &self.args(pod, nodes), b)?;
+        self.post(FILTER, |out| self.write_args(pod, nodes, out), b)?;
         let mut finder = NameFinder::new(nodes);
         let answer = match decode_filter_answer(&b.response, self.node_cache_capable, &mut finder, &mut b.passed) {
             Ok(a) => a,
@@ -279,12 +360,47 @@ impl HttpExtender {
         Ok(ExtenderFilterResult { passed, failed: answer.failed, failed_and_unresolvable: answer.unresolvable })
     }
 
+    /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod through serde,
+    /// the names straight into the buffer (the same bytes as [`Self::args`] through
+    /// serde_json, checked by a proptest); else the whole nodes through serde.
+    fn write_args(&self, pod: &Pod, nodes: &[&NodeInfo], out: &mut Vec<u8>) -> serde_json::Result<()> {
+        if !self.node_cache_capable {
+            return serde_json::to_writer(out, &self.args(pod, nodes));
+        }
+        out.extend_from_slice(br#"{"Pod":"#);
+        serde_json::to_writer(&mut *out, pod)?;
+        out.extend_from_slice(br#","Nodes":null,"NodeNames":["#);
+        for (i, n) in nodes.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_json_str(out, n.node().name())?;
+        }
+        out.extend_from_slice(b"]}");
+        Ok(())
+    }
+
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
         if self.node_cache_capable {
             ArgsOut { pod, nodes: None, node_names: Some(Names(nodes)) }
         } else {
             ArgsOut { pod, nodes: Some(NodesOut { items: Items(nodes) }), node_names: None }
         }
+    }
+}
+
+/// A JSON string: copied as it is when nothing in it needs escaping (a Kubernetes
+/// name never does), else through serde_json.
+fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    if plain {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, s)
     }
 }
 
@@ -340,7 +456,7 @@ impl Extender for HttpExtender {
             let zeros = nodes.iter().map(|n| HostPriority { host: n.node().name().to_owned(), score: 0 }).collect();
             return Ok((zeros, 0));
         }
-        let list: wire::HostPriorityList = self.send(PRIORITIZE, &self.args(&pod.pod, nodes))?;
+        let list: wire::HostPriorityList = self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out))?;
         Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
     }
 
@@ -450,4 +566,44 @@ pub fn from_meta_victims(
         out.insert(node.clone(), Victims { pods, num_pdb_violations: mv.num_pdb_violations.max(0) as usize });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Cache;
+    use crate::testing::{NodeBuilder, PodBuilder};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The request written by hand is byte for byte what serde_json writes for
+        /// `ExtenderArgs`, names needing escapes included.
+        #[test]
+        fn hand_written_args_equal_serde(
+            names in prop::collection::btree_set("[a-z0-9.\"\\\\\x00-\x1f\u{e9}\u{2028}-]{1,12}", 0..20),
+            cache_capable in any::<bool>(),
+        ) {
+            let mut cache = Cache::new();
+            for n in &names {
+                cache.add_node(NodeBuilder::new(n).cpu("1").build()).unwrap();
+            }
+            let mut snap = Snapshot::default();
+            cache.update_snapshot(&mut snap);
+            let nodes: Vec<&NodeInfo> = snap.nodes().iter().map(|n| &**n).collect();
+            let pod = PodBuilder::new("p\"q").uid("u").cpu("1").build();
+            let client = HttpExtender::new(&ExtenderConfig {
+                url_prefix: "http://127.0.0.1:1".into(),
+                filter_verb: "filter".into(),
+                node_cache_capable: cache_capable,
+                ..ExtenderConfig::default()
+            })
+            .unwrap();
+            let mut out = Vec::new();
+            client.write_args(&pod, &nodes, &mut out).unwrap();
+            prop_assert_eq!(
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(serde_json::to_vec(&client.args(&pod, &nodes)).unwrap()).unwrap()
+            );
+        }
+    }
 }

@@ -5,9 +5,12 @@
 //! an [`ExtenderServer`]), over the wire types of `k8s.io/kube-scheduler/extender/v1`
 //! ([`wire`]).
 //!
-//! The client is a blocking `ureq` agent (plain HTTP; `enableHTTPS` is refused with a
-//! typed error, as this build carries no TLS backend). The server is hyper on a tokio
-//! runtime of its own thread; the cycle and the service stay synchronous.
+//! The client is a blocking `ureq` agent. HTTPS (`enableHTTPS`, `tlsConfig`, an
+//! `https://` prefix) needs feature `extender-tls` (rustls), which follows upstream
+//! `makeTransport` (see [`HttpExtender::new`]); without it they are refused with
+//! [`ExtenderConfigError::Tls`]. The server is hyper on a tokio runtime of its own
+//! thread, plain HTTP (put a TLS-terminating proxy in front of it); the cycle and the
+//! service stay synchronous.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -51,8 +54,12 @@
 
 mod answer;
 mod client;
+mod resolve;
 mod server;
 mod service;
+mod tcp;
+#[cfg(feature = "extender-tls")]
+mod tls;
 pub mod wire;
 
 pub use client::{

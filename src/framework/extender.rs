@@ -439,6 +439,21 @@ impl<'a> NameFinder<'a> {
         }
         self.map.as_ref().and_then(|m| m.get(name).copied())
     }
+
+    /// [`Self::find`] for a name given as bytes (not yet checked to be UTF-8): equal
+    /// bytes are a sent node's valid name; bytes that are not UTF-8 match nothing.
+    pub fn find_bytes(&mut self, name: &[u8]) -> Option<usize> {
+        if self.map.is_none() {
+            while self.cursor < self.nodes.len() {
+                let k = self.cursor;
+                self.cursor += 1;
+                if self.nodes[k].node().name().as_bytes() == name {
+                    return Some(k);
+                }
+            }
+        }
+        std::str::from_utf8(name).ok().and_then(|n| self.find(n))
+    }
 }
 
 /// Upstream `Evaluator.callExtenders`: each interested extender that supports
