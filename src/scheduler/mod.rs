@@ -57,7 +57,7 @@ use crate::framework::scheduler_metrics::{AttemptResult, MetricPoint, ProfileMet
 use crate::framework::{
     Code, CycleState, Handle, LatencyRecorder, NodeScore, NominatedPods, Profile, Status, WaitingPod,
 };
-use crate::model::Pod;
+use crate::model::{HeldSymbol, Pod};
 use crate::queue::SchedulingQueue;
 use crate::rng::SplitMix64;
 use crate::snapshot::{Cache, CacheError, NodeList, PodInfo, Snapshot};
@@ -304,10 +304,14 @@ impl Scheduler {
         self.handle.put_snapshot(snap.clone());
         let result = self.cycle_at(&profile, &snap, pod, batch);
         // The node object is shared with the binding cycle: no copy of its name.
-        let result = result.map(|(state, i)| (state, snap.nodes()[i].node_arc().clone()));
+        // The name's reference is copied from the node's, with no lookup by text.
+        let result = result.map(|(state, i)| {
+            let info = &snap.nodes()[i];
+            (state, info.node_arc().clone(), info.held_name().clone())
+        });
         drop(snap);
-        let (mut state, node) = result?;
-        let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, node.name())?;
+        let (mut state, node, name) = result?;
+        let (pod, waiting) = self.assume_reserve_permit(&profile, &mut state, pod, name)?;
         // Assumed: its nomination (if preemption made one) has served its purpose.
         self.handle.preemption().nominator().remove(&pod.uid);
         let metrics =
@@ -321,11 +325,12 @@ impl Scheduler {
         profile: &Profile,
         state: &mut CycleState,
         pod: &PodInfo,
-        node: &str,
+        held: HeldSymbol,
     ) -> Result<(Arc<PodInfo>, Option<Arc<WaitingPod>>), ScheduleError> {
         // The pod object is shared, not copied: the node is recorded beside it
         // (`PodInfo::node_name`), and the derived facts are kept.
-        let assumed = Arc::new(pod.assumed_on(node));
+        let assumed = Arc::new(pod.assumed_on_held(held));
+        let node = assumed.node_name();
         {
             // A pod deleted while its cycle ran (the queue marked it) is not assumed:
             // its delete event has passed, so nothing would take it out of the cache

@@ -405,7 +405,7 @@ impl Scheduler {
             }
             let outcome = match (&result.status, r.error, r.node, r.state) {
                 (GroupStatus::Feasible, None, Some(node), Some(mut state)) => {
-                    match self.assume_reserve_permit(profile, &mut state, &pod, &node) {
+                    match self.assume_reserve_permit(profile, &mut state, &pod, crate::model::HeldSymbol::new(&node)) {
                         Ok((assumed, waiting)) => {
                             self.handle.preemption().nominator().remove(&assumed.uid);
                             let b = BindingCycle::new(

@@ -177,9 +177,15 @@ impl PodInfo {
     /// [`PodInfo::node_name`] answering `node`. Cheap: the pod is shared, not copied.
     #[must_use]
     pub fn assumed_on(&self, node: &str) -> PodInfo {
-        let mut info = self.clone();
         // The cache's NodeInfo already holds the name: this takes one more reference.
-        info.assumed_node = Some(HeldSymbol::new(node));
+        self.assumed_on_held(HeldSymbol::new(node))
+    }
+
+    /// [`PodInfo::assumed_on`] with a reference the caller already has (e.g. a copy of
+    /// the node's own), which spares the lookup of the name.
+    pub(crate) fn assumed_on_held(&self, node: HeldSymbol) -> PodInfo {
+        let mut info = self.clone();
+        info.assumed_node = Some(node);
         info
     }
 
