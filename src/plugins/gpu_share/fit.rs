@@ -170,11 +170,12 @@ impl PreFilterPlugin for GpuShareFit {
                         // the set is exactly what that view accepts.
                         let view = self.state.view();
                         match view.filter_view(req) {
-                            Some(fv) => {
-                                state.write(fv);
+                            Some(mut fv) => {
                                 if self.narrow && self.covers(&view, snapshot) {
-                                    narrowed = Some(PreFilterResult { node_names: Some(view.fitting_names(req)) });
+                                    let names = view.fitting_names(req, &mut fv);
+                                    narrowed = Some(PreFilterResult { node_names: Some(names) });
                                 }
+                                state.write(fv);
                             }
                             // Never from from_pod; Filter then reads the table itself.
                             None => {
