@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::cell::RefCell;
 
 use ahash::AHashMap;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::frag::{free_after, node_frag};
@@ -71,7 +71,9 @@ impl FragKey {
 pub struct Fgd {
     state: Arc<GpuState>,
     typical: Arc<TypicalPods>,
-    memo: Mutex<Memo>,
+    /// Memos not lent to a batch: one per batch scoring at the same time (one in a
+    /// single-threaded scheduler), so parallel batches never wait for each other.
+    memos: Mutex<Vec<Memo>>,
 }
 
 /// What FGD remembers between cycles: fragmentation by node state, and per table entry
@@ -96,19 +98,19 @@ struct NodeMemo {
     before: f64,
     /// `(shape, score)`, the first `filled` valid; `next` is the one to overwrite.
     scores: [(Shape, i64); SHAPES],
-    filled: u8,
-    next: u8,
+    filled: usize,
+    next: usize,
 }
 
 impl NodeMemo {
     fn score(&self, shape: Shape) -> Option<i64> {
-        self.scores[..usize::from(self.filled)].iter().find(|(s, _)| *s == shape).map(|&(_, v)| v)
+        self.scores[..self.filled].iter().find(|(s, _)| *s == shape).map(|&(_, v)| v)
     }
 
     fn remember(&mut self, shape: Shape, score: i64) {
-        self.scores[usize::from(self.next)] = (shape, score);
-        self.next = (self.next + 1) % SHAPES as u8;
-        self.filled = (self.filled + 1).min(SHAPES as u8);
+        self.scores[self.next] = (shape, score);
+        self.next = (self.next + 1) % SHAPES;
+        self.filled = (self.filled + 1).min(SHAPES);
     }
 }
 
@@ -142,15 +144,22 @@ impl Memo {
 impl Fgd {
     /// FGD over `state`, for the workload `typical`.
     pub fn new(state: Arc<GpuState>, typical: Arc<TypicalPods>) -> Fgd {
-        Fgd { state, typical, memo: Mutex::new(Memo::default()) }
+        Fgd { state, typical, memos: Mutex::new(Vec::new()) }
     }
 }
 
-/// What FGD reads once per batch of nodes: the device table and request, and its memo
-/// (locked for the batch, so each node's lookups take no lock).
+/// What FGD reads once per batch of nodes: the device table and request, and a memo
+/// lent to the batch (so each node's lookups take no lock), given back when it ends.
 pub struct FgdBatch<'a> {
     table: TableBatch<'a>,
-    memo: RefCell<MutexGuard<'a, Memo>>,
+    memo: RefCell<Memo>,
+    home: &'a Mutex<Vec<Memo>>,
+}
+
+impl Drop for FgdBatch<'_> {
+    fn drop(&mut self) {
+        self.home.lock().push(std::mem::take(self.memo.get_mut()));
+    }
 }
 
 impl std::fmt::Debug for FgdBatch<'_> {
@@ -257,7 +266,8 @@ impl PolicyScore for Fgd {
     type Batch<'a> = FgdBatch<'a>;
 
     fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> FgdBatch<'a> {
-        FgdBatch { table: TableBatch::new(&self.state, state, pod), memo: RefCell::new(self.memo.lock()) }
+        let memo = self.memos.lock().pop().unwrap_or_default();
+        FgdBatch { table: TableBatch::new(&self.state, state, pod), memo: RefCell::new(memo), home: &self.memos }
     }
 
     /// Remembers per table entry (until the entry or the node's free CPU changes) its
