@@ -247,7 +247,12 @@ proptest! {
         let mut held = Vec::new();
         let mut allocs = allocs.into_iter().enumerate().peekable();
         let cpu_only = PodInfo::new(pod("cpu", 1, 0, 0, "").to_pod()).unwrap();
-        prop_assert!(narrowing.pre_filter(&mut CycleState::new(), &cpu_only, &snap).0.is_none());
+        // A pod without GPU request: no set, and Skip (Filter would pass every node,
+        // and still does when called).
+        let mut cs = CycleState::new();
+        let (r, s) = narrowing.pre_filter(&mut cs, &cpu_only, &snap);
+        prop_assert!(r.is_none() && s.is_skip());
+        prop_assert!(infos.iter().all(|ni| narrowing.filter(&cs, &cpu_only, ni).is_success()));
         while allocs.peek().is_some() || !probes.is_empty() {
             // Interleave: a few allocations, then every probe against the table as it stands.
             for (i, (n, milli, count, release)) in allocs.by_ref().take(5) {
