@@ -114,10 +114,14 @@ impl NodeMemo {
     }
 }
 
-/// What a node's FGD score depends on besides the node: the pod's CPU and GPU shape.
+/// What a node's FGD score depends on besides the node (its devices and free CPU):
+/// the pod's GPU shape, whether its CPU fits, and the [rank](TypicalPods::cpu_rank) of
+/// the CPU left after it (fragmentation reads CPU only through that rank), so pods of
+/// different CPU share a score where it can't differ.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Shape {
-    pod_cpu: i64,
+    cpu_rank_after: usize,
+    cpu_fits: bool,
     milli: u32,
     count: u32,
 }
@@ -231,7 +235,7 @@ pub(crate) fn best_share_device(
     best_share_device_with(|m, c, f| node_frag(typical, m, c, f), gpus, before, cpu_left - pod_cpu, req)
 }
 
-/// The node's FGD score for a pod of `shape` (`req` as the pod asks, `None`: no GPU)
+/// The node's FGD score for a pod of `pod_cpu` millicores (`req` as the pod asks, `None`: no GPU)
 /// given its fragmentation `before` at `cpu` free millicores.
 fn score_gpus(
     memo: &mut Memo,
@@ -239,10 +243,9 @@ fn score_gpus(
     gpus: &NodeGpus,
     cpu: i64,
     before: f64,
-    shape: Shape,
+    pod_cpu: i64,
     req: Option<&GpuRequest>,
 ) -> i64 {
-    let pod_cpu = shape.pod_cpu;
     match req {
         Some(r) if r.is_share() => {
             best_share_device_with(|m, c, f| memo.frag(typical, m, c, f), gpus, before, cpu - pod_cpu, r)
@@ -278,8 +281,10 @@ impl PolicyScore for Fgd {
         let (view, req) = (&b.table.view, b.table.req.as_ref());
         let typical = &*self.typical;
         let cpu = cpu_left(node);
+        let pod_cpu = pod.non_zero_requests.milli_cpu;
         let shape = Shape {
-            pod_cpu: pod.non_zero_requests.milli_cpu,
+            cpu_rank_after: typical.cpu_rank(cpu - pod_cpu),
+            cpu_fits: cpu >= pod_cpu,
             milli: req.map_or(0, |r| r.milli),
             count: req.map_or(0, |r| r.count),
         };
@@ -294,7 +299,7 @@ impl PolicyScore for Fgd {
                 return Err(e);
             }
             let before = memo.frag(typical, gpus.model, cpu, &gpus.free);
-            return Ok(score_gpus(memo, typical, &gpus, cpu, before, shape, req));
+            return Ok(score_gpus(memo, typical, &gpus, cpu, before, pod_cpu, req));
         };
         if let Some(e) = wrong_model(gpus) {
             return Err(e);
@@ -312,7 +317,7 @@ impl PolicyScore for Fgd {
             memo.nodes[i] = NodeMemo { stamp, cpu, before, ..NodeMemo::default() };
         }
         let before = memo.nodes[i].before;
-        let score = score_gpus(memo, typical, gpus, cpu, before, shape, req);
+        let score = score_gpus(memo, typical, gpus, cpu, before, pod_cpu, req);
         memo.nodes[i].remember(shape, score);
         Ok(score)
     }
@@ -321,6 +326,30 @@ impl PolicyScore for Fgd {
 #[cfg(test)]
 mod tests {
     use super::FragKey;
+    use crate::plugins::gpu_share::TypicalPods;
+    use crate::plugins::gpu_share::frag::node_frag;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Fragmentation reads free CPU only through its rank among the typical pods'
+        /// CPU requests (what lets FGD's per-node memory key scores by that rank).
+        #[test]
+        fn frag_depends_on_cpu_only_through_its_rank(
+            a in -2_000i64..20_000,
+            b in -2_000i64..20_000,
+            free in prop::collection::vec(0u32..=1000, 0..9),
+        ) {
+            let t = TypicalPods::from_shapes(
+                [(4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, ""), (1000, 250, 1, "T4"), (16000, 1000, 2, "")],
+                95.0,
+            );
+            let model = crate::model::Symbol::intern("T4");
+            if t.cpu_rank(a) == t.cpu_rank(b) {
+                prop_assert_eq!(node_frag(&t, model, a, &free).to_bits(), node_frag(&t, model, b, &free).to_bits());
+            }
+            prop_assert_eq!(t.cpu_rank(a) <= t.cpu_rank(b), a <= b || t.cpu_rank(a) == t.cpu_rank(b));
+        }
+    }
 
     /// The memo key is the multiset of free milli per device: any order of the same
     /// devices packs alike, a different count or value doesn't, and what can't be
