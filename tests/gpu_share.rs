@@ -247,7 +247,12 @@ proptest! {
         let mut held = Vec::new();
         let mut allocs = allocs.into_iter().enumerate().peekable();
         let cpu_only = PodInfo::new(pod("cpu", 1, 0, 0, "").to_pod()).unwrap();
-        prop_assert!(narrowing.pre_filter(&mut CycleState::new(), &cpu_only, &snap).0.is_none());
+        // A pod without GPU request: no set, and Skip (Filter would pass every node,
+        // and still does when called).
+        let mut cs = CycleState::new();
+        let (r, s) = narrowing.pre_filter(&mut cs, &cpu_only, &snap);
+        prop_assert!(r.is_none() && s.is_skip());
+        prop_assert!(infos.iter().all(|ni| narrowing.filter(&cs, &cpu_only, ni).is_success()));
         while allocs.peek().is_some() || !probes.is_empty() {
             // Interleave: a few allocations, then every probe against the table as it stands.
             for (i, (n, milli, count, release)) in allocs.by_ref().take(5) {
@@ -487,4 +492,69 @@ fn a_few_dozen_pods_by_hand() {
     assert_eq!(bf.iter().filter(|p| p.starts_with("n1")).count(), 16);
     assert_eq!(&bf[24..], ["n2:2", "n2:3", "n3:0", "n3:1", "n3:2", "n3:3"]);
     let _ = parse_nodes;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// FGD remembers each node's fragmentation and recent scores until the node's devices
+    /// or free CPU change: after any mix of allocations, releases and CPU use, one
+    /// long-lived plugin scores every node exactly as a fresh one (no memory) does.
+    #[test]
+    fn fgd_memory_never_changes_a_score(
+        steps in prop::collection::vec(
+            (0usize..5, 1u32..=1000, 1u32..=4, any::<bool>(), 0i64..4,
+             prop_oneof![Just(1u32), Just(2), Just(8)], prop_oneof![Just(250u32), Just(500), 1u32..1000, Just(1000u32)],
+             prop_oneof![Just(""), Just("T4"), Just("G2")], prop_oneof![Just(1_000i64), Just(4_000), Just(64_000)]),
+            1..40,
+        ),
+    ) {
+        let nodes = [
+            node("a", 16_000, 2, "T4"),
+            node("b", 64_000, 4, "V100M16"),
+            node("c", 96_000, 8, "G2"),
+            node("d", 8_000, 1, "T4"),
+            node("e", 8_000, 0, ""),
+        ];
+        let typical = Arc::new(TypicalPods::from_shapes(
+            [(4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, ""), (1000, 250, 1, "T4"), (16000, 1000, 2, "")],
+            95.0,
+        ));
+        let state = GpuState::new();
+        for n in &nodes {
+            state.add_node(&n.to_node());
+        }
+        let kept = schedkit::plugins::gpu_share::Fgd::new(state.clone(), typical.clone());
+        let mut used_cpu = [0i64; 5];
+        let mut held = Vec::new();
+        for (i, (n, milli, count, release, cpu_step, p_count, p_milli, spec, p_cpu)) in steps.into_iter().enumerate() {
+            // Change the table (or only a node's CPU), then score a probe on every node twice.
+            let count = if milli < 1000 { 1 } else { count };
+            let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
+            if let Some(g) = state.node(&nodes[n].name) {
+                let devices: Vec<u8> =
+                    (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
+                let uid = format!("u{i}");
+                if state.allocate(&uid, &nodes[n].to_node(), &req, &devices).is_ok() {
+                    held.push(uid);
+                }
+            }
+            if release && !held.is_empty() {
+                state.release(&held.remove(i % held.len()));
+            }
+            used_cpu[n] = (used_cpu[n] + cpu_step * 1000).min(nodes[n].cpu_milli);
+            let p_count = if p_milli < 1000 { 1 } else { p_count };
+            let probe = pod("probe", p_cpu, p_count, p_milli, spec);
+            for _ in 0..2 {
+                for (k, tn) in nodes.iter().enumerate() {
+                    let ni = info(tn, used_cpu[k]);
+                    let p = PodInfo::new(probe.to_pod()).unwrap();
+                    let fresh = schedkit::plugins::gpu_share::Fgd::new(state.clone(), typical.clone());
+                    let want = fresh.score(&CycleState::new(), &p, &ni).ok();
+                    let got = kept.score(&CycleState::new(), &p, &ni).ok();
+                    prop_assert_eq!(got, want, "node {} probe {}x{} cpu {} of {:?}", tn.name, p_count, p_milli, p_cpu, spec);
+                }
+            }
+        }
+    }
 }

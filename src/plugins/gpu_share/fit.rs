@@ -81,8 +81,9 @@ impl DeviceSelect {
 /// [`Handle`]: build the scheduler with the same handle), records them in the
 /// [`GpuState`] and in [`ReservedDevices`]. Unreserve releases exactly those.
 ///
-/// PreFilter may also narrow the nodes the cycle walks to those with room for the
-/// request ([`GpuShareFit::narrow_nodes`]; off by default).
+/// PreFilter returns Skip for a pod without GPU request, so the cycle doesn't call a
+/// Filter that would pass every node. It may also narrow the nodes the cycle walks to
+/// those with room for the request ([`GpuShareFit::narrow_nodes`]; off by default).
 pub struct GpuShareFit {
     state: Arc<GpuState>,
     handle: Handle,
@@ -170,11 +171,12 @@ impl PreFilterPlugin for GpuShareFit {
                         // the set is exactly what that view accepts.
                         let view = self.state.view();
                         match view.filter_view(req) {
-                            Some(fv) => {
-                                state.write(fv);
+                            Some(mut fv) => {
                                 if self.narrow && self.covers(&view, snapshot) {
-                                    narrowed = Some(PreFilterResult { node_names: Some(view.fitting_names(req)) });
+                                    let names = view.fitting_names(req, &mut fv);
+                                    narrowed = Some(PreFilterResult { node_names: Some(names) });
                                 }
+                                state.write(fv);
                             }
                             // Never from from_pod; Filter then reads the table itself.
                             None => {
@@ -183,8 +185,12 @@ impl PreFilterPlugin for GpuShareFit {
                         }
                     }
                 }
+                // No GPU asked: Filter would pass every node, so the cycle skips it
+                // (as upstream NodeAffinity's PreFilter does for a pod without
+                // required affinity, `pkg/scheduler/framework/plugins/nodeaffinity`).
+                let status = if r.is_none() { Status::SKIP } else { Status::SUCCESS };
                 state.write(GpuRequestState(r));
-                (narrowed, Status::SUCCESS)
+                (narrowed, status)
             }
             Err(e) => (None, Status::unresolvable(e)),
         }

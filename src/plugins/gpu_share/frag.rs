@@ -32,6 +32,9 @@ pub struct TypicalPods {
     /// distinct value, not once per pod), and each pod's index into it.
     millis: Vec<u32>,
     slot: Vec<usize>,
+    /// The distinct CPU of the pods, ascending: fragmentation reads free CPU only
+    /// through "at least this", so it depends only on the [rank](TypicalPods::cpu_rank).
+    cpus: Vec<i64>,
 }
 
 /// Key of a pod's resource shape, ordered as the simulator's `PodResource.Less`.
@@ -50,7 +53,17 @@ impl TypicalPods {
         millis.sort_unstable();
         millis.dedup();
         let slot = pods.iter().map(|p| millis.binary_search(&p.gpu.milli).unwrap_or(usize::MAX)).collect();
-        TypicalPods { pods, millis, slot }
+        let mut cpus: Vec<i64> = pods.iter().map(|p| p.cpu_milli).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        TypicalPods { pods, millis, slot, cpus }
+    }
+
+    /// How many distinct typical-pod CPU requests `cpu_left` free millicores covers.
+    /// [`node_frag`] compares free CPU only with those requests, so two CPU amounts of
+    /// the same rank give the same fragmentation for the same devices.
+    pub(crate) fn cpu_rank(&self, cpu_left: i64) -> usize {
+        self.cpus.partition_point(|&c| c <= cpu_left)
     }
 
     /// The pods, most popular first.

@@ -79,7 +79,7 @@ mod state;
 
 pub use best_fit::BestFit;
 pub use dot_product::DotProduct;
-pub use fgd::Fgd;
+pub use fgd::{Fgd, FgdBatch};
 pub use fit::{DeviceSelect, GPU_SHARE_FIT, GpuShareFit, ReservedDevices};
 pub use frag::{TypicalPod, TypicalPods};
 pub use gpu_clustering::GpuClustering;

@@ -222,7 +222,9 @@ impl NodeIndex {
 /// the cycles' Filter views, like the index: a change copies them only while a view
 /// still holds them (GpuShareFit's Reserve drops its cycle's view before it allocates,
 /// so the scheduler's own cycles never copy). A [`FreeIndex`] buckets the entries by
-/// model and free capacity, refreshed with each summary.
+/// model and free capacity, refreshed with each summary. Each entry also has a stamp,
+/// unique over the table's life and renewed by every change, so a policy may cache
+/// what it derives from an entry (FGD's fragmentation) until the entry changes.
 #[derive(Default)]
 struct NodeTable {
     index: Arc<NodeIndex>,
@@ -230,6 +232,9 @@ struct NodeTable {
     summaries: Arc<Vec<Summary>>,
     names: Vec<Symbol>,
     free: FreeIndex,
+    stamps: Vec<u64>,
+    /// The last stamp given (stamps start at 1).
+    last_stamp: u64,
 }
 
 /// Symbol ids below this get a direct slot (4 bytes each).
@@ -252,6 +257,8 @@ impl NodeTable {
         let s = Summary::of(&self.entries[i]);
         Arc::make_mut(&mut self.summaries)[i] = s;
         self.free.set(i, &s);
+        self.last_stamp += 1;
+        self.stamps[i] = self.last_stamp;
         r
     }
 
@@ -267,6 +274,8 @@ impl NodeTable {
         self.free.set(i, &s);
         self.entries.push(g);
         self.names.push(name);
+        self.last_stamp += 1;
+        self.stamps.push(self.last_stamp);
         Arc::make_mut(&mut self.index).insert(name, i);
         i
     }
@@ -286,8 +295,10 @@ impl NodeTable {
 pub(super) enum FilterView {
     /// The pod asks for no GPU.
     NoGpu,
-    /// The pod's request (one the summaries answer exactly) and the summaries.
-    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
+    /// The pod's request (one the summaries answer exactly) and the summaries; with
+    /// `fitting`, one bit per table entry (by index) saying whether its summary fits the
+    /// request, found by the PreFilter that narrowed the nodes to exactly those.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>>, fitting: Option<Vec<u64>> },
 }
 
 impl FilterView {
@@ -295,9 +306,13 @@ impl FilterView {
     pub(super) fn fits(&self, node: &NodeInfo) -> bool {
         match self {
             FilterView::NoGpu => true,
-            FilterView::Table { req, index, summaries } => {
+            FilterView::Table { req, index, summaries, fitting } => {
                 if let Some(i) = index.get(node.name()) {
-                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
+                    match fitting {
+                        // The PreFilter's verdict under this same view: a bit test.
+                        Some(bits) => bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1),
+                        None => summaries.get(i).is_some_and(|s| s.fits_exactly(req)),
+                    }
                 } else {
                     let g = NodeGpus::from_node(node.node());
                     Summary::of(&g).fits(&g, req)
@@ -459,6 +474,7 @@ impl GpuView<'_> {
             req: req.clone(),
             index: t.index.clone(),
             summaries: t.summaries.clone(),
+            fitting: None,
         })
     }
 
@@ -477,14 +493,30 @@ impl GpuView<'_> {
     /// [answer](Summary::answers)): exactly the table nodes the Filter view of `req`
     /// taken under this same view accepts. From the [`FreeIndex`], visiting only
     /// buckets with room.
-    pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
+    ///
+    /// Also marks them in `view` (taken from this same view), so its Filter answers
+    /// them with a bit test.
+    pub(super) fn fitting_names(&self, req: &GpuRequest, view: &mut FilterView) -> ahash::AHashSet<Symbol> {
         let t = &self.0.nodes;
         // Sized once: growing it as it fills cost as much as the inserts.
         let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
+        let mut bits = vec![0u64; t.len().div_ceil(64)];
         t.free.fitting(req, |i| {
             out.insert(t.names[i]);
+            bits[i / 64] |= 1 << (i % 64);
         });
+        if let FilterView::Table { fitting, .. } = view {
+            *fitting = Some(bits);
+        }
         out
+    }
+
+    /// The node's table entry: its index, its stamp (renewed by every change of the
+    /// entry, never reused) and its devices; `None` when the table hasn't seen the node.
+    #[inline]
+    pub(super) fn entry(&self, node: &NodeInfo) -> Option<(usize, u64, &NodeGpus)> {
+        let t = &self.0.nodes;
+        t.index(node.name()).map(|i| (i, t.stamps[i], &t.entries[i]))
     }
 
     /// Runs `f` on the node's devices (all free when the table hasn't seen the node).
