@@ -158,6 +158,17 @@ fn status_failure(code: u16, reason: &str, message: &str) -> Value {
            "message": message, "reason": reason, "code": code})
 }
 
+/// A kube client whose every request the fake API server `state` answers (call it
+/// inside the runtime: the client spawns its request buffer there).
+fn mock_client(state: &Arc<Mutex<ApiServer>>) -> kube::Client {
+    let state = state.clone();
+    let service = tower::service_fn(move |req| {
+        let st = state.clone();
+        async move { Ok::<_, Infallible>(serve(st, req).await) }
+    });
+    kube::Client::new(service, "default")
+}
+
 async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Body>) -> http::Response<Body> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
@@ -322,15 +333,10 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
 fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let state = Arc::new(Mutex::new(ApiServer::default()));
-    let svc_state = state.clone();
-    let service = tower::service_fn(move |req| {
-        let st = svc_state.clone();
-        async move { Ok::<_, Infallible>(serve(st, req).await) }
-    });
     let run_state = state.clone();
     let run = rt.block_on(async move {
         let state = run_state;
-        let client = kube::Client::new(service, "default");
+        let client = mock_client(&state);
         let namespaces = NamespaceLabels::default();
         let registry = schedkit::kube::registry(&client, &namespaces).unwrap();
         let mut cfg: ProfileConfig = default_profile_config();
@@ -384,15 +390,10 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
 fn run_dra_scene(server: ApiServer, wait: Duration) -> (Arc<Mutex<ApiServer>>, schedkit::kube::RunStats) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let state = Arc::new(Mutex::new(ApiServer { dra: true, ..server }));
-    let svc_state = state.clone();
-    let service = tower::service_fn(move |req| {
-        let st = svc_state.clone();
-        async move { Ok::<_, Infallible>(serve(st, req).await) }
-    });
     let run_state = state.clone();
     let run = rt.block_on(async move {
         let state = run_state;
-        let client = kube::Client::new(service, "default");
+        let client = mock_client(&state);
         let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
         let mut cfg: ProfileConfig = default_profile_config();
         cfg.scheduler_name = Some("schedkit".into());
@@ -486,15 +487,10 @@ fn a_claim_being_deleted_is_neither_allocated_nor_bound() {
 fn bindings_run_on_their_own_tasks_within_the_limit() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let state = Arc::new(Mutex::new(ApiServer { slow_bind: true, ..ApiServer::default() }));
-    let svc_state = state.clone();
-    let service = tower::service_fn(move |req| {
-        let st = svc_state.clone();
-        async move { Ok::<_, Infallible>(serve(st, req).await) }
-    });
     let run_state = state.clone();
     let run = rt.block_on(async move {
         let state = run_state;
-        let client = kube::Client::new(service, "default");
+        let client = mock_client(&state);
         let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
         let mut cfg: ProfileConfig = default_profile_config();
         cfg.scheduler_name = Some("schedkit".into());
@@ -526,15 +522,10 @@ fn pod_groups_are_watched_and_a_gang_binds() {
     use schedkit::framework::{Feature, FeatureGates};
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let state = Arc::new(Mutex::new(ApiServer { gang: true, ..ApiServer::default() }));
-    let svc_state = state.clone();
-    let service = tower::service_fn(move |req| {
-        let st = svc_state.clone();
-        async move { Ok::<_, Infallible>(serve(st, req).await) }
-    });
     let run_state = state.clone();
     rt.block_on(async move {
         let state = run_state;
-        let client = kube::Client::new(service, "default");
+        let client = mock_client(&state);
         let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
         let gates = FeatureGates::default().with(Feature::GenericWorkload, true).with(Feature::GangScheduling, true);
         let mut cfg: ProfileConfig = default_profile_config();
