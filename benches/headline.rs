@@ -285,6 +285,7 @@ fn main() {
     row("default profile, 5,000 nodes, 100% scored", None, &mut || typical(5000, 100));
     row("DaemonSet pod, 15,000 nodes, queue to bind", DAEMONSET, &mut || daemonset(15000));
     row("default profile, 65,000 nodes, adaptive sampling", None, &mut || typical(65000, 0));
+    row("snapshot update after one node change, 5,000 nodes", None, &mut || snapshot_update(5000));
     row("snapshot update after one node change, 65,000 nodes", None, &mut || snapshot_update(65000));
     let mut dra_rows = Vec::new();
     row("DRA 8-GPU claim, 500 nodes x 8 GPUs", DRA, &mut || {
