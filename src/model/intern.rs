@@ -477,6 +477,13 @@ impl Holds {
     pub(crate) fn symbols(&self) -> &[Symbol] {
         &self.0
     }
+
+    /// Takes one more reference, on the symbol for `text` (added unpinned if new).
+    pub(crate) fn push(&mut self, text: &str) -> Symbol {
+        let s = Symbol::acquire(text);
+        self.0.push(s);
+        s
+    }
 }
 
 impl Clone for Holds {
