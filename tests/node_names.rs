@@ -211,8 +211,8 @@ fn gpu_share_node_churn_leaves_no_names() {
         s.events().delete_pod(&uid).unwrap();
         s.events().remove_node(&name).unwrap();
     });
-    assert_eq!(state.used_milli(), 0, "the removed nodes' allocations went with them");
     assert_eq!((live1, bytes1), (live0, bytes0), "gpu_share kept the names of removed nodes");
+    assert_eq!(state.used_milli(), 0, "the removed nodes' allocations went with them");
 }
 
 #[test]
