@@ -15,6 +15,10 @@ const H100: &str = r#"device.attributes["gpu.nvidia.com"].productName == "NVIDIA
 
 const TYPICAL: &str = r#"device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].architecture == "Hopper" && device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0")) && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0"#;
 
+/// Three nested `all` macros around one regex `find`: 1,000 evaluations of it.
+const NESTED_FIND: &str = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, \
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z, int('1'.find('[0-9]*')) < 100)))";
+
 fn h100() -> Device {
     Device::new("node-1/gpu-0", "gpu.nvidia.com")
         .with_attribute("productName", AttributeValue::String("NVIDIA H100 80GB HBM3".into()))
@@ -42,6 +46,14 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("eval/typical", |b| {
         b.iter(|| black_box(&typical).matches(black_box(&device)));
+    });
+    // Issue 22's slow case (the selector fuzz seed `seed-033.cel`): three nested `all`
+    // over ten elements, so 1,000 calls of `find` with a constant pattern (compiled
+    // once, with the selector). Priced within the cost budget; what it costs in time.
+    let nested = Selector::compile(NESTED_FIND).expect("within the cost budget");
+    assert!(nested.matches(&device).expect("evaluates"));
+    group.bench_function("eval/nested_find_1000", |b| {
+        b.iter(|| black_box(&nested).matches(black_box(&device)));
     });
     group.bench_function("compile/h100", |b| {
         b.iter(|| Selector::compile(black_box(H100)));

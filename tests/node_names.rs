@@ -154,3 +154,196 @@ fn plugin_registries_hold_node_names_until_the_node_is_removed() {
     assert!(domains.domain_of("names-gpu-a").is_none());
     assert!(Symbol::lookup("names-gpu-unknown").is_none(), "a lookup of an unknown node interns nothing");
 }
+
+/// Runs `warmup` rounds, then `rounds` more, and returns the interner's live strings
+/// and text bytes after each part. Every round adds and removes a node with a name
+/// never seen before (fixed width, so bytes compare): a plugin that keeps the names of
+/// gone nodes makes the second figure grow by one string a round.
+fn interner_over_rounds(
+    warmup: usize,
+    rounds: usize,
+    mut round: impl FnMut(usize),
+) -> ((usize, usize), (usize, usize)) {
+    for i in 0..warmup {
+        round(i);
+    }
+    let before = Symbol::interner_stats();
+    for i in warmup..warmup + rounds {
+        round(i);
+    }
+    let after = Symbol::interner_stats();
+    ((before.live, before.bytes), (after.live, after.bytes))
+}
+
+/// One pod through the scheduler: added, scheduled and bound (asserting where).
+fn place(s: &mut schedkit::scheduler::Scheduler, pod: schedkit::model::Pod, node: &str) {
+    let uid = pod.metadata.uid.clone();
+    s.events().add_pod(pod).unwrap();
+    let summary = s.run_until_idle();
+    assert_eq!(summary.bound, 1, "{uid} bound: {summary:?}");
+    assert_eq!(s.cache().lock().pod_node(&uid), Some(node));
+}
+
+#[test]
+fn gpu_share_node_churn_leaves_no_names() {
+    use schedkit::plugins::gpu_share::{GPU_COUNT_LABEL, GPU_MILLI_LABEL, GpuState, Policy, TypicalPods};
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let state = GpuState::new();
+    let handle = schedkit::framework::Handle::default();
+    let typical = Arc::new(TypicalPods::from_shapes([(1000, 500, 1, "")], 95.0));
+    let profile = Policy::Fgd
+        .profile("default-scheduler", &state, &handle, &typical, 1, vec![schedkit::sim::node_resources_fit()])
+        .unwrap();
+    let mut s = schedkit::scheduler::Scheduler::builder().profile(profile).handle(handle).parallelism(1).build();
+    let ((live0, bytes0), (live1, bytes1)) = interner_over_rounds(3, 40, |i| {
+        let name = format!("names-gs-{i:06}");
+        let node = NodeBuilder::new(&name)
+            .cpu("16")
+            .memory("64Gi")
+            .allocatable(schedkit::plugins::gpu_share::GPU_COUNT_RESOURCE, "4")
+            .build();
+        state.add_node(&node);
+        s.events().add_node(node).unwrap();
+        let uid = format!("names-gs-pod-{i:06}");
+        let pod = PodBuilder::new(&uid).uid(&uid).cpu("1").label(GPU_COUNT_LABEL, "1").label(GPU_MILLI_LABEL, "500");
+        place(&mut s, pod.build(), &name);
+        assert!(state.allocation(&uid).is_some());
+        s.events().delete_pod(&uid).unwrap();
+        s.events().remove_node(&name).unwrap();
+    });
+    assert_eq!((live1, bytes1), (live0, bytes0), "gpu_share kept the names of removed nodes");
+    assert_eq!(state.used_milli(), 0, "the removed nodes' allocations went with them");
+}
+
+#[test]
+fn nrt_node_churn_leaves_no_names() {
+    use schedkit::plugins::node_resource_topology::{
+        NodeResourceTopology, NodeResourceTopologyMatch, NrtStore, ResourceInfo, Zone,
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let store = Arc::new(NrtStore::new());
+    let handle = schedkit::framework::Handle::default();
+    handle.set_shared(store.clone());
+    // Over-reserve: Reserve records the pod against the node's copy.
+    let args = serde_json::json!({"cacheResyncPeriodSeconds": 5});
+    let nrt = NodeResourceTopologyMatch::from_config(Some(&args), &handle).unwrap();
+    let profile = schedkit::framework::Profile::builder("default-scheduler").plugin(nrt).build().unwrap();
+    let mut s = schedkit::scheduler::Scheduler::builder().profile(profile).handle(handle).parallelism(1).build();
+    let ((live0, bytes0), (live1, bytes1)) = interner_over_rounds(3, 40, |i| {
+        let name = format!("names-nrt-{i:06}");
+        let mut obj = NodeResourceTopology::new(&name);
+        obj.topology_policies = vec!["SingleNUMANodeContainerLevel".into()];
+        let res = |n: &str, q: &str| {
+            let q = q.parse().unwrap();
+            ResourceInfo { name: n.into(), capacity: q, allocatable: q, available: q }
+        };
+        obj.zones = vec![Zone {
+            name: "node-0".into(),
+            zone_type: "Node".into(),
+            parent: String::new(),
+            costs: vec![],
+            attributes: vec![],
+            resources: vec![res("cpu", "8"), res("memory", "16Gi")],
+        }];
+        store.upsert(obj).unwrap();
+        s.events().add_node(node(&name)).unwrap();
+        let uid = format!("names-nrt-pod-{i:06}");
+        // Guaranteed: requests equal limits.
+        let pod = PodBuilder::new(&uid).uid(&uid).cpu("1").memory("1Gi").with(|p| {
+            let c = &mut p.spec.containers[0].resources;
+            c.limits = c.requests.clone();
+        });
+        place(&mut s, pod.build(), &name);
+        s.events().delete_pod(&uid).unwrap();
+        s.events().remove_node(&name).unwrap();
+        assert!(store.remove(&name).is_some());
+    });
+    assert_eq!((live1, bytes1), (live0, bytes0), "NodeResourceTopology kept the names of removed nodes");
+}
+
+#[test]
+fn dra_slice_churn_leaves_no_names() {
+    use schedkit::dra::DraStore;
+    use schedkit::framework::PluginRef;
+    use schedkit::plugins::dynamic_resources::ClaimStatusWriter;
+    use serde_json::json;
+    struct Accept;
+    impl ClaimStatusWriter for Accept {
+        fn update_status(&self, _: &schedkit::dra::ResourceClaim) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let store = Arc::new(DraStore::new());
+    store
+        .add_class(
+            serde_json::from_value(json!({"metadata": {"name": "names.example.com"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"names.example.com\""}}]}}))
+            .unwrap(),
+        )
+        .unwrap();
+    let handle = schedkit::framework::Handle::default();
+    handle.set_shared(store.clone());
+    handle.set_shared(Arc::new(Arc::new(Accept) as Arc<dyn ClaimStatusWriter>));
+    let mut cfg = schedkit::plugins::default_profile_config();
+    cfg.plugins.multi_point.enabled.push(PluginRef { name: "DynamicResources".into(), weight: None });
+    let profile = schedkit::plugins::default_registry().build_profile(&cfg, &handle).unwrap();
+    let mut s = schedkit::scheduler::Scheduler::builder().profile(profile).handle(handle).parallelism(1).build();
+    let ((live0, bytes0), (live1, bytes1)) = interner_over_rounds(3, 40, |i| {
+        // A node-local driver: one slice per node, its pool named apart from the node.
+        let name = format!("names-dra-{i:06}");
+        let slice = format!("names-dra-slice-{i:06}");
+        store
+            .add_slice(
+                serde_json::from_value(json!({
+                    "metadata": {"name": slice},
+                    "spec": {"driver": "names.example.com", "nodeName": name,
+                             "pool": {"name": format!("names-dra-pool-{i:06}"), "generation": 1, "resourceSliceCount": 1},
+                             "devices": [{"name": format!("gpu-{i:06}"), "attributes": {"index": {"int": 0}}}]}}))
+                .unwrap(),
+            )
+            .unwrap();
+        s.events().add_node(node(&name)).unwrap();
+        let claim = format!("names-dra-claim-{i:06}");
+        store
+            .add_claim(
+                serde_json::from_value(json!({
+                    "metadata": {"name": claim, "namespace": "default"},
+                    "spec": {"devices": {"requests": [{"name": "gpu",
+                        "exactly": {"deviceClassName": "names.example.com"}}]}}}))
+                .unwrap(),
+            )
+            .unwrap();
+        let uid = format!("names-dra-pod-{i:06}");
+        let pod = PodBuilder::new(&uid).uid(&uid).cpu("1").with(|p| {
+            p.spec.resource_claims.push(schedkit::model::PodResourceClaim {
+                name: "gpu".into(),
+                resource_claim_name: Some(claim.clone()),
+                resource_claim_template_name: None,
+                pod_group_resource_claim: None,
+            });
+        });
+        place(&mut s, pod.build(), &name);
+        let held = store.claim("default", &claim).unwrap();
+        let result = &held.status.as_ref().unwrap().allocation.as_ref().unwrap().devices.results[0];
+        assert_eq!(result.pool, format!("names-dra-pool-{i:06}"));
+        drop(held);
+        s.events().delete_pod(&uid).unwrap();
+        assert!(store.remove_claim("default", &claim));
+        assert!(store.remove_slice(&slice));
+        s.events().remove_node(&name).unwrap();
+    });
+    assert_eq!(store.audit().double_allocated, Vec::new());
+    assert_eq!((live1, bytes1), (live0, bytes0), "the DRA world kept the names of gone nodes, pools or devices");
+}
+
+#[test]
+fn unique_gang_names_are_not_pinned() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let ((live0, bytes0), (live1, bytes1)) = interner_over_rounds(3, 200, |i| {
+        let gang = format!("names-gang-{i:06}");
+        let pod = PodBuilder::new("names-gang-member").label(schedkit::model::POD_GROUP_LABEL, &gang).build();
+        assert_eq!(pod.pod_group().map(|g| g.to_string()), Some(gang));
+    });
+    assert_eq!((live1, bytes1), (live0, bytes0), "Pod::pod_group pinned the gang names it read");
+}

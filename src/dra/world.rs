@@ -34,6 +34,13 @@
 //! node might see one of them as its newest ([`World::for_each_on_node`] offers such a
 //! device only to a node that gathers its generation); one device ID is one device for
 //! use tracking, whatever the generation.
+//!
+//! # Names
+//!
+//! The world holds the names its symbols stand for (drivers, pools, devices, the nodes
+//! node-local slices name) while it lives, without pinning them: when slices go (a
+//! node leaves, a driver is uninstalled) and the world is rebuilt, the names only they
+//! used are freed. Look device IDs up with [`DeviceId::lookup`], which adds nothing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,6 +51,7 @@ use smallvec::SmallVec;
 use super::compiled::{CompiledClass, CompiledTaintRule};
 use super::slice::{Policy, milli, parse_policy, selector_device};
 use super::types::{DeviceSpec, DeviceTaint, DeviceTaintEffect, ResourceSlice};
+use crate::model::intern::Holds;
 use crate::model::{Labels, NodeSelector, Quantity, Symbol, Taint, TaintEffect};
 use crate::selector::{AttributeKey, Device};
 
@@ -59,15 +67,46 @@ pub struct DeviceId {
 }
 
 impl DeviceId {
-    /// Interns the three names.
+    /// Interns the three names, pinning them (see [`Symbol::intern`]): for a bounded
+    /// set of IDs. To find a published device, use [`DeviceId::lookup`].
     pub fn new(driver: &str, pool: &str, device: &str) -> DeviceId {
         DeviceId { driver: Symbol::intern(driver), pool: Symbol::intern(pool), device: Symbol::intern(device) }
+    }
+
+    /// The ID if all three names are interned now; adds and pins nothing. A device the
+    /// world publishes always has one (the world holds its names).
+    pub fn lookup(driver: &str, pool: &str, device: &str) -> Option<DeviceId> {
+        Some(DeviceId { driver: Symbol::lookup(driver)?, pool: Symbol::lookup(pool)?, device: Symbol::lookup(device)? })
     }
 }
 
 impl std::fmt::Display for DeviceId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}/{}", self.driver.as_str(), self.pool.as_str(), self.device.as_str())
+        // Reads the texts without pinning them.
+        write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+/// The names a world is built with, each held once for the world's life.
+#[derive(Default)]
+struct Names {
+    seen: AHashMap<String, Symbol>,
+    held: Holds,
+}
+
+impl Names {
+    /// The symbol for `text`, held by the world.
+    fn get(&mut self, text: &str) -> Symbol {
+        if let Some(&s) = self.seen.get(text) {
+            return s;
+        }
+        let s = self.held.push(text);
+        self.seen.insert(text.to_owned(), s);
+        s
+    }
+
+    fn device_id(&mut self, driver: &str, pool: &str, device: &str) -> DeviceId {
+        DeviceId { driver: self.get(driver), pool: self.get(pool), device: self.get(device) }
     }
 }
 
@@ -225,7 +264,7 @@ fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Optio
     for s in seen().filter(|s| !s.counters) {
         for d in &s.devices {
             if !names.insert(*d) {
-                return Some(PoolProblem::Invalid(format!("duplicate device name {}", d.as_str()).into()));
+                return Some(PoolProblem::Invalid(format!("duplicate device name {d}").into()));
             }
         }
     }
@@ -234,7 +273,7 @@ fn pool_problem(pool: &PoolEntry, visible: impl Fn(&SliceMeta) -> bool) -> Optio
 
 impl PoolEntry {
     pub fn label(&self) -> String {
-        format!("{}/{}", self.driver.as_str(), self.name.as_str())
+        format!("{}/{}", self.driver, self.name)
     }
 }
 
@@ -267,16 +306,18 @@ pub(crate) struct World {
     pub older: AHashMap<u32, SmallVec<[u32; 1]>>,
     /// Whether any device of an older generation is held.
     pub stale: bool,
+    /// The names of the world's symbols, held while it lives.
+    names: Holds,
 }
 
-fn scope_of(slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
+fn scope_of(names: &mut Names, slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
     let (name, sel, all) = if slice.spec.per_device_node_selection == Some(true) {
         (d.node_name.as_deref(), d.node_selector.as_ref(), d.all_nodes == Some(true))
     } else {
         (slice.spec.node_name.as_deref(), slice.spec.node_selector.as_ref(), slice.spec.all_nodes == Some(true))
     };
     match (name, sel, all) {
-        (Some(n), _, _) if !n.is_empty() => Scope::Node(Symbol::intern(n)),
+        (Some(n), _, _) if !n.is_empty() => Scope::Node(names.get(n)),
         (_, Some(s), _) => Scope::Selector(Arc::new(s.clone())),
         _ => Scope::All,
     }
@@ -327,8 +368,9 @@ type PoolSlices<'a> = ((String, String), Vec<&'a Arc<ResourceSlice>>, Vec<&'a Ar
 /// Whether some node may gather an older generation of the pool: not when a slice of the
 /// newest generation reaches every node (a counter-set slice or `allNodes`), nor when all
 /// the pool's slices target the same node by name.
-fn older_generations_matter(all: &[&Arc<ResourceSlice>], newest: i64) -> bool {
-    let reaches = all.iter().map(|s| (s.spec.pool.generation, reach_of(s)));
+fn older_generations_matter(names: &mut Names, all: &[&Arc<ResourceSlice>], newest: i64) -> bool {
+    let reaches: Vec<(i64, Reach)> = all.iter().map(|s| (s.spec.pool.generation, reach_of(names, s))).collect();
+    let reaches = reaches.into_iter();
     if reaches.clone().any(|(g, r)| g == newest && matches!(r, Reach::Always | Reach::Slice(Scope::All))) {
         return false;
     }
@@ -341,7 +383,7 @@ fn older_generations_matter(all: &[&Arc<ResourceSlice>], newest: i64) -> bool {
     !(first.is_some() && nodes.all(|n| n == first))
 }
 
-fn reach_of(s: &ResourceSlice) -> Reach {
+fn reach_of(names: &mut Names, s: &ResourceSlice) -> Reach {
     let spec = &s.spec;
     if !spec.shared_counters.is_empty() {
         Reach::Always
@@ -349,9 +391,9 @@ fn reach_of(s: &ResourceSlice) -> Reach {
         || spec.all_nodes == Some(true)
         || spec.node_selector.is_some()
     {
-        Reach::Slice(scope_of(s, &DeviceSpec::default()))
+        Reach::Slice(scope_of(names, s, &DeviceSpec::default()))
     } else if spec.per_device_node_selection == Some(true) {
-        Reach::PerDevice(spec.devices.iter().map(|d| scope_of(s, d)).collect())
+        Reach::PerDevice(spec.devices.iter().map(|d| scope_of(names, s, d)).collect())
     } else {
         Reach::Never
     }
@@ -411,11 +453,12 @@ pub(crate) fn build(
     // that need no binding wait (upstream `structured/pools.go`, `GatherPools`; allocator
     // case "lexicographical-sorting-pools-with-binding-conditions").
     let has_binding = |s: &ResourceSlice| s.spec.devices.iter().any(|d| !d.binding_conditions.is_empty());
+    let mut names = Names::default();
     let mut ordered: Vec<PoolSlices<'_>> = pools
         .into_iter()
         .map(|(key, all)| {
             let newest = all.iter().map(|s| s.spec.pool.generation).max().unwrap_or(0);
-            let older = older_generations_matter(&all, newest);
+            let older = older_generations_matter(&mut names, &all, newest);
             let mut held: Vec<&Arc<ResourceSlice>> =
                 all.iter().copied().filter(|s| older || s.spec.pool.generation == newest).collect();
             held.sort_by_key(|s| (std::cmp::Reverse(s.spec.pool.generation), has_binding(s)));
@@ -434,17 +477,17 @@ pub(crate) fn build(
             }
         }
         let entry = PoolEntry {
-            driver: Symbol::intern(&driver),
-            name: Symbol::intern(&pool),
+            driver: names.get(&driver),
+            name: names.get(&pool),
             newest: generations.first().copied().unwrap_or(0),
             slices: all
                 .iter()
                 .map(|s| SliceMeta {
                     generation: s.spec.pool.generation,
                     count: s.spec.pool.resource_slice_count,
-                    reach: reach_of(s),
+                    reach: reach_of(&mut names, s),
                     counters: !s.spec.shared_counters.is_empty(),
-                    devices: s.spec.devices.iter().map(|d| Symbol::intern(&d.name)).collect(),
+                    devices: s.spec.devices.iter().map(|d| names.get(&d.name)).collect(),
                 })
                 .collect(),
             counters_invalid: if features.enabled(crate::framework::Feature::DRAPartitionableDevices) {
@@ -480,7 +523,7 @@ pub(crate) fn build(
             let g = s.spec.pool.generation;
             for d in &s.spec.devices {
                 let Ok(device) = selector_device(&s.metadata.name, &driver, d) else { continue };
-                let id = DeviceId::new(&driver, &pool, &d.name);
+                let id = names.device_id(&driver, &pool, &d.name);
                 let idx = w.devices.len() as u32;
                 // A duplicate name makes the pool invalid where it is gathered; the index
                 // keeps the first device.
@@ -525,7 +568,7 @@ pub(crate) fn build(
                 }
                 let binding = (!d.binding_conditions.is_empty() || !d.binding_failure_conditions.is_empty())
                     .then(|| Arc::new((d.binding_conditions.clone(), d.binding_failure_conditions.clone())));
-                let scope = scope_of(s, d);
+                let scope = scope_of(&mut names, s, d);
                 match &scope {
                     Scope::Node(n) => w.node_local.entry(*n).or_default().push(idx),
                     Scope::Selector(_) | Scope::All => w.shared.push(idx),
@@ -566,6 +609,7 @@ pub(crate) fn build(
         classify(&mut w, pool_idx, &entry);
         w.pools.push(entry);
     }
+    w.names = names.held;
     w
 }
 

@@ -472,6 +472,20 @@ pub trait PodObserver: Plugin {
     fn pod_deleted(&self, _pod: &PodInfo) {}
 }
 
+/// Told when a node leaves the cluster, so a plugin that keeps state per node (a
+/// device table, a per-node cache) drops it and the node's name is freed.
+///
+/// Not an upstream extension point: upstream plugins keep such state in informer
+/// caches, which forget a deleted node by themselves. An embedded library has no
+/// informers, so [`SchedulerEvents::remove_node`](crate::scheduler::SchedulerEvents::remove_node)
+/// calls this, on the thread that fed the event, after the node has left the cache.
+/// As for [`PodObserver`]: calls must be cheap and must not call back into the
+/// scheduler. Default methods do nothing.
+pub trait NodeObserver: Plugin {
+    /// The node named `name` was removed.
+    fn node_removed(&self, _name: &str) {}
+}
+
 /// The extension points one plugin serves, filled by [`Plugin::register`].
 #[derive(Default, Clone)]
 pub struct ExtensionPoints {
@@ -489,6 +503,7 @@ pub struct ExtensionPoints {
     pub(crate) post_bind: Option<Arc<dyn PostBindPlugin>>,
     pub(crate) enqueue: Option<Arc<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Option<Arc<dyn PodObserver>>,
+    pub(crate) node_observer: Option<Arc<dyn NodeObserver>>,
     pub(crate) sign: Option<Arc<dyn super::SignPlugin>>,
     pub(crate) placement_generate: Option<Arc<dyn super::PlacementGeneratePlugin>>,
     pub(crate) placement_score: Option<Arc<dyn super::PlacementScorePlugin>>,
@@ -523,6 +538,7 @@ point_setters! {
     post_bind: PostBindPlugin, "Serves PostBind.";
     enqueue: EnqueueExtensions, "Declares cluster events (EnqueueExtensions).";
     pod_observer: PodObserver, "Observes pod additions, updates and deletions.";
+    node_observer: NodeObserver, "Observes node removals.";
 }
 
 impl ExtensionPoints {

@@ -35,10 +35,10 @@ pub(crate) use fit_message::{reason_histogram, write_fit_message};
 pub use handle::Handle;
 pub use interface::{
     ActionType, BindPlugin, ClusterEvent, ClusterEventWithHint, EnqueueExtensions, EventObject, EventResource,
-    ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, NodeToStatus,
-    PermitDecision, PermitPlugin, Plugin, PodObserver, PostBindPlugin, PostFilterPlugin, PostFilterResult,
-    PreBindPlugin, PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
+    ExtensionPoint, ExtensionPoints, FilterFn, FilterPlugin, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeObserver, NodeScore,
+    NodeToStatus, PermitDecision, PermitPlugin, Plugin, PodObserver, PostBindPlugin, PostFilterPlugin,
+    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, QueueSortPlugin, QueuedPodInfo, QueueingHint, QueueingHintFn, ReservePlugin, ScoreFn, ScorePlugin,
 };
 pub use metrics::{Histogram, LatencyEntry, LatencyRecorder, LatencyReport};
 pub use pod_group::{

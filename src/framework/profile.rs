@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::interface::{
-    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, PermitPlugin, Plugin, PodObserver,
-    PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
+    BindPlugin, EnqueueExtensions, ExtensionPoint, ExtensionPoints, FilterPlugin, NodeObserver, PermitPlugin, Plugin,
+    PodObserver, PostBindPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
     QueueSortPlugin, ReservePlugin, ScorePlugin,
 };
 use super::{FeatureGates, SignPlugin};
@@ -145,6 +145,7 @@ pub struct Profile {
     pub(crate) post_bind: Vec<Named<dyn PostBindPlugin>>,
     pub(crate) enqueue: Vec<Named<dyn EnqueueExtensions>>,
     pub(crate) pod_observer: Vec<Named<dyn PodObserver>>,
+    pub(crate) node_observer: Vec<Named<dyn NodeObserver>>,
     pub(crate) percentage_of_nodes_to_score: Option<u32>,
     /// Plugins signing pods for opportunistic batching, in registration order.
     pub(crate) sign: Vec<Named<dyn SignPlugin>>,
@@ -262,6 +263,10 @@ impl Profile {
     /// Plugins observing pod events.
     pub fn pod_observers(&self) -> &[Named<dyn PodObserver>] {
         &self.pod_observer
+    }
+    /// Plugins observing node removals.
+    pub fn node_observers(&self) -> &[Named<dyn NodeObserver>] {
+        &self.node_observer
     }
     /// The QueueSort plugin object.
     pub fn queue_sort(&self) -> Option<&Arc<dyn QueueSortPlugin>> {
@@ -454,6 +459,7 @@ impl ProfileBuilder {
             push!(post_bind);
             push!(enqueue);
             push!(pod_observer);
+            push!(node_observer);
             push!(sign);
             push!(placement_generate);
             if let Some(plugin) = pts.placement_score {
@@ -497,6 +503,7 @@ impl Profile {
             post_bind: Vec::new(),
             enqueue: Vec::new(),
             pod_observer: Vec::new(),
+            node_observer: Vec::new(),
             percentage_of_nodes_to_score,
             sign: Vec::new(),
             batching_blockers: Vec::new(),

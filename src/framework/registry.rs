@@ -344,6 +344,9 @@ impl Registry {
             if let Some(plugin) = &b.points.pod_observer {
                 p.pod_observer.push(Named { name: b.name, plugin: plugin.clone() });
             }
+            if let Some(plugin) = &b.points.node_observer {
+                p.node_observer.push(Named { name: b.name, plugin: plugin.clone() });
+            }
             match &b.points.sign {
                 Some(plugin) => p.sign.push(Named { name: b.name, plugin: plugin.clone() }),
                 None if in_cycle.contains(&i) => p.batching_blockers.push(b.name),

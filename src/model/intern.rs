@@ -387,6 +387,17 @@ impl HeldSymbol {
         HeldSymbol { sym: Symbol(id), text }
     }
 
+    /// Takes one more reference on `sym`, which some holder must keep alive now (a
+    /// node's name read from its `NodeInfo`); `None` for a symbol whose holders are
+    /// all gone.
+    pub fn hold(sym: Symbol) -> Option<HeldSymbol> {
+        let r = INTERNER.read();
+        let slot = r.slots.get(sym.0 as usize)?;
+        let text = slot.text.as_ref()?.0.clone();
+        slot.refs.fetch_add(1, Ordering::Relaxed);
+        Some(HeldSymbol { sym, text })
+    }
+
     /// The symbol, for integer comparison and map keys. It names this string while
     /// this (or another) holder lives.
     #[inline]
@@ -413,6 +424,14 @@ impl Drop for HeldSymbol {
         if !release_shared(&INTERNER.read(), self.sym.0) {
             INTERNER.write().release(self.sym.0);
         }
+    }
+}
+
+/// A map keyed by `HeldSymbol` is searched with a plain [`Symbol`] (the two hash and
+/// compare alike).
+impl Borrow<Symbol> for HeldSymbol {
+    fn borrow(&self) -> &Symbol {
+        &self.sym
     }
 }
 
@@ -457,6 +476,13 @@ impl Holds {
     /// The held symbols, in the order given.
     pub(crate) fn symbols(&self) -> &[Symbol] {
         &self.0
+    }
+
+    /// Takes one more reference, on the symbol for `text` (added unpinned if new).
+    pub(crate) fn push(&mut self, text: &str) -> Symbol {
+        let s = Symbol::acquire(text);
+        self.0.push(s);
+        s
     }
 }
 

@@ -467,9 +467,20 @@ impl Pod {
         self.spec.priority.unwrap_or(0)
     }
 
-    /// The gang this pod belongs to (label [`POD_GROUP_LABEL`]).
-    pub fn pod_group(&self) -> Option<&'static str> {
-        self.metadata.labels.get_str(POD_GROUP_LABEL)
+    /// The gang this pod belongs to (label [`POD_GROUP_LABEL`]), as a counted
+    /// reference on the label's value: gang names that never repeat are freed with the
+    /// last pod and handle that hold them, not pinned for the life of the process.
+    ///
+    /// ```
+    /// use schedkit::model::POD_GROUP_LABEL;
+    /// use schedkit::testing::PodBuilder;
+    /// let pod = PodBuilder::new("p").label(POD_GROUP_LABEL, "train-7").build();
+    /// assert_eq!(pod.pod_group().unwrap().as_str(), "train-7");
+    /// assert!(PodBuilder::new("q").build().pod_group().is_none());
+    /// ```
+    pub fn pod_group(&self) -> Option<super::HeldSymbol> {
+        let key = Symbol::lookup(POD_GROUP_LABEL)?;
+        super::HeldSymbol::hold(self.metadata.labels.get(key)?)
     }
 
     /// The v1.36 `PodGroup` this pod names in `spec.schedulingGroup.podGroupName`

@@ -170,6 +170,16 @@ impl SchedulerEvents {
         }
     }
 
+    /// Tells every plugin observing nodes (in every profile) that `name` left, each
+    /// call guarded as a PodObserver's is.
+    fn node_removed(&self, name: &str) {
+        for p in self.profiles.iter() {
+            for o in p.node_observers() {
+                let _ = crate::framework::runtime::guard(o.name, "NodeObserver", || o.plugin.node_removed(name));
+            }
+        }
+    }
+
     /// Adds a node.
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
         let arc = Arc::new(node.clone());
@@ -197,7 +207,9 @@ impl SchedulerEvents {
 
     /// Removes a node. Bound pods on it leave the cache with it (deleting them is
     /// the caller's business, as a controller's upstream); pods waiting at Permit
-    /// for it are rejected, so the loop unreserves and requeues them.
+    /// for it are rejected, so the loop unreserves and requeues them. Plugins that
+    /// keep per-node state hear of it ([`NodeObserver`](crate::framework::NodeObserver))
+    /// and drop it.
     pub fn remove_node(&self, name: &str) -> Result<(), CacheError> {
         let old = {
             let mut c = self.cache.lock();
@@ -210,6 +222,7 @@ impl SchedulerEvents {
                 wp.reject(SCHEDULER_REJECTOR, "node deleted");
             }
         });
+        self.node_removed(name);
         self.event(events::NODE_DELETE, &EventObject::Node { old, new: None });
         Ok(())
     }

@@ -113,9 +113,10 @@ pub(crate) fn results(
             let (consumed_capacity, share_id) = share_fields(e, alt, &plan.claim.key, p.admin);
             results.push(DeviceRequestAllocationResult {
                 request: alt.result_name.clone(),
-                driver: e.id.driver.as_str().to_owned(),
-                pool: e.id.pool.as_str().to_owned(),
-                device: e.id.device.as_str().to_owned(),
+                // Read without pinning: the world holds these names.
+                driver: e.id.driver.to_string(),
+                pool: e.id.pool.to_string(),
+                device: e.id.device.to_string(),
                 admin_access: alt.admin.then_some(true),
                 tolerations: alt.tolerations.clone(),
                 binding_conditions,

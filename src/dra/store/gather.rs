@@ -40,8 +40,11 @@ impl DraStore {
                 if r.admin_access == Some(true) {
                     continue;
                 }
-                let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                let Some(&first) = w.index.get(&id) else { continue };
+                // A device the world publishes has its names held by the world.
+                let Some(&first) = DeviceId::lookup(&r.driver, &r.pool, &r.device).and_then(|id| w.index.get(&id))
+                else {
+                    continue;
+                };
                 // The same device in another generation of its pool (held for nodes that
                 // still gather that generation) is charged too, against its own
                 // generation's counters and capacities.

@@ -272,7 +272,9 @@ impl DraStore {
     pub fn audit(&self) -> Audit {
         let inner = self.read();
         let w = &inner.world;
-        let mut count: AHashMap<DeviceId, u32> = AHashMap::new();
+        // By name, so that auditing pins nothing; only a double allocation found is
+        // reported as a (pinned) DeviceId.
+        let mut count: AHashMap<(&str, &str, &str), u32> = AHashMap::new();
         let mut all: Vec<&AllocationResult> = inner
             .claims
             .values()
@@ -284,8 +286,8 @@ impl DraStore {
         let mut shared_devices = InUse::default();
         for a in all {
             for r in a.devices.results.iter().filter(|r| r.admin_access != Some(true)) {
-                let id = DeviceId::new(&r.driver, &r.pool, &r.device);
-                let Some(&first) = w.index.get(&id) else {
+                let id = (r.driver.as_str(), r.pool.as_str(), r.device.as_str());
+                let Some(&first) = DeviceId::lookup(id.0, id.1, id.2).and_then(|d| w.index.get(&d)) else {
                     *count.entry(id).or_default() += 1;
                     continue;
                 };
@@ -317,7 +319,8 @@ impl DraStore {
                 }
             }
         }
-        let mut double_allocated: Vec<DeviceId> = count.into_iter().filter(|(_, n)| *n > 1).map(|(d, _)| d).collect();
+        let mut double_allocated: Vec<DeviceId> =
+            count.into_iter().filter(|(_, n)| *n > 1).map(|((dr, p, d), _)| DeviceId::new(dr, p, d)).collect();
         double_allocated.sort();
         // A counter or capacity published in several generations of its pool (each
         // node allocating from the generation it sees) may legitimately be charged

@@ -305,7 +305,8 @@ pub enum NodeResult {
 /// Audit of the store's invariants (tests and debugging).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Audit {
-    /// Devices held by more than one non-admin allocation.
+    /// Devices held by more than one non-admin allocation (their IDs pin their names:
+    /// an audit that finds any has found a bug).
     pub double_allocated: Vec<DeviceId>,
     /// Counters consumed beyond their capacity (`driver/pool/set/counter`), and
     /// consumable capacities of shared devices consumed beyond their value
@@ -606,7 +607,7 @@ impl DraStore {
     pub fn device_taints(&self, driver: &str, pool: &str, device: &str) -> Option<Vec<crate::model::Taint>> {
         let inner = self.read();
         let w = &inner.world;
-        let d = *w.index.get(&DeviceId::new(driver, pool, device))?;
+        let d = *w.index.get(&DeviceId::lookup(driver, pool, device)?)?;
         Some(w.devices[d as usize].taints.to_vec())
     }
 

@@ -91,7 +91,7 @@ pub struct GpuShareFit {
     narrow: bool,
     /// The last snapshot found to have every node in the table:
     /// `(snapshot id, structure generation, table length)`.
-    covered: Mutex<Option<(u64, u64, usize)>>,
+    covered: Mutex<Option<(u64, u64, u64)>>,
 }
 
 impl GpuShareFit {
@@ -123,7 +123,7 @@ impl GpuShareFit {
     /// It narrows only when every node of the cycle's snapshot is in the [`GpuState`]
     /// table (registered with [`GpuState::add_node`] or given an allocation), since
     /// Filter judges the others from the node itself; the check runs once per snapshot
-    /// node list and table size. [`Policy::profile`](super::Policy::profile) turns it on:
+    /// node list and table membership. [`Policy::profile`](super::Policy::profile) turns it on:
     /// the paper's runs have no preemption.
     #[must_use]
     pub fn narrow_nodes(mut self, on: bool) -> GpuShareFit {
@@ -132,9 +132,9 @@ impl GpuShareFit {
     }
 
     /// Whether every node of `snapshot` is in the table `view` shows (cached per
-    /// snapshot node list and table size).
+    /// snapshot node list and table membership).
     fn covers(&self, view: &super::GpuView<'_>, snapshot: &Snapshot) -> bool {
-        let key = (snapshot.id(), snapshot.structure_generation(), view.len());
+        let key = (snapshot.id(), snapshot.structure_generation(), view.membership());
         let mut covered = self.covered.lock();
         if *covered == Some(key) {
             return true;
@@ -150,7 +150,14 @@ impl Plugin for GpuShareFit {
         GPU_SHARE_FIT
     }
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_filter(self.clone()).filter(self.clone()).reserve(self);
+        points.pre_filter(self.clone()).filter(self.clone()).reserve(self.clone()).node_observer(self);
+    }
+}
+
+impl crate::framework::NodeObserver for GpuShareFit {
+    /// Drops the node's device table entry ([`GpuState::remove_node`]).
+    fn node_removed(&self, name: &str) {
+        self.state.remove_node(name);
     }
 }
 

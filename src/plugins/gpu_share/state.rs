@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 
 use super::free_index::FreeIndex;
 use super::{GPU_COUNT_RESOURCE, GPU_MODEL_LABEL, GpuRequest, MILLI};
-use crate::model::{Node, Symbol};
+use crate::model::{HeldSymbol, Node, Symbol};
 use crate::snapshot::{NodeInfo, Snapshot};
 
 /// One node's GPU devices.
@@ -79,7 +79,8 @@ static KEYS: std::sync::LazyLock<(Symbol, Symbol)> =
 /// A pod's recorded allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
-    /// Node.
+    /// Node. The table holds its name while it lists the allocation; a copy kept after
+    /// the node is removed ([`GpuState::remove_node`]) may name another string.
     pub node: Symbol,
     /// Devices taken.
     pub devices: SmallVec<[u8; 8]>,
@@ -186,7 +187,8 @@ impl Summary {
 
 /// Node name -> entry index: a slot array indexed by the name's symbol id (node names
 /// are interned when nodes are added, so their ids are small; larger ids go through a
-/// hash map). Shared by `Arc` with the cycles' Filter views; adding a node copies it
+/// hash map). The table holds each listed name ([`HeldSymbol`]), so an id here never
+/// names another string. Shared by `Arc` with the cycles' Filter views; adding a node copies it
 /// only while a cycle still holds it.
 #[derive(Default, Clone)]
 pub(super) struct NodeIndex {
@@ -213,6 +215,17 @@ impl NodeIndex {
             self.overflow.insert(name, i as u32);
         }
     }
+
+    fn remove(&mut self, name: Symbol) {
+        let id = name.id() as usize;
+        if id < DIRECT_SLOTS {
+            if let Some(slot) = self.slots.get_mut(id) {
+                *slot = u32::MAX;
+            }
+        } else {
+            self.overflow.remove(&name);
+        }
+    }
 }
 
 /// Node GPU entries stored densely in insertion order, found through a [`NodeIndex`].
@@ -225,16 +238,25 @@ impl NodeIndex {
 /// model and free capacity, refreshed with each summary. Each entry also has a stamp,
 /// unique over the table's life and renewed by every change, so a policy may cache
 /// what it derives from an entry (FGD's fragmentation) until the entry changes.
+///
+/// A removed node's entry is emptied (no devices, out of the [`FreeIndex`] and the
+/// index) and its index goes on a free list for the next node added, so the table is
+/// as long as the most nodes it held at once.
 #[derive(Default)]
 struct NodeTable {
     index: Arc<NodeIndex>,
     entries: Vec<NodeGpus>,
     summaries: Arc<Vec<Summary>>,
-    names: Vec<Symbol>,
+    /// Each entry's node, held while listed; `None` for a free entry.
+    names: Vec<Option<HeldSymbol>>,
     free: FreeIndex,
     stamps: Vec<u64>,
     /// The last stamp given (stamps start at 1).
     last_stamp: u64,
+    /// Entries of removed nodes, reused first.
+    vacant: Vec<usize>,
+    /// Bumped when a node is added or removed: which nodes the table lists changed.
+    membership: u64,
 }
 
 /// Symbol ids below this get a direct slot (4 bytes each).
@@ -262,24 +284,49 @@ impl NodeTable {
         r
     }
 
-    /// The index of `name`'s entry, inserting `f()` first if there is none.
-    fn index_or_insert_with(&mut self, name: Symbol, f: impl FnOnce() -> NodeGpus) -> usize {
-        if let Some(i) = self.index(name) {
+    /// The index of `name`'s entry, inserting `f()` first if there is none (in a
+    /// removed node's entry when there is one).
+    fn index_or_insert_with(&mut self, name: &str, f: impl FnOnce() -> NodeGpus) -> usize {
+        if let Some(i) = Symbol::lookup(name).and_then(|s| self.index(s)) {
             return i;
         }
-        let i = self.entries.len();
+        let held = HeldSymbol::new(name);
+        let sym = held.symbol();
         let g = f();
         let s = Summary::of(&g);
-        Arc::make_mut(&mut self.summaries).push(s);
-        self.free.set(i, &s);
-        self.entries.push(g);
-        self.names.push(name);
         self.last_stamp += 1;
-        self.stamps.push(self.last_stamp);
-        Arc::make_mut(&mut self.index).insert(name, i);
+        let i = if let Some(i) = self.vacant.pop() {
+            Arc::make_mut(&mut self.summaries)[i] = s;
+            self.entries[i] = g;
+            self.names[i] = Some(held);
+            self.stamps[i] = self.last_stamp;
+            i
+        } else {
+            Arc::make_mut(&mut self.summaries).push(s);
+            self.entries.push(g);
+            self.names.push(Some(held));
+            self.stamps.push(self.last_stamp);
+            self.entries.len() - 1
+        };
+        self.free.set(i, &s);
+        Arc::make_mut(&mut self.index).insert(sym, i);
+        self.membership += 1;
         i
     }
 
+    /// Drops `name`'s entry (its index is reused by the next node added) and gives
+    /// its name back; `false` when the table doesn't list it.
+    fn remove(&mut self, name: &str) -> bool {
+        let Some((sym, i)) = Symbol::lookup(name).and_then(|s| Some((s, self.index(s)?))) else { return false };
+        Arc::make_mut(&mut self.index).remove(sym);
+        self.modify(i, |g| *g = NodeGpus::default());
+        self.names[i] = None;
+        self.vacant.push(i);
+        self.membership += 1;
+        true
+    }
+
+    /// Entries, free ones included (an upper bound on the entry indexes).
     fn len(&self) -> usize {
         self.entries.len()
     }
@@ -363,12 +410,12 @@ impl GpuState {
     /// Adds `node` with all its devices free, or refreshes its count and model (keeping
     /// allocations when the count is unchanged). Optional, since a node the table hasn't
     /// seen counts as all free, but it spares Filter and Score reading the node's GPU
-    /// count and model on every call.
+    /// count and model on every call. The table holds the node's name until
+    /// [`GpuState::remove_node`].
     pub fn add_node(&self, node: &Node) {
         let fresh = NodeGpus::from_node(node);
         let mut inner = self.inner.write();
-        let name = Symbol::intern(node.name());
-        if let Some(i) = inner.nodes.index(name) {
+        if let Some(i) = Symbol::lookup(node.name()).and_then(|s| inner.nodes.index(s)) {
             inner.nodes.modify(i, |g| {
                 g.model = fresh.model;
                 if g.free.len() != fresh.free.len() {
@@ -376,8 +423,31 @@ impl GpuState {
                 }
             });
         } else {
-            inner.nodes.index_or_insert_with(name, || fresh);
+            inner.nodes.index_or_insert_with(node.name(), || fresh);
         }
+    }
+
+    /// Forgets a node that left the cluster: its entry, and the allocations of the pods
+    /// on it (they left with it, as bound pods leave the scheduler's cache with their
+    /// node; releasing one later finds nothing). Gives the node's name back to the
+    /// interner. [`GpuShareFit`](super::GpuShareFit) calls this when the scheduler's
+    /// events remove the node; call it yourself when you feed the table directly.
+    /// Returns whether the table listed the node.
+    pub fn remove_node(&self, name: &str) -> bool {
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
+        if let Some(sym) = Symbol::lookup(name) {
+            let mut freed = 0i64;
+            inner.allocs.retain(|_, a| {
+                let keep = a.node != sym;
+                if !keep {
+                    freed += i64::from(a.milli) * a.devices.len() as i64;
+                }
+                keep
+            });
+            inner.used_milli -= freed;
+        }
+        inner.nodes.remove(name)
     }
 
     /// A copy of a node's devices, if the table has seen the node.
@@ -406,8 +476,8 @@ impl GpuState {
         if inner.allocs.contains_key(uid) {
             return Err(GpuError::AlreadyAllocated(uid.to_owned()));
         }
-        let name = Symbol::intern(node.name());
-        let i = inner.nodes.index_or_insert_with(name, || NodeGpus::from_node(node));
+        let i = inner.nodes.index_or_insert_with(node.name(), || NodeGpus::from_node(node));
+        let name = inner.nodes.names[i].as_ref().map_or(Symbol::EMPTY, HeldSymbol::symbol);
         let gpus = &inner.nodes.entries[i];
         for (k, &d) in devices.iter().enumerate() {
             let ok = gpus.free.get(d as usize).is_some_and(|&f| f >= req.milli) && !devices[..k].contains(&d);
@@ -478,9 +548,15 @@ impl GpuView<'_> {
         })
     }
 
-    /// Number of nodes in the table (it only grows).
+    /// Number of entries in the table (removed nodes' free entries included): an upper
+    /// bound on the entry indexes.
     pub(super) fn len(&self) -> usize {
         self.0.nodes.len()
+    }
+
+    /// Changes whenever a node is added to or removed from the table.
+    pub(super) fn membership(&self) -> u64 {
+        self.0.nodes.membership
     }
 
     /// Whether every node of `snapshot` is in the table, so that the table alone says
@@ -502,7 +578,10 @@ impl GpuView<'_> {
         let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
         let mut bits = vec![0u64; t.len().div_ceil(64)];
         t.free.fitting(req, |i| {
-            out.insert(t.names[i]);
+            // Indexed entries are listed ones: removal unindexes an entry first.
+            if let Some(name) = &t.names[i] {
+                out.insert(name.symbol());
+            }
             bits[i / 64] |= 1 << (i % 64);
         });
         if let FilterView::Table { fitting, .. } = view {
@@ -549,5 +628,61 @@ impl GpuView<'_> {
             Some(i) => t.summaries[i].total_free,
             None => NodeGpus::from_node(node.node()).total_free(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::NodeBuilder;
+
+    fn gpu_node(name: &str, gpus: &str) -> Node {
+        NodeBuilder::new(name).cpu("32").allocatable(super::super::GPU_COUNT_RESOURCE, gpus).build()
+    }
+
+    fn whole(count: u32) -> GpuRequest {
+        GpuRequest { count, milli: MILLI, models: SmallVec::new() }
+    }
+
+    #[test]
+    fn removing_a_node_frees_its_entry_allocations_and_name() {
+        let state = GpuState::new();
+        state.add_node(&gpu_node("gpu-state-rm-a", "4"));
+        state.add_node(&gpu_node("gpu-state-rm-b", "2"));
+        state.allocate("p1", &gpu_node("gpu-state-rm-a", "4"), &whole(2), &[0, 1]).unwrap();
+        state.allocate("p2", &gpu_node("gpu-state-rm-b", "2"), &whole(1), &[0]).unwrap();
+        assert_eq!(state.used_milli(), 3000);
+        let membership = state.view().membership();
+
+        assert!(state.remove_node("gpu-state-rm-a"));
+        assert!(!state.remove_node("gpu-state-rm-a"), "already gone");
+        assert!(!state.remove_node("gpu-state-rm-never"), "never listed");
+        assert_ne!(state.view().membership(), membership);
+        assert!(state.node("gpu-state-rm-a").is_none());
+        assert_eq!(Symbol::lookup("gpu-state-rm-a"), None, "the table gave the name back");
+        assert_eq!(state.allocation("p1"), None, "the pod's devices left with the node");
+        assert_eq!(state.release("p1"), None);
+        assert_eq!(state.used_milli(), 1000, "only b's allocation is left");
+
+        // The next node takes the free entry; the table does not grow.
+        let len = state.view().len();
+        state.add_node(&gpu_node("gpu-state-rm-c", "8"));
+        assert_eq!(state.view().len(), len);
+        assert_eq!(state.node("gpu-state-rm-c").unwrap().fully_free(), 8);
+        // The free index lists c (8 whole GPUs free) and b (1), never a.
+        let view = state.view();
+        let mut fv = view.filter_view(&whole(1)).unwrap();
+        let names: Vec<String> = view.fitting_names(&whole(1), &mut fv).iter().map(ToString::to_string).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.contains(&"gpu-state-rm-b".to_owned()) && names.contains(&"gpu-state-rm-c".to_owned()));
+        let names = view.fitting_names(&whole(3), &mut fv);
+        assert_eq!(names.len(), 1);
+        drop(view);
+
+        assert_eq!(state.release("p2").unwrap().devices.as_slice(), [0]);
+        assert!(state.remove_node("gpu-state-rm-b") && state.remove_node("gpu-state-rm-c"));
+        assert_eq!(state.used_milli(), 0);
+        assert_eq!(Symbol::lookup("gpu-state-rm-b"), None);
+        assert_eq!(Symbol::lookup("gpu-state-rm-c"), None);
     }
 }

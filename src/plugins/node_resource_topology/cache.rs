@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 
 use super::api::{NodeResourceTopology, NrtError};
 use super::numa::{NodeTopology, ResList};
-use crate::model::{Quantity, Symbol};
+use crate::model::{HeldSymbol, Quantity, Symbol};
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -23,7 +23,8 @@ struct Entry {
 /// holds upstream. Share one through the handle
 /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)) before building
 /// profiles; the plugin then reads it, and the caller adds, updates and removes
-/// objects at any time.
+/// objects at any time. The store holds each object's node name until the object is
+/// removed (it does not pin it).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -38,7 +39,7 @@ struct Entry {
 /// ```
 #[derive(Debug, Default)]
 pub struct NrtStore {
-    objects: RwLock<AHashMap<Symbol, Entry>>,
+    objects: RwLock<AHashMap<HeldSymbol, Entry>>,
 }
 
 impl NrtStore {
@@ -51,7 +52,7 @@ impl NrtStore {
     pub fn upsert(&self, nrt: NodeResourceTopology) -> Result<(), NrtError> {
         nrt.validate()?;
         let topology = Arc::new(NodeTopology::from_nrt(&nrt));
-        let key = Symbol::intern(nrt.name());
+        let key = HeldSymbol::new(nrt.name());
         self.objects.write().insert(key, Entry { object: Arc::new(nrt), topology });
         Ok(())
     }
@@ -120,25 +121,52 @@ pub enum CacheKind {
 /// An assumed pod on a node: its `namespace/name` key and effective request.
 type Assumed = Vec<(String, ResList)>;
 
+/// Per-node state keyed by the node's name, held (not pinned) while the entry lives and
+/// searched with a plain [`Symbol`].
+type ByNode<V> = AHashMap<HeldSymbol, V>;
+
+/// Inserts `node`'s entry if absent (holding its name) and returns it; `None` for a
+/// symbol no holder keeps (no node has that name now).
+fn entry_of<V: Default>(map: &mut ByNode<V>, node: Symbol) -> Option<&mut V> {
+    if !map.contains_key(&node) {
+        map.insert(HeldSymbol::hold(node)?, V::default());
+    }
+    map.get_mut(&node)
+}
+
 #[derive(Debug, Default, Clone)]
 struct OverReserveState {
     /// Node copies as of the last flush (first read from the store when first seen).
-    copies: AHashMap<Symbol, Arc<NodeTopology>>,
+    copies: ByNode<Option<Arc<NodeTopology>>>,
     /// The copy minus the assumed pods, recomputed on Reserve/Unreserve/flush so a
     /// read is a reference-count bump.
-    adjusted: AHashMap<Symbol, Arc<NodeTopology>>,
-    assumed: AHashMap<Symbol, Assumed>,
-    maybe_over_reserved: AHashMap<Symbol, u32>,
-    foreign_pods: AHashMap<Symbol, u32>,
+    adjusted: ByNode<Option<Arc<NodeTopology>>>,
+    assumed: ByNode<Assumed>,
+    maybe_over_reserved: ByNode<u32>,
+    foreign_pods: ByNode<u32>,
     generation: u64,
 }
 
+impl OverReserveState {
+    fn copy(&self, node: Symbol) -> Option<&Arc<NodeTopology>> {
+        self.copies.get(&node)?.as_ref()
+    }
+
+    fn adjusted_or_copy(&self, node: Symbol) -> Option<&Arc<NodeTopology>> {
+        self.adjusted.get(&node).and_then(Option::as_ref).or_else(|| self.copy(node))
+    }
+}
+
 /// The plugin's view of the store, as upstream's `cache.Interface`.
+///
+/// Its per-node state (reservations, over-reserve copies and marks) holds the node's
+/// name; [`NrtCache::forget_node`] drops it when the node leaves (the plugin calls it
+/// as a [`NodeObserver`](crate::framework::NodeObserver)).
 #[derive(Debug)]
 pub struct NrtCache {
     store: Arc<NrtStore>,
     kind: CacheKind,
-    discard: RwLock<AHashMap<Symbol, Vec<Arc<str>>>>,
+    discard: RwLock<ByNode<Vec<Arc<str>>>>,
     over: RwLock<OverReserveState>,
 }
 
@@ -175,7 +203,7 @@ impl NrtCache {
                 if st.foreign_pods.contains_key(&node) {
                     return NrtView::Stale;
                 }
-                if let Some(t) = st.adjusted.get(&node).or_else(|| st.copies.get(&node)) {
+                if let Some(t) = st.adjusted_or_copy(node) {
                     return NrtView::Present(t.clone());
                 }
                 self.store.topology(node).map_or(NrtView::Missing, NrtView::Present)
@@ -188,7 +216,7 @@ impl NrtCache {
     /// (upstream `resourceStore.UpdateNRT`, run by `GetCachedNRTCopy`).
     fn readjust(st: &mut OverReserveState, node: Symbol) {
         let pods = st.assumed.get(&node).filter(|p| !p.is_empty());
-        let (Some(copy), Some(pods)) = (st.copies.get(&node), pods) else {
+        let (Some(copy), Some(pods)) = (st.copy(node), pods) else {
             st.adjusted.remove(&node);
             return;
         };
@@ -201,7 +229,9 @@ impl NrtCache {
                 }
             }
         }
-        st.adjusted.insert(node, Arc::new(t));
+        if let Some(slot) = entry_of(&mut st.adjusted, node) {
+            *slot = Some(Arc::new(t));
+        }
     }
 
     /// [`NrtCache::view`] without copying or counting references: `f` gets `None` for
@@ -221,7 +251,7 @@ impl NrtCache {
                 if st.foreign_pods.contains_key(&node) {
                     return f(None);
                 }
-                if let Some(t) = st.adjusted.get(&node).or_else(|| st.copies.get(&node)) {
+                if let Some(t) = st.adjusted_or_copy(node) {
                     return f(Some(Some(t)));
                 }
                 self.store.with_topology(node, |t| f(Some(t)))
@@ -231,16 +261,21 @@ impl NrtCache {
 
     /// Filter rejected a pod on `node` (upstream `NodeMaybeOverReserved`).
     pub fn node_maybe_over_reserved(&self, node: Symbol) {
-        if self.kind == CacheKind::OverReserve {
-            *self.over.write().maybe_over_reserved.entry(node).or_default() += 1;
+        if self.kind == CacheKind::OverReserve
+            && let Some(n) = entry_of(&mut self.over.write().maybe_over_reserved, node)
+        {
+            *n += 1;
         }
     }
 
     /// A pod this scheduler didn't place runs on `node` (upstream `NodeHasForeignPods`):
     /// over-reserve marks the node stale until it is flushed, if it has an object.
     pub fn node_has_foreign_pods(&self, node: Symbol) {
-        if self.kind == CacheKind::OverReserve && self.store.topology(node).is_some() {
-            *self.over.write().foreign_pods.entry(node).or_default() += 1;
+        if self.kind == CacheKind::OverReserve
+            && self.store.topology(node).is_some()
+            && let Some(n) = entry_of(&mut self.over.write().foreign_pods, node)
+        {
+            *n += 1;
         }
     }
 
@@ -250,19 +285,20 @@ impl NrtCache {
             CacheKind::Passthrough => {}
             CacheKind::DiscardReserved => {
                 let mut d = self.discard.write();
-                let v = d.entry(node).or_default();
+                let Some(v) = entry_of(&mut d, node) else { return };
                 if !v.contains(uid) {
                     v.push(uid.clone());
                 }
             }
             CacheKind::OverReserve => {
                 let mut st = self.over.write();
-                if !st.copies.contains_key(&node)
+                if st.copy(node).is_none()
                     && let Some(t) = self.store.topology(node)
+                    && let Some(slot) = entry_of(&mut st.copies, node)
                 {
-                    st.copies.insert(node, t);
+                    *slot = Some(t);
                 }
-                let pods = st.assumed.entry(node).or_default();
+                let Some(pods) = entry_of(&mut st.assumed, node) else { return };
                 match pods.iter_mut().find(|(k, _)| k == pod_key) {
                     Some(e) => e.1 = request,
                     None => pods.push((pod_key.to_owned(), request)),
@@ -282,6 +318,9 @@ impl NrtCache {
                 let mut st = self.over.write();
                 if let Some(pods) = st.assumed.get_mut(&node) {
                     pods.retain(|(k, _)| k != pod_key);
+                    if pods.is_empty() {
+                        st.assumed.remove(&node);
+                    }
                 }
                 Self::readjust(&mut st, node);
             }
@@ -296,9 +335,27 @@ impl NrtCache {
     }
 
     fn release(&self, node: Symbol, uid: &str) {
-        if let Some(v) = self.discard.write().get_mut(&node) {
+        let mut d = self.discard.write();
+        if let Some(v) = d.get_mut(&node) {
             v.retain(|u| &**u != uid);
+            if v.is_empty() {
+                d.remove(&node);
+            }
         }
+    }
+
+    /// Drops everything the cache keeps for a node that left the cluster (its
+    /// reservations, over-reserve copy, assumed pods and marks), giving back its name.
+    /// Beyond upstream, whose caches are keyed by garbage-collected strings.
+    pub fn forget_node(&self, name: &str) {
+        let Some(node) = Symbol::lookup(name) else { return };
+        self.discard.write().remove(&node);
+        let mut st = self.over.write();
+        st.copies.remove(&node);
+        st.adjusted.remove(&node);
+        st.assumed.remove(&node);
+        st.maybe_over_reserved.remove(&node);
+        st.foreign_pods.remove(&node);
     }
 
     /// Nodes an over-reserve resync would look at: those with foreign pods or marked
@@ -323,11 +380,18 @@ impl NrtCache {
         let mut any = false;
         for name in nodes {
             any = true;
-            let key = Symbol::intern(name);
+            // A name nothing holds has no store object and no state here.
+            let Some(key) = Symbol::lookup(name) else { continue };
             match self.store.topology(key) {
-                Some(t) => st.copies.insert(key, t),
-                None => st.copies.remove(&key),
-            };
+                Some(t) => {
+                    if let Some(slot) = entry_of(&mut st.copies, key) {
+                        *slot = Some(t);
+                    }
+                }
+                None => {
+                    st.copies.remove(&key);
+                }
+            }
             st.assumed.remove(&key);
             st.adjusted.remove(&key);
             st.maybe_over_reserved.remove(&key);

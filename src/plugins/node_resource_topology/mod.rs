@@ -216,7 +216,13 @@ impl Plugin for NodeResourceTopologyMatch {
         names::NODE_RESOURCE_TOPOLOGY_MATCH
     }
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.filter(self.clone()).score(self.clone()).reserve(self.clone()).post_bind(self.clone()).enqueue(self);
+        points
+            .filter(self.clone())
+            .score(self.clone())
+            .reserve(self.clone())
+            .post_bind(self.clone())
+            .enqueue(self.clone())
+            .node_observer(self);
     }
 }
 
@@ -343,19 +349,36 @@ impl NodeResourceTopologyMatch {
     }
 }
 
+// The node's name is live at these points (the cycle's snapshot, or the assumed pod,
+// holds it); the cache takes its own hold on it, so nothing here pins it.
 impl ReservePlugin for NodeResourceTopologyMatch {
     fn reserve(&self, _: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-        self.cache.reserve(Symbol::intern(node), &pod.pod.key(), &pod.uid, effective_request(&pod.pod));
+        if let Some(node) = Symbol::lookup(node) {
+            self.cache.reserve(node, &pod.pod.key(), &pod.uid, effective_request(&pod.pod));
+        }
         Status::SUCCESS
     }
     fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, node: &str) {
-        self.cache.unreserve(Symbol::intern(node), &pod.pod.key(), &pod.uid);
+        if let Some(node) = Symbol::lookup(node) {
+            self.cache.unreserve(node, &pod.pod.key(), &pod.uid);
+        }
     }
 }
 
 impl PostBindPlugin for NodeResourceTopologyMatch {
     fn post_bind(&self, _: &CycleState, pod: &PodInfo, node: &str) {
-        self.cache.post_bind(Symbol::intern(node), &pod.uid);
+        if let Some(node) = Symbol::lookup(node) {
+            self.cache.post_bind(node, &pod.uid);
+        }
+    }
+}
+
+impl crate::framework::NodeObserver for NodeResourceTopologyMatch {
+    /// Drops the cache's state for the node ([`NrtCache::forget_node`]). The store's
+    /// object is the caller's: it mirrors the API server, where the object outlives
+    /// the node until it is deleted.
+    fn node_removed(&self, name: &str) {
+        self.cache.forget_node(name);
     }
 }
 

@@ -373,3 +373,50 @@ fn score_table_upstream() {
         assert_eq!(best, (want_score, want_node), "{strategy}");
     }
 }
+
+/// Beyond upstream: the store and the caches hold node names, not pin them; a node's
+/// name goes once its object is removed and the cache forgets the node.
+#[test]
+fn caches_give_node_names_back() {
+    use crate::framework::NodeObserver;
+    let name = "nrt-names-over";
+    let store = Arc::new(NrtStore::new());
+    let mut nrt = NodeResourceTopology::new(name);
+    nrt.topology_policies = vec!["SingleNUMANodeContainerLevel".into()];
+    nrt.zones = vec![zone(0, &[("cpu", "20", "4"), ("memory", "8Gi", "8Gi")])];
+    store.upsert(nrt.clone()).unwrap();
+    let p = plugin(store.clone(), serde_json::json!({"cacheResyncPeriodSeconds": 5}));
+    let info = node(name);
+    let key = info.name();
+    let pod = pod_eq(&[("cpu", "2"), ("memory", "1Gi")]);
+    let mut st = CycleState::default();
+    assert!(p.reserve(&mut st, &pod, name).is_success());
+    assert!(!p.filter(&st, &pod_eq(&[("cpu", "9"), ("memory", "1Gi")]), &info).is_success());
+    p.cache().node_has_foreign_pods(key);
+    assert_eq!(p.cache().desynced_nodes(), vec![name.to_owned()]);
+    assert_eq!(p.cache().assumed_pods(name).len(), 1);
+    // The node leaves: its NodeInfo, its object, then the cache's state.
+    drop(info);
+    assert!(store.remove(name).is_some());
+    assert!(Symbol::lookup(name).is_some(), "the over-reserve state still holds the name");
+    p.node_removed(name);
+    assert_eq!(Symbol::lookup(name), None, "nothing holds {name}");
+    assert!(p.cache().desynced_nodes().is_empty() && p.cache().assumed_pods(name).is_empty());
+    // Unreserve and PostBind for a forgotten node change nothing.
+    p.unreserve(&mut st, &pod, name);
+    p.post_bind(&st, &pod, name);
+    assert_eq!(Symbol::lookup(name), None);
+
+    // Discard-reserved: a reservation holds the name until PostBind releases it.
+    let name = "nrt-names-discard";
+    nrt.metadata.name = name.into();
+    store.upsert(nrt).unwrap();
+    let p = plugin(store.clone(), serde_json::json!({"discardReservedNodes": true, "cacheResyncPeriodSeconds": 5}));
+    let info = node(name);
+    p.reserve(&mut st, &pod, name);
+    drop(info);
+    store.remove(name);
+    assert!(Symbol::lookup(name).is_some(), "the reservation holds the name");
+    p.post_bind(&st, &pod, name);
+    assert_eq!(Symbol::lookup(name), None, "released with the last reservation");
+}

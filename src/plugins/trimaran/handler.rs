@@ -8,7 +8,7 @@ use ahash::AHashMap;
 use parking_lot::{Mutex, RwLock};
 use std::sync::Arc;
 
-use crate::model::Symbol;
+use crate::model::{HeldSymbol, Symbol};
 
 /// How often old entries are dropped (upstream `cacheCleanupIntervalMinutes`, 5 min).
 pub const CACHE_CLEANUP_INTERVAL: Duration = Duration::from_secs(5 * 60);
@@ -39,10 +39,12 @@ pub struct ScheduledPod {
 ///
 /// Beyond upstream: a pod already listed on the node is not listed again (upstream's
 /// informer reports a binding once; here both PostBind and the caller's confirmation
-/// would).
+/// would). A node is listed while it has pods here, holding its name (not pinning
+/// it): a node whose last pod goes is dropped (upstream keeps its empty list), and
+/// [`ScheduledPods::remove_node`] drops a node that left the cluster.
 #[derive(Debug, Default)]
 pub struct ScheduledPods {
-    pods: RwLock<AHashMap<Symbol, Vec<ScheduledPod>>>,
+    pods: RwLock<AHashMap<HeldSymbol, Vec<ScheduledPod>>>,
     last_cleanup: Mutex<Option<Duration>>,
 }
 
@@ -72,11 +74,17 @@ impl ScheduledPods {
             }
         }
         let mut g = self.pods.write();
-        let list = g.entry(Symbol::intern(node)).or_default();
-        if list.iter().any(|p| p.uid == uid) {
-            return;
+        let pod = ScheduledPod { timestamp: now, uid, predicted_milli_cpu };
+        match Symbol::lookup(node).and_then(|s| g.get_mut(&s)) {
+            Some(list) => {
+                if !list.iter().any(|p| p.uid == pod.uid) {
+                    list.push(pod);
+                }
+            }
+            None => {
+                g.insert(HeldSymbol::new(node), vec![pod]);
+            }
         }
-        list.push(ScheduledPod { timestamp: now, uid, predicted_milli_cpu });
     }
 
     /// Forgets a deleted pod (upstream `OnDelete`).
@@ -87,6 +95,17 @@ impl ScheduledPods {
             && let Some(i) = list.iter().position(|p| &*p.uid == uid)
         {
             list.remove(i);
+            if list.is_empty() {
+                g.remove(&sym);
+            }
+        }
+    }
+
+    /// Forgets a node that left the cluster, with the pods listed on it (the owning
+    /// plugin calls it as a [`NodeObserver`](crate::framework::NodeObserver)).
+    pub fn remove_node(&self, node: &str) {
+        if let Some(sym) = Symbol::lookup(node) {
+            self.pods.write().remove(&sym);
         }
     }
 
@@ -121,7 +140,7 @@ impl ScheduledPods {
         Self::missing_in(&self.pods.read(), node, window_end)
     }
 
-    fn missing_in(pods: &AHashMap<Symbol, Vec<ScheduledPod>>, node: Symbol, window_end: i64) -> i64 {
+    fn missing_in(pods: &AHashMap<HeldSymbol, Vec<ScheduledPod>>, node: Symbol, window_end: i64) -> i64 {
         let Some(list) = pods.get(&node) else { return 0 };
         let reporting = METRICS_AGENT_REPORTING_INTERVAL.as_secs() as i64;
         list.iter()
@@ -140,7 +159,7 @@ impl ScheduledPods {
             return None;
         }
         let mut out = AHashMap::with_capacity(g.len());
-        for &node in g.keys() {
+        for node in g.keys().map(HeldSymbol::symbol) {
             let m = Self::missing_in(&g, node, window_end);
             if m != 0 {
                 out.insert(node, m);
@@ -211,7 +230,7 @@ mod tests {
             *cache.last_cleanup.lock() = Some(now);
             {
                 let mut g = cache.pods.write();
-                let list = g.entry(Symbol::intern(node)).or_default();
+                let list = g.entry(HeldSymbol::new(node)).or_default();
                 for (uid, ts) in &c.pods {
                     list.push(ScheduledPod { timestamp: *ts, uid: (*uid).into(), predicted_milli_cpu: 0 });
                 }
@@ -258,5 +277,24 @@ mod tests {
         assert_eq!(left, ["c"]);
         cache.record("", "e".into(), 1, Duration::ZERO);
         assert!(!cache.is_empty());
+    }
+
+    #[test]
+    fn nodes_are_held_while_listed_and_dropped_with_their_last_pod() {
+        let cache = ScheduledPods::new();
+        let (a, b) = ("trimaran-handler-held-a", "trimaran-handler-held-b");
+        cache.record(a, "p1".into(), 10, Duration::from_secs(5));
+        cache.record(a, "p2".into(), 20, Duration::from_secs(6));
+        cache.record(b, "p3".into(), 30, Duration::from_secs(7));
+        let sym = Symbol::lookup(a).expect("the cache holds a's name");
+        assert_eq!(cache.missing_milli_cpu(sym, 0), 30);
+        cache.remove(a, "p1");
+        cache.remove(a, "p2");
+        assert_eq!(Symbol::lookup(a), None, "a's last pod went: its entry and name with it");
+        assert!(cache.pods_on(a).is_empty());
+        cache.remove_node(b);
+        assert_eq!(Symbol::lookup(b), None, "a removed node's entry goes with its pods");
+        assert!(cache.is_empty() && cache.missing_by_node(0).is_none());
+        cache.remove_node("trimaran-handler-never");
     }
 }

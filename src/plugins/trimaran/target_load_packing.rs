@@ -194,7 +194,15 @@ impl Plugin for TargetLoadPacking {
         names::TARGET_LOAD_PACKING
     }
     fn register(self: Arc<Self>, points: &mut ExtensionPoints) {
-        points.pre_score(self.clone()).score(self.clone()).post_bind(self.clone()).pod_observer(self);
+        points.pre_score(self.clone()).score(self.clone()).post_bind(self.clone()).pod_observer(self.clone());
+        points.node_observer(self);
+    }
+}
+
+impl crate::framework::NodeObserver for TargetLoadPacking {
+    /// Forgets the pods listed on the node ([`ScheduledPods::remove_node`]).
+    fn node_removed(&self, name: &str) {
+        self.scheduled.remove_node(name);
     }
 }
 
