@@ -49,7 +49,7 @@ fn key(namespace: &str, name: &str) -> String {
 impl PodGroupManager {
     /// The PodGroup object `namespace/name` (upstream `PodGroups().Get`).
     pub fn pod_group(&self, namespace: &str, name: &str) -> Option<Arc<PodGroup>> {
-        self.objects.read().get(&key(namespace, name)).cloned()
+        crate::snapshot::pod_groups::with_group_key(namespace, name, |k| self.objects.read().get(k).cloned())
     }
 
     /// The PodGroup `pod` names in `spec.schedulingGroup`, if it exists.

@@ -100,11 +100,13 @@ impl PermitPlugin for GangScheduling {
             // Siblings waiting for this one may go now (listed once per pod-group
             // cycle while no member went back to unscheduled: the later lists are
             // subsets of the first).
-            self.handle.activate_pod_group_members(&format!("{ns}/{group}"), generation, || {
-                states.with(ns, group, |s| {
-                    s.map(|s| (s.unscheduled_pods().map(|p| p.uid.clone()).collect(), s.unscheduled_generation()))
-                        .unwrap_or_default()
-                })
+            crate::snapshot::pod_groups::with_group_key(ns, group, |key| {
+                self.handle.activate_pod_group_members(key, generation, || {
+                    states.with(ns, group, |s| {
+                        s.map(|s| (s.unscheduled_pods().map(|p| p.uid.clone()).collect(), s.unscheduled_generation()))
+                            .unwrap_or_default()
+                    })
+                });
             });
             return PermitDecision::Wait(PERMIT_TIMEOUT);
         }

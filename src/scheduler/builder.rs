@@ -183,6 +183,7 @@ impl SchedulerBuilder {
             group_memo_spare: super::group_memo::GroupMemo::default(),
             group_memo_enabled: true,
             group_memo_stats: super::group_memo::MemoStats::default(),
+            group_signs: Vec::new(),
             config: self.config,
             next_start: 0,
             bufs: Buffers::default(),

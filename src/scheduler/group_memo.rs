@@ -35,10 +35,19 @@ struct Entry {
 
 /// Which pods share results: the signature over the plugins that run, and which
 /// plugins are skipped.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 struct Key {
     signature: PodSignature,
     skipped: PluginSet,
+}
+
+/// One member's key for Filter or Score under one set of skipped plugins, kept across
+/// the placements of a pod-group cycle (a member signs the same in every view).
+struct CachedKey {
+    /// The member (held, so its address stays its own while the entry lives).
+    pod: Arc<PodInfo>,
+    skipped: PluginSet,
+    key: Option<Key>,
 }
 
 /// How often the memo answered (for tests).
@@ -48,6 +57,9 @@ pub(crate) struct MemoStats {
     pub filter_hits: u64,
     /// Nodes whose raw scores came from the memo.
     pub score_hits: u64,
+    /// Filter or Score keys computed (a member's are computed once per cycle, not
+    /// once per placement).
+    pub keys_signed: u64,
 }
 
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
@@ -77,6 +89,10 @@ pub(crate) struct GroupMemo {
     /// The snapshot object (`Snapshot::id`) the entries were computed in.
     view: Option<u64>,
     fragments: SignFragments,
+    /// The member in its cycle now, by its index in the group's pods.
+    member: Option<(usize, Arc<PodInfo>)>,
+    /// By member index: its Filter and Score keys (kept for the whole pod-group cycle).
+    keys: Vec<[Option<CachedKey>; 2]>,
     pub(crate) stats: MemoStats,
 }
 
@@ -91,6 +107,45 @@ impl GroupMemo {
         self.plugins = profile.score.len();
         self.stats = MemoStats::default();
         self.clear();
+        self.keys.clear();
+        self.member = None;
+    }
+
+    /// Ends the pod-group cycle: forgets every result and every member.
+    pub(crate) fn end_cycle(&mut self) {
+        self.clear();
+        self.keys.clear();
+        self.member = None;
+    }
+
+    /// The group algorithm is about to run member `index` (`pod`) through its cycle.
+    pub(super) fn set_member(&mut self, index: usize, pod: &Arc<PodInfo>) {
+        self.member = Some((index, pod.clone()));
+    }
+
+    /// `pod`'s key for Filter (`which` 0) or Score (1) with `skipped` plugins: the
+    /// member's cached key when `pod` is the current member and it was computed under
+    /// the same skipped set (in an earlier placement), else computed (and cached).
+    fn member_key(&mut self, which: usize, profile: &Profile, pod: &PodInfo, skipped: &PluginSet) -> Option<Key> {
+        let signers = if which == 0 { &self.filter_signer } else { &self.score_signer };
+        let Some((index, member)) = self.member.as_ref().filter(|(_, m)| std::ptr::eq(Arc::as_ptr(m), pod)) else {
+            return key(profile, signers, skipped, pod, &mut self.fragments);
+        };
+        let index = *index;
+        if let Some(c) = self.keys.get(index).and_then(|k| k[which].as_ref())
+            && Arc::ptr_eq(&c.pod, member)
+            && c.skipped == *skipped
+        {
+            return c.key.clone();
+        }
+        let computed = key(profile, signers, skipped, pod, &mut self.fragments);
+        self.stats.keys_signed += 1;
+        let member = member.clone();
+        if self.keys.len() <= index {
+            self.keys.resize_with(index + 1, || [None, None]);
+        }
+        self.keys[index][which] = Some(CachedKey { pod: member, skipped: skipped.clone(), key: computed.clone() });
+        computed
     }
 
     /// Forgets every result (and the nodes it holds).
@@ -119,7 +174,7 @@ impl GroupMemo {
             self.clear();
             self.view = Some(view);
         }
-        let Some(key) = key(profile, &self.filter_signer, &state.skip_filter, pod, &mut self.fragments) else {
+        let Some(key) = self.member_key(0, profile, pod, &state.skip_filter) else {
             return false;
         };
         if self.filter_key.as_ref() != Some(&key) {
@@ -137,7 +192,7 @@ impl GroupMemo {
     /// After PreScore: whether this member may reuse raw scores.
     pub(super) fn begin_score(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState) -> bool {
         self.score_on = false;
-        let Some(key) = key(profile, &self.score_signer, &state.skip_score, pod, &mut self.fragments) else {
+        let Some(key) = self.member_key(1, profile, pod, &state.skip_score) else {
             return false;
         };
         if self.score_key.as_ref() != Some(&key) {

@@ -156,7 +156,13 @@ pub struct Scheduler {
     group_memo_enabled: bool,
     /// What the memos of past pod-group cycles answered (tests).
     group_memo_stats: group_memo::MemoStats,
+    /// The batching signature of each member of the pod-group cycle in progress, by
+    /// its index: a member signs the same in every placement, so it is signed once.
+    group_signs: Vec<Option<GroupSign>>,
 }
+
+/// A pod-group member's batching signature under a profile.
+type GroupSign = (Arc<Profile>, Arc<PodInfo>, Option<crate::framework::PodSignature>);
 
 /// Whether the queue signed the pod (and with what), or the cycle must.
 enum Signed {

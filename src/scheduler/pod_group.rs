@@ -167,9 +167,11 @@ impl Scheduler {
         if let Some(mut memo) = self.group_memo.take() {
             self.group_memo_stats.filter_hits += memo.stats.filter_hits;
             self.group_memo_stats.score_hits += memo.stats.score_hits;
-            memo.clear();
+            self.group_memo_stats.keys_signed += memo.stats.keys_signed;
+            memo.end_cycle();
             self.group_memo_spare = memo;
         }
+        self.group_signs.clear();
         // The snapshot as it was before the cycle (every assumption was undone).
         let mut snap = self.handle.take_snapshot();
         Arc::make_mut(&mut snap).assumptions_undone(mark);
@@ -218,10 +220,11 @@ impl Scheduler {
         for (i, pod) in info.unscheduled_pods.iter().enumerate() {
             if let Some(memo) = self.group_memo.as_mut() {
                 memo.members_left = info.unscheduled_pods.len() - i;
+                memo.set_member(i, pod);
             }
             let batch = batching.map(|profile_index| CycleBatch {
                 profile: profile_index,
-                signature: crate::framework::sign_pod_with(profile, pod, &mut self.bufs.sign),
+                signature: self.member_signature(profile, i, pod),
                 hint: None,
             });
             let snap = self.handle.snapshot();
@@ -352,6 +355,27 @@ impl Scheduler {
             self.handle.put_snapshot(full);
         }
         GroupResult { status, pods: results }
+    }
+
+    /// Member `i`'s batching signature, signed in the first placement that runs it.
+    fn member_signature(
+        &mut self,
+        profile: &Arc<Profile>,
+        i: usize,
+        pod: &Arc<PodInfo>,
+    ) -> Option<crate::framework::PodSignature> {
+        if let Some(Some((pr, p, sig))) = self.group_signs.get(i)
+            && Arc::ptr_eq(p, pod)
+            && Arc::ptr_eq(pr, profile)
+        {
+            return sig.clone();
+        }
+        let sig = crate::framework::sign_pod_with(profile, pod, &mut self.bufs.sign);
+        if self.group_signs.len() <= i {
+            self.group_signs.resize_with(i + 1, || None);
+        }
+        self.group_signs[i] = Some((profile.clone(), pod.clone(), sig.clone()));
+        sig
     }
 
     fn restore(&self, a: &Assumed) {

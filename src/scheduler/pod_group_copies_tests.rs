@@ -65,6 +65,24 @@ fn placement_cycle_copies_no_snapshot_per_member_or_placement() {
     }
 }
 
+#[test]
+fn placement_cycle_signs_each_member_once() {
+    // Four racks of 8 nodes, a 6-pod gang: 4 placements run every member, but each
+    // member's memo keys (Filter and Score) are computed once for the whole cycle.
+    let gates = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true";
+    let mut s = cluster(gates, 32);
+    let ev = s.events();
+    ev.add_pod_group(PodGroup::gang("default", "g", 6).with_topology(RACK));
+    for i in 0..6 {
+        ev.add_pod(PodBuilder::new(&format!("g-{i}")).cpu("1").pod_group_name("g").build()).unwrap();
+    }
+    let run = s.run_until_idle();
+    assert_eq!(run.bound, 6, "{run:?}");
+    let stats = s.group_memo_stats;
+    assert!(stats.filter_hits > 0, "{stats:?}");
+    assert!(stats.keys_signed > 0 && stats.keys_signed <= 2 * 6, "{stats:?}");
+}
+
 /// Where every member of each gang landed, and each gang's status, after scheduling
 /// `gangs` on a cluster of mixed node sizes and already busy nodes, with or without
 /// the group memo.

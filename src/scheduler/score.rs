@@ -128,9 +128,13 @@ fn memo_score(
     let nodes = snap.nodes();
     let plugins = profile.score.len();
     let n = bufs.feasible.len();
+    // Every cell read below is written first (a remembered row, or this member's own
+    // Score for a missed node; skipped plugins' cells are never read), so the buffer
+    // only grows and is not cleared per member.
     let rows = &mut bufs.memo_rows;
-    rows.clear();
-    rows.resize(n * plugins, 0);
+    if rows.len() < n * plugins {
+        rows.resize(n * plugins, 0);
+    }
     bufs.memo_miss.clear();
     bufs.memo_miss_at.clear();
     for (k, &i) in bufs.feasible.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 mod cache;
 mod node_info;
-mod pod_groups;
+pub(crate) mod pod_groups;
 mod pod_info;
 
 use std::sync::Arc;

@@ -132,8 +132,20 @@ impl PodGroupState {
 /// `namespace/name` of a pod's group, when it names one.
 pub(crate) fn group_key(pod: &PodInfo) -> Option<String> {
     let name = pod.pod.scheduling_group_name()?;
-    let ns = pod.pod.metadata.namespace.as_str();
-    Some(format!("{}/{name}", if ns.is_empty() { "default" } else { ns }))
+    Some(with_group_key(&pod.pod.metadata.namespace, name, str::to_owned))
+}
+
+/// Runs `f` on the map key `namespace/name` (an empty namespace is `default`), built
+/// on the stack: the group cycle looks groups up several times per member, and a
+/// `format!` per lookup was a tenth of its bookkeeping.
+pub(crate) fn with_group_key<R>(namespace: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
+    let ns = if namespace.is_empty() { "default" } else { namespace };
+    let mut buf: smallvec::SmallVec<[u8; 128]> = smallvec::SmallVec::new();
+    buf.extend_from_slice(ns.as_bytes());
+    buf.push(b'/');
+    buf.extend_from_slice(name.as_bytes());
+    // Two strings joined by an ASCII byte are UTF-8.
+    f(std::str::from_utf8(&buf).unwrap_or_default())
 }
 
 /// Every pod group's [`PodGroupState`], shared between the cache that updates it and
@@ -146,21 +158,26 @@ pub struct PodGroupStates {
 impl PodGroupStates {
     /// Calls `f` with the state of group `namespace/name` (`None` when no member is known).
     pub fn with<R>(&self, namespace: &str, name: &str, f: impl FnOnce(Option<&PodGroupState>) -> R) -> R {
-        let key = format!("{}/{name}", if namespace.is_empty() { "default" } else { namespace });
-        f(self.groups.read().get(&key))
+        let groups = self.groups.read();
+        f(with_group_key(namespace, name, |k| groups.get(k)))
     }
 
     /// A copy of the state of group `namespace/name`.
     pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroupState> {
-        let key = format!("{}/{name}", if namespace.is_empty() { "default" } else { namespace });
-        self.groups.read().get(&key).cloned()
+        with_group_key(namespace, name, |k| self.groups.read().get(k).cloned())
     }
 
     /// Records `pod` (which names a group) as a member in `state`; returns its previous
     /// state. Pods naming no group are ignored.
     pub fn set(&self, pod: &Arc<PodInfo>, state: MemberState) -> Option<MemberState> {
-        let key = group_key(pod)?;
-        self.groups.write().entry(key).or_default().set(pod, state)
+        let name = pod.pod.scheduling_group_name()?;
+        with_group_key(&pod.pod.metadata.namespace, name, |k| {
+            let mut groups = self.groups.write();
+            match groups.get_mut(k) {
+                Some(g) => g.set(pod, state),
+                None => groups.entry(k.to_owned()).or_default().set(pod, state),
+            }
+        })
     }
 
     /// Forgets the member `pod` (deleted); returns whether it was one.
@@ -183,5 +200,19 @@ impl PodGroupStates {
     /// Whether no group has members.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_group_key;
+
+    #[test]
+    fn group_keys_match_the_formatted_key() {
+        let long = "n".repeat(200);
+        for (ns, name) in [("", "g"), ("team-a", "job"), ("default", long.as_str()), (long.as_str(), "x")] {
+            let expected = format!("{}/{name}", if ns.is_empty() { "default" } else { ns });
+            assert_eq!(with_group_key(ns, name, str::to_owned), expected);
+        }
     }
 }
