@@ -529,11 +529,6 @@ impl NodeSelectorRequirement {
         }
     }
 
-    /// The integer bound of `Gt`/`Lt`, parsed by validation (0 otherwise).
-    pub(crate) fn bound(&self) -> i64 {
-        self.bound
-    }
-
     /// `Gt`/`Lt`: kept out of line so the set operators stay small enough to inline.
     #[inline(never)]
     fn compare_integer(&self, value: Option<Symbol>) -> bool {

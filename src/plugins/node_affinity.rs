@@ -16,10 +16,6 @@ use crate::plugins::helper::default_normalize_score;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
-#[path = "node_affinity_compiled.rs"]
-mod compiled;
-use compiled::CompiledSelector;
-
 /// Upstream `ErrReasonPod`.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
 /// Upstream `errReasonEnforced`.
@@ -39,21 +35,7 @@ pub struct NodeAffinityArgs {
 #[derive(Debug, Clone, Default)]
 pub struct NodeAffinity {
     added: Option<NodeAffinitySpec>,
-    /// `addedAffinity`'s required selector, compiled once.
-    added_required: Option<CompiledSelector>,
-    /// `addedAffinity`'s preferred terms, compiled once.
-    added_preferred: CompiledSelector,
 }
-
-/// What PreFilter compiles for Filter (upstream `preFilterState`): the pod's
-/// `nodeSelector` and required node affinity as flat matchers.
-#[derive(Debug, Clone)]
-struct RequiredState(CompiledSelector);
-
-/// What PreScore compiles for Score (upstream `preScoreState`): the pod's
-/// preferred terms as flat matchers.
-#[derive(Debug, Clone)]
-struct PreferredState(CompiledSelector);
 
 /// Invalid NodeAffinity args.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,12 +73,7 @@ impl NodeAffinity {
                 }
             }
         }
-        let added_required = added
-            .as_ref()
-            .and_then(|a| a.required.as_ref())
-            .map(|r| CompiledSelector::new(&crate::model::Labels::new(), Some(r), &[]));
-        let added_preferred = CompiledSelector::preferred_only(added.as_ref().map_or(&[], |a| a.preferred.as_slice()));
-        Ok(NodeAffinity { added, added_required, added_preferred })
+        Ok(NodeAffinity { added })
     }
 
     /// From config args.
@@ -108,9 +85,11 @@ impl NodeAffinity {
         NodeAffinity::new(a)
     }
 
-    #[inline]
     fn added_matches(&self, node: &NodeInfo) -> bool {
-        self.added_required.as_ref().is_none_or(|r| r.required_matches(&node.node().metadata.labels, node.name()))
+        self.added
+            .as_ref()
+            .and_then(|a| a.required.as_ref())
+            .is_none_or(|r| r.matches(&node.node().metadata.labels, node.name()))
     }
 
     fn added_preferred(&self) -> &[PreferredSchedulingTerm] {
@@ -160,13 +139,12 @@ impl Plugin for NodeAffinity {
 impl PreFilterPlugin for NodeAffinity {
     /// Skips pods with nothing to match; narrows the nodes when every required term
     /// names nodes through `matchFields` on `metadata.name`.
-    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
         let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
         let added_required = self.added.as_ref().is_some_and(|a| a.required.is_some());
         if required.is_none() && !added_required && pod.pod.spec.node_selector.is_empty() {
             return (None, Status::SKIP);
         }
-        state.write(RequiredState(CompiledSelector::new(&pod.pod.spec.node_selector, required, &[])));
         let Some(req) = required else { return (None, Status::SUCCESS) };
         if req.node_selector_terms.is_empty() {
             return (None, Status::SUCCESS);
@@ -196,17 +174,11 @@ impl PreFilterPlugin for NodeAffinity {
 }
 
 impl FilterPlugin for NodeAffinity {
-    /// Reads the matchers PreFilter compiled; without them (Filter called on its
-    /// own) matches the pod's spec directly, with the same result.
-    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if !self.added_matches(node) {
             return Status::unresolvable(ERR_REASON_ENFORCED);
         }
-        let ok = match state.read::<RequiredState>() {
-            Some(RequiredState(c)) => c.required_matches(&node.node().metadata.labels, node.name()),
-            None => required_affinity_matches(pod, node),
-        };
-        if ok { Status::SUCCESS } else { Status::unresolvable(ERR_REASON_POD) }
+        if required_affinity_matches(pod, node) { Status::SUCCESS } else { Status::unresolvable(ERR_REASON_POD) }
     }
 }
 
@@ -214,18 +186,15 @@ impl PreScorePlugin for NodeAffinity {
     /// Skips pods with no preferred terms (here or in `addedAffinity`); fails with an
     /// error for a pod whose preferred term upstream cannot parse, as upstream's
     /// `NewPreferredSchedulingTerms` does.
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
         let preferred = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
         if let Some(i) = preferred.iter().position(|t| !t.preference.is_parsable()) {
             let path = format!("[{i}]");
             let why = preferred[i].preference.parse_errors(&path).into_iter().next().map(|(p, w)| format!("{p}: {w}"));
             return Status::error(why.unwrap_or(path));
         }
-        if preferred.is_empty() && !self.added_preferred.has_preferred() {
-            return Status::SKIP;
-        }
-        state.write(PreferredState(CompiledSelector::preferred_only(preferred)));
-        Status::SUCCESS
+        let pod_pref = !preferred.is_empty();
+        if !pod_pref && self.added_preferred().is_empty() { Status::SKIP } else { Status::SUCCESS }
     }
 }
 
@@ -235,28 +204,17 @@ impl ScorePlugin for NodeAffinity {
         Ok(preferred_score(self.added_preferred(), node) + preferred_score(pod_terms, node))
     }
 
-    /// Reads the matchers PreScore compiled once for the whole batch (else compiles
-    /// them here), then scores each node from its labels.
     fn score_nodes(
         &self,
-        state: &CycleState,
+        _: &CycleState,
         pod: &PodInfo,
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        let compiled;
-        let pod_terms = if let Some(PreferredState(c)) = state.read::<PreferredState>() {
-            c
-        } else {
-            compiled =
-                CompiledSelector::preferred_only(pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice()));
-            &compiled
-        };
-        let added = self.added_preferred.has_preferred().then_some(&self.added_preferred);
+        let pod_terms = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
+        let added = self.added_preferred();
         for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            let (labels, name) = (&node.node().metadata.labels, node.name());
-            let from_added = added.map_or(0, |a| a.preferred_score(labels, name));
-            slot.score = from_added + pod_terms.preferred_score(labels, name);
+            slot.score = preferred_score(added, node) + preferred_score(pod_terms, node);
         }
         Ok(())
     }
