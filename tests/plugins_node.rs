@@ -4,7 +4,7 @@
 
 mod support;
 
-use schedkit::framework::{Code, Handle, PreFilterPlugin};
+use schedkit::framework::{Code, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use schedkit::framework::{CycleState, FilterPlugin};
 use schedkit::model::{Pod, TaintEffect};
 use schedkit::plugins::image_locality::ImageLocality;
@@ -13,13 +13,31 @@ use schedkit::plugins::node_name::NodeName;
 use schedkit::plugins::node_ports::NodePorts;
 use schedkit::plugins::node_unschedulable::NodeUnschedulable;
 use schedkit::plugins::taint_toleration::TaintToleration;
-use schedkit::snapshot::PodInfo;
+use schedkit::snapshot::{NodeList, PodInfo};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 use support::plugins::*;
 
 fn filter_one<P: FilterPlugin>(p: &P, pod: &Pod, node: schedkit::model::Node) -> (Code, Vec<String>) {
     let snap = snapshot(vec![node], vec![]);
     let s = p.filter(&CycleState::new(), &PodInfo::new(pod.clone()).unwrap(), &snap.nodes()[0]);
+    (s.code(), s.reasons().iter().map(ToString::to_string).collect())
+}
+
+/// [`filter_one`] after the plugin's PreFilter (which may compile what Filter reads):
+/// a Skip stands for a passing Filter, as the framework runs it.
+fn pre_filter_then_filter<P: FilterPlugin + PreFilterPlugin>(
+    p: &P,
+    pod: &Pod,
+    node: schedkit::model::Node,
+) -> (Code, Vec<String>) {
+    let snap = snapshot(vec![node], vec![]);
+    let pod = PodInfo::new(pod.clone()).unwrap();
+    let mut state = CycleState::new();
+    let (_, pre) = p.pre_filter(&mut state, &pod, &snap);
+    if pre.is_skip() {
+        return (Code::Success, vec![]);
+    }
+    let s = p.filter(&state, &pod, &snap.nodes()[0]);
     (s.code(), s.reasons().iter().map(ToString::to_string).collect())
 }
 
@@ -297,6 +315,10 @@ fn node_affinity_filter() {
     ];
     for (name, pod, labels, ok) in cases {
         let (code, reasons) = filter_one(&na, &pod, labeled(&labels));
+        // The same answer from the matchers PreFilter compiles (a PreFilter rejection
+        // by `matchFields` names is upstream's too: the node is not in its set).
+        let compiled = pre_filter_then_filter(&na, &pod, labeled(&labels));
+        assert_eq!(compiled, (code, reasons.clone()), "{name}: after PreFilter");
         if ok {
             assert_eq!(code, Code::Success, "{name}");
         } else {
@@ -385,8 +407,18 @@ fn node_affinity_score() {
     ];
     // "all machines matches the preferred scheduling requirements of pod but with different priorities":
     // raw 2, 4, 11 -> 18, 36, 100.
-    let got = run_score(&NodeAffinity::default(), &pod, &snapshot(nodes, vec![])).unwrap();
+    let snap = snapshot(nodes, vec![]);
+    let got = run_score(&NodeAffinity::default(), &pod, &snap).unwrap();
     assert_eq!(got.iter().map(|s| s.1).collect::<Vec<_>>(), [18, 36, 100]);
+    // The batched Score, from the terms PreScore compiled: the same raw 2, 4, 11.
+    let na = NodeAffinity::default();
+    let info = PodInfo::new(pod.clone()).unwrap();
+    let idx: Vec<usize> = (0..snap.len()).collect();
+    let mut state = CycleState::new();
+    assert!(na.pre_score(&mut state, &info, NodeList::new(&snap, &idx)).is_success());
+    let mut raw: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: 0 }).collect();
+    na.score_nodes(&state, &info, NodeList::new(&snap, &idx), &mut raw).unwrap();
+    assert_eq!(raw.iter().map(|s| s.score).collect::<Vec<_>>(), [2, 4, 11]);
     // No preferences: PreScore skips.
     assert!(
         run_score(

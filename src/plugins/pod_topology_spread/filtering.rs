@@ -115,9 +115,41 @@ pub(crate) struct PreFilterState {
     pub(crate) critical: Vec<CriticalPaths>,
     /// 1 when the incoming pod matches the constraint's selector, else 0.
     pub(crate) self_match: SmallVec<[i64; 4]>,
+    /// Per constraint, what Filter reads per node: the topology key and the most
+    /// matching pods a domain may hold (`maxSkew + minMatchNum - selfMatchNum`), so
+    /// the per-node test is one lookup and one compare. Kept in step with `counts`
+    /// and `critical` by [`PreFilterState::refresh_limits`].
+    limits: SmallVec<[(Symbol, i64); 2]>,
 }
 
 impl PreFilterState {
+    /// Builds the state and its per-node limits.
+    fn new(
+        constraints: Arc<[Constraint]>,
+        counts: Vec<DomainCounts>,
+        critical: Vec<CriticalPaths>,
+        self_match: SmallVec<[i64; 4]>,
+    ) -> Self {
+        let mut s = PreFilterState { constraints, counts, critical, self_match, limits: SmallVec::new() };
+        s.refresh_limits();
+        s
+    }
+
+    /// Recomputes [`PreFilterState::limits`]: upstream Filter rejects when
+    /// `matchNum + selfMatchNum - minMatchNum > maxSkew`, that is when `matchNum`
+    /// exceeds `maxSkew + minMatchNum - selfMatchNum` (same integers, rearranged).
+    fn refresh_limits(&mut self) {
+        let limits = self
+            .constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                (c.topology_key, i64::from(c.max_skew) + self.min_match(i, c.min_domains) - self.self_match[i])
+            })
+            .collect();
+        self.limits = limits;
+    }
+
     /// Upstream `minMatchNum`: the global minimum, 0 while fewer than minDomains
     /// domains are eligible.
     #[inline]
@@ -149,6 +181,7 @@ impl PreFilterState {
             let n = self.counts[i].add(value, delta);
             self.critical[i].update(value, n);
         }
+        self.refresh_limits();
     }
 }
 
@@ -174,7 +207,7 @@ impl PodTopologySpread {
             })
             .collect();
         let self_match = constraints.iter().map(|c| i64::from(c.selects(&pod.pod.metadata.labels))).collect();
-        Some(PreFilterState { constraints: constraints.into(), counts, critical, self_match })
+        Some(PreFilterState::new(constraints.into(), counts, critical, self_match))
     }
 }
 
@@ -231,13 +264,11 @@ impl FilterPlugin for PodTopologySpread {
             return Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found");
         };
         let labels = &node.node().metadata.labels;
-        for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(c.topology_key) else {
+        for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
+            let Some(value) = labels.get(key) else {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             };
-            let min = s.min_match(i, c.min_domains);
-            let matching = s.counts[i].get(value);
-            if matching + s.self_match[i] - min > i64::from(c.max_skew) {
+            if counts.get(value) > limit {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
             }
         }
