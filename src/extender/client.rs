@@ -454,12 +454,20 @@ impl HttpExtender {
 
 /// Whether `names` (that many strings copied between quotes, joined by commas) holds
 /// exactly the quotes it was given and no `\` or control character, that is, no
-/// name needed an escape. Loops without an early exit, which the compiler turns into
-/// vector code: a few thousand instructions for 1,000 names.
+/// name needed an escape. One pass without an early exit, counting in bytes over
+/// blocks of 128 (no overflow), which the compiler turns into vector code.
 fn all_plain(names: &[u8], count: usize) -> bool {
-    let quotes = names.iter().map(|&b| usize::from(b == b'"')).sum::<usize>();
-    let bad = names.iter().fold(false, |bad, &b| bad | (b < 0x20) | (b == b'\\'));
-    quotes == 2 * count && !bad
+    let mut quotes = 0usize;
+    let mut bad = 0u8;
+    for block in names.chunks(128) {
+        let mut q = 0u8;
+        for &b in block {
+            q += u8::from(b == b'"');
+            bad |= u8::from(b < 0x20) | u8::from(b == b'\\');
+        }
+        quotes += usize::from(q);
+    }
+    quotes == 2 * count && bad == 0
 }
 
 /// A JSON string: copied as it is when nothing in it needs escaping (a Kubernetes
@@ -647,6 +655,18 @@ mod tests {
     use crate::snapshot::Cache;
     use crate::testing::{NodeBuilder, PodBuilder};
     use proptest::prelude::*;
+
+    #[test]
+    fn all_plain_counts_every_quote_of_many_names() {
+        let join = |names: &[String]| names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(",");
+        let mut names: Vec<String> = (0..1000).map(|i| format!("node-{i:04}")).collect();
+        assert!(all_plain(join(&names).as_bytes(), names.len()));
+        for bad in ["a\"b", "a\\b", "a\nb", "\u{1f}"] {
+            names[777] = bad.to_owned();
+            assert!(!all_plain(join(&names).as_bytes(), names.len()), "{bad:?}");
+        }
+        assert!(all_plain(b"", 0));
+    }
 
     proptest! {
         /// The request written by hand is byte for byte what serde_json writes for
