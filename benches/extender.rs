@@ -11,7 +11,9 @@
 //!   overhead (its encoding, decoding, ureq and name resolution). A line
 //!   `extender/client/overhead_1000` gives the median of 3,000 alternating pairs.
 //!
-//! `cargo bench --features extender --bench extender`
+//! `cargo bench --features extender --bench extender`; `EXTENDER_BENCH_CALLS=N` sets
+//! how many requests the p50/p99 and overhead lines take (default 5,000 and 3,000;
+//! a small N for runs under strace or callgrind).
 #![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
 
 use std::hint::black_box;
@@ -29,6 +31,11 @@ use schedkit::snapshot::{Cache, NodeInfo, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 
 const NODES: usize = 1000;
+
+/// `EXTENDER_BENCH_CALLS`, else `default`.
+fn calls(default: usize) -> usize {
+    std::env::var("EXTENDER_BENCH_CALLS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(default)
+}
 
 fn node_name(i: usize) -> String {
     format!("node-{i:04}")
@@ -157,7 +164,7 @@ fn bench_server(c: &mut Criterion) {
     assert!(client.round_trip(&req) > NODES * 10, "the answer lists the nodes");
 
     // Latency percentiles over many requests (criterion reports the median).
-    let mut times: Vec<Duration> = (0..5000)
+    let mut times: Vec<Duration> = (0..calls(5000))
         .map(|_| {
             let t = Instant::now();
             black_box(client.round_trip(&req));
@@ -217,10 +224,11 @@ fn bench_client(c: &mut Criterion) {
 
     // The overhead in one run: client calls and raw round trips alternate, so both see
     // the same machine; the median of the per-pair differences is the overhead.
-    let mut client_t = Vec::with_capacity(3000);
-    let mut raw_t = Vec::with_capacity(3000);
-    let mut diff = Vec::with_capacity(3000);
-    for _ in 0..3000 {
+    let pairs = calls(3000);
+    let mut client_t = Vec::with_capacity(pairs);
+    let mut raw_t = Vec::with_capacity(pairs);
+    let mut diff = Vec::with_capacity(pairs);
+    for _ in 0..pairs {
         let t = Instant::now();
         black_box(client.filter(&pod, &nodes).unwrap());
         let a = t.elapsed();
@@ -236,9 +244,9 @@ fn bench_client(c: &mut Criterion) {
     diff.sort_unstable();
     println!(
         "extender/client/overhead_1000: client p50 {:?}, raw p50 {:?}, per-pair difference p50 {:.1} µs over {} pairs",
-        client_t[1500],
-        raw_t[1500],
-        diff[1500] as f64 / 1000.0,
+        client_t[pairs / 2],
+        raw_t[pairs / 2],
+        diff[pairs / 2] as f64 / 1000.0,
         diff.len()
     );
 

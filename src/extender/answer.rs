@@ -168,6 +168,18 @@ fn fast_names(
         return Some(true);
     }
     loop {
+        // The usual next entry is the next name sent: matched in place, no scan.
+        s.ws();
+        if s.b.get(s.i) == Some(&b'"')
+            && let Some((k, n)) = finder.next_quoted(&s.b[s.i + 1..])
+        {
+            passed.push(k);
+            s.i += n + 2;
+            if s.eat(b',') {
+                continue;
+            }
+            return s.eat(b']').then_some(true);
+        }
         let name = s.plain_str()?;
         if let Some(k) = finder.find_bytes(name) {
             passed.push(k);
@@ -363,7 +375,10 @@ mod tests {
             let s = snap(&["a", "b", "c"]);
             let nodes: Vec<&NodeInfo> = s.nodes().iter().map(|n| &**n).collect();
             let (mut p1, mut p2) = (Vec::new(), Vec::new());
-            let fast = decode_filter_answer(text.as_bytes(), names, &mut NameFinder::new(&nodes), &mut p1);
+            // The names sent are plain, so the in-place matcher is on for the fast path.
+            let mut finder = NameFinder::new(&nodes);
+            finder.assume_plain();
+            let fast = decode_filter_answer(text.as_bytes(), names, &mut finder, &mut p1);
             let slow = serde_answer(text.as_bytes(), names, &mut NameFinder::new(&nodes), &mut p2);
             match (fast, slow) {
                 (Ok(f), Ok(s)) => {
@@ -399,6 +414,19 @@ mod tests {
         let usual = br#"{"Nodes":null,"NodeNames":["a","c"],"FailedNodes":{"b":"no"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
         let a = fast_answer(usual, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!((passed.as_slice(), a.failed.len()), ([pos("a"), pos("c")].as_slice(), 1));
+        // With plain names sent, matched in place; out of order and unknown ones too.
+        let mut plain = NameFinder::new(&nodes);
+        plain.assume_plain();
+        fast_answer(usual, true, &mut plain, &mut passed).unwrap();
+        assert_eq!(passed, [pos("a"), pos("c")]);
+        let mixed = br#"{"NodeNames":["a","ab","c","b","zz","a"]}"#;
+        let mut plain = NameFinder::new(&nodes);
+        plain.assume_plain();
+        let a = fast_answer(mixed, true, &mut plain, &mut passed).unwrap();
+        assert_eq!(
+            (passed.as_slice(), a.unknown.as_deref()),
+            ([0, 2, 1, 0].map(|i| pos(["a", "b", "c"][i])).as_slice(), Some("ab"))
+        );
         // null names, and names not asked for.
         let a = decode_filter_answer(
             br#"{"NodeNames":null,"Error":"boom"}"#,

@@ -141,8 +141,36 @@ pub struct HttpExtender {
 #[derive(Default)]
 struct Buffers {
     request: Vec<u8>,
+    /// The answer's bytes, then bytes of earlier answers: kept at full length so
+    /// that reading into it never zeroes it again (`read_to_end` would, per call).
     response: Vec<u8>,
+    /// How much of `response` the last answer filled.
+    response_len: usize,
     passed: Vec<usize>,
+}
+
+impl Buffers {
+    /// The last answer's body.
+    fn body(&self) -> &[u8] {
+        &self.response[..self.response_len]
+    }
+}
+
+/// Reads `r` to its end into `buf` from its start and says how much it read; `buf`
+/// grows (zero-filled once) when full and is never shortened.
+fn read_body(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            buf.resize((2 * n).max(16 << 10), 0);
+        }
+        match r.read(&mut buf[n..]) {
+            Ok(0) => return Ok(n),
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Buffers larger than this after a call are dropped rather than kept.
@@ -259,7 +287,7 @@ impl HttpExtender {
     }
 
     /// Posts the body `write` writes to verb `which` and leaves the answer's bytes in
-    /// `b.response`.
+    /// `b.response` (see [`Buffers::body`]).
     fn post(
         &self,
         which: usize,
@@ -280,9 +308,9 @@ impl HttpExtender {
         if code != 200 {
             return Err(ExtenderError::Status { verb: self.verb(which).to_owned(), url: url.clone(), code });
         }
-        b.response.clear();
+        b.response_len = 0;
         let mut reader = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).reader();
-        reader.read_to_end(&mut b.response).map_err(|e| transport(e.to_string()))?;
+        b.response_len = read_body(&mut reader, &mut b.response).map_err(|e| transport(e.to_string()))?;
         Ok(())
     }
 
@@ -313,7 +341,7 @@ impl HttpExtender {
         let mut b = self.take_buffers();
         let r = self
             .post(which, write, &mut b)
-            .and_then(|()| wire::decode(&b.response).map_err(|message| self.decode_error(which, message)));
+            .and_then(|()| wire::decode(b.body()).map_err(|message| self.decode_error(which, message)));
         self.give_back(b);
         r
     }
@@ -325,13 +353,29 @@ impl HttpExtender {
         nodes: &[&NodeInfo],
         b: &mut Buffers,
     ) -> Result<ExtenderFilterResult, ExtenderError> {
-        self.post(FILTER, |out| self.write_args(pod, nodes, out), b)?;
+        let mut plain = false;
+        self.post(
+            FILTER,
+            |out| {
+                plain = self.write_args(pod, nodes, out)?;
+                Ok(())
+            },
+            b,
+        )?;
         let mut finder = NameFinder::new(nodes);
-        let answer = match decode_filter_answer(&b.response, self.node_cache_capable, &mut finder, &mut b.passed) {
+        if plain {
+            finder.assume_plain();
+        }
+        let answer = match decode_filter_answer(
+            &b.response[..b.response_len],
+            self.node_cache_capable,
+            &mut finder,
+            &mut b.passed,
+        ) {
             Ok(a) => a,
             // The path-reporting decoder says where a malformed answer is wrong.
             Err(e) => {
-                let message = wire::decode::<wire::ExtenderFilterResult>(&b.response).err().unwrap_or(e.to_string());
+                let message = wire::decode::<wire::ExtenderFilterResult>(b.body()).err().unwrap_or(e.to_string());
                 return Err(self.decode_error(FILTER, message));
             }
         };
@@ -362,22 +406,41 @@ impl HttpExtender {
 
     /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod through serde,
     /// the names straight into the buffer (the same bytes as [`Self::args`] through
-    /// serde_json, checked by a proptest); else the whole nodes through serde.
-    fn write_args(&self, pod: &Pod, nodes: &[&NodeInfo], out: &mut Vec<u8>) -> serde_json::Result<()> {
+    /// serde_json, checked by a proptest); else the whole nodes through serde. True
+    /// when names were sent and none needed an escape.
+    fn write_args(&self, pod: &Pod, nodes: &[&NodeInfo], out: &mut Vec<u8>) -> serde_json::Result<bool> {
         if !self.node_cache_capable {
-            return serde_json::to_writer(out, &self.args(pod, nodes));
+            serde_json::to_writer(out, &self.args(pod, nodes))?;
+            return Ok(false);
         }
         out.extend_from_slice(br#"{"Pod":"#);
         serde_json::to_writer(&mut *out, pod)?;
         out.extend_from_slice(br#","Nodes":null,"NodeNames":["#);
+        // Every name copied between quotes first; one scan of the copied bytes then
+        // tells whether any needed an escape (a quote inside, a `\` or a control
+        // character), and only if one did are they written again, one by one.
+        let start = out.len();
+        out.reserve(nodes.iter().map(|n| n.node().name().len() + 3).sum());
         for (i, n) in nodes.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            write_json_str(out, n.node().name())?;
+            out.push(b'"');
+            out.extend_from_slice(n.node().name().as_bytes());
+            out.push(b'"');
+        }
+        let plain = all_plain(&out[start..], nodes.len());
+        if !plain {
+            out.truncate(start);
+            for (i, n) in nodes.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json_str(out, n.node().name())?;
+            }
         }
         out.extend_from_slice(b"]}");
-        Ok(())
+        Ok(plain)
     }
 
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
@@ -389,11 +452,28 @@ impl HttpExtender {
     }
 }
 
+/// Whether `names` (that many strings copied between quotes, joined by commas) holds
+/// exactly the quotes it was given and no `\` or control character, that is, no
+/// name needed an escape. One pass without an early exit, counting in bytes over
+/// blocks of 128 (no overflow), which the compiler turns into vector code.
+fn all_plain(names: &[u8], count: usize) -> bool {
+    let mut quotes = 0usize;
+    let mut bad = 0u8;
+    for block in names.chunks(128) {
+        let mut q = 0u8;
+        for &b in block {
+            q += u8::from(b == b'"');
+            bad |= u8::from(b < 0x20) | u8::from(b == b'\\');
+        }
+        quotes += usize::from(q);
+    }
+    quotes == 2 * count && bad == 0
+}
+
 /// A JSON string: copied as it is when nothing in it needs escaping (a Kubernetes
 /// name never does), else through serde_json.
 fn write_json_str(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
-    let plain = s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-    if plain {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -456,7 +536,8 @@ impl Extender for HttpExtender {
             let zeros = nodes.iter().map(|n| HostPriority { host: n.node().name().to_owned(), score: 0 }).collect();
             return Ok((zeros, 0));
         }
-        let list: wire::HostPriorityList = self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out))?;
+        let list: wire::HostPriorityList =
+            self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out).map(drop))?;
         Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
     }
 
@@ -575,6 +656,18 @@ mod tests {
     use crate::testing::{NodeBuilder, PodBuilder};
     use proptest::prelude::*;
 
+    #[test]
+    fn all_plain_counts_every_quote_of_many_names() {
+        let join = |names: &[String]| names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(",");
+        let mut names: Vec<String> = (0..1000).map(|i| format!("node-{i:04}")).collect();
+        assert!(all_plain(join(&names).as_bytes(), names.len()));
+        for bad in ["a\"b", "a\\b", "a\nb", "\u{1f}"] {
+            names[777] = bad.to_owned();
+            assert!(!all_plain(join(&names).as_bytes(), names.len()), "{bad:?}");
+        }
+        assert!(all_plain(b"", 0));
+    }
+
     proptest! {
         /// The request written by hand is byte for byte what serde_json writes for
         /// `ExtenderArgs`, names needing escapes included.
@@ -599,7 +692,8 @@ mod tests {
             })
             .unwrap();
             let mut out = Vec::new();
-            client.write_args(&pod, &nodes, &mut out).unwrap();
+            let plain = client.write_args(&pod, &nodes, &mut out).unwrap();
+            prop_assert_eq!(plain, cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' ')));
             prop_assert_eq!(
                 String::from_utf8(out).unwrap(),
                 String::from_utf8(serde_json::to_vec(&client.args(&pod, &nodes)).unwrap()).unwrap()

@@ -2,7 +2,11 @@
 //! calls on every call over a kept-alive connection: the request's head and body go
 //! out in one write (ureq hands them over separately, which costs the server an extra
 //! wake-up), and socket timeouts are set again only when the time left moves by more
-//! than [`TIMEOUT_SLACK`] (ureq sets them before every read and write).
+//! than [`TIMEOUT_SLACK`] (ureq sets them before every read and write), and a kept
+//! connection is probed for a hang-up once between calls, not twice, with one system
+//! call on Unix, not three (see [`TcpTransport::is_open`]). A call on a kept
+//! connection thus makes three system calls: the probe, one write, and one read for
+//! an answer that has arrived whole.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -46,8 +50,14 @@ impl<In: Transport> Connector<In> for TcpConnector {
                     (details.register_shutdown)(Arc::downgrade(&stream) as Weak<dyn ShutdownHandle>)?;
                     let buffers =
                         LazyBuffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
-                    let transport =
-                        TcpTransport { stream, buffers, pending: Vec::new(), read_timeout: None, write_timeout: None };
+                    let transport = TcpTransport {
+                        stream,
+                        buffers,
+                        pending: Vec::new(),
+                        read_timeout: None,
+                        write_timeout: None,
+                        used: false,
+                    };
                     return Ok(Some(Either::B(transport)));
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
@@ -69,6 +79,8 @@ pub(crate) struct TcpTransport {
     pending: Vec<u8>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    /// Bytes went out or came in since the last [`Transport::is_open`].
+    used: bool,
 }
 
 /// The socket timeout for `timeout` (`None`: none), or the timeout error when no time
@@ -125,6 +137,7 @@ impl Transport for TcpTransport {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.used = true;
         self.pending.extend_from_slice(&self.buffers.output()[..amount]);
         if self.pending.len() >= MAX_PENDING {
             self.flush_pending(timeout)?;
@@ -141,6 +154,7 @@ impl Transport for TcpTransport {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.used = true;
         self.flush_pending(timeout)?;
         let timeout = timeout.for_read();
         let want = socket_timeout(timeout)?;
@@ -157,21 +171,65 @@ impl Transport for TcpTransport {
         Ok(n > 0)
     }
 
+    /// ureq asks twice per call on a kept connection: when the answer has been read
+    /// (before pooling it) and when it takes it from the pool for the next call. The
+    /// socket is probed (see [`idle`]) only on the second: whatever the first
+    /// would catch (bytes after the answer, a hang-up) is still there to catch then,
+    /// and the second is the one that guards the next request.
     fn is_open(&mut self) -> bool {
+        if std::mem::take(&mut self.used) {
+            return self.pending.is_empty();
+        }
         // A kept connection the server closed (or wrote to unasked) is not reused.
-        let probe = || -> io::Result<bool> {
-            self.stream.set_nonblocking(true)?;
-            let open = matches!((&*self.stream).read(&mut [0u8]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
-            self.stream.set_nonblocking(false)?;
-            Ok(open)
-        };
-        self.pending.is_empty() && probe().unwrap_or(false)
+        self.pending.is_empty() && idle(&self.stream).unwrap_or(false)
     }
+}
+
+/// Whether nothing can be read from `stream` now and it is not closed: a kept
+/// connection the server hung up on, or wrote to unasked, is not reused. On Unix one
+/// `recv(MSG_PEEK | MSG_DONTWAIT)`; elsewhere the socket is made non-blocking for a
+/// one-byte read (three system calls).
+#[cfg(unix)]
+fn idle(stream: &TcpStream) -> io::Result<bool> {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+    match socket2::SockRef::from(stream).recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => idle(stream),
+        _ => Ok(false),
+    }
+}
+
+#[cfg(not(unix))]
+fn idle(stream: &TcpStream) -> io::Result<bool> {
+    stream.set_nonblocking(true)?;
+    let open = matches!((&*stream).read(&mut [0u8]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+    stream.set_nonblocking(false)?;
+    Ok(open)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_is_idle_until_the_server_writes_or_hangs_up() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(idle(&client).unwrap(), "nothing sent yet");
+        assert!(idle(&client).unwrap(), "probing twice reads nothing");
+        server.write_all(b"x").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while idle(&client).unwrap() && std::time::Instant::now() < deadline {}
+        assert!(!idle(&client).unwrap(), "a byte sent unasked");
+        let mut byte = [0u8];
+        (&client).read_exact(&mut byte).unwrap();
+        assert_eq!(byte, *b"x", "the probe only peeked");
+        assert!(idle(&client).unwrap());
+        drop(server);
+        while idle(&client).unwrap() && std::time::Instant::now() < deadline {}
+        assert!(!idle(&client).unwrap(), "hung up");
+    }
 
     #[test]
     fn timeouts_are_set_again_only_past_the_slack() {

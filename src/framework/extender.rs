@@ -416,12 +416,49 @@ pub struct NameFinder<'a> {
     nodes: &'a [&'a NodeInfo],
     cursor: usize,
     map: Option<ahash::AHashMap<&'a str, usize>>,
+    /// Every name sent is a JSON string without escapes (see [`Self::assume_plain`]).
+    #[cfg(feature = "extender")]
+    plain: bool,
 }
 
 impl<'a> NameFinder<'a> {
     /// A finder over the nodes sent.
     pub fn new(nodes: &'a [&'a NodeInfo]) -> Self {
-        NameFinder { nodes, cursor: 0, map: None }
+        NameFinder {
+            nodes,
+            cursor: 0,
+            map: None,
+            #[cfg(feature = "extender")]
+            plain: false,
+        }
+    }
+
+    /// Tells the finder that no name sent needs a JSON escape (no `"`, `\` or
+    /// control character), as the client found when it wrote them: then
+    /// [`Self::next_quoted`] may match names by their bytes in the answer's text.
+    #[cfg(feature = "extender")]
+    pub(crate) fn assume_plain(&mut self) {
+        self.plain = true;
+    }
+
+    /// In the usual answer (the names passed, in the order sent): when `rest` (the
+    /// JSON text after a string's opening quote) starts with the name at the cursor
+    /// and its closing quote, that node's position and the name's length in bytes;
+    /// the cursor moves past it. `None` (nothing moved) otherwise, or unless
+    /// [`Self::assume_plain`] was called: a name without escapes is the string's
+    /// whole value only then.
+    #[cfg(feature = "extender")]
+    pub(crate) fn next_quoted(&mut self, rest: &[u8]) -> Option<(usize, usize)> {
+        if !self.plain || self.map.is_some() {
+            return None;
+        }
+        let k = self.cursor;
+        let name = self.nodes.get(k)?.node().name().as_bytes();
+        let n = name.len();
+        (rest.get(n) == Some(&b'"') && rest[..n] == *name).then(|| {
+            self.cursor += 1;
+            (k, n)
+        })
     }
 
     /// Position of `name` among the sent nodes.
