@@ -340,6 +340,7 @@ impl Plugin for DynamicResources {
             .pre_filter(self.clone())
             .filter(self.clone())
             .post_filter(self.clone())
+            .pre_score(self.clone())
             .score(self.clone())
             .reserve(self.clone())
             .pre_bind(self.clone())
@@ -456,6 +457,18 @@ impl FilterPlugin for DynamicResources {
     }
 }
 
+/// Skips Score for a pod whose claims score nothing (no claims, or none with
+/// `firstAvailable` subrequests): Score would give every node 0, so the ranking is the
+/// same, without a call per node.
+impl crate::framework::PreScorePlugin for DynamicResources {
+    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, _nodes: crate::snapshot::NodeList<'_>) -> Status {
+        match state.read::<DraState>() {
+            Some(DraState { claims, .. }) if claims.has_prioritized_lists() => Status::SUCCESS,
+            _ => Status::SKIP,
+        }
+    }
+}
+
 impl ScorePlugin for DynamicResources {
     /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
     /// `firstAvailable` subrequests score higher, and the pod's claims allocated in an
@@ -488,8 +501,10 @@ impl PostFilterPlugin for DynamicResources {
         _snapshot: &Snapshot,
         _statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        // Upstream's fast path for a pod without claims: Unschedulable, so the next
+        // PostFilter plugin (DefaultPreemption) still runs.
         let Some(DraState { unavailable, .. }) = state.read::<DraState>() else {
-            return (None, Status::unresolvable("no ResourceClaims"));
+            return (None, Status::unschedulable("no new claims to deallocate"));
         };
         let p = &pod.pod;
         let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
@@ -536,7 +551,7 @@ impl PostFilterPlugin for DynamicResources {
         if let Some(status) = self.delete_extended_claim(p) {
             return (None, status);
         }
-        (None, Status::unresolvable("still not schedulable"))
+        (None, Status::unschedulable("still not schedulable"))
     }
 }
 
