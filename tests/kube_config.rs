@@ -493,7 +493,9 @@ fn scheduler_defaults_upstream_table() {
     assert!(d.profiles[0].plugin_config[0].args.is_null(), "an out-of-tree plugin's args are left alone");
     assert_eq!(d.profiles[0].plugin_config.len(), 7);
     let second = &d.profiles[1];
-    assert_eq!(second.plugins.multi_point, p.plugins.multi_point);
+    // upstream's expected list for this case is the default multiPoint set without
+    // DynamicResources (as the gate-off cases here).
+    assert_eq!(second.plugins.multi_point, default_plugins(no_dra).multi_point);
     assert_eq!(second.plugins.bind, set(&[r("BarPlugin")], &["DefaultBinder"]));
     // "set non default parallelism", "set non default delayCacheUntilActive",
     // "set non default global percentageOfNodesToScore", "set non default profile
@@ -830,6 +832,9 @@ fn merged_profile_keeps_filter_and_bind() {
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            // v1.36's DynamicResourceAllocation gate puts it in multiPoint without a
+            // weight (upstream TestApplyFeatureGates), so it scores with weight 1.
+            ("DynamicResources", 1),
         ]
     );
     // Same profile as the built-in default when the file says nothing.
@@ -919,7 +924,10 @@ mod yaml {
         let p = &built.profiles[0];
         assert_eq!(p.post_filter_plugins(), ["CapacityScheduling"], "postFilter `*` drops DefaultPreemption");
         assert_eq!(p.pre_filter_plugins().last(), Some(&"CapacityScheduling"));
-        assert_eq!(p.reserve_plugins(), ["CapacityScheduling"]);
+        // Reserve has no `*`: upstream `expandMultiPointPlugins` puts the multiPoint
+        // plugins serving Reserve (DynamicResources, with v1.36's gates; upstream also
+        // VolumeBinding, which schedkit lacks) before the point's own enabled plugins.
+        assert_eq!(p.reserve_plugins(), ["DynamicResources", "CapacityScheduling"]);
         assert_eq!(built.defaulted.leader_election.leader_elect, Some(false));
         assert_eq!(built.defaulted.client_connection.kubeconfig, "REPLACE_ME_WITH_KUBE_CONFIG_PATH");
         // Coscheduling is not registered; TargetLoadPacking and TopologicalSort are,
@@ -1130,4 +1138,31 @@ fn apply_feature_gates_upstream_table() {
     let mut plugins = default_plugins(FeatureGates::default());
     schedkit::plugins::apply_feature_gates(&mut plugins, FeatureGates::default());
     assert_eq!(plugins.multi_point.enabled.iter().filter(|r| r.name == "DynamicResources").count(), 1);
+}
+
+/// `disabled: "*"` at one point and the gate-added DynamicResources: upstream merges a
+/// profile into `getDefaultPlugins()`, which already carries the gate's plugin, and
+/// `expandMultiPointPlugins` then skips every multiPoint plugin at a point whose
+/// disabled list holds `*`. So `*` drops DynamicResources there like any default plugin,
+/// and only there; disabling it by name at one point works the same way.
+#[test]
+fn star_at_one_point_drops_the_gate_added_plugin_there_only() {
+    let build = |body: &str| {
+        let handle = Handle::default();
+        let built = load(body).build(&default_registry(), &handle).unwrap();
+        built.profiles.into_iter().next().unwrap()
+    };
+    let p = build(
+        r#""profiles": [{"plugins": {"postFilter": {"enabled": [{"name": "CapacityScheduling"}], "disabled": [{"name": "*"}]}}}]"#,
+    );
+    assert_eq!(p.post_filter_plugins(), ["CapacityScheduling"]);
+    assert!(p.filter_plugins().contains(&"DynamicResources"));
+    assert_eq!(p.reserve_plugins(), ["DynamicResources"]);
+    let p = build(r#""profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "DynamicResources"}]}}}]"#);
+    assert_eq!(p.post_filter_plugins(), ["DefaultPreemption"]);
+    assert!(p.pre_bind_plugins().contains(&"DynamicResources"));
+    // Disabled in multiPoint, it is gone from every point.
+    let p = build(r#""profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]"#);
+    assert!(!format!("{p:?}").contains("DynamicResources"), "{p:?}");
+    assert_eq!(p.post_filter_plugins(), ["DefaultPreemption"]);
 }

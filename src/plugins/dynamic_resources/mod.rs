@@ -340,7 +340,6 @@ impl Plugin for DynamicResources {
             .pre_filter(self.clone())
             .filter(self.clone())
             .post_filter(self.clone())
-            .pre_score(self.clone())
             .score(self.clone())
             .reserve(self.clone())
             .pre_bind(self.clone())
@@ -457,18 +456,6 @@ impl FilterPlugin for DynamicResources {
     }
 }
 
-/// Skips Score for a pod whose claims score nothing (no claims, or none with
-/// `firstAvailable` subrequests): Score would give every node 0, so the ranking is the
-/// same, without a call per node.
-impl crate::framework::PreScorePlugin for DynamicResources {
-    fn pre_score(&self, state: &mut CycleState, _pod: &PodInfo, _nodes: crate::snapshot::NodeList<'_>) -> Status {
-        match state.read::<DraState>() {
-            Some(DraState { claims, .. }) if claims.has_prioritized_lists() => Status::SUCCESS,
-            _ => Status::SKIP,
-        }
-    }
-}
-
 impl ScorePlugin for DynamicResources {
     /// Upstream Score (`computeScore`): nodes whose allocation uses earlier
     /// `firstAvailable` subrequests score higher, and the pod's claims allocated in an
@@ -482,6 +469,28 @@ impl ScorePlugin for DynamicResources {
         claims
             .prioritized_list_score(node.name(), &node.node().metadata.labels, node.allocatable())
             .map_err(|e| alloc_error(&e))
+    }
+
+    /// [`ScorePlugin::score`] for a chunk of nodes, reading the cycle state once: a pod
+    /// whose claims score nothing (no claims, or none with `firstAvailable`
+    /// subrequests) gets 0 everywhere without a call per node. Upstream's plugin has no
+    /// PreScore, so none is added here either: the plugin sits at the same points.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: crate::snapshot::NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        match state.read::<DraState>() {
+            Some(DraState { claims, .. }) if claims.has_prioritized_lists() => {
+                for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+                    slot.score = self.score(state, pod, node)?;
+                }
+            }
+            _ => scores.iter_mut().for_each(|slot| slot.score = 0),
+        }
+        Ok(())
     }
 
     /// Upstream `NormalizeScore`: `helper.DefaultNormalizeScore(MaxNodeScore, false)`.
