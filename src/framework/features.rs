@@ -367,6 +367,7 @@ mod tests {
                 "DRAConsumableCapacity",
                 "OpportunisticBatching",
                 "PodLevelResources",
+                "DynamicResourceAllocation",
             ]
         );
         for f in Feature::ALL {

@@ -122,7 +122,8 @@ impl ClaimStatusWriter for StoreOnly {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DynamicResourcesArgsError {
-    /// No [`DraStore`] is shared on the handle.
+    /// No [`DraStore`] is shared on the handle (no longer returned:
+    /// [`DynamicResources::from_config`] shares one).
     #[error("DynamicResources needs a DraStore shared on the Handle (Handle::set_shared)")]
     NoStore,
     /// The args are not a JSON object.
@@ -207,7 +208,10 @@ impl DynamicResources {
 
     /// Builds the plugin from a profile's `pluginConfig` args (upstream
     /// `DynamicResourcesArgs`) over the [`DraStore`] shared on the handle
-    /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)), on the handle's
+    /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)); a new one is
+    /// shared first when there is none ([`shared_dra_store`](crate::plugins::shared_dra_store):
+    /// upstream's framework always has a DRA manager, and DynamicResources is a default
+    /// plugin since v1.36's gates), on the handle's
     /// clock, writing through the `Arc<dyn ClaimStatusWriter>` shared on the handle if
     /// there is one (upstream writes through the handle's client set), else only to the
     /// store. Feature gates set on the handle
@@ -223,8 +227,8 @@ impl DynamicResources {
     /// use schedkit::framework::Handle;
     /// use schedkit::plugins::dynamic_resources::DynamicResources;
     /// let handle = Handle::default();
-    /// assert!(DynamicResources::from_config(None, &handle).is_err(), "no store shared");
-    /// handle.set_shared(Arc::new(DraStore::new()));
+    /// assert!(DynamicResources::from_config(None, &handle).is_ok());
+    /// assert!(handle.shared::<DraStore>().is_some(), "a store is shared when none was");
     /// let args = serde_json::json!({"bindingTimeout": "5m"});
     /// assert!(DynamicResources::from_config(Some(&args), &handle).is_ok());
     /// ```
@@ -233,7 +237,7 @@ impl DynamicResources {
         handle: &Handle,
     ) -> Result<DynamicResources, DynamicResourcesArgsError> {
         type E = DynamicResourcesArgsError;
-        let store = handle.shared::<DraStore>().ok_or(E::NoStore)?;
+        let store = crate::plugins::shared_dra_store(handle);
         if let Some(gates) = handle.feature_gates_if_set() {
             store.set_feature_gates(gates);
         }
