@@ -351,6 +351,11 @@ fn reserve_and_permit() {
     assert_eq!(s.code(), Code::Unschedulable);
 }
 
+/// A `TestPostFilterPlugins` case: name, plugins, their args, then the code, plugin
+/// and reasons expected.
+type PostFilterCase =
+    (&'static str, &'static [&'static str], serde_json::Value, Code, Option<&'static str>, Vec<String>);
+
 /// Port of `TestPostFilterPlugins` (upstream `framework_test.go`; its case with
 /// `SkipAllPostFilterPlugins` set in the cycle state is left out: schedkit's cycle
 /// state has no such switch). Plugins run until one succeeds, errors or says
@@ -360,7 +365,7 @@ fn reserve_and_permit() {
 fn run_post_filter_plugins_table() {
     use serde_json::json;
     let reason = |p: &str| format!("injected PostFilter status of {p}");
-    let cases: [(&str, &[&str], serde_json::Value, Code, Option<&str>, Vec<String>); 6] = [
+    let cases: [PostFilterCase; 6] = [
         ("a single plugin makes a Pod schedulable", &["a"], json!({}), Code::Success, Some("a"), vec![]),
         (
             "plugin1 failed to make a Pod schedulable, followed by plugin2 which makes the Pod schedulable",
