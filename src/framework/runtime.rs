@@ -292,8 +292,12 @@ pub(crate) fn run_post_filter(
             return (r, s.with_plugin(p.name));
         }
         if !s.is_rejected() {
-            let s = if s.code() == Code::Error { s } else { Status::error(s.message()) };
-            return (None, s.with_plugin(p.name));
+            // An Error keeps the plugin's result (a failed eviction keeps the pod's
+            // nomination, which schedkit's preemption relies on; upstream drops it).
+            if s.code() == Code::Error {
+                return (r, s.with_plugin(p.name));
+            }
+            return (None, Status::error(s.message()).with_plugin(p.name));
         }
         if r.is_some() {
             result = r;
