@@ -126,9 +126,10 @@ fn pre_filter_result_narrows_the_nodes_filtered() {
     b.pre_filter_nodes = Some(vec!["n2"]);
     let mut s = scheduler_with(vec![a, b], 3);
     let err = s.schedule_pod(pod("p")).unwrap_err();
+    // Both PostFilters reject: upstream `RunPostFilterPlugins` joins their reasons.
     assert_eq!(
         err.to_string(),
-        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously. B could not help"
+        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [A B] simultaneously. A could not help, B could not help"
     );
     assert!(calls(&log, "Filter").is_empty());
 }

@@ -2,7 +2,7 @@
 //! with user factories, each extension point run on its own. The tables are
 //! upstream's `pkg/scheduler/framework/runtime/framework_test.go`
 //! (`TestRunScorePlugins`, `TestRunPreFilterPlugins`, `TestFilterPlugins`,
-//! `TestReservePlugins`, `TestPermitPlugins`), whose fake plugins take their
+//! `TestPostFilterPlugins`, `TestReservePlugins`, `TestPermitPlugins`), whose fake plugins take their
 //! answers from their args; the injected plugin here does the same.
 
 use std::sync::Arc;
@@ -28,6 +28,7 @@ struct Injected {
     pre_score_status: i32,
     reserve_status: i32,
     permit_status: i32,
+    post_filter_status: i32,
 }
 
 fn status(code: i32, plugin: &str, point: &str) -> Status {
@@ -57,6 +58,7 @@ impl Plugin for TestPlugin {
             .filter(self.clone())
             .pre_score(self.clone())
             .score(self.clone())
+            .post_filter(self.clone())
             .reserve(self.clone())
             .permit(self);
     }
@@ -94,6 +96,18 @@ impl ScorePlugin for TestPlugin {
             }
         }
         s
+    }
+}
+
+impl PostFilterPlugin for TestPlugin {
+    fn post_filter(
+        &self,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &Snapshot,
+        _: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        (None, status(self.inj.post_filter_status, self.name, "PostFilter"))
     }
 }
 
@@ -337,6 +351,76 @@ fn reserve_and_permit() {
     assert_eq!(s.code(), Code::Unschedulable);
 }
 
+/// A `TestPostFilterPlugins` case: name, plugins, their args, then the code, plugin
+/// and reasons expected.
+type PostFilterCase =
+    (&'static str, &'static [&'static str], serde_json::Value, Code, Option<&'static str>, Vec<String>);
+
+/// Port of `TestPostFilterPlugins` (upstream `framework_test.go`; its case with
+/// `SkipAllPostFilterPlugins` set in the cycle state is left out: schedkit's cycle
+/// state has no such switch). Plugins run until one succeeds, errors or says
+/// UnschedulableAndUnresolvable; when all say Unschedulable, the answer carries every
+/// reason in order and names the first plugin.
+#[test]
+fn run_post_filter_plugins_table() {
+    use serde_json::json;
+    let reason = |p: &str| format!("injected PostFilter status of {p}");
+    let cases: [PostFilterCase; 6] = [
+        ("a single plugin makes a Pod schedulable", &["a"], json!({}), Code::Success, Some("a"), vec![]),
+        (
+            "plugin1 failed to make a Pod schedulable, followed by plugin2 which makes the Pod schedulable",
+            &["a", "b"],
+            json!({"a": {"postFilterStatus": 2}}),
+            Code::Success,
+            Some("b"),
+            vec![],
+        ),
+        (
+            "plugin1 makes a Pod schedulable, followed by plugin2 which cannot make the Pod schedulable",
+            &["a", "b"],
+            json!({"b": {"postFilterStatus": 2}}),
+            Code::Success,
+            Some("a"),
+            vec![],
+        ),
+        (
+            "plugin1 errors, followed by plugin2 which makes the Pod schedulable",
+            &["a", "b"],
+            json!({"a": {"postFilterStatus": 1}}),
+            Code::Error,
+            Some("a"),
+            vec![reason("a")],
+        ),
+        (
+            "plugin1 failed to make a Pod schedulable, followed by plugin2 which makes the Pod unresolvable",
+            &["a", "b"],
+            json!({"a": {"postFilterStatus": 2}, "b": {"postFilterStatus": 3}}),
+            Code::UnschedulableAndUnresolvable,
+            Some("b"),
+            vec![reason("b")],
+        ),
+        (
+            "both plugins failed to make a Pod schedulable",
+            &["a", "b"],
+            json!({"a": {"postFilterStatus": 2}, "b": {"postFilterStatus": 2}}),
+            Code::Unschedulable,
+            Some("a"),
+            vec![reason("a"), reason("b")],
+        ),
+    ];
+    for (name, plugins, args, code, plugin, reasons) in cases {
+        let r = runner("postFilter", plugins, &args).unwrap();
+        let (_, s) = r.run_post_filter(&mut CycleState::new(), &pod(), &NodeToStatus::default());
+        assert_eq!((s.code(), s.plugin()), (code, plugin), "{name}");
+        assert_eq!(s.reasons(), reasons.as_slice(), "{name}");
+    }
+    // An UnschedulableAndUnresolvable stops the phase: a later plugin that would
+    // succeed does not run.
+    let r = runner("postFilter", &["a", "b"], &json!({"a": {"postFilterStatus": 3}})).unwrap();
+    let (_, s) = r.run_post_filter(&mut CycleState::new(), &pod(), &NodeToStatus::default());
+    assert_eq!((s.code(), s.plugin()), (Code::UnschedulableAndUnresolvable, Some("a")));
+}
+
 /// The typed listing agrees with what the runner runs, per point, with weights.
 #[test]
 fn plugins_at_lists_each_point() {
@@ -354,6 +438,7 @@ fn plugins_at_lists_each_point() {
         [
             ExtensionPoint::PreFilter,
             ExtensionPoint::Filter,
+            ExtensionPoint::PostFilter,
             ExtensionPoint::PreScore,
             ExtensionPoint::Score,
             ExtensionPoint::Reserve,

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use schedkit::config::{
-    BuildError, ConfigFileError, FieldErrorKind, KubeSchedulerConfiguration, merge_plugin_set, merge_plugins,
+    BuildError, ConfigFileError, FieldErrorKind, KubeSchedulerConfiguration, default_plugins, merge_plugin_set,
+    merge_plugins,
 };
 use schedkit::framework::*;
 use schedkit::plugins::default_registry;
@@ -417,8 +418,11 @@ fn names(set: &PluginSetConfig) -> Vec<&str> {
 #[test]
 fn scheduler_defaults_upstream_table() {
     let gates = FeatureGates::default();
-    // "empty config"
-    let d = load("").defaulted(gates, false);
+    // The cases after the first leave DynamicResources out (its gate off), so their
+    // argument lists stay as upstream's table has them without DRA.
+    let no_dra = gates.with(Feature::DynamicResourceAllocation, false);
+    // "empty config", with v1.36's gates (DynamicResourceAllocation on).
+    let d = load("").defaulted(gates);
     assert_eq!(d.parallelism, Some(16));
     assert_eq!((d.enable_profiling, d.enable_contention_profiling), (Some(true), Some(true)));
     let le = &d.leader_election;
@@ -451,6 +455,7 @@ fn scheduler_defaults_upstream_table() {
             "NodeResourcesFit",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "DefaultPreemption",
             "NodeResourcesBalancedAllocation",
             "ImageLocality",
@@ -465,6 +470,7 @@ fn scheduler_defaults_upstream_table() {
         args,
         [
             ("DefaultPreemption", json!({"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100})),
+            ("DynamicResources", json!({"filterTimeout": "10s", "bindingTimeout": "10m0s"})),
             ("InterPodAffinity", json!({"hardPodAffinityWeight": 1})),
             ("NodeAffinity", json!({})),
             ("NodeResourcesBalancedAllocation", json!({"resources": resources})),
@@ -473,7 +479,7 @@ fn scheduler_defaults_upstream_table() {
         ]
     );
     // "no scheduler name": one unnamed profile is named default-scheduler.
-    let d = load(r#""profiles": [{}]"#).defaulted(gates, false);
+    let d = load(r#""profiles": [{}]"#).defaulted(no_dra);
     assert_eq!(d.profiles[0].scheduler_name.as_deref(), Some("default-scheduler"));
     // "two profiles": no default name with two; the second's Bind set is merged.
     let d = load(
@@ -481,13 +487,15 @@ fn scheduler_defaults_upstream_table() {
             {"pluginConfig": [{"name": "FooPlugin"}]},
             {"schedulerName": "custom-scheduler", "plugins": {"bind": {"enabled": [{"name": "BarPlugin"}], "disabled": [{"name": "DefaultBinder"}]}}}]"#,
     )
-    .defaulted(gates, false);
+    .defaulted(no_dra);
     assert_eq!(d.profiles[0].scheduler_name, None);
     assert_eq!(d.profiles[0].plugin_config[0].name, "FooPlugin");
     assert!(d.profiles[0].plugin_config[0].args.is_null(), "an out-of-tree plugin's args are left alone");
     assert_eq!(d.profiles[0].plugin_config.len(), 7);
     let second = &d.profiles[1];
-    assert_eq!(second.plugins.multi_point, p.plugins.multi_point);
+    // upstream's expected list for this case is the default multiPoint set without
+    // DynamicResources (as the gate-off cases here).
+    assert_eq!(second.plugins.multi_point, default_plugins(no_dra).multi_point);
     assert_eq!(second.plugins.bind, set(&[r("BarPlugin")], &["DefaultBinder"]));
     // "set non default parallelism", "set non default delayCacheUntilActive",
     // "set non default global percentageOfNodesToScore", "set non default profile
@@ -497,14 +505,14 @@ fn scheduler_defaults_upstream_table() {
         "podInitialBackoffSeconds": 2, "podMaxBackoffSeconds": 20,
         "profiles": [{"percentageOfNodesToScore": 50}]"#,
     )
-    .defaulted(gates, false);
+    .defaulted(no_dra);
     assert_eq!(d.parallelism, Some(8));
     assert!(d.delay_cache_until_active);
     assert_eq!(d.percentage_of_nodes_to_score, Some(50));
     assert_eq!(d.profiles[0].percentage_of_nodes_to_score, Some(50));
     assert_eq!((d.pod_initial_backoff_seconds, d.pod_max_backoff_seconds), (Some(2), Some(20)));
     // "set non default enableProfiling": contention profiling stays unset.
-    let d = load(r#""enableProfiling": false"#).defaulted(gates, false);
+    let d = load(r#""enableProfiling": false"#).defaulted(no_dra);
     assert_eq!((d.enable_profiling, d.enable_contention_profiling), (Some(false), None));
     // Args given are defaulted in place (upstream `TestPluginArgsDefaults`, "NodeResourcesFitArgs
     // resources empty" and "NodeResourcesBalancedAllocationArgs resources with zero weight").
@@ -514,21 +522,21 @@ fn scheduler_defaults_upstream_table() {
             {"name": "NodeResourcesBalancedAllocation", "args": {"resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}]}},
             {"name": "DefaultPreemption", "args": {"minCandidateNodesAbsolute": 50}}]}]"#,
     )
-    .defaulted(gates, false);
+    .defaulted(no_dra);
     let cfg = &d.profiles[0].plugin_config;
     assert_eq!(cfg[0].args, json!({"scoringStrategy": {"type": "MostAllocated", "resources": resources}}));
     assert_eq!(cfg[1].args, json!({"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}));
     assert_eq!(cfg[2].args, json!({"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 50}));
     // With DRA (a DraStore on the handle): DynamicResources before DefaultPreemption,
     // with its timeouts defaulted per gate.
-    let d = load("").defaulted(gates, true);
+    let d = load("").defaulted(gates);
     let mp = names(&d.profiles[0].plugins.multi_point);
     let i = mp.iter().position(|n| *n == "DynamicResources").unwrap();
     assert_eq!(mp[i + 1], "DefaultPreemption");
     let dra = d.profiles[0].plugin_config.iter().find(|a| a.name == "DynamicResources").unwrap();
     assert_eq!(dra.args, json!({"filterTimeout": "10s", "bindingTimeout": "10m0s"}));
     let off = gates.with(Feature::DRASchedulerFilterTimeout, false).with(Feature::DRADeviceBindingConditions, false);
-    let d = load("").defaulted(off, true);
+    let d = load("").defaulted(off);
     let dra = d.profiles[0].plugin_config.iter().find(|a| a.name == "DynamicResources").unwrap();
     assert_eq!(dra.args, json!({}));
 }
@@ -824,6 +832,9 @@ fn merged_profile_keeps_filter_and_bind() {
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            // v1.36's DynamicResourceAllocation gate puts it in multiPoint without a
+            // weight (upstream TestApplyFeatureGates), so it scores with weight 1.
+            ("DynamicResources", 1),
         ]
     );
     // Same profile as the built-in default when the file says nothing.
@@ -913,7 +924,10 @@ mod yaml {
         let p = &built.profiles[0];
         assert_eq!(p.post_filter_plugins(), ["CapacityScheduling"], "postFilter `*` drops DefaultPreemption");
         assert_eq!(p.pre_filter_plugins().last(), Some(&"CapacityScheduling"));
-        assert_eq!(p.reserve_plugins(), ["CapacityScheduling"]);
+        // Reserve has no `*`: upstream `expandMultiPointPlugins` puts the multiPoint
+        // plugins serving Reserve (DynamicResources, with v1.36's gates; upstream also
+        // VolumeBinding, which schedkit lacks) before the point's own enabled plugins.
+        assert_eq!(p.reserve_plugins(), ["DynamicResources", "CapacityScheduling"]);
         assert_eq!(built.defaulted.leader_election.leader_elect, Some(false));
         assert_eq!(built.defaulted.client_connection.kubeconfig, "REPLACE_ME_WITH_KUBE_CONFIG_PATH");
         // Coscheduling is not registered; TargetLoadPacking and TopologicalSort are,
@@ -1069,4 +1083,86 @@ mod yaml {
         let err = build(&KubeSchedulerConfiguration::from_yaml(text).unwrap()).unwrap_err();
         assert_eq!(err.to_string(), "invalid configuration: profiles[1].schedulerName: Duplicate value: \"a\"");
     }
+}
+
+/// Port of `TestApplyFeatureGates` (`pkg/scheduler/apis/config/v1/default_plugins_test.go`):
+/// `getDefaultPlugins` with DynamicResourceAllocation off and on (v1.36's default), the
+/// other gates at their v1.36 defaults. Upstream's volume plugins (VolumeRestrictions,
+/// EBSLimits, GCEPDLimits, NodeVolumeLimits, AzureDiskLimits, VolumeBinding, VolumeZone)
+/// are left out: schedkit has no volume model. The default profile built on a handle
+/// with those gates has the same plugins, DynamicResources' PostFilter before
+/// DefaultPreemption's.
+#[test]
+fn apply_feature_gates_upstream_table() {
+    let upstream_without_dra: Vec<(&str, Option<i64>)> = vec![
+        ("SchedulingGates", None),
+        ("PrioritySort", None),
+        ("NodeUnschedulable", None),
+        ("NodeName", None),
+        ("TaintToleration", Some(3)),
+        ("NodeAffinity", Some(2)),
+        ("NodePorts", None),
+        ("NodeResourcesFit", Some(1)),
+        ("PodTopologySpread", Some(2)),
+        ("InterPodAffinity", Some(2)),
+        ("DefaultPreemption", None),
+        ("NodeResourcesBalancedAllocation", Some(1)),
+        ("ImageLocality", Some(1)),
+        ("DefaultBinder", None),
+    ];
+    let mut upstream_with_dra = upstream_without_dra.clone();
+    upstream_with_dra.insert(10, ("DynamicResources", None));
+    for (case, on, want) in [
+        ("Feature gate DynamicResourceAllocation disabled", false, upstream_without_dra),
+        ("Feature gate DynamicResourceAllocation enabled", true, upstream_with_dra),
+    ] {
+        let gates = FeatureGates::default().with(Feature::DynamicResourceAllocation, on);
+        let got = default_plugins(gates);
+        let got: Vec<(&str, Option<i64>)> =
+            got.multi_point.enabled.iter().map(|r| (r.name.as_str(), r.weight)).collect();
+        assert_eq!(got, want, "{case}");
+
+        let handle = Handle::default();
+        handle.set_feature_gates(gates);
+        let profile = Profile::kube_default(&handle);
+        let has = |names: Vec<&str>| names.contains(&"DynamicResources");
+        assert_eq!(has(profile.filter_plugins()), on, "{case}");
+        assert_eq!(has(profile.pre_bind_plugins()), on, "{case}");
+        assert_eq!(handle.shared::<schedkit::dra::DraStore>().is_some(), on, "{case}: a store is shared for it");
+        let post_filter = profile.post_filter_plugins();
+        let want_post_filter: &[&str] =
+            if on { &["DynamicResources", "DefaultPreemption"] } else { &["DefaultPreemption"] };
+        assert_eq!(post_filter, want_post_filter, "{case}");
+    }
+    // Already listed, it is not added twice.
+    let mut plugins = default_plugins(FeatureGates::default());
+    schedkit::plugins::apply_feature_gates(&mut plugins, FeatureGates::default());
+    assert_eq!(plugins.multi_point.enabled.iter().filter(|r| r.name == "DynamicResources").count(), 1);
+}
+
+/// `disabled: "*"` at one point and the gate-added DynamicResources: upstream merges a
+/// profile into `getDefaultPlugins()`, which already carries the gate's plugin, and
+/// `expandMultiPointPlugins` then skips every multiPoint plugin at a point whose
+/// disabled list holds `*`. So `*` drops DynamicResources there like any default plugin,
+/// and only there; disabling it by name at one point works the same way.
+#[test]
+fn star_at_one_point_drops_the_gate_added_plugin_there_only() {
+    let build = |body: &str| {
+        let handle = Handle::default();
+        let built = load(body).build(&default_registry(), &handle).unwrap();
+        built.profiles.into_iter().next().unwrap()
+    };
+    let p = build(
+        r#""profiles": [{"plugins": {"postFilter": {"enabled": [{"name": "CapacityScheduling"}], "disabled": [{"name": "*"}]}}}]"#,
+    );
+    assert_eq!(p.post_filter_plugins(), ["CapacityScheduling"]);
+    assert!(p.filter_plugins().contains(&"DynamicResources"));
+    assert_eq!(p.reserve_plugins(), ["DynamicResources"]);
+    let p = build(r#""profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "DynamicResources"}]}}}]"#);
+    assert_eq!(p.post_filter_plugins(), ["DefaultPreemption"]);
+    assert!(p.pre_bind_plugins().contains(&"DynamicResources"));
+    // Disabled in multiPoint, it is gone from every point.
+    let p = build(r#""profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}}}]"#);
+    assert!(!format!("{p:?}").contains("DynamicResources"), "{p:?}");
+    assert_eq!(p.post_filter_plugins(), ["DefaultPreemption"]);
 }

@@ -120,15 +120,16 @@ impl KubeSchedulerConfiguration {
     /// Upstream's defaulting (`SetDefaults_KubeSchedulerConfiguration`,
     /// `pkg/scheduler/apis/config/v1/defaults.go`): parallelism 16; one profile when
     /// there is none; the name `default-scheduler` when there is exactly one profile
-    /// without a name; each profile's plugins merged with [`default_plugins`]
-    /// (`dynamic_resources` adds DynamicResources to them) and its plugin args
+    /// without a name; each profile's plugins merged with the [`default_plugins`] of
+    /// `gates` (DynamicResources among them while `DynamicResourceAllocation` is on) and
+    /// its plugin args
     /// defaulted, with defaulted args appended for every enabled built-in plugin that
     /// has args and none configured; global `percentageOfNodesToScore` 0; leader
     /// election on with a `leases` lock `kube-system/kube-scheduler`, 15 s lease, 10 s
     /// renew deadline, 2 s retry; client QPS 50, burst 100, protobuf; backoff 1 s and
     /// 10 s; profiling on.
     #[must_use]
-    pub fn defaulted(&self, gates: FeatureGates, dynamic_resources: bool) -> KubeSchedulerConfiguration {
+    pub fn defaulted(&self, gates: FeatureGates) -> KubeSchedulerConfiguration {
         let mut c = self.clone();
         c.parallelism.get_or_insert(16);
         if c.profiles.is_empty() {
@@ -137,8 +138,7 @@ impl KubeSchedulerConfiguration {
         if c.profiles.len() == 1 && c.profiles[0].scheduler_name.is_none() {
             c.profiles[0].scheduler_name = Some(DEFAULT_SCHEDULER_NAME.to_owned());
         }
-        let mut defaults = default_plugins(dynamic_resources);
-        crate::plugins::apply_feature_gates(&mut defaults, gates);
+        let defaults = default_plugins(gates);
         for p in &mut c.profiles {
             p.plugins = merge_plugins(&defaults, Some(&p.plugins));
             for a in &mut p.plugin_config {
@@ -193,15 +193,18 @@ impl KubeSchedulerConfiguration {
     }
 
     /// Defaults, validates and builds the configuration: each profile through
-    /// `registry` with `handle` (its feature gates default the args and reach the
-    /// plugins; a [`DraStore`](crate::dra::DraStore) shared on it adds DynamicResources
-    /// to the default plugins), then upstream's framework checks (one QueueSort, a
+    /// `registry` with `handle` (its feature gates choose the default plugins, default
+    /// the args and reach the plugins; with `DynamicResourceAllocation` on, a
+    /// [`DraStore`](crate::dra::DraStore) is shared on it first when none is:
+    /// [`shared_dra_store`](crate::plugins::shared_dra_store)), then upstream's framework checks (one QueueSort, a
     /// Bind; a Score weight of 0 counts as 1, as upstream). Set `--feature-gates` on
     /// the handle first ([`Handle::set_feature_gates`]); a v1 file has no field for them.
     pub fn build(&self, registry: &Registry, handle: &Handle) -> Result<BuiltConfiguration, BuildError> {
         let gates = handle.feature_gates();
-        let dra = handle.shared::<crate::dra::DraStore>().is_some();
-        let c = self.defaulted(gates, dra);
+        if gates.enabled(crate::framework::Feature::DynamicResourceAllocation) {
+            crate::plugins::shared_dra_store(handle);
+        }
+        let c = self.defaulted(gates);
         c.validate().map_err(BuildError::Invalid)?;
         let mut profiles = Vec::with_capacity(c.profiles.len());
         let ignored = extender_ignored_resources(&c.extenders);

@@ -2,32 +2,33 @@
 //! (`pkg/scheduler/apis/config/v1/default_plugins.go`: `getDefaultPlugins`,
 //! `mergePlugins`, `mergePluginSet`).
 
-use crate::framework::{PluginRef, PluginSetConfig, PluginsConfig};
-use crate::plugins::{DEFAULT_PLUGINS, names};
+use crate::framework::{FeatureGates, PluginRef, PluginSetConfig, PluginsConfig};
+use crate::plugins::DEFAULT_PLUGINS;
 
-/// The default plugins as upstream's `getDefaultPlugins` lists them, all in
-/// `multiPoint`, limited to the plugins schedkit has ([`DEFAULT_PLUGINS`]: no volume
-/// plugins). With `dynamic_resources`, DynamicResources is inserted right before
-/// DefaultPreemption, as upstream does when the DynamicResourceAllocation gate is on
-/// (so an idle claim is deallocated before a pod is evicted); schedkit turns it on
-/// when a [`DraStore`](crate::dra::DraStore) is shared on the handle, since the plugin
-/// cannot run without one.
+/// The default plugins as upstream's `getDefaultPlugins` lists them for `gates`, all
+/// in `multiPoint`, limited to the plugins schedkit has ([`DEFAULT_PLUGINS`]: no volume
+/// plugins), with [`apply_feature_gates`](crate::plugins::apply_feature_gates)'
+/// additions: with `DynamicResourceAllocation` on (v1.36's default), DynamicResources
+/// right before DefaultPreemption, so an idle claim is deallocated before a pod is
+/// evicted.
 ///
 /// ```
 /// use schedkit::config::default_plugins;
-/// let p = default_plugins(true);
+/// use schedkit::framework::{Feature, FeatureGates};
+/// let p = default_plugins(FeatureGates::default());
 /// let names: Vec<&str> = p.multi_point.enabled.iter().map(|r| r.name.as_str()).collect();
 /// let dra = names.iter().position(|n| *n == "DynamicResources").unwrap();
 /// assert_eq!(names[dra + 1], "DefaultPreemption");
-/// assert!(!default_plugins(false).multi_point.enabled.iter().any(|r| r.name == "DynamicResources"));
+/// let off = FeatureGates::default().with(Feature::DynamicResourceAllocation, false);
+/// assert!(!default_plugins(off).multi_point.enabled.iter().any(|r| r.name == "DynamicResources"));
 /// ```
-pub fn default_plugins(dynamic_resources: bool) -> PluginsConfig {
-    let mut enabled: Vec<PluginRef> =
+pub fn default_plugins(gates: FeatureGates) -> PluginsConfig {
+    let enabled: Vec<PluginRef> =
         DEFAULT_PLUGINS.iter().map(|&(name, weight)| PluginRef { name: name.to_owned(), weight }).collect();
-    if dynamic_resources && let Some(i) = enabled.iter().position(|r| r.name == names::DEFAULT_PREEMPTION) {
-        enabled.insert(i, PluginRef { name: names::DYNAMIC_RESOURCES.to_owned(), weight: None });
-    }
-    PluginsConfig { multi_point: PluginSetConfig { enabled, disabled: Vec::new() }, ..PluginsConfig::default() }
+    let mut plugins =
+        PluginsConfig { multi_point: PluginSetConfig { enabled, disabled: Vec::new() }, ..PluginsConfig::default() };
+    crate::plugins::apply_feature_gates(&mut plugins, gates);
+    plugins
 }
 
 /// Merges a profile's plugins into the defaults, point by point with

@@ -80,11 +80,17 @@ pub enum Feature {
     /// fail validation. schedkit's pod-group cycle does not run a group-level PostFilter
     /// yet: pods preempt one by one as with the gate off.
     WorkloadAwarePreemption,
+    /// `DynamicResourceAllocation` (GA since v1.34, on): DRA. On, the default plugins
+    /// include DynamicResources, right before DefaultPreemption (upstream
+    /// `applyFeatureGates`), and the default profile shares a
+    /// [`DraStore`](crate::dra::DraStore) on the handle when none is. Off, DynamicResources
+    /// is not a default plugin (a profile may still enable it).
+    DynamicResourceAllocation,
 }
 
 impl Feature {
     /// Every gate, in declaration order.
-    pub const ALL: [Feature; 17] = [
+    pub const ALL: [Feature; 18] = [
         Feature::DRAPrioritizedList,
         Feature::DRAAdminAccess,
         Feature::DRADeviceTaints,
@@ -102,6 +108,7 @@ impl Feature {
         Feature::OpportunisticBatching,
         Feature::PodLevelResources,
         Feature::WorkloadAwarePreemption,
+        Feature::DynamicResourceAllocation,
     ];
 
     /// Upstream's name for the gate.
@@ -124,6 +131,7 @@ impl Feature {
             Feature::OpportunisticBatching => "OpportunisticBatching",
             Feature::PodLevelResources => "PodLevelResources",
             Feature::WorkloadAwarePreemption => "WorkloadAwarePreemption",
+            Feature::DynamicResourceAllocation => "DynamicResourceAllocation",
         }
     }
 
@@ -139,7 +147,8 @@ impl Feature {
             | Feature::DRASchedulerFilterTimeout
             | Feature::DRAConsumableCapacity
             | Feature::OpportunisticBatching
-            | Feature::PodLevelResources => true,
+            | Feature::PodLevelResources
+            | Feature::DynamicResourceAllocation => true,
             Feature::DRADeviceTaintRules
             | Feature::DRAListTypeAttributes
             | Feature::DRAWorkloadResourceClaims
@@ -358,6 +367,7 @@ mod tests {
                 "DRAConsumableCapacity",
                 "OpportunisticBatching",
                 "PodLevelResources",
+                "DynamicResourceAllocation",
             ]
         );
         for f in Feature::ALL {

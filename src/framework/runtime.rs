@@ -262,7 +262,14 @@ impl<'a> FilterGuard<'a> {
     }
 }
 
-/// PostFilter: until one succeeds (or errors).
+/// PostFilter, as upstream `RunPostFilterPlugins`
+/// (`pkg/scheduler/framework/runtime/framework.go`): a Success ends the phase with its
+/// result; an UnschedulableAndUnresolvable ends it too, with that plugin named; any
+/// other code that is not a rejection is an Error naming the plugin. Unschedulable (or
+/// Pending) lets the next plugin try: the answer is then Unschedulable with every
+/// plugin's reasons in order (so a default profile says "no new claims to deallocate,
+/// preemption: ..."), the first rejecting plugin named, and the last result a
+/// rejecting plugin returned.
 pub(crate) fn run_post_filter(
     profile: &Profile,
     state: &CycleState,
@@ -271,7 +278,9 @@ pub(crate) fn run_post_filter(
     statuses: &NodeToStatus,
     t: Option<&PointTimers>,
 ) -> (Option<PostFilterResult>, Status) {
-    let mut last = Status::unschedulable("no PostFilter plugin could help");
+    let mut result = None;
+    let mut reasons: Vec<crate::framework::Reason> = Vec::new();
+    let mut rejector: Option<&'static str> = None;
     for (i, p) in profile.post_filter.iter().enumerate() {
         let (r, s) = timed(
             timer(t, i),
@@ -279,12 +288,29 @@ pub(crate) fn run_post_filter(
             |r| r.as_ref().map_or_else(Status::code, |(_, s)| s.code()),
         )
         .unwrap_or_else(|s| (None, s));
-        if s.is_success() || s.code() == Code::Error {
+        if s.is_success() || s.code() == Code::UnschedulableAndUnresolvable {
             return (r, s.with_plugin(p.name));
         }
-        last = s.with_plugin(p.name);
+        if !s.is_rejected() {
+            // An Error keeps the plugin's result (a failed eviction keeps the pod's
+            // nomination, which schedkit's preemption relies on; upstream drops it).
+            if s.code() == Code::Error {
+                return (r, s.with_plugin(p.name));
+            }
+            return (None, Status::error(s.message()).with_plugin(p.name));
+        }
+        if r.is_some() {
+            result = r;
+        }
+        reasons.extend(s.reasons().iter().cloned());
+        rejector.get_or_insert(p.name);
     }
-    (None, last)
+    let s = Status::with_reason_list(Code::Unschedulable, reasons);
+    let s = match rejector {
+        Some(name) => s.with_plugin(name),
+        None => s,
+    };
+    (result, s)
 }
 
 /// PreScore; Skip marks the plugin's Score skipped.

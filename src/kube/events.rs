@@ -3,6 +3,11 @@
 //! kube-runtime's `Recorder` does the same but scans its whole cache on every event,
 //! which is quadratic in the pods scheduled within six minutes; this cache expires in
 //! arrival order, a constant amount of work per event.
+//!
+//! Events leave the scheduling and binding threads through a channel: one task
+//! ([`publish`]) prepares and sends them, a bounded number at a time, as client-go's
+//! broadcaster does on its own goroutine — no task per event. The API server's echo of
+//! a created Event is not decoded: its name is the one this recorder chose.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -10,8 +15,11 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::Resource;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::core::Request;
 use parking_lot::Mutex;
+use serde::de::IgnoredAny;
 use serde_json::json;
 
 /// How long an event is remembered for its series (kube-runtime's `CACHE_TTL`, the
@@ -124,23 +132,23 @@ impl Recorder {
     }
 
     /// Sends it; once the API server accepted it, the event is remembered for its series.
-    pub(super) async fn send(&self, client: kube::Client, key: Key, publish: Publish) -> Result<(), kube::Error> {
+    pub(super) async fn send(&self, client: &kube::Client, key: Key, publish: Publish) -> Result<(), kube::Error> {
         let seen = match publish {
             Publish::Create(event) => {
-                let api: Api<Event> = Api::namespaced(client, &key.namespace);
-                let created = api.create(&PostParams::default(), &event).await?;
+                let url = Event::url_path(&(), Some(&key.namespace));
+                let body = serde_json::to_vec(&event).map_err(kube::Error::SerdeError)?;
+                let req = Request::new(url).create(&PostParams::default(), body).map_err(kube::Error::BuildRequest)?;
+                // The answer is the Event as stored, under the name chosen here.
+                client.request::<IgnoredAny>(req).await?;
                 let last = event.event_time.map_or_else(Timestamp::now, |t| t.0);
-                Seen {
-                    name: created.metadata.name.unwrap_or_default(),
-                    namespace: key.namespace.clone(),
-                    count: 1,
-                    last,
-                }
+                Seen { name: event.metadata.name.unwrap_or_default(), namespace: key.namespace.clone(), count: 1, last }
             }
             Publish::Series { name, namespace, count, last } => {
-                let api: Api<Event> = Api::namespaced(client, &namespace);
                 let series = EventSeries { count, last_observed_time: MicroTime(last) };
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(json!({ "series": series }))).await?;
+                let req = Request::new(Event::url_path(&(), Some(&namespace)))
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(json!({ "series": series })))
+                    .map_err(kube::Error::BuildRequest)?;
+                client.request::<IgnoredAny>(req).await?;
                 Seen { name, namespace, count, last }
             }
         };
@@ -150,6 +158,44 @@ impl Recorder {
         cache.seen.insert(key, seen);
         Ok(())
     }
+}
+
+/// One event to publish, as the scheduling or binding thread hands it over.
+pub(super) struct Pending {
+    pub(super) warning: bool,
+    pub(super) reason: &'static str,
+    pub(super) action: &'static str,
+    pub(super) note: String,
+    pub(super) regarding: ObjectReference,
+}
+
+/// Events sent at once by [`publish`] (each is one request; the API server has no
+/// batch create).
+const IN_FLIGHT: usize = 16;
+
+/// Publishes the events handed over on `rx` until every sender is gone: each is
+/// prepared here (its name, time and series decided off the threads that report
+/// them) and sent, at most [`IN_FLIGHT`] at a time. A failed send is logged.
+pub(super) async fn publish(
+    client: kube::Client,
+    recorder: std::sync::Arc<Recorder>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Pending>,
+) {
+    use futures::StreamExt;
+    let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+    events
+        .for_each_concurrent(IN_FLIGHT, |e| {
+            let (client, recorder) = (&client, &recorder);
+            async move {
+                let name = e.regarding.name.clone().unwrap_or_default();
+                let reason = e.reason;
+                let (key, publish) = recorder.prepare(e.warning, e.reason, e.action, e.note, e.regarding);
+                if let Err(err) = recorder.send(client, key, publish).await {
+                    log::warn!("event {reason} for pod {name}: {err}");
+                }
+            }
+        })
+        .await;
 }
 
 #[cfg(test)]

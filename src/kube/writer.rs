@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod as K8sPod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::events::Recorder;
+use super::events::{Pending, Recorder};
 
 use crate::framework::Evictor;
 use crate::model::Pod;
@@ -64,15 +65,20 @@ impl Binder for KubeBinder {
                 ..ObjectReference::default()
             },
         };
-        let api = pods(&self.client, &m.namespace);
-        // The API server answers with a Status; only its HTTP code matters.
+        // The request is built from the pods path directly (an `Api` would erase its
+        // resource type into five strings on every bind); the API server answers with a
+        // Status, of which only the HTTP code matters.
+        let ns = if m.namespace.is_empty() { "default" } else { m.namespace.as_str() };
+        let req = serde_json::to_vec(&binding)
+            .map_err(kube::Error::SerdeError)
+            .and_then(|body| {
+                kube::core::Request::new(K8sPod::url_path(&(), Some(ns)))
+                    .create_subresource("binding", &m.name, &PostParams::default(), body)
+                    .map_err(kube::Error::BuildRequest)
+            })
+            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))?;
         self.rt
-            .block_on(api.create_subresource::<_, serde::de::IgnoredAny>(
-                "binding",
-                &m.name,
-                &PostParams::default(),
-                &binding,
-            ))
+            .block_on(self.client.request::<serde::de::IgnoredAny>(req))
             .map(drop)
             .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
     }
@@ -113,12 +119,13 @@ impl Evictor for KubeEvictor {
     }
 }
 
-/// Reports outcomes: the condition, the nomination and Events. Each write is spawned
-/// on the async runtime so the scheduling thread never waits for it.
+/// Reports outcomes: the condition, the nomination and Events. Events are handed to
+/// one publishing task ([`super::events::publish`]); a status patch is spawned on the
+/// async runtime. The reporting thread never waits for either.
 #[derive(Clone)]
 pub(super) struct Reporting {
     client: kube::Client,
-    recorder: Arc<Recorder>,
+    events: tokio::sync::mpsc::UnboundedSender<Pending>,
     rt: tokio::runtime::Handle,
 }
 
@@ -135,19 +142,19 @@ fn reference(pod: &Pod) -> ObjectReference {
 }
 
 impl Reporting {
+    /// Starts the event publishing task on `rt`; it ends when the last clone is dropped
+    /// and the events handed over are sent.
     pub(super) fn new(client: kube::Client, scheduler_name: &str, rt: tokio::runtime::Handle) -> Self {
-        Reporting { recorder: Arc::new(Recorder::new(scheduler_name)), client, rt }
+        let (events, rx) = tokio::sync::mpsc::unbounded_channel();
+        rt.spawn(super::events::publish(client.clone(), Arc::new(Recorder::new(scheduler_name)), rx));
+        Reporting { client, events, rt }
     }
 
     fn event(&self, pod: &Pod, warning: bool, reason: &'static str, action: &'static str, note: String) {
-        let (key, publish) = self.recorder.prepare(warning, reason, action, note, reference(pod));
-        let (recorder, client) = (self.recorder.clone(), self.client.clone());
-        let name = pod.metadata.name.clone();
-        self.rt.spawn(async move {
-            if let Err(e) = recorder.send(client, key, publish).await {
-                log::warn!("event {reason} for pod {name}: {e}");
-            }
-        });
+        let pending = Pending { warning, reason, action, note, regarding: reference(pod) };
+        if self.events.send(pending).is_err() {
+            log::warn!("event {reason} for pod {}: the publishing task has stopped", pod.metadata.name);
+        }
     }
 
     /// `Successfully assigned <namespace>/<name> to <node>` (upstream

@@ -151,10 +151,13 @@ pub fn default_registry() -> Registry {
     r
 }
 
-/// Upstream `applyFeatureGates` (`pkg/scheduler/apis/config/v1/default_plugins.go`)
-/// for the v1.36 workload gates: `GangScheduling` appends GangScheduling to
-/// `multiPoint`, `TopologyAwareWorkloadScheduling` appends TopologyPlacementGenerator
-/// and PodGroupPodsCount (weight 1). With both off (the default) nothing changes.
+/// Upstream `applyFeatureGates` (`pkg/scheduler/apis/config/v1/default_plugins.go`):
+/// `DynamicResourceAllocation` (on by default) inserts DynamicResources right before
+/// DefaultPreemption in `multiPoint` (so PostFilter first tries to deallocate an idle
+/// claim before it evicts a pod; nothing happens when DefaultPreemption is absent or
+/// DynamicResources already present), `GangScheduling` appends GangScheduling,
+/// `TopologyAwareWorkloadScheduling` appends TopologyPlacementGenerator and
+/// PodGroupPodsCount (weight 1).
 ///
 /// ```
 /// use schedkit::framework::{Feature, FeatureGates};
@@ -166,6 +169,12 @@ pub fn default_registry() -> Registry {
 pub fn apply_feature_gates(plugins: &mut PluginsConfig, gates: crate::framework::FeatureGates) {
     use crate::framework::Feature;
     let mp = &mut plugins.multi_point.enabled;
+    if gates.enabled(Feature::DynamicResourceAllocation)
+        && !mp.iter().any(|r| r.name == names::DYNAMIC_RESOURCES)
+        && let Some(i) = mp.iter().position(|r| r.name == names::DEFAULT_PREEMPTION)
+    {
+        mp.insert(i, PluginRef { name: names::DYNAMIC_RESOURCES.to_owned(), weight: None });
+    }
     if gates.enabled(Feature::GangScheduling) {
         mp.push(PluginRef { name: names::GANG_SCHEDULING.to_owned(), weight: None });
     }
@@ -197,7 +206,21 @@ pub const DEFAULT_PLUGINS: &[(&str, Option<i64>)] = &[
     (names::DEFAULT_BINDER, None),
 ];
 
-/// The default profile as config: every [`DEFAULT_PLUGINS`] entry in `multiPoint`.
+/// The [`DraStore`](crate::dra::DraStore) shared on `handle`, sharing a new one first
+/// when there is none: upstream's framework always has a DRA manager, so a default
+/// profile with DynamicResources builds on any handle. DynamicResources,
+/// NodeResourcesFit and NodeResourcesBalancedAllocation then read the same store.
+pub fn shared_dra_store(handle: &Handle) -> Arc<crate::dra::DraStore> {
+    if let Some(store) = handle.shared::<crate::dra::DraStore>() {
+        return store;
+    }
+    let store = Arc::new(crate::dra::DraStore::new());
+    handle.set_shared(store.clone());
+    store
+}
+
+/// The default profile as config: every [`DEFAULT_PLUGINS`] entry in `multiPoint`
+/// (without the feature gates' additions: [`apply_feature_gates`] adds them).
 /// Edit it (disable, add, set `pluginConfig`) and build it with
 /// [`default_registry`] to customise the default like a `KubeSchedulerConfiguration`.
 pub fn default_profile_config() -> ProfileConfig {
@@ -227,11 +250,17 @@ impl Profile {
     /// assert!(p.score_plugins().contains(&("TaintToleration", 3)));
     /// ```
     ///
-    /// The workload plugins join when their gates are on in the handle's
-    /// [`FeatureGates`](crate::framework::FeatureGates) ([`apply_feature_gates`]).
+    /// The plugins of the handle's [`FeatureGates`](crate::framework::FeatureGates)
+    /// join ([`apply_feature_gates`]): with v1.36's defaults, DynamicResources (over the
+    /// handle's [`DraStore`](crate::dra::DraStore), shared first if missing:
+    /// [`shared_dra_store`]).
     pub fn kube_default(handle: &Handle) -> Profile {
         let mut cfg = default_profile_config();
-        apply_feature_gates(&mut cfg.plugins, handle.feature_gates());
+        let gates = handle.feature_gates();
+        if gates.enabled(crate::framework::Feature::DynamicResourceAllocation) {
+            shared_dra_store(handle);
+        }
+        apply_feature_gates(&mut cfg.plugins, gates);
         default_registry().build_profile(&cfg, handle).expect("the built-in default profile is valid (tested)")
     }
 }

@@ -122,7 +122,8 @@ impl ClaimStatusWriter for StoreOnly {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DynamicResourcesArgsError {
-    /// No [`DraStore`] is shared on the handle.
+    /// No [`DraStore`] is shared on the handle (no longer returned:
+    /// [`DynamicResources::from_config`] shares one).
     #[error("DynamicResources needs a DraStore shared on the Handle (Handle::set_shared)")]
     NoStore,
     /// The args are not a JSON object.
@@ -207,7 +208,10 @@ impl DynamicResources {
 
     /// Builds the plugin from a profile's `pluginConfig` args (upstream
     /// `DynamicResourcesArgs`) over the [`DraStore`] shared on the handle
-    /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)), on the handle's
+    /// ([`Handle::set_shared`](crate::framework::Handle::set_shared)); a new one is
+    /// shared first when there is none ([`shared_dra_store`](crate::plugins::shared_dra_store):
+    /// upstream's framework always has a DRA manager, and DynamicResources is a default
+    /// plugin since v1.36's gates), on the handle's
     /// clock, writing through the `Arc<dyn ClaimStatusWriter>` shared on the handle if
     /// there is one (upstream writes through the handle's client set), else only to the
     /// store. Feature gates set on the handle
@@ -223,8 +227,8 @@ impl DynamicResources {
     /// use schedkit::framework::Handle;
     /// use schedkit::plugins::dynamic_resources::DynamicResources;
     /// let handle = Handle::default();
-    /// assert!(DynamicResources::from_config(None, &handle).is_err(), "no store shared");
-    /// handle.set_shared(Arc::new(DraStore::new()));
+    /// assert!(DynamicResources::from_config(None, &handle).is_ok());
+    /// assert!(handle.shared::<DraStore>().is_some(), "a store is shared when none was");
     /// let args = serde_json::json!({"bindingTimeout": "5m"});
     /// assert!(DynamicResources::from_config(Some(&args), &handle).is_ok());
     /// ```
@@ -233,7 +237,7 @@ impl DynamicResources {
         handle: &Handle,
     ) -> Result<DynamicResources, DynamicResourcesArgsError> {
         type E = DynamicResourcesArgsError;
-        let store = handle.shared::<DraStore>().ok_or(E::NoStore)?;
+        let store = crate::plugins::shared_dra_store(handle);
         if let Some(gates) = handle.feature_gates_if_set() {
             store.set_feature_gates(gates);
         }
@@ -471,6 +475,28 @@ impl ScorePlugin for DynamicResources {
             .map_err(|e| alloc_error(&e))
     }
 
+    /// [`ScorePlugin::score`] for a chunk of nodes, reading the cycle state once: a pod
+    /// whose claims score nothing (no claims, or none with `firstAvailable`
+    /// subrequests) gets 0 everywhere without a call per node. Upstream's plugin has no
+    /// PreScore, so none is added here either: the plugin sits at the same points.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: crate::snapshot::NodeList<'_>,
+        scores: &mut [NodeScore],
+    ) -> Result<(), Status> {
+        match state.read::<DraState>() {
+            Some(DraState { claims, .. }) if claims.has_prioritized_lists() => {
+                for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+                    slot.score = self.score(state, pod, node)?;
+                }
+            }
+            _ => scores.iter_mut().for_each(|slot| slot.score = 0),
+        }
+        Ok(())
+    }
+
     /// Upstream `NormalizeScore`: `helper.DefaultNormalizeScore(MaxNodeScore, false)`.
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
         crate::plugins::helper::default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);
@@ -488,8 +514,10 @@ impl PostFilterPlugin for DynamicResources {
         _snapshot: &Snapshot,
         _statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
+        // Upstream's fast path for a pod without claims: Unschedulable, so the next
+        // PostFilter plugin (DefaultPreemption) still runs.
         let Some(DraState { unavailable, .. }) = state.read::<DraState>() else {
-            return (None, Status::unresolvable("no ResourceClaims"));
+            return (None, Status::unschedulable("no new claims to deallocate"));
         };
         let p = &pod.pod;
         let ns = if p.metadata.namespace.is_empty() { "default" } else { p.metadata.namespace.as_str() };
@@ -536,7 +564,7 @@ impl PostFilterPlugin for DynamicResources {
         if let Some(status) = self.delete_extended_claim(p) {
             return (None, status);
         }
-        (None, Status::unresolvable("still not schedulable"))
+        (None, Status::unschedulable("still not schedulable"))
     }
 }
 
