@@ -8,7 +8,7 @@ use schedkit::dra::{
     AllocError, AllocationResult, CandidateView, DeviceChooser, DeviceClass, DraError, DraStore, GatherError,
     NodeResult, Problem, ResourceClaim, ResourceSlice,
 };
-use schedkit::model::Labels;
+use schedkit::model::{Labels, Pod, PodResourceClaim, Symbol};
 
 const ADMIN_LABEL: &str = schedkit::dra::ADMIN_ACCESS_NAMESPACE_LABEL;
 const DRIVER_A: &str = "driver-a";
@@ -86,9 +86,30 @@ impl World {
         (self, names)
     }
 
+    /// The allocation, after checking that Filter (`PodClaims::fits`, its quick path
+    /// first) gives the same answer on the node for every case.
     fn run_on(&self, names: &[String], node: &str, labels: &Labels) -> Result<NodeResult, GatherError> {
         let pairs: Vec<(&str, &str)> = names.iter().map(|n| ("default", n.as_str())).collect();
-        self.store.allocate_claims(&pairs, node, labels)
+        let result = self.store.allocate_claims(&pairs, node, labels);
+        let mut pod = Pod::default();
+        pod.metadata.name = "filter".into();
+        pod.metadata.namespace = "default".into();
+        for (i, n) in names.iter().enumerate() {
+            pod.spec.resource_claims.push(PodResourceClaim {
+                name: format!("c{i}"),
+                resource_claim_name: Some(n.clone()),
+                ..PodResourceClaim::default()
+            });
+        }
+        if let Ok(Some(pc)) = self.store.gather(&pod) {
+            let filter = pc.fits(Symbol::intern(node), labels);
+            match (&filter, &result) {
+                (Ok(Ok(())), Ok(NodeResult::Fit(_))) | (Ok(Err(_)), Ok(NodeResult::NoFit(_))) => {}
+                (Err(e), Err(GatherError::Alloc(a))) => assert_eq!(e, a),
+                _ => panic!("on {node}: Filter {filter:?}, allocation {result:?}"),
+            }
+        }
+        result
     }
 
     fn run(&self, names: &[String]) -> Result<NodeResult, GatherError> {

@@ -1,6 +1,7 @@
 //! Properties of the DRA store and allocator under random clusters and operation sequences:
 //! no device is ever held by two claims (admin access excepted), shared counters never go
-//! negative (never overdrawn), and an `All` request gets every matching device.
+//! negative (never overdrawn), an `All` request gets every matching device, and Filter's
+//! answer (its quick path first) agrees with the allocation on every node.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +13,7 @@ mod dra_support;
 use dra_support::driver_class;
 
 use schedkit::dra::{AllocError, Audit, DraStore, GatherError, NodeResult, ResourceClaim, ResourceSlice};
-use schedkit::model::{Labels, Pod, PodResourceClaim};
+use schedkit::model::{Labels, Pod, PodResourceClaim, Symbol};
 
 const DRIVER: &str = "gpu.example.com";
 
@@ -198,6 +199,43 @@ proptest! {
                 _ => {}
             }
             prop_assert_eq!(s.audit(), Audit::default());
+        }
+    }
+
+    /// Filter (`PodClaims::fits`, which asks the quick search first) says "fits" on a
+    /// node exactly when the allocation (the full search) finds devices there, and fails
+    /// with the same error, whatever is already reserved or bound.
+    #[test]
+    fn filter_agrees_with_allocation(
+        nodes in prop::collection::vec(node_spec(), 1..4),
+        claims in prop::collection::vec(claim_spec(), 1..6),
+        ops in prop::collection::vec(op(5, 3), 0..8),
+    ) {
+        let s = store(&nodes, &claims);
+        for o in ops {
+            match o {
+                Op::Reserve(p, n) if p < claims.len() && n < nodes.len() => {
+                    let _ = s.reserve(&pod(p), &format!("uid-{p}"), &format!("node-{n}"), &Labels::default());
+                }
+                Op::Bind(p) if p < claims.len() && !s.inflight(&format!("uid-{p}")).is_empty() => {
+                    s.commit(&pod(p), &format!("uid-{p}"));
+                }
+                _ => {}
+            }
+        }
+        let labels = Labels::default();
+        for p in 0..claims.len() {
+            let Some(pc) = s.gather(&pod(p)).unwrap() else { continue };
+            for n in 0..nodes.len() {
+                let node = format!("node-{n}");
+                let filter = pc.fits(Symbol::intern(&node), &labels);
+                let alloc = s.allocate_claims(&[("default", &format!("claim-{p}"))], &node, &labels);
+                match (&filter, &alloc) {
+                    (Ok(Ok(())), Ok(NodeResult::Fit(_))) | (Ok(Err(_)), Ok(NodeResult::NoFit(_))) => {}
+                    (Err(e), Err(GatherError::Alloc(a))) => prop_assert_eq!(e, a),
+                    _ => prop_assert!(false, "claim-{p} on {node}: Filter {filter:?}, allocation {alloc:?}"),
+                }
+            }
         }
     }
 

@@ -308,6 +308,9 @@ pub(crate) struct World {
     pub stale: bool,
     /// The names of the world's symbols, held while it lives.
     names: Holds,
+    /// Bit per device that Filter's quick search may take on a selector match alone:
+    /// exclusive, untainted, consuming no shared counters (built on first use).
+    pub plain: std::sync::OnceLock<Vec<u64>>,
 }
 
 fn scope_of(names: &mut Names, slice: &ResourceSlice, d: &DeviceSpec) -> Scope {
@@ -671,6 +674,19 @@ impl World {
     /// Whether any device is reachable through a node selector.
     pub fn has_selector_scoped(&self) -> bool {
         self.shared.iter().any(|&d| matches!(self.devices[d as usize].scope, Scope::Selector(_)))
+    }
+
+    /// [`World::plain`], built on first use.
+    pub fn plain_devices(&self) -> &[u64] {
+        self.plain.get_or_init(|| {
+            let mut bits = vec![0u64; self.devices.len().div_ceil(64)];
+            for (d, e) in self.devices.iter().enumerate() {
+                if !e.multi && e.consumes.is_empty() && !e.counters_missing && e.taints.is_empty() {
+                    bits[d / 64] |= 1 << (d % 64);
+                }
+            }
+            bits
+        })
     }
 
     /// Whether a device can be reached from a node.

@@ -41,7 +41,7 @@ pub(super) fn admits<'a>(
     match kind {
         // Upstream v1.35 `matchAttributeConstraint.add`: the first device sets the value;
         // later ones must be the same scalar (a list matches no type case).
-        ConstraintKind::Match => earlier.all(|o| !is_list(o) && !is_list(v) && o == v),
+        ConstraintKind::Match => earlier.all(|o| same_scalar(o, v)),
         // `distinctAttributeConstraint.matchesAttribute`: a list device fails against
         // any earlier one; a scalar only against an equal earlier scalar.
         ConstraintKind::Distinct => {
@@ -54,13 +54,36 @@ pub(super) fn admits<'a>(
     }
 }
 
+/// Without list semantics, whether `v` matches an earlier device's `o`: the same
+/// scalar (a list equals nothing).
+pub(super) fn same_scalar(o: &AttributeValue, v: &AttributeValue) -> bool {
+    !matches!(o, AttributeValue::List(_)) && !matches!(v, AttributeValue::List(_)) && o == v
+}
+
+/// [`admits`] for the search, where `earlier` are the devices already picked under the
+/// constraint, each admitted against those before it. Then, without list semantics, a
+/// `matchAttribute` is decided by the first of them alone: every later one equals it
+/// (upstream v1.35 `matchAttributeConstraint.add` keeps only the first device's value
+/// and compares each new one with it), so this reads one earlier value, not all.
+pub(super) fn admits_next<'a>(
+    kind: ConstraintKind,
+    v: &AttributeValue,
+    earlier: impl Iterator<Item = Option<&'a AttributeValue>> + Clone,
+    lists: bool,
+) -> bool {
+    if !lists && kind == ConstraintKind::Match {
+        return admits(kind, v, earlier.flatten().take(1).map(Some), lists);
+    }
+    admits(kind, v, earlier, lists)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use proptest::prelude::*;
 
-    use super::{AttributeValue, ConstraintKind, admits};
+    use super::{AttributeValue, ConstraintKind, admits, admits_next};
 
     fn value(items: &[i64]) -> AttributeValue {
         match items {
@@ -82,6 +105,25 @@ mod tests {
                 let on = admits(kind, &AttributeValue::Int(v), e.iter().map(Some), true);
                 let off = admits(kind, &AttributeValue::Int(v), e.iter().map(Some), false);
                 prop_assert_eq!(on, off);
+            }
+        }
+
+        /// Along a chain of devices each admitted against those before it, the
+        /// search's shortcut answers as the full check does, for both kinds, with and
+        /// without list semantics.
+        #[test]
+        fn admits_next_agrees_along_admitted_chains(sets in sets(), lists: bool) {
+            let values: Vec<AttributeValue> = sets.iter().map(|s| value(s)).collect();
+            for kind in [ConstraintKind::Match, ConstraintKind::Distinct] {
+                let mut chain: Vec<&AttributeValue> = Vec::new();
+                for v in &values {
+                    let full = admits(kind, v, chain.iter().copied().map(Some), lists);
+                    let quick = admits_next(kind, v, chain.iter().copied().map(Some), lists);
+                    prop_assert_eq!(full, quick);
+                    if full {
+                        chain.push(v);
+                    }
+                }
             }
         }
 

@@ -41,6 +41,7 @@
 
 mod constraint;
 mod diagnosis;
+pub(crate) mod quick;
 mod results;
 
 use std::fmt;
@@ -568,7 +569,7 @@ impl Search<'_> {
                     k.covers(&preq.name, &preq.alternatives[p.alt as usize].result_name)
                         .then(|| self.world.devices[p.dev as usize].device.attribute(k.attribute))
                 });
-                constraint::admits(k.kind, v, earlier, self.list_attributes)
+                constraint::admits_next(k.kind, v, earlier, self.list_attributes)
             });
             if !ok {
                 if must {

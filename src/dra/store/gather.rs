@@ -372,7 +372,15 @@ impl DraStore {
             || plans
                 .iter()
                 .any(|p| p.claim.requests.iter().any(|r| r.alternatives.iter().any(|a| a.result_name != r.name)));
+        // Filter's quick path: only for the plain shape, decided here once per cycle.
+        let quick = if extended.is_none() && stale_extended.is_none() && disabled.is_none() {
+            crate::dra::allocator::quick::prepare(&inner.world, &in_use, &plans, &slots, inner.chooser.is_some())
+                .map(Arc::new)
+        } else {
+            None
+        };
         Ok(PodClaims {
+            quick,
             world: inner.world.clone(),
             in_use,
             plans,

@@ -150,6 +150,9 @@ pub struct PodClaims {
     /// Whether constraints compare list-valued attributes as sets
     /// (`DRAListTypeAttributes`).
     pub(crate) list_attributes: bool,
+    /// Whether Filter may first ask the quick search
+    /// ([`allocator::quick`](crate::dra::allocator::quick)), decided once per cycle.
+    pub(crate) quick: Option<Arc<crate::dra::allocator::quick::QuickSets>>,
 }
 
 /// The pod's extended resources backed by DRA (KEP-5004), resolved in PreFilter: which

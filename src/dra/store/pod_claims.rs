@@ -62,6 +62,21 @@ impl PodClaims {
         if self.plans.is_empty() {
             return Ok(Ok(()));
         }
+        // A quick "fits" for the plain shape; anything else is the full search's to say.
+        if let Some(sets) = &self.quick
+            && allocator::quick::fits(
+                sets,
+                &self.world,
+                &self.in_use,
+                &self.plans,
+                &self.slots,
+                node,
+                self.budget,
+                self.list_attributes,
+            )
+        {
+            return Ok(Ok(()));
+        }
         match self.search(&self.plans, &self.slots, node, labels, timeout)? {
             Outcome::Fit(_) => Ok(Ok(())),
             Outcome::NoFit(d) => Ok(Err(d)),
