@@ -159,6 +159,29 @@ proptest! {
     }
 }
 
+/// One step of the proptests' random history: pod `u{i}` takes `count` devices
+/// (one for a fraction) with `milli` free on node `n`, first fit, then (if `release`)
+/// one held pod leaves.
+fn random_step(
+    state: &GpuState,
+    infos: &[NodeInfo],
+    held: &mut Vec<String>,
+    i: usize,
+    (n, milli, count, release): (usize, u32, u32, bool),
+) {
+    let count = if milli < 1000 { 1 } else { count };
+    let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
+    let g = state.node(infos[n].node().name()).unwrap();
+    let devices: Vec<u8> = (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
+    let uid = format!("u{i}");
+    if state.allocate(&uid, infos[n].node(), &req, &devices).is_ok() {
+        held.push(uid);
+    }
+    if release && !held.is_empty() {
+        state.release(&held.remove(i % held.len()));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -181,18 +204,8 @@ proptest! {
             state.add_node(ni.node());
         }
         let mut held = Vec::new();
-        for (i, (n, milli, count, release)) in allocs.into_iter().enumerate() {
-            let count = if milli < 1000 { 1 } else { count };
-            let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
-            let g = state.node(infos[n].node().name()).unwrap();
-            let devices: Vec<u8> = (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
-            let uid = format!("u{i}");
-            if state.allocate(&uid, infos[n].node(), &req, &devices).is_ok() {
-                held.push(uid);
-            }
-            if release && !held.is_empty() {
-                state.release(&held.remove(i % held.len()));
-            }
+        for (i, step) in allocs.into_iter().enumerate() {
+            random_step(&state, &infos, &mut held, i, step);
         }
         let fit = GpuShareFit::new(state.clone(), Handle::default(), DeviceSelect::BestFit);
         for (count, milli, spec) in probes {
@@ -255,19 +268,8 @@ proptest! {
         prop_assert!(infos.iter().all(|ni| narrowing.filter(&cs, &cpu_only, ni).is_success()));
         while allocs.peek().is_some() || !probes.is_empty() {
             // Interleave: a few allocations, then every probe against the table as it stands.
-            for (i, (n, milli, count, release)) in allocs.by_ref().take(5) {
-                let count = if milli < 1000 { 1 } else { count };
-                let req = GpuRequest::from_pod(&pod("x", 1, count, milli, "").to_pod()).unwrap().unwrap();
-                let g = state.node(infos[n].node().name()).unwrap();
-                let devices: Vec<u8> =
-                    (0..g.count() as u8).filter(|&d| g.free[d as usize] >= milli).take(count as usize).collect();
-                let uid = format!("u{i}");
-                if state.allocate(&uid, infos[n].node(), &req, &devices).is_ok() {
-                    held.push(uid);
-                }
-                if release && !held.is_empty() {
-                    state.release(&held.remove(i % held.len()));
-                }
+            for (i, step) in allocs.by_ref().take(5) {
+                random_step(&state, &infos, &mut held, i, step);
             }
             for &(count, milli, spec) in &probes {
                 let count = if milli < 1000 { 1 } else { count };
