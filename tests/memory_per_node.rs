@@ -52,7 +52,7 @@ struct PerNode {
 
 fn measure(nodes: usize) -> PerNode {
     let handle = Handle::default();
-    let s = Scheduler::builder()
+    let mut s = Scheduler::builder()
         .profile(Profile::kube_default(&handle))
         .handle(handle)
         .parallelism(1)
@@ -60,7 +60,6 @@ fn measure(nodes: usize) -> PerNode {
         .build();
     let events = s.events();
     let probe = PodInfo::new(PodBuilder::new("probe").cpu("100m").build()).expect("valid pod");
-    let mut s = s;
     // One cycle before the first mark, so buffers every cycle reuses exist already.
     assert!(s.schedule_one(&probe).is_err(), "no nodes yet");
     let start = live_bytes();
