@@ -351,6 +351,72 @@ mod props {
             }
         }
 
+        /// The batched Score the scheduler runs (`score_nodes`, with a straight loop for
+        /// the default `[cpu, memory]`) gives exactly the per-node `score` of
+        /// NodeResourcesFit (all three strategies, random weights) and of
+        /// BalancedAllocation (both scorings), on clusters with empty, full, overfull
+        /// and allocatable-0 nodes, with the `PodLevelResources` gate on and off.
+        /// `run_score` asserts the agreement for every node.
+        #[test]
+        fn batched_resource_scores_equal_per_node_scores(
+            nodes in proptest::collection::vec((0i64..5, 0i64..5, 0i64..6, 0i64..6, any::<bool>()), 1..6),
+            req in (0i64..4, 0i64..4),
+            weights in (1i64..=100, 1i64..=100),
+            kind in 0usize..3,
+            extended in any::<bool>(),
+            pod_level in any::<bool>(),
+        ) {
+            let gates = schedkit::framework::FeatureGates::default()
+                .with(schedkit::framework::Feature::PodLevelResources, pod_level);
+            let mut list = Vec::new();
+            let mut existing = Vec::new();
+            for (i, &(ac, am, uc, um, defaults)) in nodes.iter().enumerate() {
+                let name = format!("n{i}");
+                list.push(NodeBuilder::new(&name).cpu(&(ac * 1000).to_string()).memory(&(am * 1000).to_string())
+                    .allocatable("example.com/gpu", &ac.to_string()).build());
+                existing.push(on(&name, &[&[("cpu", &(uc * 500).to_string()), ("memory", &(um * 500).to_string())]]));
+                if defaults {
+                    // No requests: the scoring defaults (100m, 200Mi) count in Fit's score.
+                    existing.push(on(&name, &[&[]]));
+                }
+            }
+            let snap = snapshot(list, existing);
+            let pod = upod(&[&[("cpu", &(req.0 * 700).to_string()), ("memory", &(req.1 * 700).to_string()),
+                ("example.com/gpu", &u8::from(extended).to_string())]]);
+            let mut resources = vec![("cpu", weights.0), ("memory", weights.1)];
+            if extended {
+                resources.push(("example.com/gpu", 3));
+            }
+            let mut args = FitArgs {
+                scoring_strategy: ScoringStrategy {
+                    kind: [ScoringStrategyType::LeastAllocated, ScoringStrategyType::MostAllocated,
+                        ScoringStrategyType::RequestedToCapacityRatio][kind],
+                    resources: resources.iter().map(|&(n, w)| ResourceSpec::new(n, w)).collect(),
+                    requested_to_capacity_ratio: None,
+                },
+                ..FitArgs::default()
+            };
+            if kind == 2 {
+                args.scoring_strategy.requested_to_capacity_ratio = Some(serde_json::from_str(
+                    r#"{"shape": [{"utilization": 0, "score": 10}, {"utilization": 60, "score": 3}, {"utilization": 100, "score": 0}]}"#,
+                ).unwrap());
+            }
+            let fit = Fit::new(&args).unwrap().with_feature_gates(gates.clone());
+            let got = run_score(&fit, &pod, &snap).unwrap();
+            prop_assert!(got.iter().all(|(_, s)| (0..=100).contains(s)));
+            for scoring in [BalancedScoring::ChangeInBalance, BalancedScoring::BalanceAfterPlacement] {
+                let b = BalancedAllocation::new(&BalancedAllocationArgs {
+                    resources: resources.iter().map(|&(n, w)| ResourceSpec::new(n, w)).collect(),
+                    scoring,
+                })
+                .unwrap()
+                .with_feature_gates(gates.clone());
+                if let Some(got) = run_score(&b, &pod, &snap) {
+                    prop_assert!(got.iter().all(|(_, s)| (0..=100).contains(s)));
+                }
+            }
+        }
+
         /// Filter's rejection (built from fixed reason lists when the pod asks for no
         /// extended resource) has exactly the reasons, order and code of upstream's
         /// `fitsRequest` as `insufficient_resources` reports them: pods, cpu, memory,

@@ -370,23 +370,61 @@ pub(crate) fn run_normalize(
     scores: &mut [NodeScore],
     t: Option<&PluginTimer>,
 ) -> Result<(), Status> {
+    run_normalize_unchecked(sp, state, pod, scores, t)?;
+    match scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
+        Some(ns) => Err(invalid_score(sp, ns.score)),
+        None => Ok(()),
+    }
+}
+
+/// NormalizeScore of one plugin without the range check: the cycle's Score phase
+/// checks the range while it adds the weighted scores ([`add_weighted_scores`]).
+pub(crate) fn run_normalize_unchecked(
+    sp: &WeightedScore,
+    state: &CycleState,
+    pod: &PodInfo,
+    scores: &mut [NodeScore],
+    t: Option<&PluginTimer>,
+) -> Result<(), Status> {
     let s = timed(
         t,
         || guard(sp.name, "NormalizeScore", || sp.plugin.normalize(state, pod, scores)),
         |r| r.as_ref().map_or_else(Status::code, Status::code),
     )
     .unwrap_or_else(|s| s);
-    if !s.is_success() {
-        return Err(s.with_plugin(sp.name));
+    if s.is_success() { Ok(()) } else { Err(s.with_plugin(sp.name)) }
+}
+
+/// Adds each normalized score times the plugin's weight to `totals` (same order),
+/// checking upstream's range in the same pass: the error is [`run_normalize`]'s,
+/// for the first score out of range (then `totals` is garbage, and the caller
+/// drops it with the cycle).
+pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], totals: &mut [i64]) -> Result<(), Status> {
+    #[inline(always)]
+    fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> bool {
+        let mut bad = false;
+        for (t, ns) in totals.iter_mut().zip(scores) {
+            bad |= !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score);
+            *t = t.wrapping_add(weighted(ns.score));
+        }
+        bad
     }
-    if let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
-        return Err(Status::error(format!(
-            "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-            sp.name, ns.score
-        ))
-        .with_plugin(sp.name));
+    let w = sp.weight;
+    // Weight 1 (most built-ins' default) adds without a 64-bit multiply.
+    let bad = if w == 1 { add(scores, totals, |s| s) } else { add(scores, totals, |s| s.wrapping_mul(w)) };
+    if bad && let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
+        return Err(invalid_score(sp, ns.score));
     }
     Ok(())
+}
+
+/// Upstream's error for a score out of range after NormalizeScore.
+fn invalid_score(sp: &WeightedScore, score: i64) -> Status {
+    Status::error(format!(
+        "plugin {:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+        sp.name
+    ))
+    .with_plugin(sp.name)
 }
 
 /// Reserve: stops at the first failure (the caller then unreserves everything).

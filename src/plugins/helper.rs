@@ -44,6 +44,13 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     crate::model::is_extended_resource_name(name)
 }
 
+/// Runs `f` with a plugin's PreScore state `T`, read once (or built by `fallback`
+/// when PreScore didn't run): for a `score_nodes` that scores the whole batch in
+/// its own loop.
+pub(crate) fn with_state<T: StateData, R>(state: &CycleState, fallback: impl FnOnce() -> T, f: impl FnOnce(&T) -> R) -> R {
+    if let Some(s) = state.read::<T>() { f(s) } else { f(&fallback()) }
+}
+
 /// Scores a batch of nodes with a plugin's PreScore state `T`, read once for the
 /// batch (or built by `fallback` when PreScore didn't run, e.g. a direct call).
 /// The body of most built-ins' `ScorePlugin::score_nodes`.

@@ -9,7 +9,7 @@ use crate::framework::{
     CycleState, ExtensionPoints, Handle, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::model::Symbol;
-use crate::plugins::helper::score_batch;
+use crate::plugins::helper::with_state;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -115,7 +115,21 @@ impl ScorePlugin for ImageLocality {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        score_batch(state, nodes, scores, || self.pod_images(pod), score_node);
+        with_state(
+            state,
+            || self.pod_images(pod),
+            |s: &PodImages| {
+                if s.images.is_empty() {
+                    // None of the pod's images is on any node: every sum is 0, which
+                    // `calculate_priority` maps to 0 whatever the container count.
+                    scores.iter_mut().for_each(|slot| slot.score = 0);
+                } else {
+                    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+                        slot.score = score_node(s, node);
+                    }
+                }
+            },
+        );
         Ok(())
     }
 }

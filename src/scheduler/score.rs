@@ -74,10 +74,8 @@ impl Scheduler {
                 }
             }
             let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
-            runtime::run_normalize(sp, state, pod, &mut bufs.scores, norm_timer)?;
-            for (t, ns) in bufs.totals.iter_mut().zip(&bufs.scores) {
-                *t += ns.score * sp.weight;
-            }
+            runtime::run_normalize_unchecked(sp, state, pod, &mut bufs.scores, norm_timer)?;
+            runtime::add_weighted_scores(sp, &bufs.scores, &mut bufs.totals)?;
         }
         Ok(())
     }
@@ -161,10 +159,8 @@ fn memo_score(
         bufs.scores.clear();
         bufs.scores
             .extend(bufs.names.iter().enumerate().map(|(k, &name)| NodeScore { name, score: rows[k * plugins + pi] }));
-        runtime::run_normalize(sp, state, pod, &mut bufs.scores, None)?;
-        for (t, ns) in bufs.totals.iter_mut().zip(&bufs.scores) {
-            *t += ns.score * sp.weight;
-        }
+        runtime::run_normalize_unchecked(sp, state, pod, &mut bufs.scores, None)?;
+        runtime::add_weighted_scores(sp, &bufs.scores, &mut bufs.totals)?;
     }
     for (&i, &k) in bufs.memo_miss.iter().zip(&bufs.memo_miss_at) {
         memo.store_scores(i, &nodes[i], &rows[k * plugins..(k + 1) * plugins]);

@@ -71,6 +71,10 @@ where
         .iter()
         .map(|n| NodeScore { name: n.name(), score: plugin.score(&state, &pod, n).unwrap() })
         .collect();
+    // The batched Score the scheduler calls gives the same scores as per node.
+    let mut batch: Vec<NodeScore> = snap.nodes().iter().map(|n| NodeScore { name: n.name(), score: -1 }).collect();
+    plugin.score_nodes(&state, &pod, NodeList::new(snap, &idx), &mut batch).unwrap();
+    assert_eq!(batch, scores, "score_nodes disagrees with score");
     assert!(plugin.normalize(&state, &pod, &mut scores).is_success());
     Some(scores.iter().map(|s| (Symbol::as_str(s.name).to_owned(), s.score)).collect())
 }

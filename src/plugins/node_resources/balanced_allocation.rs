@@ -13,7 +13,7 @@ use crate::framework::{
     CycleState, ExtensionPoints, Feature, FeatureGates, MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin,
     Status,
 };
-use crate::plugins::helper::score_batch;
+use crate::plugins::helper::with_state;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
@@ -123,16 +123,41 @@ impl BalancedAllocation {
         BalancedAllocation::new(&a)
     }
 
+    /// [`Self::score_with`] over a batch, with the best-effort check and the scoring
+    /// choice made once.
+    fn score_batch(&self, s: &BalancedState, nodes: NodeList<'_>, scores: &mut [NodeScore]) {
+        if s.0.iter().all(|&r| r == 0) {
+            scores.iter_mut().for_each(|slot| slot.score = 0);
+            return;
+        }
+        let (reqs, dra) = (&s.0, s.1.as_ref());
+        match self.scoring {
+            BalancedScoring::BalanceAfterPlacement => {
+                scoring::balanced_nodes(&self.scored, reqs, nodes, scores, dra, |_, after| after);
+            }
+            BalancedScoring::ChangeInBalance => {
+                scoring::balanced_nodes(&self.scored, reqs, nodes, scores, dra, change_in_balance);
+            }
+        }
+    }
+
     fn score_with(&self, s: &BalancedState, node: &NodeInfo) -> i64 {
         let (reqs, dra) = (&s.0, s.1.as_ref());
         match self.scoring {
             BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(&self.scored, reqs, node, dra),
             BalancedScoring::ChangeInBalance => {
                 let (before, after) = scoring::balanced_before_after(&self.scored, reqs, node, dra);
-                MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
+                change_in_balance(before, after)
             }
         }
     }
+}
+
+/// The v1.36 score from the balance without and with the pod: `50 + (50 + after -
+/// before) / 2` (kubernetes/kubernetes#135573).
+#[inline]
+fn change_in_balance(before: i64, after: i64) -> i64 {
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + after - before) / 2
 }
 
 impl Plugin for BalancedAllocation {
@@ -176,15 +201,7 @@ impl ScorePlugin for BalancedAllocation {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        score_batch(
-            state,
-            nodes,
-            scores,
-            || self.state(pod),
-            |s, n| {
-                if s.0.iter().all(|&r| r == 0) { 0 } else { self.score_with(s, n) }
-            },
-        );
+        with_state(state, || self.state(pod), |s: &BalancedState| self.score_batch(s, nodes, scores));
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ use crate::framework::{
     PreScorePlugin, QueueingHint, ScorePlugin, Status,
 };
 use crate::model::{Symbol, is_extended_resource_name, native_names};
-use crate::plugins::helper::score_batch;
+use crate::plugins::helper::with_state;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
@@ -487,7 +487,11 @@ impl ScorePlugin for Fit {
         if self.scored.kinds.is_empty() {
             return Err(Status::error(ERR_NO_RESOURCES));
         }
-        score_batch(state, nodes, scores, || self.score_state(pod), |s, n| self.score_one(s, n));
+        with_state(
+            state,
+            || self.score_state(pod),
+            |s: &FitScoreState| self.scorer.score_nodes(&self.scored, &s.0, nodes, scores, false, s.1.as_ref()),
+        );
         Ok(())
     }
 }

@@ -7,9 +7,9 @@ use smallvec::SmallVec;
 
 use super::ArgsError;
 use crate::dra::ExtendedDeviceCounts;
-use crate::framework::MAX_NODE_SCORE;
+use crate::framework::{MAX_NODE_SCORE, NodeScore};
 use crate::model::{Symbol, native_names};
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// A resource and its weight in a score.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -435,6 +435,80 @@ impl Scorer {
     }
 }
 
+impl Scorer {
+    /// [`Scorer::score_node`] over a batch of nodes into `scores` (same order). The
+    /// default `[cpu, memory]` with LeastAllocated or MostAllocated runs a loop with
+    /// the strategy and the resource list resolved once for the batch; every other
+    /// case scores node by node. Same integers either way.
+    pub fn score_nodes(
+        &self,
+        res: &Resources,
+        pod_requests: &[i64],
+        nodes: NodeList<'_>,
+        scores: &mut [NodeScore],
+        use_requested: bool,
+        dra: Option<&ExtendedDeviceCounts>,
+    ) {
+        if res.cpu_memory
+            && let ([pc, pm, ..], [wc, wm, ..]) = (pod_requests, res.weights.as_slice())
+            && *wc > 0
+            && *wm > 0
+        {
+            let mean = CpuMemoryMean { pc: *pc, pm: *pm, wc: *wc, wm: *wm, pod_level: res.pod_level, use_requested };
+            match self {
+                Scorer::Least => return mean.score_nodes(nodes, scores, least_requested_score),
+                Scorer::Most => return mean.score_nodes(nodes, scores, most_requested_score),
+                Scorer::Ratio(_) => {}
+            }
+        }
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            slot.score = self.score_node(res, pod_requests, node, use_requested, dra);
+        }
+    }
+}
+
+/// The weighted mean of LeastAllocated / MostAllocated over the default
+/// `[cpu, memory]`, with the pod's requests and the weights read once per batch:
+/// the same arithmetic as [`weighted_mean`] through [`Resources::for_each_present`].
+struct CpuMemoryMean {
+    pc: i64,
+    pm: i64,
+    wc: i64,
+    wm: i64,
+    pod_level: bool,
+    use_requested: bool,
+}
+
+impl CpuMemoryMean {
+    #[expect(clippy::inline_always, reason = "the per-node function must inline into the loop")]
+    #[inline(always)]
+    fn score_nodes(&self, nodes: NodeList<'_>, scores: &mut [NodeScore], f: impl Fn(i64, i64) -> i64) {
+        let same_weight = self.wc == self.wm;
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            let requested = if self.use_requested {
+                node.requested_for(self.pod_level)
+            } else {
+                node.non_zero_requested_for(self.pod_level)
+            };
+            let alloc = node.allocatable();
+            let (ac, am) = (alloc.milli_cpu, alloc.memory);
+            slot.score = match (ac != 0, am != 0) {
+                (true, true) => {
+                    let c = f(requested.milli_cpu + self.pc, ac);
+                    let m = f(requested.memory + self.pm, am);
+                    // `(c*w + m*w) / 2w` is exactly `(c + m) / 2`, and both are
+                    // non-negative: a shift instead of a 64-bit division.
+                    if same_weight { (c + m) / 2 } else { (c * self.wc + m * self.wm) / (self.wc + self.wm) }
+                }
+                // One resource present: `s*w / w` is `s`.
+                (true, false) => f(requested.milli_cpu + self.pc, ac),
+                (false, true) => f(requested.memory + self.pm, am),
+                (false, false) => 0,
+            };
+        }
+    }
+}
+
 /// Requested fractions (capped at 1) of the resources a node has, with and without
 /// the pod, on the stack.
 struct Fractions {
@@ -513,15 +587,51 @@ fn cpu_memory_balance(res: &Resources, pod_requests: &[i64], node: &NodeInfo) ->
     if !res.cpu_memory {
         return None;
     }
-    let (alloc, req) = (node.allocatable(), node.requested_for(res.pod_level));
+    Some(cpu_memory_balance_at(pc, pm, res.pod_level, node))
+}
+
+/// [`cpu_memory_balance`] with the pod's cpu and memory requests given.
+#[expect(clippy::inline_always, reason = "the per-node function must inline into the batch loop")]
+#[inline(always)]
+fn cpu_memory_balance_at(pc: i64, pm: i64, pod_level: bool, node: &NodeInfo) -> (i64, i64) {
+    let (alloc, req) = (node.allocatable(), node.requested_for(pod_level));
     if alloc.milli_cpu == 0 || alloc.memory == 0 {
-        return Some((MAX_NODE_SCORE, MAX_NODE_SCORE));
+        return (MAX_NODE_SCORE, MAX_NODE_SCORE);
     }
     let frac = |r: i64, a: i64| (r as f64 / a as f64).min(1.0);
     let score = |a: f64, b: f64| ((1.0 - ((a - b) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
     let (ac, am) = (alloc.milli_cpu, alloc.memory);
     let (rc, rm) = (req.milli_cpu + pc, req.memory + pm);
-    Some((score(frac(rc - pc, ac), frac(rm - pm, am)), score(frac(rc, ac), frac(rm, am))))
+    (score(frac(rc - pc, ac), frac(rm - pm, am)), score(frac(rc, ac), frac(rm, am)))
+}
+
+/// Balanced scores over a batch of nodes: `combine(before, after)` per node into
+/// `scores` (same order), where `before`/`after` are [`balanced_before_after`]'s. The
+/// default `[cpu, memory]` runs the closed form in one loop with the pod's requests
+/// read once; other resource lists go node by node.
+#[expect(clippy::inline_always, reason = "the combining closure must inline into the loop")]
+#[inline(always)]
+pub(crate) fn balanced_nodes(
+    res: &Resources,
+    pod_requests: &[i64],
+    nodes: NodeList<'_>,
+    scores: &mut [NodeScore],
+    dra: Option<&ExtendedDeviceCounts>,
+    combine: impl Fn(i64, i64) -> i64,
+) {
+    if res.cpu_memory
+        && let [pc, pm, ..] = *pod_requests
+    {
+        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+            let (before, after) = cpu_memory_balance_at(pc, pm, res.pod_level, node);
+            slot.score = combine(before, after);
+        }
+        return;
+    }
+    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
+        let (before, after) = balanced_before_after(res, pod_requests, node, dra);
+        slot.score = combine(before, after);
+    }
 }
 
 /// `int64((1 - std) * 100)` of the given fractions.
