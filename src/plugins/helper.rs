@@ -47,7 +47,11 @@ pub fn is_extended_resource_name(name: &str) -> bool {
 /// Runs `f` with a plugin's PreScore state `T`, read once (or built by `fallback`
 /// when PreScore didn't run): for a `score_nodes` that scores the whole batch in
 /// its own loop.
-pub(crate) fn with_state<T: StateData, R>(state: &CycleState, fallback: impl FnOnce() -> T, f: impl FnOnce(&T) -> R) -> R {
+pub(crate) fn with_state<T: StateData, R>(
+    state: &CycleState,
+    fallback: impl FnOnce() -> T,
+    f: impl FnOnce(&T) -> R,
+) -> R {
     if let Some(s) = state.read::<T>() { f(s) } else { f(&fallback()) }
 }
 
