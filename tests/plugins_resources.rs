@@ -401,7 +401,7 @@ mod props {
                     r#"{"shape": [{"utilization": 0, "score": 10}, {"utilization": 60, "score": 3}, {"utilization": 100, "score": 0}]}"#,
                 ).unwrap());
             }
-            let fit = Fit::new(&args).unwrap().with_feature_gates(gates.clone());
+            let fit = Fit::new(&args).unwrap().with_feature_gates(gates);
             let got = run_score(&fit, &pod, &snap).unwrap();
             prop_assert!(got.iter().all(|(_, s)| (0..=100).contains(s)));
             for scoring in [BalancedScoring::ChangeInBalance, BalancedScoring::BalanceAfterPlacement] {
@@ -410,7 +410,7 @@ mod props {
                     scoring,
                 })
                 .unwrap()
-                .with_feature_gates(gates.clone());
+                .with_feature_gates(gates);
                 if let Some(got) = run_score(&b, &pod, &snap) {
                     prop_assert!(got.iter().all(|(_, s)| (0..=100).contains(s)));
                 }

@@ -400,6 +400,7 @@ pub(crate) fn run_normalize_unchecked(
 /// for the first score out of range (then `totals` is garbage, and the caller
 /// drops it with the cycle).
 pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], totals: &mut [i64]) -> Result<(), Status> {
+    #[expect(clippy::inline_always, reason = "the weighting closure must inline into the loop")]
     #[inline(always)]
     fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> bool {
         let mut bad = false;

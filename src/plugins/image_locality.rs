@@ -122,7 +122,9 @@ impl ScorePlugin for ImageLocality {
                 if s.images.is_empty() {
                     // None of the pod's images is on any node: every sum is 0, which
                     // `calculate_priority` maps to 0 whatever the container count.
-                    scores.iter_mut().for_each(|slot| slot.score = 0);
+                    for slot in scores.iter_mut() {
+                        slot.score = 0;
+                    }
                 } else {
                     for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
                         slot.score = score_node(s, node);

@@ -127,7 +127,9 @@ impl BalancedAllocation {
     /// choice made once.
     fn score_batch(&self, s: &BalancedState, nodes: NodeList<'_>, scores: &mut [NodeScore]) {
         if s.0.iter().all(|&r| r == 0) {
-            scores.iter_mut().for_each(|slot| slot.score = 0);
+            for slot in scores.iter_mut() {
+                slot.score = 0;
+            }
             return;
         }
         let (reqs, dra) = (&s.0, s.1.as_ref());

@@ -492,7 +492,8 @@ impl CpuMemoryMean {
             };
             let alloc = node.allocatable();
             let (ac, am) = (alloc.milli_cpu, alloc.memory);
-            slot.score = match (ac != 0, am != 0) {
+            #[expect(clippy::manual_midpoint, reason = "upstream's truncating division, kept as written")]
+            let mean = match (ac != 0, am != 0) {
                 (true, true) => {
                     let c = f(requested.milli_cpu + self.pc, ac);
                     let m = f(requested.memory + self.pm, am);
@@ -505,6 +506,7 @@ impl CpuMemoryMean {
                 (false, true) => f(requested.memory + self.pm, am),
                 (false, false) => 0,
             };
+            slot.score = mean;
         }
     }
 }
