@@ -5,7 +5,9 @@
 //! an [`ExtenderServer`]), over the wire types of `k8s.io/kube-scheduler/extender/v1`
 //! ([`wire`]).
 //!
-//! The client is a blocking `ureq` agent. HTTPS (`enableHTTPS`, `tlsConfig`, an
+//! The client speaks HTTP/1.1 itself on kept-alive connections to a plain `http://`
+//! extender reached directly, and goes through a blocking `ureq` agent for HTTPS and
+//! CONNECT proxies from the environment. HTTPS (`enableHTTPS`, `tlsConfig`, an
 //! `https://` prefix) needs feature `extender-tls` (rustls), which follows upstream
 //! `makeTransport` (see [`HttpExtender::new`]); without it they are refused with
 //! [`ExtenderConfigError::Tls`]. The server is hyper on a tokio runtime of its own
@@ -54,7 +56,9 @@
 
 mod answer;
 mod client;
+mod http1;
 mod resolve;
+mod response;
 mod server;
 mod service;
 mod tcp;
