@@ -202,7 +202,8 @@ impl Direct {
         let err = |source: io::Error| ExchangeError::Connect { host: self.authority.clone(), source };
         let budget = left(deadline, self.timeout).map_err(err)?;
         let next = NextTimeout { after: budget.into(), reason: Timeout::Resolve, per_read: None, per_write: None };
-        let addrs = self.resolver.resolve(&self.uri, &self.resolve_config, next).map_err(|e| err(io::Error::other(e)))?;
+        let addrs =
+            self.resolver.resolve(&self.uri, &self.resolve_config, next).map_err(|e| err(io::Error::other(e)))?;
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
         for addr in &addrs {
             let budget = left(deadline, self.timeout).map_err(err)?;
@@ -231,7 +232,8 @@ fn proxied(config: &ureq::config::Config, uri: &Uri) -> bool {
     let Some(proxy) = config.proxy() else { return false };
     let host = uri.host().unwrap_or_default();
     let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    let loopback = bare.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let loopback =
+        bare.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     !loopback && !proxy.is_no_proxy(uri)
 }
 

@@ -11,8 +11,9 @@
 //! `https://` prefix) needs feature `extender-tls` (rustls), which follows upstream
 //! `makeTransport` (see [`HttpExtender::new`]); without it they are refused with
 //! [`ExtenderConfigError::Tls`]. The server is hyper on a tokio runtime of its own
-//! thread, plain HTTP (put a TLS-terminating proxy in front of it); the cycle and the
-//! service stay synchronous.
+//! thread, plain HTTP, or HTTPS with feature `extender-tls`
+//! (`ExtenderServer::start_tls` with a `ServerTls`); the cycle and the service
+//! stay synchronous.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -60,6 +61,8 @@ mod http1;
 mod resolve;
 mod response;
 mod server;
+#[cfg(feature = "extender-tls")]
+mod server_tls;
 mod service;
 mod tcp;
 #[cfg(feature = "extender-tls")]
@@ -70,4 +73,6 @@ pub use client::{
     DEFAULT_EXTENDER_TIMEOUT, ExtenderConfigError, HttpExtender, MAX_RESPONSE_BYTES, from_meta_victims, to_meta_victims,
 };
 pub use server::{ExtenderServer, ServerOptions};
+#[cfg(feature = "extender-tls")]
+pub use server_tls::{ServerTls, ServerTlsConfig, ServerTlsError};
 pub use service::{ExtenderService, Reply, SEEN_PODS};
