@@ -729,14 +729,21 @@ fn framed_server(framing: Framing, body: &'static str) -> (String, Arc<AtomicUsi
                         Framing::Chunked => {
                             let mut a = format!("{head}Transfer-Encoding: chunked\r\n\r\n");
                             for piece in body.as_bytes().chunks(7) {
-                                a += &format!("{:X};piece=1\r\n{}\r\n", piece.len(), std::str::from_utf8(piece).unwrap());
+                                a += &format!(
+                                    "{:X};piece=1\r\n{}\r\n",
+                                    piece.len(),
+                                    std::str::from_utf8(piece).unwrap()
+                                );
                             }
                             a + "0\r\nX-Checksum: none\r\n\r\n"
                         }
-                        Framing::Close => format!("{head}Connection: close\r\nContent-Length: {}\r\n\r\n{body}", body.len()),
+                        Framing::Close => {
+                            format!("{head}Connection: close\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                        }
                         Framing::UntilClose => format!("{head}\r\n{body}"),
                         Framing::Continue | Framing::HangUp => {
-                            let cont = if matches!(framing, Framing::Continue) { "HTTP/1.1 100 Continue\r\n\r\n" } else { "" };
+                            let cont =
+                                if matches!(framing, Framing::Continue) { "HTTP/1.1 100 Continue\r\n\r\n" } else { "" };
                             format!("{cont}{head}Content-Length: {}\r\n\r\n{body}", body.len())
                         }
                     };
@@ -763,7 +770,8 @@ fn own_http_path_reads_every_framing_and_reuses_only_kept_connections() {
     cache.update_snapshot(&mut snap);
     let nodes: Vec<_> = snap.nodes().iter().map(|n| &**n).collect();
     let pod = PodInfo::new(PodBuilder::new("p").cpu("1").build()).unwrap();
-    let body = r#"{"NodeNames":["n1","n3"],"FailedNodes":{"n2":"too hot"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
+    let body =
+        r#"{"NodeNames":["n1","n3"],"FailedNodes":{"n2":"too hot"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
     // (framing, connections for three calls)
     for (framing, want_conns) in [
         (Framing::Chunked, 1),
