@@ -714,6 +714,7 @@ enum Framing {
 /// Serves every request on a connection with `body` framed as `framing`; counts the
 /// connections it accepted.
 fn framed_server(framing: Framing, body: &'static str) -> (String, Arc<AtomicUsize>) {
+    use std::fmt::Write as _;
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = format!("http://{}", listener.local_addr().unwrap());
     let conns = Arc::new(AtomicUsize::new(0));
@@ -729,11 +730,8 @@ fn framed_server(framing: Framing, body: &'static str) -> (String, Arc<AtomicUsi
                         Framing::Chunked => {
                             let mut a = format!("{head}Transfer-Encoding: chunked\r\n\r\n");
                             for piece in body.as_bytes().chunks(7) {
-                                a += &format!(
-                                    "{:X};piece=1\r\n{}\r\n",
-                                    piece.len(),
-                                    std::str::from_utf8(piece).unwrap()
-                                );
+                                let text = std::str::from_utf8(piece).unwrap();
+                                write!(a, "{:X};piece=1\r\n{text}\r\n", piece.len()).unwrap();
                             }
                             a + "0\r\nX-Checksum: none\r\n\r\n"
                         }
@@ -742,9 +740,9 @@ fn framed_server(framing: Framing, body: &'static str) -> (String, Arc<AtomicUsi
                         }
                         Framing::UntilClose => format!("{head}\r\n{body}"),
                         Framing::Continue | Framing::HangUp => {
-                            let cont =
+                            let informational =
                                 if matches!(framing, Framing::Continue) { "HTTP/1.1 100 Continue\r\n\r\n" } else { "" };
-                            format!("{cont}{head}Content-Length: {}\r\n\r\n{body}", body.len())
+                            format!("{informational}{head}Content-Length: {}\r\n\r\n{body}", body.len())
                         }
                     };
                     if conn.write_all(answer.as_bytes()).is_err() {
