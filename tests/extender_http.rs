@@ -6,6 +6,9 @@
 //! - a test server answering as HAMi's extender does (Go-cased keys, `null` maps),
 //!   configured as HAMi's Helm chart configures kube-scheduler;
 //! - the client against timeouts, 5xx, garbage and a closed port (ignorable or not);
+//! - the client's own HTTP/1.1 path against the framings servers use: chunked
+//!   answers, `Connection: close`, bodies ended by the close, `100 Continue`, and a
+//!   server that hangs up on a kept connection (how many connections each takes);
 //! - the server against bad, oversized and unknown requests, concurrent clients, a
 //!   client that hangs up, and a failing bind (no reservation left behind).
 
@@ -689,4 +692,112 @@ fn client_preemption_round_trip() {
         err.contains("claims to preempt pod (UID: uid-nope) on node: n1, but the pod is not found on that node"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// The client's own HTTP/1.1 path against the ways servers frame an answer.
+
+#[derive(Clone, Copy, Debug)]
+enum Framing {
+    /// Chunks of 7 bytes with an extension, and a trailer; kept alive.
+    Chunked,
+    /// Content-Length and `Connection: close`, then the server closes.
+    Close,
+    /// No length: the body ends when the server closes.
+    UntilClose,
+    /// `100 Continue`, then a kept-alive Content-Length answer.
+    Continue,
+    /// A kept-alive Content-Length answer, then the server hangs up anyway.
+    HangUp,
+}
+
+/// Serves every request on a connection with `body` framed as `framing`; counts the
+/// connections it accepted.
+fn framed_server(framing: Framing, body: &'static str) -> (String, Arc<AtomicUsize>) {
+    use std::fmt::Write as _;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let conns = Arc::new(AtomicUsize::new(0));
+    let count = conns.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                while read_request(&conn).is_some() {
+                    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+                    let answer = match framing {
+                        Framing::Chunked => {
+                            let mut a = format!("{head}Transfer-Encoding: chunked\r\n\r\n");
+                            for piece in body.as_bytes().chunks(7) {
+                                let text = std::str::from_utf8(piece).unwrap();
+                                write!(a, "{:X};piece=1\r\n{text}\r\n", piece.len()).unwrap();
+                            }
+                            a + "0\r\nX-Checksum: none\r\n\r\n"
+                        }
+                        Framing::Close => {
+                            format!("{head}Connection: close\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+                        }
+                        Framing::UntilClose => format!("{head}\r\n{body}"),
+                        Framing::Continue | Framing::HangUp => {
+                            let informational =
+                                if matches!(framing, Framing::Continue) { "HTTP/1.1 100 Continue\r\n\r\n" } else { "" };
+                            format!("{informational}{head}Content-Length: {}\r\n\r\n{body}", body.len())
+                        }
+                    };
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                    if matches!(framing, Framing::Close | Framing::UntilClose | Framing::HangUp) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, conns)
+}
+
+#[test]
+fn own_http_path_reads_every_framing_and_reuses_only_kept_connections() {
+    let mut cache = Cache::new();
+    for n in ["n1", "n2", "n3"] {
+        cache.add_node(NodeBuilder::new(n).cpu("4").build()).unwrap();
+    }
+    let mut snap = schedkit::snapshot::Snapshot::default();
+    cache.update_snapshot(&mut snap);
+    let nodes: Vec<_> = snap.nodes().iter().map(|n| &**n).collect();
+    let pod = PodInfo::new(PodBuilder::new("p").cpu("1").build()).unwrap();
+    let body =
+        r#"{"NodeNames":["n1","n3"],"FailedNodes":{"n2":"too hot"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
+    // (framing, connections for three calls)
+    for (framing, want_conns) in [
+        (Framing::Chunked, 1),
+        (Framing::Continue, 1),
+        (Framing::Close, 3),
+        (Framing::UntilClose, 3),
+        (Framing::HangUp, 3),
+    ] {
+        let (url, conns) = framed_server(framing, body);
+        let client = HttpExtender::new(&ExtenderConfig {
+            url_prefix: url,
+            filter_verb: "filter".into(),
+            node_cache_capable: true,
+            http_timeout: "5s".into(),
+            ..ExtenderConfig::default()
+        })
+        .unwrap();
+        for call in 0..3 {
+            let r = client.filter(&pod, &nodes).unwrap_or_else(|e| panic!("{framing:?} call {call}: {e}"));
+            let passed: Vec<&str> = r.passed.iter().map(|&k| nodes[k].node().name()).collect();
+            assert_eq!(passed, ["n1", "n3"], "{framing:?} call {call}");
+            assert_eq!(r.failed["n2"], "too hot", "{framing:?}");
+            if matches!(framing, Framing::HangUp) {
+                // Let the server's FIN arrive: the kept connection is probed, found
+                // closed, and not reused.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        assert_eq!(conns.load(Ordering::SeqCst), want_conns, "{framing:?}");
+    }
 }

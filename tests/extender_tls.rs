@@ -7,20 +7,28 @@
 //! wrong CA refused, `insecure` and CA-less `enableHTTPS` accepting any certificate,
 //! `serverName` overriding the URL's host, mutual TLS, the scheme taken from the URL
 //! (not from `enableHTTPS`), and the configuration errors.
+//!
+//! Then schedkit's own extender server over HTTPS (`ExtenderServer::start_tls`), from
+//! files and from PEM bytes, with and without client certificates, called by
+//! schedkit's client.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 use schedkit::config::{Extender as ExtenderConfig, ExtenderTlsConfig};
-use schedkit::extender::{ExtenderConfigError, HttpExtender};
-use schedkit::framework::Extender;
+use schedkit::extender::{
+    ExtenderConfigError, ExtenderServer, ExtenderService, HttpExtender, ServerOptions, ServerTls, ServerTlsConfig,
+    ServerTlsError,
+};
 use schedkit::framework::extender::ExtenderError;
+use schedkit::framework::{Extender, Handle, Profile};
 use schedkit::snapshot::{Cache, NodeInfo, PodInfo, Snapshot};
 use schedkit::testing::{NodeBuilder, PodBuilder};
 
@@ -350,4 +358,115 @@ fn the_config_file_carries_tls_as_kube_scheduler_reads_it() {
     let entry: ExtenderConfig = serde_json::from_value(json).unwrap();
     let client = HttpExtender::new(&entry).unwrap();
     assert_eq!(filter(&client).unwrap(), ["b"]);
+}
+
+// ---------------------------------------------------------------------------------
+// schedkit's own extender server over HTTPS.
+
+/// The default profile served over HTTPS for nodes `a` (1 CPU) and `b` (8 CPUs).
+fn schedkit_server(tls: &ServerTlsConfig) -> ExtenderServer {
+    let cache = Arc::new(Mutex::new(Cache::new()));
+    for (n, cpu) in [("a", "1"), ("b", "8")] {
+        cache.lock().add_node(NodeBuilder::new(n).cpu(cpu).build()).unwrap();
+    }
+    let profile = Arc::new(Profile::kube_default(&Handle::default()));
+    let service = Arc::new(ExtenderService::new(profile, cache));
+    let options = ServerOptions { workers: 1, ..ServerOptions::default() };
+    ExtenderServer::start_tls(service, "127.0.0.1:0", options, &ServerTls::new(tls).unwrap()).unwrap()
+}
+
+/// A 4-CPU pod through the server: the passing nodes, or the error.
+fn filter_4cpu(client: &HttpExtender) -> Result<Vec<String>, ExtenderError> {
+    let snap = snapshot();
+    let nodes: Vec<&NodeInfo> = snap.nodes().iter().map(|n| &**n).collect();
+    let pod = PodInfo::new(PodBuilder::new("p").cpu("4").build()).unwrap();
+    let r = client.filter(&pod, &nodes)?;
+    // 4 CPUs on a 1-CPU node: unresolvable by preemption (NodeResourcesFit).
+    assert!(r.failed_and_unresolvable.get("a").is_some_and(|m| m.contains("Insufficient cpu")), "{r:?}");
+    Ok(r.passed.iter().map(|&k| nodes[k].node().name().to_owned()).collect())
+}
+
+#[test]
+fn schedkit_server_serves_https_from_files_and_pem_bytes() {
+    let files =
+        ServerTlsConfig { cert_file: fixture("server.pem"), key_file: fixture("server.key"), ..Default::default() };
+    let bytes = ServerTlsConfig {
+        cert_data: read("server.pem"),
+        key_data: read("server.key"),
+        // Bytes win over a file, as `certData` over `certFile`.
+        cert_file: "/nonexistent/server.pem".into(),
+        ..Default::default()
+    };
+    for (label, tls) in [("files", files), ("bytes", bytes)] {
+        let server = schedkit_server(&tls);
+        let url = server.url();
+        assert_eq!(url, format!("https://{}", server.local_addr()), "{label}");
+        let client = HttpExtender::new(&config(format!("{url}/schedkit"), true, Some(ca_file("ca.pem")))).unwrap();
+        assert_eq!(filter_4cpu(&client).unwrap(), ["b"], "{label}");
+        assert_eq!(filter_4cpu(&client).unwrap(), ["b"], "{label}: a kept connection");
+        // By name (SAN DNS:localhost).
+        let by_name = format!("https://localhost:{}", server.local_addr().port());
+        let client = HttpExtender::new(&config(by_name, false, Some(ca_file("ca.pem")))).unwrap();
+        assert_eq!(filter_4cpu(&client).unwrap(), ["b"], "{label}");
+        // A client trusting another CA refuses the server's certificate.
+        let client = HttpExtender::new(&config(url.clone(), true, Some(ca_file("other-ca.pem")))).unwrap();
+        let err = filter_4cpu(&client).unwrap_err().to_string();
+        assert!(err.contains("UnknownIssuer"), "{label}: {err}");
+        // Plain HTTP to the HTTPS port: the handshake fails and the call with it.
+        let plain = format!("http://{}", server.local_addr());
+        let client = HttpExtender::new(&config(plain, false, None)).unwrap();
+        assert!(matches!(filter_4cpu(&client), Err(ExtenderError::Transport { .. })), "{label}");
+        server.shutdown();
+    }
+}
+
+#[test]
+fn schedkit_server_with_a_client_ca_requires_client_certificates() {
+    let server = schedkit_server(&ServerTlsConfig {
+        cert_file: fixture("server.pem"),
+        key_file: fixture("server.key"),
+        client_ca_data: read("ca.pem"),
+        ..Default::default()
+    });
+    let url = server.url();
+    let client = HttpExtender::new(&config(url.clone(), true, Some(ca_file("ca.pem")))).unwrap();
+    assert!(matches!(filter_4cpu(&client), Err(ExtenderError::Transport { .. })), "no client certificate");
+    let with_cert =
+        ExtenderTlsConfig { cert_file: fixture("client.pem"), key_file: fixture("client.key"), ..ca_file("ca.pem") };
+    let client = HttpExtender::new(&config(url, true, Some(with_cert))).unwrap();
+    assert_eq!(filter_4cpu(&client).unwrap(), ["b"]);
+    server.shutdown();
+}
+
+#[test]
+fn bad_server_tls_material_is_a_typed_error() {
+    let new = |tls: ServerTlsConfig| ServerTls::new(&tls).unwrap_err();
+    assert_eq!(new(ServerTlsConfig::default()), ServerTlsError::Missing { field: "cert" });
+    assert_eq!(
+        new(ServerTlsConfig { cert_file: fixture("server.pem"), ..Default::default() }),
+        ServerTlsError::Missing { field: "key" }
+    );
+    let missing = new(ServerTlsConfig {
+        cert_file: fixture("no-such.pem"),
+        key_file: fixture("server.key"),
+        ..Default::default()
+    });
+    assert!(matches!(&missing, ServerTlsError::File { path, .. } if path.ends_with("no-such.pem")), "{missing}");
+    let not_pem =
+        new(ServerTlsConfig { cert_data: b"hello".to_vec(), key_data: read("server.key"), ..Default::default() });
+    assert!(matches!(not_pem, ServerTlsError::Pem { field: "cert", .. }), "{not_pem}");
+    let no_key =
+        new(ServerTlsConfig { cert_data: read("server.pem"), key_data: b"hello".to_vec(), ..Default::default() });
+    assert!(matches!(no_key, ServerTlsError::Pem { field: "key", .. }), "{no_key}");
+    let bad_ca = new(ServerTlsConfig {
+        cert_data: read("server.pem"),
+        key_data: read("server.key"),
+        client_ca_data: b"hello".to_vec(),
+        ..Default::default()
+    });
+    assert!(matches!(bad_ca, ServerTlsError::Pem { field: "client_ca", .. }), "{bad_ca}");
+    // The client's key with the server's certificate.
+    let mismatch =
+        new(ServerTlsConfig { cert_data: read("server.pem"), key_data: read("client.key"), ..Default::default() });
+    assert!(matches!(mismatch, ServerTlsError::Setup { .. }), "{mismatch}");
 }

@@ -1,5 +1,7 @@
 //! [`HttpExtender`]: kube-scheduler's HTTP extender client (upstream `HTTPExtender`,
-//! `pkg/scheduler/extender.go`) on a blocking `ureq` agent, one per extender.
+//! `pkg/scheduler/extender.go`): its own HTTP/1.1 exchange on kept connections for a
+//! plain `http://` extender reached directly ([`super::http1`]), a blocking `ureq`
+//! agent for HTTPS and proxies; one of each per extender.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -13,6 +15,7 @@ use serde::de::DeserializeOwned;
 use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
 
 use super::answer::decode_filter_answer;
+use super::http1::Direct;
 use super::resolve::ExtenderResolver;
 use super::tcp::TcpConnector;
 use super::wire;
@@ -131,6 +134,8 @@ pub struct HttpExtender {
     managed: Vec<Symbol>,
     ignorable: bool,
     agent: ureq::Agent,
+    /// The own HTTP/1.1 path, when the extender is plain HTTP without a proxy.
+    direct: Option<Direct>,
     /// The verbs' URLs, built once: filter, prioritize, preempt, bind.
     urls: [String; 4],
     /// Request and response buffers kept between calls (one pair per concurrent call).
@@ -140,11 +145,16 @@ pub struct HttpExtender {
 /// One call's request body, response body and passing positions, reused.
 #[derive(Default)]
 struct Buffers {
+    /// The request's head (own HTTP/1.1 path only).
+    head: Vec<u8>,
     request: Vec<u8>,
     /// The answer's bytes, then bytes of earlier answers: kept at full length so
     /// that reading into it never zeroes it again (`read_to_end` would, per call).
     response: Vec<u8>,
-    /// How much of `response` the last answer filled.
+    /// Where the last answer's body starts in `response` (after its head on the own
+    /// HTTP/1.1 path).
+    body_start: usize,
+    /// Where the last answer's body ends in `response`.
     response_len: usize,
     passed: Vec<usize>,
 }
@@ -152,7 +162,7 @@ struct Buffers {
 impl Buffers {
     /// The last answer's body.
     fn body(&self) -> &[u8] {
-        &self.response[..self.response_len]
+        &self.response[self.body_start..self.response_len]
     }
 }
 
@@ -237,6 +247,7 @@ impl HttpExtender {
         if !scheme_ok {
             return Err(ExtenderConfigError::Url { url });
         }
+        let direct = Direct::new(&url, timeout, agent.config());
         let verb_url = |verb: &str| format!("{}/{verb}", url.trim_end_matches('/'));
         let urls = [
             verb_url(&config.filter_verb),
@@ -245,6 +256,7 @@ impl HttpExtender {
             verb_url(&config.bind_verb),
         ];
         Ok(HttpExtender {
+            direct,
             urls,
             buffers: Mutex::new(Vec::new()),
             url_prefix: url,
@@ -298,6 +310,21 @@ impl HttpExtender {
         let transport = |message: String| ExtenderError::Transport { url: url.clone(), message };
         b.request.clear();
         write(&mut b.request).map_err(|e| transport(e.to_string()))?;
+        if let Some(direct) = &self.direct {
+            let answer = direct
+                .post(direct.path(url), &b.request, &mut b.head, &mut b.response, MAX_RESPONSE_BYTES)
+                .map_err(|e| transport(e.to_string()))?;
+            if answer.status != 200 {
+                return Err(ExtenderError::Status {
+                    verb: self.verb(which).to_owned(),
+                    url: url.clone(),
+                    code: answer.status,
+                });
+            }
+            b.body_start = answer.body.start;
+            b.response_len = answer.body.end;
+            return Ok(());
+        }
         let mut resp = self
             .agent
             .post(url.as_str())
@@ -308,6 +335,7 @@ impl HttpExtender {
         if code != 200 {
             return Err(ExtenderError::Status { verb: self.verb(which).to_owned(), url: url.clone(), code });
         }
+        b.body_start = 0;
         b.response_len = 0;
         let mut reader = resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).reader();
         b.response_len = read_body(&mut reader, &mut b.response).map_err(|e| transport(e.to_string()))?;
@@ -367,7 +395,7 @@ impl HttpExtender {
             finder.assume_plain();
         }
         let answer = match decode_filter_answer(
-            &b.response[..b.response_len],
+            &b.response[b.body_start..b.response_len],
             self.node_cache_capable,
             &mut finder,
             &mut b.passed,

@@ -5,12 +5,15 @@
 //! an [`ExtenderServer`]), over the wire types of `k8s.io/kube-scheduler/extender/v1`
 //! ([`wire`]).
 //!
-//! The client is a blocking `ureq` agent. HTTPS (`enableHTTPS`, `tlsConfig`, an
+//! The client speaks HTTP/1.1 itself on kept-alive connections to a plain `http://`
+//! extender reached directly, and goes through a blocking `ureq` agent for HTTPS and
+//! CONNECT proxies from the environment. HTTPS (`enableHTTPS`, `tlsConfig`, an
 //! `https://` prefix) needs feature `extender-tls` (rustls), which follows upstream
 //! `makeTransport` (see [`HttpExtender::new`]); without it they are refused with
 //! [`ExtenderConfigError::Tls`]. The server is hyper on a tokio runtime of its own
-//! thread, plain HTTP (put a TLS-terminating proxy in front of it); the cycle and the
-//! service stay synchronous.
+//! thread, plain HTTP, or HTTPS with feature `extender-tls`
+//! (`ExtenderServer::start_tls` with a `ServerTls`); the cycle and the service
+//! stay synchronous.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -54,8 +57,12 @@
 
 mod answer;
 mod client;
+mod http1;
 mod resolve;
+mod response;
 mod server;
+#[cfg(feature = "extender-tls")]
+mod server_tls;
 mod service;
 mod tcp;
 #[cfg(feature = "extender-tls")]
@@ -66,4 +73,6 @@ pub use client::{
     DEFAULT_EXTENDER_TIMEOUT, ExtenderConfigError, HttpExtender, MAX_RESPONSE_BYTES, from_meta_victims, to_meta_victims,
 };
 pub use server::{ExtenderServer, ServerOptions};
+#[cfg(feature = "extender-tls")]
+pub use server_tls::{ServerTls, ServerTlsConfig, ServerTlsError};
 pub use service::{ExtenderService, Reply, SEEN_PODS};

@@ -1,6 +1,7 @@
 //! [`ExtenderServer`]: an [`ExtenderService`] on HTTP/1.1 (hyper on a tokio runtime
 //! of its own; the only async code in schedkit, and it only moves bytes: each
-//! request's work runs on tokio's blocking pool).
+//! request's work runs on tokio's blocking pool), over plain TCP or, with feature
+//! `extender-tls`, over TLS (tokio-rustls; see `ExtenderServer::start_tls`).
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -51,6 +52,8 @@ impl Default for ServerOptions {
 /// message; unknown verbs 404; other methods 405.
 pub struct ExtenderServer {
     addr: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -69,6 +72,33 @@ impl ExtenderServer {
         addr: impl ToSocketAddrs,
         options: ServerOptions,
     ) -> std::io::Result<ExtenderServer> {
+        Self::start_with(service, addr, options, None)
+    }
+
+    /// [`ExtenderServer::start`] over HTTPS (feature `extender-tls`): every
+    /// connection's TLS handshake must finish within
+    /// [`ServerOptions::header_timeout`]; with a client CA in `tls`, a client without a
+    /// certificate signed by it is refused in the handshake. Point kube-scheduler at
+    /// [`ExtenderServer::url`] (`https://...`) with a `tlsConfig` whose `caFile` or
+    /// `caData` trusts the server's certificate (and `certFile`/`keyFile` for the
+    /// client certificate).
+    #[cfg(feature = "extender-tls")]
+    pub fn start_tls(
+        service: Arc<ExtenderService>,
+        addr: impl ToSocketAddrs,
+        options: ServerOptions,
+        tls: &super::ServerTls,
+    ) -> std::io::Result<ExtenderServer> {
+        Self::start_with(service, addr, options, Some(tokio_rustls::TlsAcceptor::from(tls.config.clone())))
+    }
+
+    fn start_with(
+        service: Arc<ExtenderService>,
+        addr: impl ToSocketAddrs,
+        options: ServerOptions,
+        tls: Option<Acceptor>,
+    ) -> std::io::Result<ExtenderServer> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -81,10 +111,10 @@ impl ExtenderServer {
             .build()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("schedkit-extender-accept".into()).spawn(move || {
-            runtime.block_on(accept_loop(listener, service, options, stopped));
+            runtime.block_on(accept_loop(listener, service, options, tls, stopped));
             runtime.shutdown_timeout(Duration::from_secs(1));
         })?;
-        Ok(ExtenderServer { addr, stop: Some(stop), thread: Some(thread) })
+        Ok(ExtenderServer { addr, scheme, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The address bound.
@@ -92,9 +122,10 @@ impl ExtenderServer {
         self.addr
     }
 
-    /// `http://<address>`: a `urlPrefix` for kube-scheduler.
+    /// `http://<address>` (`https://` when started with TLS): a `urlPrefix` for
+    /// kube-scheduler.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// Stops accepting, lets requests in flight finish for up to a second, and joins
@@ -119,10 +150,18 @@ impl Drop for ExtenderServer {
     }
 }
 
+/// What wraps an accepted connection in TLS.
+#[cfg(feature = "extender-tls")]
+type Acceptor = tokio_rustls::TlsAcceptor;
+/// No TLS in this build: never constructed.
+#[cfg(not(feature = "extender-tls"))]
+type Acceptor = Infallible;
+
 async fn accept_loop(
     listener: std::net::TcpListener,
     service: Arc<ExtenderService>,
     options: ServerOptions,
+    tls: Option<Acceptor>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
@@ -134,15 +173,38 @@ async fn accept_loop(
         let Ok((stream, _)) = accepted else { continue };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
-        tokio::spawn(async move {
-            let svc = service_fn(move |req| respond(req, service.clone(), options));
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(options.header_timeout)
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
-        });
+        match &tls {
+            None => {
+                tokio::spawn(serve(stream, service, options));
+            }
+            #[cfg(feature = "extender-tls")]
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client that connects and never finishes the handshake is dropped.
+                    if let Ok(Ok(stream)) = tokio::time::timeout(options.header_timeout, acceptor.accept(stream)).await
+                    {
+                        serve(stream, service, options).await;
+                    }
+                });
+            }
+            #[cfg(not(feature = "extender-tls"))]
+            Some(never) => match *never {},
+        }
     }
+}
+
+/// Serves one connection's requests, plain or TLS.
+async fn serve<I>(io: I, service: Arc<ExtenderService>, options: ServerOptions)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| respond(req, service.clone(), options));
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_timeout)
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
 }
 
 fn text(status: StatusCode, message: impl Into<String>) -> Response<Full<Bytes>> {

@@ -93,7 +93,7 @@ fn socket_timeout(timeout: NextTimeout) -> Result<Option<Duration>, ureq::Error>
 }
 
 /// Sets a socket timeout when it is off from `want` by more than the slack.
-fn update(
+pub(crate) fn update(
     current: &mut Option<Duration>,
     want: Option<Duration>,
     set: impl FnOnce(Option<Duration>) -> io::Result<()>,
@@ -110,7 +110,7 @@ fn update(
     Ok(())
 }
 
-fn timed_out(e: &io::Error) -> bool {
+pub(crate) fn timed_out(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
 }
 
@@ -190,7 +190,7 @@ impl Transport for TcpTransport {
 /// `recv(MSG_PEEK | MSG_DONTWAIT)`; elsewhere the socket is made non-blocking for a
 /// one-byte read (three system calls).
 #[cfg(unix)]
-fn idle(stream: &TcpStream) -> io::Result<bool> {
+pub(crate) fn idle(stream: &TcpStream) -> io::Result<bool> {
     let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
     match socket2::SockRef::from(stream).recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(true),
@@ -200,7 +200,7 @@ fn idle(stream: &TcpStream) -> io::Result<bool> {
 }
 
 #[cfg(not(unix))]
-fn idle(stream: &TcpStream) -> io::Result<bool> {
+pub(crate) fn idle(stream: &TcpStream) -> io::Result<bool> {
     stream.set_nonblocking(true)?;
     let open = matches!((&*stream).read(&mut [0u8]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
     stream.set_nonblocking(false)?;
