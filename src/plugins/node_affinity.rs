@@ -180,6 +180,24 @@ impl FilterPlugin for NodeAffinity {
         }
         if required_affinity_matches(pod, node) { Status::SUCCESS } else { Status::unresolvable(ERR_REASON_POD) }
     }
+
+    /// [`FilterPlugin::filter`] over a chunk: the profile's and the pod's selectors
+    /// are looked up once, then each node's labels are matched against them.
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let added = self.added.as_ref().and_then(|a| a.required.as_ref());
+        let selector = &pod.pod.spec.node_selector;
+        let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
+        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            let labels = &node.node().metadata.labels;
+            if added.is_some_and(|r| !r.matches(labels, node.name())) {
+                *slot = Status::unresolvable(ERR_REASON_ENFORCED);
+            } else if !selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+                || required.is_some_and(|r| !r.matches(labels, node.name()))
+            {
+                *slot = Status::unresolvable(ERR_REASON_POD);
+            }
+        }
+    }
 }
 
 impl PreScorePlugin for NodeAffinity {
