@@ -70,8 +70,10 @@ pub(super) fn filter_chunk(
         }
         current.set(i);
         plugin.filter_nodes(state, pod, NodeList::new(snap, live), &mut scratch[..m]);
-        let mut w = 0;
-        for j in 0..m {
+        // Most chunks pass a plugin whole: find the first failure before compacting.
+        let Some(first) = scratch[..m].iter().position(|s| !s.is_success()) else { continue };
+        let mut w = first;
+        for j in first..m {
             if scratch[j].is_success() {
                 live[w] = live[j];
                 at[w] = at[j];

@@ -110,7 +110,15 @@ type Walked = (Vec<usize>, Vec<(usize, Status)>, usize);
 
 /// Upstream's walk: node by node from `start`, each node through the plugins until
 /// one fails, until `to_find` nodes passed.
-fn node_by_node(profile: &Profile, state: &CycleState, pod: &PodInfo, snap: &Snapshot, cands: &[usize], to_find: usize, start: usize) -> Walked {
+fn node_by_node(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    cands: &[usize],
+    to_find: usize,
+    start: usize,
+) -> Walked {
     let (mut feasible, mut failed, mut processed) = (Vec::new(), Vec::new(), 0);
     let current = Cell::new(0);
     for i in 0..cands.len() {
@@ -131,7 +139,16 @@ fn node_by_node(profile: &Profile, state: &CycleState, pod: &PodInfo, snap: &Sna
 
 /// The scheduler's Filter phase on `threads` threads.
 #[expect(clippy::too_many_arguments, reason = "test; the walk's inputs")]
-fn batched(profile: &Arc<Profile>, state: &CycleState, pod: &PodInfo, snap: &Snapshot, narrowed: Option<&[usize]>, to_find: usize, start: usize, threads: usize) -> Walked {
+fn batched(
+    profile: &Arc<Profile>,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    narrowed: Option<&[usize]>,
+    to_find: usize,
+    start: usize,
+    threads: usize,
+) -> Walked {
     let mut cfg = super::SchedulerConfig { parallelism: threads, ..Default::default() };
     cfg.parallel_min_nodes = 0;
     let mut s = Scheduler::builder().profile((**profile).clone()).config(cfg).build();
