@@ -112,7 +112,8 @@ impl Scheduler {
         let outcome = guard.run(|current| {
             // Walk the candidates from `start`, wrapping once, without a division per node.
             let mut k = (start + processed) % n_cand;
-            for _ in processed..n_cand {
+            let left = n_cand - processed;
+            for _ in 0..left {
                 if bufs.feasible.len() >= to_find {
                     break;
                 }

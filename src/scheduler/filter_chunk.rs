@@ -147,7 +147,7 @@ impl Walk<'_, '_> {
                 if want == 0 {
                     break;
                 }
-                let m = want.max(MIN_CHUNK).min(CHUNK).min(count - processed);
+                let m = want.clamp(MIN_CHUNK, CHUNK).min(count - processed);
                 for slot in &mut idx[..m] {
                     *slot = self.candidates.map_or(k, |c| c[k]);
                     k += 1;
@@ -183,12 +183,11 @@ impl Walk<'_, '_> {
                 }
             }
         });
-        match outcome {
-            Ok(()) => Ok(processed),
-            Err(_) => {
-                bufs.reset();
-                Err(processed)
-            }
+        if outcome.is_ok() {
+            Ok(processed)
+        } else {
+            bufs.reset();
+            Err(processed)
         }
     }
 }

@@ -83,7 +83,8 @@ pub(super) fn find_feasible(
                 }
                 let outcome = guard.run(|current| {
                     let mut k = (start + first + processed) % n_cand;
-                    for _ in processed..len {
+                    let left = len - processed;
+                    for _ in 0..left {
                         if early_stop && processed % 16 == 0 {
                             let total = found.fetch_add(unpublished, Ordering::Relaxed) + unpublished;
                             unpublished = 0;
