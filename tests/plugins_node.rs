@@ -5,7 +5,7 @@
 mod support;
 
 use schedkit::framework::{Code, Handle, NodeScore, PreFilterPlugin, PreScorePlugin, ScorePlugin};
-use schedkit::framework::{CycleState, FilterPlugin};
+use schedkit::framework::{CycleState, FilterPlugin, Status};
 use schedkit::model::{Pod, TaintEffect};
 use schedkit::plugins::image_locality::ImageLocality;
 use schedkit::plugins::node_affinity::{NodeAffinity, NodeAffinityArgs};
@@ -19,8 +19,18 @@ use support::plugins::*;
 
 fn filter_one<P: FilterPlugin>(p: &P, pod: &Pod, node: schedkit::model::Node) -> (Code, Vec<String>) {
     let snap = snapshot(vec![node], vec![]);
-    let s = p.filter(&CycleState::new(), &PodInfo::new(pod.clone()).unwrap(), &snap.nodes()[0]);
+    let pod = PodInfo::new(pod.clone()).unwrap();
+    let s = p.filter(&CycleState::new(), &pod, &snap.nodes()[0]);
+    assert_eq!(batched(p, &CycleState::new(), &pod, &snap), s, "filter_nodes agrees with filter");
     (s.code(), s.reasons().iter().map(ToString::to_string).collect())
+}
+
+/// The plugin's batched Filter (`filter_nodes`) on the snapshot's one node.
+fn batched<P: FilterPlugin>(p: &P, state: &CycleState, pod: &PodInfo, snap: &schedkit::snapshot::Snapshot) -> Status {
+    let mut out = [Status::SUCCESS];
+    p.filter_nodes(state, pod, NodeList::new(snap, &[0]), &mut out);
+    let [s] = out;
+    s
 }
 
 /// [`filter_one`] after the plugin's PreFilter (which may compile what Filter reads):
@@ -38,6 +48,7 @@ fn pre_filter_then_filter<P: FilterPlugin + PreFilterPlugin>(
         return (Code::Success, vec![]);
     }
     let s = p.filter(&state, &pod, &snap.nodes()[0]);
+    assert_eq!(batched(p, &state, &pod, &snap), s, "filter_nodes agrees with filter");
     (s.code(), s.reasons().iter().map(ToString::to_string).collect())
 }
 

@@ -174,6 +174,13 @@ impl<'a> ActiveFilters<'a> {
                 .collect(),
         )
     }
+
+    /// The active plugins in profile order: `(position in the profile's Filter
+    /// list, plugin, name)`.
+    #[inline]
+    pub(crate) fn plugins(&self) -> &[(usize, &'a dyn FilterPlugin, &'static str)] {
+        &self.0
+    }
 }
 
 /// [`run_filters`] over a cycle's [`ActiveFilters`]: the serial and parallel
@@ -201,7 +208,7 @@ pub(crate) fn run_active_filters(
 /// return become errors. Not cold: rejections are common (most nodes of a full
 /// cluster).
 #[inline]
-fn filter_failure(s: Status, name: &'static str) -> Status {
+pub(crate) fn filter_failure(s: Status, name: &'static str) -> Status {
     let s = if s.is_rejected() || s.code() == Code::Error { s } else { bad_filter_code(name, &s) };
     s.with_plugin(name)
 }

@@ -12,6 +12,10 @@ use smallvec::SmallVec;
 
 use super::Symbol;
 
+#[path = "labels_masks.rs"]
+mod masks;
+pub(crate) use masks::{MASK_NODES, NodeBlock};
+
 /// A set of `key=value` labels, interned and sorted by key symbol for fast lookup.
 ///
 /// The set holds a reference on each key and value symbol (see [`crate::model::intern`]

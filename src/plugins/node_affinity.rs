@@ -9,6 +9,7 @@ use crate::framework::{
     CycleState, ExtensionPoints, FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreFilterPlugin, PreFilterResult,
     PreScorePlugin, ScorePlugin, Status,
 };
+use crate::model::labels::{MASK_NODES, NodeBlock};
 use crate::model::{
     FIELD_METADATA_NAME, NodeAffinity as NodeAffinitySpec, NodeSelectorOperator, PreferredSchedulingTerm,
 };
@@ -180,6 +181,37 @@ impl FilterPlugin for NodeAffinity {
         }
         if required_affinity_matches(pod, node) { Status::SUCCESS } else { Status::unresolvable(ERR_REASON_POD) }
     }
+
+    /// [`FilterPlugin::filter`] over a chunk: each requirement of the profile's and
+    /// the pod's selectors is matched against the chunk's nodes at once (a bit per
+    /// node), so its operator and values are read once per chunk, not per node.
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let added = self.added.as_ref().and_then(|a| a.required.as_ref());
+        let selector = &pod.pod.spec.node_selector;
+        let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
+        for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(statuses.chunks_mut(MASK_NODES)) {
+            let block = NodeList::new(nodes.snapshot(), idx);
+            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
+            let all = block.all();
+            let enforced = added.map_or(all, |r| r.match_mask(&block));
+            let mut ok = enforced;
+            for (k, v) in selector.iter() {
+                ok &= block.label_equals_mask(k, v);
+            }
+            if let Some(r) = required
+                && ok != 0
+            {
+                ok &= r.match_mask(&block);
+            }
+            let mut bad = all & !ok;
+            while bad != 0 {
+                let i = bad.trailing_zeros() as usize;
+                bad &= bad - 1;
+                let reason = if enforced >> i & 1 == 0 { ERR_REASON_ENFORCED } else { ERR_REASON_POD };
+                out[i] = Status::unresolvable(reason);
+            }
+        }
+    }
 }
 
 impl PreScorePlugin for NodeAffinity {
@@ -213,8 +245,22 @@ impl ScorePlugin for NodeAffinity {
     ) -> Result<(), Status> {
         let pod_terms = pod.pod.node_affinity().map_or(&[][..], |a| a.preferred.as_slice());
         let added = self.added_preferred();
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            slot.score = preferred_score(added, node) + preferred_score(pod_terms, node);
+        // A block of nodes at a time: each term is matched against the block at once
+        // (a bit per node) and its weight added where it matched.
+        for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(scores.chunks_mut(MASK_NODES)) {
+            let block = NodeList::new(nodes.snapshot(), idx);
+            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
+            for slot in out.iter_mut() {
+                slot.score = 0;
+            }
+            for t in added.iter().chain(pod_terms) {
+                let mut m = t.preference.match_mask(&block);
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    out[i].score += i64::from(t.weight);
+                }
+            }
         }
         Ok(())
     }

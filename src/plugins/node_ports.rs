@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, Status};
 use crate::plugins::names;
-use crate::snapshot::{HostPort, NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{HostPort, NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// Upstream `ErrReason`.
 pub const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
@@ -52,6 +52,16 @@ impl FilterPlugin for NodePorts {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
         if fits_ports(wanted, node) { Status::SUCCESS } else { Status::unschedulable(ERR_REASON) }
+    }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
+        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            if !fits_ports(wanted, node) {
+                *slot = Status::unschedulable(ERR_REASON);
+            }
+        }
     }
 }
 

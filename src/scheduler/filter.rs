@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::filter_chunk;
 use super::node_filter::filter_node;
 #[cfg(feature = "parallel")]
 use super::parallel;
@@ -83,16 +84,36 @@ impl Scheduler {
         }
         let nodes = snap.nodes();
         let timers = self.timers.as_deref().map(|t| &t.filter);
-        let mut processed = 0;
-        let mut at = 0;
         let nominated = bufs.nominated.as_deref();
         let guard = runtime::FilterGuard::new(profile);
         let candidates = &bufs.candidates;
         let active = runtime::ActiveFilters::new(profile, state);
+        let mut processed = 0;
+        // Plugin-major over chunks of nodes, unless a node needs its own pass: the group
+        // memo answers node by node, nominated pods are added per node, and the latency
+        // recorder times each plugin call.
+        if memo.is_none() && timers.is_none() && nominated.is_none() {
+            let walk = filter_chunk::Walk {
+                active: &active,
+                state,
+                pod,
+                snap,
+                candidates: narrowed.then_some(candidates.as_slice()),
+                n_cand,
+            };
+            let (feasible, failed) = (&mut bufs.feasible, &mut bufs.failed);
+            match walk.run(&guard, start % n_cand, n_cand, |found| to_find - found, &mut bufs.chunk, feasible, failed) {
+                Ok(p) => return p,
+                // A plugin panicked: walk on node by node from that chunk to blame it.
+                Err(p) => processed = p,
+            }
+        }
+        let mut at = 0;
         let outcome = guard.run(|current| {
             // Walk the candidates from `start`, wrapping once, without a division per node.
-            let mut k = start % n_cand;
-            for _ in 0..n_cand {
+            let mut k = (start + processed) % n_cand;
+            let left = n_cand - processed;
+            for _ in 0..left {
                 if bufs.feasible.len() >= to_find {
                     break;
                 }

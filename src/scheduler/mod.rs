@@ -12,6 +12,9 @@ mod binding;
 mod builder;
 mod config;
 mod filter;
+mod filter_chunk;
+#[cfg(test)]
+mod filter_chunk_tests;
 mod fit_error;
 mod group_memo;
 mod group_preemption;
@@ -84,6 +87,8 @@ struct Buffers {
     /// places among the feasible nodes.
     memo_miss: Vec<usize>,
     memo_miss_at: Vec<usize>,
+    /// The batched Filter loop's chunk scratch.
+    chunk: filter_chunk::ChunkBufs,
 }
 
 /// The recorder and, per profile (by position), its plugin timers and its

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Buffers, runtime};
+use super::{Buffers, filter_chunk, runtime};
 use crate::framework::metrics::{PointTimers, timed};
 use crate::framework::scheduler_metrics::PluginTimer;
 use crate::framework::{CycleState, NodeScore, Profile, Status, WeightedScore};
@@ -47,14 +47,44 @@ pub(super) fn find_feasible(
                 let mut bad = Vec::new();
                 let mut processed = 0;
                 let mut at = 0;
+                let first = c * chunk;
+                let len = chunk.min(n_cand - first);
                 // Publish to the shared counter only every few nodes: an atomic add
                 // per feasible node makes the threads fight over one cache line.
                 let early_stop = to_find < n_cand;
                 let mut unpublished = 0;
                 let guard = runtime::FilterGuard::new(profile);
+                if timers.is_none() && nominated.is_none() {
+                    // Plugin-major, as the serial loop: the counter is read and
+                    // published once per chunk of nodes.
+                    let walk = filter_chunk::Walk {
+                        active: &active,
+                        state,
+                        pod,
+                        snap,
+                        candidates: narrowed.then_some(candidates.as_slice()),
+                        n_cand,
+                    };
+                    let mut published = 0;
+                    let room = |got: usize| {
+                        if !early_stop {
+                            return usize::MAX;
+                        }
+                        let total = found.fetch_add(got - published, Ordering::Relaxed) + (got - published);
+                        published = got;
+                        to_find.saturating_sub(total)
+                    };
+                    let mut bufs = filter_chunk::ChunkBufs::default();
+                    match walk.run(&guard, (start + first) % n_cand, len, room, &mut bufs, &mut ok, &mut bad) {
+                        Ok(p) => return (ok, bad, p),
+                        // A plugin panicked: on node by node from that chunk to blame it.
+                        Err(p) => processed = p,
+                    }
+                }
                 let outcome = guard.run(|current| {
-                    let mut k = (start + c * chunk) % n_cand;
-                    for _ in c * chunk..((c + 1) * chunk).min(n_cand) {
+                    let mut k = (start + first + processed) % n_cand;
+                    let left = len - processed;
+                    for _ in 0..left {
                         if early_stop && processed % 16 == 0 {
                             let total = found.fetch_add(unpublished, Ordering::Relaxed) + unpublished;
                             unpublished = 0;

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::framework::{CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status};
 use crate::model::{Labels, Symbol};
-use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// `(topology key, value)` -> number of matching terms (upstream `topologyToMatchedTermCount`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -214,18 +214,42 @@ impl FilterPlugin for InterPodAffinity {
     /// pods' anti-affinity (Unschedulable), with upstream's reasons. Allocation-free.
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>() else {
-            return Status::error("reading \"PreFilterInterPodAffinity\" from cycleState: not found");
+            return Status::error(ERR_STATE_NOT_FOUND);
         };
-        let labels = &node.node().metadata.labels;
-        if !satisfies_affinity(s, labels) {
-            return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
-        }
-        if !satisfies_anti_affinity(s, labels) {
-            return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
-        }
-        if !satisfies_existing_anti_affinity(s, labels) {
-            return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
-        }
-        Status::SUCCESS
+        filter_with(s, node)
     }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
+    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let Some(s) = state.read::<PreFilterState>() else {
+            statuses.fill(Status::error(ERR_STATE_NOT_FOUND));
+            return;
+        };
+        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            let r = filter_with(s, node);
+            if !r.is_success() {
+                *slot = r;
+            }
+        }
+    }
+}
+
+/// The Error of a Filter that finds no PreFilter state.
+const ERR_STATE_NOT_FOUND: &str = "reading \"PreFilterInterPodAffinity\" from cycleState: not found";
+
+/// Filter against the PreFilter state: affinity (UnschedulableAndUnresolvable),
+/// then anti-affinity and existing pods' anti-affinity (Unschedulable).
+#[inline]
+fn filter_with(s: &PreFilterState, node: &NodeInfo) -> Status {
+    let labels = &node.node().metadata.labels;
+    if !satisfies_affinity(s, labels) {
+        return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
+    }
+    if !satisfies_anti_affinity(s, labels) {
+        return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
+    }
+    if !satisfies_existing_anti_affinity(s, labels) {
+        return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
+    }
+    Status::SUCCESS
 }

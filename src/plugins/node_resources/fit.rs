@@ -336,21 +336,48 @@ impl FilterPlugin for Fit {
             computed = self.state_for(pod);
             &computed
         };
-        // Fast path without allocation: most nodes fit.
-        let alloc = node.allocatable();
-        let used = node.requested_for(s.pod_level);
-        let fits = (node.pods().len() as i64) < alloc.allowed_pod_number
-            && (!s.has_any
-                || ((s.milli_cpu == 0 || s.milli_cpu <= alloc.milli_cpu - used.milli_cpu)
-                    && (s.memory == 0 || s.memory <= alloc.memory - used.memory)
-                    && (s.ephemeral_storage == 0
-                        || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
-                    && s.scalar.iter().all(|&(n, r, _, backed)| {
-                        let a = alloc.scalar(n);
-                        (backed && a == 0) || r <= a - used.scalar(n)
-                    })));
-        if fits { Status::SUCCESS } else { rejection(s, node) }
+        filter_with(s, node)
     }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let computed;
+        let s = if let Some(s) = state.read::<FitState>() {
+            s
+        } else {
+            computed = self.state_for(pod);
+            &computed
+        };
+        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            if !fits(s, node) {
+                *slot = rejection(s, node);
+            }
+        }
+    }
+}
+
+/// Filter against the PreFilter state.
+#[inline]
+fn filter_with(s: &FitState, node: &NodeInfo) -> Status {
+    if fits(s, node) { Status::SUCCESS } else { rejection(s, node) }
+}
+
+/// Whether the node has room for the pod: the fast path without allocation (most
+/// nodes fit); [`rejection`] says why not.
+#[inline]
+fn fits(s: &FitState, node: &NodeInfo) -> bool {
+    let alloc = node.allocatable();
+    let used = node.requested_for(s.pod_level);
+    (node.pods().len() as i64) < alloc.allowed_pod_number
+        && (!s.has_any
+            || ((s.milli_cpu == 0 || s.milli_cpu <= alloc.milli_cpu - used.milli_cpu)
+                && (s.memory == 0 || s.memory <= alloc.memory - used.memory)
+                && (s.ephemeral_storage == 0
+                    || s.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage)
+                && s.scalar.iter().all(|&(n, r, _, backed)| {
+                    let a = alloc.scalar(n);
+                    (backed && a == 0) || r <= a - used.scalar(n)
+                })))
 }
 
 /// The reasons a node doesn't fit: out of line, so the fitting path stays small

@@ -9,7 +9,7 @@ use super::common::{Constraint, node_has_all_keys};
 use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread};
 use crate::framework::{CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status};
 use crate::model::{Pod, Symbol};
-use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// The two domains with the fewest matching pods (upstream `criticalPaths`).
 /// `paths[0]` always holds the minimum; `paths[1]` is at least as large but not
@@ -261,19 +261,43 @@ impl FilterPlugin for PodTopologySpread {
     /// without a topology key is UnschedulableAndUnresolvable. Allocation-free.
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let Some(s) = state.read::<PreFilterState>() else {
-            return Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found");
+            return Status::error(ERR_STATE_NOT_FOUND);
         };
-        let labels = &node.node().metadata.labels;
-        for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
-            let Some(value) = labels.get(key) else {
-                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
-            };
-            if counts.get(value) > limit {
-                return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+        filter_with(s, node)
+    }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
+    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        let Some(s) = state.read::<PreFilterState>() else {
+            statuses.fill(Status::error(ERR_STATE_NOT_FOUND));
+            return;
+        };
+        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            let r = filter_with(s, node);
+            if !r.is_success() {
+                *slot = r;
             }
         }
-        Status::SUCCESS
     }
+}
+
+/// The Error of a Filter that finds no PreFilter state.
+const ERR_STATE_NOT_FOUND: &str = "reading \"PreFilterPodTopologySpread\" from cycleState: not found";
+
+/// Filter against the PreFilter state: one label lookup and one compare per
+/// constraint.
+#[inline]
+fn filter_with(s: &PreFilterState, node: &NodeInfo) -> Status {
+    let labels = &node.node().metadata.labels;
+    for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
+        let Some(value) = labels.get(key) else {
+            return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+        };
+        if counts.get(value) > limit {
+            return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+        }
+    }
+    Status::SUCCESS
 }
 
 #[cfg(test)]

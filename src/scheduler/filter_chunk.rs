@@ -1,0 +1,193 @@
+//! The batched, plugin-major Filter step the serial and the parallel Filter loops
+//! share: a chunk of candidate nodes through every active plugin's `filter_nodes`.
+//!
+//! Upstream's `RunFilterPlugins` (`pkg/scheduler/framework/runtime/framework.go`)
+//! runs the plugins node by node and records the first failing plugin's status.
+//! Running them plugin by plugin over a chunk, each plugin seeing only the nodes
+//! every earlier plugin passed, records the same status per node: a node's first
+//! failing plugin is the first plugin (in profile order) that saw it and failed it.
+
+use std::cell::Cell;
+
+use crate::framework::{CycleState, Status, runtime};
+use crate::snapshot::{NodeList, PodInfo, Snapshot};
+
+/// Nodes per chunk: enough that a plugin's per-chunk setup (its CycleState read,
+/// the virtual call) is spread thin, few enough that the chunk's nodes stay in cache
+/// from one plugin to the next.
+pub(super) const CHUNK: usize = 64;
+
+/// A chunk's scratch, reused from chunk to chunk (no allocation per chunk).
+#[derive(Debug)]
+pub(super) struct ChunkBufs {
+    /// Snapshot positions of the chunk's nodes still passing, compacted after each plugin.
+    live: Vec<usize>,
+    /// The chunk positions of `live`.
+    at: Vec<u8>,
+    /// The running plugin's answers for `live` (all `Success` between plugins).
+    scratch: Vec<Status>,
+    /// Per chunk position: the node's outcome (`Success`: every plugin passed it).
+    /// The caller takes each entry, which leaves `Success` for the next chunk.
+    pub(super) outcome: Vec<Status>,
+}
+
+impl Default for ChunkBufs {
+    fn default() -> Self {
+        ChunkBufs {
+            live: Vec::with_capacity(CHUNK),
+            at: Vec::with_capacity(CHUNK),
+            scratch: vec![Status::SUCCESS; CHUNK],
+            outcome: vec![Status::SUCCESS; CHUNK],
+        }
+    }
+}
+
+/// Runs `nodes` (snapshot positions in walk order, at most [`CHUNK`]) through the
+/// cycle's active Filter plugins; afterwards `bufs.outcome[j]` is node `nodes[j]`'s
+/// status, as [`runtime::run_active_filters`] gives it. `bufs.outcome[..nodes.len()]`
+/// must be `Success` on entry. Not panic isolated: the caller's
+/// [`runtime::FilterGuard`] is, and `current` names the plugin running.
+pub(super) fn filter_chunk(
+    active: &runtime::ActiveFilters<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    nodes: &[usize],
+    current: &Cell<usize>,
+    bufs: &mut ChunkBufs,
+) {
+    debug_assert!(nodes.len() <= CHUNK);
+    let ChunkBufs { live, at, scratch, outcome } = bufs;
+    live.clear();
+    live.extend_from_slice(nodes);
+    at.clear();
+    // At most CHUNK (64) positions: each fits a byte.
+    at.extend((0..nodes.len()).map(|j| j as u8));
+    for &(i, plugin, name) in active.plugins() {
+        let m = live.len();
+        if m == 0 {
+            break;
+        }
+        current.set(i);
+        plugin.filter_nodes(state, pod, NodeList::new(snap, live), &mut scratch[..m]);
+        // Most chunks pass a plugin whole: find the first failure before compacting.
+        let Some(first) = scratch[..m].iter().position(|s| !s.is_success()) else { continue };
+        let mut w = first;
+        for j in first..m {
+            if scratch[j].is_success() {
+                live[w] = live[j];
+                at[w] = at[j];
+                w += 1;
+            } else {
+                let s = std::mem::take(&mut scratch[j]);
+                outcome[usize::from(at[j])] = runtime::filter_failure(s, name);
+            }
+        }
+        live.truncate(w);
+        at.truncate(w);
+    }
+}
+
+impl ChunkBufs {
+    /// Back to all-`Success` after a panic cut a chunk short.
+    fn reset(&mut self) {
+        self.scratch.iter_mut().chain(&mut self.outcome).for_each(|s| *s = Status::SUCCESS);
+    }
+}
+
+/// Below this many nodes still wanted, a chunk is still this long: the tail of a
+/// sampled walk would otherwise shrink to one node per chunk where most nodes fail.
+/// The nodes past the one that completes the sample are filtered and then dropped.
+const MIN_CHUNK: usize = 16;
+
+/// What a batched walk over the candidates reads.
+pub(super) struct Walk<'a, 'p> {
+    /// The cycle's Filter plugins.
+    pub active: &'a runtime::ActiveFilters<'p>,
+    /// The cycle state.
+    pub state: &'a CycleState,
+    /// The pod.
+    pub pod: &'a PodInfo,
+    /// The snapshot.
+    pub snap: &'a Snapshot,
+    /// PreFilter's narrowing (snapshot positions), or every node.
+    pub candidates: Option<&'a [usize]>,
+    /// How many candidates.
+    pub n_cand: usize,
+}
+
+impl Walk<'_, '_> {
+    /// Walks up to `count` candidates from walk position `k` (wrapping at
+    /// `n_cand`) in chunks, pushing each node's outcome in walk order, until
+    /// `room(found)` (given the feasible nodes this walk found) says no more are
+    /// wanted. A chunk never yields more feasible nodes than `room` allowed when it
+    /// began: the nodes after the last one wanted are dropped, so the nodes
+    /// processed (the `Ok` count) are exactly those the node-by-node walk processes.
+    ///
+    /// On a panic, returns `Err` with the nodes processed before the chunk that
+    /// panicked: the caller re-walks from there node by node, which finds the node
+    /// and the plugin to blame (Filter reads only its inputs, so it repeats).
+    #[expect(clippy::too_many_arguments, reason = "internal; the walk's outputs and its stop rule")]
+    pub(super) fn run(
+        &self,
+        guard: &runtime::FilterGuard<'_>,
+        mut k: usize,
+        count: usize,
+        mut room: impl FnMut(usize) -> usize,
+        bufs: &mut ChunkBufs,
+        feasible: &mut Vec<usize>,
+        failed: &mut Vec<(usize, Status)>,
+    ) -> Result<usize, usize> {
+        let mut processed = 0;
+        let mut found = 0;
+        let mut idx = [0usize; CHUNK];
+        let outcome = guard.run(|current| {
+            while processed < count {
+                let want = room(found);
+                if want == 0 {
+                    break;
+                }
+                let m = want.clamp(MIN_CHUNK, CHUNK).min(count - processed);
+                for slot in &mut idx[..m] {
+                    *slot = self.candidates.map_or(k, |c| c[k]);
+                    k += 1;
+                    if k == self.n_cand {
+                        k = 0;
+                    }
+                }
+                filter_chunk(self.active, self.state, self.pod, self.snap, &idx[..m], current, bufs);
+                let mut got = 0;
+                let mut done = false;
+                for (j, &node) in idx[..m].iter().enumerate() {
+                    // Taking a failure leaves `Success` for the next chunk; a success
+                    // is left in place (nothing to drop or write per passing node).
+                    let o = &mut bufs.outcome[j];
+                    if done {
+                        if !o.is_success() {
+                            drop(std::mem::take(o));
+                        }
+                        continue;
+                    }
+                    processed += 1;
+                    if o.is_success() {
+                        feasible.push(node);
+                        got += 1;
+                        done = got == want;
+                    } else {
+                        failed.push((node, std::mem::take(o)));
+                    }
+                }
+                found += got;
+                if done {
+                    break;
+                }
+            }
+        });
+        if outcome.is_ok() {
+            Ok(processed)
+        } else {
+            bufs.reset();
+            Err(processed)
+        }
+    }
+}
