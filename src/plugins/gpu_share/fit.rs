@@ -116,7 +116,9 @@ impl GpuShareFit {
     ///   nodes, although evicting GPU pods there could make room.
     ///
     /// The feasible nodes don't change: the set is exact, and every node of it passes
-    /// Filter. Their order may: the cycle walks a narrowed set from its rotating start
+    /// Filter. In such a cycle Filter checks nothing (one read of the cycle state): the
+    /// cycle filters no node outside a PreFilter node set (those are rejected as
+    /// UnschedulableAndUnresolvable without a Filter call, as upstream does). Their order may: the cycle walks a narrowed set from its rotating start
     /// within the set (as upstream `findNodesThatPassFilters` does), so a Score plugin
     /// that depends on the order, or sampling below 100% of nodes, can choose differently.
     /// With every node scored and a deterministic tie-break, placements are the same.
@@ -178,12 +180,16 @@ impl PreFilterPlugin for GpuShareFit {
                         // the set is exactly what that view accepts.
                         let view = self.state.view();
                         match view.filter_view(req) {
-                            Some(mut fv) => {
+                            Some(fv) => {
                                 if self.narrow && self.covers(&view, snapshot) {
-                                    let names = view.fitting_names(req, &mut fv);
+                                    let names = view.fitting_names(req);
                                     narrowed = Some(PreFilterResult { node_names: Some(names) });
+                                    // Every node of the set fits, and the cycle filters
+                                    // no other: Filter has nothing left to check.
+                                    state.write(FilterView::Narrowed);
+                                } else {
+                                    state.write(fv);
                                 }
-                                state.write(fv);
                             }
                             // Never from from_pod; Filter then reads the table itself.
                             None => {

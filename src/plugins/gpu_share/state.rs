@@ -342,24 +342,23 @@ impl NodeTable {
 pub(super) enum FilterView {
     /// The pod asks for no GPU.
     NoGpu,
-    /// The pod's request (one the summaries answer exactly) and the summaries; with
-    /// `fitting`, one bit per table entry (by index) saying whether its summary fits the
-    /// request, found by the PreFilter that narrowed the nodes to exactly those.
-    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>>, fitting: Option<Vec<u64>> },
+    /// PreFilter narrowed the cycle's nodes to exactly those this Filter accepts (a
+    /// [`PreFilterResult`](crate::framework::PreFilterResult) node set): the cycle
+    /// filters no node outside the set, and every node inside it fits, so Filter has
+    /// nothing left to check.
+    Narrowed,
+    /// The pod's request (one the summaries answer exactly) and the summaries.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
 }
 
 impl FilterView {
     #[inline]
     pub(super) fn fits(&self, node: &NodeInfo) -> bool {
         match self {
-            FilterView::NoGpu => true,
-            FilterView::Table { req, index, summaries, fitting } => {
+            FilterView::NoGpu | FilterView::Narrowed => true,
+            FilterView::Table { req, index, summaries } => {
                 if let Some(i) = index.get(node.name()) {
-                    match fitting {
-                        // The PreFilter's verdict under this same view: a bit test.
-                        Some(bits) => bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1),
-                        None => summaries.get(i).is_some_and(|s| s.fits_exactly(req)),
-                    }
+                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
                 } else {
                     let g = NodeGpus::from_node(node.node());
                     Summary::of(&g).fits(&g, req)
@@ -544,7 +543,6 @@ impl GpuView<'_> {
             req: req.clone(),
             index: t.index.clone(),
             summaries: t.summaries.clone(),
-            fitting: None,
         })
     }
 
@@ -569,24 +567,16 @@ impl GpuView<'_> {
     /// [answer](Summary::answers)): exactly the table nodes the Filter view of `req`
     /// taken under this same view accepts. From the [`FreeIndex`], visiting only
     /// buckets with room.
-    ///
-    /// Also marks them in `view` (taken from this same view), so its Filter answers
-    /// them with a bit test.
-    pub(super) fn fitting_names(&self, req: &GpuRequest, view: &mut FilterView) -> ahash::AHashSet<Symbol> {
+    pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
         let t = &self.0.nodes;
         // Sized once: growing it as it fills cost as much as the inserts.
         let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
-        let mut bits = vec![0u64; t.len().div_ceil(64)];
         t.free.fitting(req, |i| {
             // Indexed entries are listed ones: removal unindexes an entry first.
             if let Some(name) = &t.names[i] {
                 out.insert(name.symbol());
             }
-            bits[i / 64] |= 1 << (i % 64);
         });
-        if let FilterView::Table { fitting, .. } = view {
-            *fitting = Some(bits);
-        }
         out
     }
 
@@ -671,11 +661,10 @@ mod tests {
         assert_eq!(state.node("gpu-state-rm-c").unwrap().fully_free(), 8);
         // The free index lists c (8 whole GPUs free) and b (1), never a.
         let view = state.view();
-        let mut fv = view.filter_view(&whole(1)).unwrap();
-        let names: Vec<String> = view.fitting_names(&whole(1), &mut fv).iter().map(ToString::to_string).collect();
+        let names: Vec<String> = view.fitting_names(&whole(1)).iter().map(ToString::to_string).collect();
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(names.contains(&"gpu-state-rm-b".to_owned()) && names.contains(&"gpu-state-rm-c".to_owned()));
-        let names = view.fitting_names(&whole(3), &mut fv);
+        let names = view.fitting_names(&whole(3));
         assert_eq!(names.len(), 1);
         drop(view);
 
