@@ -257,7 +257,14 @@ struct NodeTable {
     vacant: Vec<usize>,
     /// Bumped when a node is added or removed: which nodes the table lists changed.
     membership: u64,
+    /// `(stamp, entry)` of every summary change with a stamp above `log_after`,
+    /// oldest first (at most [`CHANGE_LOG`] kept).
+    changes: Vec<(u64, u32)>,
+    log_after: u64,
 }
+
+/// Summary changes the table remembers for [`GpuView::update_fitting`].
+const CHANGE_LOG: usize = 8192;
 
 /// Symbol ids below this get a direct slot (4 bytes each).
 const DIRECT_SLOTS: usize = 1 << 20;
@@ -281,6 +288,11 @@ impl NodeTable {
         self.free.set(i, &s);
         self.last_stamp += 1;
         self.stamps[i] = self.last_stamp;
+        if self.changes.len() >= CHANGE_LOG {
+            self.log_after = self.changes[CHANGE_LOG / 2 - 1].0;
+            self.changes.drain(..CHANGE_LOG / 2);
+        }
+        self.changes.push((self.last_stamp, i as u32));
         r
     }
 
@@ -580,6 +592,35 @@ impl GpuView<'_> {
         out
     }
 
+    /// The table's last stamp, for a later [`GpuView::update_fitting`].
+    pub(super) fn last_stamp(&self) -> u64 {
+        self.0.nodes.last_stamp
+    }
+
+    /// Brings `set`, [`GpuView::fitting_names`] of `req` when the table's last stamp
+    /// was `since` and its membership the same as now, up to this view: each entry
+    /// changed since then goes in or out by its summary. `false` (set untouched) when
+    /// the change log no longer reaches back to `since`.
+    pub(super) fn update_fitting(&self, req: &GpuRequest, since: u64, set: &mut ahash::AHashSet<Symbol>) -> bool {
+        let t = &self.0.nodes;
+        if since < t.log_after {
+            return false;
+        }
+        let from = t.changes.partition_point(|&(stamp, _)| stamp <= since);
+        for &(_, i) in &t.changes[from..] {
+            let i = i as usize;
+            // Same membership: a changed entry is still listed under the same name.
+            if let Some(name) = &t.names[i] {
+                if t.summaries[i].fits_exactly(req) {
+                    set.insert(name.symbol());
+                } else {
+                    set.remove(&name.symbol());
+                }
+            }
+        }
+        true
+    }
+
     /// The node's table entry: its index, its stamp (renewed by every change of the
     /// entry, never reused) and its devices; `None` when the table hasn't seen the node.
     #[inline]
@@ -632,6 +673,40 @@ mod tests {
 
     fn whole(count: u32) -> GpuRequest {
         GpuRequest { count, milli: MILLI, models: SmallVec::new() }
+    }
+
+    /// A kept fitting set is brought up to date from the change log while the log
+    /// reaches back to it, and refused (to be listed afresh) once it doesn't.
+    #[test]
+    fn fitting_sets_follow_the_change_log_until_it_wraps() {
+        let (a, b) = (gpu_node("gpu-state-log-a", "2"), gpu_node("gpu-state-log-b", "1"));
+        let state = GpuState::new();
+        state.add_node(&a);
+        state.add_node(&b);
+        let (stamp, mut kept) = {
+            let view = state.view();
+            (view.last_stamp(), view.fitting_names(&whole(2)))
+        };
+        assert_eq!(kept.len(), 1, "only a has two free GPUs");
+        state.allocate("p1", &a, &whole(1), &[0]).unwrap();
+        {
+            let view = state.view();
+            assert!(view.update_fitting(&whole(2), stamp, &mut kept));
+            assert!(kept.is_empty(), "a has one GPU left");
+            assert_eq!(kept, view.fitting_names(&whole(2)));
+        }
+        // Enough changes to drop the oldest half of the log twice over.
+        for i in 0..CHANGE_LOG {
+            let uid = format!("log{i}");
+            state.allocate(&uid, &b, &whole(1), &[0]).unwrap();
+            state.release(&uid).unwrap();
+        }
+        let view = state.view();
+        assert!(!view.update_fitting(&whole(2), stamp, &mut kept), "the log no longer reaches back");
+        let recent = view.last_stamp() - 1;
+        let mut one = view.fitting_names(&whole(1));
+        assert!(view.update_fitting(&whole(1), recent, &mut one));
+        assert_eq!(one, view.fitting_names(&whole(1)));
     }
 
     #[test]
