@@ -7,15 +7,18 @@
 //! normalisation (scores are already 0..=100).
 //!
 //! Fragmentation is a pure function of (GPU model, free CPU, multiset of free device
-//! milli) for a given workload, and many nodes share a state (a cluster has hundreds of
-//! idle nodes of one shape), so results are memoised by that key: most Score calls are
-//! two hash lookups. The memo is cleared when it reaches [`MEMO_LIMIT`] entries.
+//! milli) for a given workload, and reads free CPU only through its
+//! [rank](TypicalPods::cpu_rank); many nodes share a state (a cluster has hundreds of
+//! idle nodes of one shape), so results are memoised by (model, CPU rank, packed sorted
+//! devices) in a direct-mapped table of [`MEMO_LIMIT`] slots: a lookup is a multiply
+//! and one slot compare, and a collision only recomputes. A sharing pod's trials keep
+//! the node's devices sorted (one device lowered and moved into place), so no trial
+//! sorts.
 
 use std::sync::Arc;
 
 use std::cell::RefCell;
 
-use ahash::AHashMap;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
@@ -28,43 +31,76 @@ use crate::snapshot::{NodeInfo, PodInfo};
 /// Name of [`Fgd`].
 pub const NAME: &str = "FGDScore";
 
-/// Entries the fragmentation memo may hold before it is cleared.
-pub const MEMO_LIMIT: usize = 1 << 20;
+/// Most entries the fragmentation memo holds: the slots of its direct-mapped table
+/// (a new entry replaces the one in its slot).
+pub const MEMO_LIMIT: usize = 1 << MEMO_BITS;
 
-/// A node state as fragmentation sees it: model, free CPU, and the free milli per device
-/// sorted and packed [`FREE_BITS`] bits each above the device count
-/// ([`FragKey::pack`]), so the key hashes and compares as three integers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct FragKey {
-    free: u128,
-    cpu: i64,
-    model: Symbol,
-}
+/// Bits of a [`Memo`] slot index.
+const MEMO_BITS: u32 = 16;
 
-/// Bits per device in [`FragKey::free`]: free milli-GPU is at most [`super::MILLI`].
+/// Bits per device in a packed key ([`pack_sorted`]): free milli-GPU is at most
+/// [`super::MILLI`].
 const FREE_BITS: u32 = 11;
 
-impl FragKey {
-    /// The packed key of up to 8 devices of at most `2^FREE_BITS - 1` free milli each;
-    /// `None` for other nodes (computed without the memo).
-    #[inline]
-    fn pack(free: &[u32]) -> Option<u128> {
-        if free.len() > 8 {
+/// Sorts up to 8 device values in place (insertion sort: no call per element).
+#[inline]
+fn sort_small(v: &mut [u32]) {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+}
+
+/// Free milli per device, sorted ascending, packed [`FREE_BITS`] bits each above the
+/// device count, so a node state's device multiset is one integer; `None` for more
+/// than 8 devices or a value that doesn't fit the bits (computed without the memo).
+#[inline]
+fn pack_sorted(sorted: &[u32]) -> Option<u128> {
+    if sorted.len() > 8 {
+        return None;
+    }
+    let mut packed = sorted.len() as u128;
+    for &f in sorted {
+        if f >= 1 << FREE_BITS {
             return None;
         }
-        let mut sorted = [0u32; 8];
-        let sorted = &mut sorted[..free.len()];
-        sorted.copy_from_slice(free);
-        sorted.sort_unstable();
-        let mut packed = free.len() as u128;
-        for &f in sorted.iter() {
-            if f >= 1 << FREE_BITS {
-                return None;
-            }
-            packed = (packed << FREE_BITS) | u128::from(f);
-        }
-        Some(packed)
+        packed = (packed << FREE_BITS) | u128::from(f);
     }
+    Some(packed)
+}
+
+/// [`pack_sorted`] of the devices in any order.
+#[cfg(test)]
+fn pack(free: &[u32]) -> Option<u128> {
+    let mut sorted = [0u32; 8];
+    let sorted = sorted.get_mut(..free.len())?;
+    sorted.copy_from_slice(free);
+    sort_small(sorted);
+    pack_sorted(sorted)
+}
+
+/// One slot of the fragmentation memo: the key (packed devices, CPU rank, model id) and
+/// the fragmentation; `rank == u32::MAX` marks an empty slot.
+#[derive(Debug, Clone, Copy)]
+struct FragSlot {
+    free: u128,
+    rank: u32,
+    model: u32,
+    frag: f64,
+}
+
+const EMPTY_SLOT: FragSlot = FragSlot { free: 0, rank: u32::MAX, model: 0, frag: 0.0 };
+
+/// The slot of a key: the key folded to 64 bits, times a large odd constant, top bits.
+#[inline]
+fn slot_of(free: u128, rank: u32, model: u32) -> usize {
+    let x = (free as u64) ^ ((free >> 64) as u64).rotate_left(29) ^ (u64::from(rank) << 44) ^ u64::from(model) << 20;
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_BITS)) as usize
 }
 
 /// The FGD Score plugin.
@@ -80,7 +116,8 @@ pub struct Fgd {
 /// the last results for it.
 #[derive(Default)]
 struct Memo {
-    frag: AHashMap<FragKey, f64>,
+    /// Direct-mapped, [`MEMO_LIMIT`] slots once first used.
+    frag: Vec<FragSlot>,
     nodes: Vec<NodeMemo>,
 }
 
@@ -127,20 +164,35 @@ struct Shape {
 }
 
 impl Memo {
-    /// `node_frag`, memoised (nodes with more than 8 devices are computed directly).
+    /// `node_frag` of devices in any order, memoised (nodes with more than 8 devices
+    /// are computed directly).
     fn frag(&mut self, typical: &TypicalPods, model: Symbol, cpu: i64, free: &[u32]) -> f64 {
-        let Some(packed) = FragKey::pack(free) else {
+        let mut sorted = [0u32; 8];
+        let Some(sorted) = sorted.get_mut(..free.len()) else {
             return node_frag(typical, model, cpu, free);
         };
-        let key = FragKey { free: packed, cpu, model };
-        if let Some(&f) = self.frag.get(&key) {
-            return f;
+        sorted.copy_from_slice(free);
+        sort_small(sorted);
+        self.frag_sorted(typical, model, cpu, typical.cpu_rank(cpu), sorted)
+    }
+
+    /// `node_frag` of devices sorted ascending at `cpu` free millicores of rank `rank`,
+    /// memoised. `node_frag` reads neither the devices' order nor CPU beyond its rank,
+    /// so the memo's value is the one computed afresh, bit for bit.
+    #[inline]
+    fn frag_sorted(&mut self, typical: &TypicalPods, model: Symbol, cpu: i64, rank: usize, sorted: &[u32]) -> f64 {
+        let (Some(packed), Ok(rank)) = (pack_sorted(sorted), u32::try_from(rank)) else {
+            return node_frag(typical, model, cpu, sorted);
+        };
+        if self.frag.is_empty() {
+            self.frag = vec![EMPTY_SLOT; MEMO_LIMIT];
         }
-        let f = node_frag(typical, model, cpu, free);
-        if self.frag.len() >= MEMO_LIMIT {
-            self.frag.clear();
+        let slot = &mut self.frag[slot_of(packed, rank, model.id())];
+        if slot.rank == rank && slot.free == packed && slot.model == model.id() {
+            return slot.frag;
         }
-        self.frag.insert(key, f);
+        let f = node_frag(typical, model, cpu, sorted);
+        *slot = FragSlot { free: packed, rank, model: model.id(), frag: f };
         f
     }
 }
@@ -222,6 +274,56 @@ fn best_share_device_with(
     best
 }
 
+/// [`best_share_device_with`] through the memo: the node's devices are sorted once,
+/// and each trial lowers one device of value `f` in that sorted copy and moves it into
+/// place, so the trial's key needs no sort. Same devices tried in the same order, same
+/// scores and tie-break.
+fn best_share_device_memo(
+    memo: &mut Memo,
+    typical: &TypicalPods,
+    gpus: &NodeGpus,
+    before: f64,
+    cpu_after: i64,
+    req: &GpuRequest,
+) -> Option<(usize, i64)> {
+    let n = gpus.free.len();
+    let mut base = [0u32; 8];
+    let Some(sorted) = base.get_mut(..n) else {
+        return best_share_device_with(|m, c, f| memo.frag(typical, m, c, f), gpus, before, cpu_after, req);
+    };
+    sorted.copy_from_slice(&gpus.free);
+    sort_small(sorted);
+    let rank = typical.cpu_rank(cpu_after);
+    let mut best: Option<(usize, i64)> = None;
+    let mut seen: SmallVec<[(u32, i64); 8]> = SmallVec::new();
+    for (i, &f) in gpus.free.iter().enumerate() {
+        if f < req.milli {
+            continue;
+        }
+        let score = if let Some(&(_, s)) = seen.iter().find(|(v, _)| *v == f) {
+            s
+        } else {
+            let mut trial = base;
+            let t = &mut trial[..n];
+            // `f` is one of the devices, so it is in the sorted copy.
+            let mut p = t.iter().position(|&v| v == f).unwrap_or(0);
+            t[p] = f - req.milli;
+            while p > 0 && t[p - 1] > t[p] {
+                t.swap(p - 1, p);
+                p -= 1;
+            }
+            let after = memo.frag_sorted(typical, gpus.model, cpu_after, rank, t);
+            let s = frag_score(before, after);
+            seen.push((f, s));
+            s
+        };
+        if best.is_none_or(|(_, b)| score > b) {
+            best = Some((i, score));
+        }
+    }
+    best
+}
+
 /// FGD's device choice for a sharing pod on a node (the simulator's
 /// `allocateGpuIdBasedOnFGDScore`).
 pub(crate) fn best_share_device(
@@ -248,8 +350,7 @@ fn score_gpus(
 ) -> i64 {
     match req {
         Some(r) if r.is_share() => {
-            best_share_device_with(|m, c, f| memo.frag(typical, m, c, f), gpus, before, cpu - pod_cpu, r)
-                .map_or(0, |(_, s)| s)
+            best_share_device_memo(memo, typical, gpus, before, cpu - pod_cpu, r).map_or(0, |(_, s)| s)
         }
         _ => {
             // `NodeResource.Sub`: unchanged when the pod doesn't fit.
@@ -325,12 +426,44 @@ impl PolicyScore for Fgd {
 
 #[cfg(test)]
 mod tests {
-    use super::FragKey;
-    use crate::plugins::gpu_share::TypicalPods;
+    use super::{Memo, best_share_device, best_share_device_memo, pack};
     use crate::plugins::gpu_share::frag::node_frag;
+    use crate::plugins::gpu_share::{GpuRequest, NodeGpus, TypicalPods};
     use proptest::prelude::*;
 
     proptest! {
+        /// The memoised device choice (sorted trials, direct-mapped memo, CPU rank key)
+        /// picks the device and score the direct computation does, on a fresh memo and
+        /// on one warmed by the same and other nodes.
+        #[test]
+        fn memoised_share_choice_matches_direct(
+            nodes in prop::collection::vec(
+                (prop::collection::vec(prop::sample::select(vec![0u32, 100, 250, 300, 500, 750, 900, 1000]), 1..9),
+                 -1_000i64..20_000),
+                1..6,
+            ),
+            milli in prop::sample::select(vec![100u32, 250, 500, 750]),
+            pod_cpu in 0i64..9_000,
+        ) {
+            let t = TypicalPods::from_shapes(
+                [(4000, 500, 1, ""), (8000, 1000, 1, ""), (2000, 0, 0, ""), (1000, 250, 1, "T4"), (6000, 100, 1, "")],
+                95.0,
+            );
+            let model = crate::model::Symbol::intern("T4");
+            let req = GpuRequest { count: 1, milli, ..GpuRequest::default() };
+            let mut memo = Memo::default();
+            for _round in 0..2 {
+                for (free, cpu) in &nodes {
+                    let gpus = NodeGpus { model, free: free.as_slice().into(), ..NodeGpus::default() };
+                    let direct = best_share_device(&t, &gpus, *cpu, pod_cpu, &req);
+                    let before = memo.frag(&t, model, *cpu, free);
+                    prop_assert_eq!(before.to_bits(), node_frag(&t, model, *cpu, free).to_bits());
+                    let memoised = best_share_device_memo(&mut memo, &t, &gpus, before, cpu - pod_cpu, &req);
+                    prop_assert_eq!(memoised, direct);
+                }
+            }
+        }
+
         /// Fragmentation reads free CPU only through its rank among the typical pods'
         /// CPU requests (what lets FGD's per-node memory key scores by that rank).
         #[test]
@@ -356,7 +489,7 @@ mod tests {
     /// packed is left to direct computation.
     #[test]
     fn packed_keys_are_device_multisets() {
-        let k = |f: &[u32]| FragKey::pack(f);
+        let k = |f: &[u32]| pack(f);
         assert_eq!(k(&[1000, 0, 250]), k(&[0, 250, 1000]));
         assert_ne!(k(&[1000, 0, 250]), k(&[1000, 250]));
         assert_ne!(k(&[0]), k(&[]));

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use ahash::AHashSet;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
@@ -10,6 +11,7 @@ use super::state::{FilterView, GpuState, NodeGpus};
 use super::{GpuRequest, GpuRequestState, TypicalPods, fgd, request_of};
 use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::{ReservePlugin, Status};
+use crate::model::Symbol;
 use crate::rng::SplitMix64;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -92,12 +94,26 @@ pub struct GpuShareFit {
     /// The last snapshot found to have every node in the table:
     /// `(snapshot id, structure generation, table length)`.
     covered: Mutex<Option<(u64, u64, u64)>>,
+    /// The narrowed sets of the last few request shapes, most recent last.
+    kept: Mutex<Vec<KeptSet>>,
 }
+
+/// A narrowed node set kept between cycles: exact for `req` when the table's last
+/// stamp was `stamp` and its membership `membership`.
+struct KeptSet {
+    req: GpuRequest,
+    stamp: u64,
+    membership: u64,
+    names: AHashSet<Symbol>,
+}
+
+/// Request shapes whose narrowed sets GpuShareFit keeps.
+const KEPT_SHAPES: usize = 32;
 
 impl GpuShareFit {
     /// The plugin over `state`, reading nodes through `handle`.
     pub fn new(state: Arc<GpuState>, handle: Handle, select: DeviceSelect) -> GpuShareFit {
-        GpuShareFit { state, handle, select, narrow: false, covered: Mutex::new(None) }
+        GpuShareFit { state, handle, select, narrow: false, covered: Mutex::new(None), kept: Mutex::new(Vec::new()) }
     }
 
     /// With `on`, PreFilter narrows the nodes to exactly those this plugin's Filter will
@@ -116,7 +132,9 @@ impl GpuShareFit {
     ///   nodes, although evicting GPU pods there could make room.
     ///
     /// The feasible nodes don't change: the set is exact, and every node of it passes
-    /// Filter. Their order may: the cycle walks a narrowed set from its rotating start
+    /// Filter. In such a cycle Filter checks nothing (one read of the cycle state): the
+    /// cycle filters no node outside a PreFilter node set (those are rejected as
+    /// UnschedulableAndUnresolvable without a Filter call, as upstream does). Their order may: the cycle walks a narrowed set from its rotating start
     /// within the set (as upstream `findNodesThatPassFilters` does), so a Score plugin
     /// that depends on the order, or sampling below 100% of nodes, can choose differently.
     /// With every node scored and a deterministic tie-break, placements are the same.
@@ -129,6 +147,31 @@ impl GpuShareFit {
     pub fn narrow_nodes(mut self, on: bool) -> GpuShareFit {
         self.narrow = on;
         self
+    }
+
+    /// The table nodes whose summary fits `req` ([`GpuView::fitting_names`](super::GpuView)):
+    /// the set kept from the last cycle of the same request shape, brought up to date
+    /// with the entries changed since (an allocation changes one), instead of listed
+    /// afresh; listed afresh after a node was added or removed.
+    fn narrowed_names(&self, view: &super::GpuView<'_>, req: &GpuRequest) -> AHashSet<Symbol> {
+        let (stamp, membership) = (view.last_stamp(), view.membership());
+        let mut kept = self.kept.lock();
+        let mut k = if let Some(pos) = kept.iter().position(|k| k.req == *req) {
+            let mut k = kept.remove(pos);
+            if k.membership != membership || !view.update_fitting(req, k.stamp, &mut k.names) {
+                k.names = view.fitting_names(req);
+            }
+            k
+        } else {
+            if kept.len() >= KEPT_SHAPES {
+                kept.remove(0);
+            }
+            KeptSet { req: req.clone(), stamp, membership, names: view.fitting_names(req) }
+        };
+        (k.stamp, k.membership) = (stamp, membership);
+        let names = k.names.clone();
+        kept.push(k);
+        names
     }
 
     /// Whether every node of `snapshot` is in the table `view` shows (cached per
@@ -178,12 +221,16 @@ impl PreFilterPlugin for GpuShareFit {
                         // the set is exactly what that view accepts.
                         let view = self.state.view();
                         match view.filter_view(req) {
-                            Some(mut fv) => {
+                            Some(fv) => {
                                 if self.narrow && self.covers(&view, snapshot) {
-                                    let names = view.fitting_names(req, &mut fv);
+                                    let names = self.narrowed_names(&view, req);
                                     narrowed = Some(PreFilterResult { node_names: Some(names) });
+                                    // Every node of the set fits, and the cycle filters
+                                    // no other: Filter has nothing left to check.
+                                    state.write(FilterView::Narrowed);
+                                } else {
+                                    state.write(fv);
                                 }
-                                state.write(fv);
                             }
                             // Never from from_pod; Filter then reads the table itself.
                             None => {

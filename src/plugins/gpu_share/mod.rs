@@ -36,7 +36,10 @@
 //! The table also indexes its nodes by GPU model, most free milli-GPU on one device and
 //! number of fully free devices (`free_index.rs`). With
 //! [`GpuShareFit::narrow_nodes`] on (as in every [`Policy`] profile), PreFilter lists
-//! from it exactly the nodes Filter will accept, and the cycle walks only those.
+//! from it exactly the nodes Filter will accept, and the cycle walks only those (Filter
+//! then checks nothing). The set of a request shape is kept between cycles and brought
+//! up to date from the table's log of changed entries, so an allocation costs the next
+//! cycle of that shape one entry's update instead of a new listing.
 //!
 //! The alternative, an extension slot on `NodeInfo`, would put device state in the
 //! snapshot's copy-on-write machinery for every user; this keeps the core unchanged and

@@ -257,7 +257,14 @@ struct NodeTable {
     vacant: Vec<usize>,
     /// Bumped when a node is added or removed: which nodes the table lists changed.
     membership: u64,
+    /// `(stamp, entry)` of every summary change with a stamp above `log_after`,
+    /// oldest first (at most [`CHANGE_LOG`] kept).
+    changes: Vec<(u64, u32)>,
+    log_after: u64,
 }
+
+/// Summary changes the table remembers for [`GpuView::update_fitting`].
+const CHANGE_LOG: usize = 8192;
 
 /// Symbol ids below this get a direct slot (4 bytes each).
 const DIRECT_SLOTS: usize = 1 << 20;
@@ -281,6 +288,11 @@ impl NodeTable {
         self.free.set(i, &s);
         self.last_stamp += 1;
         self.stamps[i] = self.last_stamp;
+        if self.changes.len() >= CHANGE_LOG {
+            self.log_after = self.changes[CHANGE_LOG / 2 - 1].0;
+            self.changes.drain(..CHANGE_LOG / 2);
+        }
+        self.changes.push((self.last_stamp, i as u32));
         r
     }
 
@@ -342,24 +354,23 @@ impl NodeTable {
 pub(super) enum FilterView {
     /// The pod asks for no GPU.
     NoGpu,
-    /// The pod's request (one the summaries answer exactly) and the summaries; with
-    /// `fitting`, one bit per table entry (by index) saying whether its summary fits the
-    /// request, found by the PreFilter that narrowed the nodes to exactly those.
-    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>>, fitting: Option<Vec<u64>> },
+    /// PreFilter narrowed the cycle's nodes to exactly those this Filter accepts (a
+    /// [`PreFilterResult`](crate::framework::PreFilterResult) node set): the cycle
+    /// filters no node outside the set, and every node inside it fits, so Filter has
+    /// nothing left to check.
+    Narrowed,
+    /// The pod's request (one the summaries answer exactly) and the summaries.
+    Table { req: GpuRequest, index: Arc<NodeIndex>, summaries: Arc<Vec<Summary>> },
 }
 
 impl FilterView {
     #[inline]
     pub(super) fn fits(&self, node: &NodeInfo) -> bool {
         match self {
-            FilterView::NoGpu => true,
-            FilterView::Table { req, index, summaries, fitting } => {
+            FilterView::NoGpu | FilterView::Narrowed => true,
+            FilterView::Table { req, index, summaries } => {
                 if let Some(i) = index.get(node.name()) {
-                    match fitting {
-                        // The PreFilter's verdict under this same view: a bit test.
-                        Some(bits) => bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1),
-                        None => summaries.get(i).is_some_and(|s| s.fits_exactly(req)),
-                    }
+                    summaries.get(i).is_some_and(|s| s.fits_exactly(req))
                 } else {
                     let g = NodeGpus::from_node(node.node());
                     Summary::of(&g).fits(&g, req)
@@ -544,7 +555,6 @@ impl GpuView<'_> {
             req: req.clone(),
             index: t.index.clone(),
             summaries: t.summaries.clone(),
-            fitting: None,
         })
     }
 
@@ -569,25 +579,46 @@ impl GpuView<'_> {
     /// [answer](Summary::answers)): exactly the table nodes the Filter view of `req`
     /// taken under this same view accepts. From the [`FreeIndex`], visiting only
     /// buckets with room.
-    ///
-    /// Also marks them in `view` (taken from this same view), so its Filter answers
-    /// them with a bit test.
-    pub(super) fn fitting_names(&self, req: &GpuRequest, view: &mut FilterView) -> ahash::AHashSet<Symbol> {
+    pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
         let t = &self.0.nodes;
         // Sized once: growing it as it fills cost as much as the inserts.
         let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
-        let mut bits = vec![0u64; t.len().div_ceil(64)];
         t.free.fitting(req, |i| {
             // Indexed entries are listed ones: removal unindexes an entry first.
             if let Some(name) = &t.names[i] {
                 out.insert(name.symbol());
             }
-            bits[i / 64] |= 1 << (i % 64);
         });
-        if let FilterView::Table { fitting, .. } = view {
-            *fitting = Some(bits);
-        }
         out
+    }
+
+    /// The table's last stamp, for a later [`GpuView::update_fitting`].
+    pub(super) fn last_stamp(&self) -> u64 {
+        self.0.nodes.last_stamp
+    }
+
+    /// Brings `set`, [`GpuView::fitting_names`] of `req` when the table's last stamp
+    /// was `since` and its membership the same as now, up to this view: each entry
+    /// changed since then goes in or out by its summary. `false` (set untouched) when
+    /// the change log no longer reaches back to `since`.
+    pub(super) fn update_fitting(&self, req: &GpuRequest, since: u64, set: &mut ahash::AHashSet<Symbol>) -> bool {
+        let t = &self.0.nodes;
+        if since < t.log_after {
+            return false;
+        }
+        let from = t.changes.partition_point(|&(stamp, _)| stamp <= since);
+        for &(_, i) in &t.changes[from..] {
+            let i = i as usize;
+            // Same membership: a changed entry is still listed under the same name.
+            if let Some(name) = &t.names[i] {
+                if t.summaries[i].fits_exactly(req) {
+                    set.insert(name.symbol());
+                } else {
+                    set.remove(&name.symbol());
+                }
+            }
+        }
+        true
     }
 
     /// The node's table entry: its index, its stamp (renewed by every change of the
@@ -644,6 +675,40 @@ mod tests {
         GpuRequest { count, milli: MILLI, models: SmallVec::new() }
     }
 
+    /// A kept fitting set is brought up to date from the change log while the log
+    /// reaches back to it, and refused (to be listed afresh) once it doesn't.
+    #[test]
+    fn fitting_sets_follow_the_change_log_until_it_wraps() {
+        let (a, b) = (gpu_node("gpu-state-log-a", "2"), gpu_node("gpu-state-log-b", "1"));
+        let state = GpuState::new();
+        state.add_node(&a);
+        state.add_node(&b);
+        let (stamp, mut kept) = {
+            let view = state.view();
+            (view.last_stamp(), view.fitting_names(&whole(2)))
+        };
+        assert_eq!(kept.len(), 1, "only a has two free GPUs");
+        state.allocate("p1", &a, &whole(1), &[0]).unwrap();
+        {
+            let view = state.view();
+            assert!(view.update_fitting(&whole(2), stamp, &mut kept));
+            assert!(kept.is_empty(), "a has one GPU left");
+            assert_eq!(kept, view.fitting_names(&whole(2)));
+        }
+        // Enough changes to drop the oldest half of the log twice over.
+        for i in 0..CHANGE_LOG {
+            let uid = format!("log{i}");
+            state.allocate(&uid, &b, &whole(1), &[0]).unwrap();
+            state.release(&uid).unwrap();
+        }
+        let view = state.view();
+        assert!(!view.update_fitting(&whole(2), stamp, &mut kept), "the log no longer reaches back");
+        let recent = view.last_stamp() - 1;
+        let mut one = view.fitting_names(&whole(1));
+        assert!(view.update_fitting(&whole(1), recent, &mut one));
+        assert_eq!(one, view.fitting_names(&whole(1)));
+    }
+
     #[test]
     fn removing_a_node_frees_its_entry_allocations_and_name() {
         let state = GpuState::new();
@@ -671,11 +736,10 @@ mod tests {
         assert_eq!(state.node("gpu-state-rm-c").unwrap().fully_free(), 8);
         // The free index lists c (8 whole GPUs free) and b (1), never a.
         let view = state.view();
-        let mut fv = view.filter_view(&whole(1)).unwrap();
-        let names: Vec<String> = view.fitting_names(&whole(1), &mut fv).iter().map(ToString::to_string).collect();
+        let names: Vec<String> = view.fitting_names(&whole(1)).iter().map(ToString::to_string).collect();
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(names.contains(&"gpu-state-rm-b".to_owned()) && names.contains(&"gpu-state-rm-c".to_owned()));
-        let names = view.fitting_names(&whole(3), &mut fv);
+        let names = view.fitting_names(&whole(3));
         assert_eq!(names.len(), 1);
         drop(view);
 
