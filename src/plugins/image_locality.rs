@@ -118,6 +118,11 @@ impl ScorePlugin for ImageLocality {
         score_batch(state, nodes, scores, || self.pod_images(pod), score_node);
         Ok(())
     }
+
+    /// ImageLocality has no NormalizeScore (upstream `imagelocality/image_locality.go`).
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 fn score_node(s: &PodImages, node: &NodeInfo) -> i64 {

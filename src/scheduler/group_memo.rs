@@ -60,6 +60,9 @@ pub(crate) struct MemoStats {
     /// Filter or Score keys computed (a member's are computed once per cycle, not
     /// once per placement).
     pub keys_signed: u64,
+    /// Plugins' normalized columns carried over from the previous identical member
+    /// without running NormalizeScore (see `group_score.rs`).
+    pub columns_reused: u64,
 }
 
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
@@ -93,6 +96,8 @@ pub(crate) struct GroupMemo {
     member: Option<(usize, Arc<PodInfo>)>,
     /// By member index: its Filter and Score keys (kept for the whole pod-group cycle).
     keys: Vec<[Option<CachedKey>; 2]>,
+    /// The previous member's normalized columns and totals (see `group_score.rs`).
+    pub(super) columns: super::group_score::LastColumns,
     pub(crate) stats: MemoStats,
 }
 
@@ -156,6 +161,7 @@ impl GroupMemo {
         self.used.clear();
         self.filter_key = None;
         self.score_key = None;
+        self.columns.invalidate();
         self.view = None;
         self.filter_on = false;
         self.score_on = false;
@@ -201,6 +207,7 @@ impl GroupMemo {
                     e.scored = false;
                 }
             }
+            self.columns.invalidate();
             self.score_key = Some(key);
         }
         self.score_on = true;

@@ -15,6 +15,9 @@ mod filter;
 mod fit_error;
 mod group_memo;
 mod group_preemption;
+mod group_score;
+#[cfg(test)]
+mod group_score_tests;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;

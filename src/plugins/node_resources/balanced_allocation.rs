@@ -187,6 +187,11 @@ impl ScorePlugin for BalancedAllocation {
         );
         Ok(())
     }
+
+    /// BalancedAllocation has no NormalizeScore (upstream `noderesources/balanced_allocation.go`).
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 /// Upstream `BalancedAllocation.SignPod`: as [`super::Fit`]'s (same key, so one

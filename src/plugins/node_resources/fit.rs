@@ -490,6 +490,12 @@ impl ScorePlugin for Fit {
         score_batch(state, nodes, scores, || self.score_state(pod), |s, n| self.score_one(s, n));
         Ok(())
     }
+
+    /// NodeResourcesFit has no NormalizeScore (upstream `noderesources/fit.go`): the raw score is the
+    /// normalized one.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 impl EnqueueExtensions for Fit {
