@@ -242,6 +242,15 @@ impl GroupMemo {
         Some(&self.rows[pos * self.plugins..(pos + 1) * self.plugins])
     }
 
+    /// Whether the memo holds raw scores for `node` at `pos` (counted as a hit).
+    #[inline]
+    pub(super) fn knows_scores(&mut self, pos: usize, node: &Arc<NodeInfo>) -> bool {
+        let known =
+            self.entries.get(pos).and_then(Option::as_ref).is_some_and(|e| e.scored && Arc::ptr_eq(&e.node, node));
+        self.stats.score_hits += u64::from(known);
+        known
+    }
+
     /// Remembers `node`'s raw scores (when this member stores).
     pub(super) fn store_scores(&mut self, pos: usize, node: &Arc<NodeInfo>, scores: &[i64]) {
         if !self.store {
