@@ -9,9 +9,10 @@
 //! very one seen before gives the same Filter status and the same raw scores: the
 //! memo hands those back instead of running the plugins again, across the members
 //! tried in one snapshot object (the group's, or one placement's view: PreFilter and
-//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore, NormalizeScore,
+//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore,
 //! sampling, the rotating start and host selection all run as before, so placements,
-//! statuses and messages are unchanged.
+//! statuses and messages are unchanged. NormalizeScore is
+//! reused between identical members only as `group_score.rs` says.
 //!
 //! Unlike batching, a plugin that is skipped for the pod (its PreFilter or PreScore
 //! said Skip) need not sign: it does not run. A member whose running plugins do not
