@@ -275,6 +275,13 @@ pub trait ScorePlugin: Plugin {
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
         Status::SUCCESS
     }
+
+    /// What [`ScorePlugin::normalize`] depends on, so identical pod-group members may
+    /// reuse normalized scores (see [`NormalizeReuse`](super::NormalizeReuse)).
+    /// Default: [`NormalizeReuse::Never`](super::NormalizeReuse::Never), always exact.
+    fn normalize_reuse(&self) -> super::NormalizeReuse {
+        super::NormalizeReuse::Never
+    }
 }
 
 /// Claims plugin-side resources once a node is chosen, and releases them if any

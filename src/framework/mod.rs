@@ -22,6 +22,7 @@ mod registry;
 mod runner;
 pub(crate) mod runtime;
 pub mod scheduler_metrics;
+mod score_reuse;
 mod sign;
 mod status;
 mod waiting_pods;
@@ -56,6 +57,7 @@ pub use registry::{
 };
 pub use runner::{Feasible, FrameworkRunner, PluginAt, PluginScores, ScoreReport};
 pub use runtime::{PermitOutcome, PreFilterOutcome};
+pub use score_reuse::NormalizeReuse;
 pub(crate) use sign::sign_pod_with;
 pub use sign::{
     DYNAMIC_RESOURCES_SIGNER, FEATURES_SIGNER, FragmentWriter, HOST_PORTS_SIGNER, IMAGE_NAMES_SIGNER, LABELS_SIGNER,

@@ -134,6 +134,11 @@ impl ScorePlugin for ImageLocality {
         );
         Ok(())
     }
+
+    /// ImageLocality has no NormalizeScore (upstream `imagelocality/image_locality.go`).
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 fn score_node(s: &PodImages, node: &NodeInfo) -> i64 {

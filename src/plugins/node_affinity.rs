@@ -269,6 +269,12 @@ impl ScorePlugin for NodeAffinity {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::SUCCESS
     }
+
+    /// Upstream `nodeaffinity/node_affinity.go` NormalizeScore is `DefaultNormalizeScore(MaxNodeScore, false)`:
+    /// a function of the column alone.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::Column
+    }
 }
 
 /// Upstream `NodeAffinity.SignPod`: the pod's node affinity (canonicalised by

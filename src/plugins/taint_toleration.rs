@@ -120,6 +120,12 @@ impl ScorePlugin for TaintToleration {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::SUCCESS
     }
+
+    /// Upstream `tainttoleration/taint_toleration.go` NormalizeScore is `DefaultNormalizeScore(MaxNodeScore,
+    /// true)`: a function of the column alone.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::Column
+    }
 }
 
 /// Upstream `TaintToleration.SignPod`: the tolerations, sorted (`TolerationsSigner`).

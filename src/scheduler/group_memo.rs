@@ -9,9 +9,10 @@
 //! very one seen before gives the same Filter status and the same raw scores: the
 //! memo hands those back instead of running the plugins again, across the members
 //! tried in one snapshot object (the group's, or one placement's view: PreFilter and
-//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore, NormalizeScore,
+//! PreScore may count over the view's nodes, so a new view starts afresh). PreFilter, PreScore,
 //! sampling, the rotating start and host selection all run as before, so placements,
-//! statuses and messages are unchanged.
+//! statuses and messages are unchanged. NormalizeScore is
+//! reused between identical members only as `group_score.rs` says.
 //!
 //! Unlike batching, a plugin that is skipped for the pod (its PreFilter or PreScore
 //! said Skip) need not sign: it does not run. A member whose running plugins do not
@@ -60,6 +61,9 @@ pub(crate) struct MemoStats {
     /// Filter or Score keys computed (a member's are computed once per cycle, not
     /// once per placement).
     pub keys_signed: u64,
+    /// Plugins' normalized columns carried over from the previous identical member
+    /// without running NormalizeScore (see `group_score.rs`).
+    pub columns_reused: u64,
 }
 
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
@@ -93,6 +97,8 @@ pub(crate) struct GroupMemo {
     member: Option<(usize, Arc<PodInfo>)>,
     /// By member index: its Filter and Score keys (kept for the whole pod-group cycle).
     keys: Vec<[Option<CachedKey>; 2]>,
+    /// The previous member's normalized columns and totals (see `group_score.rs`).
+    pub(super) columns: super::group_score::LastColumns,
     pub(crate) stats: MemoStats,
 }
 
@@ -156,6 +162,7 @@ impl GroupMemo {
         self.used.clear();
         self.filter_key = None;
         self.score_key = None;
+        self.columns.invalidate();
         self.view = None;
         self.filter_on = false;
         self.score_on = false;
@@ -201,6 +208,7 @@ impl GroupMemo {
                     e.scored = false;
                 }
             }
+            self.columns.invalidate();
             self.score_key = Some(key);
         }
         self.score_on = true;
@@ -233,6 +241,15 @@ impl GroupMemo {
         }
         self.stats.score_hits += 1;
         Some(&self.rows[pos * self.plugins..(pos + 1) * self.plugins])
+    }
+
+    /// Whether the memo holds raw scores for `node` at `pos` (counted as a hit).
+    #[inline]
+    pub(super) fn knows_scores(&mut self, pos: usize, node: &Arc<NodeInfo>) -> bool {
+        let known =
+            self.entries.get(pos).and_then(Option::as_ref).is_some_and(|e| e.scored && Arc::ptr_eq(&e.node, node));
+        self.stats.score_hits += u64::from(known);
+        known
     }
 
     /// Remembers `node`'s raw scores (when this member stores).

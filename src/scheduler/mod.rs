@@ -18,6 +18,9 @@ mod filter_chunk_tests;
 mod fit_error;
 mod group_memo;
 mod group_preemption;
+mod group_score;
+#[cfg(test)]
+mod group_score_tests;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
@@ -81,8 +84,6 @@ struct Buffers {
     nominated: Option<Arc<NominatedPods>>,
     /// Fragments of the signature being computed for a pod that skipped the queue.
     sign: crate::framework::SignFragments,
-    /// A pod-group member's raw scores, one row per feasible node (see `group_memo`).
-    memo_rows: Vec<i64>,
     /// Feasible nodes the group memo did not know: snapshot positions, and their
     /// places among the feasible nodes.
     memo_miss: Vec<usize>,

@@ -168,6 +168,7 @@ impl Scheduler {
             self.group_memo_stats.filter_hits += memo.stats.filter_hits;
             self.group_memo_stats.score_hits += memo.stats.score_hits;
             self.group_memo_stats.keys_signed += memo.stats.keys_signed;
+            self.group_memo_stats.columns_reused += memo.stats.columns_reused;
             memo.end_cycle();
             self.group_memo_spare = memo;
         }

@@ -2,7 +2,6 @@
 //! selection among the top scores (with the seeded tie-break generator).
 
 use super::batch::RawScores;
-use super::group_memo::GroupMemo;
 #[cfg(feature = "parallel")]
 use super::parallel;
 use super::{Scheduler, TieBreak};
@@ -42,7 +41,7 @@ impl Scheduler {
         if raw.is_none()
             && let Some(memo) = self.group_memo.as_mut().filter(|m| m.score_on)
         {
-            return memo_score(memo, bufs, profile, state, pod, snap);
+            return super::group_score::memo_score(memo, bufs, profile, state, pod, snap);
         }
         let timers = self.timers.as_deref();
         for (pi, sp) in profile.score.iter().enumerate() {
@@ -110,60 +109,4 @@ impl Scheduler {
         }
         bufs.feasible[best]
     }
-}
-
-/// [`Scheduler::score`] for a pod-group member whose raw scores may come from the
-/// [`GroupMemo`]: only nodes not remembered are scored, by every plugin at once;
-/// NormalizeScore and the weighted totals run over every feasible node as usual.
-fn memo_score(
-    memo: &mut GroupMemo,
-    bufs: &mut super::Buffers,
-    profile: &Profile,
-    state: &CycleState,
-    pod: &PodInfo,
-    snap: &Snapshot,
-) -> Result<(), Status> {
-    let nodes = snap.nodes();
-    let plugins = profile.score.len();
-    let n = bufs.feasible.len();
-    // Every cell read below is written first (a remembered row, or this member's own
-    // Score for a missed node; skipped plugins' cells are never read), so the buffer
-    // only grows and is not cleared per member.
-    let rows = &mut bufs.memo_rows;
-    if rows.len() < n * plugins {
-        rows.resize(n * plugins, 0);
-    }
-    bufs.memo_miss.clear();
-    bufs.memo_miss_at.clear();
-    for (k, &i) in bufs.feasible.iter().enumerate() {
-        if let Some(r) = memo.scores(i, &nodes[i]) {
-            rows[k * plugins..(k + 1) * plugins].copy_from_slice(r);
-        } else {
-            bufs.memo_miss.push(i);
-            bufs.memo_miss_at.push(k);
-        }
-    }
-    for (pi, sp) in profile.score.iter().enumerate() {
-        if state.skips_score(pi) {
-            continue;
-        }
-        if !bufs.memo_miss.is_empty() {
-            bufs.scores.clear();
-            bufs.scores.extend(bufs.memo_miss.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
-            let missing = NodeList::new(snap, &bufs.memo_miss);
-            runtime::run_score_plugin(sp, state, pod, missing, &mut bufs.scores, None)?;
-            for (ns, &k) in bufs.scores.iter().zip(&bufs.memo_miss_at) {
-                rows[k * plugins + pi] = ns.score;
-            }
-        }
-        bufs.scores.clear();
-        bufs.scores
-            .extend(bufs.names.iter().enumerate().map(|(k, &name)| NodeScore { name, score: rows[k * plugins + pi] }));
-        runtime::run_normalize_unchecked(sp, state, pod, &mut bufs.scores, None)?;
-        runtime::add_weighted_scores(sp, &bufs.scores, &mut bufs.totals)?;
-    }
-    for (&i, &k) in bufs.memo_miss.iter().zip(&bufs.memo_miss_at) {
-        memo.store_scores(i, &nodes[i], &rows[k * plugins..(k + 1) * plugins]);
-    }
-    Ok(())
 }

@@ -503,6 +503,12 @@ impl ScorePlugin for DynamicResources {
         crate::plugins::helper::default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);
         Status::SUCCESS
     }
+
+    /// Upstream `dynamicresources/dynamicresources.go` NormalizeScore is `DefaultNormalizeScore(MaxNodeScore,
+    /// false)`: a function of the column alone.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::Column
+    }
 }
 
 impl PostFilterPlugin for DynamicResources {

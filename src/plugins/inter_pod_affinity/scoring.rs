@@ -211,4 +211,11 @@ impl ScorePlugin for InterPodAffinity {
         }
         Status::SUCCESS
     }
+
+    /// Upstream `interpodaffinity/scoring.go` NormalizeScore is min-max over the column, skipped when PreScore
+    /// found no topology score; then every raw score is 0 and min-max leaves 0 too, so the output is a function
+    /// of the column alone.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::Column
+    }
 }

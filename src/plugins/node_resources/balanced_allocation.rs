@@ -206,6 +206,11 @@ impl ScorePlugin for BalancedAllocation {
         with_state(state, || self.state(pod), |s: &BalancedState| self.score_batch(s, nodes, scores));
         Ok(())
     }
+
+    /// BalancedAllocation has no NormalizeScore (upstream `noderesources/balanced_allocation.go`).
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 /// Upstream `BalancedAllocation.SignPod`: as [`super::Fit`]'s (same key, so one

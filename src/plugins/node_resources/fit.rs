@@ -521,6 +521,12 @@ impl ScorePlugin for Fit {
         );
         Ok(())
     }
+
+    /// NodeResourcesFit has no NormalizeScore (upstream `noderesources/fit.go`): the raw score is the
+    /// normalized one.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::PerNode
+    }
 }
 
 impl EnqueueExtensions for Fit {

@@ -175,4 +175,11 @@ impl ScorePlugin for PodTopologySpread {
         }
         Status::SUCCESS
     }
+
+    /// Upstream `podtopologyspread/scoring.go` NormalizeScore reads only the PreScore state's ignored nodes:
+    /// the feasible nodes lacking a constraint's topology label, fixed by the nodes' labels, so the same nodes
+    /// with the same raw scores normalize alike.
+    fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
+        crate::framework::NormalizeReuse::Column
+    }
 }
