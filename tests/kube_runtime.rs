@@ -620,7 +620,7 @@ fn deploy_configmap_config_builds_with_the_kube_registry() {
 fn fixture_json(path: &str) -> String {
     let full = format!("{}/../tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&full).unwrap();
-    if path.ends_with(".json") {
+    if std::path::Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
         return text;
     }
     let value: Value = serde_norway::from_str(&text).unwrap();

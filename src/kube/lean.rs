@@ -133,18 +133,12 @@ const POD_STATUS: Level = Level {
     nested: &[],
 };
 
-const POD: Level = Level {
-    keep: None,
-    empty: &[],
-    nested: &[("metadata", &META), ("spec", &POD_SPEC), ("status", &POD_STATUS)],
-};
+const POD: Level =
+    Level { keep: None, empty: &[], nested: &[("metadata", &META), ("spec", &POD_SPEC), ("status", &POD_STATUS)] };
 
 /// `fast::node`'s presence-only spec fields.
-const NODE_SPEC: Level = Level {
-    keep: None,
-    empty: &["configSource", "externalID", "podCIDR", "podCIDRs", "providerID"],
-    nested: &[],
-};
+const NODE_SPEC: Level =
+    Level { keep: None, empty: &["configSource", "externalID", "podCIDR", "podCIDRs", "providerID"], nested: &[] };
 
 /// `fast::node_status`'s presence-only fields: all but capacity, allocatable, images.
 const NODE_STATUS: Level = Level {
@@ -165,11 +159,8 @@ const NODE_STATUS: Level = Level {
     nested: &[],
 };
 
-const NODE: Level = Level {
-    keep: None,
-    empty: &[],
-    nested: &[("metadata", &META), ("spec", &NODE_SPEC), ("status", &NODE_STATUS)],
-};
+const NODE: Level =
+    Level { keep: None, empty: &[], nested: &[("metadata", &META), ("spec", &NODE_SPEC), ("status", &NODE_STATUS)] };
 
 /// A k8s-openapi kind with a pruning table.
 pub(crate) trait Prune {
