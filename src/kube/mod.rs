@@ -453,8 +453,8 @@ async fn renew(client: kube::Client, le: LeaderElection, shutdown: Shutdown, los
     }
 }
 
-/// The watches' lean decoding ([`lean`]) of one Pod's JSON, for tests that compare it
-/// with k8s-openapi's full decode. Not a stable API.
+/// The watches' lean decoding (the private `kube::lean` module) of one Pod's JSON, for
+/// tests that compare it with k8s-openapi's full decode. Not a stable API.
 #[doc(hidden)]
 pub fn lean_pod_from_json(text: &str) -> Result<core::Pod, serde_json::Error> {
     serde_json::from_str::<lean::Lean<core::Pod>>(text).map(|l| l.0)
