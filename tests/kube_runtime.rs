@@ -554,6 +554,48 @@ fn pod_groups_are_watched_and_a_gang_binds() {
     assert_eq!(bound, ["w0", "w1"], "{:?}", s.requests);
 }
 
+/// A gang's pods wait at Permit; the one that completes the gang binds from the loop's
+/// hand-over, the other is resumed after Permit. Both go through the binding tasks:
+/// with one task and 600 ms bindings, never two bindings at once (a resumed binding
+/// run on the scheduling thread would have overlapped the other).
+#[test]
+fn bindings_resumed_after_permit_use_the_binding_tasks() {
+    use schedkit::framework::{Feature, FeatureGates};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let state = Arc::new(Mutex::new(ApiServer { gang: true, slow_bind: true, ..ApiServer::default() }));
+    let run_state = state.clone();
+    let run = rt.block_on(async move {
+        let state = run_state;
+        let client = mock_client(&state);
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let gates = FeatureGates::default().with(Feature::GenericWorkload, true).with(Feature::GangScheduling, true);
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        schedkit::plugins::apply_feature_gates(&mut cfg.plugins, gates);
+        let handle = Handle::default();
+        handle.set_feature_gates(gates);
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        let shutdown = Shutdown::new();
+        let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings: 1, ..RunOptions::default() };
+        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        for _ in 0..200 {
+            if state.lock().bindings.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shutdown.trigger();
+        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+    });
+    let s = state.lock();
+    let mut bound: Vec<&str> = s.bindings.iter().map(|(p, _)| p.as_str()).collect();
+    bound.sort_unstable();
+    assert_eq!(bound, ["w0", "w1"], "{:?}", s.requests);
+    assert_eq!(s.max_in_flight, 1, "a binding ran outside the binding tasks");
+    assert_eq!(run.bound, 2, "{run:?}");
+}
+
 #[test]
 fn deploy_configmap_config_builds_with_the_kube_registry() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/deploy/configmap.yaml");
@@ -572,4 +614,149 @@ fn deploy_configmap_config_builds_with_the_kube_registry() {
     assert_eq!(built.profiles[0].bind_plugins(), ["DefaultBinder"]);
     let le = schedkit::kube::LeaderElection::from_config(&built.defaulted.leader_election, "me").unwrap().unwrap();
     assert_eq!((le.namespace.as_str(), le.name.as_str()), ("kube-system", "schedkit"));
+}
+
+/// A fixture as the API server's JSON text.
+fn fixture_json(path: &str) -> String {
+    let full = format!("{}/../tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap();
+    if std::path::Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        return text;
+    }
+    let value: Value = serde_norway::from_str(&text).unwrap();
+    serde_json::to_string(&value).unwrap()
+}
+
+/// Converts a Pod or Node decoded fully and leanly, every way the conversions run, and
+/// asserts equal objects, equal ignored fields (all of them) and equal strict refusals.
+fn assert_lean_converts_as_full<T>(what: &str, full: &T::K8s, lean: &T::K8s)
+where
+    T: schedkit::k8s::K8sConvert + PartialEq + std::fmt::Debug,
+{
+    use schedkit::manifest::LoadOptions;
+    for opts in [LoadOptions::default(), LoadOptions::strict()] {
+        let a = schedkit::k8s::from_k8s::<T>(full, opts);
+        let b = schedkit::k8s::from_k8s::<T>(lean, opts);
+        assert_eq!(a, b, "{what}, strict {}", opts.strict);
+        let a = schedkit::k8s::from_k8s_via_manifest::<T>(full, opts);
+        let b = schedkit::k8s::from_k8s_via_manifest::<T>(lean, opts);
+        assert_eq!(a, b, "{what} through the manifest loader, strict {}", opts.strict);
+    }
+}
+
+fn lean_pod_matches(what: &str, text: &str) {
+    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
+    let full: api::Pod = serde_json::from_str(text).unwrap();
+    let lean = schedkit::kube::lean_pod_from_json(text).unwrap();
+    assert_eq!(full.metadata.resource_version, lean.metadata.resource_version, "{what}");
+    assert_lean_converts_as_full::<schedkit::model::Pod>(what, &full, &lean);
+}
+
+fn lean_node_matches(what: &str, text: &str) {
+    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
+    let full: api::Node = serde_json::from_str(text).unwrap();
+    let lean = schedkit::kube::lean_node_from_json(text).unwrap();
+    assert_eq!(full.metadata.resource_version, lean.metadata.resource_version, "{what}");
+    assert_lean_converts_as_full::<schedkit::model::Node>(what, &full, &lean);
+}
+
+/// The watches decode Pods and Nodes leanly (fields the conversion only tests for
+/// presence are skipped): on real manifests (managedFields, status, probes,
+/// hostNetwork, limits only) the converted objects and every ignored field are those
+/// of k8s-openapi's full decode.
+#[test]
+fn lean_decode_converts_as_the_full_decode() {
+    for pod in ["real/pod-gpu-limits-only.yaml", "real/pod-running-hostnetwork.json", "k8s/pod-web-pending.yaml"] {
+        lean_pod_matches(pod, &fixture_json(pod));
+    }
+    let list: Value = serde_json::from_str(&fixture_json("real/pods-list.json")).unwrap();
+    for (i, item) in list["items"].as_array().unwrap().iter().enumerate() {
+        lean_pod_matches(&format!("pods-list.json item {i}"), &item.to_string());
+    }
+    for node in ["real/node-gpu.yaml", "real/node-no-allocatable.json"] {
+        lean_node_matches(node, &fixture_json(node));
+    }
+    lean_pod_matches("a pending pod", &pod("p", "500m", "", "2025-03-01T10:00:00Z").to_string());
+    lean_pod_matches("an assigned pod", &pod("q", "1", "n1", "2025-03-01T10:00:00Z").to_string());
+    lean_node_matches("a kubelet's node", &node("n1", "4").to_string());
+}
+
+/// Every pruned field, with a value (reported, as the full decode reports it) and as
+/// `null` (absent, as the full decode has it); fields pruned next to fields that
+/// matter (`hostNetwork` defaulting host ports, a PVC volume, `status.resize`).
+#[test]
+fn lean_decode_keeps_presence_and_nulls_of_pruned_fields() {
+    let container = json!({
+        "name": "c", "image": "img", "args": ["a"], "command": ["b"], "env": [{"name": "X", "value": "1"}],
+        "envFrom": [{"configMapRef": {"name": "cm"}}], "imagePullPolicy": "Always",
+        "lifecycle": {"preStop": {"exec": {"command": ["x"]}}}, "livenessProbe": {"tcpSocket": {"port": 80}},
+        "readinessProbe": {"httpGet": {"port": 8080, "path": "/"}}, "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+        "securityContext": {"runAsUser": 1000, "privileged": false}, "startupProbe": {"exec": {"command": ["y"]}},
+        "stdin": true, "stdinOnce": false, "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File", "tty": false, "volumeDevices": [{"name": "d", "devicePath": "/dev/x"}],
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}], "workingDir": "/",
+        "ports": [{"containerPort": 80, "name": "http"}],
+        "resources": {"limits": {"cpu": "2"}, "claims": [{"name": "gpu"}]}
+    });
+    let mut nulls = container.clone();
+    for (k, v) in nulls.as_object_mut().unwrap() {
+        if !["name", "image", "ports", "resources"].contains(&k.as_str()) {
+            *v = Value::Null;
+        }
+    }
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7", "generation": 3,
+                     "labels": {"app": "a"}, "annotations": {"k": "v"}, "finalizers": ["f"],
+                     "creationTimestamp": "2025-01-01T00:00:00Z",
+                     "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}],
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "o"}]},
+        "spec": {
+            "containers": [container, nulls.clone()], "initContainers": [nulls],
+            "activeDeadlineSeconds": 5, "automountServiceAccountToken": false, "dnsConfig": {"nameservers": ["1.1.1.1"]},
+            "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "ephemeralContainers": [{"name": "e"}],
+            "hostAliases": [{"ip": "1.2.3.4", "hostnames": ["h"]}], "hostIPC": false, "hostNetwork": true,
+            "hostPID": null, "hostUsers": true, "hostname": "h", "imagePullSecrets": [{"name": "s"}],
+            "os": {"name": "linux"}, "priorityClassName": "high", "readinessGates": [{"conditionType": "x"}],
+            "restartPolicy": "Always", "runtimeClassName": null, "securityContext": {"fsGroup": 2000},
+            "serviceAccount": "sa", "serviceAccountName": "sa", "setHostnameAsFQDN": false,
+            "shareProcessNamespace": false, "subdomain": "s", "terminationGracePeriodSeconds": 30,
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            "schedulerName": "schedkit", "priority": 1000
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                   "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "img", "imageID": "",
+                                          "allocatedResources": {"cpu": "2"}}],
+                   "hostIP": "10.0.0.1", "podIP": null, "qosClass": "Burstable", "resize": "InProgress",
+                   "startTime": "2025-01-01T00:00:05Z", "observedGeneration": 3}
+    });
+    lean_pod_matches("every pruned pod field", &pod.to_string());
+    // The pruning happened: contents skipped, presence and nulls kept, metadata dropped.
+    let lean = schedkit::kube::lean_pod_from_json(&pod.to_string()).unwrap();
+    let (spec, status) = (lean.spec.as_ref().unwrap(), lean.status.as_ref().unwrap());
+    assert_eq!(spec.containers[0].command, Some(vec![]));
+    assert_eq!(spec.containers[1].command, None);
+    assert_eq!(spec.containers[0].ports.as_ref().unwrap()[0].name.as_deref(), Some("http"));
+    assert_eq!(spec.dns_policy.as_deref(), Some(""));
+    assert_eq!((spec.host_network, spec.host_pid, spec.runtime_class_name.as_ref()), (Some(true), None, None));
+    assert_eq!(spec.volumes.as_ref().unwrap().len(), 1);
+    assert_eq!(status.conditions, Some(vec![]));
+    assert_eq!(status.resize.as_deref(), Some(""));
+    assert_eq!((lean.metadata.managed_fields.as_ref(), lean.metadata.generation), (None, None));
+    assert_eq!(lean.metadata.resource_version.as_deref(), Some("7"));
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n", "uid": "nu", "resourceVersion": "9", "labels": {"zone": "a"}},
+        "spec": {"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.0.0.0/24"], "providerID": "aws:///x", "externalID": null,
+                 "taints": [{"key": "k", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}],
+                 "unschedulable": false},
+        "status": {"capacity": {"cpu": "4"}, "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                   "conditions": [{"type": "Ready", "status": "True"}], "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                   "nodeInfo": {"kubeletVersion": "v1.34.0", "machineID": "", "systemUUID": "", "bootID": "",
+                                "kernelVersion": "", "osImage": "", "containerRuntimeVersion": "", "kubeProxyVersion": "",
+                                "operatingSystem": "linux", "architecture": "amd64"},
+                   "images": [{"names": ["img"], "sizeBytes": 1000}], "phase": null,
+                   "volumesInUse": ["v"], "features": {"supplementalGroupsPolicy": true}}
+    });
+    lean_node_matches("every pruned node field", &node.to_string());
 }

@@ -31,14 +31,15 @@
 //! - **Workloads**: with the `GenericWorkload` gate on the scheduler's handle (and
 //!   k8s-openapi v1_36 or newer), v1.36 PodGroups (`scheduling.k8s.io/v1alpha2`) are
 //!   watched into the framework's pod-group manager.
-//! - **Bindings run on their own tasks** (blocking tasks of the runtime, at most
-//!   [`RunOptions::max_concurrent_bindings`] at once), as upstream runs each binding
+//! - **Bindings run on their own tasks** ([`RunOptions::max_concurrent_bindings`]
+//!   blocking tasks of the runtime, started once), as upstream runs each binding
 //!   cycle on a goroutine: the loop schedules the next pod while the API server
 //!   answers. When every slot is busy the loop waits for one. Bindings held at
-//!   Permit are still resumed on the scheduling thread.
+//!   Permit go to the same binding tasks once their wait is over.
 
 mod dra;
 mod events;
+mod lean;
 mod lease;
 mod watch;
 mod writer;
@@ -209,13 +210,13 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         writer::Reporting::new(client.clone(), scheduler_names.first().map_or("schedkit", String::as_str), rt.clone());
 
     tasks.push(tokio::spawn(watch::drive(
-        Api::<core::Node>::all(client.clone()),
+        Api::<lean::Lean<core::Node>>::all(client.clone()),
         watcher::Config::default(),
         watch::Nodes { events: events.clone(), load: options.load },
         kick.clone(),
     )));
     tasks.push(tokio::spawn(watch::drive(
-        Api::<core::Pod>::all(client.clone()),
+        Api::<lean::Lean<core::Pod>>::all(client.clone()),
         watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed"),
         watch::Pods { events: events.clone(), load: options.load, scheduler_names },
         kick.clone(),
@@ -286,48 +287,39 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
     };
     let joined = tokio::task::spawn_blocking(move || {
         let counters = Arc::new(Counters::default());
-        let bindings = Arc::new(tokio::sync::Semaphore::new(slots));
-        while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
-            let mut attempts = Vec::new();
+        let pool = BindingPool::start(&rt, slots, &reporting, &counters, &loop_kick);
+        let dispatch = |b: Box<crate::scheduler::PendingBinding>| pool.hand_over(b);
+        'scheduling: while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
+            let mut attempt = None;
             let mut dispatched = false;
             match scheduler.schedule_next_deferred() {
-                Some(Next::Attempt(a)) => attempts.push(a),
+                Some(Next::Attempt(a)) => attempt = Some(a),
                 Some(Next::Bind(b)) => {
-                    // A free slot without entering the runtime; else wait for one. The
-                    // semaphore is never closed.
-                    let slot = match bindings.clone().try_acquire_owned() {
-                        Ok(slot) => slot,
-                        Err(_) => match rt.block_on(bindings.clone().acquire_owned()) {
-                            Ok(slot) => slot,
-                            Err(_) => break,
-                        },
-                    };
-                    let (reporting, counters, kick) = (reporting.clone(), counters.clone(), loop_kick.clone());
-                    rt.spawn_blocking(move || {
-                        let a = b.run();
-                        report_binding(&reporting, &a, &counters);
-                        drop(slot);
-                        // Requeued pods and freed capacity: the loop may have work.
-                        kick.notify_one();
-                    });
+                    if !dispatch(b) {
+                        break;
+                    }
                     dispatched = true;
                 }
                 None => {}
             }
-            attempts.extend(scheduler.resume_waiting());
-            if attempts.is_empty() && !dispatched {
+            // Bindings whose Permit wait is over go to the same binding tasks.
+            for b in scheduler.resume_waiting_deferred() {
+                if !dispatch(Box::new(b)) {
+                    break 'scheduling;
+                }
+                dispatched = true;
+            }
+            if let Some(a) = &attempt {
+                report(&scheduler, &reporting, a, &counters);
+            } else if !dispatched {
                 let wait = scheduler.next_wakeup().unwrap_or(IDLE).min(IDLE);
                 rt.block_on(async {
                     let _ = tokio::time::timeout(wait, loop_kick.notified()).await;
                 });
-                continue;
-            }
-            for a in attempts {
-                report(&scheduler, &reporting, &a, &counters);
             }
         }
         // Graceful: the bindings in flight finish (their pods are assumed).
-        let _ = rt.block_on(bindings.acquire_many(slots as u32));
+        pool.finish(&rt);
         counters.stats()
     })
     .await;
@@ -342,6 +334,65 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         return Err(RunError::LostLease(format!("{}/{}", le.namespace, le.name)));
     }
     Ok(stats)
+}
+
+/// The binding tasks: `slots` blocking tasks of the runtime, started once, each running
+/// the binding cycles handed to it one after another and reporting their outcomes. A
+/// hand-over is a rendezvous: it waits until a task is free, so no more than `slots`
+/// bindings are in flight and none waits in a queue holding its reservation.
+struct BindingPool {
+    tx: std::sync::mpsc::SyncSender<Box<crate::scheduler::PendingBinding>>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl BindingPool {
+    fn start(
+        rt: &tokio::runtime::Handle,
+        slots: usize,
+        reporting: &writer::Reporting,
+        counters: &Arc<Counters>,
+        kick: &Arc<Notify>,
+    ) -> BindingPool {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<crate::scheduler::PendingBinding>>(0);
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let workers = (0..slots)
+            .map(|_| {
+                let (rx, reporting, counters, kick) = (rx.clone(), reporting.clone(), counters.clone(), kick.clone());
+                rt.spawn_blocking(move || {
+                    loop {
+                        // The lock is held while waiting: one idle task waits on the
+                        // channel, the others on the lock.
+                        let next = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(b) = next else { return };
+                        let a = b.run();
+                        report_binding(&reporting, &a, &counters);
+                        // Requeued pods and freed capacity: the loop may have work.
+                        kick.notify_one();
+                    }
+                })
+            })
+            .collect();
+        BindingPool { tx, workers }
+    }
+
+    /// Hands a binding cycle to a free task, waiting for one; false when the tasks
+    /// have stopped (only if one panicked).
+    fn hand_over(&self, b: Box<crate::scheduler::PendingBinding>) -> bool {
+        self.tx.send(b).is_ok()
+    }
+
+    /// Waits for the bindings in flight; the tasks then end.
+    fn finish(self, rt: &tokio::runtime::Handle) {
+        drop(self.tx);
+        for w in self.workers {
+            if let Err(e) = rt.block_on(w) {
+                log::warn!("a binding task stopped: {e}");
+            }
+        }
+    }
 }
 
 /// The longest the loop sleeps without an event: backoff expiries and Permit
@@ -362,7 +413,7 @@ fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::sched
     }
 }
 
-/// The outcomes of a binding cycle (on a binding task or the scheduling thread).
+/// The outcomes of a binding cycle (on its binding task).
 fn report_binding(reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &Counters) {
     let pod = &a.pod.pod;
     match &a.outcome {
@@ -400,4 +451,17 @@ async fn renew(client: kube::Client, le: LeaderElection, shutdown: Shutdown, los
             return;
         }
     }
+}
+
+/// The watches' lean decoding (the private `kube::lean` module) of one Pod's JSON, for
+/// tests that compare it with k8s-openapi's full decode. Not a stable API.
+#[doc(hidden)]
+pub fn lean_pod_from_json(text: &str) -> Result<core::Pod, serde_json::Error> {
+    serde_json::from_str::<lean::Lean<core::Pod>>(text).map(|l| l.0)
+}
+
+/// [`lean_pod_from_json`] for a Node. Not a stable API.
+#[doc(hidden)]
+pub fn lean_node_from_json(text: &str) -> Result<core::Node, serde_json::Error> {
+    serde_json::from_str::<lean::Lean<core::Node>>(text).map(|l| l.0)
 }

@@ -14,6 +14,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::Notify;
 
+use super::lean::Lean;
 use crate::k8s;
 use crate::manifest::LoadOptions;
 use crate::model::{Node, Pod, PodDisruptionBudget};
@@ -94,17 +95,17 @@ where
     }
 }
 
-/// Nodes into the cache.
+/// Nodes into the cache, decoded leanly ([`Lean`]).
 pub(super) struct Nodes {
     pub(super) events: SchedulerEvents,
     pub(super) load: LoadOptions,
 }
 
-impl Sink<core::Node> for Nodes {
-    fn key(obj: &core::Node) -> String {
-        meta_key(&obj.metadata)
+impl Sink<Lean<core::Node>> for Nodes {
+    fn key(obj: &Lean<core::Node>) -> String {
+        meta_key(&obj.0.metadata)
     }
-    fn upsert(&mut self, obj: &core::Node, known: bool) -> bool {
+    fn upsert(&mut self, Lean(obj): &Lean<core::Node>, known: bool) -> bool {
         let node = match k8s::from_k8s_relevant::<Node>(obj, self.load) {
             Ok(l) => used(l, || meta_key(&obj.metadata)),
             Err(e) => {
@@ -124,18 +125,18 @@ impl Sink<core::Node> for Nodes {
 
 /// Pods: every assigned pod into the cache; unassigned pods that a profile of this
 /// scheduler serves into the queue (upstream's two pod informer handlers in
-/// `eventhandlers.go`, over one watch).
+/// `eventhandlers.go`, over one watch). Decoded leanly ([`Lean`]).
 pub(super) struct Pods {
     pub(super) events: SchedulerEvents,
     pub(super) load: LoadOptions,
     pub(super) scheduler_names: Vec<String>,
 }
 
-impl Sink<core::Pod> for Pods {
-    fn key(obj: &core::Pod) -> String {
+impl Sink<Lean<core::Pod>> for Pods {
+    fn key(Lean(obj): &Lean<core::Pod>) -> String {
         obj.metadata.uid.clone().unwrap_or_else(|| meta_key(&obj.metadata))
     }
-    fn upsert(&mut self, obj: &core::Pod, known: bool) -> bool {
+    fn upsert(&mut self, Lean(obj): &Lean<core::Pod>, known: bool) -> bool {
         let pod = match k8s::from_k8s_relevant::<Pod>(obj, self.load) {
             Ok(l) => used(l, || meta_key(&obj.metadata)),
             Err(e) => {

@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod as K8sPod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
-use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use kube::api::{Api, EvictParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::events::{Pending, Recorder};
@@ -19,8 +17,8 @@ use crate::snapshot::PodInfo;
 
 /// Binds through the pods/binding subresource (upstream `DefaultBinder.Bind`,
 /// `pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`). Runs on the
-/// binding task `run` gives each binding cycle (or the scheduling thread, for a
-/// binding resumed after Permit) and blocks it until the API server answers; a conflict or a
+/// binding task `run` gives each binding cycle (bindings resumed after Permit
+/// included) and blocks it until the API server answers; a conflict or a
 /// missing pod is an `Err`, so the binding cycle unreserves the pod, the cache forgets
 /// it and the queue retries it (a deleted pod then leaves with its watch event).
 #[derive(Clone)]
@@ -48,33 +46,56 @@ fn pods(client: &kube::Client, namespace: &str) -> Api<K8sPod> {
     Api::namespaced(client.clone(), if namespace.is_empty() { "default" } else { namespace })
 }
 
+/// The Binding a pods/binding POST carries (`v1` Binding with the pod's name,
+/// namespace and uid, target the Node), written from borrowed fields.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingBody<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: BindingMeta<'a>,
+    target: BindingTarget<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct BindingMeta<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    uid: &'a str,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingTarget<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    name: &'a str,
+}
+
 impl Binder for KubeBinder {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
         let m = &pod.metadata;
-        let binding = Binding {
-            metadata: ObjectMeta {
-                name: Some(m.name.clone()),
-                namespace: Some(m.namespace.clone()),
-                uid: Some(m.uid.clone()),
-                ..ObjectMeta::default()
-            },
-            target: ObjectReference {
-                api_version: Some("v1".to_owned()),
-                kind: Some("Node".to_owned()),
-                name: Some(node.to_owned()),
-                ..ObjectReference::default()
-            },
-        };
-        // The request is built from the pods path directly (an `Api` would erase its
-        // resource type into five strings on every bind); the API server answers with a
-        // Status, of which only the HTTP code matters.
+        // The request is written directly: the body from the pod's borrowed fields, the
+        // path in one string (an `Api` would erase its resource type into five strings
+        // on every bind, and a typed Binding would copy each field). The API server
+        // answers with a Status, of which only the HTTP code matters.
+        if m.name.is_empty() || m.name.contains('/') {
+            return Err(format!("binding {} to {node}: invalid pod name {:?}", pod.key(), m.name));
+        }
         let ns = if m.namespace.is_empty() { "default" } else { m.namespace.as_str() };
-        let req = serde_json::to_vec(&binding)
+        let body = BindingBody {
+            api_version: "v1",
+            kind: "Binding",
+            metadata: BindingMeta { name: &m.name, namespace: &m.namespace, uid: &m.uid },
+            target: BindingTarget { api_version: "v1", kind: "Node", name: node },
+        };
+        let req = serde_json::to_vec(&body)
             .map_err(kube::Error::SerdeError)
             .and_then(|body| {
-                kube::core::Request::new(K8sPod::url_path(&(), Some(ns)))
-                    .create_subresource("binding", &m.name, &PostParams::default(), body)
-                    .map_err(kube::Error::BuildRequest)
+                http::Request::post(format!("/api/v1/namespaces/{ns}/pods/{}/binding", m.name))
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(body)
+                    .map_err(kube::Error::HttpError)
             })
             .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))?;
         self.rt

@@ -521,6 +521,49 @@ impl Scheduler {
         out
     }
 
+    /// [`Scheduler::resume_waiting`] for a loop that runs binding cycles elsewhere (as
+    /// [`Scheduler::schedule_next_deferred`] hands them out): the parked bindings whose
+    /// Permit wait is over, unrun. Running one binds an allowed pod, or unreserves and
+    /// requeues a rejected or timed-out one.
+    pub fn resume_waiting_deferred(&mut self) -> Vec<PendingBinding> {
+        self.take_resolved()
+            .into_iter()
+            .map(|binding| PendingBinding {
+                pod: binding.pod().clone(),
+                binding,
+                finisher: BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() },
+            })
+            .collect()
+    }
+
+    /// The parked bindings whose Permit wait is over, taken out of the parked list (as
+    /// [`Scheduler::resume_waiting`] polls them; a binding resolved by running these is
+    /// found at the next poll, since the waiting pods' epoch has moved).
+    fn take_resolved(&mut self) -> Vec<BindingCycle> {
+        let mut out = Vec::new();
+        if self.parked.is_empty() {
+            return out;
+        }
+        let epoch = self.handle.waiting_pods().epoch();
+        let now = self.handle.clock().now();
+        let due = self.parked_dirty || epoch != self.parked_epoch || self.parked_deadline.is_some_and(|d| now >= d);
+        if !due {
+            return out;
+        }
+        self.parked_dirty = false;
+        self.parked_epoch = epoch;
+        let mut i = 0;
+        while i < self.parked.len() {
+            if self.parked[i].permit_resolved() {
+                out.push(self.parked.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        self.parked_deadline = self.parked.iter().filter_map(BindingCycle::permit_deadline).min();
+        out
+    }
+
     /// Schedules until nothing is ready: the active queue is empty and no parked
     /// binding can go on. Pods in backoff or the unschedulable pool, and bindings
     /// waiting for a timeout, wait for the clock (see [`Scheduler::next_wakeup`]).
