@@ -306,6 +306,28 @@ fn unreserve_deletes_the_claim_prebind_made() {
 }
 
 #[test]
+fn unreserve_leaves_claims_alone_for_a_pod_without_claims() {
+    // upstream `Unreserve` returns at once when PreFilter found no claims
+    // (`state.claims.empty()`): a pod asking for no device whose binding fails must not
+    // delete a claim that merely carries its extended-resource name.
+    let s = store();
+    let writer = Arc::new(Recorder::default());
+    let mut sched = scheduler_with_binder(&s, writer.clone(), true, DefaultBinder::new(FailingBinder));
+    sched.add_node(NodeBuilder::new("node-0").cpu("8").memory("8Gi").pods(10).build()).unwrap();
+    let stray: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "q-extended-resources", "namespace": "default",
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}},
+        "spec": {"devices": {"requests": []}}}))
+    .unwrap();
+    s.add_claim(stray).unwrap();
+    let plain = PodBuilder::new("q").cpu("1").build();
+    let err = sched.schedule_pod(plain).unwrap().run().unwrap_err();
+    assert!(err.to_string().contains("apiserver unavailable"), "{err}");
+    assert!(writer.deleted.lock().is_empty(), "Unreserve deleted {:?}", writer.deleted.lock());
+    assert!(s.claim("default", "q-extended-resources").is_some());
+}
+
+#[test]
 fn extended_resource_objects_round_trip_as_yaml() {
     use serde::Deserialize;
     let class = r#"

@@ -593,7 +593,15 @@ impl ReservePlugin for DynamicResources {
         }
     }
 
-    fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node: &str) {
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, _node: &str) {
+        // Upstream returns at once when PreFilter found no claims (no state, or
+        // `state.claims.empty()`); PreFilter writes `DraState` only for a pod with
+        // claims, so this is the same test, and it keeps pods without claims (most
+        // pods, and every member of a gang without claims) from formatting claim
+        // names here.
+        if state.read::<DraState>().is_none() {
+            return;
+        }
         self.store.unreserve(&pod.uid);
         // A claim PreBind made for the pod's extended resources is deleted again
         // (upstream `unreserveExtendedResourceClaim`).
