@@ -1,6 +1,6 @@
 //! Helpers shared by built-in plugins (upstream `framework/plugins/helper`).
 
-use crate::framework::{CycleState, NodeScore, StateData};
+use crate::framework::{CycleState, NodeScore, StateData, Status};
 use crate::snapshot::{NodeInfo, NodeList};
 
 /// Scales scores so the highest becomes `max` (and, with `reverse`, flips them so the
@@ -42,6 +42,29 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]
 #[deprecated(since = "0.2.0", note = "moved to schedkit::model::is_extended_resource_name")]
 pub fn is_extended_resource_name(name: &str) -> bool {
     crate::model::is_extended_resource_name(name)
+}
+
+/// Filters a chunk of nodes with a plugin's PreFilter state `T`, read once for the
+/// chunk: the body of a `FilterPlugin::filter_nodes` whose Filter needs the state.
+/// Without the state every node gets the Error `missing` (upstream's
+/// "reading … from cycleState" error); otherwise only failing nodes are written.
+pub(crate) fn filter_batch<T: StateData>(
+    state: &CycleState,
+    nodes: NodeList<'_>,
+    statuses: &mut [Status],
+    missing: &'static str,
+    filter: impl Fn(&T, &NodeInfo) -> Status,
+) {
+    let Some(s) = state.read::<T>() else {
+        statuses.fill(Status::error(missing));
+        return;
+    };
+    for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+        let r = filter(s, node);
+        if !r.is_success() {
+            *slot = r;
+        }
+    }
 }
 
 /// Runs `f` with a plugin's PreScore state `T`, read once (or built by `fallback`

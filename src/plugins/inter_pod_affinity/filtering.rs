@@ -221,16 +221,13 @@ impl FilterPlugin for InterPodAffinity {
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
     fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
-        let Some(s) = state.read::<PreFilterState>() else {
-            statuses.fill(Status::error(ERR_STATE_NOT_FOUND));
-            return;
-        };
-        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-            let r = filter_with(s, node);
-            if !r.is_success() {
-                *slot = r;
-            }
-        }
+        crate::plugins::helper::filter_batch::<PreFilterState>(
+            state,
+            nodes,
+            statuses,
+            ERR_STATE_NOT_FOUND,
+            filter_with,
+        );
     }
 }
 
