@@ -89,10 +89,9 @@ impl Scheduler {
         let candidates = &bufs.candidates;
         let active = runtime::ActiveFilters::new(profile, state);
         let mut processed = 0;
-        // Plugin-major over chunks of nodes, unless a node needs its own pass: the group
-        // memo answers node by node, nominated pods are added per node, and the latency
-        // recorder times each plugin call.
-        if memo.is_none() && timers.is_none() && nominated.is_none() {
+        // Plugin-major over chunks of nodes, unless a node needs its own pass: nominated
+        // pods are added per node, and the latency recorder times each plugin call.
+        if timers.is_none() && nominated.is_none() {
             let walk = filter_chunk::Walk {
                 active: &active,
                 state,
@@ -102,7 +101,9 @@ impl Scheduler {
                 n_cand,
             };
             let (feasible, failed) = (&mut bufs.feasible, &mut bufs.failed);
-            match walk.run(&guard, start % n_cand, n_cand, |found| to_find - found, &mut bufs.chunk, feasible, failed) {
+            let room = |found| to_find - found;
+            match walk.run(&guard, start % n_cand, n_cand, room, &mut bufs.chunk, feasible, failed, memo.as_deref_mut())
+            {
                 Ok(p) => return p,
                 // A plugin panicked: walk on node by node from that chunk to blame it.
                 Err(p) => processed = p,

@@ -9,6 +9,7 @@
 
 use std::cell::Cell;
 
+use super::group_memo::GroupMemo;
 use crate::framework::{CycleState, Status, runtime};
 use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
@@ -124,6 +125,10 @@ impl Walk<'_, '_> {
     /// began: the nodes after the last one wanted are dropped, so the nodes
     /// processed (the `Ok` count) are exactly those the node-by-node walk processes.
     ///
+    /// With a pod-group `memo`, a node it remembers takes the remembered status and
+    /// only the others go through the plugins; the statuses of the processed nodes
+    /// that were filtered are stored back, as the node-by-node walk stores them.
+    ///
     /// On a panic, returns `Err` with the nodes processed before the chunk that
     /// panicked: the caller re-walks from there node by node, which finds the node
     /// and the plugin to blame (Filter reads only its inputs, so it repeats).
@@ -137,10 +142,16 @@ impl Walk<'_, '_> {
         bufs: &mut ChunkBufs,
         feasible: &mut Vec<usize>,
         failed: &mut Vec<(usize, Status)>,
+        mut memo: Option<&mut GroupMemo>,
     ) -> Result<usize, usize> {
         let mut processed = 0;
         let mut found = 0;
         let mut idx = [0usize; CHUNK];
+        // The memo's answers by chunk position, and which positions were filtered.
+        let mut remembered: [Option<Status>; CHUNK] = std::array::from_fn(|_| None);
+        let mut miss = [0usize; CHUNK];
+        let mut miss_at = [0u8; CHUNK];
+        let nodes = self.snap.nodes();
         let outcome = guard.run(|current| {
             while processed < count {
                 let want = room(found);
@@ -155,7 +166,32 @@ impl Walk<'_, '_> {
                         k = 0;
                     }
                 }
-                filter_chunk(self.active, self.state, self.pod, self.snap, &idx[..m], current, bufs);
+                let mut filtered = u64::MAX;
+                if let Some(memo) = memo.as_deref_mut() {
+                    // Remembered nodes take their status; the rest are filtered as one
+                    // chunk, and every outcome goes back to its chunk position.
+                    filtered = 0;
+                    let mut n_miss = 0;
+                    for (j, &node) in idx[..m].iter().enumerate() {
+                        remembered[j] = memo.filter(node, &nodes[node]);
+                        if remembered[j].is_none() {
+                            miss[n_miss] = node;
+                            // At most CHUNK (64) positions: each fits a byte.
+                            miss_at[n_miss] = j as u8;
+                            n_miss += 1;
+                            filtered |= 1 << j;
+                        }
+                    }
+                    filter_chunk(self.active, self.state, self.pod, self.snap, &miss[..n_miss], current, bufs);
+                    for (i, &j) in miss_at[..n_miss].iter().enumerate() {
+                        remembered[usize::from(j)] = Some(std::mem::take(&mut bufs.outcome[i]));
+                    }
+                    for (o, r) in bufs.outcome[..m].iter_mut().zip(&mut remembered[..m]) {
+                        *o = r.take().unwrap_or_default();
+                    }
+                } else {
+                    filter_chunk(self.active, self.state, self.pod, self.snap, &idx[..m], current, bufs);
+                }
                 let mut got = 0;
                 let mut done = false;
                 for (j, &node) in idx[..m].iter().enumerate() {
@@ -169,6 +205,11 @@ impl Walk<'_, '_> {
                         continue;
                     }
                     processed += 1;
+                    if filtered & (1 << j) != 0
+                        && let Some(memo) = memo.as_deref_mut()
+                    {
+                        memo.store_filter(node, &nodes[node], o);
+                    }
                     if o.is_success() {
                         feasible.push(node);
                         got += 1;

@@ -75,7 +75,7 @@ pub(super) fn find_feasible(
                         to_find.saturating_sub(total)
                     };
                     let mut bufs = filter_chunk::ChunkBufs::default();
-                    match walk.run(&guard, (start + first) % n_cand, len, room, &mut bufs, &mut ok, &mut bad) {
+                    match walk.run(&guard, (start + first) % n_cand, len, room, &mut bufs, &mut ok, &mut bad, None) {
                         Ok(p) => return (ok, bad, p),
                         // A plugin panicked: on node by node from that chunk to blame it.
                         Err(p) => processed = p,
