@@ -88,6 +88,7 @@ struct Fake {
     nodes: Bytes,
     pods: Bytes,
     empty_pdbs: Bytes,
+    empty: Bytes,
     ok: Bytes,
     bound: AtomicUsize,
 }
@@ -102,6 +103,9 @@ async fn serve(fake: Arc<Fake>, req: http::Request<kube::client::Body>) -> http:
         ("GET", "/api/v1/nodes") => full(200, fake.nodes.clone()),
         ("GET", "/api/v1/pods") => full(200, fake.pods.clone()),
         ("GET", "/apis/policy/v1/poddisruptionbudgets") => full(200, fake.empty_pdbs.clone()),
+        // Every other watched kind (DRA objects, PodGroups) lists empty: the runtime
+        // starts scheduling only when every watch has listed once.
+        ("GET", _) => full(200, fake.empty.clone()),
         ("POST", p) if p.ends_with("/binding") => {
             fake.bound.fetch_add(1, Ordering::SeqCst);
             full(201, fake.ok.clone())
@@ -123,6 +127,7 @@ fn through_runtime(nodes: usize, pods: usize) -> Duration {
         nodes: list("Node", "v1", &(0..nodes).map(node).collect::<Vec<_>>()),
         pods: list("Pod", "v1", &(0..pods).map(pod).collect::<Vec<_>>()),
         empty_pdbs: list("PodDisruptionBudget", "policy/v1", &[]),
+        empty: list("List", "v1", &[]),
         ok: Bytes::from_static(br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}"#),
         bound: AtomicUsize::new(0),
     });

@@ -204,6 +204,7 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
 
     scheduler.handle().preemption().set_evictor(Arc::new(KubeEvictor::new(client.clone(), rt.clone())));
     let kick = Arc::new(Notify::new());
+    let synced = Arc::new(watch::Synced::default());
     let events = scheduler.events();
     let scheduler_names: Vec<String> = scheduler.profiles().iter().map(|p| p.name().to_owned()).collect();
     let reporting =
@@ -214,12 +215,14 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         watcher::Config::default(),
         watch::Nodes { events: events.clone(), load: options.load },
         kick.clone(),
+        synced.register(),
     )));
     tasks.push(tokio::spawn(watch::drive(
         Api::<lean::Lean<core::Pod>>::all(client.clone()),
         watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed"),
         watch::Pods { events: events.clone(), load: options.load, scheduler_names },
         kick.clone(),
+        synced.register(),
     )));
     if let Some(ns) = &options.namespaces {
         tasks.push(tokio::spawn(watch::drive(
@@ -227,6 +230,7 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
             watcher::Config::default(),
             watch::Namespaces { labels: ns.clone() },
             kick.clone(),
+            synced.register(),
         )));
     }
     tasks.push(tokio::spawn(watch::drive(
@@ -234,6 +238,7 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         watcher::Config::default(),
         watch::Budgets { handle: scheduler.handle().clone(), all: std::collections::BTreeMap::new() },
         kick.clone(),
+        synced.register(),
     )));
 
     if let Some(store) = scheduler.handle().shared::<crate::dra::DraStore>() {
@@ -244,18 +249,21 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
             watcher::Config::default(),
             dra::Classes(shared.clone()),
             kick.clone(),
+            synced.register(),
         )));
         tasks.push(tokio::spawn(watch::drive(
             Api::<resource::ResourceSlice>::all(client.clone()),
             watcher::Config::default(),
             dra::Slices(shared.clone()),
             kick.clone(),
+            synced.register(),
         )));
         tasks.push(tokio::spawn(watch::drive(
             Api::<resource::ResourceClaim>::all(client.clone()),
             watcher::Config::default(),
             dra::Claims(shared),
             kick.clone(),
+            synced.register(),
         )));
     }
 
@@ -267,10 +275,19 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
                 watcher::Config::default(),
                 watch::PodGroups { events: events.clone(), load: options.load, gates },
                 kick.clone(),
+                synced.register(),
             )));
         }
     }
 
+    // Upstream waits for its informers' caches before the first cycle.
+    tokio::select! {
+        () = synced.wait() => {}
+        () = shutdown.wait() => {
+            tasks.iter().for_each(tokio::task::JoinHandle::abort);
+            return Ok(RunStats::default());
+        }
+    }
     let stop = shutdown.clone();
     let lost_flag = lost.clone();
     let loop_kick = kick.clone();

@@ -48,9 +48,52 @@ fn used<T: crate::manifest::Manifest>(l: crate::manifest::Loaded<T>, name: impl 
     l.object
 }
 
+/// How many watches have not finished their first list yet: the scheduling loop
+/// starts only when every one has (upstream `WaitForCacheSync` before
+/// `sched.Run`), so no pod is tried against a half-listed cluster.
+#[derive(Debug, Default)]
+pub(super) struct Synced {
+    pending: std::sync::atomic::AtomicUsize,
+    notify: Notify,
+}
+
+impl Synced {
+    /// One more watch to wait for; the returned token is spent on its first list.
+    pub(super) fn register(self: &Arc<Self>) -> SyncToken {
+        self.pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        SyncToken(Some(self.clone()))
+    }
+
+    /// Returns once every registered watch has listed.
+    pub(super) async fn wait(&self) {
+        // `notify_one` keeps a permit when nobody waits, so no wake-up is lost
+        // between the check and the wait.
+        while self.pending.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// A watch's share of [`Synced`], spent when its first list is in.
+pub(super) struct SyncToken(Option<Arc<Synced>>);
+
+impl SyncToken {
+    fn listed(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.pending.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            s.notify.notify_one();
+        }
+    }
+}
+
 /// Drives one watch until its stream ends (never, unless the task is aborted).
-pub(super) async fn drive<K, S>(api: Api<K>, cfg: watcher::Config, mut sink: S, kick: Arc<Notify>)
-where
+pub(super) async fn drive<K, S>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    mut sink: S,
+    kick: Arc<Notify>,
+    mut synced: SyncToken,
+) where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     S: Sink<K>,
 {
@@ -82,6 +125,7 @@ where
                 }
             }
             Ok(Event::InitDone) => {
+                synced.listed();
                 if let Some(s) = seen.take() {
                     let gone: Vec<String> = known.difference(&s).cloned().collect();
                     for key in gone {
