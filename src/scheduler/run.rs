@@ -495,17 +495,9 @@ impl Scheduler {
     /// large gang waiting at Permit costs nothing per attempt.
     pub fn resume_waiting(&mut self) -> Vec<Attempt> {
         let mut out = Vec::new();
-        if self.parked.is_empty() {
+        if !self.parked_due() {
             return out;
         }
-        let epoch = self.handle.waiting_pods().epoch();
-        let now = self.handle.clock().now();
-        let due = self.parked_dirty || epoch != self.parked_epoch || self.parked_deadline.is_some_and(|d| now >= d);
-        if !due {
-            return out;
-        }
-        self.parked_dirty = false;
-        self.parked_epoch = epoch;
         let mut i = 0;
         while i < self.parked.len() {
             if self.parked[i].permit_resolved() {
@@ -536,22 +528,31 @@ impl Scheduler {
             .collect()
     }
 
+    /// Whether the parked bindings need a poll: a waiting pod was allowed or rejected
+    /// since the last one, a binding was parked, or a Permit deadline passed. Marks
+    /// the poll as done.
+    fn parked_due(&mut self) -> bool {
+        if self.parked.is_empty() {
+            return false;
+        }
+        let epoch = self.handle.waiting_pods().epoch();
+        let now = self.handle.clock().now();
+        let due = self.parked_dirty || epoch != self.parked_epoch || self.parked_deadline.is_some_and(|d| now >= d);
+        if due {
+            self.parked_dirty = false;
+            self.parked_epoch = epoch;
+        }
+        due
+    }
+
     /// The parked bindings whose Permit wait is over, taken out of the parked list (as
     /// [`Scheduler::resume_waiting`] polls them; a binding resolved by running these is
     /// found at the next poll, since the waiting pods' epoch has moved).
     fn take_resolved(&mut self) -> Vec<BindingCycle> {
         let mut out = Vec::new();
-        if self.parked.is_empty() {
+        if !self.parked_due() {
             return out;
         }
-        let epoch = self.handle.waiting_pods().epoch();
-        let now = self.handle.clock().now();
-        let due = self.parked_dirty || epoch != self.parked_epoch || self.parked_deadline.is_some_and(|d| now >= d);
-        if !due {
-            return out;
-        }
-        self.parked_dirty = false;
-        self.parked_epoch = epoch;
         let mut i = 0;
         while i < self.parked.len() {
             if self.parked[i].permit_resolved() {
