@@ -386,6 +386,29 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
     assert!(s.status_patches.iter().all(|(p, _)| p != "broken"));
 }
 
+/// Runs `scheduler` against the mock API server until `bindings` pods are bound
+/// (at most 10 s), then shuts it down and returns its counters.
+/// `max_concurrent_bindings` 0 keeps the runtime's default.
+async fn run_until_bound(
+    state: &Arc<Mutex<ApiServer>>,
+    client: kube::Client,
+    scheduler: Scheduler,
+    max_concurrent_bindings: usize,
+    bindings: usize,
+) -> schedkit::kube::RunStats {
+    let shutdown = Shutdown::new();
+    let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings, ..RunOptions::default() };
+    let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+    for _ in 0..200 {
+        if state.lock().bindings.len() >= bindings {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+}
+
 /// Runs the DRA scene until a pod is bound or `wait` passes.
 fn run_dra_scene(server: ApiServer, wait: Duration) -> (Arc<Mutex<ApiServer>>, schedkit::kube::RunStats) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -497,17 +520,7 @@ fn bindings_run_on_their_own_tasks_within_the_limit() {
         let handle = Handle::default();
         let profile = registry.build_profile(&cfg, &handle).unwrap();
         let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
-        let shutdown = Shutdown::new();
-        let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings: 2, ..RunOptions::default() };
-        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
-        for _ in 0..200 {
-            if state.lock().bindings.len() >= 4 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        shutdown.trigger();
-        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+        run_until_bound(&state, client, scheduler, 2, 4).await
     });
     let s = state.lock();
     // Four 600 ms bindings, two at a time: the loop went on scheduling while the API
@@ -535,17 +548,7 @@ fn pod_groups_are_watched_and_a_gang_binds() {
         handle.set_feature_gates(gates);
         let profile = registry.build_profile(&cfg, &handle).unwrap();
         let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
-        let shutdown = Shutdown::new();
-        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
-        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
-        for _ in 0..200 {
-            if state.lock().bindings.len() >= 2 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        shutdown.trigger();
-        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+        run_until_bound(&state, client, scheduler, 0, 2).await
     });
     let s = state.lock();
     assert!(s.requests.iter().any(|r| r.starts_with("GET /apis/scheduling.k8s.io/v1alpha2/podgroups?")));
@@ -576,17 +579,7 @@ fn bindings_resumed_after_permit_use_the_binding_tasks() {
         handle.set_feature_gates(gates);
         let profile = registry.build_profile(&cfg, &handle).unwrap();
         let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
-        let shutdown = Shutdown::new();
-        let opts = RunOptions { shutdown: shutdown.clone(), max_concurrent_bindings: 1, ..RunOptions::default() };
-        let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
-        for _ in 0..200 {
-            if state.lock().bindings.len() >= 2 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        shutdown.trigger();
-        tokio::time::timeout(Duration::from_secs(10), running).await.expect("run stops on shutdown").unwrap().unwrap()
+        run_until_bound(&state, client, scheduler, 1, 2).await
     });
     let s = state.lock();
     let mut bound: Vec<&str> = s.bindings.iter().map(|(p, _)| p.as_str()).collect();
