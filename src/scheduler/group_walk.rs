@@ -29,8 +29,6 @@ pub(super) struct LastWalk {
     /// The node each status is for (held, so its address is not reused).
     nodes: Vec<Arc<NodeInfo>>,
     status: Vec<Status>,
-    /// Positions whose node changed (scratch, reused between members).
-    changed: Vec<usize>,
 }
 
 impl LastWalk {
@@ -73,37 +71,44 @@ impl Scheduler {
         };
         let nodes = snap.nodes();
         let walk = &mut memo.walk;
-        if walk.valid && walk.nodes.len() == nodes.len() {
-            walk.changed.clear();
-            walk.changed.extend((0..nodes.len()).filter(|&i| !Arc::ptr_eq(&walk.nodes[i], &nodes[i])));
+        let n = nodes.len();
+        if walk.valid && walk.nodes.len() == n && n > 0 {
+            // One pass in walk order: a node whose `NodeInfo` changed is refiltered,
+            // then every node's status goes to the feasible or the failed list.
             let active = runtime::ActiveFilters::new(profile, state);
             let guard = runtime::FilterGuard::new(profile);
-            let (changed, status, held) = (&walk.changed, &mut walk.status, &mut walk.nodes);
-            let refiltered = guard.run(|current| {
-                for &i in changed {
-                    status[i] = runtime::run_active_filters(&active, state, pod, &nodes[i], current);
-                    held[i] = nodes[i].clone();
-                }
-            });
-            if refiltered.is_ok() {
-                let bufs = &mut self.bufs;
-                let n = nodes.len();
-                for i in (start % n..n).chain(0..start % n) {
-                    let s = &walk.status[i];
-                    if s.is_success() {
-                        bufs.feasible.push(i);
-                    } else {
-                        bufs.failed.push((i, s.clone()));
+            let (status, held) = (&mut walk.status, &mut walk.nodes);
+            let bufs = &mut self.bufs;
+            let (mut refiltered, mut error) = (0usize, false);
+            let outcome = guard.run(|current| {
+                for range in [start % n..n, 0..start % n] {
+                    for i in range {
+                        if !Arc::ptr_eq(&held[i], &nodes[i]) {
+                            status[i] = runtime::run_active_filters(&active, state, pod, &nodes[i], current);
+                            held[i] = nodes[i].clone();
+                            refiltered += 1;
+                            error |= status[i].code() == Code::Error;
+                        }
+                        let s = &status[i];
+                        if s.is_success() {
+                            bufs.feasible.push(i);
+                        } else {
+                            bufs.failed.push((i, s.clone()));
+                        }
                     }
                 }
+            });
+            if outcome.is_ok() {
                 memo.stats.walks_replayed += 1;
-                memo.stats.filter_hits += (n - walk.changed.len()) as u64;
-                if walk.changed.iter().any(|&i| walk.status[i].code() == Code::Error) {
+                memo.stats.filter_hits += (n - refiltered) as u64;
+                if error {
                     walk.invalidate();
                 }
                 return n;
             }
-            // A plugin panicked: the walk below finds and blames it.
+            // A plugin panicked: the walk below (from empty lists) finds and blames it.
+            bufs.feasible.clear();
+            bufs.failed.clear();
             walk.invalidate();
         }
         let processed = self.find_feasible(profile, state, pod, snap, narrowed, n_cand, to_find, start);
