@@ -75,7 +75,8 @@ impl Scheduler {
         if walk.valid && walk.nodes.len() == n && n > 0 {
             // One pass in walk order: a node whose `NodeInfo` changed is refiltered,
             // then every node's status goes to the feasible or the failed list.
-            let active = runtime::ActiveFilters::new(profile, state);
+            // The running Filters are listed only when a node changed.
+            let mut active = None;
             let guard = runtime::FilterGuard::new(profile);
             let (status, held) = (&mut walk.status, &mut walk.nodes);
             let bufs = &mut self.bufs;
@@ -84,7 +85,8 @@ impl Scheduler {
                 for range in [start % n..n, 0..start % n] {
                     for i in range {
                         if !Arc::ptr_eq(&held[i], &nodes[i]) {
-                            status[i] = runtime::run_active_filters(&active, state, pod, &nodes[i], current);
+                            let active = active.get_or_insert_with(|| runtime::ActiveFilters::new(profile, state));
+                            status[i] = runtime::run_active_filters(active, state, pod, &nodes[i], current);
                             held[i] = nodes[i].clone();
                             refiltered += 1;
                             error |= status[i].code() == Code::Error;
