@@ -64,6 +64,12 @@ pub(crate) struct MemoStats {
     /// Plugins' normalized columns carried over from the previous identical member
     /// without running NormalizeScore (see `group_score.rs`).
     pub columns_reused: u64,
+    /// Members that ran without the memo because it could not answer them (see
+    /// [`GroupMemo::plan`]).
+    pub members_plain: u64,
+    /// Members whose Filter walk was replayed from the previous identical member's
+    /// (see `group_walk.rs`; their unchanged nodes count as filter hits).
+    pub walks_replayed: u64,
 }
 
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
@@ -99,6 +105,8 @@ pub(crate) struct GroupMemo {
     keys: Vec<[Option<CachedKey>; 2]>,
     /// The previous member's normalized columns and totals (see `group_score.rs`).
     pub(super) columns: super::group_score::LastColumns,
+    /// The last full Filter walk in the view under the Filter key (see `group_walk.rs`).
+    pub(super) walk: super::group_walk::LastWalk,
     pub(crate) stats: MemoStats,
 }
 
@@ -163,6 +171,7 @@ impl GroupMemo {
         self.filter_key = None;
         self.score_key = None;
         self.columns.invalidate();
+        self.walk.invalidate();
         self.view = None;
         self.filter_on = false;
         self.score_on = false;
@@ -190,10 +199,31 @@ impl GroupMemo {
                     e.filter = None;
                 }
             }
+            self.walk.invalidate();
             self.filter_key = Some(key);
         }
         self.filter_on = true;
         true
+    }
+
+    /// Before the Filter walk, which looks for `to_find` feasible nodes among `n_cand`
+    /// candidates: whether this member stores what the memo lacks (only when the members
+    /// after it will come round to the nodes it visits, as sampling walks on), and
+    /// whether it uses the memo at all. A memo that holds nothing (no entries, no walk)
+    /// and is not stored into cannot answer this member, nor the members after it; then the member runs the
+    /// plain Filter walk and Score loop, which give the same results without the memo's
+    /// per-node lookups (gangs whose members sample disjoint stretches of a large
+    /// cluster).
+    pub(super) fn plan(&mut self, to_find: usize, n_cand: usize) {
+        self.store = self.members_left > 1 && (self.members_left - 1).saturating_mul(to_find) >= n_cand;
+        if self.filter_on && !self.store && self.used.is_empty() && !self.walk.is_valid() {
+            self.filter_on = false;
+            self.score_on = false;
+            // This member's Score runs outside the memo: the next member must not take
+            // the previous memo member's columns for current.
+            self.columns.invalidate();
+            self.stats.members_plain += 1;
+        }
     }
 
     /// After PreScore: whether this member may reuse raw scores.

@@ -21,6 +21,9 @@ mod group_preemption;
 mod group_score;
 #[cfg(test)]
 mod group_score_tests;
+mod group_walk;
+#[cfg(test)]
+mod group_walk_tests;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
@@ -534,11 +537,11 @@ impl Scheduler {
         let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
         let to_find = num_feasible_nodes_to_find(pct, n_cand);
         if let Some(memo) = self.group_memo.as_mut() {
-            // Storing pays only when later members walk back over these nodes.
-            memo.store = memo.members_left > 1 && (memo.members_left - 1).saturating_mul(to_find) >= n_cand;
+            memo.plan(to_find, n_cand);
         }
         let start = self.next_start % n_all;
-        let processed = self.find_feasible(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
+        let processed =
+            self.find_feasible_or_replay(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;
 
         if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {

@@ -169,6 +169,8 @@ impl Scheduler {
             self.group_memo_stats.score_hits += memo.stats.score_hits;
             self.group_memo_stats.keys_signed += memo.stats.keys_signed;
             self.group_memo_stats.columns_reused += memo.stats.columns_reused;
+            self.group_memo_stats.members_plain += memo.stats.members_plain;
+            self.group_memo_stats.walks_replayed += memo.stats.walks_replayed;
             memo.end_cycle();
             self.group_memo_spare = memo;
         }

@@ -136,15 +136,34 @@ pub(crate) fn group_key(pod: &PodInfo) -> Option<String> {
 }
 
 /// Runs `f` on the map key `namespace/name` (an empty namespace is `default`), built
-/// on the stack: the group cycle looks groups up several times per member, and a
-/// `format!` per lookup was a tenth of its bookkeeping.
+/// in a buffer of the thread's that is reused: the group cycle looks groups up several
+/// times per member, and a `format!` per lookup was a tenth of its bookkeeping (then
+/// building it on the stack still checked it as UTF-8 every time). A lookup inside `f`
+/// (the buffer in use) builds its key on the stack.
 pub(crate) fn with_group_key<R>(namespace: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
+    thread_local! {
+        static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
     let ns = if namespace.is_empty() { "default" } else { namespace };
+    let mut f = Some(f);
+    let done = KEY.try_with(|key| {
+        let mut buf = key.try_borrow_mut().ok()?;
+        buf.clear();
+        buf.push_str(ns);
+        buf.push('/');
+        buf.push_str(name);
+        f.take().map(|f| f(&buf))
+    });
+    if let Ok(Some(r)) = done {
+        return r;
+    }
     let mut buf: smallvec::SmallVec<[u8; 128]> = smallvec::SmallVec::new();
     buf.extend_from_slice(ns.as_bytes());
     buf.push(b'/');
     buf.extend_from_slice(name.as_bytes());
     // Two strings joined by an ASCII byte are UTF-8.
+    // `f` ran above only when it returned there.
+    let f = f.take().expect("f ran only on the buffer path, which returned");
     f(std::str::from_utf8(&buf).unwrap_or_default())
 }
 
@@ -214,5 +233,21 @@ mod tests {
             let expected = format!("{}/{name}", if ns.is_empty() { "default" } else { ns });
             assert_eq!(with_group_key(ns, name, str::to_owned), expected);
         }
+    }
+
+    /// A key built while another is in use (Permit lists a group's members inside
+    /// its own lookup) is built on the stack and leaves the outer key alone; the
+    /// thread's buffer serves the next lookup again.
+    #[test]
+    fn nested_group_keys_are_both_right() {
+        let (outer, inner) = with_group_key("a", "g1", |outer| {
+            let inner = with_group_key("", "g2", |inner| {
+                assert_eq!(with_group_key("c", "g3", str::to_owned), "c/g3");
+                inner.to_owned()
+            });
+            (outer.to_owned(), inner)
+        });
+        assert_eq!((outer.as_str(), inner.as_str()), ("a/g1", "default/g2"));
+        assert_eq!(with_group_key("b", "g4", str::to_owned), "b/g4");
     }
 }
