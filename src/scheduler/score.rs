@@ -60,16 +60,11 @@ impl Scheduler {
             return Ok(());
         }
         // One score buffer for every plugin: the names are written once per cycle,
-        // and each plugin starts from zeros.
+        // and each plugin starts from the zeros the previous one's totals left.
         bufs.scores.clear();
         bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
-        for (r, &pi) in bufs.active_score.iter().enumerate() {
+        for &pi in &bufs.active_score {
             let sp = &profile.score[pi];
-            if r > 0 {
-                for ns in &mut bufs.scores {
-                    ns.score = 0;
-                }
-            }
             let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
             let nodes = NodeList::new(snap, &bufs.feasible);
             runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
@@ -82,12 +77,15 @@ impl Scheduler {
     pub(super) fn select_host(&mut self, snap: &Snapshot) -> usize {
         let bufs = &self.bufs;
         let nodes = snap.nodes();
-        let mut best = 0;
-        let mut count = 0u64;
-        for (k, &t) in bufs.totals.iter().enumerate() {
-            let top = bufs.totals[best];
-            if k == 0 || t > top {
+        let Some(&first) = bufs.totals.first() else { return bufs.feasible[0] };
+        // Reservoir sampling over the running maximum, as upstream `selectHost`: the
+        // generator is drawn on every tie with the running top, so the stream (and
+        // the seeded choice) stays upstream's; the top is kept in a local.
+        let (mut best, mut top, mut count) = (0, first, 1u64);
+        for (k, &t) in bufs.totals.iter().enumerate().skip(1) {
+            if t > top {
                 best = k;
+                top = t;
                 count = 1;
             } else if t == top {
                 count += 1;
@@ -111,8 +109,8 @@ impl Scheduler {
 }
 
 /// After plugin `pi`'s Score over every feasible node: keeps its raw scores (batch
-/// rescoring), runs its NormalizeScore and adds its weighted scores to `totals`
-/// (upstream `RunScorePlugins`, `pkg/scheduler/framework/runtime/framework.go`).
+/// rescoring), runs its NormalizeScore and adds its weighted scores to `totals`,
+/// leaving `scores` zeroed (upstream `RunScorePlugins`, `pkg/scheduler/framework/runtime/framework.go`).
 #[expect(clippy::too_many_arguments, reason = "internal; the phase's buffers")]
 fn finish_plugin(
     profile: &Profile,
@@ -133,5 +131,5 @@ fn finish_plugin(
     }
     let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
     runtime::run_normalize_unchecked(sp, state, pod, scores, norm_timer)?;
-    runtime::add_weighted_scores(sp, scores, totals)
+    runtime::take_weighted_scores(sp, scores, totals)
 }
