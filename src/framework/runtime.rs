@@ -385,7 +385,7 @@ pub(crate) fn run_normalize(
 }
 
 /// NormalizeScore of one plugin without the range check: the cycle's Score phase
-/// checks the range while it adds the weighted scores ([`take_weighted_scores`]).
+/// checks the range while it adds the weighted scores ([`add_weighted_scores`]).
 pub(crate) fn run_normalize_unchecked(
     sp: &WeightedScore,
     state: &CycleState,
@@ -402,36 +402,28 @@ pub(crate) fn run_normalize_unchecked(
     if s.is_success() { Ok(()) } else { Err(s.with_plugin(sp.name)) }
 }
 
-/// Adds each normalized score times the plugin's weight to `totals` (same order)
-/// and zeroes the score for the next plugin, checking upstream's range in the same
-/// pass: the error is [`run_normalize`]'s, for the first score out of range (then
-/// `totals` is garbage, and the caller drops it with the cycle).
-pub(crate) fn take_weighted_scores(
-    sp: &WeightedScore,
-    scores: &mut [NodeScore],
-    totals: &mut [i64],
-) -> Result<(), Status> {
+/// Adds each normalized score times the plugin's weight to `totals` (same order),
+/// checking upstream's range in the same pass: the error is [`run_normalize`]'s,
+/// for the first score out of range (then `totals` is garbage, and the caller
+/// drops it with the cycle).
+pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], totals: &mut [i64]) -> Result<(), Status> {
     #[expect(clippy::inline_always, reason = "the weighting closure must inline into the loop")]
     #[inline(always)]
-    fn take(scores: &mut [NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> Option<i64> {
-        let mut bad = None;
+    fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> bool {
+        let mut bad = false;
         for (t, ns) in totals.iter_mut().zip(scores) {
-            let s = ns.score;
-            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s) && bad.is_none() {
-                bad = Some(s);
-            }
-            *t = t.wrapping_add(weighted(s));
-            ns.score = 0;
+            bad |= !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score);
+            *t = t.wrapping_add(weighted(ns.score));
         }
         bad
     }
     let w = sp.weight;
     // Weight 1 (most built-ins' default) adds without a 64-bit multiply.
-    let bad = if w == 1 { take(scores, totals, |s| s) } else { take(scores, totals, |s| s.wrapping_mul(w)) };
-    match bad {
-        Some(score) => Err(invalid_score(sp, score)),
-        None => Ok(()),
+    let bad = if w == 1 { add(scores, totals, |s| s) } else { add(scores, totals, |s| s.wrapping_mul(w)) };
+    if bad && let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
+        return Err(invalid_score(sp, ns.score));
     }
+    Ok(())
 }
 
 /// Upstream's error for a score out of range after NormalizeScore.

@@ -48,10 +48,10 @@ impl Scheduler {
         bufs.active_score.extend((0..profile.score.len()).filter(|&pi| !state.skips_score(pi)));
         #[cfg(feature = "parallel")]
         if let Some(pool) = &self.pool
-            && n >= self.config.parallel_min_nodes
             && parallel::score_pays(n, bufs.active_score.len(), self.config.parallel_min_work)
         {
-            let rows = parallel::ScoreRows { names: &bufs.names, active: &bufs.active_score, out: &mut bufs.plugin_scores };
+            let rows =
+                parallel::ScoreRows { names: &bufs.names, active: &bufs.active_score, out: &mut bufs.plugin_scores };
             parallel::score_all(pool, profile, state, pod, snap, &bufs.feasible, rows, timers)?;
             for (r, &pi) in bufs.active_score.iter().enumerate() {
                 let row = &mut bufs.plugin_scores[r * n..(r + 1) * n];
@@ -60,11 +60,16 @@ impl Scheduler {
             return Ok(());
         }
         // One score buffer for every plugin: the names are written once per cycle,
-        // and each plugin starts from the zeros the previous one's totals left.
+        // and each plugin starts from zeros.
         bufs.scores.clear();
         bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
-        for &pi in &bufs.active_score {
+        for (r, &pi) in bufs.active_score.iter().enumerate() {
             let sp = &profile.score[pi];
+            if r > 0 {
+                for ns in &mut bufs.scores {
+                    ns.score = 0;
+                }
+            }
             let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
             let nodes = NodeList::new(snap, &bufs.feasible);
             runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
@@ -109,8 +114,8 @@ impl Scheduler {
 }
 
 /// After plugin `pi`'s Score over every feasible node: keeps its raw scores (batch
-/// rescoring), runs its NormalizeScore and adds its weighted scores to `totals`,
-/// leaving `scores` zeroed (upstream `RunScorePlugins`, `pkg/scheduler/framework/runtime/framework.go`).
+/// rescoring), runs its NormalizeScore and adds its weighted scores to `totals`
+/// (upstream `RunScorePlugins`, `pkg/scheduler/framework/runtime/framework.go`).
 #[expect(clippy::too_many_arguments, reason = "internal; the phase's buffers")]
 fn finish_plugin(
     profile: &Profile,
@@ -131,5 +136,5 @@ fn finish_plugin(
     }
     let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
     runtime::run_normalize_unchecked(sp, state, pod, scores, norm_timer)?;
-    runtime::take_weighted_scores(sp, scores, totals)
+    runtime::add_weighted_scores(sp, scores, totals)
 }

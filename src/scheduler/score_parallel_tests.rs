@@ -87,17 +87,18 @@ fn profile(fail_a: Option<usize>, fail_b: Option<usize>) -> Profile {
 }
 
 fn pod(milli_cpu: u32) -> PodInfo {
-    let p = PodBuilder::new("p")
-        .label("app", "web")
-        .cpu(&format!("{milli_cpu}m"))
-        .memory("1Gi")
-        .toleration("spot", Some("yes"), Some(TaintEffect::PreferNoSchedule));
+    let p = PodBuilder::new("p").label("app", "web").cpu(&format!("{milli_cpu}m")).memory("1Gi").toleration(
+        "spot",
+        Some("yes"),
+        Some(TaintEffect::PreferNoSchedule),
+    );
     PodInfo::new(p.build()).unwrap()
 }
 
 /// PreScore and Score over every node on `threads` threads: the totals, or the error.
 fn scored(profile: &Arc<Profile>, pod: &PodInfo, snap: &Snapshot, threads: usize) -> Result<Vec<i64>, String> {
-    let cfg = SchedulerConfig { parallelism: threads, parallel_min_nodes: 0, parallel_min_work: 0, ..Default::default() };
+    let cfg =
+        SchedulerConfig { parallelism: threads, parallel_min_nodes: 0, parallel_min_work: 0, ..Default::default() };
     let mut s = Scheduler::builder().profile((**profile).clone()).config(cfg).build();
     let mut state = CycleState::new();
     runtime::run_pre_filter(profile, &mut state, pod, snap).map_err(|e| e.to_string())?;
