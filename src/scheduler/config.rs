@@ -57,8 +57,17 @@ pub struct SchedulerConfig {
     pub percentage_of_nodes_to_score: u32,
     /// Threads for Filter and Score (1 = never parallel).
     pub parallelism: usize,
-    /// Run Filter/Score in parallel only when at least this many nodes are evaluated.
+    /// Run Filter in parallel only when at least this many nodes are evaluated
+    /// (Score decides by [`SchedulerConfig::parallel_min_work`]).
     pub parallel_min_nodes: usize,
+    /// Run the Score phase in parallel (every Score plugin in one region) only when
+    /// its estimated work reaches this many instructions: feasible nodes × Score
+    /// plugins PreScore did not skip × 60, the instructions a plugin's Score,
+    /// NormalizeScore and weighted total cost per node on the default profile.
+    /// Waking the workers costs a fixed amount per region (a full halt exit on VMs
+    /// that don't poll when idle), which a small phase does not earn back. Default
+    /// 300,000: from about 830 feasible nodes with six Score plugins.
+    pub parallel_min_work: u64,
     /// Tie-break among equal top scores.
     pub tie_break: TieBreak,
     /// Seed of the tie-break generator.
@@ -71,6 +80,7 @@ impl Default for SchedulerConfig {
             percentage_of_nodes_to_score: 0,
             parallelism: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             parallel_min_nodes: 1000,
+            parallel_min_work: 300_000,
             tie_break: TieBreak::Random,
             seed: 0x5eed,
         }

@@ -35,6 +35,8 @@ mod pod_group_copies_tests;
 mod pod_group_tests;
 mod run;
 mod score;
+#[cfg(all(test, feature = "parallel"))]
+mod score_parallel_tests;
 #[cfg(test)]
 mod submit_tests;
 
@@ -83,6 +85,12 @@ struct Buffers {
     /// Names of the feasible nodes, gathered once per cycle for every Score plugin.
     names: Vec<crate::model::Symbol>,
     totals: Vec<i64>,
+    /// The Score plugins (by position) this cycle runs: those PreScore did not skip.
+    active_score: Vec<usize>,
+    /// The parallel Score phase's scores: one row of the feasible nodes per active
+    /// plugin, filled in one parallel region.
+    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
+    plugin_scores: Vec<NodeScore>,
     /// Pods nominated by preemption, taken once per cycle (`None`: none nominated).
     nominated: Option<Arc<NominatedPods>>,
     /// Fragments of the signature being computed for a pod that skipped the queue.

@@ -44,37 +44,36 @@ impl Scheduler {
             return super::group_score::memo_score(memo, bufs, profile, state, pod, snap);
         }
         let timers = self.timers.as_deref();
-        for (pi, sp) in profile.score.iter().enumerate() {
-            let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
-            if state.skips_score(pi) {
-                continue;
+        bufs.active_score.clear();
+        bufs.active_score.extend((0..profile.score.len()).filter(|&pi| !state.skips_score(pi)));
+        #[cfg(feature = "parallel")]
+        if let Some(pool) = &self.pool
+            && parallel::score_pays(n, bufs.active_score.len(), self.config.parallel_min_work)
+        {
+            let rows =
+                parallel::ScoreRows { names: &bufs.names, active: &bufs.active_score, out: &mut bufs.plugin_scores };
+            parallel::score_all(pool, profile, state, pod, snap, &bufs.feasible, rows, timers)?;
+            for (r, &pi) in bufs.active_score.iter().enumerate() {
+                let row = &mut bufs.plugin_scores[r * n..(r + 1) * n];
+                finish_plugin(profile, pi, state, pod, row, &mut bufs.totals, raw.as_deref_mut(), timers)?;
             }
-            bufs.scores.clear();
-            bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
-            #[cfg(feature = "parallel")]
-            let done = if let Some(pool) = &self.pool
-                && n >= self.config.parallel_min_nodes
-            {
-                parallel::score(pool, sp, state, pod, snap, &bufs.feasible, &mut bufs.scores, score_timer)?;
-                true
-            } else {
-                false
-            };
-            #[cfg(not(feature = "parallel"))]
-            let done = false;
-            if !done {
-                let nodes = NodeList::new(snap, &bufs.feasible);
-                runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
-            }
-            if let Some(raw) = raw.as_deref_mut() {
-                let p = raw.plugins;
-                for (k, ns) in bufs.scores.iter().enumerate() {
-                    raw.values[k * p + pi] = ns.score;
+            return Ok(());
+        }
+        // One score buffer for every plugin: the names are written once per cycle,
+        // and each plugin starts from zeros.
+        bufs.scores.clear();
+        bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
+        for (r, &pi) in bufs.active_score.iter().enumerate() {
+            let sp = &profile.score[pi];
+            if r > 0 {
+                for ns in &mut bufs.scores {
+                    ns.score = 0;
                 }
             }
-            let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
-            runtime::run_normalize_unchecked(sp, state, pod, &mut bufs.scores, norm_timer)?;
-            runtime::add_weighted_scores(sp, &bufs.scores, &mut bufs.totals)?;
+            let score_timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
+            let nodes = NodeList::new(snap, &bufs.feasible);
+            runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
+            finish_plugin(profile, pi, state, pod, &mut bufs.scores, &mut bufs.totals, raw.as_deref_mut(), timers)?;
         }
         Ok(())
     }
@@ -83,12 +82,15 @@ impl Scheduler {
     pub(super) fn select_host(&mut self, snap: &Snapshot) -> usize {
         let bufs = &self.bufs;
         let nodes = snap.nodes();
-        let mut best = 0;
-        let mut count = 0u64;
-        for (k, &t) in bufs.totals.iter().enumerate() {
-            let top = bufs.totals[best];
-            if k == 0 || t > top {
+        let Some(&first) = bufs.totals.first() else { return bufs.feasible[0] };
+        // Reservoir sampling over the running maximum, as upstream `selectHost`: the
+        // generator is drawn on every tie with the running top, so the stream (and
+        // the seeded choice) stays upstream's; the top is kept in a local.
+        let (mut best, mut top, mut count) = (0, first, 1u64);
+        for (k, &t) in bufs.totals.iter().enumerate().skip(1) {
+            if t > top {
                 best = k;
+                top = t;
                 count = 1;
             } else if t == top {
                 count += 1;
@@ -109,4 +111,30 @@ impl Scheduler {
         }
         bufs.feasible[best]
     }
+}
+
+/// After plugin `pi`'s Score over every feasible node: keeps its raw scores (batch
+/// rescoring), runs its NormalizeScore and adds its weighted scores to `totals`
+/// (upstream `RunScorePlugins`, `pkg/scheduler/framework/runtime/framework.go`).
+#[expect(clippy::too_many_arguments, reason = "internal; the phase's buffers")]
+fn finish_plugin(
+    profile: &Profile,
+    pi: usize,
+    state: &CycleState,
+    pod: &PodInfo,
+    scores: &mut [NodeScore],
+    totals: &mut [i64],
+    raw: Option<&mut RawScores>,
+    timers: Option<&crate::framework::metrics::ProfileTimers>,
+) -> Result<(), Status> {
+    let sp = &profile.score[pi];
+    if let Some(raw) = raw {
+        let p = raw.plugins;
+        for (k, ns) in scores.iter().enumerate() {
+            raw.values[k * p + pi] = ns.score;
+        }
+    }
+    let norm_timer = timers.and_then(|t| t.normalize.get(pi)).map(|h| &**h);
+    runtime::run_normalize_unchecked(sp, state, pod, scores, norm_timer)?;
+    runtime::add_weighted_scores(sp, scores, totals)
 }
