@@ -221,6 +221,17 @@ proptest! {
                 prop_assert_eq!(fit.filter(&cs, &p, ni).is_success(), want, "view, {:?} on {:?}", req, g);
                 prop_assert_eq!(fit.filter(&CycleState::new(), &p, ni).is_success(), want, "table, {:?}", req);
             }
+            // The batched Filter the scheduler runs gives each node the same status,
+            // through the view and without one.
+            let snap = Snapshot::from_nodes(infos.iter().cloned());
+            let all: Vec<usize> = (0..snap.len()).collect();
+            for cs in [&cs, &CycleState::new()] {
+                let mut statuses = vec![schedkit::framework::Status::SUCCESS; all.len()];
+                fit.filter_nodes(cs, &p, schedkit::snapshot::NodeList::new(&snap, &all), &mut statuses);
+                for (ni, got) in snap.nodes().iter().zip(&statuses) {
+                    prop_assert_eq!(got, &fit.filter(cs, &p, ni), "filter_nodes on {}", ni.node().name());
+                }
+            }
         }
     }
 }
@@ -285,6 +296,11 @@ proptest! {
                 prop_assert!(
                     infos.iter().filter(|ni| set.contains(ni.node().name())).all(|ni| narrowing.filter(&cs, &p, ni).is_success())
                 );
+                let in_set: Vec<usize> =
+                    (0..snap.len()).filter(|&i| set.contains(snap.nodes()[i].node().name())).collect();
+                let mut statuses = vec![schedkit::framework::Status::SUCCESS; in_set.len()];
+                narrowing.filter_nodes(&cs, &p, schedkit::snapshot::NodeList::new(&snap, &in_set), &mut statuses);
+                prop_assert!(statuses.iter().all(schedkit::framework::Status::is_success));
                 let mut cs = CycleState::new();
                 prop_assert!(plain.pre_filter(&mut cs, &p, &snap).0.is_none());
                 let plain_accepted: std::collections::BTreeSet<&str> = infos

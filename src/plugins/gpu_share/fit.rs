@@ -13,7 +13,7 @@ use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Handle, Plugin
 use crate::framework::{ReservePlugin, Status};
 use crate::model::Symbol;
 use crate::rng::SplitMix64;
-use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// Name of [`GpuShareFit`] (the authors' `Open-Gpu-Share`).
 pub const GPU_SHARE_FIT: &str = "GpuShareFit";
@@ -270,6 +270,30 @@ impl FilterPlugin for GpuShareFit {
         };
         let ok = self.state.view().fits(node, &req);
         if ok { Status::SUCCESS } else { INSUFFICIENT_GPU }
+    }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the cycle state once: nothing to
+    /// do in a cycle PreFilter narrowed exactly (or for a pod without GPU request), and
+    /// one table summary per node otherwise; the same statuses node by node.
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        match state.read::<FilterView>() {
+            Some(FilterView::NoGpu | FilterView::Narrowed) => {}
+            Some(view) => {
+                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+                    if !view.fits(node) {
+                        *slot = INSUFFICIENT_GPU;
+                    }
+                }
+            }
+            None => {
+                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+                    let s = self.filter(state, pod, node);
+                    if !s.is_success() {
+                        *slot = s;
+                    }
+                }
+            }
+        }
     }
 }
 
