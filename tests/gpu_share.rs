@@ -290,7 +290,7 @@ proptest! {
                 let (r, s) = narrowing.pre_filter(&mut cs, &p, &snap);
                 prop_assert!(s.is_success());
                 let set: std::collections::BTreeSet<&str> =
-                    r.and_then(|r| r.node_names).expect("a set").iter().map(|s| s.as_str()).collect();
+                    r.and_then(|r| r.node_positions).expect("a set").iter().map(|i| snap.nodes()[i].node().name()).collect();
                 // The cycle filters only nodes of the set, and Filter passes each of them
                 // without a check of its own.
                 prop_assert!(
@@ -331,7 +331,8 @@ fn no_narrowing_while_a_snapshot_node_is_missing_from_the_table() {
     let names = |snap: &Snapshot| {
         let (r, s) = fit.pre_filter(&mut CycleState::new(), &p, snap);
         assert!(s.is_success());
-        r.and_then(|r| r.node_names).map(|n| n.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>())
+        r.and_then(|r| r.node_positions)
+            .map(|n| n.iter().map(|i| snap.nodes()[i].node().name().to_owned()).collect::<Vec<_>>())
     };
     let only_a = Snapshot::from_nodes([a.clone()]);
     assert_eq!(names(&only_a), Some(vec![]), "a has 2 GPUs, the pod wants 3: an empty set");
