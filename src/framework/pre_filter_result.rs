@@ -174,6 +174,19 @@ impl NodePositions {
         }
     }
 
+    /// Calls `f` with each position, ascending (a plain loop over the words: cheaper
+    /// per position than [`NodePositions::iter`]).
+    #[inline]
+    pub fn for_each(&self, mut f: impl FnMut(usize)) {
+        for (w, &word) in self.words.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                f(w * 64 + word.trailing_zeros() as usize);
+                word &= word - 1;
+            }
+        }
+    }
+
     /// The positions, ascending.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(w, &word)| {
@@ -266,6 +279,9 @@ mod tests {
             }
             if let Some(p) = &merged.node_positions {
                 prop_assert_eq!(p.iter().collect::<Vec<_>>(), (0..n).filter(|&i| want[i]).collect::<Vec<_>>());
+                let mut each = Vec::new();
+                p.for_each(|i| each.push(i));
+                prop_assert_eq!(each, p.iter().collect::<Vec<_>>());
                 prop_assert!(merged.node_names.is_none());
                 prop_assert_eq!(merged.is_empty(), !want.iter().any(|&w| w));
             }

@@ -505,7 +505,11 @@ impl Scheduler {
             match (&pre.result.node_names, &pre.result.node_positions) {
                 // By position (GpuShareFit's capacity narrowing): the set is the
                 // candidate list, in snapshot order, with no lookup per node.
-                (None, Some(positions)) => bufs.candidates.extend(positions.iter().take_while(|&i| i < n_all)),
+                (None, Some(positions)) => positions.for_each(|i| {
+                    if i < n_all {
+                        bufs.candidates.push(i);
+                    }
+                }),
                 (Some(names), positions) if names.len() * 8 < n_all => {
                     // A few names (NodeName, a matchFields pin): look each up and
                     // restore snapshot order, so the cycle costs nothing per node of
