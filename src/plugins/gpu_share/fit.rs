@@ -124,7 +124,8 @@ impl GpuShareFit {
 
     /// With `on`, PreFilter narrows the nodes to exactly those this plugin's Filter will
     /// accept, through a [`PreFilterResult`] node set (upstream's
-    /// `PreFilterResult.NodeNames`), found from an index of the device table by model
+    /// `PreFilterResult.NodeNames`, here as positions in the cycle's snapshot:
+    /// [`PreFilterResult::at_positions`]), found from an index of the device table by model
     /// and free capacity; the cycle then never walks the nodes without room. A trace
     /// replay's Filter phase walks a few hundred of its 1,213 nodes instead of all.
     ///
