@@ -221,6 +221,17 @@ proptest! {
                 prop_assert_eq!(fit.filter(&cs, &p, ni).is_success(), want, "view, {:?} on {:?}", req, g);
                 prop_assert_eq!(fit.filter(&CycleState::new(), &p, ni).is_success(), want, "table, {:?}", req);
             }
+            // The batched Filter the scheduler runs gives each node the same status,
+            // through the view and without one.
+            let snap = Snapshot::from_nodes(infos.iter().cloned());
+            let all: Vec<usize> = (0..snap.len()).collect();
+            for cs in [&cs, &CycleState::new()] {
+                let mut statuses = vec![schedkit::framework::Status::SUCCESS; all.len()];
+                fit.filter_nodes(cs, &p, schedkit::snapshot::NodeList::new(&snap, &all), &mut statuses);
+                for (ni, got) in snap.nodes().iter().zip(&statuses) {
+                    prop_assert_eq!(got, &fit.filter(cs, &p, ni), "filter_nodes on {}", ni.node().name());
+                }
+            }
         }
     }
 }
@@ -279,12 +290,17 @@ proptest! {
                 let (r, s) = narrowing.pre_filter(&mut cs, &p, &snap);
                 prop_assert!(s.is_success());
                 let set: std::collections::BTreeSet<&str> =
-                    r.and_then(|r| r.node_names).expect("a set").iter().map(|s| s.as_str()).collect();
+                    r.and_then(|r| r.node_positions).expect("a set").iter().map(|i| snap.nodes()[i].node().name()).collect();
                 // The cycle filters only nodes of the set, and Filter passes each of them
                 // without a check of its own.
                 prop_assert!(
                     infos.iter().filter(|ni| set.contains(ni.node().name())).all(|ni| narrowing.filter(&cs, &p, ni).is_success())
                 );
+                let in_set: Vec<usize> =
+                    (0..snap.len()).filter(|&i| set.contains(snap.nodes()[i].node().name())).collect();
+                let mut statuses = vec![schedkit::framework::Status::SUCCESS; in_set.len()];
+                narrowing.filter_nodes(&cs, &p, schedkit::snapshot::NodeList::new(&snap, &in_set), &mut statuses);
+                prop_assert!(statuses.iter().all(schedkit::framework::Status::is_success));
                 let mut cs = CycleState::new();
                 prop_assert!(plain.pre_filter(&mut cs, &p, &snap).0.is_none());
                 let plain_accepted: std::collections::BTreeSet<&str> = infos
@@ -315,7 +331,8 @@ fn no_narrowing_while_a_snapshot_node_is_missing_from_the_table() {
     let names = |snap: &Snapshot| {
         let (r, s) = fit.pre_filter(&mut CycleState::new(), &p, snap);
         assert!(s.is_success());
-        r.and_then(|r| r.node_names).map(|n| n.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>())
+        r.and_then(|r| r.node_positions)
+            .map(|n| n.iter().map(|i| snap.nodes()[i].node().name().to_owned()).collect::<Vec<_>>())
     };
     let only_a = Snapshot::from_nodes([a.clone()]);
     assert_eq!(names(&only_a), Some(vec![]), "a has 2 GPUs, the pod wants 3: an empty set");

@@ -4,7 +4,7 @@
 
 mod support;
 
-use schedkit::framework::Code;
+use schedkit::framework::{Code, Status};
 use schedkit::model::Node;
 use schedkit::plugins::node_resources::{
     BalancedAllocation, BalancedAllocationArgs, BalancedScoring, Fit, FitArgs, ResourceSpec, ScoringStrategy,
@@ -36,6 +36,27 @@ fn fit(kind: ScoringStrategyType, resources: &[(&str, i64)]) -> Fit {
 }
 
 const CPU_MEM: &[(&str, i64)] = &[("cpu", 1), ("memory", 1)];
+
+/// [`run_filter`], asserting that the batched Filter the scheduler runs
+/// (`filter_nodes` over all nodes in one chunk) gives every node the same status.
+fn run_filter_batched(
+    p: &Fit,
+    pod: &schedkit::model::Pod,
+    snap: &schedkit::snapshot::Snapshot,
+) -> Vec<(String, Status)> {
+    use schedkit::framework::{CycleState, FilterPlugin, PreFilterPlugin};
+    let per_node = run_filter(p, pod, snap);
+    let info = schedkit::snapshot::PodInfo::new(pod.clone()).unwrap();
+    let mut state = CycleState::new();
+    let _ = p.pre_filter(&mut state, &info, snap);
+    let all: Vec<usize> = (0..snap.len()).collect();
+    let mut statuses = vec![Status::SUCCESS; all.len()];
+    p.filter_nodes(&state, &info, schedkit::snapshot::NodeList::new(snap, &all), &mut statuses);
+    for ((name, want), got) in per_node.iter().zip(&statuses) {
+        assert_eq!(got, want, "filter_nodes on {name}");
+    }
+    per_node
+}
 
 /// Upstream `TestLeastAllocatedScoringStrategy` (least_allocated_test.go).
 #[test]
@@ -255,13 +276,13 @@ fn filter_reasons_like_upstream() {
     ];
     for (name, pod, code, reasons) in cases {
         let snap = snapshot(vec![n()], existing.clone());
-        let got = &run_filter(&p, &pod, &snap)[0].1;
+        let got = &run_filter_batched(&p, &pod, &snap)[0].1;
         assert_eq!(got.code(), code, "{name}: {got:?}");
         assert_eq!(got.reasons(), reasons, "{name}");
     }
     // Too many pods (upstream "even without specified resources, predicate fails when there's no space for additional pod").
     let snap = snapshot(vec![NodeBuilder::new("n").cpu("10").pods(1).build()], vec![on("n", &[])]);
-    let got = &run_filter(&p, &upod(&[]), &snap)[0].1;
+    let got = &run_filter_batched(&p, &upod(&[]), &snap)[0].1;
     assert_eq!((got.code(), got.message()), (Code::Unschedulable, "Too many pods".to_string()));
 }
 
@@ -273,12 +294,12 @@ fn ignored_resources_and_groups() {
     let pod = upod(&[&[("example.com/aaa", "5"), ("kubernetes.io/bbb", "1")]]);
     let ignored =
         Fit::new(&FitArgs { ignored_resources: vec!["example.com/aaa".into()], ..FitArgs::default() }).unwrap();
-    let got = &run_filter(&ignored, &pod, &snapshot(vec![n()], vec![]))[0].1;
+    let got = &run_filter_batched(&ignored, &pod, &snapshot(vec![n()], vec![]))[0].1;
     // kubernetes.io/ names are native: never ignorable.
     assert_eq!(got.reasons(), ["Insufficient kubernetes.io/bbb"]);
     let group =
         Fit::new(&FitArgs { ignored_resource_groups: vec!["example.com".into()], ..FitArgs::default() }).unwrap();
-    let got = &run_filter(&group, &upod(&[&[("example.com/aaa", "5")]]), &snapshot(vec![n()], vec![]))[0].1;
+    let got = &run_filter_batched(&group, &upod(&[&[("example.com/aaa", "5")]]), &snapshot(vec![n()], vec![]))[0].1;
     assert!(got.is_success());
     assert!(
         Fit::new(&FitArgs { ignored_resource_groups: vec!["example.com/aaa".into()], ..FitArgs::default() }).is_err()
@@ -340,7 +361,7 @@ mod props {
             let pod = upod(&[&[("cpu", &req[0].to_string()), ("memory", &req[1].to_string()), ("example.com/gpu", &req[2].to_string())]]);
             let snap = snapshot(vec![n], existing);
             let p = fit([ScoringStrategyType::LeastAllocated, ScoringStrategyType::MostAllocated][kind], &[("cpu", 1), ("memory", 2), ("example.com/gpu", 3)]);
-            let admitted = run_filter(&p, &pod, &snap)[0].1.is_success();
+            let admitted = run_filter_batched(&p, &pod, &snap)[0].1.is_success();
             let fits = (0..3).all(|i| req[i] == 0 || req[i] <= alloc[i] - used[i]);
             prop_assert_eq!(admitted, fits);
             let s = run_score(&p, &pod, &snap).unwrap()[0].1;
@@ -349,6 +370,40 @@ mod props {
             if let Some(v) = run_score(&b, &pod, &snap) {
                 prop_assert!((0..=100).contains(&v[0].1));
             }
+        }
+
+        /// The batched Filter (`filter_nodes`, with its one-pass path for pods without
+        /// extended resources) gives every node of a cluster the per-node `filter`
+        /// status (code, reasons and their order), on empty, full, overfull,
+        /// pod-limited and allocatable-0 nodes.
+        #[test]
+        fn batched_filter_equals_per_node_filter(
+            nodes in proptest::collection::vec((0i64..5, 0i64..5, 0i64..6, 0i64..6, 1i64..4, 0usize..4), 1..8),
+            req in (0i64..4, 0i64..4, 0i64..3),
+            extended in 0i64..3,
+        ) {
+            let mut list = Vec::new();
+            let mut existing = Vec::new();
+            for (i, &(ac, am, uc, um, max_pods, pods)) in nodes.iter().enumerate() {
+                let name = format!("n{i}");
+                list.push(NodeBuilder::new(&name).cpu(&(ac * 1000).to_string()).memory(&(am * 1000).to_string())
+                    .pods(max_pods).allocatable("example.com/gpu", &ac.to_string()).build());
+                existing.push(on(&name, &[&[("cpu", &(uc * 500).to_string()), ("memory", &(um * 500).to_string())]]));
+                for _ in 0..pods {
+                    existing.push(on(&name, &[&[]]));
+                }
+            }
+            let snap = snapshot(list, existing);
+            let mut c = vec![("cpu".to_owned(), (req.0 * 700).to_string()), ("memory".to_owned(), (req.1 * 700).to_string())];
+            if req.2 > 0 {
+                c.push(("ephemeral-storage".to_owned(), (req.2 * 100).to_string()));
+            }
+            if extended > 0 {
+                c.push(("example.com/gpu".to_owned(), extended.to_string()));
+            }
+            let c: Vec<(&str, &str)> = c.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            let p = Fit::new(&FitArgs::default()).unwrap();
+            run_filter_batched(&p, &upod(&[&c]), &snap);
         }
 
         /// The batched Score the scheduler runs (`score_nodes`, with a straight loop for

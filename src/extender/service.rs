@@ -193,13 +193,12 @@ impl ExtenderService {
                 }
             }
             Ok(pre) => {
-                let narrowed = pre.result.node_names.as_ref();
                 let guard = runtime::FilterGuard::new(&self.profile);
                 let active = runtime::ActiveFilters::new(&self.profile, &state);
                 let outcome = guard.run(|current| {
                     for &i in &c.idx {
                         let info = &nodes[i];
-                        if narrowed.is_some_and(|n| !n.contains(&info.name())) {
+                        if !pre.result.admits(&c.snap, i) {
                             let s = Status::unresolvable(format!(
                                 "node(s) didn't satisfy plugin(s) {}",
                                 runtime::go_string_list(&pre.narrowing_plugins)

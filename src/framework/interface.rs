@@ -104,35 +104,7 @@ pub trait QueueSortPlugin: Plugin {
     }
 }
 
-/// Narrows the nodes a pod may go to, computed in PreFilter
-/// (upstream `framework.PreFilterResult`). `None` node names mean "all nodes".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PreFilterResult {
-    /// The only nodes worth filtering; results of several plugins are intersected.
-    pub node_names: Option<ahash::AHashSet<Symbol>>,
-}
-
-impl PreFilterResult {
-    /// A result limited to the given nodes.
-    pub fn nodes<'a>(names: impl IntoIterator<Item = &'a str>) -> PreFilterResult {
-        PreFilterResult { node_names: Some(names.into_iter().map(Symbol::intern).collect()) }
-    }
-
-    /// Whether every node remains.
-    pub fn all_nodes(&self) -> bool {
-        self.node_names.is_none()
-    }
-
-    /// Intersection of two results.
-    #[must_use]
-    pub fn merge(self, other: PreFilterResult) -> PreFilterResult {
-        match (self.node_names, other.node_names) {
-            (None, b) => PreFilterResult { node_names: b },
-            (a, None) => PreFilterResult { node_names: a },
-            (Some(a), Some(b)) => PreFilterResult { node_names: Some(a.intersection(&b).copied().collect()) },
-        }
-    }
-}
+pub use super::pre_filter_result::PreFilterResult;
 
 /// Runs once per cycle before Filter, with exclusive access to the cycle state.
 ///

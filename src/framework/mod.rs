@@ -16,6 +16,7 @@ pub mod metrics;
 #[cfg(feature = "metrics")]
 mod openmetrics;
 mod pod_group;
+mod pre_filter_result;
 pub mod preemption;
 mod profile;
 mod registry;
@@ -46,6 +47,7 @@ pub use pod_group::{
     MAX_PLACEMENT_SCORE, MIN_PLACEMENT_SCORE, Placement, PlacementGeneratePlugin, PlacementScore, PlacementScorePlugin,
     PodGroupAssignments, PodGroupCycleState, PodGroupInfo, PodGroupManager, ProposedAssignment,
 };
+pub use pre_filter_result::NodePositions;
 pub use preemption::{
     DryRun, Evictor, NominatedPods, Nominator, PreemptionError, PreemptionServices, PreemptionStrategy,
     RecordingEvictor, RunningProfile,

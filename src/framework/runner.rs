@@ -248,7 +248,7 @@ impl FrameworkRunner {
         let mut out = Feasible::default();
         let guard = FilterGuard::new(&self.profile);
         for (i, n) in self.snapshot.nodes().iter().enumerate() {
-            if pre.node_names.as_ref().is_some_and(|names| !names.contains(&n.name())) {
+            if !pre.admits(&self.snapshot, i) {
                 continue;
             }
             let s =

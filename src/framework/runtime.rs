@@ -114,7 +114,8 @@ pub(crate) fn run_pre_filter_timed(
                 narrowing_plugins.push(p.name);
             }
             result = result.merge(r);
-            if result.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+            result.resolve(snapshot);
+            if result.is_empty() {
                 let msg = if let [one] = narrowing_plugins.as_slice() {
                     format!("node(s) didn't satisfy plugin {one}")
                 } else {

@@ -168,7 +168,7 @@ impl PreFilterPlugin for NodeAffinity {
         }
         match union {
             Some(u) if u.is_empty() => (None, Status::unresolvable(ERR_REASON_CONFLICT)),
-            Some(u) => (Some(PreFilterResult { node_names: Some(u) }), Status::SUCCESS),
+            Some(u) => (Some(PreFilterResult::from_names(u)), Status::SUCCESS),
             None => (None, Status::SUCCESS),
         }
     }

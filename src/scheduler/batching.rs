@@ -113,14 +113,14 @@ impl Scheduler {
         state: &CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
-        narrowed: Option<&ahash::AHashSet<Symbol>>,
+        narrowed: &crate::framework::PreFilterResult,
         cb: &CycleBatch,
     ) -> Option<usize> {
         let hint = cb.hint?;
-        if narrowed.is_some_and(|n| !n.contains(&hint)) {
+        let idx = snap.index_of(hint)?;
+        if !narrowed.admits(snap, idx) {
             return None;
         }
-        let idx = snap.index_of(hint)?;
         let nominated = self.handle.preemption().nominator().snapshot();
         let guard = runtime::FilterGuard::new(profile);
         let ok = guard

@@ -25,7 +25,7 @@ impl Scheduler {
         state: &CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
-        narrowed: Option<&ahash::AHashSet<crate::model::Symbol>>,
+        narrowed: &crate::framework::PreFilterResult,
     ) -> Option<usize> {
         let nominator = self.handle.preemption().nominator();
         let name = nominator.nominated_node(&pod.uid).or_else(|| {
@@ -33,7 +33,7 @@ impl Scheduler {
             if n.is_empty() { None } else { crate::model::Symbol::lookup(n) }
         })?;
         let idx = snap.index_of(name)?;
-        if narrowed.is_some_and(|n| !n.contains(&name)) {
+        if !narrowed.admits(snap, idx) {
             return None;
         }
         let nominated = nominator.snapshot();

@@ -489,7 +489,7 @@ impl Scheduler {
 
         // A pod nominated by an earlier preemption tries its nominated node first
         // (upstream `evaluateNominatedNode`): if it passes Filter there, it goes there.
-        if let Some(i) = self.nominated_node_fits(profile, &state, pod, snap, pre.result.node_names.as_ref())
+        if let Some(i) = self.nominated_node_fits(profile, &state, pod, snap, &pre.result)
             && extenders_accept(i)
         {
             if let Some(cb) = &batch {
@@ -499,7 +499,7 @@ impl Scheduler {
         }
         // The hinted node alone: if it passes Filter it is the only feasible node.
         if let Some(cb) = &batch
-            && let Some(i) = self.batch_try_hint(profile, &state, pod, snap, pre.result.node_names.as_ref(), cb)
+            && let Some(i) = self.batch_try_hint(profile, &state, pod, snap, &pre.result, cb)
             && extenders_accept(i)
         {
             self.batch_store(cb, snap, i, false);
@@ -510,32 +510,52 @@ impl Scheduler {
         let bufs = &mut self.bufs;
         bufs.feasible.clear();
         bufs.failed.clear();
-        let narrowed = pre.result.node_names.as_ref();
-        if let Some(names) = narrowed {
+        let narrowed = !pre.result.all_nodes();
+        if narrowed {
             bufs.candidates.clear();
-            if names.len() * 8 < n_all {
-                // A few names (NodeName, a matchFields pin): look each up and restore
-                // snapshot order, so the cycle costs nothing per node of the cluster.
-                bufs.candidates.extend(names.iter().filter_map(|&name| snap.index_of(name)));
-                bufs.candidates.sort_unstable();
-            } else {
-                // Many names (a capacity narrowing): look each up and mark its position,
-                // then read the marks in order — a lookup per name, not per node.
-                bufs.marks.clear();
-                bufs.marks.resize(n_all.div_ceil(64), 0);
-                for i in names.iter().filter_map(|&name| snap.index_of(name)) {
-                    bufs.marks[i / 64] |= 1 << (i % 64);
+            match (&pre.result.node_names, &pre.result.node_positions) {
+                // By position (GpuShareFit's capacity narrowing): the set is the
+                // candidate list, in snapshot order, with no lookup per node.
+                (None, Some(positions)) => positions.for_each(|i| {
+                    if i < n_all {
+                        bufs.candidates.push(i);
+                    }
+                }),
+                (Some(names), positions) if names.len() * 8 < n_all => {
+                    // A few names (NodeName, a matchFields pin): look each up and
+                    // restore snapshot order, so the cycle costs nothing per node of
+                    // the cluster.
+                    bufs.candidates.extend(
+                        names
+                            .iter()
+                            .filter_map(|&name| snap.index_of(name))
+                            .filter(|&i| positions.as_ref().is_none_or(|p| p.contains(i))),
+                    );
+                    bufs.candidates.sort_unstable();
                 }
-                for (w, &word) in bufs.marks.iter().enumerate() {
-                    let mut word = word;
-                    while word != 0 {
-                        bufs.candidates.push(w * 64 + word.trailing_zeros() as usize);
-                        word &= word - 1;
+                (names, positions) => {
+                    // Many names (a capacity narrowing by name): look each up and mark
+                    // its position, then read the marks in order — a lookup per name,
+                    // not per node.
+                    bufs.marks.clear();
+                    bufs.marks.resize(n_all.div_ceil(64), 0);
+                    for i in names.iter().flatten().filter_map(|&name| snap.index_of(name)) {
+                        bufs.marks[i / 64] |= 1 << (i % 64);
+                    }
+                    for (w, &word) in bufs.marks.iter().enumerate() {
+                        let mut word = word;
+                        while word != 0 {
+                            let i = w * 64 + word.trailing_zeros() as usize;
+                            if positions.as_ref().is_none_or(|p| p.contains(i)) {
+                                bufs.candidates.push(i);
+                            }
+                            word &= word - 1;
+                        }
                     }
                 }
             }
         }
-        let n_cand = narrowed.map_or(n_all, |_| bufs.candidates.len());
+        let n_cand = if narrowed { bufs.candidates.len() } else { n_all };
         bufs.nominated = self.handle.preemption().nominator().snapshot();
         if bufs.nominated.is_some()
             && let Some(memo) = self.group_memo.as_mut()
@@ -549,7 +569,7 @@ impl Scheduler {
         }
         let start = self.next_start % n_all;
         let processed =
-            self.find_feasible_or_replay(profile, &state, pod, snap, narrowed.is_some(), n_cand, to_find, start);
+            self.find_feasible_or_replay(profile, &state, pod, snap, narrowed, n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;
 
         if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
@@ -570,7 +590,7 @@ impl Scheduler {
             if extenders_removed {
                 crate::framework::extender::add_extender_name(&mut d.unschedulable_plugins);
             }
-            if narrowed.is_some() {
+            if narrowed {
                 d.node_to_status.absent = Some(Status::unresolvable(format!(
                     "node(s) didn't satisfy plugin(s) {}",
                     runtime::go_string_list(&pre.narrowing_plugins)

@@ -155,12 +155,18 @@ impl NodeMemo {
 /// the pod's GPU shape, whether its CPU fits, and the [rank](TypicalPods::cpu_rank) of
 /// the CPU left after it (fragmentation reads CPU only through that rank), so pods of
 /// different CPU share a score where it can't differ.
+/// Packed into two words so that a lookup compares two integers per remembered shape.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Shape {
-    cpu_rank_after: usize,
-    cpu_fits: bool,
-    milli: u32,
-    count: u32,
+    /// The CPU rank after the pod, shifted left once, or 1 when the pod's CPU fits.
+    cpu: u64,
+    /// The pod's milli-GPU per device above its device count ([`gpu_shape`]).
+    gpu: u64,
+}
+
+/// The GPU half of a [`Shape`]: the same for every node of a cycle.
+fn gpu_shape(req: Option<&GpuRequest>) -> u64 {
+    req.map_or(0, |r| (u64::from(r.milli) << 32) | u64::from(r.count))
 }
 
 impl Memo {
@@ -208,6 +214,10 @@ impl Fgd {
 /// lent to the batch (so each node's lookups take no lock), given back when it ends.
 pub struct FgdBatch<'a> {
     table: TableBatch<'a>,
+    /// The pod's CPU request (non-zero default) and the GPU half of its [`Shape`],
+    /// read once per batch.
+    pod_cpu: i64,
+    gpu: u64,
     memo: RefCell<Memo>,
     home: &'a Mutex<Vec<Memo>>,
 }
@@ -371,24 +381,22 @@ impl PolicyScore for Fgd {
 
     fn batch<'a>(&'a self, state: &CycleState, pod: &PodInfo) -> FgdBatch<'a> {
         let memo = self.memos.lock().pop().unwrap_or_default();
-        FgdBatch { table: TableBatch::new(&self.state, state, pod), memo: RefCell::new(memo), home: &self.memos }
+        let table = TableBatch::new(&self.state, state, pod);
+        let gpu = gpu_shape(table.req.as_ref());
+        FgdBatch { table, pod_cpu: pod.non_zero_requests.milli_cpu, gpu, memo: RefCell::new(memo), home: &self.memos }
     }
 
     /// Remembers per table entry (until the entry or the node's free CPU changes) its
     /// fragmentation and the scores of the last few pod shapes, so a node that changed
     /// neither since it last scored a pod of this shape costs a few comparisons; the
     /// values are the ones computed afresh, bit for bit.
-    fn score_node(&self, b: &FgdBatch<'_>, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score_node(&self, b: &FgdBatch<'_>, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let (view, req) = (&b.table.view, b.table.req.as_ref());
         let typical = &*self.typical;
         let cpu = cpu_left(node);
-        let pod_cpu = pod.non_zero_requests.milli_cpu;
-        let shape = Shape {
-            cpu_rank_after: typical.cpu_rank(cpu - pod_cpu),
-            cpu_fits: cpu >= pod_cpu,
-            milli: req.map_or(0, |r| r.milli),
-            count: req.map_or(0, |r| r.count),
-        };
+        let pod_cpu = b.pod_cpu;
+        let shape =
+            Shape { cpu: ((typical.cpu_rank(cpu - pod_cpu) as u64) << 1) | u64::from(cpu >= pod_cpu), gpu: b.gpu };
         let wrong_model = |gpus: &NodeGpus| {
             req.is_some_and(|r| !r.accepts_model(gpus.model))
                 .then(|| Status::error(format!("node {} has no GPU model the pod accepts", node.node().name())))
@@ -461,6 +469,24 @@ mod tests {
                     let memoised = best_share_device_memo(&mut memo, &t, &gpus, before, cpu - pod_cpu, &req);
                     prop_assert_eq!(memoised, direct);
                 }
+            }
+        }
+
+        /// The CPU rank's bucket table counts exactly the distinct typical CPUs at or
+        /// below the free CPU, as a binary search over them does: at bucket edges,
+        /// past the largest, below zero, and for CPUs too large for a table.
+        #[test]
+        fn cpu_rank_counts_the_typical_cpus_covered(
+            cpus in prop::collection::vec(prop_oneof![0i64..140_000, Just(1024), Just(2048), Just(1 << 40)], 1..40),
+            probes in prop::collection::vec(prop_oneof![-3_000i64..150_000, Just(1023), Just(1024), Just(1 << 41)], 1..40),
+        ) {
+            use crate::plugins::gpu_share::frag::TypicalPod;
+            let t = TypicalPods::new(cpus.iter().map(|&c| TypicalPod { cpu_milli: c, gpu: GpuRequest::default(), freq: 0.0 }).collect());
+            let mut distinct = cpus.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            for v in probes.into_iter().chain(distinct.iter().flat_map(|&c| [c - 1, c, c + 1])) {
+                prop_assert_eq!(t.cpu_rank(v), distinct.iter().filter(|&&c| c <= v).count(), "free cpu {}", v);
             }
         }
 

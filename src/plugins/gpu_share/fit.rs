@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use ahash::AHashSet;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::state::{FilterView, GpuState, NodeGpus};
 use super::{GpuRequest, GpuRequestState, TypicalPods, fgd, request_of};
-use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
+use crate::framework::{
+    CycleState, ExtensionPoints, FilterPlugin, Handle, NodePositions, Plugin, PreFilterPlugin, PreFilterResult,
+};
 use crate::framework::{ReservePlugin, Status};
-use crate::model::Symbol;
 use crate::rng::SplitMix64;
-use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// Name of [`GpuShareFit`] (the authors' `Open-Gpu-Share`).
 pub const GPU_SHARE_FIT: &str = "GpuShareFit";
@@ -91,20 +91,26 @@ pub struct GpuShareFit {
     handle: Handle,
     select: DeviceSelect,
     narrow: bool,
-    /// The last snapshot found to have every node in the table:
-    /// `(snapshot id, structure generation, table length)`.
-    covered: Mutex<Option<(u64, u64, u64)>>,
+    /// The last snapshot found to have every node in the table,
+    /// `(snapshot id, structure generation, table membership)`, and each table
+    /// entry's position in it ([`GpuView::entry_positions`](super::GpuView)).
+    covered: Mutex<Option<(Covered, Arc<Vec<u32>>)>>,
     /// The narrowed sets of the last few request shapes, most recent last.
     kept: Mutex<Vec<KeptSet>>,
 }
 
-/// A narrowed node set kept between cycles: exact for `req` when the table's last
-/// stamp was `stamp` and its membership `membership`.
+/// `(snapshot id, structure generation, table membership)`: while it stays the same,
+/// the snapshot's positions and the table's entries keep their meaning.
+type Covered = (u64, u64, u64);
+
+/// A narrowed node set kept between cycles, as positions in a snapshot: exact for
+/// `req` when the table's last stamp was `stamp` and the snapshot and membership
+/// were `covered`.
 struct KeptSet {
     req: GpuRequest,
     stamp: u64,
-    membership: u64,
-    names: AHashSet<Symbol>,
+    covered: Covered,
+    positions: NodePositions,
 }
 
 /// Request shapes whose narrowed sets GpuShareFit keeps.
@@ -118,7 +124,8 @@ impl GpuShareFit {
 
     /// With `on`, PreFilter narrows the nodes to exactly those this plugin's Filter will
     /// accept, through a [`PreFilterResult`] node set (upstream's
-    /// `PreFilterResult.NodeNames`), found from an index of the device table by model
+    /// `PreFilterResult.NodeNames`, here as positions in the cycle's snapshot:
+    /// [`PreFilterResult::at_positions`]), found from an index of the device table by model
     /// and free capacity; the cycle then never walks the nodes without room. A trace
     /// replay's Filter phase walks a few hundred of its 1,213 nodes instead of all.
     ///
@@ -149,42 +156,64 @@ impl GpuShareFit {
         self
     }
 
-    /// The table nodes whose summary fits `req` ([`GpuView::fitting_names`](super::GpuView)):
-    /// the set kept from the last cycle of the same request shape, brought up to date
-    /// with the entries changed since (an allocation changes one), instead of listed
-    /// afresh; listed afresh after a node was added or removed.
-    fn narrowed_names(&self, view: &super::GpuView<'_>, req: &GpuRequest) -> AHashSet<Symbol> {
-        let (stamp, membership) = (view.last_stamp(), view.membership());
+    /// The positions in the cycle's snapshot of the table nodes whose summary fits
+    /// `req` (the nodes of [`GpuView::fitting_names`](super::GpuView)): the set kept
+    /// from the last cycle of the same request shape, brought up to date with the
+    /// entries changed since (an allocation changes one), instead of listed afresh;
+    /// listed afresh after a node was added or removed or the snapshot's node list
+    /// was rebuilt.
+    fn narrowed_positions(
+        &self,
+        view: &super::GpuView<'_>,
+        req: &GpuRequest,
+        covered: Covered,
+        at: &[u32],
+        len: usize,
+    ) -> NodePositions {
+        let stamp = view.last_stamp();
+        let fresh = || {
+            let mut p = NodePositions::new(len);
+            view.for_each_fitting(req, |e| p.insert(at.get(e).map_or(usize::MAX, |&i| i as usize)));
+            p
+        };
         let mut kept = self.kept.lock();
         let mut k = if let Some(pos) = kept.iter().position(|k| k.req == *req) {
             let mut k = kept.remove(pos);
-            if k.membership != membership || !view.update_fitting(req, k.stamp, &mut k.names) {
-                k.names = view.fitting_names(req);
+            let p = &mut k.positions;
+            let updated = k.covered == covered
+                && view.for_each_changed(req, k.stamp, |e, fits| {
+                    let i = at.get(e).map_or(usize::MAX, |&i| i as usize);
+                    if fits { p.insert(i) } else { p.remove(i) }
+                });
+            if !updated {
+                k.positions = fresh();
             }
             k
         } else {
             if kept.len() >= KEPT_SHAPES {
                 kept.remove(0);
             }
-            KeptSet { req: req.clone(), stamp, membership, names: view.fitting_names(req) }
+            KeptSet { req: req.clone(), stamp, covered, positions: fresh() }
         };
-        (k.stamp, k.membership) = (stamp, membership);
-        let names = k.names.clone();
+        (k.stamp, k.covered) = (stamp, covered);
+        let positions = k.positions.clone();
         kept.push(k);
-        names
+        positions
     }
 
-    /// Whether every node of `snapshot` is in the table `view` shows (cached per
-    /// snapshot node list and table membership).
-    fn covers(&self, view: &super::GpuView<'_>, snapshot: &Snapshot) -> bool {
+    /// Whether every node of `snapshot` is in the table `view` shows, and if so each
+    /// table entry's position in it (cached per snapshot node list and table
+    /// membership).
+    fn covers(&self, view: &super::GpuView<'_>, snapshot: &Snapshot) -> Option<(Covered, Arc<Vec<u32>>)> {
         let key = (snapshot.id(), snapshot.structure_generation(), view.membership());
         let mut covered = self.covered.lock();
-        if *covered == Some(key) {
-            return true;
+        if let Some((k, at)) = &*covered
+            && *k == key
+        {
+            return Some((key, at.clone()));
         }
-        let ok = view.covers(snapshot);
-        *covered = ok.then_some(key);
-        ok
+        *covered = view.covers(snapshot).then(|| (key, Arc::new(view.entry_positions(snapshot))));
+        covered.clone()
     }
 }
 
@@ -222,9 +251,11 @@ impl PreFilterPlugin for GpuShareFit {
                         let view = self.state.view();
                         match view.filter_view(req) {
                             Some(fv) => {
-                                if self.narrow && self.covers(&view, snapshot) {
-                                    let names = self.narrowed_names(&view, req);
-                                    narrowed = Some(PreFilterResult { node_names: Some(names) });
+                                if self.narrow
+                                    && let Some((covered, at)) = self.covers(&view, snapshot)
+                                {
+                                    let positions = self.narrowed_positions(&view, req, covered, &at, snapshot.len());
+                                    narrowed = Some(PreFilterResult::at_positions(positions));
                                     // Every node of the set fits, and the cycle filters
                                     // no other: Filter has nothing left to check.
                                     state.write(FilterView::Narrowed);
@@ -270,6 +301,30 @@ impl FilterPlugin for GpuShareFit {
         };
         let ok = self.state.view().fits(node, &req);
         if ok { Status::SUCCESS } else { INSUFFICIENT_GPU }
+    }
+
+    /// [`FilterPlugin::filter`] over a chunk, reading the cycle state once: nothing to
+    /// do in a cycle PreFilter narrowed exactly (or for a pod without GPU request), and
+    /// one table summary per node otherwise; the same statuses node by node.
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+        match state.read::<FilterView>() {
+            Some(FilterView::NoGpu | FilterView::Narrowed) => {}
+            Some(view) => {
+                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+                    if !view.fits(node) {
+                        *slot = INSUFFICIENT_GPU;
+                    }
+                }
+            }
+            None => {
+                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+                    let s = self.filter(state, pod, node);
+                    if !s.is_success() {
+                        *slot = s;
+                    }
+                }
+            }
+        }
     }
 }
 

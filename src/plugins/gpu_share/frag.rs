@@ -35,7 +35,19 @@ pub struct TypicalPods {
     /// The distinct CPU of the pods, ascending: fragmentation reads free CPU only
     /// through "at least this", so it depends only on the [rank](TypicalPods::cpu_rank).
     cpus: Vec<i64>,
+    /// [`TypicalPods::cpu_rank`] at the start of each [`RANK_BUCKET`]-millicore bucket
+    /// of free CPU up to the largest of `cpus` (empty when that would be over
+    /// [`RANK_BUCKETS_MAX`] buckets): a rank is a lookup and a step or two, not a
+    /// binary search.
+    rank_at: Vec<u32>,
 }
+
+/// Width, as a power of two, of the free-CPU buckets of [`TypicalPods::cpu_rank`]'s
+/// table (1,024 millicores).
+const RANK_BUCKET: u32 = 10;
+
+/// Most buckets in that table (the largest typical CPU it covers is 64 Mi millicores).
+const RANK_BUCKETS_MAX: usize = 1 << 16;
 
 /// Key of a pod's resource shape, ordered as the simulator's `PodResource.Less`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,13 +68,33 @@ impl TypicalPods {
         let mut cpus: Vec<i64> = pods.iter().map(|p| p.cpu_milli).collect();
         cpus.sort_unstable();
         cpus.dedup();
-        TypicalPods { pods, millis, slot, cpus }
+        let buckets = cpus.last().map_or(0, |&max| usize::try_from((max >> RANK_BUCKET) + 1).unwrap_or(0));
+        let rank_at = if buckets <= RANK_BUCKETS_MAX {
+            (0..buckets).map(|b| cpus.partition_point(|&c| c <= (b as i64) << RANK_BUCKET) as u32).collect()
+        } else {
+            Vec::new()
+        };
+        TypicalPods { pods, millis, slot, cpus, rank_at }
     }
 
     /// How many distinct typical-pod CPU requests `cpu_left` free millicores covers.
     /// [`node_frag`] compares free CPU only with those requests, so two CPU amounts of
     /// the same rank give the same fragmentation for the same devices.
+    #[inline]
     pub(crate) fn cpu_rank(&self, cpu_left: i64) -> usize {
+        if cpu_left >= 0 && !self.rank_at.is_empty() {
+            // The rank at the bucket's start counts every CPU up to there; the few in
+            // the bucket below `cpu_left` are counted on from it.
+            let Some(&from) = self.rank_at.get((cpu_left >> RANK_BUCKET) as usize) else {
+                // Past the last bucket, which holds the largest CPU: every one is covered.
+                return self.cpus.len();
+            };
+            let mut r = from as usize;
+            while r < self.cpus.len() && self.cpus[r] <= cpu_left {
+                r += 1;
+            }
+            return r;
+        }
         self.cpus.partition_point(|&c| c <= cpu_left)
     }
 

@@ -122,6 +122,7 @@ impl FreeIndex {
 
     /// At least as many entries as [`FreeIndex::fitting`] will report for `req` (the
     /// lengths of the buckets it visits), to size the set it fills once.
+    #[cfg(test)]
     pub(super) fn fitting_bound(&self, req: &GpuRequest) -> usize {
         let mut n = 0;
         self.visit_models(req, |m| {

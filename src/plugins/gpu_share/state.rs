@@ -579,17 +579,29 @@ impl GpuView<'_> {
     /// [answer](Summary::answers)): exactly the table nodes the Filter view of `req`
     /// taken under this same view accepts. From the [`FreeIndex`], visiting only
     /// buckets with room.
+    #[cfg(test)]
     pub(super) fn fitting_names(&self, req: &GpuRequest) -> ahash::AHashSet<Symbol> {
         let t = &self.0.nodes;
         // Sized once: growing it as it fills cost as much as the inserts.
         let mut out = ahash::AHashSet::with_capacity(t.free.fitting_bound(req));
-        t.free.fitting(req, |i| {
-            // Indexed entries are listed ones: removal unindexes an entry first.
+        self.for_each_fitting(req, |i| {
             if let Some(name) = &t.names[i] {
                 out.insert(name.symbol());
             }
         });
         out
+    }
+
+    /// Calls `f` with the index of each listed entry whose summary fits `req` (the
+    /// entries of [`GpuView::fitting_names`]).
+    pub(super) fn for_each_fitting(&self, req: &GpuRequest, mut f: impl FnMut(usize)) {
+        let t = &self.0.nodes;
+        t.free.fitting(req, |i| {
+            // Indexed entries are listed ones: removal unindexes an entry first.
+            if t.names[i].is_some() {
+                f(i);
+            }
+        });
     }
 
     /// The table's last stamp, for a later [`GpuView::update_fitting`].
@@ -601,7 +613,26 @@ impl GpuView<'_> {
     /// was `since` and its membership the same as now, up to this view: each entry
     /// changed since then goes in or out by its summary. `false` (set untouched) when
     /// the change log no longer reaches back to `since`.
+    #[cfg(test)]
     pub(super) fn update_fitting(&self, req: &GpuRequest, since: u64, set: &mut ahash::AHashSet<Symbol>) -> bool {
+        let t = &self.0.nodes;
+        self.for_each_changed(req, since, |i, fits| {
+            // Same membership: a changed entry is still listed under the same name.
+            if let Some(name) = &t.names[i] {
+                if fits {
+                    set.insert(name.symbol());
+                } else {
+                    set.remove(&name.symbol());
+                }
+            }
+        })
+    }
+
+    /// Calls `f(entry, fits)` for each listed entry changed since the table's stamp
+    /// `since` (with repeats), `fits` saying whether its summary now fits `req`: what
+    /// brings a set of fitting entries taken then up to this view. `false` (no call)
+    /// when the change log no longer reaches back to `since`.
+    pub(super) fn for_each_changed(&self, req: &GpuRequest, since: u64, mut f: impl FnMut(usize, bool)) -> bool {
         let t = &self.0.nodes;
         if since < t.log_after {
             return false;
@@ -609,16 +640,28 @@ impl GpuView<'_> {
         let from = t.changes.partition_point(|&(stamp, _)| stamp <= since);
         for &(_, i) in &t.changes[from..] {
             let i = i as usize;
-            // Same membership: a changed entry is still listed under the same name.
-            if let Some(name) = &t.names[i] {
-                if t.summaries[i].fits_exactly(req) {
-                    set.insert(name.symbol());
-                } else {
-                    set.remove(&name.symbol());
-                }
+            if t.names[i].is_some() {
+                f(i, t.summaries[i].fits_exactly(req));
             }
         }
         true
+    }
+
+    /// Each table entry's position in `snapshot` ([`u32::MAX`]: a free entry, or a
+    /// node the snapshot doesn't hold), valid while the table's membership and the
+    /// snapshot's node list stay the same.
+    pub(super) fn entry_positions(&self, snapshot: &Snapshot) -> Vec<u32> {
+        self.0
+            .nodes
+            .names
+            .iter()
+            .map(|n| {
+                n.as_ref()
+                    .and_then(|n| snapshot.index_of(n.symbol()))
+                    .and_then(|i| u32::try_from(i).ok())
+                    .unwrap_or(u32::MAX)
+            })
+            .collect()
     }
 
     /// The node's table entry: its index, its stamp (renewed by every change of the
