@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::plugins::helper::default_normalize_score;
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot, SnapshotBlock};
 
 /// Upstream `ErrReasonPod`.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -190,8 +190,8 @@ impl FilterPlugin for NodeAffinity {
         let selector = &pod.pod.spec.node_selector;
         let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
         for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(statuses.chunks_mut(MASK_NODES)) {
-            let block = NodeList::new(nodes.snapshot(), idx);
-            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
+            let src = SnapshotBlock { snap: nodes.snapshot(), positions: idx };
+            let block = NodeBlock::new(&src);
             let all = block.all();
             let enforced = added.map_or(all, |r| r.match_mask(&block));
             let mut ok = enforced;
@@ -248,8 +248,8 @@ impl ScorePlugin for NodeAffinity {
         // A block of nodes at a time: each term is matched against the block at once
         // (a bit per node) and its weight added where it matched.
         for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(scores.chunks_mut(MASK_NODES)) {
-            let block = NodeList::new(nodes.snapshot(), idx);
-            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
+            let src = SnapshotBlock { snap: nodes.snapshot(), positions: idx };
+            let block = NodeBlock::new(&src);
             for slot in out.iter_mut() {
                 slot.score = 0;
             }
