@@ -54,17 +54,26 @@ pub(crate) fn filter_batch<T: StateData>(
     statuses: &mut [Status],
     missing: &'static str,
     filter: impl Fn(&T, &NodeInfo) -> Status,
-) {
+) -> u64 {
     let Some(s) = state.read::<T>() else {
         statuses.fill(Status::error(missing));
-        return;
+        return low_bits(statuses.len());
     };
-    for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+    let mut failed = 0;
+    for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
         let r = filter(s, node);
         if !r.is_success() {
             *slot = r;
+            failed |= 1 << i;
         }
     }
+    failed
+}
+
+/// The mask of the first `n` (at most 64) nodes of a `filter_nodes` chunk.
+#[inline]
+pub(crate) fn low_bits(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 /// Runs `f` with a plugin's PreScore state `T`, read once (or built by `fallback`

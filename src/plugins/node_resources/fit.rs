@@ -340,7 +340,7 @@ impl FilterPlugin for Fit {
     }
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let computed;
         let s = if let Some(s) = state.read::<FitState>() {
             s
@@ -348,11 +348,14 @@ impl FilterPlugin for Fit {
             computed = self.state_for(pod);
             &computed
         };
-        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+        let mut failed = 0;
+        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
             if !fits(s, node) {
                 *slot = rejection(s, node);
+                failed |= 1 << i;
             }
         }
+        failed
     }
 }
 

@@ -271,33 +271,34 @@ impl FilterPlugin for PodTopologySpread {
     /// each constraint's topology values from the snapshot's label columns, a block
     /// of nodes at a time. Constraint-major: a node keeps the status of its first
     /// failing constraint, as the node-by-node check gives it.
-    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let Some(s) = state.read::<PreFilterState>() else {
             statuses.fill(Status::error(ERR_STATE_NOT_FOUND));
-            return;
+            return crate::plugins::helper::low_bits(statuses.len());
         };
         let snap = nodes.snapshot();
         let mut values = [NO_VALUE; MASK_NODES];
-        for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(statuses.chunks_mut(MASK_NODES)) {
-            let values = &mut values[..idx.len()];
-            let mut failed = 0u64;
-            for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
-                snap.label_values(key, idx, values);
-                for (i, (&v, slot)) in values.iter().zip(out.iter_mut()).enumerate() {
-                    if failed >> i & 1 != 0 {
-                        continue;
-                    }
-                    if v == NO_VALUE {
-                        *slot = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
-                    } else if counts.get(Symbol::from_id(v)) > limit {
-                        *slot = Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
-                    } else {
-                        continue;
-                    }
-                    failed |= 1 << i;
+        let n = nodes.len().min(statuses.len()).min(MASK_NODES);
+        let (idx, out) = (&nodes.indices()[..n], &mut statuses[..n]);
+        let values = &mut values[..n];
+        let mut failed = 0u64;
+        for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
+            snap.label_values(key, idx, values);
+            for (i, (&v, slot)) in values.iter().zip(out.iter_mut()).enumerate() {
+                if failed >> i & 1 != 0 {
+                    continue;
                 }
+                if v == NO_VALUE {
+                    *slot = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+                } else if counts.get(Symbol::from_id(v)) > limit {
+                    *slot = Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+                } else {
+                    continue;
+                }
+                failed |= 1 << i;
             }
         }
+        failed
     }
 }
 
