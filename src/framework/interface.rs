@@ -184,11 +184,13 @@ pub trait FilterPlugin: Plugin {
     /// read the plugin's [`CycleState`] entry and the pod once per chunk. The
     /// default calls `filter` for each node.
     fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        let all = nodes.snapshot().nodes();
+        let n = nodes.len().min(statuses.len()).min(64);
         let mut failed = 0;
-        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
-            let s = self.filter(state, pod, node);
+        for (i, &p) in nodes.indices()[..n].iter().enumerate() {
+            let s = self.filter(state, pod, &all[p]);
             if !s.is_success() {
-                *slot = s;
+                statuses[i] = s;
                 failed |= 1 << i;
             }
         }

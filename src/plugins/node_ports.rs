@@ -57,14 +57,9 @@ impl FilterPlugin for NodePorts {
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
     fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
-        let mut failed = 0;
-        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
-            if !fits_ports(wanted, node) {
-                *slot = Status::unschedulable(ERR_REASON);
-                failed |= 1 << i;
-            }
-        }
-        failed
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
+            (!fits_ports(wanted, node)).then(|| Status::unschedulable(ERR_REASON))
+        })
     }
 }
 

@@ -43,21 +43,16 @@ impl FilterPlugin for NodeUnschedulable {
     /// unschedulable taint is worked out once, at the first cordoned node.
     fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let mut tolerated = None;
-        let mut failed = 0;
-        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
             if !node.node().spec.unschedulable {
-                continue;
+                return None;
             }
             let ok = *tolerated.get_or_insert_with(|| {
                 let taint = Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
                 pod.pod.spec.tolerations.iter().any(|t| t.tolerates(&taint))
             });
-            if !ok {
-                *slot = Status::unresolvable(ERR_REASON_UNSCHEDULABLE);
-                failed |= 1 << i;
-            }
-        }
-        failed
+            (!ok).then(|| Status::unresolvable(ERR_REASON_UNSCHEDULABLE))
+        })
     }
 }
 

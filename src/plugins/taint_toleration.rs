@@ -53,18 +53,13 @@ impl FilterPlugin for TaintToleration {
     /// costs one length test.
     fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let tolerations = pod.pod.spec.tolerations.as_slice();
-        let mut failed = 0;
-        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
             let taints = node.node().spec.taints.as_slice();
             if taints.is_empty() {
-                continue;
+                return None;
             }
-            if let Some(t) = find_untolerated_taint(taints, tolerations) {
-                *slot = Status::unresolvable(untolerated_reason(t));
-                failed |= 1 << i;
-            }
-        }
-        failed
+            find_untolerated_taint(taints, tolerations).map(|t| Status::unresolvable(untolerated_reason(t)))
+        })
     }
 }
 

@@ -29,6 +29,14 @@ fn value_of(node: &NodeInfo, key: Symbol) -> u32 {
     node.node().metadata.labels.get(key).map_or(NO_VALUE, Symbol::id)
 }
 
+/// `out[i] = values[positions[i]]` (`out` as long as `positions`).
+#[inline]
+fn copy_at(values: &[u32], positions: &[usize], out: &mut [u32]) {
+    for (o, &p) in out.iter_mut().zip(positions) {
+        *o = values[p];
+    }
+}
+
 /// The columns built so far. A column is built the first time a cycle asks for its
 /// key (under `&` access: Filter may run on several threads) and kept up to date by
 /// the snapshot's updates from then on.
@@ -52,9 +60,7 @@ impl LabelColumns {
         {
             let cols = self.cols.read();
             if let Some(c) = cols.iter().find(|c| c.key == key) {
-                for (o, &p) in out.iter_mut().zip(positions) {
-                    *o = c.values[p];
-                }
+                copy_at(&c.values, positions, out);
                 return;
             }
             if cols.len() >= MAX_COLUMNS {
@@ -81,15 +87,11 @@ impl LabelColumns {
                 w.push(Column { key, values: nodes.iter().map(|n| value_of(n, key)).collect() });
                 let at = w.len() - 1;
                 let r = parking_lot::RwLockWriteGuard::downgrade(w);
-                for (o, &p) in out.iter_mut().zip(positions) {
-                    *o = r[at].values[p];
-                }
+                copy_at(&r[at].values, positions, out);
                 return;
             }
         };
-        for (o, &p) in out.iter_mut().zip(positions) {
-            *o = cols[at].values[p];
-        }
+        copy_at(&cols[at].values, positions, out);
     }
 
     /// The node at `pos` was replaced by `node` (a different node object: its labels

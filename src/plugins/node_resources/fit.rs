@@ -348,14 +348,7 @@ impl FilterPlugin for Fit {
             computed = self.state_for(pod);
             &computed
         };
-        let mut failed = 0;
-        for (i, (slot, node)) in statuses.iter_mut().zip(nodes.iter()).take(64).enumerate() {
-            if !fits(s, node) {
-                *slot = rejection(s, node);
-                failed |= 1 << i;
-            }
-        }
-        failed
+        crate::plugins::helper::filter_each(nodes, statuses, |node| (!fits(s, node)).then(|| rejection(s, node)))
     }
 }
 

@@ -284,14 +284,14 @@ impl FilterPlugin for PodTopologySpread {
         let mut failed = 0u64;
         for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
             snap.label_values(key, idx, values);
-            for (i, (&v, slot)) in values.iter().zip(out.iter_mut()).enumerate() {
+            for (i, &v) in values.iter().enumerate() {
                 if failed >> i & 1 != 0 {
                     continue;
                 }
                 if v == NO_VALUE {
-                    *slot = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+                    out[i] = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
                 } else if counts.get(Symbol::from_id(v)) > limit {
-                    *slot = Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+                    out[i] = Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
                 } else {
                     continue;
                 }
