@@ -221,13 +221,7 @@ impl FilterPlugin for InterPodAffinity {
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
     fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
-        crate::plugins::helper::filter_batch::<PreFilterState>(
-            state,
-            nodes,
-            statuses,
-            ERR_STATE_NOT_FOUND,
-            filter_with,
-        )
+        crate::plugins::helper::filter_batch::<PreFilterState>(state, nodes, statuses, ERR_STATE_NOT_FOUND, filter_with)
     }
 }
 
