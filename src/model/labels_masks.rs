@@ -23,7 +23,7 @@ pub(crate) trait BlockSource {
 }
 
 /// A block of nodes as `(labels, name)` pairs (tests, callers without a snapshot).
-impl<'a> BlockSource for [(&'a Labels, Symbol)] {
+impl BlockSource for [(&Labels, Symbol)] {
     fn len(&self) -> usize {
         <[_]>::len(self).min(MASK_NODES)
     }
