@@ -28,8 +28,9 @@ fn filter_one<P: FilterPlugin>(p: &P, pod: &Pod, node: schedkit::model::Node) ->
 /// The plugin's batched Filter (`filter_nodes`) on the snapshot's one node.
 fn batched<P: FilterPlugin>(p: &P, state: &CycleState, pod: &PodInfo, snap: &schedkit::snapshot::Snapshot) -> Status {
     let mut out = [Status::SUCCESS];
-    p.filter_nodes(state, pod, NodeList::new(snap, &[0]), &mut out);
+    let failed = p.filter_nodes(state, pod, NodeList::new(snap, &[0]), &mut out);
     let [s] = out;
+    assert_eq!(failed, u64::from(!s.is_success()), "filter_nodes' failure mask agrees with its status");
     s
 }
 

@@ -142,23 +142,31 @@ pub trait FilterPlugin: Plugin {
     /// Checks one node.
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 
-    /// Checks a chunk of nodes at once: `statuses[i]` belongs to `nodes.get(i)`, and
-    /// every entry is `Success` on entry. Leave the entries of the nodes that pass
-    /// as they are and write the status of each node that fails, the same status
-    /// [`FilterPlugin::filter`] returns for it.
+    /// Checks a chunk of at most 64 nodes at once: `statuses[i]` belongs to
+    /// `nodes.get(i)`, and every entry is `Success` on entry. Leave the entries of
+    /// the nodes that pass as they are, write the status of each node that fails (the
+    /// same status [`FilterPlugin::filter`] returns for it), and return the mask of
+    /// the nodes that failed: bit `i` set exactly when `statuses[i]` was written. The
+    /// scheduler reads the statuses through the mask, so a chunk every node passes
+    /// costs it nothing (debug builds check that the mask and the statuses agree).
     ///
     /// The scheduler's Filter loop runs the plugins plugin-major over chunks of the
     /// candidate nodes (each plugin sees only the nodes every earlier plugin
     /// passed), so one call here replaces up to 64 calls to `filter`: override it to
     /// read the plugin's [`CycleState`] entry and the pod once per chunk. The
     /// default calls `filter` for each node.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
-        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-            let s = self.filter(state, pod, node);
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        let all = nodes.snapshot().nodes();
+        let n = nodes.len().min(statuses.len()).min(64);
+        let mut failed = 0;
+        for (i, &p) in nodes.indices()[..n].iter().enumerate() {
+            let s = self.filter(state, pod, &all[p]);
             if !s.is_success() {
-                *slot = s;
+                statuses[i] = s;
+                failed |= 1 << i;
             }
         }
+        failed
     }
 }
 

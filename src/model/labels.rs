@@ -14,7 +14,7 @@ use super::Symbol;
 
 #[path = "labels_masks.rs"]
 mod masks;
-pub(crate) use masks::{MASK_NODES, NodeBlock};
+pub(crate) use masks::{BlockSource, MASK_NODES, NO_VALUE, NodeBlock};
 
 /// A set of `key=value` labels, interned and sorted by key symbol for fast lookup.
 ///

@@ -7,29 +7,54 @@ use super::{Labels, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement,
 /// Most nodes a mask covers.
 pub(crate) const MASK_NODES: usize = 64;
 
-/// The labels and names of a block of nodes, for the `*_mask` matchers: node `i`
-/// of the block is bit `i` of a mask.
-#[derive(Debug)]
-pub(crate) struct NodeBlock<'a> {
-    labels: [&'a Labels; MASK_NODES],
-    names: [Symbol; MASK_NODES],
+/// The value id of a node without the label in [`BlockSource::values`] (never a
+/// [`Symbol::id`]).
+pub(crate) const NO_VALUE: u32 = u32::MAX;
+
+/// Where a [`NodeBlock`] reads its nodes' label values and names.
+pub(crate) trait BlockSource {
+    /// How many nodes (at most [`MASK_NODES`]).
+    fn len(&self) -> usize;
+    /// Writes the [`Symbol::id`] of each node's value of `key` (or [`NO_VALUE`])
+    /// into `out[..self.len()]`.
+    fn values(&self, key: Symbol, out: &mut [u32; MASK_NODES]);
+    /// Node `i`'s name.
+    fn name(&self, i: usize) -> Symbol;
+}
+
+/// A block of nodes as `(labels, name)` pairs (tests, callers without a snapshot).
+impl BlockSource for [(&Labels, Symbol)] {
+    fn len(&self) -> usize {
+        <[_]>::len(self).min(MASK_NODES)
+    }
+    fn values(&self, key: Symbol, out: &mut [u32; MASK_NODES]) {
+        for (o, (l, _)) in out.iter_mut().zip(self) {
+            *o = l.get(key).map_or(NO_VALUE, Symbol::id);
+        }
+    }
+    fn name(&self, i: usize) -> Symbol {
+        self[i].1
+    }
+}
+
+/// A block of up to [`MASK_NODES`] nodes for the `*_mask` matchers: node `i` of the
+/// block is bit `i` of a mask. Building one costs nothing per node: the label
+/// values are read per requirement, from the source's columns.
+pub(crate) struct NodeBlock<'a, S: BlockSource + ?Sized> {
+    src: &'a S,
     len: usize,
 }
 
-/// The labels of the unused places of a block.
-static NO_LABELS: Labels = Labels::new();
+impl<S: BlockSource + ?Sized> std::fmt::Debug for NodeBlock<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeBlock").field("len", &self.len).finish_non_exhaustive()
+    }
+}
 
-impl<'a> NodeBlock<'a> {
-    /// The block of `nodes` (`(labels, name)` per node; only the first
-    /// [`MASK_NODES`] are taken).
-    pub(crate) fn new(nodes: impl IntoIterator<Item = (&'a Labels, Symbol)>) -> Self {
-        let mut b = NodeBlock { labels: [&NO_LABELS; MASK_NODES], names: [Symbol::EMPTY; MASK_NODES], len: 0 };
-        for (i, (l, n)) in nodes.into_iter().take(MASK_NODES).enumerate() {
-            b.labels[i] = l;
-            b.names[i] = n;
-            b.len = i + 1;
-        }
-        b
+impl<'a, S: BlockSource + ?Sized> NodeBlock<'a, S> {
+    /// The block of `src`'s nodes.
+    pub(crate) fn new(src: &'a S) -> Self {
+        NodeBlock { src, len: src.len().min(MASK_NODES) }
     }
 
     /// The mask with a bit for every node of the block.
@@ -37,9 +62,18 @@ impl<'a> NodeBlock<'a> {
         if self.len == MASK_NODES { u64::MAX } else { (1u64 << self.len) - 1 }
     }
 
+    /// The nodes' value ids of `key`.
+    #[inline]
+    fn values(&self, key: Symbol) -> [u32; MASK_NODES] {
+        let mut out = [NO_VALUE; MASK_NODES];
+        self.src.values(key, &mut out);
+        out
+    }
+
     /// The nodes whose labels have `key` set to `value` (a `nodeSelector` entry).
     pub(crate) fn label_equals_mask(&self, key: Symbol, value: Symbol) -> u64 {
-        mask_where(&self.labels[..self.len], |l| l.get(key) == Some(value))
+        let want = value.id();
+        mask_where(&self.values(key)[..self.len], |v| v == want)
     }
 }
 
@@ -53,23 +87,43 @@ fn mask_where<T: Copy>(items: &[T], mut f: impl FnMut(T) -> bool) -> u64 {
     m
 }
 
+/// The symbol of a value id ([`NO_VALUE`]: none).
+#[inline]
+fn symbol_of(v: u32) -> Option<Symbol> {
+    (v != NO_VALUE).then(|| Symbol::from_id(v))
+}
+
 impl NodeSelectorRequirement {
     /// [`NodeSelectorRequirement::matches_value`] of each node's value of the key
     /// (`field`: the node's name, for `matchFields`), as a mask.
-    fn mask(&self, block: &NodeBlock<'_>, field: bool) -> u64 {
-        let values = self.values.as_slice();
-        let key = self.key;
-        let labels = &block.labels[..block.len];
+    fn mask<S: BlockSource + ?Sized>(&self, block: &NodeBlock<'_, S>, field: bool) -> u64 {
+        let n = block.len;
         if field {
-            return mask_where(&block.names[..block.len], |n| self.matches_value(Some(n)));
+            let mut m = 0;
+            for i in 0..n {
+                m |= u64::from(self.matches_value(Some(block.src.name(i)))) << i;
+            }
+            return m;
         }
+        let vals = block.values(self.key);
+        let vals = &vals[..n];
+        // `NO_VALUE` is no symbol's id, so `In` needs no separate presence test.
+        let ids = self.values.as_slice();
+        let single = if let [a] = ids { Some(a.id()) } else { None };
+        let has = |v: u32| ids.iter().any(|s| s.id() == v);
         match self.operator {
-            NodeSelectorOperator::In => mask_where(labels, |l| l.get(key).is_some_and(|v| values.contains(&v))),
-            NodeSelectorOperator::NotIn => mask_where(labels, |l| l.get(key).is_none_or(|v| !values.contains(&v))),
-            NodeSelectorOperator::Exists => mask_where(labels, |l| l.get(key).is_some()),
-            NodeSelectorOperator::DoesNotExist => mask_where(labels, |l| l.get(key).is_none()),
+            NodeSelectorOperator::In => match single {
+                Some(a) => mask_where(vals, |v| v == a),
+                None => mask_where(vals, has),
+            },
+            NodeSelectorOperator::NotIn => match single {
+                Some(a) => mask_where(vals, |v| v != a),
+                None => mask_where(vals, |v| !has(v)),
+            },
+            NodeSelectorOperator::Exists => mask_where(vals, |v| v != NO_VALUE),
+            NodeSelectorOperator::DoesNotExist => mask_where(vals, |v| v == NO_VALUE),
             NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
-                mask_where(labels, |l| self.matches_value(l.get(key)))
+                mask_where(vals, |v| self.matches_value(symbol_of(v)))
             }
         }
     }
@@ -77,7 +131,7 @@ impl NodeSelectorRequirement {
 
 impl NodeSelectorTerm {
     /// [`NodeSelectorTerm::matches`] for each node of the block, as a mask.
-    pub(crate) fn match_mask(&self, block: &NodeBlock<'_>) -> u64 {
+    pub(crate) fn match_mask<S: BlockSource + ?Sized>(&self, block: &NodeBlock<'_, S>) -> u64 {
         if (self.match_expressions.is_empty() && self.match_fields.is_empty()) || !self.is_parsable() {
             return 0;
         }
@@ -100,7 +154,7 @@ impl NodeSelectorTerm {
 
 impl NodeSelector {
     /// [`NodeSelector::matches`] for each node of the block, as a mask.
-    pub(crate) fn match_mask(&self, block: &NodeBlock<'_>) -> u64 {
+    pub(crate) fn match_mask<S: BlockSource + ?Sized>(&self, block: &NodeBlock<'_, S>) -> u64 {
         let all = block.all();
         let mut m = 0;
         for t in &self.node_selector_terms {
@@ -170,7 +224,8 @@ mod tests {
                 .collect();
             let sel = NodeSelector::new(terms).unwrap();
             let syms: Vec<Symbol> = names.iter().map(|n| Symbol::intern(n)).collect();
-            let block = NodeBlock::new(nodes.iter().zip(syms.iter().copied()));
+            let pairs: Vec<(&Labels, Symbol)> = nodes.iter().zip(syms.iter().copied()).collect();
+            let block = NodeBlock::new(pairs.as_slice());
             let mask = sel.match_mask(&block);
             for (i, l) in nodes.iter().take(MASK_NODES).enumerate() {
                 prop_assert_eq!(mask >> i & 1 == 1, sel.matches(l, syms[i]), "node {}", i);

@@ -54,17 +54,45 @@ pub(crate) fn filter_batch<T: StateData>(
     statuses: &mut [Status],
     missing: &'static str,
     filter: impl Fn(&T, &NodeInfo) -> Status,
-) {
+) -> u64 {
     let Some(s) = state.read::<T>() else {
         statuses.fill(Status::error(missing));
-        return;
+        return low_bits(statuses.len());
     };
-    for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+    filter_each(nodes, statuses, |node| {
         let r = filter(s, node);
-        if !r.is_success() {
-            *slot = r;
+        (!r.is_success()).then_some(r)
+    })
+}
+
+/// A `filter_nodes` body: `fail(node)` for each node of the chunk (at most 64),
+/// writing each `Some` status into its slot; returns the failure mask. One loop over
+/// the chunk's positions: the iterator chain it replaces (zip, take and enumerate
+/// over the mapped `NodeList`) cost about 20 instructions per node more.
+#[inline]
+pub(crate) fn filter_each(
+    nodes: NodeList<'_>,
+    statuses: &mut [Status],
+    mut fail: impl FnMut(&NodeInfo) -> Option<Status>,
+) -> u64 {
+    let all = nodes.snapshot().nodes();
+    let idx = nodes.indices();
+    let n = idx.len().min(statuses.len()).min(64);
+    let (idx, statuses) = (&idx[..n], &mut statuses[..n]);
+    let mut failed = 0;
+    for (i, &p) in idx.iter().enumerate() {
+        if let Some(s) = fail(&all[p]) {
+            statuses[i] = s;
+            failed |= 1 << i;
         }
     }
+    failed
+}
+
+/// The mask of the first `n` (at most 64) nodes of a `filter_nodes` chunk.
+#[inline]
+pub(crate) fn low_bits(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 /// Runs `f` with a plugin's PreScore state `T`, read once (or built by `fallback`

@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::plugins::helper::default_normalize_score;
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot, SnapshotBlock};
 
 /// Upstream `ErrReasonPod`.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -185,32 +185,36 @@ impl FilterPlugin for NodeAffinity {
     /// [`FilterPlugin::filter`] over a chunk: each requirement of the profile's and
     /// the pod's selectors is matched against the chunk's nodes at once (a bit per
     /// node), so its operator and values are read once per chunk, not per node.
-    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let added = self.added.as_ref().and_then(|a| a.required.as_ref());
         let selector = &pod.pod.spec.node_selector;
         let required = pod.pod.node_affinity().and_then(|a| a.required.as_ref());
-        for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(statuses.chunks_mut(MASK_NODES)) {
-            let block = NodeList::new(nodes.snapshot(), idx);
-            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
-            let all = block.all();
-            let enforced = added.map_or(all, |r| r.match_mask(&block));
-            let mut ok = enforced;
-            for (k, v) in selector.iter() {
-                ok &= block.label_equals_mask(k, v);
+        let n = nodes.len().min(statuses.len()).min(MASK_NODES);
+        let src = SnapshotBlock { snap: nodes.snapshot(), positions: &nodes.indices()[..n] };
+        let block = NodeBlock::new(&src);
+        let all = block.all();
+        let enforced = added.map_or(all, |r| r.match_mask(&block));
+        let mut ok = enforced;
+        for (k, v) in selector.iter() {
+            if ok == 0 {
+                break;
             }
-            if let Some(r) = required
-                && ok != 0
-            {
-                ok &= r.match_mask(&block);
-            }
-            let mut bad = all & !ok;
-            while bad != 0 {
-                let i = bad.trailing_zeros() as usize;
-                bad &= bad - 1;
-                let reason = if enforced >> i & 1 == 0 { ERR_REASON_ENFORCED } else { ERR_REASON_POD };
-                out[i] = Status::unresolvable(reason);
-            }
+            ok &= block.label_equals_mask(k, v);
         }
+        if let Some(r) = required
+            && ok != 0
+        {
+            ok &= r.match_mask(&block);
+        }
+        let failed = all & !ok;
+        let mut bad = failed;
+        while bad != 0 {
+            let i = bad.trailing_zeros() as usize;
+            bad &= bad - 1;
+            let reason = if enforced >> i & 1 == 0 { ERR_REASON_ENFORCED } else { ERR_REASON_POD };
+            statuses[i] = Status::unresolvable(reason);
+        }
+        failed
     }
 }
 
@@ -248,8 +252,8 @@ impl ScorePlugin for NodeAffinity {
         // A block of nodes at a time: each term is matched against the block at once
         // (a bit per node) and its weight added where it matched.
         for (idx, out) in nodes.indices().chunks(MASK_NODES).zip(scores.chunks_mut(MASK_NODES)) {
-            let block = NodeList::new(nodes.snapshot(), idx);
-            let block = NodeBlock::new(block.iter().map(|n| (&n.node().metadata.labels, n.name())));
+            let src = SnapshotBlock { snap: nodes.snapshot(), positions: idx };
+            let block = NodeBlock::new(&src);
             for slot in out.iter_mut() {
                 slot.score = 0;
             }

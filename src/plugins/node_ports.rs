@@ -55,13 +55,11 @@ impl FilterPlugin for NodePorts {
     }
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let wanted = state.read::<WantedPorts>().map_or(pod.host_ports.as_slice(), |w| w.0.as_slice());
-        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-            if !fits_ports(wanted, node) {
-                *slot = Status::unschedulable(ERR_REASON);
-            }
-        }
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
+            (!fits_ports(wanted, node)).then(|| Status::unschedulable(ERR_REASON))
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::framework::{CycleState, ExtensionPoints, FilterPlugin, Plugin, Status};
 use crate::model::{Taint, TaintEffect};
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo};
 
 /// The taint key a cordoned node implies.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
@@ -37,6 +37,22 @@ impl FilterPlugin for NodeUnschedulable {
         } else {
             Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
         }
+    }
+
+    /// [`FilterPlugin::filter`] over a chunk: whether the pod tolerates the
+    /// unschedulable taint is worked out once, at the first cordoned node.
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        let mut tolerated = None;
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
+            if !node.node().spec.unschedulable {
+                return None;
+            }
+            let ok = *tolerated.get_or_insert_with(|| {
+                let taint = Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
+                pod.pod.spec.tolerations.iter().any(|t| t.tolerates(&taint))
+            });
+            (!ok).then(|| Status::unresolvable(ERR_REASON_UNSCHEDULABLE))
+        })
     }
 }
 

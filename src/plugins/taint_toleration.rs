@@ -48,6 +48,19 @@ impl FilterPlugin for TaintToleration {
             Some(t) => Status::unresolvable(untolerated_reason(t)),
         }
     }
+
+    /// [`FilterPlugin::filter`] over a chunk: a node without taints (most of them)
+    /// costs one length test.
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        let tolerations = pod.pod.spec.tolerations.as_slice();
+        crate::plugins::helper::filter_each(nodes, statuses, |node| {
+            let taints = node.node().spec.taints.as_slice();
+            if taints.is_empty() {
+                return None;
+            }
+            find_untolerated_taint(taints, tolerations).map(|t| Status::unresolvable(untolerated_reason(t)))
+        })
+    }
 }
 
 /// Upstream's reason, `node(s) had untolerated taint {key: value}`, interned per

@@ -70,12 +70,19 @@ pub(super) fn filter_chunk(
             break;
         }
         current.set(i);
-        plugin.filter_nodes(state, pod, NodeList::new(snap, live), &mut scratch[..m]);
-        // Most chunks pass a plugin whole: find the first failure before compacting.
-        let Some(first) = scratch[..m].iter().position(|s| !s.is_success()) else { continue };
+        let failed = plugin.filter_nodes(state, pod, NodeList::new(snap, live), &mut scratch[..m]) & low_bits(m);
+        debug_assert!(
+            scratch[..m].iter().enumerate().all(|(j, s)| s.is_success() != (failed >> j & 1 == 1)),
+            "filter_nodes' failure mask disagrees with its statuses"
+        );
+        // Most chunks pass a plugin whole.
+        if failed == 0 {
+            continue;
+        }
+        let first = failed.trailing_zeros() as usize;
         let mut w = first;
         for j in first..m {
-            if scratch[j].is_success() {
+            if failed >> j & 1 == 0 {
                 live[w] = live[j];
                 at[w] = at[j];
                 w += 1;
@@ -87,6 +94,12 @@ pub(super) fn filter_chunk(
         live.truncate(w);
         at.truncate(w);
     }
+}
+
+/// The mask of a chunk's first `m` nodes.
+#[inline]
+fn low_bits(m: usize) -> u64 {
+    if m >= CHUNK { u64::MAX } else { (1u64 << m) - 1 }
 }
 
 impl ChunkBufs {

@@ -418,17 +418,19 @@ impl Cache {
         if snap.structure_generation != self.structure_generation || snap.nodes.len() != self.slots.len() {
             stats.list_rebuilt = true;
             let order = tree_order(&self.slots);
-            let old: AHashMap<Symbol, u64> = snap.nodes.iter().map(|n| (n.name(), n.generation())).collect();
+            let old: AHashMap<Symbol, (u64, usize)> =
+                snap.nodes.iter().enumerate().map(|(p, n)| (n.name(), (n.generation(), p))).collect();
             snap.nodes.clear();
             snap.index.clear();
             for (pos, &slot) in order.iter().enumerate() {
                 let info = &self.slots[slot].info;
-                if old.get(&info.name()) != Some(&info.generation()) {
+                if old.get(&info.name()).map(|&(g, _)| g) != Some(info.generation()) {
                     stats.nodes_updated += 1;
                 }
                 snap.index.insert(info.name(), pos);
                 snap.nodes.push(info.clone());
             }
+            snap.columns.rebuild(&snap.nodes, &old);
             snap.structure_generation = self.structure_generation;
             snap.rebuild_affinity_lists();
             snap.reset_log(self.generation);
@@ -441,7 +443,11 @@ impl Cache {
                 let cur = &mut snap.nodes[pos];
                 if cur.generation() != info.generation() {
                     affinity_changed |= !cur.pods_with_affinity().is_empty() || !info.pods_with_affinity().is_empty();
+                    let relabel = !cur.same_node_object(info);
                     *cur = info.clone();
+                    if relabel {
+                        snap.columns.set(pos, info);
+                    }
                     stats.nodes_updated += 1;
                     snap.log_change(self.generation, pos);
                 }

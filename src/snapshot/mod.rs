@@ -2,6 +2,7 @@
 //! taken from.
 
 mod cache;
+mod label_columns;
 mod node_info;
 pub(crate) mod pod_groups;
 mod pod_info;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use ahash::AHashMap;
 
 pub use cache::{Cache, CacheError, UpdateStats};
+pub(crate) use label_columns::SnapshotBlock;
 pub use node_info::{NodeInfo, normalized_image};
 pub use pod_groups::{MemberState, PodGroupState, PodGroupStates};
 pub use pod_info::{HostPort, PodInfo};
@@ -37,6 +39,8 @@ pub struct Snapshot {
     /// for every update after `log_start`.
     log: Vec<(u64, usize)>,
     log_start: u64,
+    /// Label-value columns by key, built on first use and kept by updates.
+    columns: label_columns::LabelColumns,
 }
 
 /// Most in-place replacements [`Snapshot::changed_since`] remembers; older
@@ -61,6 +65,7 @@ impl Default for Snapshot {
             id: next_snapshot_id(),
             log: Vec::new(),
             log_start: 0,
+            columns: label_columns::LabelColumns::default(),
         }
     }
 }
@@ -105,6 +110,7 @@ impl Clone for Snapshot {
             id: next_snapshot_id(),
             log: self.log.clone(),
             log_start: self.log_start,
+            columns: self.columns.clone(),
         }
     }
 }
@@ -165,6 +171,15 @@ impl Snapshot {
     #[inline]
     pub fn index_of(&self, name: Symbol) -> Option<usize> {
         self.index.get(&name).copied()
+    }
+
+    /// Writes into `out` (as long as `positions`) the [`Symbol::id`] of the value of
+    /// label `key` on the node at each of `positions`, or `u32::MAX` where the node
+    /// has no such label: one array read per node once the key's column is built
+    /// (on first use; the snapshot's updates keep it).
+    #[inline]
+    pub(crate) fn label_values(&self, key: Symbol, positions: &[usize], out: &mut [u32]) {
+        self.columns.gather(&self.nodes, key, positions, out);
     }
 
     /// Nodes with at least one pod that has pod affinity or anti-affinity.
@@ -251,6 +266,9 @@ impl Snapshot {
     pub(crate) fn restore_node_at(&mut self, pos: usize, node: Arc<NodeInfo>) {
         self.generation += 1;
         let g = self.generation;
+        if !self.nodes[pos].same_node_object(&node) {
+            self.columns.set(pos, &node);
+        }
         self.nodes[pos] = node;
         self.log_change(g, pos);
         if self.nodes[pos].pods_with_affinity().is_empty() {

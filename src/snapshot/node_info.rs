@@ -114,6 +114,12 @@ impl NodeInfo {
         &self.node
     }
 
+    /// Whether `other` shares this one's node object (so its labels are the same).
+    #[inline]
+    pub(crate) fn same_node_object(&self, other: &NodeInfo) -> bool {
+        Arc::ptr_eq(&self.node, &other.node)
+    }
+
     /// The node as shared.
     pub fn node_arc(&self) -> &Arc<Node> {
         &self.node

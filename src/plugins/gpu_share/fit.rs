@@ -306,24 +306,15 @@ impl FilterPlugin for GpuShareFit {
     /// [`FilterPlugin::filter`] over a chunk, reading the cycle state once: nothing to
     /// do in a cycle PreFilter narrowed exactly (or for a pod without GPU request), and
     /// one table summary per node otherwise; the same statuses node by node.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        use crate::plugins::helper::filter_each;
         match state.read::<FilterView>() {
-            Some(FilterView::NoGpu | FilterView::Narrowed) => {}
-            Some(view) => {
-                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-                    if !view.fits(node) {
-                        *slot = INSUFFICIENT_GPU;
-                    }
-                }
-            }
-            None => {
-                for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-                    let s = self.filter(state, pod, node);
-                    if !s.is_success() {
-                        *slot = s;
-                    }
-                }
-            }
+            Some(FilterView::NoGpu | FilterView::Narrowed) => 0,
+            Some(view) => filter_each(nodes, statuses, |node| (!view.fits(node)).then_some(INSUFFICIENT_GPU)),
+            None => filter_each(nodes, statuses, |node| {
+                let s = self.filter(state, pod, node);
+                (!s.is_success()).then_some(s)
+            }),
         }
     }
 }

@@ -220,14 +220,8 @@ impl FilterPlugin for InterPodAffinity {
     }
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
-    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
-        crate::plugins::helper::filter_batch::<PreFilterState>(
-            state,
-            nodes,
-            statuses,
-            ERR_STATE_NOT_FOUND,
-            filter_with,
-        );
+    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        crate::plugins::helper::filter_batch::<PreFilterState>(state, nodes, statuses, ERR_STATE_NOT_FOUND, filter_with)
     }
 }
 

@@ -340,7 +340,7 @@ impl FilterPlugin for Fit {
     }
 
     /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let computed;
         let s = if let Some(s) = state.read::<FitState>() {
             s
@@ -351,29 +351,13 @@ impl FilterPlugin for Fit {
         if s.scalar.is_empty() {
             // Pods, cpu, memory and ephemeral-storage only (every pod of a trace
             // replay): one pass per node gives both the verdict and the reasons.
-            for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
+            return crate::plugins::helper::filter_each(nodes, statuses, |node| {
                 let (short, unresolvable) = native_short(s, node);
-                if short != 0 {
-                    overwrite_success(slot, native_status(short, unresolvable));
-                }
-            }
-            return;
+                (short != 0).then(|| native_status(short, unresolvable))
+            });
         }
-        for (slot, node) in statuses.iter_mut().zip(nodes.iter()) {
-            if !fits(s, node) {
-                overwrite_success(slot, rejection(s, node));
-            }
-        }
+        crate::plugins::helper::filter_each(nodes, statuses, |node| (!fits(s, node)).then(|| rejection(s, node)))
     }
-}
-
-/// Writes a failing node's status over the `Success` that `filter_nodes` receives,
-/// without running drop glue on the `Success` (it owns nothing; the drop was a call
-/// per rejected node).
-#[inline]
-fn overwrite_success(slot: &mut Status, status: Status) {
-    debug_assert!(slot.is_success(), "filter_nodes receives Success entries");
-    std::mem::forget(std::mem::replace(slot, status));
 }
 
 /// Filter against the PreFilter state.

@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 use super::common::{Constraint, node_has_all_keys};
 use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread};
 use crate::framework::{CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status};
+use crate::model::labels::{MASK_NODES, NO_VALUE};
 use crate::model::{Pod, Symbol};
 use crate::snapshot::{NodeInfo, NodeList, PodInfo, Snapshot};
 
@@ -266,15 +267,38 @@ impl FilterPlugin for PodTopologySpread {
         filter_with(s, node)
     }
 
-    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once.
-    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) {
-        crate::plugins::helper::filter_batch::<PreFilterState>(
-            state,
-            nodes,
-            statuses,
-            ERR_STATE_NOT_FOUND,
-            filter_with,
-        );
+    /// [`FilterPlugin::filter`] over a chunk, reading the PreFilter state once and
+    /// each constraint's topology values from the snapshot's label columns, a block
+    /// of nodes at a time. Constraint-major: a node keeps the status of its first
+    /// failing constraint, as the node-by-node check gives it.
+    fn filter_nodes(&self, state: &CycleState, _pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+        let Some(s) = state.read::<PreFilterState>() else {
+            statuses.fill(Status::error(ERR_STATE_NOT_FOUND));
+            return crate::plugins::helper::low_bits(statuses.len());
+        };
+        let snap = nodes.snapshot();
+        let mut values = [NO_VALUE; MASK_NODES];
+        let n = nodes.len().min(statuses.len()).min(MASK_NODES);
+        let (idx, out) = (&nodes.indices()[..n], &mut statuses[..n]);
+        let values = &mut values[..n];
+        let mut failed = 0u64;
+        for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
+            snap.label_values(key, idx, values);
+            for (i, &v) in values.iter().enumerate() {
+                if failed >> i & 1 != 0 {
+                    continue;
+                }
+                if v == NO_VALUE {
+                    out[i] = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+                } else if counts.get(Symbol::from_id(v)) > limit {
+                    out[i] = Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+                } else {
+                    continue;
+                }
+                failed |= 1 << i;
+            }
+        }
+        failed
     }
 }
 
