@@ -183,8 +183,8 @@ pub(super) async fn publish(
     recorder: std::sync::Arc<Recorder>,
     rx: tokio::sync::mpsc::UnboundedReceiver<Vec<super::writer::Outgoing>>,
 ) {
-    use futures::StreamExt;
     use super::writer::Outgoing;
+    use futures::StreamExt;
     let batches = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
     batches
         .flat_map(futures::stream::iter)

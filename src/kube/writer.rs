@@ -187,7 +187,14 @@ impl Reporting {
         }
     }
 
-    fn event(out: &mut Vec<Outgoing>, pod: &Pod, warning: bool, reason: &'static str, action: &'static str, note: String) {
+    fn event(
+        out: &mut Vec<Outgoing>,
+        pod: &Pod,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
         out.push(Outgoing::Event(Pending { warning, reason, action, note, regarding: reference(pod) }));
     }
 
