@@ -318,18 +318,18 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         let pool = pool::BindingPool::start(&rt, slots, &reporting, &counters, &loop_kick);
         // Bindings and reports are handed over in batches: when one is full, and
         // whenever the loop runs out of work (before it sleeps).
-        let mut bindings: Vec<Box<crate::scheduler::PendingBinding>> = Vec::with_capacity(slots);
+        let mut bindings: Vec<crate::scheduler::PendingBinding> = Vec::with_capacity(slots);
         let mut out: Vec<writer::Outgoing> = Vec::new();
         while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
             let mut busy = true;
             match scheduler.schedule_next_deferred() {
                 Some(Next::Attempt(a)) => report(&scheduler, &mut out, &a, &counters),
-                Some(Next::Bind(b)) => bindings.push(b),
+                Some(Next::Bind(b)) => bindings.push(*b),
                 None => busy = false,
             }
             // Bindings whose Permit wait is over go to the same binding tasks.
             for b in scheduler.resume_waiting_deferred() {
-                bindings.push(Box::new(b));
+                bindings.push(b);
                 busy = true;
             }
             if (bindings.len() >= slots || !busy) && !pool.submit(&mut bindings) {

@@ -44,7 +44,7 @@ struct Shared {
 #[derive(Default)]
 struct State {
     /// Bindings not yet taken, with the time their batch was handed over.
-    queue: VecDeque<(Instant, Box<PendingBinding>)>,
+    queue: VecDeque<(Instant, PendingBinding)>,
     /// Tasks waiting on `work`.
     idle: usize,
     /// Tasks still running (a panicking binding cycle ends its task).
@@ -107,7 +107,7 @@ impl BindingPool {
     /// [`STALE`]. Waits while the queue is full. False when every task has stopped
     /// (only if binding cycles panicked); the batch is then dropped, which aborts its
     /// bindings.
-    pub(super) fn submit(&self, batch: &mut Vec<Box<PendingBinding>>) -> bool {
+    pub(super) fn submit(&self, batch: &mut Vec<PendingBinding>) -> bool {
         if batch.is_empty() {
             return true;
         }
