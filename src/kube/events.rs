@@ -4,10 +4,11 @@
 //! which is quadratic in the pods scheduled within six minutes; this cache expires in
 //! arrival order, a constant amount of work per event.
 //!
-//! Events leave the scheduling and binding threads through a channel: one task
-//! ([`publish`]) prepares and sends them, a bounded number at a time, as client-go's
-//! broadcaster does on its own goroutine — no task per event. The API server's echo of
-//! a created Event is not decoded: its name is the one this recorder chose.
+//! Events leave the scheduling and binding threads in batches through a channel: one
+//! task ([`publish`]) prepares and sends them, a bounded number at a time, as
+//! client-go's broadcaster does on its own goroutine — no task per event. The API
+//! server's echo of a created Event is not decoded: its name is the one this recorder
+//! chose.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -173,25 +174,35 @@ pub(super) struct Pending {
 /// batch create).
 const IN_FLIGHT: usize = 16;
 
-/// Publishes the events handed over on `rx` until every sender is gone: each is
-/// prepared here (its name, time and series decided off the threads that report
-/// them) and sent, at most [`IN_FLIGHT`] at a time. A failed send is logged.
+/// Publishes what the reporting threads hand over on `rx`, in batches, until every
+/// sender is gone: each event is prepared here (its name, time and series decided off
+/// the threads that report them) and sent, as is each status patch, at most
+/// [`IN_FLIGHT`] requests at a time. A failed send is logged.
 pub(super) async fn publish(
     client: kube::Client,
     recorder: std::sync::Arc<Recorder>,
-    rx: tokio::sync::mpsc::UnboundedReceiver<Pending>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<super::writer::Outgoing>>,
 ) {
+    use super::writer::Outgoing;
     use futures::StreamExt;
-    let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
-    events
-        .for_each_concurrent(IN_FLIGHT, |e| {
+    let batches = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+    batches
+        .flat_map(futures::stream::iter)
+        .for_each_concurrent(IN_FLIGHT, |o| {
             let (client, recorder) = (&client, &recorder);
             async move {
-                let name = e.regarding.name.clone().unwrap_or_default();
-                let reason = e.reason;
-                let (key, publish) = recorder.prepare(e.warning, e.reason, e.action, e.note, e.regarding);
-                if let Err(err) = recorder.send(client, key, publish).await {
-                    log::warn!("event {reason} for pod {name}: {err}");
+                match o {
+                    Outgoing::Event(e) => {
+                        let name = e.regarding.name.clone().unwrap_or_default();
+                        let reason = e.reason;
+                        let (key, publish) = recorder.prepare(e.warning, e.reason, e.action, e.note, e.regarding);
+                        if let Err(err) = recorder.send(client, key, publish).await {
+                            log::warn!("event {reason} for pod {name}: {err}");
+                        }
+                    }
+                    Outgoing::Status { namespace, name, status } => {
+                        super::writer::patch_status(client, &namespace, &name, status).await;
+                    }
                 }
             }
         })

@@ -34,13 +34,23 @@
 //! - **Bindings run on their own tasks** ([`RunOptions::max_concurrent_bindings`]
 //!   blocking tasks of the runtime, started once), as upstream runs each binding
 //!   cycle on a goroutine: the loop schedules the next pod while the API server
-//!   answers. When every slot is busy the loop waits for one. Bindings held at
-//!   Permit go to the same binding tasks once their wait is over.
+//!   answers. Bindings held at Permit go to the same binding tasks once their wait
+//!   is over.
+//! - **Hand-overs are batched**, since each wake-up of a sleeping thread costs more
+//!   than the work it hands over: the loop hands bindings to the tasks a batch at a
+//!   time (when the batch is full or the loop runs out of work), waking one task;
+//!   more tasks join when queued bindings wait over a millisecond (slow binds); the
+//!   loop waits when as many bindings are queued as run at once. The tasks hand
+//!   their Events back in batches to one publishing task, which also sends the
+//!   failure status patches. A watch wakes the loop once for all the events it has
+//!   decoded (a list page, a burst of changes), and the loop schedules every ready
+//!   pod before it sleeps again.
 
 mod dra;
 mod events;
 mod lean;
 mod lease;
+mod pool;
 mod watch;
 mod writer;
 
@@ -104,7 +114,8 @@ pub struct RunOptions {
     pub leader_election: Option<LeaderElection>,
     /// Stops the runtime when triggered.
     pub shutdown: Shutdown,
-    /// Binding cycles running at once; 0 means [`DEFAULT_MAX_CONCURRENT_BINDINGS`].
+    /// Binding cycles running at once (and bindings queued for them at most); 0
+    /// means [`DEFAULT_MAX_CONCURRENT_BINDINGS`].
     pub max_concurrent_bindings: usize,
 }
 
@@ -208,7 +219,7 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
     let events = scheduler.events();
     let scheduler_names: Vec<String> = scheduler.profiles().iter().map(|p| p.name().to_owned()).collect();
     let reporting =
-        writer::Reporting::new(client.clone(), scheduler_names.first().map_or("schedkit", String::as_str), rt.clone());
+        writer::Reporting::new(client.clone(), scheduler_names.first().map_or("schedkit", String::as_str), &rt);
 
     tasks.push(tokio::spawn(watch::drive(
         Api::<lean::Lean<core::Node>>::all(client.clone()),
@@ -304,38 +315,42 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
     };
     let joined = tokio::task::spawn_blocking(move || {
         let counters = Arc::new(Counters::default());
-        let pool = BindingPool::start(&rt, slots, &reporting, &counters, &loop_kick);
-        let dispatch = |b: Box<crate::scheduler::PendingBinding>| pool.hand_over(b);
-        'scheduling: while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
-            let mut attempt = None;
-            let mut dispatched = false;
+        let pool = pool::BindingPool::start(&rt, slots, &reporting, &counters, &loop_kick);
+        // Bindings and reports are handed over in batches: when one is full, and
+        // whenever the loop runs out of work (before it sleeps).
+        let mut bindings: Vec<crate::scheduler::PendingBinding> = Vec::with_capacity(slots);
+        let mut out: Vec<writer::Outgoing> = Vec::new();
+        while !stop.is_triggered() && !lost_flag.load(Ordering::SeqCst) {
+            let mut busy = true;
             match scheduler.schedule_next_deferred() {
-                Some(Next::Attempt(a)) => attempt = Some(a),
-                Some(Next::Bind(b)) => {
-                    if !dispatch(b) {
-                        break;
-                    }
-                    dispatched = true;
-                }
-                None => {}
+                Some(Next::Attempt(a)) => report(&scheduler, &mut out, &a, &counters),
+                Some(Next::Bind(b)) => bindings.push(*b),
+                None => busy = false,
             }
             // Bindings whose Permit wait is over go to the same binding tasks.
             for b in scheduler.resume_waiting_deferred() {
-                if !dispatch(Box::new(b)) {
-                    break 'scheduling;
-                }
-                dispatched = true;
+                bindings.push(b);
+                busy = true;
             }
-            if let Some(a) = &attempt {
-                report(&scheduler, &reporting, a, &counters);
-            } else if !dispatched {
-                let wait = scheduler.next_wakeup().unwrap_or(IDLE).min(IDLE);
+            if (bindings.len() >= slots || !busy) && !pool.submit(&mut bindings) {
+                break;
+            }
+            if out.len() >= slots || !busy {
+                reporting.send(std::mem::take(&mut out));
+            }
+            if !busy {
+                let mut wait = scheduler.next_wakeup().unwrap_or(IDLE).min(IDLE);
+                if pool.nudge() {
+                    wait = wait.min(pool::STALE);
+                }
                 rt.block_on(async {
                     let _ = tokio::time::timeout(wait, loop_kick.notified()).await;
                 });
             }
         }
-        // Graceful: the bindings in flight finish (their pods are assumed).
+        // Graceful: the bindings handed out finish (their pods are assumed).
+        let _ = pool.submit(&mut bindings);
+        reporting.send(out);
         pool.finish(&rt);
         counters.stats()
     })
@@ -353,70 +368,11 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
     Ok(stats)
 }
 
-/// The binding tasks: `slots` blocking tasks of the runtime, started once, each running
-/// the binding cycles handed to it one after another and reporting their outcomes. A
-/// hand-over is a rendezvous: it waits until a task is free, so no more than `slots`
-/// bindings are in flight and none waits in a queue holding its reservation.
-struct BindingPool {
-    tx: std::sync::mpsc::SyncSender<Box<crate::scheduler::PendingBinding>>,
-    workers: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl BindingPool {
-    fn start(
-        rt: &tokio::runtime::Handle,
-        slots: usize,
-        reporting: &writer::Reporting,
-        counters: &Arc<Counters>,
-        kick: &Arc<Notify>,
-    ) -> BindingPool {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<crate::scheduler::PendingBinding>>(0);
-        let rx = Arc::new(std::sync::Mutex::new(rx));
-        let workers = (0..slots)
-            .map(|_| {
-                let (rx, reporting, counters, kick) = (rx.clone(), reporting.clone(), counters.clone(), kick.clone());
-                rt.spawn_blocking(move || {
-                    loop {
-                        // The lock is held while waiting: one idle task waits on the
-                        // channel, the others on the lock.
-                        let next = match rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(b) = next else { return };
-                        let a = b.run();
-                        report_binding(&reporting, &a, &counters);
-                        // Requeued pods and freed capacity: the loop may have work.
-                        kick.notify_one();
-                    }
-                })
-            })
-            .collect();
-        BindingPool { tx, workers }
-    }
-
-    /// Hands a binding cycle to a free task, waiting for one; false when the tasks
-    /// have stopped (only if one panicked).
-    fn hand_over(&self, b: Box<crate::scheduler::PendingBinding>) -> bool {
-        self.tx.send(b).is_ok()
-    }
-
-    /// Waits for the bindings in flight; the tasks then end.
-    fn finish(self, rt: &tokio::runtime::Handle) {
-        drop(self.tx);
-        for w in self.workers {
-            if let Err(e) = rt.block_on(w) {
-                log::warn!("a binding task stopped: {e}");
-            }
-        }
-    }
-}
-
 /// The longest the loop sleeps without an event: backoff expiries and Permit
 /// timeouts are re-checked at least this often.
 const IDLE: Duration = Duration::from_millis(200);
 
-fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &Counters) {
+fn report(scheduler: &Scheduler, out: &mut Vec<writer::Outgoing>, a: &crate::scheduler::Attempt, stats: &Counters) {
     let pod = &a.pod.pod;
     match &a.outcome {
         AttemptOutcome::Failed { error, .. } => {
@@ -424,23 +380,23 @@ fn report(scheduler: &Scheduler, reporting: &writer::Reporting, a: &crate::sched
             let unschedulable = matches!(error, ScheduleError::Unschedulable(_) | ScheduleError::NoNodes);
             let nominated =
                 scheduler.handle().preemption().nominator().nominated_node(&a.pod.uid).map(|s| s.to_string());
-            reporting.failed(pod, unschedulable, &error.to_string(), nominated);
+            writer::Reporting::failed(out, pod, unschedulable, &error.to_string(), nominated);
         }
-        _ => report_binding(reporting, a, stats),
+        _ => report_binding(out, a, stats),
     }
 }
 
-/// The outcomes of a binding cycle (on its binding task).
-fn report_binding(reporting: &writer::Reporting, a: &crate::scheduler::Attempt, stats: &Counters) {
+/// The outcomes of a binding cycle (on its binding task), into `out`.
+fn report_binding(out: &mut Vec<writer::Outgoing>, a: &crate::scheduler::Attempt, stats: &Counters) {
     let pod = &a.pod.pod;
     match &a.outcome {
         AttemptOutcome::Bound(node) => {
             stats.bound.fetch_add(1, Ordering::SeqCst);
-            reporting.bound(pod, node);
+            writer::Reporting::bound(out, pod, node);
         }
         AttemptOutcome::BindFailed { error, .. } => {
             stats.bind_failed.fetch_add(1, Ordering::SeqCst);
-            reporting.failed(pod, false, &error.to_string(), None);
+            writer::Reporting::failed(out, pod, false, &error.to_string(), None);
         }
         _ => {}
     }

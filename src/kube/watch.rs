@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1 as policy;
 use kube::Api;
@@ -102,40 +102,60 @@ pub(super) async fn drive<K, S>(
     let stream = watcher::watcher(api, cfg).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
-        match ev {
-            Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
-            Ok(Event::Init) => seen = Some(HashSet::new()),
-            Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
-                let key = S::key(&obj);
-                if let Some(s) = &mut seen {
-                    s.insert(key.clone());
-                }
-                let was = known.contains(&key);
-                if sink.upsert(&obj, was) {
-                    known.insert(key);
-                } else if was {
+        handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
+        // Every event already decoded (a list page, a burst of changes) goes in before
+        // the loop is woken, once.
+        while let Some(Some(ev)) = stream.next().now_or_never() {
+            handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
+        }
+        kick.notify_one();
+    }
+}
+
+/// One watch event into `sink`; `known` holds the tracked keys, `seen` those listed so
+/// far by a re-list in progress.
+fn handle<K, S>(
+    ev: Result<Event<K>, watcher::Error>,
+    sink: &mut S,
+    known: &mut HashSet<String>,
+    seen: &mut Option<HashSet<String>>,
+    synced: &mut SyncToken,
+) where
+    K: kube::Resource<DynamicType = ()>,
+    S: Sink<K>,
+{
+    match ev {
+        Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
+        Ok(Event::Init) => *seen = Some(HashSet::new()),
+        Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
+            let key = S::key(&obj);
+            if let Some(s) = seen {
+                s.insert(key.clone());
+            }
+            let was = known.contains(&key);
+            if sink.upsert(&obj, was) {
+                known.insert(key);
+            } else if was {
+                sink.remove(&key);
+                known.remove(&key);
+            }
+        }
+        Ok(Event::Delete(obj)) => {
+            let key = S::key(&obj);
+            if known.remove(&key) {
+                sink.remove(&key);
+            }
+        }
+        Ok(Event::InitDone) => {
+            synced.listed();
+            if let Some(s) = seen.take() {
+                let gone: Vec<String> = known.difference(&s).cloned().collect();
+                for key in gone {
                     sink.remove(&key);
                     known.remove(&key);
                 }
             }
-            Ok(Event::Delete(obj)) => {
-                let key = S::key(&obj);
-                if known.remove(&key) {
-                    sink.remove(&key);
-                }
-            }
-            Ok(Event::InitDone) => {
-                synced.listed();
-                if let Some(s) = seen.take() {
-                    let gone: Vec<String> = known.difference(&s).cloned().collect();
-                    for key in gone {
-                        sink.remove(&key);
-                        known.remove(&key);
-                    }
-                }
-            }
         }
-        kick.notify_one();
     }
 }
 

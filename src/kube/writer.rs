@@ -140,14 +140,23 @@ impl Evictor for KubeEvictor {
     }
 }
 
-/// Reports outcomes: the condition, the nomination and Events. Events are handed to
-/// one publishing task ([`super::events::publish`]); a status patch is spawned on the
-/// async runtime. The reporting thread never waits for either.
+/// Reports outcomes: the condition, the nomination and Events. The reporting threads
+/// collect them ([`Reporting::bound`], [`Reporting::failed`]) and hand them over in
+/// batches ([`Reporting::send`]) to one publishing task ([`super::events::publish`]),
+/// which sends them; a batch wakes that task once. The reporting threads never wait
+/// for the API server.
 #[derive(Clone)]
 pub(super) struct Reporting {
-    client: kube::Client,
-    events: tokio::sync::mpsc::UnboundedSender<Pending>,
-    rt: tokio::runtime::Handle,
+    out: tokio::sync::mpsc::UnboundedSender<Vec<Outgoing>>,
+}
+
+/// What the publishing task sends for the reporting threads.
+pub(super) enum Outgoing {
+    /// An Event.
+    Event(Pending),
+    /// A status patch of the pod `name` in `namespace` (`status` is the patch's
+    /// `status` object).
+    Status { namespace: String, name: String, status: serde_json::Value },
 }
 
 fn reference(pod: &Pod) -> ObjectReference {
@@ -163,35 +172,52 @@ fn reference(pod: &Pod) -> ObjectReference {
 }
 
 impl Reporting {
-    /// Starts the event publishing task on `rt`; it ends when the last clone is dropped
-    /// and the events handed over are sent.
-    pub(super) fn new(client: kube::Client, scheduler_name: &str, rt: tokio::runtime::Handle) -> Self {
-        let (events, rx) = tokio::sync::mpsc::unbounded_channel();
-        rt.spawn(super::events::publish(client.clone(), Arc::new(Recorder::new(scheduler_name)), rx));
-        Reporting { client, events, rt }
+    /// Starts the publishing task on `rt`; it ends when the last clone is dropped and
+    /// the batches handed over are sent.
+    pub(super) fn new(client: kube::Client, scheduler_name: &str, rt: &tokio::runtime::Handle) -> Self {
+        let (out, rx) = tokio::sync::mpsc::unbounded_channel();
+        rt.spawn(super::events::publish(client, Arc::new(Recorder::new(scheduler_name)), rx));
+        Reporting { out }
     }
 
-    fn event(&self, pod: &Pod, warning: bool, reason: &'static str, action: &'static str, note: String) {
-        let pending = Pending { warning, reason, action, note, regarding: reference(pod) };
-        if self.events.send(pending).is_err() {
-            log::warn!("event {reason} for pod {}: the publishing task has stopped", pod.metadata.name);
+    /// Hands a batch over to the publishing task (nothing when it is empty).
+    pub(super) fn send(&self, batch: Vec<Outgoing>) {
+        if !batch.is_empty() && self.out.send(batch).is_err() {
+            log::warn!("the event publishing task has stopped; events and status updates are lost");
         }
     }
 
-    /// `Successfully assigned <namespace>/<name> to <node>` (upstream
-    /// `schedule_one.go`, `finishSchedulingCycle`'s Scheduled event).
-    pub(super) fn bound(&self, pod: &Pod, node: &str) {
-        let ns = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
-        let text = format!("Successfully assigned {ns}/{} to {node}", pod.metadata.name);
-        self.event(pod, false, "Scheduled", "Binding", text);
+    fn event(
+        out: &mut Vec<Outgoing>,
+        pod: &Pod,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        out.push(Outgoing::Event(Pending { warning, reason, action, note, regarding: reference(pod) }));
     }
 
-    /// A failed attempt (upstream `handleSchedulingFailure`): a FailedScheduling
-    /// warning with the message, and a status patch setting PodScheduled=False with
-    /// reason `Unschedulable` (no node fits) or `SchedulerError`, plus
-    /// `nominatedNodeName` when preemption nominated a node.
-    pub(super) fn failed(&self, pod: &Pod, unschedulable: bool, message: &str, nominated: Option<String>) {
-        self.event(pod, true, "FailedScheduling", "Scheduling", message.to_owned());
+    /// `Successfully assigned <namespace>/<name> to <node>` (upstream
+    /// `schedule_one.go`, `finishSchedulingCycle`'s Scheduled event), into `out`.
+    pub(super) fn bound(out: &mut Vec<Outgoing>, pod: &Pod, node: &str) {
+        let ns = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
+        let text = format!("Successfully assigned {ns}/{} to {node}", pod.metadata.name);
+        Self::event(out, pod, false, "Scheduled", "Binding", text);
+    }
+
+    /// A failed attempt (upstream `handleSchedulingFailure`), into `out`: a
+    /// FailedScheduling warning with the message, and a status patch setting
+    /// PodScheduled=False with reason `Unschedulable` (no node fits) or
+    /// `SchedulerError`, plus `nominatedNodeName` when preemption nominated a node.
+    pub(super) fn failed(
+        out: &mut Vec<Outgoing>,
+        pod: &Pod,
+        unschedulable: bool,
+        message: &str,
+        nominated: Option<String>,
+    ) {
+        Self::event(out, pod, true, "FailedScheduling", "Scheduling", message.to_owned());
         let reason = if unschedulable { "Unschedulable" } else { "SchedulerError" };
         let mut status = json!({
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
@@ -201,13 +227,15 @@ impl Reporting {
         if let Some(node) = nominated {
             status["nominatedNodeName"] = json!(node);
         }
-        let api = pods(&self.client, &pod.metadata.namespace);
-        let name = pod.metadata.name.clone();
-        self.rt.spawn(async move {
-            let patch = Patch::Strategic(json!({ "status": status }));
-            if let Err(e) = api.patch_status(&name, &PatchParams::default(), &patch).await {
-                log::warn!("status of pod {name}: {e}");
-            }
-        });
+        let namespace = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
+        out.push(Outgoing::Status { namespace: namespace.to_owned(), name: pod.metadata.name.clone(), status });
+    }
+}
+
+/// Sends a status patch (on the publishing task).
+pub(super) async fn patch_status(client: &kube::Client, namespace: &str, name: &str, status: serde_json::Value) {
+    let patch = Patch::Strategic(json!({ "status": status }));
+    if let Err(e) = pods(client, namespace).patch_status(name, &PatchParams::default(), &patch).await {
+        log::warn!("status of pod {namespace}/{name}: {e}");
     }
 }
