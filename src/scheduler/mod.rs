@@ -568,8 +568,7 @@ impl Scheduler {
             memo.plan(to_find, n_cand);
         }
         let start = self.next_start % n_all;
-        let processed =
-            self.find_feasible_or_replay(profile, &state, pod, snap, narrowed, n_cand, to_find, start);
+        let processed = self.find_feasible_or_replay(profile, &state, pod, snap, narrowed, n_cand, to_find, start);
         self.next_start = (start + processed) % n_all;
 
         if let Some((_, s)) = self.bufs.failed.iter().find(|(_, s)| s.code() == Code::Error) {
