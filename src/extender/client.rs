@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Range;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -14,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
 
-use super::answer::decode_filter_answer;
+use super::answer::{SentNames, decode_filter_answer};
 use super::http1::Direct;
 use super::resolve::ExtenderResolver;
 use super::tcp::TcpConnector;
@@ -157,6 +158,9 @@ struct Buffers {
     /// Where the last answer's body ends in `response`.
     response_len: usize,
     passed: Vec<usize>,
+    /// Where each node name's closing quote is in the last Filter request's names
+    /// (see [`SentNames`]).
+    ends: Vec<u32>,
 }
 
 impl Buffers {
@@ -381,22 +385,24 @@ impl HttpExtender {
         nodes: &[&NodeInfo],
         b: &mut Buffers,
     ) -> Result<ExtenderFilterResult, ExtenderError> {
-        let mut plain = false;
-        self.post(
+        let mut ends = std::mem::take(&mut b.ends);
+        let mut names = None;
+        let posted = self.post(
             FILTER,
             |out| {
-                plain = self.write_args(pod, nodes, out)?;
+                names = self.write_args(pod, nodes, out, Some(&mut ends))?;
                 Ok(())
             },
             b,
-        )?;
+        );
+        b.ends = ends;
+        posted?;
         let mut finder = NameFinder::new(nodes);
-        if plain {
-            finder.assume_plain();
-        }
+        let sent = names.map(|r| SentNames::new(&b.request[r], &b.ends));
         let answer = match decode_filter_answer(
             &b.response[b.body_start..b.response_len],
             self.node_cache_capable,
+            sent,
             &mut finder,
             &mut b.passed,
         ) {
@@ -434,31 +440,28 @@ impl HttpExtender {
 
     /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod through serde,
     /// the names straight into the buffer (the same bytes as [`Self::args`] through
-    /// serde_json, checked by a proptest); else the whole nodes through serde. True
-    /// when names were sent and none needed an escape.
-    fn write_args(&self, pod: &Pod, nodes: &[&NodeInfo], out: &mut Vec<u8>) -> serde_json::Result<bool> {
+    /// serde_json, checked by a proptest); else the whole nodes through serde. When
+    /// names were sent and none needed an escape, where they are in `out`
+    /// (`"a","b"`), and in `ends` (if given) where each one's closing quote is in
+    /// that range (see [`SentNames`]).
+    fn write_args(
+        &self,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut Vec<u8>,
+        ends: Option<&mut Vec<u32>>,
+    ) -> serde_json::Result<Option<Range<usize>>> {
         if !self.node_cache_capable {
             serde_json::to_writer(out, &self.args(pod, nodes))?;
-            return Ok(false);
+            return Ok(None);
         }
         out.extend_from_slice(br#"{"Pod":"#);
         serde_json::to_writer(&mut *out, pod)?;
         out.extend_from_slice(br#","Nodes":null,"NodeNames":["#);
-        // Every name copied between quotes first; one scan of the copied bytes then
-        // tells whether any needed an escape (a quote inside, a `\` or a control
-        // character), and only if one did are they written again, one by one.
         let start = out.len();
-        out.reserve(nodes.iter().map(|n| n.node().name().len() + 3).sum());
-        for (i, n) in nodes.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.push(b'"');
-            out.extend_from_slice(n.node().name().as_bytes());
-            out.push(b'"');
-        }
-        let plain = all_plain(&out[start..], nodes.len());
+        let plain = write_names(out, nodes, ends);
         if !plain {
+            // Some name needs an escape: written again, one by one.
             out.truncate(start);
             for (i, n) in nodes.iter().enumerate() {
                 if i > 0 {
@@ -467,8 +470,9 @@ impl HttpExtender {
                 write_json_str(out, n.node().name())?;
             }
         }
+        let end = out.len();
         out.extend_from_slice(b"]}");
-        Ok(plain)
+        Ok(plain.then_some(start..end))
     }
 
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
@@ -478,6 +482,45 @@ impl HttpExtender {
             ArgsOut { pod, nodes: Some(NodesOut { items: Items(nodes) }), node_names: None }
         }
     }
+}
+
+/// Writes every node's name between quotes, joined by commas, into `out` (sized
+/// once, then filled by position), and where each closing quote lands into `ends`
+/// (relative to where the names start). The names are read from the `NodeInfo`s'
+/// own copies (one pointer less than the node objects'). True when no name needed
+/// an escape (see [`all_plain`]), that is, the bytes are the JSON serde writes.
+fn write_names(out: &mut Vec<u8>, nodes: &[&NodeInfo], ends: Option<&mut Vec<u32>>) -> bool {
+    let start = out.len();
+    // Each name, two quotes and a comma; the last comma is cut off at the end.
+    let total: usize = nodes.iter().map(|n| n.held_name().as_str().len() + 3).sum();
+    out.resize(start + total, 0);
+    let buf = &mut out[start..];
+    let mut at = 0;
+    for n in nodes {
+        let name = n.held_name().as_str().as_bytes();
+        let end = at + 1 + name.len();
+        buf[at] = b'"';
+        buf[at + 1..end].copy_from_slice(name);
+        buf[end] = b'"';
+        buf[end + 1] = b',';
+        at = end + 2;
+    }
+    out.truncate((start + total).saturating_sub(usize::from(!nodes.is_empty())));
+    let plain = all_plain(&out[start..], nodes.len());
+    if let Some(ends) = ends {
+        ends.clear();
+        // Offsets fit in 32 bits for any request a server would take (4 GiB of names).
+        if plain && u32::try_from(total).is_ok() {
+            let mut end = 0usize;
+            ends.extend(nodes.iter().map(|n| {
+                end += n.held_name().as_str().len() + 1;
+                let e = end as u32;
+                end += 2;
+                e
+            }));
+        }
+    }
+    plain
 }
 
 /// Whether `names` (that many strings copied between quotes, joined by commas) holds
@@ -565,7 +608,7 @@ impl Extender for HttpExtender {
             return Ok((zeros, 0));
         }
         let list: wire::HostPriorityList =
-            self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out).map(drop))?;
+            self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out, None).map(drop))?;
         Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
     }
 
@@ -720,8 +763,24 @@ mod tests {
             })
             .unwrap();
             let mut out = Vec::new();
-            let plain = client.write_args(&pod, &nodes, &mut out).unwrap();
-            prop_assert_eq!(plain, cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' ')));
+            let mut ends = vec![7];
+            let sent = client.write_args(&pod, &nodes, &mut out, Some(&mut ends)).unwrap();
+            let plain = cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' '));
+            prop_assert_eq!(sent.is_some(), plain);
+            if let Some(range) = sent {
+                // Each name sits between the previous closing quote (and a comma) and its own.
+                let text = &out[range];
+                prop_assert_eq!(ends.len(), nodes.len());
+                let mut at = 0;
+                for (n, &e) in nodes.iter().zip(&ends) {
+                    let quoted = format!("\"{}\"", n.node().name());
+                    prop_assert_eq!(&text[at..=e as usize], quoted.as_bytes());
+                    at = e as usize + 2;
+                }
+                prop_assert_eq!(at, if nodes.is_empty() { 0 } else { text.len() + 1 });
+            } else if cache_capable {
+                prop_assert!(ends.is_empty());
+            }
             prop_assert_eq!(
                 String::from_utf8(out).unwrap(),
                 String::from_utf8(serde_json::to_vec(&client.args(&pod, &nodes)).unwrap()).unwrap()
