@@ -139,17 +139,21 @@ impl<'a> SentNames<'a> {
         if first as usize >= limit {
             return (0, 0);
         }
-        let mut j = k + 1;
-        while j < self.ends.len() && (self.ends[j] as usize) < limit {
-            j += 1;
-        }
+        // The names whose closing quote is inside the common bytes (`ends` ascend).
+        let j = k + 1 + self.ends[k + 1..].partition_point(|&e| (e as usize) < limit);
         (j - k, self.ends[j - 1] as usize + 1 - from)
     }
 }
 
-/// How many bytes `a` and `b` share from the start (16 compared at a time).
+/// How many bytes `a` and `b` share from the start: blocks of 256 compared whole
+/// (`memcmp`), then 16 at a time within the first block that differs.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
     let mut i = 0;
+    while i + 256 <= n && a[i..i + 256] == b[i..i + 256] {
+        i += 256;
+    }
     while let (Some(x), Some(y)) = (a[i..].first_chunk::<16>(), b[i..].first_chunk::<16>()) {
         let diff = u128::from_le_bytes(*x) ^ u128::from_le_bytes(*y);
         if diff != 0 {
@@ -406,15 +410,16 @@ mod tests {
 
     #[test]
     fn common_prefix_counts_equal_leading_bytes() {
-        let a = b"0123456789abcdef0123456789abcdefXYZ";
+        // Past two blocks of 256 and a tail shorter than 16.
+        let a: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
         for n in 0..=a.len() {
-            let mut b = a.to_vec();
+            let mut b = a.clone();
             if n < b.len() {
                 b[n] ^= 1;
             }
-            assert_eq!(common_prefix(a, &b), n);
-            assert_eq!(common_prefix(&a[..n], a), n);
-            assert_eq!(common_prefix(a, &a[..n]), n);
+            assert_eq!(common_prefix(&a, &b), n);
+            assert_eq!(common_prefix(&a[..n], &a), n);
+            assert_eq!(common_prefix(&a, &a[..n]), n);
         }
     }
 
