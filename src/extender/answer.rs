@@ -569,8 +569,8 @@ mod tests {
         )
         .unwrap();
         assert!(!a.names && passed.is_empty() && a.error == "boom");
-        let a =
-            decode_filter_answer(br#"{"NodeNames":["a"]}"#, false, None, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        let a = decode_filter_answer(br#"{"NodeNames":["a"]}"#, false, None, &mut NameFinder::new(&nodes), &mut passed)
+            .unwrap();
         assert!(!a.names && passed.is_empty());
         // Malformed bodies are errors.
         for bad in [&b"{"[..], b"[]", br#"{"NodeNames":[1]}"#, br#"{"Error":3}"#, b"{} x"] {
