@@ -8,8 +8,9 @@
 //!   and mapping them to the nodes sent) and a bare round trip of the same request body
 //!   (the one the client sent, read back from the server) to the same server, which
 //!   answers both from the same bytes in memory; their difference is the client's
-//!   overhead (its encoding, decoding, ureq and name resolution). A line
-//!   `extender/client/overhead_1000` gives the median of 3,000 alternating pairs.
+//!   overhead (its encoding, decoding, HTTP framing and name resolution). A line
+//!   `extender/client/overhead_1000` gives the median of 3,000 alternating pairs
+//!   (every other pair raw call first) and each call's median by its place in a pair.
 //!
 //! `cargo bench --features extender --bench extender`; `EXTENDER_BENCH_CALLS=N` sets
 //! how many requests the p50/p99 and overhead lines take (default 5,000 and 3,000;
@@ -223,31 +224,51 @@ fn bench_client(c: &mut Criterion) {
     let mut raw = RawClient::connect(addr);
 
     // The overhead in one run: client calls and raw round trips alternate, so both see
-    // the same machine; the median of the per-pair differences is the overhead.
+    // the same machine; the median of the per-pair differences is the overhead. Every
+    // other pair runs the raw call first: on a machine whose idle CPUs halt, the
+    // second call of a pair can pay for a wake-up the first did not (or the other way
+    // round), so the medians by position are printed too.
     let pairs = calls(3000);
-    let mut client_t = Vec::with_capacity(pairs);
-    let mut raw_t = Vec::with_capacity(pairs);
+    let mut client_t = [Vec::with_capacity(pairs), Vec::with_capacity(pairs)];
+    let mut raw_t = [Vec::with_capacity(pairs), Vec::with_capacity(pairs)];
     let mut diff = Vec::with_capacity(pairs);
-    for _ in 0..pairs {
+    let time_client = || {
         let t = Instant::now();
         black_box(client.filter(&pod, &nodes).unwrap());
-        let a = t.elapsed();
+        t.elapsed()
+    };
+    let mut time_raw = || {
         let t = Instant::now();
         black_box(raw.round_trip(&req));
-        let r = t.elapsed();
-        client_t.push(a);
-        raw_t.push(r);
+        t.elapsed()
+    };
+    for i in 0..pairs {
+        let raw_first = i % 2 == 1;
+        let (a, r) = if raw_first {
+            let r = time_raw();
+            (time_client(), r)
+        } else {
+            (time_client(), time_raw())
+        };
+        client_t[usize::from(raw_first)].push(a);
+        raw_t[usize::from(!raw_first)].push(r);
         diff.push(a.as_nanos() as i128 - r.as_nanos() as i128);
     }
-    client_t.sort_unstable();
-    raw_t.sort_unstable();
+    let p50 = |v: &mut Vec<Duration>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    };
     diff.sort_unstable();
+    let [c1, c2] = &mut client_t;
+    let [r1, r2] = &mut raw_t;
     println!(
-        "extender/client/overhead_1000: client p50 {:?}, raw p50 {:?}, per-pair difference p50 {:.1} µs over {} pairs",
-        client_t[pairs / 2],
-        raw_t[pairs / 2],
+        "extender/client/overhead_1000: per-pair difference p50 {:.1} µs over {} pairs; p50 first/second in a pair: client {:?} / {:?}, raw {:?} / {:?}",
         diff[pairs / 2] as f64 / 1000.0,
-        diff.len()
+        diff.len(),
+        p50(c1),
+        p50(c2),
+        p50(r1),
+        p50(r2),
     );
 
     let mut g = c.benchmark_group("extender/client");

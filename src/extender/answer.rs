@@ -33,6 +33,8 @@ const FIELDS: &[&str] = &["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresol
 /// Decodes `body` as `ExtenderFilterResult` with Go's key matching (exact, else
 /// ignoring case; the last of repeated keys wins): with `names`, `NodeNames` goes into
 /// `passed` through `finder`; without, it is skipped. `passed` is cleared first.
+/// `sent`, the names as the request carried them, lets runs of names sent in order
+/// be matched by comparing bytes.
 ///
 /// # Errors
 /// serde_json's message; the caller re-reads a malformed body with the path-reporting
@@ -40,10 +42,11 @@ const FIELDS: &[&str] = &["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresol
 pub(crate) fn decode_filter_answer(
     body: &[u8],
     names: bool,
+    sent: Option<SentNames<'_>>,
     finder: &mut NameFinder<'_>,
     passed: &mut Vec<usize>,
 ) -> Result<FilterAnswer, serde_json::Error> {
-    if let Some(answer) = fast_answer(body, names, finder, passed) {
+    if let Some(answer) = fast_answer(body, names, sent, finder, passed) {
         return Ok(answer);
     }
     serde_answer(body, names, finder, passed)
@@ -105,11 +108,73 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// The node names as the client wrote them into the request, every one without
+/// escapes: `"n0","n1",...` and where each closing quote is. An answer that passes
+/// nodes in the order sent repeats runs of these very bytes, so a run is matched by
+/// comparing the answer's bytes with the request's, 16 at a time, without looking
+/// at a node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentNames<'a> {
+    text: &'a [u8],
+    ends: &'a [u32],
+}
+
+impl<'a> SentNames<'a> {
+    /// `text` as written (names between quotes, joined by commas, none needing an
+    /// escape); `ends[k]`, the position of name `k`'s closing quote in `text`.
+    pub(crate) fn new(text: &'a [u8], ends: &'a [u32]) -> Self {
+        SentNames { text, ends }
+    }
+
+    /// How many names from the `k`th on `rest` (the answer from a string's opening
+    /// quote) repeats exactly as sent, and how many bytes of `rest` they take up to
+    /// the last one's closing quote; `(0, 0)` when not even the `k`th does. Every
+    /// byte up to that quote being equal, the answer's strings there are the sent
+    /// names, one each, joined by single commas.
+    fn run(&self, k: usize, rest: &[u8]) -> (usize, usize) {
+        let Some(&first) = self.ends.get(k) else { return (0, 0) };
+        let from = if k == 0 { 0 } else { self.ends[k - 1] as usize + 2 };
+        let Some(sent) = self.text.get(from..) else { return (0, 0) };
+        let limit = from + common_prefix(rest, sent);
+        if first as usize >= limit {
+            return (0, 0);
+        }
+        // The names whose closing quote is inside the common bytes (`ends` ascend).
+        let j = k + 1 + self.ends[k + 1..].partition_point(|&e| (e as usize) < limit);
+        (j - k, self.ends[j - 1] as usize + 1 - from)
+    }
+}
+
+/// How many bytes `a` and `b` share from the start: blocks of 256 compared whole
+/// (`memcmp`), then 16 at a time within the first block that differs.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut i = 0;
+    while i + 256 <= n && a[i..i + 256] == b[i..i + 256] {
+        i += 256;
+    }
+    while let (Some(x), Some(y)) = (a[i..].first_chunk::<16>(), b[i..].first_chunk::<16>()) {
+        let diff = u128::from_le_bytes(*x) ^ u128::from_le_bytes(*y);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 16;
+    }
+    i + a[i..].iter().zip(&b[i..]).take_while(|(x, y)| x == y).count()
+}
+
 /// The usual answer read without serde for `NodeNames` (the bulk of it): keys and
-/// names without escapes, names matched by their bytes. Anything else (an escape, a
-/// malformed body) gives `None`, and the caller reads the body with serde; a proptest
-/// checks both give the same answer.
-fn fast_answer(body: &[u8], names: bool, finder: &mut NameFinder<'_>, passed: &mut Vec<usize>) -> Option<FilterAnswer> {
+/// names without escapes, names matched by their bytes (runs of them against
+/// `sent`). Anything else (an escape, a malformed body) gives `None`, and the caller
+/// reads the body with serde; a proptest checks both give the same answer.
+fn fast_answer(
+    body: &[u8],
+    names: bool,
+    sent: Option<SentNames<'_>>,
+    finder: &mut NameFinder<'_>,
+    passed: &mut Vec<usize>,
+) -> Option<FilterAnswer> {
     passed.clear();
     let mut s = Scan { b: body, i: 0 };
     let mut out = FilterAnswer::default();
@@ -127,7 +192,7 @@ fn fast_answer(body: &[u8], names: bool, finder: &mut NameFinder<'_>, passed: &m
                 Some(1) if names => {
                     passed.clear();
                     out.unknown = None;
-                    out.names = fast_names(&mut s, finder, passed, &mut out.unknown)?;
+                    out.names = fast_names(&mut s, sent, finder, passed, &mut out.unknown)?;
                 }
                 Some(2) => out.failed = s.value::<Option<FailedNodesMap>>()?.unwrap_or_default(),
                 Some(3) => out.unresolvable = s.value::<Option<FailedNodesMap>>()?.unwrap_or_default(),
@@ -152,6 +217,7 @@ fn fast_answer(body: &[u8], names: bool, finder: &mut NameFinder<'_>, passed: &m
 /// `NodeNames`' value: `null` (false) or a list of plain names (true).
 fn fast_names(
     s: &mut Scan<'_>,
+    sent: Option<SentNames<'_>>,
     finder: &mut NameFinder<'_>,
     passed: &mut Vec<usize>,
     unknown: &mut Option<String>,
@@ -168,17 +234,22 @@ fn fast_names(
         return Some(true);
     }
     loop {
-        // The usual next entry is the next name sent: matched in place, no scan.
+        // The usual next entries are the next names sent: a run matched in place.
         s.ws();
-        if s.b.get(s.i) == Some(&b'"')
-            && let Some((k, n)) = finder.next_quoted(&s.b[s.i + 1..])
+        if let Some(sent) = sent
+            && s.b.get(s.i) == Some(&b'"')
+            && let Some(k) = finder.cursor()
         {
-            passed.push(k);
-            s.i += n + 2;
-            if s.eat(b',') {
-                continue;
+            let (count, len) = sent.run(k, &s.b[s.i..]);
+            if count > 0 {
+                passed.extend(k..k + count);
+                finder.skip_to(k + count);
+                s.i += len;
+                if s.eat(b',') {
+                    continue;
+                }
+                return s.eat(b']').then_some(true);
             }
-            return s.eat(b']').then_some(true);
         }
         let name = s.plain_str()?;
         if let Some(k) = finder.find_bytes(name) {
@@ -323,6 +394,35 @@ mod tests {
         s
     }
 
+    /// The names of `nodes` as the client writes them, and where each closing quote is.
+    fn sent_of(nodes: &[&NodeInfo]) -> (Vec<u8>, Vec<u32>) {
+        let mut text = Vec::new();
+        let mut ends = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if i > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(format!("\"{}\"", n.node().name()).as_bytes());
+            ends.push(u32::try_from(text.len() - 1).unwrap());
+        }
+        (text, ends)
+    }
+
+    #[test]
+    fn common_prefix_counts_equal_leading_bytes() {
+        // Past two blocks of 256 and a tail shorter than 16.
+        let a: Vec<u8> = (0..600u32).map(|i| (i * 7 % 251) as u8).collect();
+        for n in 0..=a.len() {
+            let mut b = a.clone();
+            if n < b.len() {
+                b[n] ^= 1;
+            }
+            assert_eq!(common_prefix(&a, &b), n);
+            assert_eq!(common_prefix(&a[..n], &a), n);
+            assert_eq!(common_prefix(&a, &a[..n]), n);
+        }
+    }
+
     /// A JSON text for `ExtenderFilterResult`: keys in any case, repeated or unknown,
     /// names with and without escapes, known and unknown, optional white space, and
     /// sometimes cut short.
@@ -375,10 +475,10 @@ mod tests {
             let s = snap(&["a", "b", "c"]);
             let nodes: Vec<&NodeInfo> = s.nodes().iter().map(|n| &**n).collect();
             let (mut p1, mut p2) = (Vec::new(), Vec::new());
-            // The names sent are plain, so the in-place matcher is on for the fast path.
-            let mut finder = NameFinder::new(&nodes);
-            finder.assume_plain();
-            let fast = decode_filter_answer(text.as_bytes(), names, &mut finder, &mut p1);
+            // The names sent are plain, so runs of them are matched in place.
+            let (sent, ends) = sent_of(&nodes);
+            let sent = SentNames::new(&sent, &ends);
+            let fast = decode_filter_answer(text.as_bytes(), names, Some(sent), &mut NameFinder::new(&nodes), &mut p1);
             let slow = serde_answer(text.as_bytes(), names, &mut NameFinder::new(&nodes), &mut p2);
             match (fast, slow) {
                 (Ok(f), Ok(s)) => {
@@ -392,6 +492,40 @@ mod tests {
                 (f, s) => prop_assert!(false, "fast {:?} vs serde {:?}", f.map(|_| ()), s.map(|_| ())),
             }
         }
+
+        /// Runs of names matched against the request's bytes give the positions serde
+        /// finds, whatever the answer keeps, drops, repeats, reorders or adds, for
+        /// names sharing prefixes across the 16-byte blocks compared.
+        #[test]
+        fn runs_equal_serde(
+            picks in prop::collection::vec(0usize..14, 0..40),
+            spaced in any::<bool>(),
+        ) {
+            let all = [
+                "n1", "n10", "n100", "n2", "node-0000000001", "node-00000000010", "node-0000000002",
+                "x", "a-very-long-node-name-of-forty-bytes-000", "a-very-long-node-name-of-forty-bytes-001",
+            ];
+            let s = snap(&all);
+            let nodes: Vec<&NodeInfo> = s.nodes().iter().map(|n| &**n).collect();
+            let named = |i: usize| if i < all.len() { nodes[i].node().name().to_owned() } else { format!("unknown-{i}") };
+            let sep = if spaced { " , " } else { "," };
+            let list = picks.iter().map(|&i| format!("\"{}\"", named(i))).collect::<Vec<_>>().join(sep);
+            let text = format!(r#"{{"NodeNames":[{list}],"Error":""}}"#);
+            let (sent, ends) = sent_of(&nodes);
+            let (mut p1, mut p2) = (Vec::new(), Vec::new());
+            let f = fast_answer(
+                text.as_bytes(), true, Some(SentNames::new(&sent, &ends)), &mut NameFinder::new(&nodes), &mut p1,
+            );
+            let f = f.expect("plain names are read at byte level");
+            let sr = serde_answer(text.as_bytes(), true, &mut NameFinder::new(&nodes), &mut p2).unwrap();
+            prop_assert_eq!(&p1, &p2);
+            prop_assert_eq!(f.unknown, sr.unknown);
+            // Every name sent, in order, is one run.
+            let whole = format!(r#"{{"NodeNames":[{}]}}"#, String::from_utf8(sent.clone()).unwrap());
+            fast_answer(whole.as_bytes(), true, Some(SentNames::new(&sent, &ends)), &mut NameFinder::new(&nodes), &mut p1)
+                .unwrap();
+            prop_assert_eq!(p1, (0..nodes.len()).collect::<Vec<_>>());
+        }
     }
 
     #[test]
@@ -402,27 +536,25 @@ mod tests {
         let mut passed = Vec::new();
         let body =
             br#"{"nodenames":["c","\u0061"],"FailedNodes":{"b":"no"},"Error":"","Extra":[1,{"x":2}],"Nodes":null}"#;
-        let a = decode_filter_answer(body, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        let a = decode_filter_answer(body, true, None, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!(passed, [pos("c"), pos("a")]);
         assert!(a.names && a.unknown.is_none() && a.nodes.is_none());
         assert_eq!(a.failed["b"], "no");
         // The exact key wins over a case-folded one only by order, as Go: the last wins.
         let body = br#"{"NodeNames":["a"],"NODENAMES":["b","zz","yy"]}"#;
-        let a = decode_filter_answer(body, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        let a = decode_filter_answer(body, true, None, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!((passed.as_slice(), a.unknown.as_deref()), ([pos("b")].as_slice(), Some("zz")));
         // The usual answer takes the byte-level path.
         let usual = br#"{"Nodes":null,"NodeNames":["a","c"],"FailedNodes":{"b":"no"},"FailedAndUnresolvableNodes":null,"Error":""}"#;
-        let a = fast_answer(usual, true, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        let a = fast_answer(usual, true, None, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!((passed.as_slice(), a.failed.len()), ([pos("a"), pos("c")].as_slice(), 1));
         // With plain names sent, matched in place; out of order and unknown ones too.
-        let mut plain = NameFinder::new(&nodes);
-        plain.assume_plain();
-        fast_answer(usual, true, &mut plain, &mut passed).unwrap();
+        let (text, ends) = sent_of(&nodes);
+        let sent = Some(SentNames::new(&text, &ends));
+        fast_answer(usual, true, sent, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!(passed, [pos("a"), pos("c")]);
         let mixed = br#"{"NodeNames":["a","ab","c","b","zz","a"]}"#;
-        let mut plain = NameFinder::new(&nodes);
-        plain.assume_plain();
-        let a = fast_answer(mixed, true, &mut plain, &mut passed).unwrap();
+        let a = fast_answer(mixed, true, sent, &mut NameFinder::new(&nodes), &mut passed).unwrap();
         assert_eq!(
             (passed.as_slice(), a.unknown.as_deref()),
             ([0, 2, 1, 0].map(|i| pos(["a", "b", "c"][i])).as_slice(), Some("ab"))
@@ -431,17 +563,18 @@ mod tests {
         let a = decode_filter_answer(
             br#"{"NodeNames":null,"Error":"boom"}"#,
             true,
+            None,
             &mut NameFinder::new(&nodes),
             &mut passed,
         )
         .unwrap();
         assert!(!a.names && passed.is_empty() && a.error == "boom");
-        let a =
-            decode_filter_answer(br#"{"NodeNames":["a"]}"#, false, &mut NameFinder::new(&nodes), &mut passed).unwrap();
+        let a = decode_filter_answer(br#"{"NodeNames":["a"]}"#, false, None, &mut NameFinder::new(&nodes), &mut passed)
+            .unwrap();
         assert!(!a.names && passed.is_empty());
         // Malformed bodies are errors.
         for bad in [&b"{"[..], b"[]", br#"{"NodeNames":[1]}"#, br#"{"Error":3}"#, b"{} x"] {
-            assert!(decode_filter_answer(bad, true, &mut NameFinder::new(&nodes), &mut passed).is_err());
+            assert!(decode_filter_answer(bad, true, None, &mut NameFinder::new(&nodes), &mut passed).is_err());
         }
     }
 }

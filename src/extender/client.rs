@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Range;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -14,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use ureq::unversioned::transport::{ConnectProxyConnector, Connector};
 
-use super::answer::decode_filter_answer;
+use super::answer::{SentNames, decode_filter_answer};
 use super::http1::Direct;
 use super::resolve::ExtenderResolver;
 use super::tcp::TcpConnector;
@@ -157,6 +158,18 @@ struct Buffers {
     /// Where the last answer's body ends in `response`.
     response_len: usize,
     passed: Vec<usize>,
+    names: NameScratch,
+}
+
+/// Where a request's node names are put together before they are copied into it.
+#[derive(Default)]
+struct NameScratch {
+    /// The names between quotes, joined by commas: kept at full length, so that
+    /// filling it by position never zeroes it again.
+    text: Vec<u8>,
+    /// Where each name's closing quote is in the last names written (see
+    /// [`SentNames`]); empty when some name needed an escape.
+    ends: Vec<u32>,
 }
 
 impl Buffers {
@@ -292,7 +305,10 @@ impl HttpExtender {
     }
 
     fn give_back(&self, mut b: Buffers) {
-        if b.request.capacity() <= KEEP_BUFFER_BYTES && b.response.capacity() <= KEEP_BUFFER_BYTES {
+        if b.request.capacity() <= KEEP_BUFFER_BYTES
+            && b.response.capacity() <= KEEP_BUFFER_BYTES
+            && b.names.text.capacity() <= KEEP_BUFFER_BYTES
+        {
             b.passed.clear();
             self.buffers.lock().push(b);
         }
@@ -303,13 +319,13 @@ impl HttpExtender {
     fn post(
         &self,
         which: usize,
-        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+        write: impl FnOnce(&mut Vec<u8>, &mut NameScratch) -> serde_json::Result<()>,
         b: &mut Buffers,
     ) -> Result<(), ExtenderError> {
         let url = &self.urls[which];
         let transport = |message: String| ExtenderError::Transport { url: url.clone(), message };
         b.request.clear();
-        write(&mut b.request).map_err(|e| transport(e.to_string()))?;
+        write(&mut b.request, &mut b.names).map_err(|e| transport(e.to_string()))?;
         if let Some(direct) = &self.direct {
             let answer = direct
                 .post(direct.path(url), &b.request, &mut b.head, &mut b.response, MAX_RESPONSE_BYTES)
@@ -357,14 +373,14 @@ impl HttpExtender {
 
     /// Posts `args` to verb `which` and decodes the answer.
     fn send<T: DeserializeOwned>(&self, which: usize, args: &impl Serialize) -> Result<T, ExtenderError> {
-        self.send_with(which, |out| serde_json::to_writer(out, args))
+        self.send_with(which, |out, _| serde_json::to_writer(out, args))
     }
 
     /// Posts the body `write` writes to verb `which` and decodes the answer.
     fn send_with<T: DeserializeOwned>(
         &self,
         which: usize,
-        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+        write: impl FnOnce(&mut Vec<u8>, &mut NameScratch) -> serde_json::Result<()>,
     ) -> Result<T, ExtenderError> {
         let mut b = self.take_buffers();
         let r = self
@@ -381,22 +397,21 @@ impl HttpExtender {
         nodes: &[&NodeInfo],
         b: &mut Buffers,
     ) -> Result<ExtenderFilterResult, ExtenderError> {
-        let mut plain = false;
+        let mut names = None;
         self.post(
             FILTER,
-            |out| {
-                plain = self.write_args(pod, nodes, out)?;
+            |out, scratch| {
+                names = self.write_args(pod, nodes, out, scratch)?;
                 Ok(())
             },
             b,
         )?;
         let mut finder = NameFinder::new(nodes);
-        if plain {
-            finder.assume_plain();
-        }
+        let sent = names.map(|r| SentNames::new(&b.request[r], &b.names.ends));
         let answer = match decode_filter_answer(
             &b.response[b.body_start..b.response_len],
             self.node_cache_capable,
+            sent,
             &mut finder,
             &mut b.passed,
         ) {
@@ -434,31 +449,28 @@ impl HttpExtender {
 
     /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod through serde,
     /// the names straight into the buffer (the same bytes as [`Self::args`] through
-    /// serde_json, checked by a proptest); else the whole nodes through serde. True
-    /// when names were sent and none needed an escape.
-    fn write_args(&self, pod: &Pod, nodes: &[&NodeInfo], out: &mut Vec<u8>) -> serde_json::Result<bool> {
+    /// serde_json, checked by a proptest); else the whole nodes through serde. When
+    /// names were sent and none needed an escape, where they are in `out`
+    /// (`"a","b"`), with `scratch.ends` saying where each one's closing quote is in
+    /// that range (see [`SentNames`]).
+    fn write_args(
+        &self,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut Vec<u8>,
+        scratch: &mut NameScratch,
+    ) -> serde_json::Result<Option<Range<usize>>> {
         if !self.node_cache_capable {
             serde_json::to_writer(out, &self.args(pod, nodes))?;
-            return Ok(false);
+            return Ok(None);
         }
         out.extend_from_slice(br#"{"Pod":"#);
         serde_json::to_writer(&mut *out, pod)?;
         out.extend_from_slice(br#","Nodes":null,"NodeNames":["#);
-        // Every name copied between quotes first; one scan of the copied bytes then
-        // tells whether any needed an escape (a quote inside, a `\` or a control
-        // character), and only if one did are they written again, one by one.
         let start = out.len();
-        out.reserve(nodes.iter().map(|n| n.node().name().len() + 3).sum());
-        for (i, n) in nodes.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.push(b'"');
-            out.extend_from_slice(n.node().name().as_bytes());
-            out.push(b'"');
-        }
-        let plain = all_plain(&out[start..], nodes.len());
+        let plain = write_names(out, nodes, scratch);
         if !plain {
+            // Some name needs an escape: written again, one by one.
             out.truncate(start);
             for (i, n) in nodes.iter().enumerate() {
                 if i > 0 {
@@ -467,8 +479,9 @@ impl HttpExtender {
                 write_json_str(out, n.node().name())?;
             }
         }
+        let end = out.len();
         out.extend_from_slice(b"]}");
-        Ok(plain)
+        Ok(plain.then_some(start..end))
     }
 
     fn args<'a>(&self, pod: &'a Pod, nodes: &'a [&'a NodeInfo]) -> ArgsOut<'a> {
@@ -478,6 +491,47 @@ impl HttpExtender {
             ArgsOut { pod, nodes: Some(NodesOut { items: Items(nodes) }), node_names: None }
         }
     }
+}
+
+/// Writes every node's name between quotes, joined by commas, into `out`: filled by
+/// position into `scratch.text` (no capacity check per byte, no zeroing once it has
+/// grown), then copied at once; `scratch.ends` gets where each closing quote is
+/// (relative to where the names start). The names are read from the `NodeInfo`s'
+/// own copies (one pointer less than the node objects'). True when no name needed
+/// an escape (see [`all_plain`]), that is, the bytes are the JSON serde writes.
+fn write_names(out: &mut Vec<u8>, nodes: &[&NodeInfo], scratch: &mut NameScratch) -> bool {
+    // Each name, two quotes and a comma; the last comma is not copied.
+    let total: usize = nodes.iter().map(|n| n.held_name().as_str().len() + 3).sum();
+    if scratch.text.len() < total {
+        scratch.text.resize(total, 0);
+    }
+    let buf = &mut scratch.text[..total];
+    scratch.ends.clear();
+    let mut at = 0;
+    for n in nodes {
+        let name = n.held_name().as_str().as_bytes();
+        let end = at + 1 + name.len();
+        let Some([open, slot @ .., close, comma]) = buf.get_mut(at..end + 2) else { break };
+        *open = b'"';
+        slot.copy_from_slice(name);
+        *close = b'"';
+        *comma = b',';
+        at = end + 2;
+    }
+    let text = &buf[..total.saturating_sub(1)];
+    let plain = all_plain(text, nodes.len());
+    out.extend_from_slice(text);
+    // Offsets fit in 32 bits for any request a server would take (4 GiB of names).
+    if plain && u32::try_from(total).is_ok() {
+        let mut end = 0usize;
+        scratch.ends.extend(nodes.iter().map(|n| {
+            end += n.held_name().as_str().len() + 1;
+            let e = end as u32;
+            end += 2;
+            e
+        }));
+    }
+    plain
 }
 
 /// Whether `names` (that many strings copied between quotes, joined by commas) holds
@@ -565,7 +619,7 @@ impl Extender for HttpExtender {
             return Ok((zeros, 0));
         }
         let list: wire::HostPriorityList =
-            self.send_with(PRIORITIZE, |out| self.write_args(&pod.pod, nodes, out).map(drop))?;
+            self.send_with(PRIORITIZE, |out, scratch| self.write_args(&pod.pod, nodes, out, scratch).map(drop))?;
         Ok((list.into_iter().map(|h| HostPriority { host: h.host, score: h.score }).collect(), self.weight))
     }
 
@@ -720,8 +774,25 @@ mod tests {
             })
             .unwrap();
             let mut out = Vec::new();
-            let plain = client.write_args(&pod, &nodes, &mut out).unwrap();
-            prop_assert_eq!(plain, cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' ')));
+            let mut scratch = NameScratch { text: vec![b'x'; 3], ends: vec![7] };
+            let sent = client.write_args(&pod, &nodes, &mut out, &mut scratch).unwrap();
+            let ends = scratch.ends;
+            let plain = cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' '));
+            prop_assert_eq!(sent.is_some(), plain);
+            if let Some(range) = sent {
+                // Each name sits between the previous closing quote (and a comma) and its own.
+                let text = &out[range];
+                prop_assert_eq!(ends.len(), nodes.len());
+                let mut at = 0;
+                for (n, &e) in nodes.iter().zip(&ends) {
+                    let quoted = format!("\"{}\"", n.node().name());
+                    prop_assert_eq!(&text[at..=e as usize], quoted.as_bytes());
+                    at = e as usize + 2;
+                }
+                prop_assert_eq!(at, if nodes.is_empty() { 0 } else { text.len() + 1 });
+            } else if cache_capable {
+                prop_assert!(ends.is_empty());
+            }
             prop_assert_eq!(
                 String::from_utf8(out).unwrap(),
                 String::from_utf8(serde_json::to_vec(&client.args(&pod, &nodes)).unwrap()).unwrap()

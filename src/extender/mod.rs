@@ -51,7 +51,9 @@
 //! let result = client.filter(&pod, &nodes).unwrap();
 //! let passed: Vec<&str> = result.passed.iter().map(|&k| nodes[k].node().name()).collect();
 //! assert_eq!(passed, ["big"]);
-//! assert!(result.failed["small"].contains("Insufficient cpu"));
+//! // More cpu than the node has at all: no preemption would help, so unresolvable
+//! // (upstream `noderesources/fit.go`).
+//! assert!(result.failed_and_unresolvable["small"].contains("Insufficient cpu"));
 //! server.shutdown();
 //! ```
 

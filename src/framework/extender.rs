@@ -416,49 +416,26 @@ pub struct NameFinder<'a> {
     nodes: &'a [&'a NodeInfo],
     cursor: usize,
     map: Option<ahash::AHashMap<&'a str, usize>>,
-    /// Every name sent is a JSON string without escapes (see [`Self::assume_plain`]).
-    #[cfg(feature = "extender")]
-    plain: bool,
 }
 
 impl<'a> NameFinder<'a> {
     /// A finder over the nodes sent.
     pub fn new(nodes: &'a [&'a NodeInfo]) -> Self {
-        NameFinder {
-            nodes,
-            cursor: 0,
-            map: None,
-            #[cfg(feature = "extender")]
-            plain: false,
-        }
+        NameFinder { nodes, cursor: 0, map: None }
     }
 
-    /// Tells the finder that no name sent needs a JSON escape (no `"`, `\` or
-    /// control character), as the client found when it wrote them: then
-    /// [`Self::next_quoted`] may match names by their bytes in the answer's text.
+    /// While names come in the order sent (no map built yet): the position after
+    /// the last one found, where the next is looked for first.
     #[cfg(feature = "extender")]
-    pub(crate) fn assume_plain(&mut self) {
-        self.plain = true;
+    pub(crate) fn cursor(&self) -> Option<usize> {
+        self.map.is_none().then_some(self.cursor)
     }
 
-    /// In the usual answer (the names passed, in the order sent): when `rest` (the
-    /// JSON text after a string's opening quote) starts with the name at the cursor
-    /// and its closing quote, that node's position and the name's length in bytes;
-    /// the cursor moves past it. `None` (nothing moved) otherwise, or unless
-    /// [`Self::assume_plain`] was called: a name without escapes is the string's
-    /// whole value only then.
+    /// Moves the cursor to `k`, past names the caller matched itself from
+    /// [`Self::cursor`] on.
     #[cfg(feature = "extender")]
-    pub(crate) fn next_quoted(&mut self, rest: &[u8]) -> Option<(usize, usize)> {
-        if !self.plain || self.map.is_some() {
-            return None;
-        }
-        let k = self.cursor;
-        let name = self.nodes.get(k)?.node().name().as_bytes();
-        let n = name.len();
-        (rest.get(n) == Some(&b'"') && rest[..n] == *name).then(|| {
-            self.cursor += 1;
-            (k, n)
-        })
+    pub(crate) fn skip_to(&mut self, k: usize) {
+        self.cursor = k.min(self.nodes.len());
     }
 
     /// Position of `name` among the sent nodes.
@@ -467,7 +444,7 @@ impl<'a> NameFinder<'a> {
             while self.cursor < self.nodes.len() {
                 let k = self.cursor;
                 self.cursor += 1;
-                if self.nodes[k].node().name() == name {
+                if self.nodes[k].held_name().as_str() == name {
                     return Some(k);
                 }
             }
@@ -484,7 +461,7 @@ impl<'a> NameFinder<'a> {
             while self.cursor < self.nodes.len() {
                 let k = self.cursor;
                 self.cursor += 1;
-                if self.nodes[k].node().name().as_bytes() == name {
+                if self.nodes[k].held_name().as_str().as_bytes() == name {
                     return Some(k);
                 }
             }
