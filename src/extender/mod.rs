@@ -60,6 +60,7 @@
 mod answer;
 mod client;
 mod http1;
+mod request;
 mod resolve;
 mod response;
 mod server;

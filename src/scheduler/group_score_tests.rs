@@ -206,16 +206,7 @@ fn run_with(
         }
     }
     s.run_until_idle();
-    let cache = s.cache().lock();
-    let mut out: Vec<(String, String)> = (0..nodes.len())
-        .flat_map(|i| {
-            let node = format!("n{i:02}");
-            let pods = cache.node_info(&node).map(|n| n.pods().to_vec()).unwrap_or_default();
-            pods.into_iter().map(move |p| (p.pod.metadata.name.clone(), node.clone()))
-        })
-        .collect();
-    drop(cache);
-    out.sort();
+    let out = super::pod_group_copies_tests::placed_pods(&s, (0..nodes.len()).map(|i| format!("n{i:02}")));
     (out, s.group_memo_stats.columns_reused)
 }
 

@@ -11,6 +11,20 @@ use crate::testing::{NodeBuilder, PodBuilder};
 
 const RACK: &str = "example.com/rack";
 
+/// Every `(pod, node)` pair bound on the given nodes, sorted: the placements the
+/// memo-on and memo-off runs of these tests compare.
+pub(super) fn placed_pods(s: &Scheduler, nodes: impl Iterator<Item = String>) -> Vec<(String, String)> {
+    let cache = s.cache().lock();
+    let mut out: Vec<(String, String)> = nodes
+        .flat_map(|node| {
+            let pods = cache.node_info(&node).map(|n| n.pods().to_vec()).unwrap_or_default();
+            pods.into_iter().map(move |p| (p.pod.metadata.name.clone(), node.clone()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 fn cluster(gates: &str, nodes: usize) -> Scheduler {
     let handle = Handle::default();
     handle.set_feature_gates(gates.parse::<FeatureGates>().unwrap());
@@ -129,16 +143,7 @@ fn placements(gates: &str, rack: bool, memo: bool) -> (Vec<(String, String)>, su
         }
     }
     s.run_until_idle();
-    let cache = s.cache().lock();
-    let mut out: Vec<(String, String)> = (0..48)
-        .flat_map(|i| {
-            let node = format!("node-{i:03}");
-            let pods = cache.node_info(&node).map(|n| n.pods().to_vec()).unwrap_or_default();
-            pods.into_iter().map(move |p| (p.pod.metadata.name.clone(), node.clone()))
-        })
-        .collect();
-    drop(cache);
-    out.sort();
+    let out = placed_pods(&s, (0..48).map(|i| format!("node-{i:03}")));
     (out, s.group_memo_stats)
 }
 
@@ -207,16 +212,7 @@ mod memo_property {
             }
         }
         s.run_until_idle();
-        let cache = s.cache().lock();
-        let mut out: Vec<(String, String)> = (0..nodes.len())
-            .flat_map(|i| {
-                let node = format!("n{i:02}");
-                let pods = cache.node_info(&node).map(|n| n.pods().to_vec()).unwrap_or_default();
-                pods.into_iter().map(move |p| (p.pod.metadata.name.clone(), node.clone()))
-            })
-            .collect();
-        out.sort();
-        out
+        placed_pods(&s, (0..nodes.len()).map(|i| format!("n{i:02}")))
     }
 
     proptest! {
