@@ -58,6 +58,7 @@
 //! ```
 
 mod answer;
+mod borrowed;
 mod client;
 mod http1;
 mod request;

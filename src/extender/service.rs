@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::wire;
+use super::{borrowed, wire};
 use crate::framework::extender::MAX_EXTENDER_PRIORITY;
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{Code, CycleState, MAX_NODE_SCORE, NodeScore, Profile, Status};
 use crate::model::Node;
+use crate::scheduler::filter_chunk::{CHUNK, ChunkBufs, filter_chunk};
 use crate::snapshot::{Cache, NodeInfo, NodeList, PodInfo, Snapshot};
 
 /// Pods remembered between Filter and Bind (Bind's arguments name the pod only).
@@ -94,7 +95,7 @@ impl ExtenderService {
     pub fn handle(&self, verb: &str, body: &[u8]) -> Reply {
         match verb {
             "healthz" => Reply { status: 200, body: b"ok".to_vec() },
-            "filter" => Self::decoded(body, |a| self.filter(a)),
+            "filter" => self.filter_reply(body),
             "prioritize" => Self::decoded(body, |a| self.prioritize(a)),
             "bind" => Self::decoded(body, |a| Ok(self.bind(&a))),
             "preempt" => Self::decoded(body, |a| self.preempt(a)),
@@ -133,22 +134,33 @@ impl ExtenderService {
 
     /// The pod, and the snapshot with the candidate nodes' positions in it.
     fn candidates(&self, args: wire::ExtenderArgs) -> Result<Candidates, String> {
-        let pod = args.pod.ok_or("ExtenderArgs.Pod is required")?.0;
+        self.candidates_of(args.pod, args.nodes, args.node_names.as_deref())
+    }
+
+    /// [`Self::candidates`] from the request's parts, with names owned or borrowed.
+    fn candidates_of<N: AsRef<str>>(
+        &self,
+        pod: Option<wire::Object<crate::model::Pod>>,
+        nodes: Option<wire::NodeList>,
+        node_names: Option<&[N]>,
+    ) -> Result<Candidates, String> {
+        let pod = pod.ok_or("ExtenderArgs.Pod is required")?.0;
         let pod = Arc::new(PodInfo::new(pod).map_err(|e| format!("Pod: {e}"))?);
         self.remember(&pod);
-        if let Some(names) = args.node_names {
+        if let Some(names) = node_names {
             let snap = self.snapshot();
             let mut idx = Vec::with_capacity(names.len());
             let mut unknown = Vec::new();
             for name in names {
-                match crate::model::Symbol::lookup(&name).and_then(|s| snap.index_of(s)) {
+                let name = name.as_ref();
+                match crate::model::Symbol::lookup(name).and_then(|s| snap.index_of(s)) {
                     Some(i) => idx.push(i),
-                    None => unknown.push(name),
+                    None => unknown.push(name.to_owned()),
                 }
             }
             return Ok(Candidates { pod, snap, idx, unknown, cache_capable: true });
         }
-        let Some(list) = args.nodes else {
+        let Some(list) = nodes else {
             return Err("ExtenderArgs needs Nodes or NodeNames".to_owned());
         };
         let cached = self.snapshot();
@@ -177,7 +189,49 @@ impl ExtenderService {
 
     /// The `filter` verb.
     pub fn filter(&self, args: wire::ExtenderArgs) -> Result<wire::ExtenderFilterResult, String> {
-        let c = self.candidates(args)?;
+        let (c, passed, out) = self.run_filter(self.candidates(args)?);
+        if !out.error.is_empty() {
+            return Ok(wire::ExtenderFilterResult { error: out.error, ..wire::ExtenderFilterResult::default() });
+        }
+        let nodes = c.snap.nodes();
+        let mut out = out;
+        if c.cache_capable {
+            out.node_names = Some(passed.iter().map(|&i| nodes[i].node().name().to_owned()).collect());
+        } else {
+            let items = passed.iter().map(|&i| wire::Object(nodes[i].node().clone())).collect();
+            out.nodes = Some(wire::NodeList { items });
+        }
+        Ok(out)
+    }
+
+    /// `POST /filter`: as [`Self::filter`], with node names read from and written to
+    /// the bytes without a `String` each (`borrowed.rs`); the same reply bytes.
+    fn filter_reply(&self, body: &[u8]) -> Reply {
+        let args = match borrowed::decode_args(body) {
+            Ok(a) => a,
+            Err(m) => return Reply::bad(format!("malformed request body: {m}")),
+        };
+        let c = match self.candidates_of(args.pod, args.nodes, args.node_names.as_deref()) {
+            Ok(c) => c,
+            Err(m) => return Reply::bad(m),
+        };
+        let (c, passed, out) = self.run_filter(c);
+        let reply = borrowed::FilterReply {
+            passed: borrowed::Passed { snap: &c.snap, idx: &passed },
+            by_name: c.cache_capable,
+            failed_nodes: &out.failed_nodes,
+            failed_and_unresolvable_nodes: &out.failed_and_unresolvable_nodes,
+            error: &out.error,
+        };
+        match reply.to_json() {
+            Ok(body) => Reply { status: 200, body },
+            Err(e) => Reply { status: 500, body: e.to_string().into_bytes() },
+        }
+    }
+
+    /// PreFilter and Filter over the candidates: the passing positions, and the
+    /// failures (or the error) in a result whose node lists are left empty.
+    fn run_filter(&self, c: Candidates) -> (Candidates, Vec<usize>, wire::ExtenderFilterResult) {
         let mut out = wire::ExtenderFilterResult::default();
         for name in &c.unknown {
             out.failed_and_unresolvable_nodes.insert(name.clone(), "node not found in the extender's cache".to_owned());
@@ -195,25 +249,43 @@ impl ExtenderService {
             Ok(pre) => {
                 let guard = runtime::FilterGuard::new(&self.profile);
                 let active = runtime::ActiveFilters::new(&self.profile, &state);
+                let mut bufs = ChunkBufs::default();
+                let mut chunk: Vec<usize> = Vec::with_capacity(CHUNK);
+                let mut rest = c.idx.as_slice();
+                // Plugin by plugin over chunks of nodes, as the scheduler's Filter
+                // runs: each node gets the status of its first failing plugin, as
+                // node by node (see `scheduler::filter_chunk`).
                 let outcome = guard.run(|current| {
-                    for &i in &c.idx {
-                        let info = &nodes[i];
-                        if !pre.result.admits(&c.snap, i) {
-                            let s = Status::unresolvable(format!(
-                                "node(s) didn't satisfy plugin(s) {}",
-                                runtime::go_string_list(&pre.narrowing_plugins)
-                            ));
-                            fail(&mut out, info.node().name(), &s);
-                            continue;
+                    while !rest.is_empty() {
+                        let mut taken = 0;
+                        chunk.clear();
+                        for &i in rest {
+                            if chunk.len() == CHUNK {
+                                break;
+                            }
+                            taken += 1;
+                            if pre.result.admits(&c.snap, i) {
+                                chunk.push(i);
+                            } else {
+                                let s = Status::unresolvable(format!(
+                                    "node(s) didn't satisfy plugin(s) {}",
+                                    runtime::go_string_list(&pre.narrowing_plugins)
+                                ));
+                                fail(&mut out, nodes[i].node().name(), &s);
+                            }
                         }
-                        let s = runtime::run_active_filters(&active, &state, &c.pod, info, current);
-                        if s.is_success() {
-                            passed.push(i);
-                        } else if s.code() == Code::Error {
-                            out.error = s.message();
-                            return;
-                        } else {
-                            fail(&mut out, info.node().name(), &s);
+                        rest = &rest[taken..];
+                        filter_chunk(&active, &state, &c.pod, &c.snap, &chunk, current, &mut bufs);
+                        for (j, &i) in chunk.iter().enumerate() {
+                            let s = std::mem::take(&mut bufs.outcome[j]);
+                            if s.is_success() {
+                                passed.push(i);
+                            } else if s.code() == Code::Error {
+                                out.error = s.message();
+                                return;
+                            } else {
+                                fail(&mut out, nodes[i].node().name(), &s);
+                            }
                         }
                     }
                 });
@@ -222,16 +294,7 @@ impl ExtenderService {
                 }
             }
         }
-        if !out.error.is_empty() {
-            return Ok(wire::ExtenderFilterResult { error: out.error, ..wire::ExtenderFilterResult::default() });
-        }
-        if c.cache_capable {
-            out.node_names = Some(passed.iter().map(|&i| nodes[i].node().name().to_owned()).collect());
-        } else {
-            let items = passed.iter().map(|&i| wire::Object(nodes[i].node().clone())).collect();
-            out.nodes = Some(wire::NodeList { items });
-        }
-        Ok(out)
+        (c, passed, out)
     }
 
     /// The `prioritize` verb.

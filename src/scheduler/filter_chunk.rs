@@ -16,11 +16,11 @@ use crate::snapshot::{NodeList, PodInfo, Snapshot};
 /// Nodes per chunk: enough that a plugin's per-chunk setup (its CycleState read,
 /// the virtual call) is spread thin, few enough that the chunk's nodes stay in cache
 /// from one plugin to the next.
-pub(super) const CHUNK: usize = 64;
+pub(crate) const CHUNK: usize = 64;
 
 /// A chunk's scratch, reused from chunk to chunk (no allocation per chunk).
 #[derive(Debug)]
-pub(super) struct ChunkBufs {
+pub(crate) struct ChunkBufs {
     /// Snapshot positions of the chunk's nodes still passing, compacted after each plugin.
     live: Vec<usize>,
     /// The chunk positions of `live`.
@@ -29,7 +29,7 @@ pub(super) struct ChunkBufs {
     scratch: Vec<Status>,
     /// Per chunk position: the node's outcome (`Success`: every plugin passed it).
     /// The caller takes each entry, which leaves `Success` for the next chunk.
-    pub(super) outcome: Vec<Status>,
+    pub(crate) outcome: Vec<Status>,
 }
 
 impl Default for ChunkBufs {
@@ -48,7 +48,7 @@ impl Default for ChunkBufs {
 /// status, as [`runtime::run_active_filters`] gives it. `bufs.outcome[..nodes.len()]`
 /// must be `Success` on entry. Not panic isolated: the caller's
 /// [`runtime::FilterGuard`] is, and `current` names the plugin running.
-pub(super) fn filter_chunk(
+pub(crate) fn filter_chunk(
     active: &runtime::ActiveFilters<'_>,
     state: &CycleState,
     pod: &PodInfo,

@@ -12,7 +12,7 @@ mod binding;
 mod builder;
 mod config;
 mod filter;
-mod filter_chunk;
+pub(crate) mod filter_chunk;
 #[cfg(test)]
 mod filter_chunk_tests;
 mod fit_error;
