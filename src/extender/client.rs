@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -140,6 +141,9 @@ pub struct HttpExtender {
     direct: Option<Direct>,
     /// The verbs' URLs, built once: filter, prioritize, preempt, bind.
     urls: [String; 4],
+    /// The verbs' request heads up to the body's length, for the own HTTP/1.1 path
+    /// (see [`Direct::head_prefix`]); empty without it.
+    heads: [Vec<u8>; 4],
     /// Request and response buffers kept between calls (one pair per concurrent call).
     buffers: Mutex<Vec<Buffers>>,
 }
@@ -258,9 +262,12 @@ impl HttpExtender {
             verb_url(&config.preempt_verb),
             verb_url(&config.bind_verb),
         ];
+        let heads =
+            std::array::from_fn(|k| direct.as_ref().map(|d| d.head_prefix(d.path(&urls[k]))).unwrap_or_default());
         Ok(HttpExtender {
             direct,
             urls,
+            heads,
             buffers: Mutex::new(Vec::new()),
             url_prefix: url,
             filter_verb: config.filter_verb.clone(),
@@ -280,7 +287,7 @@ impl HttpExtender {
     pub fn from_configs(configs: &[ExtenderConfig]) -> Result<Extenders, (usize, ExtenderConfigError)> {
         let mut set = Extenders::default();
         for (i, c) in configs.iter().enumerate() {
-            set.push(std::sync::Arc::new(HttpExtender::new(c).map_err(|e| (i, e))?));
+            set.push(Arc::new(HttpExtender::new(c).map_err(|e| (i, e))?));
         }
         Ok(set)
     }
@@ -298,6 +305,7 @@ impl HttpExtender {
         if b.request.capacity() <= KEEP_BUFFER_BYTES
             && b.response.capacity() <= KEEP_BUFFER_BYTES
             && b.names.text.capacity() <= KEEP_BUFFER_BYTES
+            && b.names.pod.capacity() <= KEEP_BUFFER_BYTES
         {
             b.passed.clear();
             self.buffers.lock().push(b);
@@ -318,7 +326,7 @@ impl HttpExtender {
         write(&mut b.request, &mut b.names).map_err(|e| transport(e.to_string()))?;
         if let Some(direct) = &self.direct {
             let answer = direct
-                .post(direct.path(url), &b.request, &mut b.head, &mut b.response, MAX_RESPONSE_BYTES)
+                .post(&self.heads[which], &b.request, &mut b.head, &mut b.response, MAX_RESPONSE_BYTES)
                 .map_err(|e| transport(e.to_string()))?;
             if answer.status != 200 {
                 return Err(ExtenderError::Status {
@@ -383,7 +391,7 @@ impl HttpExtender {
     /// The Filter call's answer as positions among `nodes` (see [`decode_filter_answer`]).
     fn filter_call(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         nodes: &[&NodeInfo],
         b: &mut Buffers,
     ) -> Result<ExtenderFilterResult, ExtenderError> {
@@ -437,7 +445,9 @@ impl HttpExtender {
         Ok(ExtenderFilterResult { passed, failed: answer.failed, failed_and_unresolvable: answer.unresolvable })
     }
 
-    /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod through serde,
+    /// `ExtenderArgs` written into `out`. Node-cache-capable: the pod's JSON (kept
+    /// from the last call for the same shared pod, see
+    /// [`PodJson`](super::request::PodJson)),
     /// the names straight into the buffer (the same bytes as [`Self::args`] through
     /// serde_json, checked by a proptest); else the whole nodes through serde. When
     /// names were sent and none needed an escape, where they are in `out`
@@ -445,7 +455,7 @@ impl HttpExtender {
     /// that range (see [`SentNames`]).
     fn write_args(
         &self,
-        pod: &Pod,
+        pod: &Arc<Pod>,
         nodes: &[&NodeInfo],
         out: &mut Vec<u8>,
         scratch: &mut NameScratch,
@@ -455,7 +465,7 @@ impl HttpExtender {
             return Ok(None);
         }
         out.extend_from_slice(br#"{"Pod":"#);
-        serde_json::to_writer(&mut *out, pod)?;
+        scratch.pod.write(out, pod)?;
         out.extend_from_slice(br#","Nodes":null,"NodeNames":["#);
         let start = out.len();
         let plain = write_names(out, nodes, scratch);
@@ -636,12 +646,63 @@ mod tests {
         assert!(all_plain(b"", 0));
     }
 
+    /// A client of a made-up address (nothing is sent).
+    fn client(cache_capable: bool) -> HttpExtender {
+        HttpExtender::new(&ExtenderConfig {
+            url_prefix: "http://127.0.0.1:1".into(),
+            filter_verb: "filter".into(),
+            node_cache_capable: cache_capable,
+            ..ExtenderConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn pod_json_is_kept_per_shared_pod_only() {
+        let serde = |p: &Pod| serde_json::to_vec(p).unwrap();
+        let mut kept = crate::extender::request::PodJson::default();
+        let mut out = Vec::new();
+        let mut pod = Arc::new(PodBuilder::new("a").uid("u-a").cpu("1").build());
+        for _ in 0..2 {
+            out.clear();
+            kept.write(&mut out, &pod).unwrap();
+            assert_eq!(out, serde(&pod));
+        }
+        // Changed in place while only the kept key shares it: moved to a new
+        // allocation by make_mut, so the next write sees another pod.
+        Arc::make_mut(&mut pod).metadata.name = "b".into();
+        out.clear();
+        kept.write(&mut out, &pod).unwrap();
+        assert_eq!(out, serde(&pod));
+        assert!(String::from_utf8(out.clone()).unwrap().contains(r#""name":"b""#));
+        // Pods made and dropped one after another (an allocator may hand out the same
+        // address again once the kept key lets go of it).
+        for i in 0..50 {
+            let p = Arc::new(PodBuilder::new(&format!("p-{i}")).uid(&format!("u-{i}")).build());
+            out.clear();
+            kept.write(&mut out, &p).unwrap();
+            assert_eq!(out, serde(&p), "pod {i}");
+        }
+    }
+
+    #[test]
+    fn names_of_every_length_are_copied_exactly() {
+        let src: Vec<u8> = (0..80u8).map(|i| b'a' + i % 26).collect();
+        for n in 0..=src.len() {
+            let mut dst = vec![b'#'; n + 2];
+            crate::extender::request::copy_name(&mut dst[1..=n], &src[..n]);
+            assert_eq!(&dst[1..=n], &src[..n], "length {n}");
+            assert_eq!((dst[0], dst[n + 1]), (b'#', b'#'), "length {n}: neighbours untouched");
+        }
+    }
+
     proptest! {
         /// The request written by hand is byte for byte what serde_json writes for
-        /// `ExtenderArgs`, names needing escapes included.
+        /// `ExtenderArgs`, names needing escapes included, and reads back as the same
+        /// `ExtenderArgs`; the pod's JSON comes from the kept copy on the second call.
         #[test]
         fn hand_written_args_equal_serde(
-            names in prop::collection::btree_set("[a-z0-9.\"\\\\\x00-\x1f\u{e9}\u{2028}-]{1,12}", 0..20),
+            names in prop::collection::btree_set("[a-z0-9.\"\\\\\x00-\x1f\u{e9}\u{2028}\u{1f600}-]{1,40}", 0..20),
             cache_capable in any::<bool>(),
         ) {
             let mut cache = Cache::new();
@@ -651,38 +712,41 @@ mod tests {
             let mut snap = Snapshot::default();
             cache.update_snapshot(&mut snap);
             let nodes: Vec<&NodeInfo> = snap.nodes().iter().map(|n| &**n).collect();
-            let pod = PodBuilder::new("p\"q").uid("u").cpu("1").build();
-            let client = HttpExtender::new(&ExtenderConfig {
-                url_prefix: "http://127.0.0.1:1".into(),
-                filter_verb: "filter".into(),
-                node_cache_capable: cache_capable,
-                ..ExtenderConfig::default()
-            })
-            .unwrap();
-            let mut out = Vec::new();
-            let mut scratch = NameScratch { text: vec![b'x'; 3], ends: vec![7] };
-            let sent = client.write_args(&pod, &nodes, &mut out, &mut scratch).unwrap();
-            let ends = scratch.ends;
-            let plain = cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' '));
-            prop_assert_eq!(sent.is_some(), plain);
-            if let Some(range) = sent {
-                // Each name sits between the previous closing quote (and a comma) and its own.
-                let text = &out[range];
-                prop_assert_eq!(ends.len(), nodes.len());
-                let mut at = 0;
-                for (n, &e) in nodes.iter().zip(&ends) {
-                    let quoted = format!("\"{}\"", n.node().name());
-                    prop_assert_eq!(&text[at..=e as usize], quoted.as_bytes());
-                    at = e as usize + 2;
+            let pod = Arc::new(PodBuilder::new("p\"q").uid("u").cpu("1").build());
+            let client = client(cache_capable);
+            let mut scratch = NameScratch { text: vec![b'x'; 3], ends: vec![7], ..NameScratch::default() };
+            let expected = serde_json::to_vec(&client.args(&pod, &nodes)).unwrap();
+            for _ in 0..2 {
+                let mut out = Vec::new();
+                let sent = client.write_args(&pod, &nodes, &mut out, &mut scratch).unwrap();
+                let ends = &scratch.ends;
+                let plain = cache_capable && names.iter().all(|n| !n.contains(['"', '\\']) && !n.contains(|c: char| c < ' '));
+                prop_assert_eq!(sent.is_some(), plain);
+                if let Some(range) = sent {
+                    // Each name sits between the previous closing quote (and a comma) and its own.
+                    let text = &out[range];
+                    prop_assert_eq!(ends.len(), nodes.len());
+                    let mut at = 0;
+                    for (n, &e) in nodes.iter().zip(ends) {
+                        let quoted = format!("\"{}\"", n.node().name());
+                        prop_assert_eq!(&text[at..=e as usize], quoted.as_bytes());
+                        at = e as usize + 2;
+                    }
+                    prop_assert_eq!(at, if nodes.is_empty() { 0 } else { text.len() + 1 });
+                } else if cache_capable {
+                    prop_assert!(ends.is_empty());
                 }
-                prop_assert_eq!(at, if nodes.is_empty() { 0 } else { text.len() + 1 });
-            } else if cache_capable {
-                prop_assert!(ends.is_empty());
+                prop_assert_eq!(String::from_utf8(out.clone()).unwrap(), String::from_utf8(expected.clone()).unwrap());
+                // What an extender reads: the same ExtenderArgs from both.
+                let ours: wire::ExtenderArgs = wire::decode(&out).unwrap();
+                let theirs: wire::ExtenderArgs = wire::decode(&expected).unwrap();
+                prop_assert_eq!(&ours, &theirs);
+                if cache_capable {
+                    let read: Vec<&str> = ours.node_names.iter().flatten().map(String::as_str).collect();
+                    let want: Vec<&str> = nodes.iter().map(|n| n.node().name()).collect();
+                    prop_assert_eq!(read, want);
+                }
             }
-            prop_assert_eq!(
-                String::from_utf8(out).unwrap(),
-                String::from_utf8(serde_json::to_vec(&client.args(&pod, &nodes)).unwrap()).unwrap()
-            );
         }
     }
 }

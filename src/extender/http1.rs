@@ -135,7 +135,20 @@ impl Direct {
         if p.is_empty() { "/" } else { p }
     }
 
-    /// Posts `body` (JSON) to `path` and reads the answer into `response` (see
+    /// The head of a request to `path` (and query) up to its body's length: the
+    /// request line, `Host`, `User-Agent`, `Content-Type` and `Content-Length: `
+    /// without its value, which [`Self::post`] appends per call.
+    pub(crate) fn head_prefix(&self, path: &str) -> Vec<u8> {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: schedkit/{}\r\nContent-Type: application/json\r\nContent-Length: ",
+            self.authority,
+            env!("CARGO_PKG_VERSION"),
+        )
+        .into_bytes()
+    }
+
+    /// Posts `body` (JSON) with the head `prefix` (from [`Self::head_prefix`], the
+    /// body's length appended here) and reads the answer into `response` (see
     /// [`read_answer`]); `head` is scratch space for the request's head.
     ///
     /// A kept connection is reused when the probe finds it idle; if writing to it
@@ -145,7 +158,7 @@ impl Direct {
     /// not replay a POST.
     pub(crate) fn post(
         &self,
-        path: &str,
+        prefix: &[u8],
         body: &[u8],
         head: &mut Vec<u8>,
         response: &mut Vec<u8>,
@@ -153,14 +166,9 @@ impl Direct {
     ) -> Result<Answer, ExchangeError> {
         let deadline = Instant::now() + self.timeout;
         head.clear();
-        // No allocation once `head` has grown to fit (`write!` on a Vec).
-        let _ = write!(
-            head,
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: schedkit/{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            self.authority,
-            env!("CARGO_PKG_VERSION"),
-            body.len()
-        );
+        head.extend_from_slice(prefix);
+        push_decimal(head, body.len());
+        head.extend_from_slice(b"\r\n\r\n");
         let (mut conn, mut reused) = match self.take_idle() {
             Some(c) => (c, true),
             None => (self.connect(deadline)?, false),
@@ -220,6 +228,21 @@ impl Direct {
     }
 }
 
+/// Appends `n` in decimal (a `Content-Length` value), without the formatting machinery.
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 fn idle_now(stream: &TcpStream) -> bool {
     idle(stream).unwrap_or(false)
 }
@@ -273,6 +296,23 @@ mod tests {
 
     fn config() -> ureq::config::Config {
         ureq::Agent::config_builder().build()
+    }
+
+    #[test]
+    fn decimal_lengths() {
+        for n in [0, 7, 10, 99, 100, 12_345, usize::MAX] {
+            let mut out = b"x".to_vec();
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
+    }
+
+    #[test]
+    fn head_prefix_ends_before_the_length() {
+        let d = Direct::new("http://127.0.0.1:8888/scheduler", Duration::from_secs(1), &config()).unwrap();
+        let head = String::from_utf8(d.head_prefix("/scheduler/filter")).unwrap();
+        assert!(head.starts_with("POST /scheduler/filter HTTP/1.1\r\nHost: 127.0.0.1:8888\r\n"), "{head}");
+        assert!(head.ends_with("\r\nContent-Type: application/json\r\nContent-Length: "), "{head}");
     }
 
     #[test]

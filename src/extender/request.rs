@@ -2,61 +2,125 @@
 //! borrowed data, with the node names put together by position (the hot part of a
 //! 1,000-node call), kept apart from the client's connection handling.
 
+use std::sync::{Arc, Weak};
+
 use serde::Serialize;
 
 use crate::model::Pod;
 use crate::snapshot::NodeInfo;
 
-/// Where a request's node names are put together before they are copied into it.
+/// What a request is put together with, kept between calls: the node names'
+/// scratch space and the last pod's JSON.
 #[derive(Default)]
 pub(super) struct NameScratch {
-    /// The names between quotes, joined by commas: kept at full length, so that
-    /// filling it by position never zeroes it again.
+    /// The names between quotes, joined by commas (and a comma after the last):
+    /// kept at full length, so that filling it by position never zeroes it again.
     pub(super) text: Vec<u8>,
     /// Where each name's closing quote is in the last names written (see
     /// [`super::answer::SentNames`]); empty when some name needed an escape.
     pub(super) ends: Vec<u32>,
+    /// The pod last written, as JSON.
+    pub(super) pod: PodJson,
 }
 
 /// Writes every node's name between quotes, joined by commas, into `out`: filled by
-/// position into `scratch.text` (no capacity check per byte, no zeroing once it has
-/// grown), then copied at once; `scratch.ends` gets where each closing quote is
-/// (relative to where the names start). The names are read from the `NodeInfo`s'
-/// own copies (one pointer less than the node objects'). True when no name needed
-/// an escape (see [`all_plain`]), that is, the bytes are the JSON serde writes.
+/// position into `scratch.text` in one pass that also records where each closing
+/// quote is in `scratch.ends` (relative to where the names start), then copied at
+/// once. A name is copied with a few word-sized moves (see [`copy_name`]), not a
+/// `memcpy` call per node. The names are read from the `NodeInfo`s' own copies (one
+/// pointer less than the node objects'). True when no name needed an escape (see
+/// [`all_plain`]), that is, the bytes are the JSON serde writes.
 pub(super) fn write_names(out: &mut Vec<u8>, nodes: &[&NodeInfo], scratch: &mut NameScratch) -> bool {
-    // Each name, two quotes and a comma; the last comma is not copied.
-    let total: usize = nodes.iter().map(|n| n.held_name().as_str().len() + 3).sum();
-    if scratch.text.len() < total {
-        scratch.text.resize(total, 0);
-    }
-    let buf = &mut scratch.text[..total];
-    scratch.ends.clear();
-    let mut at = 0;
-    for n in nodes {
+    let NameScratch { text, ends, .. } = scratch;
+    ends.clear();
+    ends.resize(nodes.len(), 0);
+    let mut at = 0usize;
+    for (n, end) in nodes.iter().zip(ends.iter_mut()) {
         let name = n.held_name().as_str().as_bytes();
-        let end = at + 1 + name.len();
-        let Some([open, slot @ .., close, comma]) = buf.get_mut(at..end + 2) else { break };
+        let next = at + name.len() + 3;
+        if next > text.len() {
+            text.resize((2 * next).max(16 << 10), 0);
+        }
+        let Some([open, slot @ .., close, comma]) = text.get_mut(at..next) else { break };
         *open = b'"';
-        slot.copy_from_slice(name);
+        copy_name(slot, name);
         *close = b'"';
         *comma = b',';
-        at = end + 2;
+        // Truncated past 4 GiB of names; the ends are dropped below then.
+        *end = (next - 2) as u32;
+        at = next;
     }
-    let text = &buf[..total.saturating_sub(1)];
-    let plain = all_plain(text, nodes.len());
-    out.extend_from_slice(text);
+    let written = &text[..at.saturating_sub(1)];
+    let plain = all_plain(written, nodes.len());
+    out.extend_from_slice(written);
     // Offsets fit in 32 bits for any request a server would take (4 GiB of names).
-    if plain && u32::try_from(total).is_ok() {
-        let mut end = 0usize;
-        scratch.ends.extend(nodes.iter().map(|n| {
-            end += n.held_name().as_str().len() + 1;
-            let e = end as u32;
-            end += 2;
-            e
-        }));
+    if !plain || u32::try_from(at).is_err() {
+        ends.clear();
     }
     plain
+}
+
+/// Copies `src` into `dst` (of the same length, as the caller cuts it) with
+/// word-sized moves, the last one overlapping the one before: a name of 8 to 16
+/// bytes takes two 8-byte moves, longer ones 16 bytes at a time.
+#[inline]
+pub(super) fn copy_name(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if dst.len() != n {
+        // Not reached (the caller cuts `dst` to fit); copies what fits.
+        let k = n.min(dst.len());
+        dst[..k].copy_from_slice(&src[..k]);
+        return;
+    }
+    if n >= 16 {
+        let mut i = 0;
+        while i + 16 < n {
+            dst[i..i + 16].copy_from_slice(&src[i..i + 16]);
+            i += 16;
+        }
+        dst[n - 16..].copy_from_slice(&src[n - 16..]);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+    }
+}
+
+/// The JSON of the last pod written, with the pod it was written for. The key is a
+/// [`Weak`] to the pod's shared allocation: while it lives, that allocation cannot
+/// hold another pod, and the pod in it cannot change (`Arc::get_mut` refuses a
+/// shared pod, `Arc::make_mut` moves it out first), so the same address means the
+/// same bytes. It keeps the allocation, not the pod's contents, once the pod is gone.
+#[derive(Default)]
+pub(super) struct PodJson {
+    key: Weak<Pod>,
+    json: Vec<u8>,
+}
+
+impl PodJson {
+    /// Writes `pod` as JSON into `out`: the bytes kept from the last call for the
+    /// same shared pod, else serde_json's (kept for the next call).
+    pub(super) fn write(&mut self, out: &mut Vec<u8>, pod: &Arc<Pod>) -> serde_json::Result<()> {
+        if !std::ptr::eq(self.key.as_ptr(), Arc::as_ptr(pod)) {
+            self.key = Weak::new();
+            self.json.clear();
+            serde_json::to_writer(&mut self.json, &**pod)?;
+            self.key = Arc::downgrade(pod);
+        }
+        out.extend_from_slice(&self.json);
+        Ok(())
+    }
+
+    /// The JSON kept (its capacity, for the buffer limit).
+    pub(super) fn capacity(&self) -> usize {
+        self.json.capacity()
+    }
 }
 
 /// Whether `names` (that many strings copied between quotes, joined by commas) holds
