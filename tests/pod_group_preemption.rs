@@ -519,7 +519,7 @@ struct Ported {
     evicted: &'static [&'static str],
 }
 
-fn run_ported(c: Ported) {
+fn run_ported(c: &Ported) {
     let (handle, evictor) = handle();
     let p = Profile::kube_default(&handle);
     let mut s = Scheduler::builder().handle(handle).profile(p).build();
@@ -788,6 +788,6 @@ fn ported_pod_group_evaluator_preempt_victims() {
         },
     ];
     for c in cases {
-        run_ported(c);
+        run_ported(&c);
     }
 }

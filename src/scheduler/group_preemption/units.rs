@@ -72,7 +72,7 @@ pub(crate) fn build_units(
     let mut whole: AHashMap<(&str, &str), (usize, Option<i32>)> = AHashMap::new();
     for (pos, n) in snapshot.nodes().iter().enumerate() {
         for p in n.pods() {
-            if skip(&**p) {
+            if skip(p) {
                 continue;
             }
             let Some(name) = p.pod.scheduling_group_name() else {
@@ -84,7 +84,7 @@ pub(crate) fn build_units(
                 units[i].push(pos, p);
                 continue;
             }
-            match group_of(&**p) {
+            match group_of(p) {
                 Some(g) if g.spec.disruption_mode == Some(DisruptionMode::PodGroup) => {
                     whole.insert(key, (units.len(), g.spec.priority));
                     units.push(Unit::single(pos, p));
