@@ -55,7 +55,7 @@ pub use config::{
     num_feasible_nodes_to_find,
 };
 pub use fit_error::{Diagnosis, FitError};
-pub use group_preemption::{MSG_NO_VICTIMS, MSG_NOT_REGISTERED, MSG_TOPOLOGY};
+pub use group_preemption::{MSG_NO_CANDIDATES, MSG_NO_VICTIMS, MSG_NOT_REGISTERED, MSG_TOPOLOGY};
 pub use run::{
     Attempt, AttemptOutcome, EventError, Next, PendingBinding, PodState, RunSummary, SCHEDULER_REJECTOR,
     SchedulerEvents,

@@ -43,5 +43,5 @@ pub use evaluator::{
 };
 pub use nominated::{NominatedPods, Nominator};
 pub use services::{Evictor, PreemptionError, PreemptionServices, RecordingEvictor, RunningProfile};
-pub use victims::{PdbBudgets, Victims, more_important, pod_start_time, reprieve, select_victims_on_node};
+pub use victims::{PdbBudgets, PdbTally, Victims, more_important, pod_start_time, reprieve, select_victims_on_node};
 pub use what_if::{filter_statuses, pre_filter_state};

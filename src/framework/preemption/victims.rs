@@ -68,6 +68,16 @@ impl PdbBudgets {
         PdbBudgets { pdbs: Arc::new(pdbs), allowed }
     }
 
+    /// Whether there are no budgets at all.
+    pub fn is_empty(&self) -> bool {
+        self.pdbs.is_empty()
+    }
+
+    /// A fresh tally of the budgets' allowances, to use up pod by pod.
+    pub fn tally(&self) -> PdbTally<'_> {
+        PdbTally { budgets: self, left: self.allowed.clone() }
+    }
+
     /// Splits pods (kept in order) into those whose eviction would violate a budget and
     /// the rest, as upstream `filterPodsWithPDBViolation`: each matching budget's
     /// allowance is used up pod by pod; pods already in a budget's `disruptedPods`
@@ -76,28 +86,45 @@ impl PdbBudgets {
         if self.pdbs.is_empty() {
             return (Vec::new(), pods);
         }
-        let mut left = self.allowed.clone();
+        let mut tally = self.tally();
         let mut violating = Vec::new();
         let mut non = Vec::new();
         for p in pods {
-            let mut violated = false;
-            if !p.pod.metadata.labels.is_empty() {
-                for (i, b) in self.pdbs.iter().enumerate() {
-                    if !b.selects(p.pod.namespace(), &p.pod.metadata.labels) {
-                        continue;
-                    }
-                    if b.status.disrupted_pods.iter().any(|n| n == p.pod.name()) {
-                        continue;
-                    }
-                    left[i] -= 1;
-                    if left[i] < 0 {
-                        violated = true;
-                    }
-                }
-            }
-            if violated { violating.push(p) } else { non.push(p) }
+            if tally.take(&p) { violating.push(p) } else { non.push(p) }
         }
         (violating, non)
+    }
+}
+
+/// The allowances left while victims are counted against the budgets one by one
+/// (upstream's `pdbsAllowed` in `filterPodsWithPDBViolation`).
+#[derive(Debug, Clone)]
+pub struct PdbTally<'a> {
+    budgets: &'a PdbBudgets,
+    left: Vec<i32>,
+}
+
+impl PdbTally<'_> {
+    /// Counts the eviction of `p` against every budget selecting it (except those
+    /// that list it in `disruptedPods`); true when one of them goes below zero.
+    pub fn take(&mut self, p: &PodInfo) -> bool {
+        if p.pod.metadata.labels.is_empty() {
+            return false;
+        }
+        let mut violated = false;
+        for (i, b) in self.budgets.pdbs.iter().enumerate() {
+            if !b.selects(p.pod.namespace(), &p.pod.metadata.labels) {
+                continue;
+            }
+            if b.status.disrupted_pods.iter().any(|n| n == p.pod.name()) {
+                continue;
+            }
+            self.left[i] -= 1;
+            if self.left[i] < 0 {
+                violated = true;
+            }
+        }
+        violated
     }
 }
 
