@@ -233,7 +233,11 @@ pub struct ReadyToBind {
 impl std::fmt::Debug for ReadyToBind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.inner {
-            Some(i) => f.debug_struct("ReadyToBind").field("pod", &i.pod.uid).field("node", &i.node.as_str()).finish(),
+            Some(i) => f
+                .debug_struct("ReadyToBind")
+                .field("pod", &i.pod.uid)
+                .field("node", &i.node.as_str())
+                .finish_non_exhaustive(),
             None => f.write_str("ReadyToBind(done)"),
         }
     }

@@ -209,7 +209,7 @@ mod tests {
 
     fn scheduler(binder: impl Binder) -> Scheduler {
         let profile = Profile::builder("default-scheduler").plugin(DefaultBinder::new(binder)).build().unwrap();
-        let mut s = Scheduler::builder().profile(profile).build();
+        let s = Scheduler::builder().profile(profile).build();
         s.add_node(NodeBuilder::new("n1").cpu("4").build()).unwrap();
         for name in ["a", "b"] {
             s.add_pod(PodBuilder::new(name).cpu("1").build()).unwrap();
@@ -228,7 +228,7 @@ mod tests {
     fn a_delegated_bind_is_reported_by_the_caller_and_files_the_pod() {
         let mut s = scheduler(Delegated);
         let p = next_binding(&mut s).pre_bind().unwrap();
-        assert!(p.delegate().is_some_and(|d| d.is::<Delegated>()));
+        assert!(p.delegate().is_some_and(<dyn Any>::is::<Delegated>));
         let a = p.bound(DefaultBinder::outcome(Ok(())));
         assert!(matches!(&a.outcome, AttemptOutcome::Bound(n) if n == "n1"), "{:?}", a.outcome);
         assert_eq!(s.pod_state("default/a"), Some(PodState::Bound));
