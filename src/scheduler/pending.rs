@@ -238,11 +238,19 @@ mod tests {
         match &a.outcome {
             AttemptOutcome::BindFailed { error, .. } => {
                 assert_eq!(error.status.plugin(), Some("DefaultBinder"));
-                assert!(error.status.message().contains("binding rejected: 409 Conflict"), "{}", error.status.message());
+                assert!(
+                    error.status.message().contains("binding rejected: 409 Conflict"),
+                    "{}",
+                    error.status.message()
+                );
             }
             other => panic!("expected a failed binding, got {other:?}"),
         }
-        assert!(matches!(s.pod_state("default/b"), Some(PodState::Backoff | PodState::Active)), "{:?}", s.pod_state("default/b"));
+        assert!(
+            matches!(s.pod_state("default/b"), Some(PodState::Backoff | PodState::Active)),
+            "{:?}",
+            s.pod_state("default/b")
+        );
     }
 
     #[test]
