@@ -59,8 +59,8 @@ struct ApiServer {
     /// Bindings being answered now, and the most at once.
     in_flight: usize,
     max_in_flight: usize,
-    /// Serve this many small pods `o00`, `o01`, … created in that order but listed
-    /// newest first (0: the default scene).
+    /// Serve this many small pods `o00`, `o01`, … listed newest first (0: the
+    /// default scene).
     ordered: usize,
 }
 
@@ -231,7 +231,8 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
         }
         ("GET", "/api/v1/pods") if !is_watch && state.lock().ordered > 0 => {
             let n = state.lock().ordered;
-            // Newest first: the queue (oldest first at equal priority) orders them.
+            // At equal priority the queue keeps the order it got them in (upstream
+            // PrioritySort compares queue timestamps): the list's, newest first.
             let pods: Vec<Value> = (0..n)
                 .rev()
                 .map(|i| pod(&format!("o{i:02}"), "100m", "", &format!("2025-03-01T10:00:{i:02}Z")))
@@ -552,8 +553,10 @@ fn binding_arrivals(s: &ApiServer) -> Vec<String> {
         .collect()
 }
 
+/// `o11`, `o10`, …: the twelve pods of the ordered scene in scheduling order,
+/// `range` of them.
 fn ordered_names(range: std::ops::Range<usize>) -> Vec<String> {
-    range.map(|i| format!("o{i:02}")).collect()
+    range.map(|i| format!("o{:02}", 11 - i)).collect()
 }
 
 /// Runs the `ordered` scene with `limit` binding cycles at once until `n` pods are
@@ -580,7 +583,7 @@ fn run_ordered(server: ApiServer, limit: usize) -> (Arc<Mutex<ApiServer>>, sched
 /// Twelve pods, all queued before the first cycle, fewer than the limit: the loop
 /// hands them to the binding tasks in one batch, whose requests are all in flight
 /// together. They must reach the API server in the order the pods were scheduled
-/// (oldest first), not in the list's order or any order the batch was sent in.
+/// (the list's, `o11` first), not in any order the batch happened to be sent in.
 #[test]
 fn a_batch_of_bindings_reaches_the_api_server_in_scheduling_order() {
     let (state, run) = run_ordered(ApiServer { ordered: 12, ..ApiServer::default() }, 0);
@@ -591,8 +594,8 @@ fn a_batch_of_bindings_reaches_the_api_server_in_scheduling_order() {
 
 /// Twelve 600 ms bindings with a limit of four: one binding task may keep a whole
 /// batch in flight, but never more bindings than the limit over all tasks. The
-/// first two batches are the oldest pods, each in order (the third may be split
-/// between tasks once room frees up).
+/// first two batches are the first eight pods scheduled, in order (the third may
+/// be split between tasks once room frees up).
 #[test]
 fn batched_bindings_keep_the_limit_and_the_order() {
     let (state, run) = run_ordered(ApiServer { ordered: 12, slow_bind: true, ..ApiServer::default() }, 4);
@@ -600,9 +603,10 @@ fn batched_bindings_keep_the_limit_and_the_order() {
     let arrivals = binding_arrivals(&s);
     assert_eq!(s.max_in_flight, 4, "{:?}", s.requests);
     assert_eq!(arrivals[..8], ordered_names(0..8), "{arrivals:?}");
-    let mut all = arrivals.clone();
+    let (mut all, mut want) = (arrivals.clone(), ordered_names(0..12));
     all.sort();
-    assert_eq!(all, ordered_names(0..12));
+    want.sort();
+    assert_eq!(all, want);
     assert_eq!(run.bound, 12, "{run:?}");
 }
 
