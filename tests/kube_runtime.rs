@@ -7,7 +7,8 @@
 //! Event), re-lists after 410 and schedules onto a node only the new list has, skips
 //! a malformed pod, and stops on shutdown; with a DraStore, the DRA objects are
 //! listed into it and the claim's status (allocation, reservedFor) is written before
-//! the binding; bindings run on their own tasks, no more at once than the limit.
+//! the binding; bindings run on their own tasks, no more at once than the limit, and
+//! a batch of bindings in flight together reaches the API server in scheduling order.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -58,6 +59,9 @@ struct ApiServer {
     /// Bindings being answered now, and the most at once.
     in_flight: usize,
     max_in_flight: usize,
+    /// Serve this many small pods `o00`, `o01`, … listed newest first (0: the
+    /// default scene).
+    ordered: usize,
 }
 
 /// A resource.k8s.io/v1 DeviceClass, ResourceSlice and ResourceClaim as the API
@@ -224,6 +228,16 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
                                                               "podGroupTemplateName": "workers"}},
                          "schedulingPolicy": {"gang": {"minCount": 2}}}});
             full(200, &list("PodGroup", "scheduling.k8s.io/v1alpha2", "100", &[group]))
+        }
+        ("GET", "/api/v1/pods") if !is_watch && state.lock().ordered > 0 => {
+            let n = state.lock().ordered;
+            // At equal priority the queue keeps the order it got them in (upstream
+            // PrioritySort compares queue timestamps): the list's, newest first.
+            let pods: Vec<Value> = (0..n)
+                .rev()
+                .map(|i| pod(&format!("o{i:02}"), "100m", "", &format!("2025-03-01T10:00:{i:02}Z")))
+                .collect();
+            full(200, &list("Pod", "v1", "100", &pods))
         }
         ("GET", "/api/v1/pods") if !is_watch && state.lock().slow_bind => {
             let pods: Vec<Value> =
@@ -528,6 +542,72 @@ fn bindings_run_on_their_own_tasks_within_the_limit() {
     assert_eq!(s.bindings.len(), 4, "{:?}", s.requests);
     assert_eq!(s.max_in_flight, 2);
     assert_eq!(run.bound, 4, "{run:?}");
+}
+
+/// The pods whose pods/binding requests reached the API server, in arrival order.
+fn binding_arrivals(s: &ApiServer) -> Vec<String> {
+    s.requests
+        .iter()
+        .filter_map(|r| r.strip_prefix("POST /api/v1/namespaces/default/pods/"))
+        .filter_map(|r| r.split_once("/binding").map(|(pod, _)| pod.to_owned()))
+        .collect()
+}
+
+/// `o11`, `o10`, …: the twelve pods of the ordered scene in scheduling order,
+/// `range` of them.
+fn ordered_names(range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("o{:02}", 11 - i)).collect()
+}
+
+/// Runs the `ordered` scene with `limit` binding cycles at once until `n` pods are
+/// bound.
+fn run_ordered(server: ApiServer, limit: usize) -> (Arc<Mutex<ApiServer>>, schedkit::kube::RunStats) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let n = server.ordered;
+    let state = Arc::new(Mutex::new(server));
+    let run_state = state.clone();
+    let run = rt.block_on(async move {
+        let state = run_state;
+        let client = mock_client(&state);
+        let registry = schedkit::kube::registry(&client, &NamespaceLabels::default()).unwrap();
+        let mut cfg: ProfileConfig = default_profile_config();
+        cfg.scheduler_name = Some("schedkit".into());
+        let handle = Handle::default();
+        let profile = registry.build_profile(&cfg, &handle).unwrap();
+        let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
+        run_until_bound(&state, client, scheduler, limit, n).await
+    });
+    (state, run)
+}
+
+/// Twelve pods, all queued before the first cycle, fewer than the limit: the loop
+/// hands them to the binding tasks in one batch, whose requests are all in flight
+/// together. They must reach the API server in the order the pods were scheduled
+/// (the list's, `o11` first), not in any order the batch happened to be sent in.
+#[test]
+fn a_batch_of_bindings_reaches_the_api_server_in_scheduling_order() {
+    let (state, run) = run_ordered(ApiServer { ordered: 12, ..ApiServer::default() }, 0);
+    let s = state.lock();
+    assert_eq!(binding_arrivals(&s), ordered_names(0..12), "{:?}", s.requests);
+    assert_eq!(run.bound, 12, "{run:?}");
+}
+
+/// Twelve 600 ms bindings with a limit of four: one binding task may keep a whole
+/// batch in flight, but never more bindings than the limit over all tasks. The
+/// first two batches are the first eight pods scheduled, in order (the third may
+/// be split between tasks once room frees up).
+#[test]
+fn batched_bindings_keep_the_limit_and_the_order() {
+    let (state, run) = run_ordered(ApiServer { ordered: 12, slow_bind: true, ..ApiServer::default() }, 4);
+    let s = state.lock();
+    let arrivals = binding_arrivals(&s);
+    assert_eq!(s.max_in_flight, 4, "{:?}", s.requests);
+    assert_eq!(arrivals[..8], ordered_names(0..8), "{arrivals:?}");
+    let (mut all, mut want) = (arrivals.clone(), ordered_names(0..12));
+    all.sort();
+    want.sort();
+    assert_eq!(all, want);
+    assert_eq!(run.bound, 12, "{run:?}");
 }
 
 #[test]

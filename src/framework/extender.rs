@@ -368,6 +368,12 @@ impl Extenders {
         }
     }
 
+    /// Whether an extender is an interested binder for `pod` (then the Bind stage is
+    /// the extenders', [`Extenders::bind`]).
+    pub fn binds(&self, pod: &PodInfo) -> bool {
+        self.list.iter().any(|e| e.is_binder() && e.is_interested(pod))
+    }
+
     /// The Bind stage (upstream `extendersBinding`): the first binder interested in
     /// the pod binds it; an ignorable binder's error passes to the next one. `None`
     /// when no extender bound (the Bind plugins run), else the outcome.

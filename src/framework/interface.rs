@@ -303,6 +303,14 @@ pub trait PreBindPlugin: Plugin {
 pub trait BindPlugin: Plugin {
     /// Performs the binding.
     fn bind(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+
+    /// Something a driver may recognise (by downcasting) to do this plugin's binding
+    /// itself, e.g. many bindings at once on an async task, instead of calling
+    /// [`BindPlugin::bind`] (see [`crate::scheduler::ReadyToBind::delegate`]). Only
+    /// for plugins that never skip. `None` (the default): always call `bind`.
+    fn delegate(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Informational, after a successful bind.

@@ -35,7 +35,11 @@
 //!   blocking tasks of the runtime, started once), as upstream runs each binding
 //!   cycle on a goroutine: the loop schedules the next pod while the API server
 //!   answers. Bindings held at Permit go to the same binding tasks once their wait
-//!   is over.
+//!   is over. A binding task takes every queued binding it has room for, runs
+//!   their PreBind, and keeps the pods/binding requests of [`KubeBinder`] in flight
+//!   together, finishing each binding cycle (PostBind, filing the pod) as its answer
+//!   comes; a binding that another Bind plugin or an extender decides runs whole
+//!   on the task, as before.
 //! - **Hand-overs are batched**, since each wake-up of a sleeping thread costs more
 //!   than the work it hands over: the loop hands bindings to the tasks a batch at a
 //!   time (when the batch is full or the loop runs out of work), waking one task;

@@ -1,17 +1,31 @@
 //! The binding tasks: long-lived blocking tasks that run the binding cycles the
 //! scheduling loop hands over in batches, and hand their reports back in batches, so
 //! a pod costs a fraction of a thread wake-up on either side.
+//!
+//! A task takes every queued binding it has room for, runs their PreBind, then keeps
+//! the pods/binding requests of [`KubeBinder`] bindings in flight together
+//! (`FuturesUnordered`, one `block_on` per answer at most): the kube client's
+//! request buffer then wakes once for the batch instead of twice per pod, and the
+//! task sleeps once for a batch of answers. Each answer finishes its binding cycle
+//! (PostBind, filing the pod) outside the `block_on`, so PostBind plugins run on a
+//! plain blocking thread as before. Bindings that another Bind plugin (or an
+//! extender) decides run whole, one after the other, as before.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 
+use super::KubeBinder;
 use super::writer::{Outgoing, Reporting};
 use super::{Counters, report_binding};
-use crate::scheduler::PendingBinding;
+use crate::framework::Status;
+use crate::plugins::default_binder::DefaultBinder;
+use crate::scheduler::{PendingBind, PendingBinding};
 
 /// How long a queued binding may wait before another idle task is woken for it. One
 /// task keeps up with a fast API server on its own; when bindings are slow (each
@@ -24,9 +38,10 @@ pub(super) const STALE: Duration = Duration::from_millis(1);
 const REPORT_BATCH: usize = 32;
 
 /// `slots` blocking tasks of the runtime sharing one queue. At most `slots` bindings
-/// run at once; at most `slots` more wait in the queue (the loop waits for room
-/// beyond that), each holding its pod's reservation as upstream's binding goroutines
-/// do while they wait for the API server.
+/// run at once (counted over all tasks: one task may run them all); at most `slots`
+/// more wait in the queue (the loop waits for room beyond that), each holding its
+/// pod's reservation as upstream's binding goroutines do while they wait for the
+/// API server.
 pub(super) struct BindingPool {
     shared: Arc<Shared>,
     workers: Vec<tokio::task::JoinHandle<()>>,
@@ -49,6 +64,8 @@ struct State {
     idle: usize,
     /// Tasks still running (a panicking binding cycle ends its task).
     alive: usize,
+    /// Bindings taken from the queue and not finished yet.
+    running: usize,
     /// The loop waits on `room`.
     full: bool,
     /// No more bindings: the tasks drain the queue and end.
@@ -59,6 +76,12 @@ impl State {
     /// Whether the oldest queued binding has waited [`STALE`] or longer at `now`.
     fn stale(&self, now: Instant) -> bool {
         self.queue.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) >= STALE)
+    }
+
+    /// Whether an idle task should be woken for the queue: one is idle, another
+    /// binding may start, and the queue has waited [`STALE`].
+    fn wants_help(&self, slots: usize, now: Instant) -> bool {
+        self.idle > 0 && self.running < slots && self.stale(now)
     }
 }
 
@@ -96,7 +119,8 @@ impl BindingPool {
             .map(|_| {
                 let alive = Alive(shared.clone());
                 let (reporting, counters, kick) = (reporting.clone(), counters.clone(), kick.clone());
-                rt.spawn_blocking(move || work(&alive.0, &reporting, &counters, &kick))
+                let handle = rt.clone();
+                rt.spawn_blocking(move || work(&alive.0, &handle, &reporting, &counters, &kick))
             })
             .collect();
         BindingPool { shared, workers }
@@ -123,9 +147,9 @@ impl BindingPool {
             return false;
         }
         let now = Instant::now();
-        let stale = st.stale(now);
+        let help = st.wants_help(s.slots, now);
         st.queue.extend(batch.drain(..).map(|b| (now, b)));
-        if st.idle > 0 && (st.idle == st.alive || stale) {
+        if st.idle > 0 && (st.idle == st.alive || help) {
             s.work.notify_one();
         }
         true
@@ -137,7 +161,7 @@ impl BindingPool {
     pub(super) fn nudge(&self) -> bool {
         let s = &*self.shared;
         let st = s.state.lock();
-        if st.idle > 0 && st.stale(Instant::now()) {
+        if st.wants_help(s.slots, Instant::now()) {
             s.work.notify_one();
         }
         !st.queue.is_empty()
@@ -155,10 +179,12 @@ impl BindingPool {
     }
 }
 
-/// One task: takes bindings until the queue is empty, then hands its reports over
-/// in one batch and sleeps.
-fn work(s: &Shared, reporting: &Reporting, counters: &Counters, kick: &Notify) {
+/// One task: takes the queued bindings it has room for and runs them
+/// ([`run_batch`]) until the queue is empty, then hands its reports over in one
+/// batch and sleeps.
+fn work(s: &Shared, rt: &tokio::runtime::Handle, reporting: &Reporting, counters: &Counters, kick: &Notify) {
     let mut out: Vec<Outgoing> = Vec::new();
+    let mut taken: Vec<PendingBinding> = Vec::with_capacity(s.slots);
     let mut st = s.state.lock();
     loop {
         if out.len() >= REPORT_BATCH || (st.queue.is_empty() && !out.is_empty()) {
@@ -169,25 +195,99 @@ fn work(s: &Shared, reporting: &Reporting, counters: &Counters, kick: &Notify) {
             st = s.state.lock();
             continue;
         }
-        if let Some((_, b)) = st.queue.pop_front() {
+        let room = s.slots.saturating_sub(st.running).min(st.queue.len());
+        if room > 0 {
+            taken.extend(st.queue.drain(..room).map(|(_, b)| b));
+            st.running += room;
             // A backlog that has waited: another task helps.
-            if st.idle > 0 && st.stale(Instant::now()) {
+            if st.wants_help(s.slots, Instant::now()) {
                 s.work.notify_one();
             }
             if st.full {
                 s.room.notify_one();
             }
             drop(st);
-            let a = b.run();
-            report_binding(&mut out, &a, counters);
+            run_batch(s, rt, &mut taken, &mut out, counters);
             st = s.state.lock();
             continue;
         }
-        if st.closed {
+        if st.closed && st.queue.is_empty() {
+            // Tasks waiting for room to take the last bindings may go too.
+            s.work.notify_all();
             return;
         }
         st.idle += 1;
         s.work.wait(&mut st);
         st.idle -= 1;
+    }
+}
+
+/// Runs the bindings in `taken` (emptying it): PreBind for each, then the
+/// [`KubeBinder`] requests all in flight together, each answer finishing its
+/// binding cycle as it comes; other binders' cycles run whole.
+fn run_batch(
+    s: &Shared,
+    rt: &tokio::runtime::Handle,
+    taken: &mut Vec<PendingBinding>,
+    out: &mut Vec<Outgoing>,
+    counters: &Counters,
+) {
+    let mut running = Running { s, n: taken.len() };
+    let mut sending = FuturesUnordered::new();
+    for b in taken.drain(..) {
+        let a = match b.pre_bind() {
+            Err(a) => *a,
+            Ok(p) => match p.delegate().and_then(|d| d.downcast_ref::<KubeBinder>()).cloned() {
+                // Pushed in order: the requests reach the client in the order the
+                // loop scheduled the pods.
+                Some(binder) => {
+                    sending.push(send(binder, p));
+                    continue;
+                }
+                None => p.bind(),
+            },
+        };
+        report_binding(out, &a, counters);
+        running.done(1);
+    }
+    while !sending.is_empty() {
+        let Some((p, status)) = rt.block_on(sending.next()) else { break };
+        let a = p.bound(status);
+        report_binding(out, &a, counters);
+        running.done(1);
+    }
+}
+
+/// Sends `p`'s binding through `binder`; hands `p` back with the Bind status.
+async fn send(binder: KubeBinder, p: PendingBind) -> (PendingBind, Status) {
+    let result = binder.send(&p.pod().pod, p.node()).await;
+    (p, DefaultBinder::outcome(result))
+}
+
+/// A task's share of [`State::running`]: given back as its bindings finish, and
+/// all of it if a binding cycle panics.
+struct Running<'a> {
+    s: &'a Shared,
+    n: usize,
+}
+
+impl Running<'_> {
+    fn done(&mut self, n: usize) {
+        let n = n.min(self.n);
+        self.n -= n;
+        let mut st = self.s.state.lock();
+        st.running -= n;
+        if st.closed {
+            // Tasks waiting for room to take the last bindings.
+            self.s.work.notify_all();
+        }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            self.done(self.n);
+        }
     }
 }

@@ -16,11 +16,13 @@ use crate::plugins::default_binder::Binder;
 use crate::snapshot::PodInfo;
 
 /// Binds through the pods/binding subresource (upstream `DefaultBinder.Bind`,
-/// `pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`). Runs on the
-/// binding task `run` gives each binding cycle (bindings resumed after Permit
-/// included) and blocks it until the API server answers; a conflict or a
-/// missing pod is an `Err`, so the binding cycle unreserves the pod, the cache forgets
-/// it and the queue retries it (a deleted pod then leaves with its watch event).
+/// `pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`). Under
+/// [`run`](super::run) the binding tasks send its bindings themselves, many in
+/// flight at once (it is the DefaultBinder's [`Binder::delegate`]); called as a
+/// plain [`Binder`] it blocks its thread until the API server answers. A conflict or
+/// a missing pod is an `Err`, so the binding cycle unreserves the pod, the cache
+/// forgets it and the queue retries it (a deleted pod then leaves with its watch
+/// event).
 #[derive(Clone)]
 pub struct KubeBinder {
     client: kube::Client,
@@ -72,13 +74,13 @@ struct BindingTarget<'a> {
     name: &'a str,
 }
 
-impl Binder for KubeBinder {
-    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+impl KubeBinder {
+    /// The pods/binding POST for `pod` onto `node`. Written directly: the body from
+    /// the pod's borrowed fields, the path in one string (an `Api` would erase its
+    /// resource type into five strings on every bind, and a typed Binding would copy
+    /// each field).
+    fn request(pod: &Pod, node: &str) -> Result<http::Request<Vec<u8>>, String> {
         let m = &pod.metadata;
-        // The request is written directly: the body from the pod's borrowed fields, the
-        // path in one string (an `Api` would erase its resource type into five strings
-        // on every bind, and a typed Binding would copy each field). The API server
-        // answers with a Status, of which only the HTTP code matters.
         if m.name.is_empty() || m.name.contains('/') {
             return Err(format!("binding {} to {node}: invalid pod name {:?}", pod.key(), m.name));
         }
@@ -89,7 +91,7 @@ impl Binder for KubeBinder {
             metadata: BindingMeta { name: &m.name, namespace: &m.namespace, uid: &m.uid },
             target: BindingTarget { api_version: "v1", kind: "Node", name: node },
         };
-        let req = serde_json::to_vec(&body)
+        serde_json::to_vec(&body)
             .map_err(kube::Error::SerdeError)
             .and_then(|body| {
                 http::Request::post(format!("/api/v1/namespaces/{ns}/pods/{}/binding", m.name))
@@ -97,11 +99,30 @@ impl Binder for KubeBinder {
                     .body(body)
                     .map_err(kube::Error::HttpError)
             })
-            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))?;
-        self.rt
-            .block_on(self.client.request::<serde::de::IgnoredAny>(req))
+            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
+    }
+
+    /// Posts the Binding and waits for the answer (on any task): the API server
+    /// answers with a Status, of which only the HTTP code matters. The binding tasks
+    /// of [`run`](super::run) call this for many pods at once (the binder is their
+    /// [`Binder::delegate`]), so one wake-up carries a batch of bindings to the
+    /// client and back.
+    pub(super) async fn send(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        let req = Self::request(pod, node)?;
+        self.client
+            .request::<serde::de::IgnoredAny>(req)
+            .await
             .map(drop)
             .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
+    }
+}
+
+impl Binder for KubeBinder {
+    fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
+        self.rt.block_on(self.send(pod, node))
+    }
+    fn delegate(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 

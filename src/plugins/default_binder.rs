@@ -16,6 +16,14 @@ pub trait Binder: Send + Sync + 'static {
     /// Binds `pod` to `node`; an `Err` fails the binding cycle (the pod is unreserved
     /// and retried).
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String>;
+
+    /// Lets a driver recognise this binder (by downcasting) and bind for it, e.g.
+    /// many bindings at once ([`DefaultBinder`] hands it out as its
+    /// [`BindPlugin::delegate`]); the driver reports the outcome through
+    /// [`DefaultBinder::outcome`]. `None` (the default): always call `bind`.
+    fn delegate(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A binder that records bindings in memory (tests, simulations).
@@ -65,6 +73,9 @@ impl<B: Binder> Binder for Arc<B> {
     fn bind(&self, pod: &Pod, node: &str) -> Result<(), String> {
         (**self).bind(pod, node)
     }
+    fn delegate(&self) -> Option<&dyn std::any::Any> {
+        (**self).delegate()
+    }
 }
 
 /// The DefaultBinder plugin.
@@ -82,6 +93,15 @@ impl DefaultBinder {
     /// Binds through `binder`.
     pub fn new(binder: impl Binder) -> Self {
         DefaultBinder { binder: Box::new(binder) }
+    }
+
+    /// The Bind status for a [`Binder`]'s result, as [`BindPlugin::bind`] returns it
+    /// (for a driver that bound on the binder's behalf, see [`Binder::delegate`]).
+    pub fn outcome(result: Result<(), String>) -> Status {
+        match result {
+            Ok(()) => Status::SUCCESS,
+            Err(e) => Status::error(format!("binding rejected: {e}")),
+        }
     }
 }
 
@@ -106,9 +126,9 @@ impl Plugin for DefaultBinder {
 
 impl BindPlugin for DefaultBinder {
     fn bind(&self, _: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
-        match self.binder.bind(&pod.pod, node) {
-            Ok(()) => Status::SUCCESS,
-            Err(e) => Status::error(format!("binding rejected: {e}")),
-        }
+        DefaultBinder::outcome(self.binder.bind(&pod.pod, node))
+    }
+    fn delegate(&self) -> Option<&dyn std::any::Any> {
+        self.binder.delegate()
     }
 }

@@ -173,7 +173,16 @@ impl BindingCycle {
     /// Waits at Permit if needed, then PreBind, Bind and PostBind. On success the
     /// cache marks the binding finished; on failure every Reserve plugin's Unreserve
     /// runs in reverse order and the assumed pod is forgotten.
-    pub fn run(mut self) -> Result<Arc<PodInfo>, BindError> {
+    pub fn run(self) -> Result<Arc<PodInfo>, BindError> {
+        self.pre_bind()?.bind()
+    }
+
+    /// The binding cycle up to its Bind step: waits at Permit if needed, then runs
+    /// PreBind. On failure the pod is unreserved and forgotten, as by
+    /// [`BindingCycle::run`]. A driver that sends bindings itself (many at once, see
+    /// [`ReadyToBind::delegate`]) goes on with [`ReadyToBind::bound`]; anyone else
+    /// with [`ReadyToBind::bind`].
+    pub fn pre_bind(mut self) -> Result<ReadyToBind, BindError> {
         let mut i = self.inner.take().expect("a BindingCycle is consumed by run or abort");
         if let Some(wp) = i.waiting.take() {
             let s = wp.wait(i.handle.clock());
@@ -193,31 +202,8 @@ impl BindingCycle {
         if !s.is_success() {
             return Err(fail(&mut i, s));
         }
-        let s = time_point(
-            m,
-            MetricPoint::Bind,
-            // Extenders bind first (upstream `extendersBinding`); the Bind plugins run
-            // when none is an interested binder.
-            || match crate::framework::Extenders::of(&i.handle).and_then(|e| e.bind(&i.pod, i.node.as_str())) {
-                Some(s) => s,
-                None => runtime::run_bind(&i.profile, &mut i.state, &i.pod, i.node.as_str(), t.map(|t| &t.bind)),
-            },
-            Status::code,
-        );
-        if !s.is_success() {
-            return Err(fail(&mut i, s));
-        }
-        let _ = i.cache.lock().finish_binding(&i.pod.uid);
-        time_point(
-            m,
-            MetricPoint::PostBind,
-            || runtime::run_post_bind(&i.profile, &i.state, &i.pod, i.node.as_str(), t.map(|t| &t.post_bind)),
-            |()| Code::Success,
-        );
-        if let Some(m) = &i.metrics {
-            m.profile.observe_attempt(AttemptResult::Scheduled, m.started.elapsed());
-        }
-        Ok(i.pod)
+        let since = i.metrics.as_ref().map(|_| Instant::now());
+        Ok(ReadyToBind { inner: Some(i), since })
     }
 
     /// Gives up on the binding: unreserve in reverse order and forget the pod.
@@ -233,6 +219,123 @@ impl Drop for BindingCycle {
             fail(&mut i, Status::unschedulable("binding cycle dropped"));
         }
     }
+}
+
+/// A binding cycle past PreBind, at its Bind step (from [`BindingCycle::pre_bind`]).
+/// Dropping it aborts the binding, as dropping a [`BindingCycle`] does.
+#[must_use = "a binding cycle holds a reservation until it is bound or aborted"]
+pub struct ReadyToBind {
+    inner: Option<Inner>,
+    /// When Bind started, when metrics are recorded.
+    since: Option<Instant>,
+}
+
+impl std::fmt::Debug for ReadyToBind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            Some(i) => f
+                .debug_struct("ReadyToBind")
+                .field("pod", &i.pod.uid)
+                .field("node", &i.node.as_str())
+                .finish_non_exhaustive(),
+            None => f.write_str("ReadyToBind(done)"),
+        }
+    }
+}
+
+impl ReadyToBind {
+    fn inner(&self) -> &Inner {
+        self.inner.as_ref().expect("a ReadyToBind is consumed by bind or bound")
+    }
+
+    /// The pod as assumed.
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.inner().pod
+    }
+
+    /// The node chosen.
+    pub fn node(&self) -> &str {
+        self.inner().node.as_str()
+    }
+
+    /// What the Bind plugin that will decide offers a driver that binds for it
+    /// ([`BindPlugin::delegate`](crate::framework::BindPlugin::delegate)): `Some` only
+    /// when no extender is an interested binder for the pod (upstream
+    /// `extendersBinding` comes first) and the profile's first Bind plugin delegates
+    /// (it never skips, so it decides). The kube runtime recognises its own
+    /// `KubeBinder` here and sends the binding itself, many at once, then reports
+    /// with [`ReadyToBind::bound`].
+    pub fn delegate(&self) -> Option<&dyn std::any::Any> {
+        let i = self.inner();
+        if crate::framework::Extenders::of(&i.handle).is_some_and(|e| e.binds(&i.pod)) {
+            return None;
+        }
+        i.profile.bind.first().and_then(|p| p.plugin.delegate())
+    }
+
+    /// Runs Bind (extenders first, then the Bind plugins) and finishes the cycle:
+    /// PostBind on success, Unreserve and forget on failure.
+    pub fn bind(mut self) -> Result<Arc<PodInfo>, BindError> {
+        let mut i = self.inner.take().expect("a ReadyToBind is consumed by bind or bound");
+        let m = i.metrics.as_ref().map(|m| &*m.profile);
+        let t = i.metrics.as_ref().and_then(|m| m.timers.as_deref());
+        let s = time_point(
+            m,
+            MetricPoint::Bind,
+            // Extenders bind first (upstream `extendersBinding`); the Bind plugins run
+            // when none is an interested binder.
+            || match crate::framework::Extenders::of(&i.handle).and_then(|e| e.bind(&i.pod, i.node.as_str())) {
+                Some(s) => s,
+                None => runtime::run_bind(&i.profile, &mut i.state, &i.pod, i.node.as_str(), t.map(|t| &t.bind)),
+            },
+            Status::code,
+        );
+        after_bind(i, s)
+    }
+
+    /// Finishes the cycle with the outcome of a Bind the caller did on behalf of
+    /// [`ReadyToBind::delegate`]'s plugin (`status` as that plugin would have
+    /// returned it; a failure is attributed to it). The Bind metric covers the time
+    /// since PreBind ended.
+    pub fn bound(mut self, status: Status) -> Result<Arc<PodInfo>, BindError> {
+        let i = self.inner.take().expect("a ReadyToBind is consumed by bind or bound");
+        let status = match i.profile.bind.first() {
+            Some(p) if !status.is_success() => status.with_plugin(p.name),
+            _ => status,
+        };
+        if let (Some(m), Some(since)) = (&i.metrics, self.since) {
+            m.profile.observe_point(MetricPoint::Bind, status.code(), since.elapsed());
+        }
+        after_bind(i, status)
+    }
+}
+
+impl Drop for ReadyToBind {
+    fn drop(&mut self) {
+        if let Some(mut i) = self.inner.take() {
+            fail(&mut i, Status::unschedulable("binding cycle dropped"));
+        }
+    }
+}
+
+/// The end of a binding cycle whose Bind returned `s`.
+fn after_bind(mut i: Inner, s: Status) -> Result<Arc<PodInfo>, BindError> {
+    if !s.is_success() {
+        return Err(fail(&mut i, s));
+    }
+    let m = i.metrics.as_ref().map(|m| &*m.profile);
+    let t = i.metrics.as_ref().and_then(|m| m.timers.as_deref());
+    let _ = i.cache.lock().finish_binding(&i.pod.uid);
+    time_point(
+        m,
+        MetricPoint::PostBind,
+        || runtime::run_post_bind(&i.profile, &i.state, &i.pod, i.node.as_str(), t.map(|t| &t.post_bind)),
+        |()| Code::Success,
+    );
+    if let Some(m) = &i.metrics {
+        m.profile.observe_attempt(AttemptResult::Scheduled, m.started.elapsed());
+    }
+    Ok(i.pod)
 }
 
 fn fail(i: &mut Inner, status: Status) -> BindError {

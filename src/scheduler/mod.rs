@@ -27,6 +27,7 @@ mod group_walk_tests;
 mod node_filter;
 #[cfg(feature = "parallel")]
 mod parallel;
+mod pending;
 mod placement;
 mod pod_group;
 #[cfg(test)]
@@ -48,7 +49,7 @@ use parking_lot::Mutex;
 use batch::OpportunisticBatch;
 pub use batch::{BatchAttempt, BatchStats, FlushReason, MAX_BATCH_AGE};
 use binding::BindingMetrics;
-pub use binding::{BindError, BindingCycle};
+pub use binding::{BindError, BindingCycle, ReadyToBind};
 pub use builder::SchedulerBuilder;
 pub use config::{
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, MIN_FEASIBLE_NODES_TO_FIND, ScheduleError, SchedulerConfig, TieBreak,
@@ -57,7 +58,7 @@ pub use config::{
 pub use fit_error::{Diagnosis, FitError};
 pub use group_preemption::{MSG_NO_CANDIDATES, MSG_NO_VICTIMS, MSG_NOT_REGISTERED, MSG_TOPOLOGY};
 pub use run::{
-    Attempt, AttemptOutcome, EventError, Next, PendingBinding, PodState, RunSummary, SCHEDULER_REJECTOR,
+    Attempt, AttemptOutcome, EventError, Next, PendingBind, PendingBinding, PodState, RunSummary, SCHEDULER_REJECTOR,
     SchedulerEvents,
 };
 

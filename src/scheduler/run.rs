@@ -28,6 +28,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::pending::BindingFinisher;
+pub use super::pending::{PendingBind, PendingBinding};
 use super::{BindError, BindingCycle, ScheduleError, Scheduler};
 use crate::framework::{ClusterEvent, EventObject, EventResource, Handle, Profile, VirtualClock};
 use crate::model::{Node, Pod, PodError};
@@ -454,8 +456,8 @@ impl Scheduler {
                 AttemptOutcome::Waiting(node)
             }
             Ok(binding) => {
-                let finisher = BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() };
-                return Some(Next::Bind(Box::new(PendingBinding { pod, binding, finisher })));
+                let finisher = BindingFinisher::new(self.queue.clone(), self.handle.clone());
+                return Some(Next::Bind(Box::new(PendingBinding::new(pod, binding, finisher))));
             }
             Err(error) => self.cycle_failed(&pod, error),
         };
@@ -485,7 +487,7 @@ impl Scheduler {
 
     /// Runs a binding cycle that won't block, and files the pod accordingly.
     pub(super) fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
-        BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() }.finish(binding)
+        BindingFinisher::new(self.queue.clone(), self.handle.clone()).finish(binding)
     }
 
     /// Runs every parked binding whose Permit wait is over. Returns the attempts.
@@ -520,10 +522,9 @@ impl Scheduler {
     pub fn resume_waiting_deferred(&mut self) -> Vec<PendingBinding> {
         self.take_resolved()
             .into_iter()
-            .map(|binding| PendingBinding {
-                pod: binding.pod().clone(),
-                binding,
-                finisher: BindingFinisher { queue: self.queue.clone(), handle: self.handle.clone() },
+            .map(|binding| {
+                let finisher = BindingFinisher::new(self.queue.clone(), self.handle.clone());
+                PendingBinding::new(binding.pod().clone(), binding, finisher)
             })
             .collect()
     }
@@ -661,94 +662,4 @@ pub enum Next {
     Attempt(Attempt),
     /// A binding cycle ready to run (PreBind, Bind, PostBind); boxed, being large.
     Bind(Box<PendingBinding>),
-}
-
-/// A pod's binding cycle, taken out of the loop to run on another thread; running it
-/// files the pod as [`Scheduler::schedule_next`] would have (bound, or unreserved
-/// and requeued). Dropping it unrun aborts the binding (the pod is forgotten by the
-/// cache but stays in the queue's in-flight set: run it).
-#[must_use = "a pending binding holds a reservation until it is run"]
-pub struct PendingBinding {
-    pod: Arc<PodInfo>,
-    binding: BindingCycle,
-    finisher: BindingFinisher,
-}
-
-impl std::fmt::Debug for PendingBinding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingBinding")
-            .field("pod", &self.pod.pod.key())
-            .field("node", &self.binding.node())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PendingBinding {
-    /// The pod.
-    pub fn pod(&self) -> &Arc<PodInfo> {
-        &self.pod
-    }
-
-    /// The node it is assumed on.
-    pub fn node(&self) -> &str {
-        self.binding.node()
-    }
-
-    /// Runs the binding cycle and files the pod.
-    pub fn run(self) -> Attempt {
-        let outcome = self.finisher.finish(self.binding);
-        Attempt { pod: self.pod, outcome }
-    }
-}
-
-/// What filing a finished binding needs, shareable with another thread.
-struct BindingFinisher {
-    queue: Arc<Mutex<SchedulingQueue>>,
-    handle: Handle,
-}
-
-impl BindingFinisher {
-    /// Runs a binding cycle that won't block, and files the pod accordingly.
-    fn finish(&self, binding: BindingCycle) -> AttemptOutcome {
-        let assumed = binding.pod().clone();
-        let uid = assumed.uid.clone();
-        let result = binding.run();
-        let uids = self.handle.take_pods_to_activate();
-        if !uids.is_empty() {
-            self.queue.lock().activate(uids.iter().map(|u| &**u));
-        }
-        match result {
-            Ok(pod) => {
-                let mut q = self.queue.lock();
-                let _ = q.done(&uid);
-                // In an embedded loop the binding is the pod's arrival on its node
-                // (upstream learns it from the informer): pods waiting for an
-                // assigned pod (e.g. pod affinity) may move.
-                q.on_event(events::ASSIGNED_POD_ADD, &EventObject::Pod { old: None, new: Some(pod.clone()) });
-                AttemptOutcome::Bound(pod.node_name().to_owned())
-            }
-            Err(error) => {
-                let rejectors: Vec<&'static str> = if error.status.is_rejected() {
-                    error.status.plugin().into_iter().filter(|p| *p != SCHEDULER_REJECTOR).collect()
-                } else {
-                    Vec::new()
-                };
-                let mut q = self.queue.lock();
-                let location = q.requeue_failed(&uid, &rejectors);
-                // The reservation is gone: other pods may fit now (upstream moves
-                // pods on `AssignedPodDelete` after a failed binding, but never the
-                // failed pod itself).
-                let obj = EventObject::Pod { old: Some(assumed), new: None };
-                if let Ok(QueueLocation::Unschedulable) = location {
-                    q.on_event_except(events::ASSIGNED_POD_DELETE, &obj, &uid);
-                } else {
-                    q.on_event(events::ASSIGNED_POD_DELETE, &obj);
-                }
-                match location {
-                    Ok(location) => AttemptOutcome::BindFailed { location, error },
-                    Err(_) => AttemptOutcome::Dropped,
-                }
-            }
-        }
-    }
 }
