@@ -185,7 +185,7 @@ mod tests {
         }
         // Every third pod also has pod-level requests (the totals with the
         // `PodLevelResources` gate on and off part ways).
-        if uid % 3 == 0 {
+        if uid.is_multiple_of(3) {
             b = b.pod_request("cpu", &format!("{}m", u32::from(cpu) + 100));
         }
         b
@@ -286,7 +286,8 @@ mod tests {
     #[test]
     fn from_nodes_fills_the_columns() {
         let nodes = (0..3).map(|i| {
-            let mut info = NodeInfo::new(Arc::new(NodeBuilder::new(&format!("n{i}")).cpu("4").memory("8Gi").pods(2).build()));
+            let mut info =
+                NodeInfo::new(Arc::new(NodeBuilder::new(&format!("n{i}")).cpu("4").memory("8Gi").pods(2).build()));
             for k in 0..i {
                 let p = PodInfo::new(PodBuilder::new(&format!("p{i}-{k}")).cpu("1").build()).unwrap();
                 info.add_pod(Arc::new(p));

@@ -132,12 +132,8 @@ pub(crate) fn balanced_nodes(
             let rows = nodes.snapshot().resource_rows();
             for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
                 let r = &rows[p];
-                let (before, after) = cpu_memory_balance_of(
-                    pc,
-                    pm,
-                    [r.alloc_cpu, r.alloc_memory],
-                    [r.requested_cpu, r.requested_memory],
-                );
+                let (before, after) =
+                    cpu_memory_balance_of(pc, pm, [r.alloc_cpu, r.alloc_memory], [r.requested_cpu, r.requested_memory]);
                 slot.score = combine(before, after);
             }
             return;

@@ -305,7 +305,10 @@ impl Resources {
                 node.non_zero_requested_for(self.pod_level)
             };
             let alloc = node.allocatable();
-            let present = CpuMemory { alloc: [alloc.milli_cpu, alloc.memory], requested: [requested.milli_cpu, requested.memory] };
+            let present = CpuMemory {
+                alloc: [alloc.milli_cpu, alloc.memory],
+                requested: [requested.milli_cpu, requested.memory],
+            };
             present.each([*pc, *pm], [*wc, *wm], f);
             return;
         }
@@ -334,11 +337,8 @@ impl CpuMemory {
     #[expect(clippy::inline_always, reason = "read once per node in the column loops")]
     #[inline(always)]
     fn of_row(r: &ResourceRow, use_requested: bool) -> CpuMemory {
-        let requested = if use_requested {
-            [r.requested_cpu, r.requested_memory]
-        } else {
-            [r.non_zero_cpu, r.non_zero_memory]
-        };
+        let requested =
+            if use_requested { [r.requested_cpu, r.requested_memory] } else { [r.non_zero_cpu, r.non_zero_memory] };
         CpuMemory { alloc: [r.alloc_cpu, r.alloc_memory], requested }
     }
 
@@ -471,13 +471,13 @@ struct RatioSum {
 
 impl RatioSum {
     #[inline]
-    fn add(&mut self, shape: &[(i64, i64)], a: i64, r: i64, w: i64) {
-        let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
-        let s = broken_linear(shape, p);
+    fn add(&mut self, shape: &[(i64, i64)], alloc: i64, requested: i64, weight: i64) {
+        let utilization = if requested > alloc { MAX_UTILIZATION } else { requested * MAX_UTILIZATION / alloc };
+        let score = broken_linear(shape, utilization);
         // Upstream counts a resource only when its score is positive.
-        if s > 0 {
-            self.node_score += s * w;
-            self.weight_sum += w;
+        if score > 0 {
+            self.node_score += score * weight;
+            self.weight_sum += weight;
         }
     }
 
@@ -569,7 +569,10 @@ impl CpuMemoryMean {
                 node.non_zero_requested_for(self.pod_level)
             };
             let alloc = node.allocatable();
-            let v = CpuMemory { alloc: [alloc.milli_cpu, alloc.memory], requested: [requested.milli_cpu, requested.memory] };
+            let v = CpuMemory {
+                alloc: [alloc.milli_cpu, alloc.memory],
+                requested: [requested.milli_cpu, requested.memory],
+            };
             slot.score = self.mean(v, same_weight, &f);
         }
     }
