@@ -431,6 +431,7 @@ impl Cache {
                 snap.nodes.push(info.clone());
             }
             snap.columns.rebuild(&snap.nodes, &old);
+            snap.resources.rebuild(&snap.nodes);
             snap.structure_generation = self.structure_generation;
             snap.rebuild_affinity_lists();
             snap.reset_log(self.generation);
@@ -448,6 +449,7 @@ impl Cache {
                     if relabel {
                         snap.columns.set(pos, info);
                     }
+                    snap.resources.set(pos, info);
                     stats.nodes_updated += 1;
                     snap.log_change(self.generation, pos);
                 }

@@ -6,6 +6,7 @@ mod label_columns;
 mod node_info;
 pub(crate) mod pod_groups;
 mod pod_info;
+mod resource_columns;
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ pub(crate) use label_columns::SnapshotBlock;
 pub use node_info::{NodeInfo, normalized_image};
 pub use pod_groups::{MemberState, PodGroupState, PodGroupStates};
 pub use pod_info::{HostPort, PodInfo};
+pub(crate) use resource_columns::ResourceRow;
 
 use crate::model::Symbol;
 
@@ -41,6 +43,8 @@ pub struct Snapshot {
     log_start: u64,
     /// Label-value columns by key, built on first use and kept by updates.
     columns: label_columns::LabelColumns,
+    /// Every node's resource totals by position, kept by every update.
+    resources: resource_columns::ResourceColumns,
 }
 
 /// Most in-place replacements [`Snapshot::changed_since`] remembers; older
@@ -66,6 +70,7 @@ impl Default for Snapshot {
             log: Vec::new(),
             log_start: 0,
             columns: label_columns::LabelColumns::default(),
+            resources: resource_columns::ResourceColumns::default(),
         }
     }
 }
@@ -111,6 +116,7 @@ impl Clone for Snapshot {
             log: self.log.clone(),
             log_start: self.log_start,
             columns: self.columns.clone(),
+            resources: self.resources.clone(),
         }
     }
 }
@@ -125,6 +131,7 @@ impl Snapshot {
                 *images.entry(img).or_default() += 1;
             }
             s.index.insert(n.name(), s.nodes.len());
+            s.resources.push(&n);
             s.nodes.push(Arc::new(n));
         }
         s.image_nodes = Arc::new(images);
@@ -180,6 +187,21 @@ impl Snapshot {
     #[inline]
     pub(crate) fn label_values(&self, key: Symbol, positions: &[usize], out: &mut [u32]) {
         self.columns.gather(&self.nodes, key, positions, out);
+    }
+
+    /// Every node's resource totals by position ([`ResourceRow`]): what
+    /// NodeResourcesFit's Filter and the Fit / BalancedAllocation scorers read, one
+    /// cache line per node, with the `PodLevelResources` gate on.
+    #[inline]
+    pub(crate) fn resource_rows(&self) -> &[ResourceRow] {
+        self.resources.rows()
+    }
+
+    /// Every node's `[allocatable, requested]` ephemeral storage by position (the
+    /// gate on), beside [`Snapshot::resource_rows`].
+    #[inline]
+    pub(crate) fn ephemeral_storage(&self) -> &[[i64; 2]] {
+        self.resources.ephemeral()
     }
 
     /// Nodes with at least one pod that has pod affinity or anti-affinity.
@@ -269,6 +291,7 @@ impl Snapshot {
         if !self.nodes[pos].same_node_object(&node) {
             self.columns.set(pos, &node);
         }
+        self.resources.set(pos, &node);
         self.nodes[pos] = node;
         self.log_change(g, pos);
         if self.nodes[pos].pods_with_affinity().is_empty() {
@@ -285,6 +308,7 @@ impl Snapshot {
         let info = Arc::make_mut(&mut self.nodes[pos]);
         f(info);
         info.set_generation(g);
+        self.resources.set(pos, info);
         self.log_change(g, pos);
     }
 
@@ -328,6 +352,7 @@ impl Snapshot {
         for &p in positions {
             if let Some(n) = self.nodes.get(p) {
                 s.index.insert(n.name(), s.nodes.len());
+                s.resources.push(n);
                 s.nodes.push(n.clone());
             }
         }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use super::ArgsError;
+use super::balance;
 use super::fit::DeviceClassResolver;
 use super::scoring::{self, ResourceSpec, Resources as ScoredResources, default_resources};
 use crate::framework::{
@@ -135,10 +136,10 @@ impl BalancedAllocation {
         let (reqs, dra) = (&s.0, s.1.as_ref());
         match self.scoring {
             BalancedScoring::BalanceAfterPlacement => {
-                scoring::balanced_nodes(&self.scored, reqs, nodes, scores, dra, |_, after| after);
+                balance::balanced_nodes(&self.scored, reqs, nodes, scores, dra, |_, after| after);
             }
             BalancedScoring::ChangeInBalance => {
-                scoring::balanced_nodes(&self.scored, reqs, nodes, scores, dra, change_in_balance);
+                balance::balanced_nodes(&self.scored, reqs, nodes, scores, dra, change_in_balance);
             }
         }
     }
@@ -146,9 +147,9 @@ impl BalancedAllocation {
     fn score_with(&self, s: &BalancedState, node: &NodeInfo) -> i64 {
         let (reqs, dra) = (&s.0, s.1.as_ref());
         match self.scoring {
-            BalancedScoring::BalanceAfterPlacement => scoring::balanced_score(&self.scored, reqs, node, dra),
+            BalancedScoring::BalanceAfterPlacement => balance::balanced_score(&self.scored, reqs, node, dra),
             BalancedScoring::ChangeInBalance => {
-                let (before, after) = scoring::balanced_before_after(&self.scored, reqs, node, dra);
+                let (before, after) = balance::balanced_before_after(&self.scored, reqs, node, dra);
                 change_in_balance(before, after)
             }
         }

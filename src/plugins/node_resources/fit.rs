@@ -348,6 +348,11 @@ impl FilterPlugin for Fit {
             computed = self.state_for(pod);
             &computed
         };
+        if s.scalar.is_empty() && s.pod_level {
+            // Pods, cpu, memory and ephemeral-storage only, and the node totals the
+            // snapshot's resource columns hold: one row read per node.
+            return filter_rows(s, nodes, statuses);
+        }
         if s.scalar.is_empty() {
             // Pods, cpu, memory and ephemeral-storage only (every pod of a trace
             // replay): one pass per node gives both the verdict and the reasons.
@@ -482,6 +487,45 @@ fn native_status(short: usize, unresolvable: bool) -> Status {
         crate::framework::Code::Unschedulable
     };
     Status::from_static_list(code, NATIVE_SHORT[short])
+}
+
+/// [`native_short`] and [`native_status`] over a `filter_nodes` chunk, reading the
+/// snapshot's resource columns instead of each node's `NodeInfo`: for a pod without
+/// extended resources (after `ignoredResources`) with the `PodLevelResources` gate
+/// on, whose node totals are the ones the columns hold. The same tests as upstream
+/// `fitsRequest` in the same order (pods, cpu, memory, ephemeral-storage), so the
+/// same verdicts, reasons and codes; `allocatable - requested` wraps as the per-node
+/// path does in a release build. Returns the failure mask.
+fn filter_rows(s: &FitState, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
+    let snap = nodes.snapshot();
+    let (rows, ephemeral) = (snap.resource_rows(), snap.ephemeral_storage());
+    let idx = nodes.indices();
+    let n = idx.len().min(statuses.len()).min(64);
+    let (idx, statuses) = (&idx[..n], &mut statuses[..n]);
+    let (cpu, memory, storage) = (s.milli_cpu, s.memory, s.ephemeral_storage);
+    let mut failed = 0;
+    for (i, &p) in idx.iter().enumerate() {
+        let r = &rows[p];
+        let mut short = usize::from(r.pod_room <= 0);
+        let mut unresolvable = false;
+        if cpu > 0 && cpu > r.alloc_cpu.wrapping_sub(r.requested_cpu) {
+            short |= 2;
+            unresolvable |= cpu > r.alloc_cpu;
+        }
+        if memory > 0 && memory > r.alloc_memory.wrapping_sub(r.requested_memory) {
+            short |= 4;
+            unresolvable |= memory > r.alloc_memory;
+        }
+        if storage > 0 && storage > r.ephemeral_free {
+            short |= 8;
+            unresolvable |= storage > ephemeral[p][0];
+        }
+        if short != 0 {
+            statuses[i] = native_status(short, unresolvable);
+            failed |= 1 << i;
+        }
+    }
+    failed
 }
 
 impl PreScorePlugin for Fit {

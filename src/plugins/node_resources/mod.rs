@@ -1,7 +1,10 @@
 //! NodeResourcesFit and NodeResourcesBalancedAllocation
 //! (upstream `pkg/scheduler/framework/plugins/noderesources`).
 
+mod balance;
 mod balanced_allocation;
+#[cfg(test)]
+mod column_tests;
 mod fit;
 mod scoring;
 

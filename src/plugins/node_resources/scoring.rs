@@ -9,7 +9,7 @@ use super::ArgsError;
 use crate::dra::ExtendedDeviceCounts;
 use crate::framework::{MAX_NODE_SCORE, NodeScore};
 use crate::model::{Symbol, native_names};
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, ResourceRow};
 
 /// A resource and its weight in a score.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,7 +177,7 @@ pub(crate) struct Resources {
     pub weights: SmallVec<[i64; 4]>,
     /// Exactly `[cpu, memory]`, the default of both scorers: served by a
     /// straight-line path instead of the general loop.
-    cpu_memory: bool,
+    pub cpu_memory: bool,
     /// The `PodLevelResources` gate: whether pod-level requests count, for the pod
     /// and for the pods on each node.
     pub pod_level: bool,
@@ -305,12 +305,11 @@ impl Resources {
                 node.non_zero_requested_for(self.pod_level)
             };
             let alloc = node.allocatable();
-            if alloc.milli_cpu != 0 {
-                f(alloc.milli_cpu, requested.milli_cpu + pc, *pc, *wc);
-            }
-            if alloc.memory != 0 {
-                f(alloc.memory, requested.memory + pm, *pm, *wm);
-            }
+            let present = CpuMemory {
+                alloc: [alloc.milli_cpu, alloc.memory],
+                requested: [requested.milli_cpu, requested.memory],
+            };
+            present.each([*pc, *pm], [*wc, *wm], f);
             return;
         }
         for (i, ((kind, &pr), &w)) in self.kinds.iter().zip(pod_requests).zip(&self.weights).enumerate() {
@@ -318,6 +317,42 @@ impl Resources {
             if a != 0 {
                 f(a, r, pr, w);
             }
+        }
+    }
+}
+
+/// A node's cpu and memory as the default `[cpu, memory]` scores read them, from its
+/// `NodeInfo` or from the snapshot's resource columns.
+#[derive(Debug, Clone, Copy)]
+struct CpuMemory {
+    /// Allocatable `[cpu, memory]`.
+    alloc: [i64; 2],
+    /// Requested `[cpu, memory]` (plain or with scoring defaults) without the pod.
+    requested: [i64; 2],
+}
+
+impl CpuMemory {
+    /// The node's entry of the resource columns: requested with scoring defaults
+    /// unless `use_requested`.
+    #[expect(clippy::inline_always, reason = "read once per node in the column loops")]
+    #[inline(always)]
+    fn of_row(r: &ResourceRow, use_requested: bool) -> CpuMemory {
+        let requested =
+            if use_requested { [r.requested_cpu, r.requested_memory] } else { [r.non_zero_cpu, r.non_zero_memory] };
+        CpuMemory { alloc: [r.alloc_cpu, r.alloc_memory], requested }
+    }
+
+    /// [`Resources::for_each_present`] for `[cpu, memory]`: `f(allocatable,
+    /// requested + pod, pod, weight)` for each with allocatable > 0, cpu first.
+    #[expect(clippy::inline_always, reason = "the scorers' per-node closures must inline into their loops")]
+    #[inline(always)]
+    fn each(self, pod: [i64; 2], weights: [i64; 2], mut f: impl FnMut(i64, i64, i64, i64)) {
+        let CpuMemory { alloc: [ac, am], requested: [rc, rm] } = self;
+        if ac != 0 {
+            f(ac, rc + pod[0], pod[0], weights[0]);
+        }
+        if am != 0 {
+            f(am, rm + pod[1], pod[1], weights[1]);
         }
     }
 }
@@ -418,27 +453,46 @@ impl Scorer {
             Scorer::Least => weighted_mean(res, pod_requests, node, use_requested, dra, least_requested_score),
             Scorer::Most => weighted_mean(res, pod_requests, node, use_requested, dra, most_requested_score),
             Scorer::Ratio(shape) => {
-                let mut node_score = 0i64;
-                let mut weight_sum = 0i64;
-                res.for_each_present(pod_requests, node, use_requested, dra, |a, r, _, w| {
-                    let p = if r > a { MAX_UTILIZATION } else { r * MAX_UTILIZATION / a };
-                    let s = broken_linear(shape, p);
-                    // Upstream counts a resource only when its score is positive.
-                    if s > 0 {
-                        node_score += s * w;
-                        weight_sum += w;
-                    }
-                });
-                if weight_sum == 0 { 0 } else { (node_score as f64 / weight_sum as f64).round() as i64 }
+                let mut acc = RatioSum::default();
+                res.for_each_present(pod_requests, node, use_requested, dra, |a, r, _, w| acc.add(shape, a, r, w));
+                acc.score()
             }
         }
+    }
+}
+
+/// RequestedToCapacityRatio's weighted sum over a node's resources (upstream
+/// `requested_to_capacity_ratio.go`).
+#[derive(Debug, Default)]
+struct RatioSum {
+    node_score: i64,
+    weight_sum: i64,
+}
+
+impl RatioSum {
+    #[inline]
+    fn add(&mut self, shape: &[(i64, i64)], alloc: i64, requested: i64, weight: i64) {
+        let utilization = if requested > alloc { MAX_UTILIZATION } else { requested * MAX_UTILIZATION / alloc };
+        let score = broken_linear(shape, utilization);
+        // Upstream counts a resource only when its score is positive.
+        if score > 0 {
+            self.node_score += score * weight;
+            self.weight_sum += weight;
+        }
+    }
+
+    #[inline]
+    fn score(&self) -> i64 {
+        if self.weight_sum == 0 { 0 } else { (self.node_score as f64 / self.weight_sum as f64).round() as i64 }
     }
 }
 
 impl Scorer {
     /// [`Scorer::score_node`] over a batch of nodes into `scores` (same order). The
     /// default `[cpu, memory]` with LeastAllocated or MostAllocated runs a loop with
-    /// the strategy and the resource list resolved once for the batch; every other
+    /// the strategy and the resource list resolved once for the batch, and with the
+    /// `PodLevelResources` gate on it (and RequestedToCapacityRatio) reads the
+    /// snapshot's resource columns instead of each node's `NodeInfo`; every other
     /// case scores node by node. Same integers either way.
     pub fn score_nodes(
         &self,
@@ -461,6 +515,21 @@ impl Scorer {
                 Scorer::Ratio(_) => {}
             }
         }
+        if res.cpu_memory
+            && res.pod_level
+            && let Scorer::Ratio(shape) = self
+            && let ([pc, pm, ..], [wc, wm, ..]) = (pod_requests, res.weights.as_slice())
+        {
+            let rows = nodes.snapshot().resource_rows();
+            for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
+                let mut acc = RatioSum::default();
+                CpuMemory::of_row(&rows[p], use_requested).each([*pc, *pm], [*wc, *wm], |a, r, _, w| {
+                    acc.add(shape, a, r, w);
+                });
+                slot.score = acc.score();
+            }
+            return;
+        }
         for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
             slot.score = self.score_node(res, pod_requests, node, use_requested, dra);
         }
@@ -480,10 +549,19 @@ struct CpuMemoryMean {
 }
 
 impl CpuMemoryMean {
+    /// With the `PodLevelResources` gate on, the node totals are the ones the
+    /// snapshot's resource columns hold: the loop reads one row per node.
     #[expect(clippy::inline_always, reason = "the per-node function must inline into the loop")]
     #[inline(always)]
     fn score_nodes(&self, nodes: NodeList<'_>, scores: &mut [NodeScore], f: impl Fn(i64, i64) -> i64) {
         let same_weight = self.wc == self.wm;
+        if self.pod_level {
+            let rows = nodes.snapshot().resource_rows();
+            for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
+                slot.score = self.mean(CpuMemory::of_row(&rows[p], self.use_requested), same_weight, &f);
+            }
+            return;
+        }
         for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
             let requested = if self.use_requested {
                 node.requested_for(self.pod_level)
@@ -491,164 +569,34 @@ impl CpuMemoryMean {
                 node.non_zero_requested_for(self.pod_level)
             };
             let alloc = node.allocatable();
-            let (ac, am) = (alloc.milli_cpu, alloc.memory);
-            #[expect(clippy::manual_midpoint, reason = "upstream's truncating division, kept as written")]
-            let mean = match (ac != 0, am != 0) {
-                (true, true) => {
-                    let c = f(requested.milli_cpu + self.pc, ac);
-                    let m = f(requested.memory + self.pm, am);
-                    // `(c*w + m*w) / 2w` is exactly `(c + m) / 2`, and both are
-                    // non-negative: a shift instead of a 64-bit division.
-                    if same_weight { (c + m) / 2 } else { (c * self.wc + m * self.wm) / (self.wc + self.wm) }
-                }
-                // One resource present: `s*w / w` is `s`.
-                (true, false) => f(requested.milli_cpu + self.pc, ac),
-                (false, true) => f(requested.memory + self.pm, am),
-                (false, false) => 0,
+            let v = CpuMemory {
+                alloc: [alloc.milli_cpu, alloc.memory],
+                requested: [requested.milli_cpu, requested.memory],
             };
-            slot.score = mean;
+            slot.score = self.mean(v, same_weight, &f);
         }
     }
-}
 
-/// Requested fractions (capped at 1) of the resources a node has, with and without
-/// the pod, on the stack.
-struct Fractions {
-    n: usize,
-    after: [f64; MAX_SCORED_RESOURCES],
-    before: [f64; MAX_SCORED_RESOURCES],
-    total_after: f64,
-    total_before: f64,
-}
-
-impl Fractions {
-    #[expect(clippy::inline_always, reason = "measured: the scorers' per-node closures must inline into their loops")]
+    /// One node's weighted mean.
+    #[expect(clippy::inline_always, reason = "the per-node function must inline into the loop")]
+    #[expect(clippy::manual_midpoint, reason = "upstream's truncating division, kept as written")]
     #[inline(always)]
-    fn of(res: &Resources, pod_requests: &[i64], node: &NodeInfo, dra: Option<&ExtendedDeviceCounts>) -> Fractions {
-        let mut fr = Fractions {
-            n: 0,
-            after: [0.0; MAX_SCORED_RESOURCES],
-            before: [0.0; MAX_SCORED_RESOURCES],
-            total_after: 0.0,
-            total_before: 0.0,
-        };
-        res.for_each_present(pod_requests, node, true, dra, |a, r, p, _| {
-            if fr.n == MAX_SCORED_RESOURCES {
-                return;
+    fn mean(&self, v: CpuMemory, same_weight: bool, f: &impl Fn(i64, i64) -> i64) -> i64 {
+        let ([ac, am], [rc, rm]) = (v.alloc, v.requested);
+        match (ac != 0, am != 0) {
+            (true, true) => {
+                let c = f(rc + self.pc, ac);
+                let m = f(rm + self.pm, am);
+                // `(c*w + m*w) / 2w` is exactly `(c + m) / 2`, and both are
+                // non-negative: a shift instead of a 64-bit division.
+                if same_weight { (c + m) / 2 } else { (c * self.wc + m * self.wm) / (self.wc + self.wm) }
             }
-            let af = a as f64;
-            let fa = (r as f64 / af).min(1.0);
-            let fb = ((r - p) as f64 / af).min(1.0);
-            fr.after[fr.n] = fa;
-            fr.before[fr.n] = fb;
-            fr.total_after += fa;
-            fr.total_before += fb;
-            fr.n += 1;
-        });
-        fr
-    }
-}
-
-/// `int64((1 - std) * 100)` over the requested fractions with the pod placed
-/// (capped at 1), as upstream `balancedResourceScorer` up to v1.35.
-#[inline]
-pub(crate) fn balanced_score(
-    res: &Resources,
-    pod_requests: &[i64],
-    node: &NodeInfo,
-    dra: Option<&ExtendedDeviceCounts>,
-) -> i64 {
-    if let Some((_, after)) = cpu_memory_balance(res, pod_requests, node) {
-        return after;
-    }
-    let fr = Fractions::of(res, pod_requests, node, dra);
-    std_score(&fr.after[..fr.n], fr.total_after)
-}
-
-/// Balanced scores `(without the pod, with it)` in one pass over the node.
-#[inline]
-pub(crate) fn balanced_before_after(
-    res: &Resources,
-    pod_requests: &[i64],
-    node: &NodeInfo,
-    dra: Option<&ExtendedDeviceCounts>,
-) -> (i64, i64) {
-    if let Some(scores) = cpu_memory_balance(res, pod_requests, node) {
-        return scores;
-    }
-    let fr = Fractions::of(res, pod_requests, node, dra);
-    (std_score(&fr.before[..fr.n], fr.total_before), std_score(&fr.after[..fr.n], fr.total_after))
-}
-
-/// The default `[cpu, memory]` balance `(without the pod, with it)` in closed form:
-/// the standard deviation of two fractions is half their difference, and of fewer
-/// than two it is 0 (score 100). Same float operations as [`std_score`].
-#[inline]
-fn cpu_memory_balance(res: &Resources, pod_requests: &[i64], node: &NodeInfo) -> Option<(i64, i64)> {
-    let [pc, pm, ..] = *pod_requests else { return None };
-    if !res.cpu_memory {
-        return None;
-    }
-    Some(cpu_memory_balance_at(pc, pm, res.pod_level, node))
-}
-
-/// [`cpu_memory_balance`] with the pod's cpu and memory requests given.
-#[expect(clippy::inline_always, reason = "the per-node function must inline into the batch loop")]
-#[inline(always)]
-fn cpu_memory_balance_at(pc: i64, pm: i64, pod_level: bool, node: &NodeInfo) -> (i64, i64) {
-    let (alloc, req) = (node.allocatable(), node.requested_for(pod_level));
-    if alloc.milli_cpu == 0 || alloc.memory == 0 {
-        return (MAX_NODE_SCORE, MAX_NODE_SCORE);
-    }
-    let frac = |r: i64, a: i64| (r as f64 / a as f64).min(1.0);
-    let score = |a: f64, b: f64| ((1.0 - ((a - b) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
-    let (ac, am) = (alloc.milli_cpu, alloc.memory);
-    let (rc, rm) = (req.milli_cpu + pc, req.memory + pm);
-    (score(frac(rc - pc, ac), frac(rm - pm, am)), score(frac(rc, ac), frac(rm, am)))
-}
-
-/// Balanced scores over a batch of nodes: `combine(before, after)` per node into
-/// `scores` (same order), where `before`/`after` are [`balanced_before_after`]'s. The
-/// default `[cpu, memory]` runs the closed form in one loop with the pod's requests
-/// read once; other resource lists go node by node.
-#[expect(clippy::inline_always, reason = "the combining closure must inline into the loop")]
-#[inline(always)]
-pub(crate) fn balanced_nodes(
-    res: &Resources,
-    pod_requests: &[i64],
-    nodes: NodeList<'_>,
-    scores: &mut [NodeScore],
-    dra: Option<&ExtendedDeviceCounts>,
-    combine: impl Fn(i64, i64) -> i64,
-) {
-    if res.cpu_memory
-        && let [pc, pm, ..] = *pod_requests
-    {
-        for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-            let (before, after) = cpu_memory_balance_at(pc, pm, res.pod_level, node);
-            slot.score = combine(before, after);
+            // One resource present: `s*w / w` is `s`.
+            (true, false) => f(rc + self.pc, ac),
+            (false, true) => f(rm + self.pm, am),
+            (false, false) => 0,
         }
-        return;
     }
-    for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
-        let (before, after) = balanced_before_after(res, pod_requests, node, dra);
-        slot.score = combine(before, after);
-    }
-}
-
-/// `int64((1 - std) * 100)` of the given fractions.
-#[inline]
-fn std_score(fractions: &[f64], total: f64) -> i64 {
-    let std = match fractions {
-        [a, b] => ((a - b) / 2.0).abs(),
-        f if f.len() > 2 => {
-            let n = f.len() as f64;
-            let mean = total / n;
-            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()
-        }
-        _ => 0.0,
-    };
-    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
 #[cfg(test)]
@@ -677,13 +625,5 @@ mod tests {
         assert_eq!(most_requested_score(3000, 4000), 75);
         assert_eq!(most_requested_score(5000, 4000), 100);
         assert_eq!(least_requested_score(1, 0), 0);
-    }
-
-    #[test]
-    fn balanced() {
-        let fr = |f: &[f64]| std_score(f, f.iter().sum());
-        assert_eq!(fr(&[0.75, 0.5]), 87); // |0.75-0.5|/2 = .125
-        assert_eq!(fr(&[]), 100);
-        assert_eq!(fr(&[1.0, 0.0]), 50);
     }
 }
