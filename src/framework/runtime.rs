@@ -414,19 +414,19 @@ pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], tota
     #[expect(clippy::inline_always, reason = "the weighting closure must inline into the loop")]
     #[inline(always)]
     fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> u64 {
-        let n = scores.len().min(totals.len());
-        let (scores, totals) = (&scores[..n], &mut totals[..n]);
+        let len = scores.len().min(totals.len());
+        let (scores, totals) = (&scores[..len], &mut totals[..len]);
         let mut hi = 0u64;
         let mut ts = totals.chunks_exact_mut(4);
         let mut ss = scores.chunks_exact(4);
         for (t, s) in (&mut ts).zip(&mut ss) {
-            let (a, b, c, d) = (s[0].score, s[1].score, s[2].score, s[3].score);
+            let (s0, s1, s2, s3) = (s[0].score, s[1].score, s[2].score, s[3].score);
             // MIN_NODE_SCORE is 0: a negative score reads as a huge unsigned one.
-            hi = hi.max(a as u64).max(b as u64).max(c as u64).max(d as u64);
-            t[0] = t[0].wrapping_add(weighted(a));
-            t[1] = t[1].wrapping_add(weighted(b));
-            t[2] = t[2].wrapping_add(weighted(c));
-            t[3] = t[3].wrapping_add(weighted(d));
+            hi = hi.max(s0 as u64).max(s1 as u64).max(s2 as u64).max(s3 as u64);
+            t[0] = t[0].wrapping_add(weighted(s0));
+            t[1] = t[1].wrapping_add(weighted(s1));
+            t[2] = t[2].wrapping_add(weighted(s2));
+            t[3] = t[3].wrapping_add(weighted(s3));
         }
         for (t, s) in ts.into_remainder().iter_mut().zip(ss.remainder()) {
             hi = hi.max(s.score as u64);

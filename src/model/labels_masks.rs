@@ -96,6 +96,7 @@ fn symbol_of(v: u32) -> Option<Symbol> {
 impl NodeSelectorRequirement {
     /// [`NodeSelectorRequirement::matches_value`] of each node's value of the key
     /// (`field`: the node's name, for `matchFields`), as a mask.
+    #[expect(clippy::needless_bitwise_bool, reason = "both compares are cheap: no branch per node")]
     fn mask<S: BlockSource + ?Sized>(&self, block: &NodeBlock<'_, S>, field: bool) -> u64 {
         let n = block.len;
         if field {

@@ -237,16 +237,13 @@ proptest! {
         let ns: Vec<_> = scores.iter().map(|&score| crate::framework::NodeScore { name, score }).collect();
         let mut totals: Vec<i64> = (0..scores.len() as i64).collect();
         let r = runtime::add_weighted_scores(&sp, &ns, &mut totals);
-        match scores.iter().find(|s| !(0..=100).contains(*s)) {
-            Some(bad) => {
-                let err = r.unwrap_err().to_string();
-                prop_assert!(err.contains(&format!("invalid score {bad},")), "{}", err);
-            }
-            None => {
-                prop_assert!(r.is_ok());
-                let want: Vec<i64> = scores.iter().enumerate().map(|(i, s)| i as i64 + s * weight).collect();
-                prop_assert_eq!(totals, want);
-            }
+        if let Some(bad) = scores.iter().find(|s| !(0..=100).contains(*s)) {
+            let err = r.unwrap_err().to_string();
+            prop_assert!(err.contains(&format!("invalid score {bad},")), "{}", err);
+        } else {
+            prop_assert!(r.is_ok());
+            let want: Vec<i64> = scores.iter().enumerate().map(|(i, s)| i as i64 + s * weight).collect();
+            prop_assert_eq!(totals, want);
         }
     }
 }
