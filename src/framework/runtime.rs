@@ -408,20 +408,39 @@ pub(crate) fn run_normalize_unchecked(
 /// for the first score out of range (then `totals` is garbage, and the caller
 /// drops it with the cycle).
 pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], totals: &mut [i64]) -> Result<(), Status> {
+    /// Adds `weighted(score)` to each total and returns the largest score read as
+    /// unsigned: one compare-and-select per score instead of a range test, and four
+    /// scores per loop step (the loop was ~10 instructions per score).
     #[expect(clippy::inline_always, reason = "the weighting closure must inline into the loop")]
     #[inline(always)]
-    fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> bool {
-        let mut bad = false;
-        for (t, ns) in totals.iter_mut().zip(scores) {
-            bad |= !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score);
-            *t = t.wrapping_add(weighted(ns.score));
+    fn add(scores: &[NodeScore], totals: &mut [i64], weighted: impl Fn(i64) -> i64) -> u64 {
+        let len = scores.len().min(totals.len());
+        let (scores, totals) = (&scores[..len], &mut totals[..len]);
+        let mut hi = 0u64;
+        let mut ts = totals.chunks_exact_mut(4);
+        let mut ss = scores.chunks_exact(4);
+        for (t, s) in (&mut ts).zip(&mut ss) {
+            let (s0, s1, s2, s3) = (s[0].score, s[1].score, s[2].score, s[3].score);
+            // MIN_NODE_SCORE is 0: a negative score reads as a huge unsigned one.
+            hi = hi.max(s0 as u64).max(s1 as u64).max(s2 as u64).max(s3 as u64);
+            t[0] = t[0].wrapping_add(weighted(s0));
+            t[1] = t[1].wrapping_add(weighted(s1));
+            t[2] = t[2].wrapping_add(weighted(s2));
+            t[3] = t[3].wrapping_add(weighted(s3));
         }
-        bad
+        for (t, s) in ts.into_remainder().iter_mut().zip(ss.remainder()) {
+            hi = hi.max(s.score as u64);
+            *t = t.wrapping_add(weighted(s.score));
+        }
+        hi
     }
+    const _: () = assert!(MIN_NODE_SCORE == 0, "the unsigned range test assumes a lower bound of 0");
     let w = sp.weight;
     // Weight 1 (most built-ins' default) adds without a 64-bit multiply.
-    let bad = if w == 1 { add(scores, totals, |s| s) } else { add(scores, totals, |s| s.wrapping_mul(w)) };
-    if bad && let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score)) {
+    let hi = if w == 1 { add(scores, totals, |s| s) } else { add(scores, totals, |s| s.wrapping_mul(w)) };
+    if hi > MAX_NODE_SCORE as u64
+        && let Some(ns) = scores.iter().find(|ns| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&ns.score))
+    {
         return Err(invalid_score(sp, ns.score));
     }
     Ok(())

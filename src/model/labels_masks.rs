@@ -96,6 +96,7 @@ fn symbol_of(v: u32) -> Option<Symbol> {
 impl NodeSelectorRequirement {
     /// [`NodeSelectorRequirement::matches_value`] of each node's value of the key
     /// (`field`: the node's name, for `matchFields`), as a mask.
+    #[expect(clippy::needless_bitwise_bool, reason = "both compares are cheap: no branch per node")]
     fn mask<S: BlockSource + ?Sized>(&self, block: &NodeBlock<'_, S>, field: bool) -> u64 {
         let n = block.len;
         if field {
@@ -109,20 +110,30 @@ impl NodeSelectorRequirement {
         let vals = &vals[..n];
         // `NO_VALUE` is no symbol's id, so `In` needs no separate presence test.
         let ids = self.values.as_slice();
-        let single = if let [a] = ids { Some(a.id()) } else { None };
         let has = |v: u32| ids.iter().any(|s| s.id() == v);
-        match self.operator {
-            NodeSelectorOperator::In => match single {
-                Some(a) => mask_where(vals, |v| v == a),
-                None => mask_where(vals, has),
-            },
-            NodeSelectorOperator::NotIn => match single {
-                Some(a) => mask_where(vals, |v| v != a),
-                None => mask_where(vals, |v| !has(v)),
-            },
-            NodeSelectorOperator::Exists => mask_where(vals, |v| v != NO_VALUE),
-            NodeSelectorOperator::DoesNotExist => mask_where(vals, |v| v == NO_VALUE),
-            NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+        // One or two values (the common shapes) are compared inline, not looped over.
+        match (self.operator, ids) {
+            (NodeSelectorOperator::In, [a]) => {
+                let a = a.id();
+                mask_where(vals, |v| v == a)
+            }
+            (NodeSelectorOperator::In, [a, b]) => {
+                let (a, b) = (a.id(), b.id());
+                mask_where(vals, |v| (v == a) | (v == b))
+            }
+            (NodeSelectorOperator::In, _) => mask_where(vals, has),
+            (NodeSelectorOperator::NotIn, [a]) => {
+                let a = a.id();
+                mask_where(vals, |v| v != a)
+            }
+            (NodeSelectorOperator::NotIn, [a, b]) => {
+                let (a, b) = (a.id(), b.id());
+                mask_where(vals, |v| (v != a) & (v != b))
+            }
+            (NodeSelectorOperator::NotIn, _) => mask_where(vals, |v| !has(v)),
+            (NodeSelectorOperator::Exists, _) => mask_where(vals, |v| v != NO_VALUE),
+            (NodeSelectorOperator::DoesNotExist, _) => mask_where(vals, |v| v == NO_VALUE),
+            (NodeSelectorOperator::Gt | NodeSelectorOperator::Lt, _) => {
                 mask_where(vals, |v| self.matches_value(symbol_of(v)))
             }
         }

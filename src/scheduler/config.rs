@@ -57,16 +57,21 @@ pub struct SchedulerConfig {
     pub percentage_of_nodes_to_score: u32,
     /// Threads for Filter and Score (1 = never parallel).
     pub parallelism: usize,
-    /// Run Filter in parallel only when at least this many nodes are evaluated
-    /// (Score decides by [`SchedulerConfig::parallel_min_work`]).
+    /// Run Filter in parallel only when there are at least this many candidate
+    /// nodes, and its estimated work reaches
+    /// [`SchedulerConfig::parallel_min_work`] too.
     pub parallel_min_nodes: usize,
-    /// Run the Score phase in parallel (every Score plugin in one region) only when
-    /// its estimated work reaches this many instructions: feasible nodes × Score
-    /// plugins PreScore did not skip × 60, the instructions a plugin's Score,
+    /// Run a phase in parallel only when its estimated work reaches this many
+    /// instructions. Score (every Score plugin in one region): feasible nodes ×
+    /// Score plugins PreScore did not skip × 60, the instructions a plugin's Score,
     /// NormalizeScore and weighted total cost per node on the default profile.
+    /// Filter: the nodes the search needs (all candidates, or the sample size when
+    /// sampling stops it early) × Filter plugins PreFilter did not skip × 30.
     /// Waking the workers costs a fixed amount per region (a full halt exit on VMs
     /// that don't poll when idle), which a small phase does not earn back. Default
-    /// 300,000: from about 830 feasible nodes with six Score plugins.
+    /// 300,000: Score from about 830 feasible nodes with six Score plugins, Filter
+    /// from about 1,430 nodes with seven Filter plugins (so upstream's adaptive
+    /// sample of 5,000 nodes, 500, is filtered and scored on one thread).
     pub parallel_min_work: u64,
     /// Tie-break among equal top scores.
     pub tie_break: TieBreak,

@@ -76,6 +76,7 @@ impl Scheduler {
         if let Some(pool) = &self.pool
             && n_cand >= self.config.parallel_min_nodes
             && memo.is_none()
+            && parallel::filter_pays(n_cand.min(to_find), profile, state, self.config.parallel_min_work)
         {
             let timers = self.timers.as_deref().map(|t| &t.filter);
             return parallel::find_feasible(

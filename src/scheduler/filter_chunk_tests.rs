@@ -151,6 +151,7 @@ fn batched(
 ) -> Walked {
     let mut cfg = super::SchedulerConfig { parallelism: threads, ..Default::default() };
     cfg.parallel_min_nodes = 0;
+    cfg.parallel_min_work = 0;
     let mut s = Scheduler::builder().profile((**profile).clone()).config(cfg).build();
     s.bufs.candidates = narrowed.map(<[usize]>::to_vec).unwrap_or_default();
     let n_cand = narrowed.map_or(snap.len(), <[usize]>::len);

@@ -83,7 +83,8 @@ struct Buffers {
     feasible: Vec<usize>,
     failed: Vec<(usize, Status)>,
     scores: Vec<NodeScore>,
-    /// Names of the feasible nodes, gathered once per cycle for every Score plugin.
+    /// Names of the feasible nodes, gathered once per cycle for the pod-group
+    /// memo's Score phase (the plain phases write names straight from the nodes).
     names: Vec<crate::model::Symbol>,
     totals: Vec<i64>,
     /// The Score plugins (by position) this cycle runs: those PreScore did not skip.

@@ -134,6 +134,19 @@ pub(super) fn find_feasible(
     processed
 }
 
+/// Instructions one Filter plugin spends per node on the default profile (callgrind,
+/// 5,000 nodes: ≈ 215 per node over seven active plugins, the walk included).
+const FILTER_WORK_PER_NODE_PLUGIN: u64 = 30;
+
+/// Whether filtering is estimated to reach `min_work` instructions: `nodes` (the
+/// nodes the search needs: every candidate, or the sample size when it stops
+/// early) × the Filter plugins PreFilter did not skip.
+pub(super) fn filter_pays(nodes: usize, profile: &Profile, state: &CycleState, min_work: u64) -> bool {
+    let plugins = (0..profile.filter.len()).filter(|&i| !state.skips_filter(i)).count() as u64;
+    let work = (nodes as u64).saturating_mul(plugins).saturating_mul(FILTER_WORK_PER_NODE_PLUGIN);
+    plugins > 0 && work >= min_work
+}
+
 /// Instructions one Score plugin spends per feasible node, Score, NormalizeScore and
 /// the weighted total together (callgrind, default profile, 5,000 nodes: ≈ 380 per
 /// node over six plugins).
@@ -146,20 +159,21 @@ pub(super) fn score_pays(nodes: usize, plugins: usize, min_work: u64) -> bool {
     plugins > 0 && work >= min_work
 }
 
-/// The parallel Score phase's buffers: the feasible nodes' names, the active
-/// plugins (by position in the profile) and the rows to fill.
+/// The parallel Score phase's buffers: the active plugins (by position in the
+/// profile) and the rows to fill.
 pub(super) struct ScoreRows<'b> {
-    pub names: &'b [Symbol],
     pub active: &'b [usize],
     pub out: &'b mut Vec<NodeScore>,
 }
 
 /// Score of every active plugin over the feasible nodes in one parallel region:
-/// each chunk of nodes runs the plugins in profile order into its piece of every
-/// plugin's row of `rows.out` (row `r` = `rows.active[r]`, the nodes in `feasible`
-/// order). The error, if any, is the serial loop's: the first plugin that fails,
-/// and within it the first chunk, so the first failing node. NormalizeScore and the
-/// totals follow on the caller's thread, as they need every node's score.
+/// each chunk of nodes writes its nodes' names into its piece of every plugin's row
+/// of `rows.out` (row `r` = `rows.active[r]`, the nodes in `feasible` order), zeroes
+/// the scores and runs the plugins in profile order — so the caller's thread does
+/// no per-node work before the region. The error, if any, is the serial loop's: the
+/// first plugin that fails, and within it the first chunk, so the first failing
+/// node. NormalizeScore and the totals follow on the caller's thread, as they need
+/// every node's score.
 #[expect(clippy::too_many_arguments, reason = "internal; mirrors the serial path")]
 pub(super) fn score_all(
     pool: &rayon::ThreadPool,
@@ -172,15 +186,14 @@ pub(super) fn score_all(
     timers: Option<&ProfileTimers>,
 ) -> Result<(), Status> {
     let n = feasible.len();
-    let ScoreRows { names, active, out } = rows;
-    out.clear();
-    for _ in active {
-        out.extend(names.iter().map(|&name| NodeScore { name, score: 0 }));
-    }
-    if n == 0 {
+    let ScoreRows { active, out } = rows;
+    // Every cell is overwritten in the region: only growth writes here.
+    out.resize(n * active.len(), NodeScore { name: Symbol::EMPTY, score: 0 });
+    if n == 0 || active.is_empty() {
         return Ok(());
     }
     let chunk = chunk_len(n, pool.current_num_threads());
+    let nodes = snap.nodes();
     // Hand each chunk its piece of every row (allocations per chunk, not per node).
     let mut row_pieces: Vec<_> = out.chunks_mut(n).map(|row| row.chunks_mut(chunk)).collect();
     let pieces: Vec<(usize, Vec<&mut [NodeScore]>)> =
@@ -191,10 +204,13 @@ pub(super) fn score_all(
             .filter_map(|(c, mut plugin_rows)| {
                 let f = &feasible[c * chunk..((c + 1) * chunk).min(n)];
                 for (r, o) in plugin_rows.iter_mut().enumerate() {
+                    for (slot, &i) in o.iter_mut().zip(f) {
+                        *slot = NodeScore { name: nodes[i].name(), score: 0 };
+                    }
                     let pi = active[r];
                     let timer = timers.and_then(|t| t.score.get(pi)).map(|h| &**h);
-                    let nodes = NodeList::new(snap, f);
-                    if let Err(s) = runtime::run_score_plugin(&profile.score[pi], state, pod, nodes, o, timer) {
+                    let list = NodeList::new(snap, f);
+                    if let Err(s) = runtime::run_score_plugin(&profile.score[pi], state, pod, list, o, timer) {
                         return Some((r, c, s));
                     }
                 }

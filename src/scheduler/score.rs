@@ -36,11 +36,11 @@ impl Scheduler {
         }
         bufs.totals.resize(n, 0);
         let nodes = snap.nodes();
-        bufs.names.clear();
-        bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
         if raw.is_none()
             && let Some(memo) = self.group_memo.as_mut().filter(|m| m.score_on)
         {
+            bufs.names.clear();
+            bufs.names.extend(bufs.feasible.iter().map(|&i| nodes[i].name()));
             return super::group_score::memo_score(memo, bufs, profile, state, pod, snap);
         }
         let timers = self.timers.as_deref();
@@ -50,8 +50,8 @@ impl Scheduler {
         if let Some(pool) = &self.pool
             && parallel::score_pays(n, bufs.active_score.len(), self.config.parallel_min_work)
         {
-            let rows =
-                parallel::ScoreRows { names: &bufs.names, active: &bufs.active_score, out: &mut bufs.plugin_scores };
+            // The rows' names are written by the workers, each into its own piece.
+            let rows = parallel::ScoreRows { active: &bufs.active_score, out: &mut bufs.plugin_scores };
             parallel::score_all(pool, profile, state, pod, snap, &bufs.feasible, rows, timers)?;
             for (r, &pi) in bufs.active_score.iter().enumerate() {
                 let row = &mut bufs.plugin_scores[r * n..(r + 1) * n];
@@ -59,10 +59,11 @@ impl Scheduler {
             }
             return Ok(());
         }
-        // One score buffer for every plugin: the names are written once per cycle,
-        // and each plugin starts from zeros.
+        // One score buffer for every plugin: the names are written once per cycle
+        // (straight from the nodes, with no gathered name list between), and each
+        // plugin starts from zeros.
         bufs.scores.clear();
-        bufs.scores.extend(bufs.names.iter().map(|&name| NodeScore { name, score: 0 }));
+        bufs.scores.extend(bufs.feasible.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
         for (r, &pi) in bufs.active_score.iter().enumerate() {
             let sp = &profile.score[pi];
             if r > 0 {

@@ -178,3 +178,72 @@ fn profile_failing_twice() -> Profile {
     }
     Profile::builder("p").plugin(Fit::new(&FitArgs::default()).unwrap()).plugin(Twice).build().unwrap()
 }
+
+/// The plain per-node path: PreScore, then each plugin's own per-node
+/// [`ScorePlugin::score`] node by node, NormalizeScore with its range check, and the
+/// weighted sum — none of the Score phase's batching, buffers or fused loops.
+fn per_node(profile: &Profile, pod: &PodInfo, snap: &Snapshot) -> Vec<i64> {
+    let mut state = CycleState::new();
+    runtime::run_pre_filter(profile, &mut state, pod, snap).unwrap();
+    let all: Vec<usize> = (0..snap.len()).collect();
+    assert!(runtime::run_pre_score(profile, &mut state, pod, NodeList::new(snap, &all), None).is_success());
+    let mut totals = vec![0i64; snap.len()];
+    for (pi, sp) in profile.score.iter().enumerate() {
+        if state.skips_score(pi) {
+            continue;
+        }
+        let mut scores: Vec<crate::framework::NodeScore> = snap
+            .nodes()
+            .iter()
+            .map(|n| crate::framework::NodeScore { name: n.name(), score: sp.plugin.score(&state, pod, n).unwrap() })
+            .collect();
+        runtime::run_normalize(sp, &state, pod, &mut scores, None).unwrap();
+        for (t, s) in totals.iter_mut().zip(&scores) {
+            *t += s.score * sp.weight;
+        }
+    }
+    totals
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The Score phase (batched `score_nodes`, names written from the nodes, the
+    /// unrolled weighted sum; serial and on two threads) gives the plain per-node
+    /// path's totals on random clusters and pods.
+    #[test]
+    fn score_phase_equals_per_node_path(
+        nodes in proptest::collection::vec((1u8..=16, 1u8..=64, 0u16..4000, any::<u8>(), proptest::bool::weighted(0.3)), 1..300),
+        milli_cpu in 100u32..4000,
+    ) {
+        let snap = snapshot(&nodes);
+        let pod = pod(milli_cpu);
+        let profile = Arc::new(profile(None, None));
+        let want = per_node(&profile, &pod, &snap);
+        prop_assert_eq!(scored(&profile, &pod, &snap, 1).unwrap(), want.clone());
+        prop_assert_eq!(scored(&profile, &pod, &snap, 2).unwrap(), want);
+    }
+
+    /// The weighted sum with its range test: every total gains `weight × score`, and
+    /// a score outside `0..=100` (anywhere, including the unrolled loop's tail) is
+    /// the error naming the first such score.
+    #[test]
+    fn weighted_sum_adds_and_checks_the_range(
+        scores in proptest::collection::vec(-3i64..=103, 0..23),
+        weight in 1i64..=5,
+    ) {
+        let sp = crate::framework::WeightedScore { name: "W", plugin: Arc::new(Failing { name: "W", at: None }), weight };
+        let name = crate::model::Symbol::intern("n");
+        let ns: Vec<_> = scores.iter().map(|&score| crate::framework::NodeScore { name, score }).collect();
+        let mut totals: Vec<i64> = (0..scores.len() as i64).collect();
+        let r = runtime::add_weighted_scores(&sp, &ns, &mut totals);
+        if let Some(bad) = scores.iter().find(|s| !(0..=100).contains(*s)) {
+            let err = r.unwrap_err().to_string();
+            prop_assert!(err.contains(&format!("invalid score {bad},")), "{}", err);
+        } else {
+            prop_assert!(r.is_ok());
+            let want: Vec<i64> = scores.iter().enumerate().map(|(i, s)| i as i64 + s * weight).collect();
+            prop_assert_eq!(totals, want);
+        }
+    }
+}

@@ -116,6 +116,12 @@ impl InterPodAffinity {
         if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
             return None;
         }
+        // Without preferred terms of its own, only existing pods with affinity can
+        // score; with none in the cluster upstream's `topologyScore` stays empty and
+        // PreScore skips, so skip before building the scoring context.
+        if !has_constraints && nodes.snapshot().nodes_with_affinity().next().is_none() {
+            return None;
+        }
         let resolve = |terms: &[crate::model::WeightedPodAffinityTerm]| -> Vec<ResolvedTerm> {
             terms.iter().map(|w| ResolvedTerm::new(pod, &w.pod_affinity_term, w.weight, &self.namespaces)).collect()
         };
