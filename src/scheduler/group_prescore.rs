@@ -28,8 +28,16 @@ enum Slot {
     Unknown,
     /// Runs every time (no promise, or nothing keepable).
     Run,
-    /// Its narrowing (PreFilter), status and the values it wrote.
-    Kept(Option<PreFilterResult>, Status, SmallVec<[StateEntry; 2]>),
+    /// Its outcome and the values it wrote.
+    Kept(Box<Kept>),
+}
+
+/// A kept PreFilter or PreScore: its narrowing (PreFilter), status and the values it
+/// wrote.
+struct Kept {
+    result: Option<PreFilterResult>,
+    status: Status,
+    written: SmallVec<[StateEntry; 2]>,
 }
 
 /// One member's slots, by position in the profile's PreFilter and PreScore lists.
@@ -89,10 +97,10 @@ fn run_or_replay(
     promised: impl FnOnce() -> bool,
     plugin_call: impl FnOnce(&mut CycleState) -> (Option<PreFilterResult>, Status),
 ) -> (Option<PreFilterResult>, Status) {
-    if let Slot::Kept(r, s, written) = slot {
-        state.put_written(written);
+    if let Slot::Kept(k) = slot {
+        state.put_written(&k.written);
         *reused += 1;
-        return (r.clone(), s.clone());
+        return (k.result.clone(), k.status.clone());
     }
     let promised = matches!(slot, Slot::Unknown) && promised();
     if promised {
@@ -103,7 +111,7 @@ fn run_or_replay(
         && matches!(s.code(), Code::Success | Code::Skip)
         && r.as_ref().is_none_or(|r| r.node_positions.is_none());
     *slot = match keepable.then(|| state.written_since(mark)).flatten() {
-        Some(written) => Slot::Kept(r.clone(), s.clone(), written),
+        Some(written) => Slot::Kept(Box::new(Kept { result: r.clone(), status: s.clone(), written })),
         None => Slot::Run,
     };
     (r, s)
