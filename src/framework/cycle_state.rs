@@ -11,7 +11,12 @@ use smallvec::SmallVec;
 pub trait StateData: Any + Send + Sync + Clone {}
 impl<T: Any + Send + Sync + Clone> StateData for T {}
 
-type Entry = (TypeId, Arc<dyn Any + Send + Sync>);
+/// One value in a [`CycleState`], under its type.
+pub(crate) type Entry = (TypeId, Arc<dyn Any + Send + Sync>);
+
+/// The entries of a [`CycleState`] at one moment, by type and value address
+/// ([`CycleState::mark`]).
+pub(crate) type StateMark = SmallVec<[(TypeId, usize); 8]>;
 
 /// A set of plugin positions in a profile (for "skip this plugin's Filter/Score").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -121,6 +126,40 @@ impl CycleState {
         let i = self.entries.iter().position(|(k, _)| *k == id)?;
         let (_, v) = self.entries.remove(i);
         v.downcast_ref::<T>().cloned()
+    }
+
+    /// The entries now, to tell later which were written ([`CycleState::written_since`]).
+    pub(crate) fn mark(&self, mark: &mut StateMark) {
+        mark.clear();
+        mark.extend(self.entries.iter().map(|(id, v)| (*id, Arc::as_ptr(v).cast::<()>() as usize)));
+    }
+
+    /// The entries written since `mark` (added, or replaced by a new value), shared;
+    /// `None` when one was removed. A replaced value has a new address: the new value
+    /// is allocated while the old one is still held.
+    pub(crate) fn written_since(&self, mark: &StateMark) -> Option<SmallVec<[Entry; 2]>> {
+        if self.entries.len() < mark.len() {
+            return None;
+        }
+        let mut written = SmallVec::new();
+        for (i, (id, v)) in self.entries.iter().enumerate() {
+            match mark.get(i) {
+                Some(&(was, _)) if was != *id => return None,
+                Some(&(_, addr)) if addr == Arc::as_ptr(v).cast::<()>() as usize => {}
+                _ => written.push((*id, v.clone())),
+            }
+        }
+        Some(written)
+    }
+
+    /// Writes `entries` (from [`CycleState::written_since`]) as their plugin wrote them.
+    pub(crate) fn put_written(&mut self, entries: &[Entry]) {
+        for (id, v) in entries {
+            match self.entries.iter_mut().find(|(k, _)| k == id) {
+                Some(e) => e.1 = v.clone(),
+                None => self.entries.push((*id, v.clone())),
+            }
+        }
     }
 
     /// Number of entries.

@@ -20,7 +20,9 @@ use crate::snapshot::Snapshot;
 #[derive(Debug, Default)]
 struct Activations {
     uids: Vec<Arc<str>>,
-    groups: ahash::AHashMap<String, u64>,
+    /// Per pod group listed since the last drain: the generation it was listed at, and
+    /// where its last list sits in `uids` (start, length).
+    groups: ahash::AHashMap<String, (u64, usize, usize)>,
 }
 
 /// Shared services for plugins: the clock, the current snapshot and the pods waiting
@@ -128,7 +130,9 @@ impl Handle {
     /// they were already asked for at that generation since the inbox was last
     /// drained. The set then can only have shrunk, and activating a pod twice does
     /// nothing more than once, so this only spares a pod-group cycle a list of every
-    /// sibling per member.
+    /// sibling per member. For the same reason a new list equal to the group's last one
+    /// since the drain (members that went back to unscheduled, as every placement of a
+    /// pod-group cycle puts them back) is not added again.
     ///
     /// [`PodGroupState::unscheduled_generation`]: crate::snapshot::PodGroupState::unscheduled_generation
     pub(crate) fn activate_pod_group_members(
@@ -137,12 +141,27 @@ impl Handle {
         generation: u64,
         members: impl FnOnce() -> (Vec<Arc<str>>, u64),
     ) {
-        if self.inner.to_activate.lock().groups.get(group) == Some(&generation) {
+        if self.inner.to_activate.lock().groups.get(group).is_some_and(|g| g.0 == generation) {
             return;
         }
         let (uids, generation) = members();
-        let mut a = self.inner.to_activate.lock();
-        a.groups.insert(group.to_owned(), generation);
+        let mut guard = self.inner.to_activate.lock();
+        let a = &mut *guard;
+        let at = (generation, a.uids.len(), uids.len());
+        match a.groups.get_mut(group) {
+            Some(g) => {
+                let (_, start, len) = *g;
+                let last = a.uids.get(start..start + len).unwrap_or_default();
+                if last.len() == uids.len() && last.iter().zip(&uids).all(|(x, y)| Arc::ptr_eq(x, y) || x == y) {
+                    g.0 = generation;
+                    return;
+                }
+                *g = at;
+            }
+            None => {
+                a.groups.insert(group.to_owned(), at);
+            }
+        }
         a.uids.extend(uids);
     }
 

@@ -125,6 +125,14 @@ pub trait PreFilterPlugin: Plugin {
     fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
         None
     }
+
+    /// What [`PreFilterPlugin::pre_filter`] depends on for `pod`, so a pod-group
+    /// member's PreFilter may be reused in the group's other placements (see
+    /// [`PreReuse`](super::PreReuse)). Default:
+    /// [`PreReuse::Never`](super::PreReuse::Never), always exact.
+    fn pre_filter_reuse(&self, _pod: &PodInfo) -> super::PreReuse {
+        super::PreReuse::Never
+    }
 }
 
 /// Keeps a plugin's PreFilter state right while dry runs add or remove pods.
@@ -211,6 +219,14 @@ pub trait PostFilterPlugin: Plugin {
 pub trait PreScorePlugin: Plugin {
     /// Pre-computes what Score needs.
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: NodeList<'_>) -> Status;
+
+    /// What [`PreScorePlugin::pre_score`] depends on for `pod`, so a pod-group member's
+    /// PreScore may be reused in the group's other placements (see
+    /// [`PreReuse`](super::PreReuse)). Default:
+    /// [`PreReuse::Never`](super::PreReuse::Never), always exact.
+    fn pre_score_reuse(&self, _pod: &PodInfo) -> super::PreReuse {
+        super::PreReuse::Never
+    }
 }
 
 /// A node's score from one plugin.

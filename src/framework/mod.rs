@@ -31,6 +31,7 @@ mod waiting_pods;
 pub use batch_metrics::{BATCH_BUCKETS, BatchAttempt, BatchMetrics, FlushReason};
 pub use clock::{Clock, RealClock, VirtualClock};
 pub use cycle_state::{CycleState, PluginSet, StateData};
+pub(crate) use cycle_state::{Entry as StateEntry, StateMark};
 pub use extender::{Extender, Extenders};
 pub use features::{Feature, FeatureGateError, FeatureGates};
 pub(crate) use fit_message::{reason_histogram, write_fit_message};
@@ -59,7 +60,7 @@ pub use registry::{
 };
 pub use runner::{Feasible, FrameworkRunner, PluginAt, PluginScores, ScoreReport};
 pub use runtime::{PermitOutcome, PreFilterOutcome};
-pub use score_reuse::NormalizeReuse;
+pub use score_reuse::{NormalizeReuse, PreReuse};
 pub(crate) use sign::sign_pod_with;
 pub use sign::{
     DYNAMIC_RESOURCES_SIGNER, FEATURES_SIGNER, FragmentWriter, HOST_PORTS_SIGNER, IMAGE_NAMES_SIGNER, LABELS_SIGNER,

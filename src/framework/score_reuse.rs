@@ -40,3 +40,38 @@ pub enum NormalizeReuse {
     /// previous member's normalized score.
     PerNode,
 }
+
+/// How far a plugin's PreFilter ([`PreFilterPlugin::pre_filter_reuse`]) or PreScore
+/// ([`PreScorePlugin::pre_score_reuse`]) may be reused between the placements of one
+/// pod-group cycle.
+///
+/// With `TopologyAwareWorkloadScheduling` the pod-group cycle runs every member once
+/// per placement, so one member's PreFilter and PreScore run once per placement, with
+/// another view of the cluster and other siblings assumed. A plugin whose PreFilter or
+/// PreScore reads nothing but the pod may declare so; the cycle then runs it once per
+/// member and hands its outcome (status, PreFilter's node narrowing) and the values it
+/// wrote into the cycle state to the member's later placements (the very values,
+/// shared: [`CycleState::get_mut`](super::CycleState::get_mut) copies one before it is
+/// changed).
+///
+/// Results are exact under the promise; a plugin that declares more than it keeps
+/// would change placements, so the default, [`PreReuse::Never`], promises nothing
+/// and the extension point runs for every member in every placement, as upstream runs
+/// it.
+///
+/// [`PreFilterPlugin::pre_filter_reuse`]: super::PreFilterPlugin::pre_filter_reuse
+/// [`PreScorePlugin::pre_score_reuse`]: super::PreScorePlugin::pre_score_reuse
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PreReuse {
+    /// No promise: the extension point runs for every member in every placement.
+    #[default]
+    Never,
+    /// For this pod, the extension point's outcome (status, and PreFilter's node
+    /// narrowing, by node name only: positions belong to one snapshot) and every value
+    /// it writes into the cycle state are a function of the pod and the plugin's own
+    /// configuration alone: not of the nodes or snapshot it is given, the pods on the
+    /// nodes, the cycle state other plugins wrote, nor any cluster object that may
+    /// change (a DRA store, listers). It writes values only (removes none) and is
+    /// deterministic.
+    Pod,
+}

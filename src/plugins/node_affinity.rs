@@ -172,6 +172,12 @@ impl PreFilterPlugin for NodeAffinity {
             None => (None, Status::SUCCESS),
         }
     }
+
+    /// PreFilter reads the pod's required affinity and node selector and the plugin's
+    /// `addedAffinity`; its narrowing is by node name.
+    fn pre_filter_reuse(&self, _: &PodInfo) -> crate::framework::PreReuse {
+        crate::framework::PreReuse::Pod
+    }
 }
 
 impl FilterPlugin for NodeAffinity {
@@ -231,6 +237,12 @@ impl PreScorePlugin for NodeAffinity {
         }
         let pod_pref = !preferred.is_empty();
         if !pod_pref && self.added_preferred().is_empty() { Status::SKIP } else { Status::SUCCESS }
+    }
+
+    /// PreScore reads the pod's preferred terms and the plugin's `addedAffinity`, and
+    /// writes nothing.
+    fn pre_score_reuse(&self, _: &PodInfo) -> crate::framework::PreReuse {
+        crate::framework::PreReuse::Pod
     }
 }
 

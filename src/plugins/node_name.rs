@@ -30,6 +30,11 @@ impl PreFilterPlugin for NodeName {
     fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
         if pod.pod.spec.node_name.is_empty() { (None, Status::SKIP) } else { (None, Status::SUCCESS) }
     }
+
+    /// PreFilter reads the pod's `spec.nodeName` only.
+    fn pre_filter_reuse(&self, _: &PodInfo) -> crate::framework::PreReuse {
+        crate::framework::PreReuse::Pod
+    }
 }
 
 impl FilterPlugin for NodeName {

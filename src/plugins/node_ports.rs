@@ -41,6 +41,11 @@ impl PreFilterPlugin for NodePorts {
         state.write(WantedPorts(pod.host_ports.clone()));
         (None, Status::SUCCESS)
     }
+
+    /// PreFilter keeps the pod's host ports: a function of the pod.
+    fn pre_filter_reuse(&self, _: &PodInfo) -> crate::framework::PreReuse {
+        crate::framework::PreReuse::Pod
+    }
 }
 
 /// Whether any wanted port conflicts with one in use (upstream `fitsPorts`).

@@ -100,6 +100,11 @@ impl PreScorePlugin for TaintToleration {
         state.write(PreferTolerations(prefer_tolerations(pod)));
         Status::SUCCESS
     }
+
+    /// PreScore keeps the pod's PreferNoSchedule tolerations: a function of the pod.
+    fn pre_score_reuse(&self, _: &PodInfo) -> crate::framework::PreReuse {
+        crate::framework::PreReuse::Pod
+    }
 }
 
 impl ScorePlugin for TaintToleration {

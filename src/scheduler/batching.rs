@@ -143,7 +143,12 @@ impl Scheduler {
         let now = self.handle.clock().now();
         let result = if scored {
             let bufs = &self.bufs;
-            let at = bufs.feasible.iter().position(|&i| i == chosen).unwrap_or(0) as u32;
+            // The chosen node's row is read only by a later rescoring of this batch; an
+            // unsigned pod's store flushes the batch, so it is not looked for then.
+            let at = match cb.signature {
+                Some(_) => bufs.feasible.iter().position(|&i| i == chosen).unwrap_or(0) as u32,
+                None => 0,
+            };
             let mut others = bufs
                 .feasible
                 .iter()

@@ -70,6 +70,9 @@ pub(crate) struct MemoStats {
     /// Members whose Filter walk was replayed from the previous identical member's
     /// (see `group_walk.rs`; their unchanged nodes count as filter hits).
     pub walks_replayed: u64,
+    /// PreFilter and PreScore calls answered by the member's first placement (see
+    /// `group_prescore.rs`).
+    pub pre_reused: u64,
 }
 
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
@@ -107,6 +110,8 @@ pub(crate) struct GroupMemo {
     pub(super) columns: super::group_score::LastColumns,
     /// The last full Filter walk in the view under the Filter key (see `group_walk.rs`).
     pub(super) walk: super::group_walk::LastWalk,
+    /// Members' PreFilters and PreScores kept across placements (see `group_prescore.rs`).
+    pub(super) pre: super::group_prescore::KeptPre,
     pub(crate) stats: MemoStats,
 }
 
@@ -122,6 +127,7 @@ impl GroupMemo {
         self.stats = MemoStats::default();
         self.clear();
         self.keys.clear();
+        self.pre.clear();
         self.member = None;
     }
 
@@ -129,12 +135,18 @@ impl GroupMemo {
     pub(crate) fn end_cycle(&mut self) {
         self.clear();
         self.keys.clear();
+        self.pre.clear();
         self.member = None;
     }
 
     /// The group algorithm is about to run member `index` (`pod`) through its cycle.
     pub(super) fn set_member(&mut self, index: usize, pod: &Arc<PodInfo>) {
         self.member = Some((index, pod.clone()));
+    }
+
+    /// The member in its cycle now: its index in the group's pods, and the pod.
+    pub(super) fn member(&self) -> Option<(usize, &Arc<PodInfo>)> {
+        self.member.as_ref().map(|(i, p)| (*i, p))
     }
 
     /// `pod`'s key for Filter (`which` 0) or Score (1) with `skipped` plugins: the

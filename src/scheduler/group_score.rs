@@ -16,6 +16,12 @@
 //! changed rows, and every other runs NormalizeScore over the whole column as before.
 //! Host selection is untouched: the totals are the same numbers in the same order, so
 //! its random draws are too.
+//!
+//! The missed rows are the feasible positions the snapshot's change log lists since the
+//! previous member scored ([`Snapshot::changed_since`]: every in-place replacement is
+//! logged, so a position not listed holds the `NodeInfo` its row was computed on), found
+//! through a position-to-row index kept with the columns; only when the log does not
+//! reach back is every feasible node looked up in the memo.
 
 use super::Buffers;
 use super::group_memo::GroupMemo;
@@ -38,7 +44,14 @@ pub(super) struct LastColumns {
     totals: Vec<i64>,
     /// One plugin's changed rows (indices into the feasible nodes).
     changed: Vec<usize>,
+    /// The snapshot generation the columns were computed at.
+    generation: u64,
+    /// By snapshot position: its row among the feasible nodes ([`NO_ROW`]: none).
+    row_of: Vec<u32>,
 }
+
+/// A position that is not among the feasible nodes (in [`LastColumns::row_of`]).
+const NO_ROW: u32 = u32::MAX;
 
 impl LastColumns {
     /// Forgets the previous member's columns (another view or score key).
@@ -67,11 +80,24 @@ pub(super) fn memo_score(
     bufs.memo_miss.clear();
     bufs.memo_miss_at.clear();
     if same_nodes {
-        // Rows the memo knows are the previous member's: only the misses are read.
-        for (k, &i) in bufs.feasible.iter().enumerate() {
-            if !memo.knows_scores(i, &nodes[i]) {
-                bufs.memo_miss.push(i);
-                bufs.memo_miss_at.push(k);
+        if let Some(changed) = snap.changed_since(memo.columns.generation) {
+            // Only the positions replaced since the previous member scored have new
+            // rows (module doc); a position may be listed more than once.
+            for p in changed {
+                let k = memo.columns.row_of.get(p).copied().unwrap_or(NO_ROW);
+                if k != NO_ROW && !bufs.memo_miss.contains(&p) {
+                    bufs.memo_miss.push(p);
+                    bufs.memo_miss_at.push(k as usize);
+                }
+            }
+            memo.stats.score_hits += (n - bufs.memo_miss.len()) as u64;
+        } else {
+            // Rows the memo knows are the previous member's: only the misses are read.
+            for (k, &i) in bufs.feasible.iter().enumerate() {
+                if !memo.knows_scores(i, &nodes[i]) {
+                    bufs.memo_miss.push(i);
+                    bufs.memo_miss_at.push(k);
+                }
             }
         }
         incremental(memo, bufs, profile, state, pod, snap)?;
@@ -93,10 +119,17 @@ pub(super) fn memo_score(
         }
         memo.columns.raw = rows;
         afresh(memo, bufs, profile, state, pod, snap)?;
+        let row_of = &mut memo.columns.row_of;
+        row_of.clear();
+        row_of.resize(nodes.len(), NO_ROW);
+        for (k, &i) in bufs.feasible.iter().enumerate() {
+            row_of[i] = k as u32;
+        }
+        memo.columns.feasible.clone_from(&bufs.feasible);
     }
     let last = &mut memo.columns;
     bufs.totals.copy_from_slice(&last.totals[..n]);
-    last.feasible.clone_from(&bufs.feasible);
+    last.generation = snap.generation();
     last.valid = true;
     let raw = std::mem::take(&mut last.raw);
     for (&i, &k) in bufs.memo_miss.iter().zip(&bufs.memo_miss_at) {

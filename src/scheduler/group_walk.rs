@@ -14,6 +14,15 @@
 //! snapshot position with the `NodeInfo` each was computed on, refilters the positions
 //! whose `NodeInfo` is another object now, and lists the outcomes from the start.
 //! Members whose walk stops early (sampling) walk as before.
+//!
+//! The positions to refilter come from the snapshot's change log
+//! ([`Snapshot::changed_since`] the generation the statuses were brought up to date at):
+//! every in-place replacement bumps the generation and is logged, so a position not
+//! logged since holds the very `NodeInfo` its status was computed on. When no
+//! refiltered node was or becomes a failed one and the walk starts where it did, the
+//! feasible and failed lists are the last ones, copied whole; otherwise they are
+//! listed again from the statuses. Without a log reaching back (compacted), every
+//! position's node is compared instead.
 
 use std::sync::Arc;
 
@@ -29,6 +38,12 @@ pub(super) struct LastWalk {
     /// The node each status is for (held, so its address is not reused).
     nodes: Vec<Arc<NodeInfo>>,
     status: Vec<Status>,
+    /// The snapshot generation at which every status was last brought up to date.
+    generation: u64,
+    /// The walk's start and its feasible and failed lists then, in walk order.
+    start: usize,
+    feasible: Vec<usize>,
+    failed: Vec<(usize, Status)>,
 }
 
 impl LastWalk {
@@ -38,7 +53,20 @@ impl LastWalk {
             self.valid = false;
             self.nodes.clear();
             self.status.clear();
+            self.feasible.clear();
+            self.failed.clear();
         }
+    }
+
+    /// Records the walk's lists (in `feasible`/`failed`, walk order from `start`),
+    /// with the statuses current at `generation`.
+    fn keep_lists(&mut self, generation: u64, start: usize, feasible: &[usize], failed: &[(usize, Status)]) {
+        self.generation = generation;
+        self.start = start;
+        self.feasible.clear();
+        self.feasible.extend_from_slice(feasible);
+        self.failed.clear();
+        self.failed.extend(failed.iter().cloned());
     }
 
     /// Whether a walk is kept.
@@ -73,24 +101,38 @@ impl Scheduler {
         let walk = &mut memo.walk;
         let n = nodes.len();
         if walk.valid && walk.nodes.len() == n && n > 0 {
-            // One pass in walk order: a node whose `NodeInfo` changed is refiltered,
-            // then every node's status goes to the feasible or the failed list.
-            // The running Filters are listed only when a node changed.
+            // The positions replaced since the statuses were last brought up to date
+            // are refiltered (every position when the log does not reach back); the
+            // lists are copied when no refiltered node was or becomes a failed one,
+            // else listed again in walk order. The running Filters are listed only
+            // when a node changed.
             let mut active = None;
             let guard = runtime::FilterGuard::new(profile);
-            let (status, held) = (&mut walk.status, &mut walk.nodes);
+            let generation = snap.generation();
+            let changed = snap.changed_since(walk.generation);
+            let LastWalk {
+                nodes: held, status, start: kept_start, feasible: kept_feasible, failed: kept_failed, ..
+            } = &mut *walk;
             let bufs = &mut self.bufs;
-            let (mut refiltered, mut error) = (0usize, false);
+            let (mut refiltered, mut error, mut relist) = (0usize, false, *kept_start != start % n);
             let outcome = guard.run(|current| {
-                for range in [start % n..n, 0..start % n] {
-                    for i in range {
-                        if !Arc::ptr_eq(&held[i], &nodes[i]) {
-                            let active = active.get_or_insert_with(|| runtime::ActiveFilters::new(profile, state));
-                            status[i] = runtime::run_active_filters(active, state, pod, &nodes[i], current);
-                            held[i] = nodes[i].clone();
-                            refiltered += 1;
-                            error |= status[i].code() == Code::Error;
-                        }
+                let mut refilter = |i: usize| {
+                    if i < n && !Arc::ptr_eq(&held[i], &nodes[i]) {
+                        let active = active.get_or_insert_with(|| runtime::ActiveFilters::new(profile, state));
+                        let was_feasible = status[i].is_success();
+                        status[i] = runtime::run_active_filters(active, state, pod, &nodes[i], current);
+                        held[i] = nodes[i].clone();
+                        refiltered += 1;
+                        error |= status[i].code() == Code::Error;
+                        relist |= !(was_feasible && status[i].is_success());
+                    }
+                };
+                match changed {
+                    Some(positions) => positions.for_each(&mut refilter),
+                    None => (0..n).for_each(&mut refilter),
+                }
+                if relist {
+                    for i in (start % n..n).chain(0..start % n) {
                         let s = &status[i];
                         if s.is_success() {
                             bufs.feasible.push(i);
@@ -98,6 +140,9 @@ impl Scheduler {
                             bufs.failed.push((i, s.clone()));
                         }
                     }
+                } else {
+                    bufs.feasible.extend_from_slice(kept_feasible);
+                    bufs.failed.extend(kept_failed.iter().cloned());
                 }
             });
             if outcome.is_ok() {
@@ -105,6 +150,10 @@ impl Scheduler {
                 memo.stats.filter_hits += (n - refiltered) as u64;
                 if error {
                     walk.invalidate();
+                } else if relist {
+                    walk.keep_lists(generation, start % n, &bufs.feasible, &bufs.failed);
+                } else {
+                    walk.generation = generation;
                 }
                 return n;
             }
@@ -129,6 +178,7 @@ impl Scheduler {
             for (i, s) in &bufs.failed {
                 walk.status[*i] = s.clone();
             }
+            walk.keep_lists(snap.generation(), start % n_cand, &bufs.feasible, &bufs.failed);
             walk.valid = true;
         }
         processed

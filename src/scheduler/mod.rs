@@ -18,9 +18,13 @@ mod filter_chunk_tests;
 mod fit_error;
 mod group_memo;
 mod group_preemption;
+mod group_prescore;
+#[cfg(test)]
+mod group_prescore_tests;
 mod group_score;
 #[cfg(test)]
 mod group_score_tests;
+mod group_select;
 mod group_walk;
 #[cfg(test)]
 mod group_walk_tests;
@@ -445,12 +449,15 @@ impl Scheduler {
         let timers = timers.as_deref();
         let cycle_metrics = self.cycle_metrics.clone();
         let m = cycle_metrics.as_deref();
+        // A pod-group member's PreFilters and PreScores kept from its first placement
+        // (see `group_prescore.rs`); not while the plugins are timed.
         let pre = time_point(
             m,
             MetricPoint::PreFilter,
-            || match timers {
-                None => runtime::run_pre_filter(profile, &mut state, pod, snap),
-                Some(t) => runtime::run_pre_filter_timed(profile, &mut state, pod, snap, Some(&t.pre_filter)),
+            || match (timers, self.group_memo.as_mut()) {
+                (None, Some(memo)) => group_prescore::run_pre_filter(memo, profile, &mut state, pod, snap),
+                (None, None) => runtime::run_pre_filter(profile, &mut state, pod, snap),
+                (Some(t), _) => runtime::run_pre_filter_timed(profile, &mut state, pod, snap, Some(&t.pre_filter)),
             },
             |r| r.as_ref().map_or_else(Status::code, |_| Code::Success),
         );
@@ -612,10 +619,14 @@ impl Scheduler {
         }
         let s = {
             let nodes = NodeList::new(snap, &self.bufs.feasible);
+            let memo = self.group_memo.as_mut().filter(|_| timers.is_none());
             time_point(
                 m,
                 MetricPoint::PreScore,
-                || runtime::run_pre_score(profile, &mut state, pod, nodes, timers.map(|t| &t.pre_score)),
+                || match memo {
+                    Some(memo) => group_prescore::run_pre_score(memo, profile, &mut state, pod, nodes),
+                    None => runtime::run_pre_score(profile, &mut state, pod, nodes, timers.map(|t| &t.pre_score)),
+                },
                 Status::code,
             )
         };
@@ -646,7 +657,9 @@ impl Scheduler {
         if let Some(e) = &extenders {
             e.prioritize(pod, snap, &self.bufs.feasible, &mut self.bufs.totals, profile.has_score_plugins());
         }
-        let best = self.select_host(snap);
+        // A pod-group member's draws are mostly ties on a placement's nodes: the same
+        // choice, computing only the draws that decide it (see `group_select.rs`).
+        let best = if self.group_memo.is_some() { self.select_host_group(snap) } else { self.select_host(snap) };
         if let Some(cb) = &batch {
             self.batch_store(cb, snap, best, true);
         }

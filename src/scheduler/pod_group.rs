@@ -171,6 +171,7 @@ impl Scheduler {
             self.group_memo_stats.columns_reused += memo.stats.columns_reused;
             self.group_memo_stats.members_plain += memo.stats.members_plain;
             self.group_memo_stats.walks_replayed += memo.stats.walks_replayed;
+            self.group_memo_stats.pre_reused += memo.stats.pre_reused;
             memo.end_cycle();
             self.group_memo_spare = memo;
         }

@@ -183,6 +183,16 @@ impl PreScorePlugin for BalancedAllocation {
         state.write(s);
         Status::SUCCESS
     }
+
+    /// The pod's requests are a function of the pod; the device view read from the DRA
+    /// store (a scored extended resource with device classes) is not.
+    fn pre_score_reuse(&self, pod: &PodInfo) -> crate::framework::PreReuse {
+        if self.device_classes.is_none() || !self.scored.requests_scalar(&self.scored.pod_requests(pod, true)) {
+            crate::framework::PreReuse::Pod
+        } else {
+            crate::framework::PreReuse::Never
+        }
+    }
 }
 
 impl ScorePlugin for BalancedAllocation {

@@ -325,6 +325,16 @@ impl PreFilterPlugin for Fit {
         state.write(self.state_for(pod));
         (None, Status::SUCCESS)
     }
+
+    /// The pod's requests are a function of the pod; whether a DRA device class backs
+    /// an extended resource (read from the DRA store) is not.
+    fn pre_filter_reuse(&self, pod: &PodInfo) -> crate::framework::PreReuse {
+        if self.device_classes.is_none() || pod.requests_for(self.pod_level).scalar.is_empty() {
+            crate::framework::PreReuse::Pod
+        } else {
+            crate::framework::PreReuse::Never
+        }
+    }
 }
 
 impl FilterPlugin for Fit {
@@ -532,6 +542,16 @@ impl PreScorePlugin for Fit {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
         state.write(self.score_state(pod));
         Status::SUCCESS
+    }
+
+    /// The pod's scored requests are a function of the pod; the device view read from
+    /// the DRA store (a scored extended resource with device classes) is not.
+    fn pre_score_reuse(&self, pod: &PodInfo) -> crate::framework::PreReuse {
+        if self.device_classes.is_none() || !self.scored.requests_scalar(&self.scored.pod_requests(pod, false)) {
+            crate::framework::PreReuse::Pod
+        } else {
+            crate::framework::PreReuse::Never
+        }
     }
 }
 
