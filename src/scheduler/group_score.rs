@@ -48,6 +48,8 @@ pub(super) struct LastColumns {
     generation: u64,
     /// By snapshot position: its row among the feasible nodes ([`NO_ROW`]: none).
     row_of: Vec<u32>,
+    /// This member's weight per Score plugin, 0 for those PreScore skipped.
+    weights: Vec<i64>,
 }
 
 /// A position that is not among the feasible nodes (in [`LastColumns::row_of`]).
@@ -57,6 +59,31 @@ impl LastColumns {
     /// Forgets the previous member's columns (another view or score key).
     pub(super) fn invalidate(&mut self) {
         self.valid = false;
+    }
+
+    /// Makes `feasible` (positions among `positions` nodes) the columns' rows and keeps
+    /// [`LastColumns::row_of`] its inverse. Only the previous rows are unset: a sampled
+    /// member's feasible list is a tenth of the nodes, and refilling the whole index per
+    /// member cost a 5,000-pod group more than the rows it saves.
+    pub(super) fn set_feasible(&mut self, feasible: &[usize], positions: usize) {
+        if self.row_of.len() == positions {
+            for &i in &self.feasible {
+                self.row_of[i] = NO_ROW;
+            }
+        } else {
+            self.row_of.clear();
+            self.row_of.resize(positions, NO_ROW);
+        }
+        for (k, &i) in feasible.iter().enumerate() {
+            self.row_of[i] = u32::try_from(k).unwrap_or(NO_ROW);
+        }
+        self.feasible.clear();
+        self.feasible.extend_from_slice(feasible);
+    }
+
+    /// The row of snapshot position `p` among the feasible nodes, if it is one.
+    pub(super) fn row_of(&self, p: usize) -> Option<usize> {
+        self.row_of.get(p).copied().filter(|&k| k != NO_ROW).map(|k| k as usize)
     }
 }
 
@@ -84,10 +111,11 @@ pub(super) fn memo_score(
             // Only the positions replaced since the previous member scored have new
             // rows (module doc); a position may be listed more than once.
             for p in changed {
-                let k = memo.columns.row_of.get(p).copied().unwrap_or(NO_ROW);
-                if k != NO_ROW && !bufs.memo_miss.contains(&p) {
+                if let Some(k) = memo.columns.row_of(p)
+                    && !bufs.memo_miss.contains(&p)
+                {
                     bufs.memo_miss.push(p);
-                    bufs.memo_miss_at.push(k as usize);
+                    bufs.memo_miss_at.push(k);
                 }
             }
             memo.stats.score_hits += (n - bufs.memo_miss.len()) as u64;
@@ -119,13 +147,7 @@ pub(super) fn memo_score(
         }
         memo.columns.raw = rows;
         afresh(memo, bufs, profile, state, pod, snap)?;
-        let row_of = &mut memo.columns.row_of;
-        row_of.clear();
-        row_of.resize(nodes.len(), NO_ROW);
-        for (k, &i) in bufs.feasible.iter().enumerate() {
-            row_of[i] = k as u32;
-        }
-        memo.columns.feasible.clone_from(&bufs.feasible);
+        memo.columns.set_feasible(&bufs.feasible, nodes.len());
     }
     let last = &mut memo.columns;
     bufs.totals.copy_from_slice(&last.totals[..n]);
@@ -171,8 +193,9 @@ fn afresh(
         }
         normalize_column(sp, state, pod, bufs, last, pi, plugins)?;
     }
+    active_weights(profile, state, &mut last.weights);
     last.totals.clear();
-    last.totals.extend((0..n).map(|k| total(profile, state, &last.norm[k * plugins..(k + 1) * plugins])));
+    last.totals.extend((0..n).map(|k| total(&last.norm[k * plugins..(k + 1) * plugins], &last.weights)));
     Ok(())
 }
 
@@ -227,13 +250,14 @@ fn incremental(
             }
         }
     }
+    active_weights(profile, state, &mut last.weights);
     if all_rows {
         for k in 0..bufs.feasible.len() {
-            last.totals[k] = total(profile, state, &last.norm[k * plugins..(k + 1) * plugins]);
+            last.totals[k] = total(&last.norm[k * plugins..(k + 1) * plugins], &last.weights);
         }
     } else {
         for &k in &bufs.memo_miss_at {
-            last.totals[k] = total(profile, state, &last.norm[k * plugins..(k + 1) * plugins]);
+            last.totals[k] = total(&last.norm[k * plugins..(k + 1) * plugins], &last.weights);
         }
     }
     memo.stats.columns_reused += reused;
@@ -260,13 +284,16 @@ fn normalize_column(
     Ok(())
 }
 
-/// One node's weighted total over the plugins that run, from its normalized row.
-fn total(profile: &Profile, state: &CycleState, norm: &[i64]) -> i64 {
-    profile
-        .score
-        .iter()
-        .enumerate()
-        .filter(|&(pi, _)| !state.skips_score(pi))
-        .map(|(pi, sp)| norm[pi] * sp.weight)
-        .sum()
+/// Each Score plugin's weight for this member, 0 for the plugins PreScore skipped:
+/// their cells are not written this cycle, and a zero weight drops whatever they hold
+/// (an earlier member's normalized score, always in range).
+fn active_weights(profile: &Profile, state: &CycleState, weights: &mut Vec<i64>) {
+    weights.clear();
+    weights.extend(profile.score.iter().enumerate().map(|(pi, sp)| if state.skips_score(pi) { 0 } else { sp.weight }));
+}
+
+/// One node's weighted total, from its normalized row and [`active_weights`]: the
+/// per-node filter over skipped plugins was most of a 5,000-pod group's Score cost.
+fn total(norm: &[i64], weights: &[i64]) -> i64 {
+    norm.iter().zip(weights).map(|(score, weight)| score * weight).sum()
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use super::group_score::LastColumns;
 use super::{Scheduler, SchedulerConfig};
 use crate::framework::{
     CycleState, ExtensionPoints, FeatureGates, Handle, NodeScore, NormalizeReuse, Plugin, PluginRef, PreScorePlugin,
@@ -117,6 +118,46 @@ impl ScorePlugin for ViewDependent {
     }
 }
 
+/// Scores 100 on even-numbered nodes; PreScore skips it for pods asking more than one
+/// cpu. In a gang whose members alternate between the two, the memo's columns hold the
+/// previous member's normalized scores for it while the next member skips it: a stale
+/// cell must not count.
+struct Picky;
+
+impl Plugin for Picky {
+    fn name(&self) -> &str {
+        "Picky"
+    }
+    fn register(self: Arc<Self>, p: &mut ExtensionPoints) {
+        p.pre_score(self.clone()).score(self.clone()).sign(self);
+    }
+}
+
+impl PreScorePlugin for Picky {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: NodeList<'_>) -> Status {
+        if pod.requests_for(false).milli_cpu > 1000 { Status::SKIP } else { Status::SUCCESS }
+    }
+}
+
+impl ScorePlugin for Picky {
+    fn score(&self, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(if node.node().name().ends_with(['0', '2', '4', '6', '8']) { 100 } else { 0 })
+    }
+    fn normalize_reuse(&self) -> NormalizeReuse {
+        NormalizeReuse::PerNode
+    }
+}
+
+impl SignPlugin for Picky {
+    fn sign_pod(&self, pod: &PodInfo, fragments: &mut SignFragments) -> Status {
+        let big = pod.requests_for(false).milli_cpu > 1000;
+        fragments.add("test/picky", |w| {
+            w.bool(big);
+        });
+        Status::SUCCESS
+    }
+}
+
 /// These three plugins sign every pod alike: their scores read only the node.
 macro_rules! signs_everything {
     ($($t:ty),*) => {$(
@@ -131,8 +172,9 @@ signs_everything!(Headroom, Crowd, ViewDependent);
 
 /// A scheduler with the default profile (gates for pod groups, optionally placements)
 /// plus the three plugins above, with the given Score weights (ViewDependent honest
-/// unless `lies`).
-fn scheduler(rack: bool, weights: [i64; 3], memo: bool, lies: bool) -> Scheduler {
+/// unless [`Extra::LyingViewDependent`]), and Picky with weight 5 with [`Extra::Picky`].
+fn scheduler(rack: bool, weights: [i64; 3], memo: bool, extra: Extra) -> Scheduler {
+    let lies = extra == Extra::LyingViewDependent;
     let gates = if rack {
         "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
     } else {
@@ -150,6 +192,10 @@ fn scheduler(rack: bool, weights: [i64; 3], memo: bool, lies: bool) -> Scheduler
     for (name, w) in ["Headroom", "Crowd", "ViewDependent"].into_iter().zip(weights) {
         cfg.plugins.multi_point.enabled.push(PluginRef { name: name.to_owned(), weight: Some(w) });
     }
+    if extra == Extra::Picky {
+        registry.register("Picky", |_, _| Ok(Arc::new(Picky) as Arc<dyn Plugin>)).unwrap();
+        cfg.plugins.multi_point.enabled.push(PluginRef { name: "Picky".to_owned(), weight: Some(5) });
+    }
     let profile = registry.build_profile(&cfg, &handle).unwrap();
     let config = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(config).build();
@@ -164,19 +210,29 @@ type Gang = (u8, u16, bool);
 /// Where every pod landed after scheduling `gangs` on nodes of `(cpu, busy pods)`,
 /// and how many normalized columns the memo reused.
 fn run(nodes: &[(u8, u8)], gangs: &[Gang], rack: bool, weights: [i64; 3], memo: bool) -> (Vec<(String, String)>, u64) {
-    run_with(nodes, gangs, rack, weights, memo, false)
+    run_with(nodes, gangs, rack, weights, memo, Extra::None)
 }
 
-/// [`run`] with a lying ViewDependent when `lies`.
+/// What [`run_with`] changes in the profile of [`run`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    None,
+    /// ViewDependent promises [`NormalizeReuse::Column`] falsely.
+    LyingViewDependent,
+    /// [`Picky`] is added with weight 5.
+    Picky,
+}
+
+/// [`run`] with the profile changed as `extra` says.
 fn run_with(
     nodes: &[(u8, u8)],
     gangs: &[Gang],
     rack: bool,
     weights: [i64; 3],
     memo: bool,
-    lies: bool,
+    extra: Extra,
 ) -> (Vec<(String, String)>, u64) {
-    let mut s = scheduler(rack, weights, memo, lies);
+    let mut s = scheduler(rack, weights, memo, extra);
     for (i, &(cpu, _)) in nodes.iter().enumerate() {
         let node = NodeBuilder::new(&format!("n{i:02}"))
             .cpu(&cpu.to_string())
@@ -235,9 +291,23 @@ fn identical_members_reuse_normalized_columns() {
 fn a_false_column_promise_changes_placements() {
     let nodes = [(8, 0), (8, 1), (4, 0), (8, 2), (6, 0), (8, 0), (4, 1), (8, 0), (6, 3)];
     let gangs = [(10, 1000, false), (6, 700, true)];
-    let (lying, _) = run_with(&nodes, &gangs, false, [1, 2, 3], true, true);
-    let (full, _) = run_with(&nodes, &gangs, false, [1, 2, 3], false, true);
+    let (lying, _) = run_with(&nodes, &gangs, false, [1, 2, 3], true, Extra::LyingViewDependent);
+    let (full, _) = run_with(&nodes, &gangs, false, [1, 2, 3], false, Extra::LyingViewDependent);
     assert_ne!(lying, full);
+}
+
+/// A gang whose members alternate between running Picky and skipping it (0.8 and 1.3
+/// cpu): the memo's placements equal the full recomputation's, and Picky's even-node
+/// preference shows in the small members' placements, so it is not vacuous.
+#[test]
+fn a_skipped_plugins_stale_column_does_not_count() {
+    let nodes = [(8, 2), (8, 0), (8, 2), (8, 0), (8, 2), (8, 0), (8, 2), (8, 0)];
+    let gangs = [(8, 800, true)];
+    let (with, _) = run_with(&nodes, &gangs, false, [1, 1, 1], true, Extra::Picky);
+    let (without, _) = run_with(&nodes, &gangs, false, [1, 1, 1], false, Extra::Picky);
+    assert_eq!(with, without);
+    let (plain, _) = run_with(&nodes, &gangs, false, [1, 1, 1], false, Extra::None);
+    assert_ne!(without, plain, "Picky moved no pod");
 }
 
 proptest! {
@@ -254,5 +324,30 @@ proptest! {
         let with = run(&nodes, &gangs, rack, weights, true).0;
         let without = run(&nodes, &gangs, rack, weights, false).0;
         prop_assert_eq!(with, without);
+        // Members alternating between running and skipping a Score plugin.
+        let with = run_with(&nodes, &gangs, rack, weights, true, Extra::Picky).0;
+        let without = run_with(&nodes, &gangs, rack, weights, false, Extra::Picky).0;
+        prop_assert_eq!(with, without);
+    }
+}
+
+proptest! {
+    /// Any sequence of feasible lists (sampled windows, shrinking lists, a changed node
+    /// count): the position-to-row index is the inverse of the latest list, with no row
+    /// left behind by an earlier one.
+    #[test]
+    fn row_index_is_the_inverse_of_the_latest_feasible_list(
+        lists in proptest::collection::vec(
+            (1usize..=40).prop_flat_map(|n| (Just(n), proptest::sample::subsequence((0..n).collect::<Vec<_>>(), 0..=n))),
+            1..12,
+        ),
+    ) {
+        let mut columns = LastColumns::default();
+        for (positions, feasible) in &lists {
+            columns.set_feasible(feasible, *positions);
+            for p in 0..*positions + 2 {
+                prop_assert_eq!(columns.row_of(p), feasible.iter().position(|&i| i == p));
+            }
+        }
     }
 }
