@@ -267,6 +267,19 @@ pub trait ScorePlugin: Plugin {
         Ok(())
     }
 
+    /// The score every node of `nodes` gets from this plugin this cycle, Score and
+    /// NormalizeScore together, when the plugin knows it without scoring each node
+    /// (the pod asks for nothing the plugin scores, or no node has what it looks
+    /// for). With `Some(v)` the scheduler adds `v` times the weight to every node's
+    /// total and calls neither [`ScorePlugin::score_nodes`] nor
+    /// [`ScorePlugin::normalize`] (still checking that `v` is in
+    /// `0..=MAX_NODE_SCORE`), so `v` must be exactly what those two would give every
+    /// node. Cycles that keep per-plugin scores or time each plugin call still run
+    /// them. Default: `None`, score every node.
+    fn uniform_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: NodeList<'_>) -> Option<i64> {
+        None
+    }
+
     /// Rescales this plugin's scores in place (default: leave them as they are).
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
         Status::SUCCESS

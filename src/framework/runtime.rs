@@ -447,7 +447,7 @@ pub(crate) fn add_weighted_scores(sp: &WeightedScore, scores: &[NodeScore], tota
 }
 
 /// Upstream's error for a score out of range after NormalizeScore.
-fn invalid_score(sp: &WeightedScore, score: i64) -> Status {
+pub(crate) fn invalid_score(sp: &WeightedScore, score: i64) -> Status {
     Status::error(format!(
         "plugin {:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
         sp.name

@@ -29,11 +29,36 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]
         }
         return;
     }
+    // Few distinct raw scores (NodeAffinity's weight sums, counts of taints) on many
+    // nodes: each `0..=max_count` score's result is worked out once, and a node's is
+    // a table read (any other score, e.g. a negative one, is computed as written).
+    if max_count < NORMALIZE_TABLE as i64 && scores.len() > 2 * max_count as usize {
+        let mut table = [0i64; NORMALIZE_TABLE];
+        for (raw, t) in table.iter_mut().enumerate().take(max_count as usize + 1) {
+            let v = max * raw as i64 / max_count;
+            *t = if reverse { max - v } else { v };
+        }
+        for s in scores.iter_mut() {
+            // Every score is at most `max_count`; a negative one reads as a huge
+            // index and misses.
+            s.score = match table.get(s.score as u64 as usize) {
+                Some(&t) => t,
+                None => {
+                    let v = max * s.score / max_count;
+                    if reverse { max - v } else { v }
+                }
+            };
+        }
+        return;
+    }
     for s in scores.iter_mut() {
         let v = max * s.score / max_count;
         s.score = if reverse { max - v } else { v };
     }
 }
+
+/// Entries of [`default_normalize_score`]'s table of results by raw score.
+const NORMALIZE_TABLE: usize = 64;
 
 /// Whether a resource name is an extended resource.
 ///
@@ -89,6 +114,39 @@ pub(crate) fn filter_each(
     failed
 }
 
+/// A `filter_nodes` body for a Filter that passes every node without `flag` among
+/// the snapshot's node flags (`crate::snapshot::node_flags`): the chunk's flags
+/// are read into a mask, and `fail(node)` runs only for the flagged nodes, in chunk
+/// order, writing each `Some` status into its slot; returns the failure mask.
+#[inline]
+pub(crate) fn filter_flagged(
+    nodes: NodeList<'_>,
+    statuses: &mut [Status],
+    flag: u8,
+    mut fail: impl FnMut(&NodeInfo) -> Option<Status>,
+) -> u64 {
+    let snap = nodes.snapshot();
+    let flags = snap.node_flags();
+    let idx = nodes.indices();
+    let n = idx.len().min(statuses.len()).min(64);
+    let idx = &idx[..n];
+    let mut flagged = 0u64;
+    for (i, &p) in idx.iter().enumerate() {
+        flagged |= u64::from(flags[p] & flag != 0) << i;
+    }
+    let all = snap.nodes();
+    let mut failed = 0;
+    while flagged != 0 {
+        let i = flagged.trailing_zeros() as usize;
+        flagged &= flagged - 1;
+        if let Some(s) = fail(&all[idx[i]]) {
+            statuses[i] = s;
+            failed |= 1 << i;
+        }
+    }
+    failed
+}
+
 /// The mask of the first `n` (at most 64) nodes of a `filter_nodes` chunk.
 #[inline]
 pub(crate) fn low_bits(n: usize) -> u64 {
@@ -125,5 +183,46 @@ pub fn score_batch<T: StateData>(
     };
     for (slot, node) in scores.iter_mut().zip(nodes.iter()) {
         slot.score = score(s, node);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::Symbol;
+
+    /// Upstream's loop, node by node.
+    fn plain(max: i64, reverse: bool, scores: &mut [NodeScore]) {
+        let max_count = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
+        for s in scores.iter_mut() {
+            if max_count == 0 {
+                if reverse {
+                    s.score = max;
+                }
+                continue;
+            }
+            let v = max * s.score / max_count;
+            s.score = if reverse { max - v } else { v };
+        }
+    }
+
+    proptest! {
+        /// The table path gives upstream's integers, negative scores and long
+        /// columns of few values included.
+        #[test]
+        fn default_normalize_equals_the_plain_loop(
+            raw in proptest::collection::vec(prop_oneof![4 => 0i64..12, 1 => -5i64..80, 1 => any::<i32>().prop_map(i64::from)], 0..300),
+            max in prop_oneof![Just(100i64), 1i64..1000],
+            reverse in any::<bool>(),
+        ) {
+            let n = Symbol::intern("n");
+            let mut got: Vec<NodeScore> = raw.iter().map(|&score| NodeScore { name: n, score }).collect();
+            let mut want = got.clone();
+            default_normalize_score(max, reverse, &mut got);
+            plain(max, reverse, &mut want);
+            prop_assert_eq!(got, want);
+        }
     }
 }

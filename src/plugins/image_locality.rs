@@ -135,6 +135,13 @@ impl ScorePlugin for ImageLocality {
         Ok(())
     }
 
+    /// None of the pod's images is on any node (PreScore found none): every node's
+    /// sum is 0, which `calculate_priority` maps to 0, and there is no
+    /// NormalizeScore.
+    fn uniform_score(&self, state: &CycleState, _: &PodInfo, _: NodeList<'_>) -> Option<i64> {
+        state.read::<PodImages>().filter(|s| s.images.is_empty()).map(|_| 0)
+    }
+
     /// ImageLocality has no NormalizeScore (upstream `imagelocality/image_locality.go`).
     fn normalize_reuse(&self) -> crate::framework::NormalizeReuse {
         crate::framework::NormalizeReuse::PerNode

@@ -43,10 +43,7 @@ impl FilterPlugin for NodeUnschedulable {
     /// unschedulable taint is worked out once, at the first cordoned node.
     fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let mut tolerated = None;
-        crate::plugins::helper::filter_each(nodes, statuses, |node| {
-            if !node.node().spec.unschedulable {
-                return None;
-            }
+        crate::plugins::helper::filter_flagged(nodes, statuses, crate::snapshot::node_flags::UNSCHEDULABLE, |_| {
             let ok = *tolerated.get_or_insert_with(|| {
                 let taint = Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule);
                 pod.pod.spec.tolerations.iter().any(|t| t.tolerates(&taint))

@@ -11,9 +11,9 @@ use crate::framework::{
 };
 use crate::model::{Symbol, Taint, TaintEffect, Toleration};
 use crate::plugins::helper::default_normalize_score;
-use crate::plugins::helper::score_batch;
+use crate::plugins::helper::with_state;
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, NodeList, PodInfo};
+use crate::snapshot::{NodeInfo, NodeList, PodInfo, node_flags};
 
 /// The TaintToleration plugin.
 #[derive(Debug, Clone, Default)]
@@ -49,16 +49,13 @@ impl FilterPlugin for TaintToleration {
         }
     }
 
-    /// [`FilterPlugin::filter`] over a chunk: a node without taints (most of them)
-    /// costs one length test.
+    /// [`FilterPlugin::filter`] over a chunk: only the nodes the snapshot's flags
+    /// mark with a `NoSchedule` or `NoExecute` taint (few) are looked at.
     fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: NodeList<'_>, statuses: &mut [Status]) -> u64 {
         let tolerations = pod.pod.spec.tolerations.as_slice();
-        crate::plugins::helper::filter_each(nodes, statuses, |node| {
-            let taints = node.node().spec.taints.as_slice();
-            if taints.is_empty() {
-                return None;
-            }
-            find_untolerated_taint(taints, tolerations).map(|t| Status::unresolvable(untolerated_reason(t)))
+        crate::plugins::helper::filter_flagged(nodes, statuses, node_flags::HARD_TAINTS, |node| {
+            find_untolerated_taint(&node.node().spec.taints, tolerations)
+                .map(|t| Status::unresolvable(untolerated_reason(t)))
         })
     }
 }
@@ -123,14 +120,30 @@ impl ScorePlugin for TaintToleration {
         nodes: NodeList<'_>,
         scores: &mut [NodeScore],
     ) -> Result<(), Status> {
-        score_batch(
+        // Only nodes the snapshot's flags mark with a PreferNoSchedule taint can count
+        // one; the rest score 0 without a look at their taints.
+        let flags = nodes.snapshot().node_flags();
+        with_state(
             state,
-            nodes,
-            scores,
             || PreferTolerations(prefer_tolerations(pod)),
-            |t, n| count_intolerable(n, &t.0),
+            |t: &PreferTolerations| {
+                let all = nodes.snapshot().nodes();
+                for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
+                    slot.score = if flags[p] & node_flags::PREFER_TAINTS == 0 {
+                        0
+                    } else {
+                        count_intolerable(&all[p], &t.0)
+                    };
+                }
+            },
         );
         Ok(())
+    }
+
+    /// With no `PreferNoSchedule` taint on any node of the snapshot every node
+    /// counts 0, which the reversed normalization turns into `MAX_NODE_SCORE` for all.
+    fn uniform_score(&self, _: &CycleState, _: &PodInfo, nodes: NodeList<'_>) -> Option<i64> {
+        (nodes.snapshot().prefer_taint_nodes() == 0).then_some(MAX_NODE_SCORE)
     }
 
     /// Fewer intolerable taints is better: reversed default normalization.

@@ -160,23 +160,34 @@ impl<C: Contribution> WorkloadMemo<C> {
         count: impl FnMut(&NodeInfo) -> C,
         f: impl FnOnce(&C::Totals) -> R,
     ) -> R {
+        self.with_totals_by(|k| k == key, || key.clone(), snapshot, count, f)
+    }
+
+    /// [`WorkloadMemo::with_totals`] for a key told by `is_key` (which must hold
+    /// exactly for keys equal to the one `make_key` builds): the key is built only
+    /// when the workload is new to the memo, so a hit copies nothing.
+    pub(crate) fn with_totals_by<R>(
+        &self,
+        is_key: impl Fn(&C::Key) -> bool,
+        make_key: impl FnOnce() -> C::Key,
+        snapshot: &Snapshot,
+        count: impl FnMut(&NodeInfo) -> C,
+        f: impl FnOnce(&C::Totals) -> R,
+    ) -> R {
         let mut guard = self.entries.lock();
         let (clock, entries) = &mut *guard;
         *clock += 1;
-        let idx = if let Some(i) = entries.iter().position(|e| e.key == *key) {
+        let idx = if let Some(i) = entries.iter().position(|e| is_key(&e.key)) {
             i
         } else {
+            let key = make_key();
             if entries.len() >= CAPACITY
                 && let Some(lru) = entries.iter().enumerate().min_by_key(|(_, e)| e.used).map(|(i, _)| i)
             {
                 entries.swap_remove(lru);
             }
-            entries.push(Entry {
-                used: 0,
-                key: key.clone(),
-                nodes: NodeContributions::with_capacity(snapshot.len()),
-                totals: C::empty_totals(key),
-            });
+            let totals = C::empty_totals(&key);
+            entries.push(Entry { used: 0, key, nodes: NodeContributions::with_capacity(snapshot.len()), totals });
             entries.len() - 1
         };
         let entry = &mut entries[idx];

@@ -46,7 +46,8 @@ impl Default for ChunkBufs {
 /// Runs `nodes` (snapshot positions in walk order, at most [`CHUNK`]) through the
 /// cycle's active Filter plugins; afterwards `bufs.outcome[j]` is node `nodes[j]`'s
 /// status, as [`runtime::run_active_filters`] gives it. `bufs.outcome[..nodes.len()]`
-/// must be `Success` on entry. Not panic isolated: the caller's
+/// must be `Success` on entry. Returns whether any node failed (`false`: every
+/// outcome is `Success`). Not panic isolated: the caller's
 /// [`runtime::FilterGuard`] is, and `current` names the plugin running.
 pub(crate) fn filter_chunk(
     active: &runtime::ActiveFilters<'_>,
@@ -56,21 +57,20 @@ pub(crate) fn filter_chunk(
     nodes: &[usize],
     current: &Cell<usize>,
     bufs: &mut ChunkBufs,
-) {
+) -> bool {
     debug_assert!(nodes.len() <= CHUNK);
     let ChunkBufs { live, at, scratch, outcome } = bufs;
-    live.clear();
-    live.extend_from_slice(nodes);
-    at.clear();
-    // At most CHUNK (64) positions: each fits a byte.
-    at.extend((0..nodes.len()).map(|j| j as u8));
+    // Until a plugin fails a node every plugin sees the whole chunk (`nodes`): the
+    // compacted lists of the nodes still passing are built at the first failure.
+    let mut compacted = false;
     for &(i, plugin, name) in active.plugins() {
-        let m = live.len();
+        let m = if compacted { live.len() } else { nodes.len() };
         if m == 0 {
             break;
         }
         current.set(i);
-        let failed = plugin.filter_nodes(state, pod, NodeList::new(snap, live), &mut scratch[..m]) & low_bits(m);
+        let list = NodeList::new(snap, if compacted { live.as_slice() } else { nodes });
+        let failed = plugin.filter_nodes(state, pod, list, &mut scratch[..m]) & low_bits(m);
         debug_assert!(
             scratch[..m].iter().enumerate().all(|(j, s)| s.is_success() != (failed >> j & 1 == 1)),
             "filter_nodes' failure mask disagrees with its statuses"
@@ -78,6 +78,14 @@ pub(crate) fn filter_chunk(
         // Most chunks pass a plugin whole.
         if failed == 0 {
             continue;
+        }
+        if !compacted {
+            compacted = true;
+            live.clear();
+            live.extend_from_slice(nodes);
+            at.clear();
+            // At most CHUNK (64) positions: each fits a byte.
+            at.extend((0..nodes.len()).map(|j| j as u8));
         }
         let first = failed.trailing_zeros() as usize;
         let mut w = first;
@@ -94,6 +102,7 @@ pub(crate) fn filter_chunk(
         live.truncate(w);
         at.truncate(w);
     }
+    compacted
 }
 
 /// The mask of a chunk's first `m` nodes.
@@ -131,6 +140,39 @@ pub(super) struct Walk<'a, 'p> {
 }
 
 impl Walk<'_, '_> {
+    /// Writes the candidates at walk positions `k, k + 1, ...` (wrapping at
+    /// `n_cand`) into `idx`; returns the walk position after them. Without a
+    /// narrowing the candidates are the positions themselves: two runs of
+    /// consecutive numbers, no lookup or wrap test per node.
+    #[inline]
+    fn fill(&self, idx: &mut [usize], mut k: usize) -> usize {
+        let n = self.n_cand;
+        match self.candidates {
+            None => {
+                let run = (n - k).min(idx.len());
+                let (a, b) = idx.split_at_mut(run);
+                for (j, slot) in a.iter_mut().enumerate() {
+                    *slot = k + j;
+                }
+                for (j, slot) in b.iter_mut().enumerate() {
+                    *slot = j;
+                }
+                k = if b.is_empty() { k + run } else { b.len() };
+                if k == n { 0 } else { k }
+            }
+            Some(c) => {
+                for slot in idx {
+                    *slot = c[k];
+                    k += 1;
+                    if k == n {
+                        k = 0;
+                    }
+                }
+                k
+            }
+        }
+    }
+
     /// Walks up to `count` candidates from walk position `k` (wrapping at
     /// `n_cand`) in chunks, pushing each node's outcome in walk order, until
     /// `room(found)` (given the feasible nodes this walk found) says no more are
@@ -172,13 +214,7 @@ impl Walk<'_, '_> {
                     break;
                 }
                 let m = want.clamp(MIN_CHUNK, CHUNK).min(count - processed);
-                for slot in &mut idx[..m] {
-                    *slot = self.candidates.map_or(k, |c| c[k]);
-                    k += 1;
-                    if k == self.n_cand {
-                        k = 0;
-                    }
-                }
+                k = self.fill(&mut idx[..m], k);
                 let mut filtered = u64::MAX;
                 if let Some(memo) = memo.as_deref_mut() {
                     // Remembered nodes take their status; the rest are filtered as one
@@ -202,8 +238,17 @@ impl Walk<'_, '_> {
                     for (o, r) in bufs.outcome[..m].iter_mut().zip(&mut remembered[..m]) {
                         *o = r.take().unwrap_or_default();
                     }
-                } else {
-                    filter_chunk(self.active, self.state, self.pod, self.snap, &idx[..m], current, bufs);
+                } else if !filter_chunk(self.active, self.state, self.pod, self.snap, &idx[..m], current, bufs) {
+                    // Every node passed (the common chunk): the first `want` are
+                    // feasible and processed, as node by node, the rest dropped.
+                    let take = m.min(want);
+                    feasible.extend_from_slice(&idx[..take]);
+                    processed += take;
+                    found += take;
+                    if take == want {
+                        break;
+                    }
+                    continue;
                 }
                 let mut got = 0;
                 let mut done = false;

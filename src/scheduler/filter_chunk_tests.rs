@@ -24,9 +24,10 @@ use crate::plugins::taint_toleration::TaintToleration;
 use crate::snapshot::{Cache, PodInfo, Snapshot};
 use crate::testing::{NodeBuilder, PodBuilder};
 
-/// One random node: CPU cores, instance type, zone (none: no zone label), a taint,
+/// One random node: CPU cores, instance type, zone (none: no zone label), taints
+/// (bits: the tolerable `NoSchedule`, a `NoExecute`, a `PreferNoSchedule`),
 /// cordoned.
-type NodeShape = (u8, u8, Option<u8>, bool, bool);
+type NodeShape = (u8, u8, Option<u8>, u8, bool);
 
 fn snapshot(nodes: &[NodeShape]) -> Snapshot {
     let mut cache = Cache::new();
@@ -39,8 +40,14 @@ fn snapshot(nodes: &[NodeShape]) -> Snapshot {
         if let Some(z) = zone {
             b = b.zone(&format!("zone-{}", z % 3));
         }
-        if tainted {
+        if tainted & 1 != 0 {
             b = b.taint("dedicated", "infra", TaintEffect::NoSchedule);
+        }
+        if tainted & 2 != 0 {
+            b = b.taint("evicting", "", TaintEffect::NoExecute);
+        }
+        if tainted & 4 != 0 {
+            b = b.taint("spot", "", TaintEffect::PreferNoSchedule);
         }
         if cordoned {
             b = b.unschedulable();
@@ -167,7 +174,8 @@ proptest! {
     #[test]
     fn batched_filter_walks_like_node_by_node(
         nodes in proptest::collection::vec(
-            (1u8..=8, any::<u8>(), proptest::option::weighted(0.95, any::<u8>()), proptest::bool::weighted(0.2), proptest::bool::weighted(0.05)),
+            (1u8..=8, any::<u8>(), proptest::option::weighted(0.95, any::<u8>()),
+                prop_oneof![6 => Just(0u8), 3 => Just(1u8), 1 => 2u8..8], proptest::bool::weighted(0.05)),
             1..400,
         ),
         milli_cpu in 100u32..6000,
@@ -212,7 +220,7 @@ proptest! {
 /// their outcomes, as the node-by-node walk under one guard gives them.
 #[test]
 fn a_panic_is_blamed_on_its_node_and_plugin() {
-    let nodes: Vec<NodeShape> = (0..300).map(|i| (4, 1, Some((i % 3) as u8), false, false)).collect();
+    let nodes: Vec<NodeShape> = (0..300).map(|i| (4, 1, Some((i % 3) as u8), 0, false)).collect();
     let snap = snapshot(&nodes);
     let pod = pod(500, false, true);
     let boom = FilterFn::new("Boom", |_: &CycleState, _: &PodInfo, n: &crate::snapshot::NodeInfo| {

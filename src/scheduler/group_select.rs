@@ -1,6 +1,6 @@
-//! Host selection for pod-group members (schedkit's own): the same choice and the same
-//! generator stream as [`Scheduler::select_host`] with [`TieBreak::Random`], computing
-//! only the random draws that can decide the outcome.
+//! Host selection (schedkit's own, first for pod-group members, now for every cycle):
+//! the same choice and the same generator stream as [`Scheduler::select_host`] with
+//! [`TieBreak::Random`], computing only the random draws that can decide the outcome.
 //!
 //! Upstream `selectHost` (`pkg/scheduler/schedule_one.go`) walks the totals keeping a
 //! running top and draws on every tie with it (reservoir sampling). A draw made before
@@ -19,7 +19,8 @@ use crate::rng::{GAMMA, SplitMix64, mix};
 
 impl Scheduler {
     /// The chosen node (a snapshot position) among the cycle's feasible nodes and
-    /// totals: [`Scheduler::select_host`]'s answer and generator stream.
+    /// totals: [`Scheduler::select_host`]'s answer and generator stream, with only the
+    /// deciding draws computed under [`TieBreak::Random`].
     pub(super) fn select_host_group(&mut self, snap: &crate::snapshot::Snapshot) -> usize {
         if self.config.tie_break != TieBreak::Random {
             return self.select_host(snap);

@@ -43,6 +43,8 @@ mod score;
 #[cfg(all(test, feature = "parallel"))]
 mod score_parallel_tests;
 #[cfg(test)]
+mod score_uniform_tests;
+#[cfg(test)]
 mod submit_tests;
 
 use std::sync::Arc;
@@ -657,9 +659,10 @@ impl Scheduler {
         if let Some(e) = &extenders {
             e.prioritize(pod, snap, &self.bufs.feasible, &mut self.bufs.totals, profile.has_score_plugins());
         }
-        // A pod-group member's draws are mostly ties on a placement's nodes: the same
-        // choice, computing only the draws that decide it (see `group_select.rs`).
-        let best = if self.group_memo.is_some() { self.select_host_group(snap) } else { self.select_host(snap) };
+        // The same choice and generator stream as upstream's walk, computing only the
+        // draws that can decide it (see `group_select.rs`): many feasible nodes tie
+        // (a pod-group member's on most of a placement, any pod's on equal nodes).
+        let best = self.select_host_group(snap);
         if let Some(cb) = &batch {
             self.batch_store(cb, snap, best, true);
         }

@@ -6,7 +6,7 @@ use super::batch::RawScores;
 use super::parallel;
 use super::{Scheduler, TieBreak};
 use crate::framework::runtime;
-use crate::framework::{CycleState, NodeScore, Profile, Status};
+use crate::framework::{CycleState, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore, Profile, Status};
 use crate::snapshot::{NodeList, PodInfo, Snapshot};
 
 impl Scheduler {
@@ -44,8 +44,14 @@ impl Scheduler {
             return super::group_score::memo_score(memo, bufs, profile, state, pod, snap);
         }
         let timers = self.timers.as_deref();
-        bufs.active_score.clear();
-        bufs.active_score.extend((0..profile.score.len()).filter(|&pi| !state.skips_score(pi)));
+        // Plugins that give every node the same score this cycle add it to every
+        // total up front (the totals start from their sum) and drop out of the
+        // per-node loops; not while raw scores are kept or plugin calls timed.
+        let uniform_ok = raw.is_none() && timers.is_none();
+        let (base, uniform_err) = active_score_plugins(profile, state, pod, snap, bufs, uniform_ok)?;
+        if base != 0 {
+            bufs.totals.fill(base);
+        }
         #[cfg(feature = "parallel")]
         if let Some(pool) = &self.pool
             && parallel::score_pays(n, bufs.active_score.len(), self.config.parallel_min_work)
@@ -57,12 +63,15 @@ impl Scheduler {
                 let row = &mut bufs.plugin_scores[r * n..(r + 1) * n];
                 finish_plugin(profile, pi, state, pod, row, &mut bufs.totals, raw.as_deref_mut(), timers)?;
             }
-            return Ok(());
+            return uniform_err.map_or(Ok(()), Err);
         }
         // One score buffer for every plugin: the names are written once per cycle
         // (straight from the nodes, with no gathered name list between), and each
         // plugin starts from zeros.
         bufs.scores.clear();
+        if bufs.active_score.is_empty() {
+            return uniform_err.map_or(Ok(()), Err);
+        }
         bufs.scores.extend(bufs.feasible.iter().map(|&i| NodeScore { name: nodes[i].name(), score: 0 }));
         for (r, &pi) in bufs.active_score.iter().enumerate() {
             let sp = &profile.score[pi];
@@ -76,7 +85,7 @@ impl Scheduler {
             runtime::run_score_plugin(sp, state, pod, nodes, &mut bufs.scores, score_timer)?;
             finish_plugin(profile, pi, state, pod, &mut bufs.scores, &mut bufs.totals, raw.as_deref_mut(), timers)?;
         }
-        Ok(())
+        uniform_err.map_or(Ok(()), Err)
     }
 
     /// Index (in the snapshot) of the chosen node among the top scores.
@@ -112,6 +121,47 @@ impl Scheduler {
         }
         bufs.feasible[best]
     }
+}
+
+/// Fills `bufs.active_score` with the Score plugins (by position) this cycle runs
+/// node by node: those PreScore did not skip and, when `uniform_ok`, that have no
+/// [`ScorePlugin::uniform_score`](crate::framework::ScorePlugin::uniform_score).
+/// Returns the weighted sum of the uniform scores (every node's total starts from
+/// it; wrapping, as the totals add) and the range error of the first uniform score
+/// out of range, which the caller returns after the other plugins ran (upstream
+/// checks ranges after every plugin's Score). A panic in `uniform_score` is the
+/// plugin's Score error.
+fn active_score_plugins(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &PodInfo,
+    snap: &Snapshot,
+    bufs: &mut super::Buffers,
+    uniform_ok: bool,
+) -> Result<(i64, Option<Status>), Status> {
+    bufs.active_score.clear();
+    let mut base = 0i64;
+    let mut err = None;
+    let nodes = NodeList::new(snap, &bufs.feasible);
+    for (pi, sp) in profile.score.iter().enumerate() {
+        if state.skips_score(pi) {
+            continue;
+        }
+        if uniform_ok {
+            let v = runtime::guard(sp.name, "Score", || sp.plugin.uniform_score(state, pod, nodes))
+                .map_err(|s| s.with_plugin(sp.name))?;
+            if let Some(v) = v {
+                if (MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&v) {
+                    base = base.wrapping_add(v.wrapping_mul(sp.weight));
+                } else if err.is_none() {
+                    err = Some(runtime::invalid_score(sp, v));
+                }
+                continue;
+            }
+        }
+        bufs.active_score.push(pi);
+    }
+    Ok((base, err))
 }
 
 /// After plugin `pi`'s Score over every feasible node: keeps its raw scores (batch

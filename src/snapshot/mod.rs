@@ -17,7 +17,7 @@ pub(crate) use label_columns::SnapshotBlock;
 pub use node_info::{NodeInfo, normalized_image};
 pub use pod_groups::{MemberState, PodGroupState, PodGroupStates};
 pub use pod_info::{HostPort, PodInfo};
-pub(crate) use resource_columns::ResourceRow;
+pub(crate) use resource_columns::{ResourceRow, flag as node_flags};
 
 use crate::model::Symbol;
 
@@ -195,6 +195,27 @@ impl Snapshot {
     #[inline]
     pub(crate) fn resource_rows(&self) -> &[ResourceRow] {
         self.resources.rows()
+    }
+
+    /// Every node's default `[cpu, memory]` balance with its pods as they are, by
+    /// position: NodeResourcesBalancedAllocation's pod-independent `before` score,
+    /// from the same totals as [`Snapshot::resource_rows`].
+    #[inline]
+    pub(crate) fn resource_balance(&self) -> &[i64] {
+        self.resources.balance()
+    }
+
+    /// Every node's `node_flags` bits by position: whether it is unschedulable and
+    /// which kinds of taints it has, from its node object.
+    #[inline]
+    pub(crate) fn node_flags(&self) -> &[u8] {
+        self.resources.flags()
+    }
+
+    /// How many nodes have a `PreferNoSchedule` taint.
+    #[inline]
+    pub(crate) fn prefer_taint_nodes(&self) -> usize {
+        self.resources.prefer_taint_nodes()
     }
 
     /// Every node's `[allocatable, requested]` ephemeral storage by position (the

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::NodeInfo;
+use crate::model::TaintEffect;
 
 /// One node's resource totals, as the Fit and BalancedAllocation column paths read
 /// them: one cache line.
@@ -65,11 +66,43 @@ fn ephemeral_of(node: &NodeInfo) -> [i64; 2] {
     [node.allocatable().ephemeral_storage, node.requested().ephemeral_storage]
 }
 
-/// The columns: a row and the ephemeral-storage pair of every node, by position.
+/// Bits of [`ResourceColumns::flags`]: facts of a node object that Filter and Score
+/// test on every node, read from one byte instead of the node's spec.
+pub(crate) mod flag {
+    /// `spec.unschedulable` (NodeUnschedulable's Filter).
+    pub(crate) const UNSCHEDULABLE: u8 = 1;
+    /// A `NoSchedule` or `NoExecute` taint (TaintToleration's Filter).
+    pub(crate) const HARD_TAINTS: u8 = 2;
+    /// A `PreferNoSchedule` taint (TaintToleration's Score).
+    pub(crate) const PREFER_TAINTS: u8 = 4;
+}
+
+/// The [`flag`] bits of `node`.
+#[inline]
+fn flags_of(node: &NodeInfo) -> u8 {
+    let spec = &node.node().spec;
+    let mut f = if spec.unschedulable { flag::UNSCHEDULABLE } else { 0 };
+    for t in &spec.taints {
+        f |= match t.effect {
+            TaintEffect::NoSchedule | TaintEffect::NoExecute => flag::HARD_TAINTS,
+            TaintEffect::PreferNoSchedule => flag::PREFER_TAINTS,
+        };
+    }
+    f
+}
+
+/// The columns: a row, the ephemeral-storage pair, the [`flag`] bits and the
+/// balance without a new pod of every node, by position.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ResourceColumns {
     rows: Vec<ResourceRow>,
     ephemeral: Vec<[i64; 2]>,
+    flags: Vec<u8>,
+    /// How many entries of `flags` have [`flag::PREFER_TAINTS`].
+    prefer_taint_nodes: usize,
+    /// NodeResourcesBalancedAllocation's default `[cpu, memory]` balance of the node
+    /// as it is (its `before` score: a function of the row alone), by position.
+    balance: Vec<i64>,
 }
 
 impl ResourceColumns {
@@ -85,18 +118,57 @@ impl ResourceColumns {
         &self.ephemeral
     }
 
+    /// Every node's [`flag`] bits, by snapshot position.
+    #[inline]
+    pub(crate) fn flags(&self) -> &[u8] {
+        &self.flags
+    }
+
+    /// How many nodes have a `PreferNoSchedule` taint.
+    #[inline]
+    pub(crate) fn prefer_taint_nodes(&self) -> usize {
+        self.prefer_taint_nodes
+    }
+
+    /// Every node's default `[cpu, memory]` balance as it is, by snapshot position
+    /// ([`balance_alone`]).
+    #[inline]
+    pub(crate) fn balance(&self) -> &[i64] {
+        &self.balance
+    }
+
     /// Appends `node` (the node list grew by one at the end).
     pub(crate) fn push(&mut self, node: &NodeInfo) {
-        self.rows.push(ResourceRow::of(node));
+        let row = ResourceRow::of(node);
+        let f = flags_of(node);
+        self.prefer_taint_nodes += usize::from(f & flag::PREFER_TAINTS != 0);
+        self.rows.push(row);
         self.ephemeral.push(ephemeral_of(node));
+        self.flags.push(f);
+        self.balance.push(balance_alone(&row));
     }
 
     /// The node at `pos` changed (pods or node object).
     #[inline]
     pub(crate) fn set(&mut self, pos: usize, node: &NodeInfo) {
-        if let (Some(row), Some(e)) = (self.rows.get_mut(pos), self.ephemeral.get_mut(pos)) {
+        if let (Some(row), Some(e), Some(f), Some(b)) = (
+            self.rows.get_mut(pos),
+            self.ephemeral.get_mut(pos),
+            self.flags.get_mut(pos),
+            self.balance.get_mut(pos),
+        ) {
             *row = ResourceRow::of(node);
             *e = ephemeral_of(node);
+            *b = balance_alone(row);
+            let new = flags_of(node);
+            if (*f ^ new) & flag::PREFER_TAINTS != 0 {
+                if new & flag::PREFER_TAINTS != 0 {
+                    self.prefer_taint_nodes += 1;
+                } else {
+                    self.prefer_taint_nodes -= 1;
+                }
+            }
+            *f = new;
         }
     }
 
@@ -105,9 +177,27 @@ impl ResourceColumns {
     pub(crate) fn rebuild(&mut self, nodes: &[Arc<NodeInfo>]) {
         self.rows.clear();
         self.ephemeral.clear();
+        self.flags.clear();
+        self.balance.clear();
         self.rows.extend(nodes.iter().map(|n| ResourceRow::of(n)));
         self.ephemeral.extend(nodes.iter().map(|n| ephemeral_of(n)));
+        self.flags.extend(nodes.iter().map(|n| flags_of(n)));
+        self.balance.extend(self.rows.iter().map(balance_alone));
+        self.prefer_taint_nodes = self.flags.iter().filter(|&&f| f & flag::PREFER_TAINTS != 0).count();
     }
+}
+
+/// The default `[cpu, memory]` balance of a node with its pods as they are, from its
+/// row: NodeResourcesBalancedAllocation's `before` score under v1.36's
+/// change-in-balance scoring (kubernetes/kubernetes#135573), which does not depend
+/// on the pod being scheduled, so it is computed once per node change instead of
+/// once per node and cycle. Same float operations as the plugin's per-node path.
+#[inline]
+fn balance_alone(r: &ResourceRow) -> i64 {
+    crate::plugins::node_resources::cpu_memory_balance_alone([r.alloc_cpu, r.alloc_memory], [
+        r.requested_cpu,
+        r.requested_memory,
+    ])
 }
 
 #[cfg(test)]
@@ -138,15 +228,32 @@ mod tests {
             prop_assert_eq!(r.requested_memory, n.requested().memory);
             prop_assert_eq!(r.non_zero_cpu, n.non_zero_requested().milli_cpu);
             prop_assert_eq!(r.pod_room > 0, (n.pods().len() as i64) < n.allocatable().allowed_pod_number);
+            // The flags say what the node object says.
+            let spec = &n.node().spec;
+            let f = cols.flags()[p];
+            prop_assert_eq!(f & flag::UNSCHEDULABLE != 0, spec.unschedulable);
+            prop_assert_eq!(
+                f & flag::HARD_TAINTS != 0,
+                spec.taints.iter().any(|t| t.effect != TaintEffect::PreferNoSchedule)
+            );
+            prop_assert_eq!(
+                f & flag::PREFER_TAINTS != 0,
+                spec.taints.iter().any(|t| t.effect == TaintEffect::PreferNoSchedule)
+            );
+            prop_assert_eq!(cols.balance()[p], balance_alone(&ResourceRow::of(n)));
         }
+        prop_assert_eq!(cols.flags().len(), snap.len());
+        prop_assert_eq!(cols.balance().len(), snap.len());
+        let prefer = snap.nodes().iter().filter(|n| flags_of(n) & flag::PREFER_TAINTS != 0).count();
+        prop_assert_eq!(cols.prefer_taint_nodes(), prefer);
         Ok(())
     }
 
     #[derive(Debug, Clone)]
     enum Op {
         /// Add the node, or update it when present: (node, cpu cores, memory GiB,
-        /// pods, zone).
-        Put(u8, u8, u8, u8, u8),
+        /// pods, zone, taints and unschedulable bits).
+        Put(u8, u8, u8, u8, u8, u8),
         Remove(u8),
         /// A pod with (cpu millis, memory MiB, ephemeral MiB) is assumed onto a node.
         Assume(u8, u16, u16, u8),
@@ -162,7 +269,8 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            3 => (0u8..10, 0u8..8, 0u8..16, 0u8..6, 0u8..3).prop_map(|(n, c, m, p, z)| Op::Put(n, c, m, p, z)),
+            3 => (0u8..10, 0u8..8, 0u8..16, 0u8..6, 0u8..3, 0u8..16)
+                .prop_map(|(n, c, m, p, z, t)| Op::Put(n, c, m, p, z, t)),
             1 => (0u8..10).prop_map(Op::Remove),
             3 => (0u8..10, 0u16..3000, 0u16..4096, 0u8..3).prop_map(|(n, c, m, e)| Op::Assume(n, c, m, e)),
             2 => (0u8..10, 0u16..3000, 0u16..4096).prop_map(|(n, c, m)| Op::Bind(n, c, m)),
@@ -207,14 +315,24 @@ mod tests {
             let mut uid = 0;
             for op in ops {
                 match op {
-                    Op::Put(n, cpu, mem, p, zone) => {
-                        let node = NodeBuilder::new(&format!("n{n}"))
+                    Op::Put(n, cpu, mem, p, zone, t) => {
+                        let mut b = NodeBuilder::new(&format!("n{n}"))
                             .cpu(&cpu.to_string())
                             .memory(&format!("{mem}Gi"))
                             .allocatable("ephemeral-storage", "20Gi")
                             .pods(i64::from(p))
-                            .label("topology.kubernetes.io/zone", &format!("z{zone}"))
-                            .build();
+                            .label("topology.kubernetes.io/zone", &format!("z{zone}"));
+                        for (bit, effect) in
+                            [TaintEffect::NoSchedule, TaintEffect::PreferNoSchedule, TaintEffect::NoExecute]
+                                .into_iter()
+                                .enumerate()
+                        {
+                            if t >> bit & 1 != 0 {
+                                b = b.taint(&format!("t{bit}"), "", effect);
+                            }
+                        }
+                        let mut node = b.build();
+                        node.spec.unschedulable = t & 8 != 0;
                         let i = usize::from(n);
                         if present[i] {
                             cache.update_node(node).unwrap();

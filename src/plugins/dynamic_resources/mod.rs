@@ -498,6 +498,20 @@ impl ScorePlugin for DynamicResources {
         Ok(())
     }
 
+    /// A pod whose claims score nothing (no claims, or none with `firstAvailable`
+    /// subrequests) scores 0 on every node, which NormalizeScore leaves 0.
+    fn uniform_score(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        _nodes: crate::snapshot::NodeList<'_>,
+    ) -> Option<i64> {
+        match state.read::<DraState>() {
+            Some(DraState { claims, .. }) if claims.has_prioritized_lists() => None,
+            _ => Some(0),
+        }
+    }
+
     /// Upstream `NormalizeScore`: `helper.DefaultNormalizeScore(MaxNodeScore, false)`.
     fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
         crate::plugins::helper::default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);

@@ -104,10 +104,47 @@ fn cpu_memory_balance_of(pc: i64, pm: i64, [ac, am]: [i64; 2], [req_c, req_m]: [
     if ac == 0 || am == 0 {
         return (MAX_NODE_SCORE, MAX_NODE_SCORE);
     }
-    let frac = |r: i64, a: i64| (r as f64 / a as f64).min(1.0);
-    let score = |a: f64, b: f64| ((1.0 - ((a - b) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
     let (rc, rm) = (req_c + pc, req_m + pm);
-    (score(frac(rc - pc, ac), frac(rm - pm, am)), score(frac(rc, ac), frac(rm, am)))
+    (two_score(frac(rc - pc, ac), frac(rm - pm, am)), two_score(frac(rc, ac), frac(rm, am)))
+}
+
+/// A requested fraction, capped at 1: `(r / a).min(1.0)` for every value, NaN
+/// included (`f64::min` returns 1 for NaN, as the compare does), written as a
+/// compare so it compiles to one `minsd` instead of `f64::min`'s NaN handling.
+#[expect(clippy::inline_always, reason = "the per-node function must inline into the batch loop")]
+#[inline(always)]
+fn frac(r: i64, a: i64) -> f64 {
+    let x = r as f64 / a as f64;
+    if x < 1.0 { x } else { 1.0 }
+}
+
+/// [`std_score`] of two fractions: their standard deviation is half their difference.
+#[expect(clippy::inline_always, reason = "the per-node function must inline into the batch loop")]
+#[inline(always)]
+fn two_score(a: f64, b: f64) -> i64 {
+    ((1.0 - ((a - b) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// The `before` half of [`cpu_memory_balance_of`]: the node's default `[cpu, memory]`
+/// balance with its pods as they are, from its allocatable and requested totals. A
+/// function of the node alone (`(requested + pod) - pod` is `requested`), so the
+/// snapshot's resource columns keep it per node.
+#[inline]
+pub(crate) fn cpu_memory_balance_alone([ac, am]: [i64; 2], [req_c, req_m]: [i64; 2]) -> i64 {
+    if ac == 0 || am == 0 {
+        return MAX_NODE_SCORE;
+    }
+    two_score(frac(req_c, ac), frac(req_m, am))
+}
+
+/// The `after` half of [`cpu_memory_balance_of`]: the balance with the pod placed.
+#[expect(clippy::inline_always, reason = "the per-node function must inline into the batch loop")]
+#[inline(always)]
+fn cpu_memory_balance_with(pc: i64, pm: i64, [ac, am]: [i64; 2], [req_c, req_m]: [i64; 2]) -> i64 {
+    if ac == 0 || am == 0 {
+        return MAX_NODE_SCORE;
+    }
+    two_score(frac(req_c + pc, ac), frac(req_m + pm, am))
 }
 
 /// Balanced scores over a batch of nodes: `combine(before, after)` per node into
@@ -129,12 +166,14 @@ pub(crate) fn balanced_nodes(
         && let [pc, pm, ..] = *pod_requests
     {
         if res.pod_level {
-            let rows = nodes.snapshot().resource_rows();
+            // The `before` score is the node's own, kept in the columns per node.
+            let snap = nodes.snapshot();
+            let (rows, alone) = (snap.resource_rows(), snap.resource_balance());
             for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
                 let r = &rows[p];
-                let (before, after) =
-                    cpu_memory_balance_of(pc, pm, [r.alloc_cpu, r.alloc_memory], [r.requested_cpu, r.requested_memory]);
-                slot.score = combine(before, after);
+                let after =
+                    cpu_memory_balance_with(pc, pm, [r.alloc_cpu, r.alloc_memory], [r.requested_cpu, r.requested_memory]);
+                slot.score = combine(alone[p], after);
             }
             return;
         }
@@ -168,6 +207,18 @@ fn std_score(fractions: &[f64], total: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compare in [`frac`] is `f64::min(1.0)` on every kind of value.
+    #[test]
+    fn frac_caps_like_f64_min() {
+        let cap = |x: f64| if x < 1.0 { x } else { 1.0 };
+        for x in [f64::NAN, -f64::NAN, 0.0, -0.0, 0.5, 1.0, 1.5, f64::INFINITY, f64::NEG_INFINITY, -3.0, f64::MIN_POSITIVE] {
+            assert_eq!(cap(x).to_bits(), x.min(1.0).to_bits(), "{x}");
+        }
+        for (r, a) in [(0, 0), (1, 0), (-1, 0), (3, 4), (5, 4), (-5, 4), (i64::MAX, 1), (7, -2)] {
+            assert_eq!(frac(r, a).to_bits(), (r as f64 / a as f64).min(1.0).to_bits(), "{r}/{a}");
+        }
+    }
 
     #[test]
     fn balanced() {

@@ -8,6 +8,7 @@ mod column_tests;
 mod fit;
 mod scoring;
 
+pub(crate) use balance::cpu_memory_balance_alone;
 pub use balanced_allocation::{BalancedAllocation, BalancedAllocationArgs, BalancedScoring};
 pub use fit::{DeviceClassResolver, Fit, FitArgs, InsufficientResource};
 pub use scoring::{

@@ -556,9 +556,13 @@ impl CpuMemoryMean {
     fn score_nodes(&self, nodes: NodeList<'_>, scores: &mut [NodeScore], f: impl Fn(i64, i64) -> i64) {
         let same_weight = self.wc == self.wm;
         if self.pod_level {
-            let rows = nodes.snapshot().resource_rows();
-            for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
-                slot.score = self.mean(CpuMemory::of_row(&rows[p], self.use_requested), same_weight, &f);
+            let (rows, idx) = (nodes.snapshot().resource_rows(), nodes.indices());
+            // The two loop-invariant choices as constants: one loop body each.
+            match (self.use_requested, same_weight) {
+                (false, true) => self.rows_loop::<false, true>(rows, idx, scores, &f),
+                (false, false) => self.rows_loop::<false, false>(rows, idx, scores, &f),
+                (true, true) => self.rows_loop::<true, true>(rows, idx, scores, &f),
+                (true, false) => self.rows_loop::<true, false>(rows, idx, scores, &f),
             }
             return;
         }
@@ -574,6 +578,22 @@ impl CpuMemoryMean {
                 requested: [requested.milli_cpu, requested.memory],
             };
             slot.score = self.mean(v, same_weight, &f);
+        }
+    }
+
+    /// [`Self::score_nodes`] over the resource columns, with `use_requested` and
+    /// `same_weight` fixed.
+    #[expect(clippy::inline_always, reason = "the per-node function must inline into the loop")]
+    #[inline(always)]
+    fn rows_loop<const USE_REQUESTED: bool, const SAME_WEIGHT: bool>(
+        &self,
+        rows: &[ResourceRow],
+        idx: &[usize],
+        scores: &mut [NodeScore],
+        f: &impl Fn(i64, i64) -> i64,
+    ) {
+        for (slot, &p) in scores.iter_mut().zip(idx) {
+            slot.score = self.mean(CpuMemory::of_row(&rows[p], USE_REQUESTED), SAME_WEIGHT, f);
         }
     }
 

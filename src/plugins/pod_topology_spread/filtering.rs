@@ -121,6 +121,10 @@ pub(crate) struct PreFilterState {
     /// the per-node test is one lookup and one compare. Kept in step with `counts`
     /// and `critical` by [`PreFilterState::refresh_limits`].
     limits: SmallVec<[(Symbol, i64); 2]>,
+    /// Per constraint: no domain holds more than its limit, and neither does a
+    /// domain without matching pods (0), so only a node without the topology key
+    /// fails it. Kept with `limits`.
+    within: SmallVec<[bool; 2]>,
 }
 
 impl PreFilterState {
@@ -131,7 +135,8 @@ impl PreFilterState {
         critical: Vec<CriticalPaths>,
         self_match: SmallVec<[i64; 4]>,
     ) -> Self {
-        let mut s = PreFilterState { constraints, counts, critical, self_match, limits: SmallVec::new() };
+        let mut s =
+            PreFilterState { constraints, counts, critical, self_match, limits: SmallVec::new(), within: SmallVec::new() };
         s.refresh_limits();
         s
     }
@@ -149,6 +154,12 @@ impl PreFilterState {
             })
             .collect();
         self.limits = limits;
+        self.within = self
+            .limits
+            .iter()
+            .zip(&self.counts)
+            .map(|(&(_, limit), counts)| limit >= 0 && counts.iter().all(|(_, &n)| n <= limit))
+            .collect();
     }
 
     /// Upstream `minMatchNum`: the global minimum, 0 while fewer than minDomains
@@ -282,8 +293,23 @@ impl FilterPlugin for PodTopologySpread {
         let (idx, out) = (&nodes.indices()[..n], &mut statuses[..n]);
         let values = &mut values[..n];
         let mut failed = 0u64;
-        for (&(key, limit), counts) in s.limits.iter().zip(&s.counts) {
+        for ((&(key, limit), counts), &within) in s.limits.iter().zip(&s.counts).zip(&s.within) {
             snap.label_values(key, idx, values);
+            if within {
+                // Only a missing key fails: a mask of those, no domain lookup.
+                let mut missing = 0u64;
+                for (i, &v) in values.iter().enumerate() {
+                    missing |= u64::from(v == NO_VALUE) << i;
+                }
+                let mut new = missing & !failed;
+                failed |= new;
+                while new != 0 {
+                    let i = new.trailing_zeros() as usize;
+                    new &= new - 1;
+                    out[i] = Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+                }
+                continue;
+            }
             for (i, &v) in values.iter().enumerate() {
                 if failed >> i & 1 != 0 {
                     continue;

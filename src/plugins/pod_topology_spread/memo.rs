@@ -37,6 +37,21 @@ impl MemoKey {
             require_all,
         }
     }
+
+    /// Whether `MemoKey::new(pod, constraints, require_all)` would equal this key,
+    /// field by field, without copying the pod's terms into a new key.
+    fn is(&self, pod: &PodInfo, constraints: &[Constraint], require_all: bool) -> bool {
+        let spec = &pod.pod.spec;
+        let affinity = constraints.iter().any(|c| c.honor_node_affinity);
+        let taints = constraints.iter().any(|c| c.honor_node_taints);
+        let required = if affinity { pod.pod.node_affinity().and_then(|a| a.required.as_ref()) } else { None };
+        self.namespace == pod.namespace
+            && self.constraints.as_slice() == constraints
+            && self.node_selector.as_ref() == affinity.then_some(&spec.node_selector)
+            && self.required_affinity.as_ref() == required
+            && self.tolerations.as_deref() == taints.then_some(spec.tolerations.as_slice())
+            && self.require_all == require_all
+    }
 }
 
 /// Per constraint: domain -> (matching pods, eligible nodes).
@@ -117,7 +132,86 @@ impl CountMemo {
         require_all: bool,
         f: impl FnOnce(&[AHashMap<Symbol, (i64, u32)>]) -> R,
     ) -> R {
-        let key = MemoKey::new(pod, constraints, require_all);
-        self.with_totals(&key, snapshot, |node| DomainShare::new(constraints, pod, node, require_all), |d| f(d))
+        self.with_totals_by(
+            |k| k.is(pod, constraints, require_all),
+            || MemoKey::new(pod, constraints, require_all),
+            snapshot,
+            |node| DomainShare::new(constraints, pod, node, require_all),
+            |d| f(d),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NodeInclusionPolicy, TaintEffect, TopologySpreadConstraint, UnsatisfiableConstraintAction};
+    use crate::testing::PodBuilder;
+
+    /// `MemoKey::is` answers what comparing two built keys answers, over pods that
+    /// differ in namespace, node selector, required affinity and tolerations, under
+    /// constraints that honor node affinity and taints or not.
+    #[test]
+    fn is_agrees_with_equal_keys() {
+        let pods: Vec<PodInfo> = (0..16u32)
+            .map(|bits| {
+                let mut b = PodBuilder::new("p");
+                if bits & 1 != 0 {
+                    b = b.namespace("other");
+                }
+                if bits & 2 != 0 {
+                    b = b.node_selector("disk", "ssd");
+                }
+                if bits & 4 != 0 {
+                    b = b.toleration("k", None, Some(TaintEffect::NoSchedule));
+                }
+                let mut pod = b.build();
+                if bits & 8 != 0 {
+                    pod.spec.affinity = Some(
+                        serde_json::from_str(
+                            r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":
+                              [{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}}"#,
+                        )
+                        .unwrap(),
+                    );
+                }
+                PodInfo::new(pod).unwrap()
+            })
+            .collect();
+        let constraint = |affinity: bool, taints: bool| {
+            let policy = |on: bool| Some(if on { NodeInclusionPolicy::Honor } else { NodeInclusionPolicy::Ignore });
+            let tsc = TopologySpreadConstraint {
+                max_skew: 1,
+                topology_key: Symbol::intern("zone"),
+                when_unsatisfiable: UnsatisfiableConstraintAction::DoNotSchedule,
+                label_selector: None,
+                min_domains: None,
+                node_affinity_policy: policy(affinity),
+                node_taints_policy: policy(taints),
+                match_label_keys: Vec::new(),
+            };
+            super::super::common::filter_constraints(
+                &[tsc],
+                &Labels::new(),
+                UnsatisfiableConstraintAction::DoNotSchedule,
+            )
+        };
+        let sets = [constraint(false, false), constraint(true, false), constraint(false, true), constraint(true, true)];
+        let mut hits = 0;
+        for a in &pods {
+            for b in &pods {
+                for ca in &sets {
+                    for cb in &sets {
+                        for (ra, rb) in [(true, true), (true, false)] {
+                            let built = MemoKey::new(a, ca, ra);
+                            let want = built == MemoKey::new(b, cb, rb);
+                            hits += usize::from(want);
+                            assert_eq!(built.is(b, cb, rb), want);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(hits > 0);
     }
 }

@@ -411,3 +411,76 @@ fn memo_matches_a_fresh_count_after_changes() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Filter over chunks (`filter_nodes`, from the label columns, with the
+    /// no-domain-over-its-limit fast path) gives each node what `filter` gives it,
+    /// on random zones (some nodes without one), matching pods spread over the
+    /// nodes, skews and self-matching or not.
+    #[test]
+    fn filter_nodes_equals_filter(
+        zones in proptest::collection::vec(proptest::option::weighted(0.9, 0u8..4), 1..150),
+        pods in proptest::collection::vec((0usize..150, proptest::bool::weighted(0.7)), 0..40),
+        max_skew in 1i32..3,
+        self_match in proptest::bool::ANY,
+        hostname in proptest::bool::ANY,
+    ) {
+        use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+        use crate::snapshot::NodeList;
+        let nodes: Vec<Node> = zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
+                let name = format!("n{i}");
+                let zone = z.map(|z| format!("zone{z}"));
+                let mut labels = vec![("node", name.as_str())];
+                if let Some(z) = &zone {
+                    labels.push(("zone", z.as_str()));
+                }
+                node(&name, &labels, false)
+            })
+            .collect();
+        let placed: Vec<Pod> = pods
+            .iter()
+            .enumerate()
+            .map(|(k, &(n, matching))| {
+                let labels: &[(&str, &str)] = if matching { &[("foo", "")] } else { &[("bar", "")] };
+                on(&format!("q{k}"), &format!("n{}", n % nodes.len()), labels)
+            })
+            .collect();
+        let snap = Snapshot::from_nodes(nodes.iter().map(|n| {
+            let mut info = NodeInfo::new(Arc::new(n.clone()));
+            for p in placed.iter().filter(|p| p.spec.node_name == n.name()) {
+                info.add_pod(Arc::new(PodInfo::new(p.clone()).unwrap()));
+            }
+            info
+        }));
+        let mut constraints = vec![tsc(max_skew, "zone", DoNotSchedule, exists("foo"), NONE)];
+        if hostname {
+            constraints.push(tsc(max_skew, "node", DoNotSchedule, exists("foo"), NONE));
+        }
+        let mut b = PodBuilder::new("p").with(move |p| p.spec.topology_spread_constraints = constraints);
+        if self_match {
+            b = b.label("foo", "");
+        }
+        let pod = PodInfo::new(b.build()).unwrap();
+        let pl = PodTopologySpread::new(PodTopologySpreadArgs::default(), &Handle::default()).unwrap();
+        let mut state = CycleState::new();
+        let (_, s) = pl.pre_filter(&mut state, &pod, &snap);
+        proptest::prop_assert!(s.is_success());
+        let all: Vec<usize> = (0..snap.len()).rev().collect();
+        for chunk in all.chunks(64) {
+            let mut statuses = vec![Status::SUCCESS; chunk.len()];
+            let failed = pl.filter_nodes(&state, &pod, NodeList::new(&snap, chunk), &mut statuses);
+            for (j, &p) in chunk.iter().enumerate() {
+                let want = pl.filter(&state, &pod, &snap.nodes()[p]);
+                proptest::prop_assert_eq!(failed >> j & 1 == 1, !want.is_success(), "mask at node {}", p);
+                if !want.is_success() {
+                    proptest::prop_assert_eq!(&statuses[j], &want, "status of node {}", p);
+                }
+            }
+        }
+    }
+}
