@@ -247,9 +247,21 @@ impl PodGroupManager {
         failure: Option<(&str, String)>,
         now: std::time::Duration,
     ) {
+        crate::snapshot::pod_groups::with_group_key(namespace, name, |k| {
+            let mut objects = self.objects.write();
+            let Some(pg) = objects.get_mut(k) else { return };
+            Self::write_scheduled_condition(pg, failure, now);
+        });
+    }
+
+    /// [`PodGroupManager::set_scheduled_condition`] on the object `pg` (copied on write
+    /// only while another reference to it is held).
+    fn write_scheduled_condition(
+        pg: &mut Arc<PodGroup>,
+        failure: Option<(&str, String)>,
+        now: std::time::Duration,
+    ) {
         use crate::model::workload::{Condition, POD_GROUP_SCHEDULED, REASON_SCHEDULED};
-        let mut objects = self.objects.write();
-        let Some(pg) = objects.get_mut(&key(namespace, name)) else { return };
         let (status, reason, message) = match failure {
             None => ("True", REASON_SCHEDULED.to_owned(), String::new()),
             Some((r, m)) => ("False", r.to_owned(), m),

@@ -84,6 +84,9 @@ pub(crate) struct GroupMemo {
     score_signer: Vec<Option<usize>>,
     filter_key: Option<Key>,
     score_key: Option<Key>,
+    /// The member in its cycle now may use the memo for Filter: [`GroupMemo::plan`]
+    /// decides (and signs it only when the memo can answer).
+    eligible: bool,
     /// Whether the member in its cycle now uses the memo for Filter / Score.
     pub(super) filter_on: bool,
     pub(super) score_on: bool,
@@ -185,14 +188,16 @@ impl GroupMemo {
         self.columns.invalidate();
         self.walk.invalidate();
         self.view = None;
+        self.eligible = false;
         self.filter_on = false;
         self.score_on = false;
         self.store = false;
     }
 
-    /// After PreFilter: whether this member may reuse Filter statuses (entries of
-    /// another key are dropped).
-    pub(super) fn begin_filter(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState, view: u64) -> bool {
+    /// After PreFilter: this member may reuse Filter statuses (the memo is emptied
+    /// when `view` is another snapshot object). Whether it does is decided by
+    /// [`GroupMemo::plan`].
+    pub(super) fn begin_filter(&mut self, view: u64) {
         self.filter_on = false;
         self.score_on = false;
         // Another snapshot object (a placement's view, preemption's trial): PreFilter
@@ -202,8 +207,36 @@ impl GroupMemo {
             self.clear();
             self.view = Some(view);
         }
+        self.eligible = true;
+    }
+
+    /// This member does not use the memo for Filter (nominated pods count).
+    pub(super) fn decline(&mut self) {
+        self.eligible = false;
+        self.filter_on = false;
+    }
+
+    /// Before the Filter walk, which looks for `to_find` feasible nodes among `n_cand`
+    /// candidates: whether this member stores what the memo lacks (only when the members
+    /// after it will come round to the nodes it visits, as sampling walks on), and
+    /// whether it uses the memo at all. A memo that holds nothing (no entries, no walk)
+    /// and is not stored into cannot answer this member, nor the members after it; then the member runs the
+    /// plain Filter walk and Score loop, which give the same results without the memo's
+    /// per-node lookups (gangs whose members sample disjoint stretches of a large
+    /// cluster), and is not signed at all. Otherwise the member's Filter key is
+    /// computed: entries of another key are dropped, and an unsignable member runs
+    /// plain.
+    pub(super) fn plan(&mut self, profile: &Profile, pod: &PodInfo, state: &CycleState, to_find: usize, n_cand: usize) {
+        self.store = self.members_left > 1 && (self.members_left - 1).saturating_mul(to_find) >= n_cand;
+        if !std::mem::take(&mut self.eligible) {
+            return;
+        }
+        if !self.store && self.used.is_empty() && !self.walk.is_valid() {
+            self.run_plain();
+            return;
+        }
         let Some(key) = self.member_key(0, profile, pod, &state.skip_filter) else {
-            return false;
+            return;
         };
         if self.filter_key.as_ref() != Some(&key) {
             for &p in &self.used {
@@ -214,28 +247,21 @@ impl GroupMemo {
             self.walk.invalidate();
             self.filter_key = Some(key);
         }
+        if !self.store && self.used.is_empty() && !self.walk.is_valid() {
+            self.run_plain();
+            return;
+        }
         self.filter_on = true;
-        true
     }
 
-    /// Before the Filter walk, which looks for `to_find` feasible nodes among `n_cand`
-    /// candidates: whether this member stores what the memo lacks (only when the members
-    /// after it will come round to the nodes it visits, as sampling walks on), and
-    /// whether it uses the memo at all. A memo that holds nothing (no entries, no walk)
-    /// and is not stored into cannot answer this member, nor the members after it; then the member runs the
-    /// plain Filter walk and Score loop, which give the same results without the memo's
-    /// per-node lookups (gangs whose members sample disjoint stretches of a large
-    /// cluster).
-    pub(super) fn plan(&mut self, to_find: usize, n_cand: usize) {
-        self.store = self.members_left > 1 && (self.members_left - 1).saturating_mul(to_find) >= n_cand;
-        if self.filter_on && !self.store && self.used.is_empty() && !self.walk.is_valid() {
-            self.filter_on = false;
-            self.score_on = false;
-            // This member's Score runs outside the memo: the next member must not take
-            // the previous memo member's columns for current.
-            self.columns.invalidate();
-            self.stats.members_plain += 1;
-        }
+    /// The member runs the plain Filter walk and Score loop (see [`GroupMemo::plan`]).
+    fn run_plain(&mut self) {
+        self.filter_on = false;
+        self.score_on = false;
+        // This member's Score runs outside the memo: the next member must not take
+        // the previous memo member's columns for current.
+        self.columns.invalidate();
+        self.stats.members_plain += 1;
     }
 
     /// After PreScore: whether this member may reuse raw scores.

@@ -11,7 +11,8 @@
 //! the same handling of Skip, rejections and narrowing as [`runtime::run_pre_filter`]
 //! and [`runtime::run_pre_score`]. Every other plugin runs as before. A status other
 //! than Success or Skip, a narrowing by snapshot position, a plugin that removed a
-//! value, or a panic is not kept.
+//! value, or a panic is not kept. Nothing is kept in a cycle where every member runs
+//! once (one placement, no workload-aware preemption): both run as for any pod.
 
 use std::sync::Arc;
 
@@ -53,12 +54,23 @@ struct Member {
 pub(super) struct KeptPre {
     members: Vec<Option<Member>>,
     mark: StateMark,
+    /// Whether members' PreFilters and PreScores are kept at all: only when a member
+    /// may run more than once in the cycle (several placements, or workload-aware
+    /// preemption trying the group again). Otherwise keeping would only cost.
+    keep: bool,
 }
 
 impl KeptPre {
-    /// Forgets every member (the pod-group cycle ended).
+    /// Forgets every member (the pod-group cycle ended) and stops keeping.
     pub(super) fn clear(&mut self) {
         self.members.clear();
+        self.keep = false;
+    }
+
+    /// From now on in this pod-group cycle, members' PreFilters and PreScores are
+    /// kept (a member may run again).
+    pub(super) fn keep(&mut self) {
+        self.keep = true;
     }
 }
 
@@ -69,6 +81,9 @@ fn member_slots<'m>(
     profile: &Profile,
     pod: &PodInfo,
 ) -> Option<(&'m mut Member, &'m mut StateMark, &'m mut u64)> {
+    if !memo.pre.keep {
+        return None;
+    }
     let (index, member) = memo.member().filter(|(_, m)| std::ptr::eq(Arc::as_ptr(m), pod))?;
     let member = member.clone();
     let kept = &mut memo.pre;

@@ -25,6 +25,8 @@ mod group_score;
 #[cfg(test)]
 mod group_score_tests;
 mod group_select;
+#[cfg(test)]
+mod group_sign_tests;
 mod group_walk;
 #[cfg(test)]
 mod group_walk_tests;
@@ -415,18 +417,6 @@ impl Scheduler {
         }
     }
 
-    /// [`Scheduler::cycle_at`] with the chosen node by name.
-    fn cycle(
-        &mut self,
-        profile: &Arc<Profile>,
-        snap: &Snapshot,
-        pod: &PodInfo,
-        batch: Option<CycleBatch>,
-    ) -> Result<(CycleState, String), ScheduleError> {
-        let (state, i) = self.cycle_at(profile, snap, pod, batch)?;
-        Ok((state, snap.nodes()[i].node().name().to_owned()))
-    }
-
     /// PreFilter -> Filter -> (PostFilter) -> PreScore -> Score -> select; the chosen
     /// node by its position in `snap`.
     fn cycle_at(
@@ -488,7 +478,7 @@ impl Scheduler {
             memo.filter_on = false;
             memo.score_on = false;
             if extenders.is_none() && timers.is_none() {
-                memo.begin_filter(profile, pod, &state, snap.id());
+                memo.begin_filter(snap.id());
             }
         }
         let extenders_accept = |i: usize| extenders.as_ref().is_none_or(|e| e.accept(pod, snap, i));
@@ -571,12 +561,12 @@ impl Scheduler {
         if bufs.nominated.is_some()
             && let Some(memo) = self.group_memo.as_mut()
         {
-            memo.filter_on = false;
+            memo.decline();
         }
         let pct = profile.percentage_of_nodes_to_score().unwrap_or(self.config.percentage_of_nodes_to_score);
         let to_find = num_feasible_nodes_to_find(pct, n_cand);
         if let Some(memo) = self.group_memo.as_mut() {
-            memo.plan(to_find, n_cand);
+            memo.plan(profile, pod, &state, to_find, n_cand);
         }
         let start = self.next_start % n_all;
         let processed = self.find_feasible_or_replay(profile, &state, pod, snap, narrowed, n_cand, to_find, start);

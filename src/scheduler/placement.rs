@@ -27,6 +27,13 @@ impl Scheduler {
             Ok(p) => p,
             Err(s) => return all_failed(info, GroupStatus::Error(s)),
         };
+        if placements.len() > 1
+            && let Some(memo) = self.group_memo.as_mut()
+        {
+            // Every member runs once per placement: its pod-only PreFilters and
+            // PreScores are kept from the first (see `group_prescore.rs`).
+            memo.pre.keep();
+        }
         let mut first: Option<GroupResult> = None;
         let mut feasible: Vec<(Arc<Placement>, GroupResult)> = Vec::new();
         for p in &placements {

@@ -30,7 +30,6 @@ use super::run::{Attempt, AttemptOutcome};
 use super::{BindingCycle, CycleBatch, ScheduleError, Scheduler};
 use crate::framework::runtime::{self, PermitOutcome};
 use crate::framework::{Code, CycleState, Feature, PodGroupInfo, Profile, QueuedPodInfo, Status};
-use crate::model::workload::PodGroup;
 use crate::snapshot::{MemberState, NodeInfo, PodInfo};
 
 /// Name the cycle's own rejections carry so GangScheduling's queueing hints (PodGroup
@@ -110,12 +109,14 @@ impl Scheduler {
             b.pod.priority().cmp(&a.pod.priority()).then(a.initial_attempt_timestamp.cmp(&b.initial_attempt_timestamp))
         });
         let mut pods = Vec::with_capacity(members.len());
+        let mut signatures = Vec::with_capacity(members.len());
         for m in members {
             if m.pod.pod.metadata.deletion_timestamp.is_some() {
                 let _ = self.queue.lock().done(&m.pod.uid);
                 self.pending_attempts.push_back(Attempt { pod: m.pod, outcome: AttemptOutcome::Dropped });
             } else {
                 pods.push(m.pod);
+                signatures.push(m.signature);
             }
         }
         if pods.is_empty() {
@@ -142,7 +143,8 @@ impl Scheduler {
             }
             return;
         };
-        let info = PodGroupInfo { pod_group: group.clone(), unscheduled_pods: pods };
+        self.seed_group_signs(&profile, &pods, signatures);
+        let info = PodGroupInfo { pod_group: group, unscheduled_pods: pods };
         // One snapshot for the whole group, held by the handle alone so members are
         // assumed into it in place (and undone in place), never copied.
         let mut snap = self.handle.take_snapshot();
@@ -152,6 +154,10 @@ impl Scheduler {
         if self.group_memo_enabled {
             let mut memo = std::mem::take(&mut self.group_memo_spare);
             memo.start(&profile);
+            if self.handle.feature_gates().enabled(Feature::WorkloadAwarePreemption) {
+                // Preemption may try the whole group again.
+                memo.pre.keep();
+            }
             self.group_memo = Some(memo);
         }
         let mut result = if self.handle.feature_gates().enabled(Feature::TopologyAwareWorkloadScheduling) {
@@ -180,7 +186,10 @@ impl Scheduler {
         let mut snap = self.handle.take_snapshot();
         Arc::make_mut(&mut snap).assumptions_undone(mark);
         self.handle.put_snapshot(snap);
-        self.submit(&profile, &group, result);
+        // The cycle's reference to the PodGroup goes first, so recording its condition
+        // does not copy the object.
+        drop(info);
+        self.submit(&profile, &ns, &name, result);
         self.activate_requested();
     }
 
@@ -232,13 +241,18 @@ impl Scheduler {
                 hint: None,
             });
             let snap = self.handle.snapshot();
-            let outcome = self.cycle(profile, &snap, pod, batch);
+            // The chosen node by name, and by its position in the view with the node's
+            // own reference on its name (no lookup by text).
+            let outcome = self.cycle_at(profile, &snap, pod, batch).map(|(state, at)| {
+                let info = &snap.nodes()[at];
+                (state, info.node().name().to_owned(), (at, info.held_name().clone()))
+            });
             drop(snap);
-            let (state, node, requires_preemption, error) = match outcome {
-                Ok((state, node)) => (Some(state), Some(node), false, None),
+            let (state, node, at, requires_preemption, error) = match outcome {
+                Ok((state, node, at)) => (Some(state), Some(node), Some(at), false, None),
                 Err(ScheduleError::Unschedulable(fit)) if fit.nominated_node.is_some() => {
                     let node = fit.nominated_node.clone();
-                    (Some(CycleState::new()), node, true, Some(ScheduleError::Unschedulable(fit)))
+                    (Some(CycleState::new()), node, None, true, Some(ScheduleError::Unschedulable(fit)))
                 }
                 Err(e) => {
                     let is_error = match &e {
@@ -279,11 +293,17 @@ impl Scheduler {
             };
             let (mut state, node) = (state.unwrap_or_default(), node.unwrap_or_default());
             // Assume into the snapshot, Reserve, then evaluate Permit without parking.
-            let ai = Arc::new(pod.assumed_on(&node));
+            let ai = Arc::new(match &at {
+                Some((_, held)) => pod.assumed_on_held(held.clone()),
+                None => pod.assumed_on(&node),
+            });
             let pos = {
                 let mut snap = self.handle.take_snapshot();
                 let s = Arc::make_mut(&mut snap);
-                let pos = crate::model::Symbol::lookup(&node).and_then(|n| s.index_of(n));
+                let pos = match at {
+                    Some((at, _)) => Some(at),
+                    None => crate::model::Symbol::lookup(&node).and_then(|n| s.index_of(n)),
+                };
                 if let Some(pos) = pos {
                     assumed.push(Assumed { pod: i, pos, before: s.nodes()[pos].clone(), info: ai.clone() });
                     s.assume_pod_at(pos, ai.clone());
@@ -382,6 +402,25 @@ impl Scheduler {
         sig
     }
 
+    /// Takes the members' batching signatures from the queue, which signed each pod
+    /// under its profile as it entered (upstream v1.36 `QueuedPodInfo.PodSignature`),
+    /// so no member is signed again in the cycle. Only while the profile batches: the
+    /// queue signs exactly then, with the same profile.
+    fn seed_group_signs(
+        &mut self,
+        profile: &Arc<Profile>,
+        pods: &[Arc<PodInfo>],
+        signatures: Vec<Option<crate::framework::PodSignature>>,
+    ) {
+        self.group_signs.clear();
+        let pi = self.profiles.iter().position(|p| Arc::ptr_eq(p, profile));
+        if !pi.is_some_and(|i| self.batches.get(i).is_some_and(Option::is_some)) {
+            return;
+        }
+        self.group_signs
+            .extend(pods.iter().zip(signatures).map(|(pod, sig)| Some((profile.clone(), pod.clone(), sig))));
+    }
+
     fn restore(&self, a: &Assumed) {
         let mut snap = self.handle.take_snapshot();
         Arc::make_mut(&mut snap).restore_node_at(a.pos, a.before.clone());
@@ -389,21 +428,22 @@ impl Scheduler {
     }
 
     /// Hands each pod to binding or back to the queue (upstream
-    /// `submitPodGroupAlgorithmResult`) and records the `PodGroupScheduled` condition.
-    pub(super) fn submit(&mut self, profile: &Arc<Profile>, group: &Arc<PodGroup>, result: GroupResult) {
+    /// `submitPodGroupAlgorithmResult`) and records the `PodGroupScheduled` condition
+    /// of the PodGroup `namespace/name`.
+    pub(super) fn submit(&mut self, profile: &Arc<Profile>, namespace: &str, name: &str, result: GroupResult) {
         let now = self.handle.clock().now();
         let groups = self.handle.pod_groups();
         match &result.status {
-            GroupStatus::Feasible => groups.set_scheduled_condition(group.namespace(), group.name(), None, now),
+            GroupStatus::Feasible => groups.set_scheduled_condition(namespace, name, None, now),
             GroupStatus::Unschedulable(s) => groups.set_scheduled_condition(
-                group.namespace(),
-                group.name(),
+                namespace,
+                name,
                 Some((crate::model::workload::REASON_UNSCHEDULABLE, s.message())),
                 now,
             ),
             GroupStatus::WaitingOnPreemption => groups.set_scheduled_condition(
-                group.namespace(),
-                group.name(),
+                namespace,
+                name,
                 Some((
                     crate::model::workload::REASON_UNSCHEDULABLE,
                     "pod group is waiting for preemption to complete".to_owned(),
@@ -411,8 +451,8 @@ impl Scheduler {
                 now,
             ),
             GroupStatus::Error(s) => groups.set_scheduled_condition(
-                group.namespace(),
-                group.name(),
+                namespace,
+                name,
                 Some((crate::model::workload::REASON_SCHEDULER_ERROR, s.message())),
                 now,
             ),

@@ -240,7 +240,7 @@ fn submit_pod_group_algorithm_result() {
         let pods: Vec<Arc<PodInfo>> =
             names.iter().map(|n| sched.queue().lock().pop_specific(n).expect("queued").pod).collect();
         let profile = sched.profiles()[0].clone();
-        sched.submit(&profile, &Arc::new(group), result(row, &pods));
+        sched.submit(&profile, group.namespace(), group.name(), result(row, &pods));
         let nominator = sched.handle().preemption().nominator();
         for (i, n) in names.iter().enumerate() {
             let attempt = sched.pending_attempts.iter().find(|a| &*a.pod.uid == *n).expect("an attempt per pod");
