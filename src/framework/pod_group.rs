@@ -256,11 +256,7 @@ impl PodGroupManager {
 
     /// [`PodGroupManager::set_scheduled_condition`] on the object `pg` (copied on write
     /// only while another reference to it is held).
-    fn write_scheduled_condition(
-        pg: &mut Arc<PodGroup>,
-        failure: Option<(&str, String)>,
-        now: std::time::Duration,
-    ) {
+    fn write_scheduled_condition(pg: &mut Arc<PodGroup>, failure: Option<(&str, String)>, now: std::time::Duration) {
         use crate::model::workload::{Condition, POD_GROUP_SCHEDULED, REASON_SCHEDULED};
         let (status, reason, message) = match failure {
             None => ("True", REASON_SCHEDULED.to_owned(), String::new()),

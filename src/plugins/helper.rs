@@ -41,12 +41,11 @@ pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]
         for s in scores.iter_mut() {
             // Every score is at most `max_count`; a negative one reads as a huge
             // index and misses.
-            s.score = match table.get(s.score as u64 as usize) {
-                Some(&t) => t,
-                None => {
-                    let v = max * s.score / max_count;
-                    if reverse { max - v } else { v }
-                }
+            s.score = if let Some(&t) = table.get(s.score as u64 as usize) {
+                t
+            } else {
+                let v = max * s.score / max_count;
+                if reverse { max - v } else { v }
             };
         }
         return;

@@ -129,11 +129,8 @@ impl ScorePlugin for TaintToleration {
             |t: &PreferTolerations| {
                 let all = nodes.snapshot().nodes();
                 for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
-                    slot.score = if flags[p] & node_flags::PREFER_TAINTS == 0 {
-                        0
-                    } else {
-                        count_intolerable(&all[p], &t.0)
-                    };
+                    slot.score =
+                        if flags[p] & node_flags::PREFER_TAINTS == 0 { 0 } else { count_intolerable(&all[p], &t.0) };
                 }
             },
         );

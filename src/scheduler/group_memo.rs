@@ -78,6 +78,10 @@ pub(crate) struct MemoStats {
 /// The memo of the pod-group cycle in progress; kept by the scheduler between
 /// cycles so its buffers are reused (emptied at the end of each cycle).
 #[derive(Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "per-member flags set in different phases (PreFilter, plan, PreScore), read independently"
+)]
 pub(crate) struct GroupMemo {
     /// Position in `profile.sign` of the signer covering each Filter / Score plugin.
     filter_signer: Vec<Option<usize>>,

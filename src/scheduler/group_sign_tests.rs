@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Scheduler, SchedulerConfig};
 use crate::framework::{
-    CycleState, ExtensionPoints, FeatureGates, FilterPlugin, Handle, Plugin, Profile, SignFragments, SignPlugin,
-    Status,
+    CycleState, ExtensionPoints, FeatureGates, FilterPlugin, Handle, Plugin, Profile, SignFragments, SignPlugin, Status,
 };
 use crate::model::workload::PodGroup;
 use crate::snapshot::{NodeInfo, PodInfo};

@@ -151,12 +151,9 @@ impl ResourceColumns {
     /// The node at `pos` changed (pods or node object).
     #[inline]
     pub(crate) fn set(&mut self, pos: usize, node: &NodeInfo) {
-        if let (Some(row), Some(e), Some(f), Some(b)) = (
-            self.rows.get_mut(pos),
-            self.ephemeral.get_mut(pos),
-            self.flags.get_mut(pos),
-            self.balance.get_mut(pos),
-        ) {
+        if let (Some(row), Some(e), Some(f), Some(b)) =
+            (self.rows.get_mut(pos), self.ephemeral.get_mut(pos), self.flags.get_mut(pos), self.balance.get_mut(pos))
+        {
             *row = ResourceRow::of(node);
             *e = ephemeral_of(node);
             *b = balance_alone(row);
@@ -194,10 +191,10 @@ impl ResourceColumns {
 /// once per node and cycle. Same float operations as the plugin's per-node path.
 #[inline]
 fn balance_alone(r: &ResourceRow) -> i64 {
-    crate::plugins::node_resources::cpu_memory_balance_alone([r.alloc_cpu, r.alloc_memory], [
-        r.requested_cpu,
-        r.requested_memory,
-    ])
+    crate::plugins::node_resources::cpu_memory_balance_alone(
+        [r.alloc_cpu, r.alloc_memory],
+        [r.requested_cpu, r.requested_memory],
+    )
 }
 
 #[cfg(test)]

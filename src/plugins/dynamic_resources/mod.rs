@@ -500,12 +500,7 @@ impl ScorePlugin for DynamicResources {
 
     /// A pod whose claims score nothing (no claims, or none with `firstAvailable`
     /// subrequests) scores 0 on every node, which NormalizeScore leaves 0.
-    fn uniform_score(
-        &self,
-        state: &CycleState,
-        _pod: &PodInfo,
-        _nodes: crate::snapshot::NodeList<'_>,
-    ) -> Option<i64> {
+    fn uniform_score(&self, state: &CycleState, _pod: &PodInfo, _nodes: crate::snapshot::NodeList<'_>) -> Option<i64> {
         match state.read::<DraState>() {
             Some(DraState { claims, .. }) if claims.has_prioritized_lists() => None,
             _ => Some(0),

@@ -171,8 +171,12 @@ pub(crate) fn balanced_nodes(
             let (rows, alone) = (snap.resource_rows(), snap.resource_balance());
             for (slot, &p) in scores.iter_mut().zip(nodes.indices()) {
                 let r = &rows[p];
-                let after =
-                    cpu_memory_balance_with(pc, pm, [r.alloc_cpu, r.alloc_memory], [r.requested_cpu, r.requested_memory]);
+                let after = cpu_memory_balance_with(
+                    pc,
+                    pm,
+                    [r.alloc_cpu, r.alloc_memory],
+                    [r.requested_cpu, r.requested_memory],
+                );
                 slot.score = combine(alone[p], after);
             }
             return;
@@ -212,7 +216,9 @@ mod tests {
     #[test]
     fn frac_caps_like_f64_min() {
         let cap = |x: f64| if x < 1.0 { x } else { 1.0 };
-        for x in [f64::NAN, -f64::NAN, 0.0, -0.0, 0.5, 1.0, 1.5, f64::INFINITY, f64::NEG_INFINITY, -3.0, f64::MIN_POSITIVE] {
+        for x in
+            [f64::NAN, -f64::NAN, 0.0, -0.0, 0.5, 1.0, 1.5, f64::INFINITY, f64::NEG_INFINITY, -3.0, f64::MIN_POSITIVE]
+        {
             assert_eq!(cap(x).to_bits(), x.min(1.0).to_bits(), "{x}");
         }
         for (r, a) in [(0, 0), (1, 0), (-1, 0), (3, 4), (5, 4), (-5, 4), (i64::MAX, 1), (7, -2)] {

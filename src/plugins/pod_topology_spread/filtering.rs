@@ -135,8 +135,14 @@ impl PreFilterState {
         critical: Vec<CriticalPaths>,
         self_match: SmallVec<[i64; 4]>,
     ) -> Self {
-        let mut s =
-            PreFilterState { constraints, counts, critical, self_match, limits: SmallVec::new(), within: SmallVec::new() };
+        let mut s = PreFilterState {
+            constraints,
+            counts,
+            critical,
+            self_match,
+            limits: SmallVec::new(),
+            within: SmallVec::new(),
+        };
         s.refresh_limits();
         s
     }
