@@ -78,19 +78,23 @@ fn members_are_signed_once_by_the_queue() {
     assert_eq!(signed.load(Ordering::Relaxed), queued, "no member is signed again in the group cycle");
 }
 
-/// 300 nodes, 34% of them (102) looked for: a 3-pod gang's members see disjoint
-/// stretches, the memo cannot answer them and they are not signed for it; a 4-pod
-/// gang's members come round to the first one's nodes, so they are.
+/// 300 nodes, 34% of them (102) looked for: the members' walks sample, so the memo
+/// is not used and they are not signed for it, whether a 3-pod gang's members see
+/// disjoint stretches or a 4-pod gang's come round; with every node looked at, a
+/// 4-pod gang's members are signed.
 #[test]
 fn the_memo_signs_only_members_it_can_answer() {
     let (mut s, signed) = scheduler(300, 34, true);
-    add_gang(&s, "three", 3);
-    let queued = signed.load(Ordering::Relaxed);
-    assert_eq!(s.run_until_idle().bound, 3);
-    assert_eq!(signed.load(Ordering::Relaxed), queued, "no memo key for members that cannot hit");
+    for (name, members) in [("three", 3), ("four", 4)] {
+        add_gang(&s, name, members);
+        let queued = signed.load(Ordering::Relaxed);
+        assert_eq!(s.run_until_idle().bound, members);
+        assert_eq!(signed.load(Ordering::Relaxed), queued, "no memo key for sampled members");
+    }
     assert_eq!(s.group_memo_stats.keys_signed, 0, "{:?}", s.group_memo_stats);
-    assert_eq!(s.group_memo_stats.members_plain, 3, "{:?}", s.group_memo_stats);
+    assert_eq!(s.group_memo_stats.members_plain, 7, "{:?}", s.group_memo_stats);
 
+    let (mut s, signed) = scheduler(300, 100, true);
     add_gang(&s, "four", 4);
     let queued = signed.load(Ordering::Relaxed);
     assert_eq!(s.run_until_idle().bound, 4);
