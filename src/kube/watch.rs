@@ -126,7 +126,9 @@ fn handle<K, S>(
 {
     match ev {
         Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
-        Ok(Event::Init) => *seen = Some(HashSet::new()),
+        // A first list (nothing tracked yet) has nothing to delete: no need to
+        // remember what it listed.
+        Ok(Event::Init) => *seen = (!known.is_empty()).then(HashSet::new),
         Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
             let key = S::key(&obj);
             if let Some(s) = seen {
