@@ -7,10 +7,12 @@
 //! Events leave the scheduling and binding threads in batches through a channel: one
 //! task ([`publish`]) prepares and sends them, a bounded number at a time, as
 //! client-go's broadcaster does on its own goroutine — no task per event. The API
-//! server's echo of a created Event is not decoded: its name is the one this recorder
-//! chose.
+//! server's echo of a created Event is not parsed: its name is the one this recorder
+//! chose, and only the HTTP status tells whether it was stored.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use ahash::AHashMap;
 
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -19,7 +21,6 @@ use kube::Resource;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::Request;
 use parking_lot::Mutex;
-use serde::de::IgnoredAny;
 
 /// How long an event is remembered for its series (kube-runtime's `CACHE_TTL`, the
 /// six minutes of client-go's events recorder).
@@ -47,7 +48,7 @@ struct Seen {
 
 #[derive(Default)]
 struct Cache {
-    seen: HashMap<Key, Seen>,
+    seen: AHashMap<Key, Seen>,
     /// Keys in the order they were last published (a key published again is queued
     /// again; the stale entry is dropped when it reaches the front).
     order: VecDeque<(Timestamp, Key)>,
@@ -272,8 +273,9 @@ impl Recorder {
                 let url = Event::url_path(&(), Some(&key.namespace));
                 let body = self.body(key, &event).map_err(kube::Error::SerdeError)?;
                 let req = Request::new(url).create(&PostParams::default(), body).map_err(kube::Error::BuildRequest)?;
-                // The answer is the Event as stored, under the name chosen here.
-                client.request::<IgnoredAny>(req).await?;
+                // The answer is the Event as stored, under the name chosen here: only
+                // its HTTP status matters, so it is not parsed.
+                client.request_text(req).await?;
                 Seen { name: event.name, namespace: key.namespace.clone(), count: 1, last: event.time }
             }
             Publish::Series { name, namespace, count, last } => {
@@ -281,7 +283,7 @@ impl Recorder {
                 let req = Request::new(Event::url_path(&(), Some(&namespace)))
                     .patch(&name, &PatchParams::default(), &Patch::Merge(SeriesPatch { series }))
                     .map_err(kube::Error::BuildRequest)?;
-                client.request::<IgnoredAny>(req).await?;
+                client.request_text(req).await?;
                 Seen { name, namespace, count, last }
             }
         })

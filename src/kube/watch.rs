@@ -3,7 +3,9 @@
 //! (410 Gone) re-lists; objects missing from the new list are deleted, as an informer
 //! does. A malformed object is logged with its name and skipped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use ahash::AHashSet as HashSet;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};

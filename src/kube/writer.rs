@@ -102,17 +102,14 @@ impl KubeBinder {
     }
 
     /// Posts the Binding and waits for the answer (on any task): the API server
-    /// answers with a Status, of which only the HTTP code matters. The binding tasks
+    /// answers with a Status, of which only the HTTP code matters (the body is not
+    /// parsed). The binding tasks
     /// of [`run`](super::run) call this for many pods at once (the binder is their
     /// [`Binder::delegate`]), so one wake-up carries a batch of bindings to the
     /// client and back.
     pub(super) async fn send(&self, pod: &Pod, node: &str) -> Result<(), String> {
         let req = Self::request(pod, node)?;
-        self.client
-            .request::<serde::de::IgnoredAny>(req)
-            .await
-            .map(drop)
-            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
+        self.client.request_text(req).await.map(drop).map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
     }
 }
 
