@@ -90,7 +90,10 @@ impl KubeBinder {
             metadata: BindingMeta { name: &m.name, namespace: &m.namespace, uid: &m.uid },
             target: BindingTarget { api_version: "v1", kind: "Node", name: node },
         };
-        serde_json::to_vec(&body)
+        // Room for the whole body up front (the fixed part is under 140 bytes).
+        let mut buf = Vec::with_capacity(140 + m.name.len() + m.namespace.len() + m.uid.len() + node.len());
+        serde_json::to_writer(&mut buf, &body)
+            .map(|()| buf)
             .map_err(kube::Error::SerdeError)
             .and_then(|body| {
                 http::Request::post(format!("/api/v1/namespaces/{ns}/pods/{}/binding", m.name))
