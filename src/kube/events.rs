@@ -7,21 +7,20 @@
 //! Events leave the scheduling and binding threads in batches through a channel: one
 //! task ([`publish`]) prepares and sends them, a bounded number at a time, as
 //! client-go's broadcaster does on its own goroutine — no task per event. The API
-//! server's echo of a created Event is not decoded: its name is the one this recorder
-//! chose.
+//! server's echo of a created Event is not parsed: its name is the one this recorder
+//! chose, and only the HTTP status tells whether it was stored.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use ahash::AHashMap;
+
 use k8s_openapi::api::events::v1::{Event, EventSeries};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use parking_lot::Mutex;
-use serde::de::IgnoredAny;
-use serde_json::json;
 
 /// How long an event is remembered for its series (kube-runtime's `CACHE_TTL`, the
 /// six minutes of client-go's events recorder).
@@ -49,7 +48,7 @@ struct Seen {
 
 #[derive(Default)]
 struct Cache {
-    seen: HashMap<Key, Seen>,
+    seen: AHashMap<Key, Seen>,
     /// Keys in the order they were last published (a key published again is queued
     /// again; the stale entry is dropped when it reaches the front).
     order: VecDeque<(Timestamp, Key)>,
@@ -73,9 +72,145 @@ impl Cache {
 /// What to send for one event.
 pub(super) enum Publish {
     /// A new Event object.
-    Create(Box<Event>),
+    Create(NewEvent),
     /// A repeat: the series of the Event `name` in `namespace`.
     Series { name: String, namespace: String, count: i32, last: Timestamp },
+}
+
+/// A new Event as [`Recorder::prepare`] decided it; the pod it is about is the
+/// [`Key`]'s (namespace, name, uid).
+pub(super) struct NewEvent {
+    name: String,
+    note: String,
+    time: Timestamp,
+}
+
+/// The Event a create POSTs, written from borrowed fields: the same JSON object
+/// (and bytes) k8s-openapi's `events.k8s.io/v1` `Event` gives for the fields this
+/// recorder sets, without copying each field into one first.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventBody<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    action: &'static str,
+    event_time: MicroTimeText,
+    metadata: EventMeta<'a>,
+    note: &'a str,
+    reason: &'static str,
+    regarding: PodRef<'a>,
+    reporting_controller: &'a str,
+    reporting_instance: &'a str,
+    #[serde(rename = "type")]
+    type_: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct EventMeta<'a> {
+    name: &'a str,
+    namespace: &'a str,
+}
+
+/// The regarded pod, as k8s-openapi writes its `ObjectReference` (no uid when empty).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PodRef<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    name: &'a str,
+    namespace: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    uid: &'a str,
+}
+
+impl<'a> EventBody<'a> {
+    fn new(key: &'a Key, e: &'a NewEvent, controller: &'a str) -> Self {
+        EventBody {
+            api_version: <Event as k8s_openapi::Resource>::API_VERSION,
+            kind: <Event as k8s_openapi::Resource>::KIND,
+            action: key.action,
+            event_time: MicroTimeText::new(e.time),
+            metadata: EventMeta { name: &e.name, namespace: &key.namespace },
+            note: &e.note,
+            reason: key.reason,
+            regarding: PodRef {
+                api_version: "v1",
+                kind: "Pod",
+                name: &key.name,
+                namespace: &key.namespace,
+                uid: &key.uid,
+            },
+            reporting_controller: controller,
+            reporting_instance: controller,
+            type_: if key.warning { "Warning" } else { "Normal" },
+        }
+    }
+}
+
+/// A `MicroTime` as k8s-openapi writes it (`%Y-%m-%dT%H:%M:%S%.6fZ`, UTC), formatted
+/// by hand: jiff's `strtime` parses its format string on every call, which was a
+/// fifth of an Event's cost. Times before 1970 or after 9999 go through jiff.
+enum MicroTimeText {
+    Fast([u8; 27]),
+    Jiff(String),
+}
+
+impl MicroTimeText {
+    fn new(t: Timestamp) -> Self {
+        let secs = t.as_second();
+        if !(0..253_402_300_800).contains(&secs) {
+            let text =
+                k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%S%.6fZ", t).unwrap_or_else(|_| t.to_string());
+            return MicroTimeText::Jiff(text);
+        }
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        let micros = i64::from(t.subsec_microsecond());
+        let mut b = *b"0000-00-00T00:00:00.000000Z";
+        let mut put = |at: usize, width: usize, mut v: i64| {
+            for i in (at..at + width).rev() {
+                b[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, month);
+        put(8, 2, day);
+        put(11, 2, rem / 3600);
+        put(14, 2, rem / 60 % 60);
+        put(17, 2, rem % 60);
+        put(20, 6, micros);
+        MicroTimeText::Fast(b)
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Only ASCII digits and separators are written.
+            MicroTimeText::Fast(b) => std::str::from_utf8(b).unwrap_or_default(),
+            MicroTimeText::Jiff(s) => s,
+        }
+    }
+}
+
+impl serde::Serialize for MicroTimeText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The body of a series patch (`{"series": ...}`), typed.
+#[derive(serde::Serialize)]
+struct SeriesPatch {
+    series: EventSeries,
 }
 
 /// The events of one reporter (`reportingController`, also its instance).
@@ -89,24 +224,17 @@ impl Recorder {
         Recorder { controller: controller.to_owned(), cache: Mutex::default() }
     }
 
-    /// Decides what to send for an event about `regarding` (a pod: namespace, name
-    /// and uid set).
-    pub(super) fn prepare(
-        &self,
-        warning: bool,
-        reason: &'static str,
-        action: &'static str,
-        note: String,
-        regarding: ObjectReference,
-    ) -> (Key, Publish) {
+    /// Decides what to send for an event about the pod `e` names (namespace, name and
+    /// uid, the uid empty when unknown).
+    pub(super) fn prepare(&self, e: Pending) -> (Key, Publish) {
         let now = Timestamp::now();
         let key = Key {
-            warning,
-            reason,
-            action,
-            namespace: regarding.namespace.clone().unwrap_or_default(),
-            name: regarding.name.clone().unwrap_or_default(),
-            uid: regarding.uid.clone().unwrap_or_default(),
+            warning: e.warning,
+            reason: e.reason,
+            action: e.action,
+            namespace: e.namespace,
+            name: e.name,
+            uid: e.uid,
         };
         let mut cache = self.cache.lock();
         cache.expire(now);
@@ -117,57 +245,81 @@ impl Recorder {
         }
         drop(cache);
         let name = format!("{}.{:x}", key.name, now.as_nanosecond());
-        let event = Event {
-            action: Some(action.to_owned()),
-            reason: Some(reason.to_owned()),
-            event_time: Some(MicroTime(now)),
-            note: Some(note),
-            metadata: ObjectMeta { namespace: Some(key.namespace.clone()), name: Some(name), ..ObjectMeta::default() },
-            regarding: Some(regarding),
-            reporting_controller: Some(self.controller.clone()),
-            reporting_instance: Some(self.controller.clone()),
-            type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
-            ..Event::default()
-        };
-        (key, Publish::Create(Box::new(event)))
+        (key, Publish::Create(NewEvent { name, note: e.note, time: now }))
     }
 
-    /// Sends it; once the API server accepted it, the event is remembered for its series.
-    pub(super) async fn send(&self, client: &kube::Client, key: Key, publish: Publish) -> Result<(), kube::Error> {
-        let seen = match publish {
+    /// The JSON body of a new Event.
+    fn body(&self, key: &Key, e: &NewEvent) -> Result<Vec<u8>, serde_json::Error> {
+        // Room for the whole body up front (the fixed part is under 320 bytes), so
+        // the buffer is not regrown while it is written.
+        let text = e.note.len() + e.name.len() + 2 * (key.namespace.len() + key.name.len() + self.controller.len());
+        let mut body = Vec::with_capacity(320 + text + key.uid.len());
+        serde_json::to_writer(&mut body, &EventBody::new(key, e, &self.controller))?;
+        Ok(body)
+    }
+
+    /// The create POST of a new Event, written directly as [`KubeBinder`]'s binding
+    /// is: the same URL and header kube's `Request::create` gives (`…/events?`, no
+    /// query parameters), without its generic path and query builders.
+    ///
+    /// [`KubeBinder`]: super::KubeBinder
+    fn create(&self, key: &Key, e: &NewEvent) -> Result<http::Request<Vec<u8>>, kube::Error> {
+        let body = self.body(key, e).map_err(kube::Error::SerdeError)?;
+        let mut url = String::with_capacity(48 + key.namespace.len());
+        url.push_str("/apis/events.k8s.io/v1/namespaces/");
+        url.push_str(&key.namespace);
+        url.push_str("/events?");
+        http::Request::post(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(kube::Error::HttpError)
+    }
+
+    /// Sends it; once the API server accepted it, the event is remembered for its
+    /// series. A failure is logged.
+    pub(super) async fn send(&self, client: &kube::Client, key: Key, publish: Publish) {
+        match self.request(client, &key, publish).await {
+            Ok(seen) => {
+                let mut cache = self.cache.lock();
+                cache.order.push_back((seen.last, key.clone()));
+                cache.seen.insert(key, seen);
+            }
+            Err(err) => log::warn!("event {} for pod {}: {err}", key.reason, key.name),
+        }
+    }
+
+    /// The request for `publish`; what to remember once it was accepted.
+    async fn request(&self, client: &kube::Client, key: &Key, publish: Publish) -> Result<Seen, kube::Error> {
+        Ok(match publish {
             Publish::Create(event) => {
-                let url = Event::url_path(&(), Some(&key.namespace));
-                let body = serde_json::to_vec(&event).map_err(kube::Error::SerdeError)?;
-                let req = Request::new(url).create(&PostParams::default(), body).map_err(kube::Error::BuildRequest)?;
-                // The answer is the Event as stored, under the name chosen here.
-                client.request::<IgnoredAny>(req).await?;
-                let last = event.event_time.map_or_else(Timestamp::now, |t| t.0);
-                Seen { name: event.metadata.name.unwrap_or_default(), namespace: key.namespace.clone(), count: 1, last }
+                let req = self.create(key, &event)?;
+                // The answer is the Event as stored, under the name chosen here: only
+                // its HTTP status matters, so it is not parsed.
+                client.request_text(req).await?;
+                Seen { name: event.name, namespace: key.namespace.clone(), count: 1, last: event.time }
             }
             Publish::Series { name, namespace, count, last } => {
                 let series = EventSeries { count, last_observed_time: MicroTime(last) };
                 let req = Request::new(Event::url_path(&(), Some(&namespace)))
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(json!({ "series": series })))
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(SeriesPatch { series }))
                     .map_err(kube::Error::BuildRequest)?;
-                client.request::<IgnoredAny>(req).await?;
+                client.request_text(req).await?;
                 Seen { name, namespace, count, last }
             }
-        };
-        let mut cache = self.cache.lock();
-        let at = seen.last;
-        cache.order.push_back((at, key.clone()));
-        cache.seen.insert(key, seen);
-        Ok(())
+        })
     }
 }
 
-/// One event to publish, as the scheduling or binding thread hands it over.
+/// One event to publish, as the scheduling or binding thread hands it over: about
+/// the pod `namespace`/`name` (`uid` empty when unknown).
 pub(super) struct Pending {
     pub(super) warning: bool,
     pub(super) reason: &'static str,
     pub(super) action: &'static str,
     pub(super) note: String,
-    pub(super) regarding: ObjectReference,
+    pub(super) namespace: String,
+    pub(super) name: String,
+    pub(super) uid: String,
 }
 
 /// Events sent at once by [`publish`] (each is one request; the API server has no
@@ -193,12 +345,8 @@ pub(super) async fn publish(
             async move {
                 match o {
                     Outgoing::Event(e) => {
-                        let name = e.regarding.name.clone().unwrap_or_default();
-                        let reason = e.reason;
-                        let (key, publish) = recorder.prepare(e.warning, e.reason, e.action, e.note, e.regarding);
-                        if let Err(err) = recorder.send(client, key, publish).await {
-                            log::warn!("event {reason} for pod {name}: {err}");
-                        }
+                        let (key, publish) = recorder.prepare(e);
+                        recorder.send(client, key, publish).await;
                     }
                     Outgoing::Status { namespace, name, status } => {
                         super::writer::patch_status(client, &namespace, &name, status).await;
@@ -247,5 +395,101 @@ mod tests {
         assert!(cache.seen.contains_key(&key("a")) && !cache.seen.contains_key(&key("b")));
         cache.expire(t0 + SignedDuration::from_mins(10));
         assert!(cache.seen.is_empty() && cache.order.is_empty());
+    }
+
+    #[test]
+    fn micro_time_is_written_as_k8s_openapi_writes_it() {
+        let mut samples = vec![0, 1, 59, 86_399, 86_400, 951_782_400, 1_740_823_200, 4_107_542_399, 253_402_207_199];
+        samples.extend((0..2_000).map(|i: i64| i * 123_456_789 + 7));
+        for secs in samples {
+            for nanos in [0, 1, 999, 1_000, 123_456_789, 999_999_999] {
+                let t = Timestamp::new(secs, nanos).unwrap();
+                let ours = serde_json::to_string(&MicroTimeText::new(t)).unwrap();
+                assert_eq!(ours, serde_json::to_string(&MicroTime(t)).unwrap(), "{secs}.{nanos}");
+            }
+        }
+        let before_1970 = Timestamp::new(-86_401, 5_000).unwrap();
+        assert_eq!(
+            serde_json::to_string(&MicroTimeText::new(before_1970)).unwrap(),
+            serde_json::to_string(&MicroTime(before_1970)).unwrap()
+        );
+    }
+
+    /// The body written from borrowed fields is byte for byte the k8s-openapi Event
+    /// this recorder used to build.
+    #[test]
+    fn event_body_is_the_k8s_openapi_event() {
+        use k8s_openapi::api::core::v1::ObjectReference;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let recorder = Recorder::new("schedkit");
+        for (warning, uid) in [(false, "uid-1"), (true, "")] {
+            let pending = Pending {
+                warning,
+                reason: if warning { "FailedScheduling" } else { "Scheduled" },
+                action: if warning { "Scheduling" } else { "Binding" },
+                note: "Successfully assigned default/p \"x\" to n1".into(),
+                namespace: "default".into(),
+                name: "p".into(),
+                uid: uid.into(),
+            };
+            let (key, Publish::Create(e)) = recorder.prepare(pending) else { panic!("a new event") };
+            let event = Event {
+                action: Some(key.action.to_owned()),
+                reason: Some(key.reason.to_owned()),
+                event_time: Some(MicroTime(e.time)),
+                note: Some(e.note.clone()),
+                metadata: ObjectMeta {
+                    namespace: Some(key.namespace.clone()),
+                    name: Some(e.name.clone()),
+                    ..ObjectMeta::default()
+                },
+                regarding: Some(ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: Some(key.name.clone()),
+                    namespace: Some(key.namespace.clone()),
+                    uid: (!key.uid.is_empty()).then(|| key.uid.clone()),
+                    ..ObjectReference::default()
+                }),
+                reporting_controller: Some("schedkit".into()),
+                reporting_instance: Some("schedkit".into()),
+                type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
+                ..Event::default()
+            };
+            let ours = recorder.body(&key, &e).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(&event).unwrap());
+        }
+    }
+
+    #[test]
+    fn series_patch_is_the_json_object_it_was() {
+        let t = Timestamp::new(1_740_823_200, 5_000).unwrap();
+        let series = EventSeries { count: 3, last_observed_time: MicroTime(t) };
+        let old = serde_json::to_string(&serde_json::json!({ "series": series.clone() })).unwrap();
+        assert_eq!(serde_json::to_string(&SeriesPatch { series }).unwrap(), old);
+    }
+
+    /// The create request is the one kube's `Request::create` built.
+    #[test]
+    fn event_create_is_kubes_create() {
+        use kube::api::PostParams;
+        let recorder = Recorder::new("schedkit");
+        let pending = Pending {
+            warning: false,
+            reason: "Scheduled",
+            action: "Binding",
+            note: "Successfully assigned team-a/p to n1".into(),
+            namespace: "team-a".into(),
+            name: "p".into(),
+            uid: "uid-p".into(),
+        };
+        let (key, Publish::Create(e)) = recorder.prepare(pending) else { panic!("a new event") };
+        let ours = recorder.create(&key, &e).unwrap();
+        let kubes = Request::new(Event::url_path(&(), Some(&key.namespace)))
+            .create(&PostParams::default(), recorder.body(&key, &e).unwrap())
+            .unwrap();
+        assert_eq!((ours.method(), ours.uri()), (kubes.method(), kubes.uri()));
+        assert_eq!(ours.headers(), kubes.headers());
+        assert_eq!(ours.body(), kubes.body());
     }
 }

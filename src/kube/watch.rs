@@ -3,7 +3,9 @@
 //! (410 Gone) re-lists; objects missing from the new list are deleted, as an informer
 //! does. A malformed object is logged with its name and skipped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use ahash::AHashSet as HashSet;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
@@ -126,7 +128,9 @@ fn handle<K, S>(
 {
     match ev {
         Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
-        Ok(Event::Init) => *seen = Some(HashSet::new()),
+        // A first list (nothing tracked yet) has nothing to delete: no need to
+        // remember what it listed.
+        Ok(Event::Init) => *seen = (!known.is_empty()).then(HashSet::new),
         Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
             let key = S::key(&obj);
             if let Some(s) = seen {

@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod as K8sPod};
+use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
-use serde_json::json;
 
 use super::events::{Pending, Recorder};
 
@@ -91,7 +90,10 @@ impl KubeBinder {
             metadata: BindingMeta { name: &m.name, namespace: &m.namespace, uid: &m.uid },
             target: BindingTarget { api_version: "v1", kind: "Node", name: node },
         };
-        serde_json::to_vec(&body)
+        // Room for the whole body up front (the fixed part is under 140 bytes).
+        let mut buf = Vec::with_capacity(140 + m.name.len() + m.namespace.len() + m.uid.len() + node.len());
+        serde_json::to_writer(&mut buf, &body)
+            .map(|()| buf)
             .map_err(kube::Error::SerdeError)
             .and_then(|body| {
                 http::Request::post(format!("/api/v1/namespaces/{ns}/pods/{}/binding", m.name))
@@ -103,17 +105,14 @@ impl KubeBinder {
     }
 
     /// Posts the Binding and waits for the answer (on any task): the API server
-    /// answers with a Status, of which only the HTTP code matters. The binding tasks
+    /// answers with a Status, of which only the HTTP code matters (the body is not
+    /// parsed). The binding tasks
     /// of [`run`](super::run) call this for many pods at once (the binder is their
     /// [`Binder::delegate`]), so one wake-up carries a batch of bindings to the
     /// client and back.
     pub(super) async fn send(&self, pod: &Pod, node: &str) -> Result<(), String> {
         let req = Self::request(pod, node)?;
-        self.client
-            .request::<serde::de::IgnoredAny>(req)
-            .await
-            .map(drop)
-            .map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
+        self.client.request_text(req).await.map(drop).map_err(|e| format!("binding {} to {node}: {e}", pod.key()))
     }
 }
 
@@ -175,21 +174,38 @@ pub(super) struct Reporting {
 pub(super) enum Outgoing {
     /// An Event.
     Event(Pending),
-    /// A status patch of the pod `name` in `namespace` (`status` is the patch's
-    /// `status` object).
-    Status { namespace: String, name: String, status: serde_json::Value },
+    /// A status patch of the pod `name` in `namespace`.
+    Status { namespace: String, name: String, status: StatusPatch },
 }
 
-fn reference(pod: &Pod) -> ObjectReference {
-    let m = &pod.metadata;
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: Some(m.name.clone()),
-        namespace: Some(if m.namespace.is_empty() { "default".into() } else { m.namespace.clone() }),
-        uid: (!m.uid.is_empty()).then(|| m.uid.clone()),
-        ..ObjectReference::default()
-    }
+/// The `status` of a failed attempt's patch: PodScheduled=False, and the nomination
+/// when there is one. Typed, its fields in the order a `serde_json::Value` (sorted
+/// keys) wrote them, so the body is the same JSON text as before.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StatusPatch {
+    conditions: [Condition; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nominated_node_name: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Condition {
+    /// Always `null`.
+    last_probe_time: (),
+    last_transition_time: String,
+    message: String,
+    reason: &'static str,
+    status: &'static str,
+    #[serde(rename = "type")]
+    type_: &'static str,
+}
+
+/// The whole patch body: `{"status": ...}`.
+#[derive(Debug, serde::Serialize)]
+struct PodStatusPatch {
+    status: StatusPatch,
 }
 
 impl Reporting {
@@ -216,7 +232,17 @@ impl Reporting {
         action: &'static str,
         note: String,
     ) {
-        out.push(Outgoing::Event(Pending { warning, reason, action, note, regarding: reference(pod) }));
+        let m = &pod.metadata;
+        let namespace = if m.namespace.is_empty() { "default".to_owned() } else { m.namespace.clone() };
+        out.push(Outgoing::Event(Pending {
+            warning,
+            reason,
+            action,
+            note,
+            namespace,
+            name: m.name.clone(),
+            uid: m.uid.clone(),
+        }));
     }
 
     /// `Successfully assigned <namespace>/<name> to <node>` (upstream
@@ -240,23 +266,63 @@ impl Reporting {
     ) {
         Self::event(out, pod, true, "FailedScheduling", "Scheduling", message.to_owned());
         let reason = if unschedulable { "Unschedulable" } else { "SchedulerError" };
-        let mut status = json!({
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-                            "lastProbeTime": null,
-                            "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string()}],
-        });
-        if let Some(node) = nominated {
-            status["nominatedNodeName"] = json!(node);
-        }
+        let status = StatusPatch {
+            conditions: [Condition {
+                last_probe_time: (),
+                last_transition_time: k8s_openapi::jiff::Timestamp::now().to_string(),
+                message: message.to_owned(),
+                reason,
+                status: "False",
+                type_: "PodScheduled",
+            }],
+            nominated_node_name: nominated,
+        };
         let namespace = if pod.metadata.namespace.is_empty() { "default" } else { &pod.metadata.namespace };
         out.push(Outgoing::Status { namespace: namespace.to_owned(), name: pod.metadata.name.clone(), status });
     }
 }
 
 /// Sends a status patch (on the publishing task).
-pub(super) async fn patch_status(client: &kube::Client, namespace: &str, name: &str, status: serde_json::Value) {
-    let patch = Patch::Strategic(json!({ "status": status }));
+pub(super) async fn patch_status(client: &kube::Client, namespace: &str, name: &str, status: StatusPatch) {
+    let patch = Patch::Strategic(PodStatusPatch { status });
     if let Err(e) = pods(client, namespace).patch_status(name, &PatchParams::default(), &patch).await {
         log::warn!("status of pod {namespace}/{name}: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed patch is the JSON text the `serde_json::Value` patch was.
+    #[test]
+    fn status_patch_is_the_json_object_it_was() {
+        for nominated in [None, Some("n1".to_owned())] {
+            let at = k8s_openapi::jiff::Timestamp::now().to_string();
+            let mut old = json!({
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                "message": "0/2 nodes are available: \"x\"", "lastProbeTime": null,
+                                "lastTransitionTime": at}],
+            });
+            if let Some(node) = &nominated {
+                old["nominatedNodeName"] = json!(node);
+            }
+            let typed = StatusPatch {
+                conditions: [Condition {
+                    last_probe_time: (),
+                    last_transition_time: at,
+                    message: "0/2 nodes are available: \"x\"".into(),
+                    reason: "Unschedulable",
+                    status: "False",
+                    type_: "PodScheduled",
+                }],
+                nominated_node_name: nominated,
+            };
+            assert_eq!(
+                serde_json::to_string(&PodStatusPatch { status: typed }).unwrap(),
+                serde_json::to_string(&json!({ "status": old })).unwrap()
+            );
+        }
     }
 }
