@@ -214,8 +214,7 @@ pub trait PostFilterPlugin: Plugin {
     ) -> (Option<PostFilterResult>, Status);
 }
 
-/// Runs once per cycle before Score, with the feasible nodes. `Skip` skips this
-/// plugin's Score for the pod.
+/// Runs once per cycle before Score, with the feasible nodes; `Skip` skips its Score.
 pub trait PreScorePlugin: Plugin {
     /// Pre-computes what Score needs.
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: NodeList<'_>) -> Status;
@@ -267,15 +266,10 @@ pub trait ScorePlugin: Plugin {
         Ok(())
     }
 
-    /// The score every node of `nodes` gets from this plugin this cycle, Score and
-    /// NormalizeScore together, when the plugin knows it without scoring each node
-    /// (the pod asks for nothing the plugin scores, or no node has what it looks
-    /// for). With `Some(v)` the scheduler adds `v` times the weight to every node's
-    /// total and calls neither [`ScorePlugin::score_nodes`] nor
-    /// [`ScorePlugin::normalize`] (still checking that `v` is in
-    /// `0..=MAX_NODE_SCORE`), so `v` must be exactly what those two would give every
-    /// node. Cycles that keep per-plugin scores or time each plugin call still run
-    /// them. Default: `None`, score every node.
+    /// `Some(v)` when every node of `nodes` gets `v` from Score and NormalizeScore this
+    /// cycle (no node has what the plugin looks for): the scheduler adds `v` × weight to
+    /// every total (range-checked) instead of calling [`ScorePlugin::score_nodes`] and
+    /// [`ScorePlugin::normalize`], unless it keeps or times per-plugin scores. Default `None`.
     fn uniform_score(&self, _state: &CycleState, _pod: &PodInfo, _nodes: NodeList<'_>) -> Option<i64> {
         None
     }
