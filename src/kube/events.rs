@@ -164,16 +164,7 @@ impl MicroTimeText {
             return MicroTimeText::Jiff(text);
         }
         let (days, rem) = (secs / 86_400, secs % 86_400);
-        // Civil date from days since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-        let z = days + 719_468;
-        let era = z / 146_097;
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
+        let (year, month, day) = crate::model::timestamp::civil_from_days(days);
         let micros = i64::from(t.subsec_microsecond());
         let mut b = *b"0000-00-00T00:00:00.000000Z";
         let mut put = |at: usize, width: usize, mut v: i64| {

@@ -25,13 +25,17 @@ pub fn parse_rfc3339(text: &str) -> Result<f64, String> {
     Ok((nanos / 1_000_000_000) as f64 + (nanos % 1_000_000_000) as f64 / 1e9)
 }
 
-/// serde `deserialize_with` for an optional timestamp: RFC 3339 text, seconds, or null.
 /// `secs` since the Unix epoch as RFC 3339 UTC text (`2026-04-22T10:00:00Z`), as the
 /// API server writes condition times.
 pub(crate) fn format_rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The proleptic Gregorian (year, month, day) of `days` since 1970-01-01 (H. Hinnant's
+/// `civil_from_days`).
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -40,10 +44,10 @@ pub(crate) fn format_rfc3339(secs: u64) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// serde `deserialize_with` for an optional timestamp: RFC 3339 text, seconds, or null.
 pub(crate) fn deserialize_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     match Option::<Raw>::deserialize(d)? {
         None => Ok(None),
