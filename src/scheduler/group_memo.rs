@@ -16,8 +16,8 @@
 //!
 //! Unlike batching, a plugin that is skipped for the pod (its PreFilter or PreScore
 //! said Skip) need not sign: it does not run. A member whose running plugins do not
-//! all sign it, a cycle with nominated pods, extenders or sampled plugin timers use
-//! no memo.
+//! all sign it, a member whose Filter walk samples (see [`GroupMemo::plan`]), a cycle
+//! with nominated pods, extenders or sampled plugin timers use no memo.
 
 use std::sync::Arc;
 
@@ -94,8 +94,8 @@ pub(crate) struct GroupMemo {
     /// Whether the member in its cycle now uses the memo for Filter / Score.
     pub(super) filter_on: bool,
     pub(super) score_on: bool,
-    /// Whether the member in its cycle stores what the memo lacked: only when the
-    /// members after it will come round to the nodes it visits (sampling walks on).
+    /// Whether the member in its cycle stores what the memo lacked: only when it
+    /// filters every candidate and members follow it.
     pub(super) store: bool,
     /// Members left in the group algorithm, this one included.
     pub(super) members_left: usize,

@@ -62,9 +62,9 @@ impl LastColumns {
     }
 
     /// Makes `feasible` (positions among `positions` nodes) the columns' rows and keeps
-    /// [`LastColumns::row_of`] its inverse. Only the previous rows are unset: a sampled
-    /// member's feasible list is a tenth of the nodes, and refilling the whole index per
-    /// member cost a 5,000-pod group more than the rows it saves.
+    /// [`LastColumns::row_of`] its inverse. Only the previous rows are unset: when the
+    /// feasible lists are short against the view, refilling the whole index per member
+    /// costs more than the rows it saves (a 20 KB memset per member of a 5,000-pod group).
     pub(super) fn set_feasible(&mut self, feasible: &[usize], positions: usize) {
         if self.row_of.len() == positions {
             for &i in &self.feasible {
