@@ -232,6 +232,22 @@ pub trait PlacementScorePlugin: Plugin {
     ) -> Status {
         Status::SUCCESS
     }
+
+    /// The highest raw score this plugin can give any placement of this cycle, when
+    /// it is known before the placements are evaluated (default: unknown). Not in
+    /// upstream: it lets the cycle stop early without changing which placement can
+    /// win.
+    ///
+    /// The promise: no placement scores above it, and whenever some placement
+    /// reaches it, exactly the placements that reach it get the highest normalized
+    /// score of the set, and normalizing that set succeeds. When every weighted
+    /// plugin of the profile names a bound, the cycle evaluates placements in a
+    /// random order and stops at the first feasible one that reaches every bound:
+    /// that one is uniformly drawn from the placements upstream would tie-break
+    /// between. Otherwise every placement is evaluated.
+    fn max_placement_score(&self, _state: &PodGroupCycleState, _group: &PodGroupInfo) -> Option<i64> {
+        None
+    }
 }
 
 impl PodGroupManager {

@@ -25,6 +25,21 @@ impl PodGroupPodsCount {
     }
 }
 
+impl PodGroupPodsCount {
+    /// The group's assumed and bound pods.
+    fn scheduled(&self, group: &PodGroupInfo) -> usize {
+        self.handle
+            .pod_groups()
+            .states()
+            .with(group.namespace(), group.name(), |s| s.map_or(0, PodGroupState::scheduled_pods_count))
+    }
+}
+
+/// Upstream's `ScheduledPodsCount() + len(ProposedAssignments)`.
+fn count_score(scheduled: usize, placed: usize) -> i64 {
+    i64::try_from(scheduled + placed).unwrap_or(i64::MAX)
+}
+
 impl Plugin for PodGroupPodsCount {
     fn name(&self) -> &str {
         names::POD_GROUP_PODS_COUNT
@@ -41,12 +56,15 @@ impl PlacementScorePlugin for PodGroupPodsCount {
         group: &PodGroupInfo,
         assignments: &PodGroupAssignments,
     ) -> Result<i64, Status> {
-        let scheduled = self
-            .handle
-            .pod_groups()
-            .states()
-            .with(group.namespace(), group.name(), |s| s.map_or(0, PodGroupState::scheduled_pods_count));
-        Ok(i64::try_from(scheduled + assignments.proposed.len()).unwrap_or(i64::MAX))
+        Ok(count_score(self.scheduled(group), assignments.proposed.len()))
+    }
+
+    /// Every member of the cycle placed. Only a placement that places them all gets
+    /// `MaxScore` from the normalization below: `(U - 1) * 100 / U < 100`.
+    fn max_placement_score(&self, _state: &PodGroupCycleState, group: &PodGroupInfo) -> Option<i64> {
+        // A bound of 0 would make normalizing fail; no bound then.
+        let bound = count_score(self.scheduled(group), group.unscheduled_pods.len());
+        (bound > 0).then_some(bound)
     }
 
     /// `score * (MaxScore - MinScore) / max + MinScore` in integers; `minCount` is not
@@ -116,6 +134,45 @@ mod tests {
             let got = PodGroupPodsCount::new(handle).score_placement(&PodGroupCycleState::new(), &info, &a).unwrap();
             assert_eq!(got, want, "{name}");
         }
+    }
+
+    /// The bound is the score of a placement that places every member of the cycle,
+    /// and the normalization gives the maximum to exactly the placements reaching it.
+    #[test]
+    fn max_placement_score_is_every_member_placed() {
+        let handle = Handle::default();
+        let states = handle.pod_groups().states();
+        states.set(&pod("bound", "node1"), MemberState::Assigned);
+        let members: Vec<_> = (0..3).map(|i| pod(&format!("m{i}"), "")).collect();
+        for m in &members {
+            states.set(m, MemberState::Unscheduled);
+        }
+        let plugin = PodGroupPodsCount::new(handle);
+        let state = PodGroupCycleState::new();
+        let group = |pods: Vec<Arc<PodInfo>>| PodGroupInfo {
+            pod_group: Arc::new(PodGroup::gang("default", "pg1", 1)),
+            unscheduled_pods: pods,
+        };
+        let bound = plugin.max_placement_score(&state, &group(members.clone()));
+        assert_eq!(bound, Some(4));
+        let placed = |n: usize| PodGroupAssignments {
+            placement: Arc::new(Placement { name: format!("p{n}"), nodes: vec![] }),
+            proposed: members[..n]
+                .iter()
+                .map(|p| ProposedAssignment { pod: p.clone(), node: "node1".into() })
+                .collect(),
+        };
+        let raw: Vec<i64> =
+            (0..=3).map(|n| plugin.score_placement(&state, &group(members.clone()), &placed(n)).unwrap()).collect();
+        assert_eq!(raw, [1, 2, 3, 4]);
+        let mut scores: Vec<PlacementScore> =
+            raw.iter().map(|&score| PlacementScore { placement: String::new(), score }).collect();
+        assert!(plugin.normalize_placement_score(&state, &group(vec![]), &mut scores).is_success());
+        let top: Vec<bool> = scores.iter().map(|s| s.score == MAX_PLACEMENT_SCORE).collect();
+        assert_eq!(top, [false, false, false, true]);
+        // No member and nothing scheduled: a bound of 0 would fail normalization.
+        let empty = PodGroupPodsCount::new(Handle::default());
+        assert_eq!(empty.max_placement_score(&state, &group(vec![])), None);
     }
 
     /// Upstream `podgroup_pods_count_test.go` `TestNormalizePlacementScore`.

@@ -181,7 +181,7 @@ impl SchedulerBuilder {
             skip_post_filters: false,
             group_memo: None,
             group_memo_spare: super::group_memo::GroupMemo::default(),
-            group_memo_enabled: true,
+            group_switches: super::GroupSwitches { memo: true, placement_early_stop: true },
             group_memo_stats: super::group_memo::MemoStats::default(),
             group_signs: Vec::new(),
             config: self.config,

@@ -104,7 +104,8 @@ fn run(
     let profile = registry.build_profile(&cfg, &handle).unwrap();
     let config = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(config).build();
-    s.group_memo_enabled = memo;
+    s.group_switches.memo = memo;
+    s.group_switches.placement_early_stop = false;
     for (i, &(cpu, _)) in nodes.iter().enumerate() {
         let node = NodeBuilder::new(&format!("n{i:02}"))
             .cpu(&cpu.to_string())

@@ -199,7 +199,8 @@ fn scheduler(rack: bool, weights: [i64; 3], memo: bool, extra: Extra) -> Schedul
     let profile = registry.build_profile(&cfg, &handle).unwrap();
     let config = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(config).build();
-    s.group_memo_enabled = memo;
+    s.group_switches.memo = memo;
+    s.group_switches.placement_early_stop = false;
     s
 }
 

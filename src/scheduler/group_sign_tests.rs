@@ -51,7 +51,7 @@ fn scheduler(nodes: usize, pct: u32, memo: bool) -> (Scheduler, Arc<AtomicUsize>
     let profile = Profile::builder("default-scheduler").plugin(CountingSigner(signed.clone())).build().unwrap();
     let cfg = SchedulerConfig { parallelism: 1, percentage_of_nodes_to_score: pct, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(cfg).build();
-    s.group_memo_enabled = memo;
+    s.group_switches.memo = memo;
     for i in 0..nodes {
         s.add_node(NodeBuilder::new(&format!("n{i:03}")).cpu("4").pods(110).build()).unwrap();
     }

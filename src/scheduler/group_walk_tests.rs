@@ -37,7 +37,8 @@ fn run(
     let profile = Profile::kube_default(&handle);
     let cfg = SchedulerConfig { parallelism: 1, percentage_of_nodes_to_score: pct, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(cfg).build();
-    s.group_memo_enabled = memo;
+    s.group_switches.memo = memo;
+    s.group_switches.placement_early_stop = false;
     for (i, &(cpu, _)) in nodes.iter().enumerate() {
         let node = NodeBuilder::new(&format!("n{i:03}"))
             .cpu(&cpu.to_string())

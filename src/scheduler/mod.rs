@@ -35,6 +35,8 @@ mod node_filter;
 mod parallel;
 mod pending;
 mod placement;
+#[cfg(test)]
+mod placement_tests;
 mod pod_group;
 #[cfg(test)]
 mod pod_group_copies_tests;
@@ -121,6 +123,16 @@ struct MetricsState {
     profiles: Vec<Arc<ProfileMetrics>>,
 }
 
+/// Pod-group cycle shortcuts, on by default; tests compare with them off.
+#[derive(Debug, Clone, Copy)]
+struct GroupSwitches {
+    /// Whether pod-group cycles use the memo.
+    memo: bool,
+    /// Whether the placement loop may stop at a placement reaching every score bound
+    /// (tests of reuse across placements turn it off to run every placement).
+    placement_early_stop: bool,
+}
+
 /// The scheduler: a cache, one or more profiles, and the cycle.
 ///
 /// ```
@@ -179,8 +191,8 @@ pub struct Scheduler {
     group_memo: Option<group_memo::GroupMemo>,
     /// The memo's buffers between pod-group cycles.
     group_memo_spare: group_memo::GroupMemo,
-    /// Whether pod-group cycles use the memo (tests compare with and without).
-    group_memo_enabled: bool,
+    /// Pod-group cycle shortcuts that tests turn off.
+    group_switches: GroupSwitches,
     /// What the memos of past pod-group cycles answered (tests).
     group_memo_stats: group_memo::MemoStats,
     /// The batching signature of each member of the pod-group cycle in progress, by

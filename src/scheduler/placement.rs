@@ -3,6 +3,14 @@
 //! PlacementGenerate plugins propose node sets, the default algorithm runs once per
 //! placement, a single feasible placement wins without scoring, otherwise the highest
 //! weighted PlacementScore total wins, ties broken by the scheduler's seeded RNG.
+//!
+//! Beyond upstream: when every PlacementScore plugin bounds its score
+//! ([`PlacementScorePlugin::max_placement_score`](crate::framework::PlacementScorePlugin::max_placement_score);
+//! `PodGroupPodsCount` does: every member placed), placements run in a random order
+//! and the first feasible one reaching every bound wins at once. The first of a
+//! random order among the tied best is a uniform draw among them, as upstream's
+//! random tie-break is; a rack-constrained gang on a cluster of empty racks then
+//! runs one placement instead of one per rack.
 
 use std::sync::Arc;
 
@@ -34,19 +42,41 @@ impl Scheduler {
             // PreScores are kept from the first (see `group_prescore.rs`).
             memo.pre.keep();
         }
-        let mut first: Option<GroupResult> = None;
+        // Upstream evaluates every placement. When every scorer bounds its score,
+        // a random order stopped at the first placement reaching all bounds picks
+        // uniformly among the placements upstream would tie-break between.
+        let bounds = placement_bounds(profile, &state, info)
+            .filter(|_| placements.len() > 1 && self.group_switches.placement_early_stop);
+        let mut order: Vec<usize> = (0..placements.len()).collect();
+        if bounds.is_some() {
+            for i in (1..order.len()).rev() {
+                #[expect(clippy::cast_possible_truncation, reason = "below i + 1, a usize")]
+                order.swap(i, self.rng.below(i as u64 + 1) as usize);
+            }
+        }
+        // The failure of the earliest placement in the generators' order (upstream's
+        // `anyResult`: the first one it evaluates).
+        let mut first: Option<(usize, GroupResult)> = None;
         let mut feasible: Vec<(Arc<Placement>, GroupResult)> = Vec::new();
-        for p in &placements {
+        for &i in &order {
+            let p = &placements[i];
             let r = self.group_algorithm(profile, info, Some(&p.nodes));
             if matches!(r.status, GroupStatus::Error(_)) {
                 return r;
             }
             if matches!(r.status, GroupStatus::Feasible | GroupStatus::WaitingOnPreemption) {
-                feasible.push((Arc::new(p.clone()), r));
-            } else if first.is_none() {
-                first = Some(r);
+                let p = Arc::new(p.clone());
+                if let Some(b) = &bounds
+                    && reaches_bounds(profile, &state, info, &assignments(&p, &r), b)
+                {
+                    return r;
+                }
+                feasible.push((p, r));
+            } else if first.as_ref().is_none_or(|(j, _)| i < *j) {
+                first = Some((i, r));
             }
         }
+        let first = first.map(|(_, r)| r);
         match feasible.len() {
             0 => {
                 let reason = match &first {
@@ -82,17 +112,7 @@ impl Scheduler {
         info: &PodGroupInfo,
         feasible: &[(Arc<Placement>, GroupResult)],
     ) -> Result<usize, Status> {
-        let assignments: Vec<PodGroupAssignments> = feasible
-            .iter()
-            .map(|(p, r)| PodGroupAssignments {
-                placement: p.clone(),
-                proposed: r
-                    .pods
-                    .iter()
-                    .filter_map(|pr| Some(ProposedAssignment { pod: pr.pod.clone(), node: pr.node.clone()? }))
-                    .collect(),
-            })
-            .collect();
+        let assignments: Vec<PodGroupAssignments> = feasible.iter().map(|(p, r)| assignments(p, r)).collect();
         let mut totals = vec![0i64; feasible.len()];
         for (named, weight) in &profile.placement_score {
             let mut scores = Vec::with_capacity(assignments.len());
@@ -131,6 +151,50 @@ impl Scheduler {
         }
         Ok(best)
     }
+}
+
+/// Upstream's `PodGroupAssignments` of a feasible placement: its pods with a node.
+fn assignments(placement: &Arc<Placement>, r: &GroupResult) -> PodGroupAssignments {
+    PodGroupAssignments {
+        placement: placement.clone(),
+        proposed: r
+            .pods
+            .iter()
+            .filter_map(|pr| Some(ProposedAssignment { pod: pr.pod.clone(), node: pr.node.clone()? }))
+            .collect(),
+    }
+}
+
+/// Each weighted PlacementScore plugin's bound
+/// ([`PlacementScorePlugin::max_placement_score`](crate::framework::PlacementScorePlugin::max_placement_score)),
+/// or `None` when one has none or a weight that is not positive (a negative weight
+/// makes its best the worst; a zero weight leaves its bound out of the totals).
+fn placement_bounds(profile: &Profile, state: &PodGroupCycleState, info: &PodGroupInfo) -> Option<Vec<i64>> {
+    profile
+        .placement_score
+        .iter()
+        .map(|(named, weight)| {
+            if *weight <= 0 {
+                return None;
+            }
+            guard(named.name, "MaxPlacementScore", || named.plugin.max_placement_score(state, info)).ok().flatten()
+        })
+        .collect()
+}
+
+/// Whether `a` reaches every bound. A plugin that fails to score it answers no: the
+/// full evaluation then meets the failure where upstream does.
+fn reaches_bounds(
+    profile: &Profile,
+    state: &PodGroupCycleState,
+    info: &PodGroupInfo,
+    a: &PodGroupAssignments,
+    bounds: &[i64],
+) -> bool {
+    profile.placement_score.iter().zip(bounds).all(|((named, _), &bound)| {
+        guard(named.name, "ScorePlacement", || named.plugin.score_placement(state, info, a))
+            .is_ok_and(|r| r.is_ok_and(|s| s >= bound))
+    })
 }
 
 /// Every PlacementGenerate plugin in turn, each refining the placements of the one

@@ -151,7 +151,7 @@ impl Scheduler {
         self.cache.lock().update_snapshot(Arc::make_mut(&mut snap));
         let mark = snap.assume_mark();
         self.handle.put_snapshot(snap);
-        if self.group_memo_enabled {
+        if self.group_switches.memo {
             let mut memo = std::mem::take(&mut self.group_memo_spare);
             memo.start(&profile);
             if self.handle.feature_gates().enabled(Feature::WorkloadAwarePreemption) {

@@ -106,7 +106,8 @@ fn placements(gates: &str, rack: bool, memo: bool) -> (Vec<(String, String)>, su
     let profile = Profile::kube_default(&handle);
     let cfg = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
     let mut s = Scheduler::builder().handle(handle).profile(profile).config(cfg).build();
-    s.group_memo_enabled = memo;
+    s.group_switches.memo = memo;
+    s.group_switches.placement_early_stop = false;
     for i in 0..48 {
         let cpu = ["2", "4", "8"][i % 3];
         let node = NodeBuilder::new(&format!("node-{i:03}"))
@@ -183,7 +184,8 @@ mod memo_property {
         let profile = Profile::kube_default(&handle);
         let cfg = SchedulerConfig { parallelism: 1, ..SchedulerConfig::default() };
         let mut s = Scheduler::builder().handle(handle).profile(profile).config(cfg).build();
-        s.group_memo_enabled = memo;
+        s.group_switches.memo = memo;
+        s.group_switches.placement_early_stop = false;
         for (i, &(cpu, _)) in nodes.iter().enumerate() {
             let node = NodeBuilder::new(&format!("n{i:02}"))
                 .cpu(&cpu.to_string())
