@@ -199,6 +199,52 @@ mod tests {
         Arc::new(PodInfo::new(PodBuilder::new(name).build()).unwrap())
     }
 
+    /// One event's plan is reused from pod to pod only for the same profile and
+    /// rejectors: pods rejected by different plugins, interleaved in the pool, are each
+    /// moved exactly when the per-pod check says so.
+    #[test]
+    fn one_events_plan_gives_every_pod_its_own_verdict() {
+        use crate::plugins::names;
+        let handle = crate::framework::Handle::default();
+        let profile = Arc::new(Profile::kube_default(&handle));
+        let mut q = SchedulingQueue::new(&[profile], Arc::new(VirtualClock::new()), QueueConfig::default()).unwrap();
+        let sets: [&[&'static str]; 5] = [
+            &[names::NODE_RESOURCES_FIT],
+            &["NotInTheProfile"],
+            &[names::NODE_RESOURCES_FIT, "NotInTheProfile"],
+            &[names::NODE_AFFINITY],
+            &[names::NODE_RESOURCES_FIT],
+        ];
+        let label = crate::framework::ClusterEvent {
+            resource: crate::framework::EventResource::Node,
+            action: crate::framework::ActionType::UPDATE_NODE_LABEL,
+        };
+        for event in [events::NODE_ADD, label, events::ASSIGNED_POD_DELETE] {
+            let obj = EventObject::Custom("x".into());
+            let uids: Vec<_> = (0..2 * sets.len())
+                .map(|i| {
+                    let p = pod(&format!("p{i}"));
+                    let uid = p.uid.clone();
+                    q.add(p).unwrap();
+                    let popped = q.pop().unwrap();
+                    q.requeue_failed(&popped.pod.uid, sets[i % sets.len()]).unwrap();
+                    uid
+                })
+                .collect();
+            let expected: Vec<bool> = uids
+                .iter()
+                .map(|u| q.worth_requeuing(q.slot_of(u).unwrap(), &event, &obj) == QueueingHint::Queue)
+                .collect();
+            q.on_event(event, &obj);
+            let moved: Vec<bool> = uids.iter().map(|u| q.location(u) != Some(QueueLocation::Unschedulable)).collect();
+            assert_eq!(moved, expected, "{event:?}");
+            assert!(expected.contains(&true) && expected.contains(&false), "{event:?}: {expected:?}");
+            for u in &uids {
+                q.delete(u);
+            }
+        }
+    }
+
     #[test]
     fn the_in_flight_event_log_keeps_only_what_pods_in_flight_can_see() {
         let profile = Arc::new(Profile::builder("default-scheduler").build().unwrap());
