@@ -89,8 +89,8 @@ impl SchedulingQueue {
             return QueueingHint::Queue;
         }
         let hooks = &self.profiles[e.profile as usize];
-        let hit = plan.last.as_ref().filter(|l| l.profile == e.profile && same_names(&l.rejectors, &e.rejectors));
-        if hit.is_none() {
+        let known = plan.last.as_ref().filter(|l| l.profile == e.profile && same_names(&l.rejectors, &e.rejectors));
+        if known.is_none() {
             let applies = if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
                 None
             } else {
