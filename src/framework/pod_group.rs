@@ -52,6 +52,18 @@ impl PodGroupManager {
         crate::snapshot::pod_groups::with_group_key(namespace, name, |k| self.objects.read().get(k).cloned())
     }
 
+    /// Whether the PodGroup `namespace/name` exists, with its gang `minCount` (`None`
+    /// for a group without one) and how many members are known; the key is built
+    /// once for both lookups: GangScheduling's PreEnqueue asks this of every gated
+    /// sibling each time one more member is added.
+    pub(crate) fn quorum(&self, namespace: &str, name: &str) -> Option<(Option<i32>, usize)> {
+        crate::snapshot::pod_groups::with_group_key(namespace, name, |k| {
+            // One lock at a time: the object lock is released before the states'.
+            let min = self.objects.read().get(k).map(|pg| pg.min_count())?;
+            Some((min, self.states.with_key(k, |s| s.map_or(0, PodGroupState::all_pods_count))))
+        })
+    }
+
     /// The PodGroup `pod` names in `spec.schedulingGroup`, if it exists.
     pub fn pod_group_of(&self, pod: &PodInfo) -> Option<Arc<PodGroup>> {
         self.pod_group(&pod.pod.metadata.namespace, pod.pod.scheduling_group_name()?)

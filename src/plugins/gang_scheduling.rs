@@ -18,7 +18,7 @@ use crate::framework::{
 };
 use crate::plugins::names;
 use crate::queue::events;
-use crate::snapshot::{PodGroupState, PodInfo};
+use crate::snapshot::PodInfo;
 
 /// How long a gang member waits at Permit for the rest (upstream
 /// `permitTimeoutDuration`), on the scheduler's clock.
@@ -66,14 +66,14 @@ impl Plugin for GangScheduling {
 impl PreEnqueuePlugin for GangScheduling {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
         let Some(group) = pod.pod.scheduling_group_name() else { return Status::SUCCESS };
-        let groups = self.handle.pod_groups();
-        let Some(pg) = groups.pod_group(&pod.pod.metadata.namespace, group) else {
+        // The object and the member count under one key (the object's key and its
+        // states' are both `namespace/name`, an empty namespace read as `default`).
+        let Some((min, all)) = self.handle.pod_groups().quorum(&pod.pod.metadata.namespace, group) else {
             return Status::unresolvable(format!(
                 "waiting for pods's pod group {group:?} to appear in scheduling queue"
             ));
         };
-        let Some(min) = pg.min_count() else { return Status::SUCCESS };
-        let all = groups.states().with(pg.namespace(), group, |s| s.map_or(0, PodGroupState::all_pods_count));
+        let Some(min) = min else { return Status::SUCCESS };
         if all < usize::try_from(min).unwrap_or(0) {
             return Status::unresolvable("waiting for minCount pods from a gang to appear in scheduling queue");
         }
@@ -126,9 +126,10 @@ fn ns(p: &PodInfo) -> &str {
 }
 
 fn same_group(pod: &PodInfo, other: &PodInfo) -> bool {
-    pod.pod.scheduling_group_name().is_some()
-        && pod.pod.scheduling_group_name() == other.pod.scheduling_group_name()
-        && ns(pod) == ns(other)
+    match (pod.pod.scheduling_group_name(), other.pod.scheduling_group_name()) {
+        (Some(a), Some(b)) => a == b && ns(pod) == ns(other),
+        _ => false,
+    }
 }
 
 /// Whether `pg` is the group `pod` names.

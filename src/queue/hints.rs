@@ -3,6 +3,8 @@
 
 use super::{QueueLocation, SchedulingQueue, events};
 use crate::framework::runtime::guard;
+use smallvec::SmallVec;
+
 use crate::framework::{ClusterEvent, EventObject, QueueingHint};
 
 /// In-flight event-log length at which it is trimmed. Events older than every pod
@@ -69,18 +71,39 @@ impl SchedulingQueue {
     /// hint (if any) says Queue. A panicking hint counts as Queue, as an erroring one
     /// does upstream.
     pub(super) fn worth_requeuing(&self, slot: u32, event: &ClusterEvent, obj: &EventObject) -> QueueingHint {
+        self.worth_requeuing_with(slot, event, obj, &mut HintPlan::new(event))
+    }
+
+    /// [`SchedulingQueue::worth_requeuing`] with what `plan` already knows about the
+    /// event: one event visits every pooled pod, and a gang's gated members share one
+    /// profile and one rejector, so which registrations apply is worked out once.
+    fn worth_requeuing_with(
+        &self,
+        slot: u32,
+        event: &ClusterEvent,
+        obj: &EventObject,
+        plan: &mut HintPlan,
+    ) -> QueueingHint {
         let e = self.e(slot);
-        if e.rejectors.is_empty() || events::is_wildcard(event) {
+        if e.rejectors.is_empty() || plan.wildcard {
             return QueueingHint::Queue;
         }
         let hooks = &self.profiles[e.profile as usize];
-        if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
-            return QueueingHint::Queue;
+        let known = plan.last.as_ref().filter(|l| l.profile == e.profile && same_names(&l.rejectors, &e.rejectors));
+        if known.is_none() {
+            let applies = if e.rejectors.iter().any(|r| hooks.no_events.contains(r)) {
+                None
+            } else {
+                let applies = hooks.hints.iter().enumerate();
+                let applies =
+                    applies.filter(|(_, (plugin, reg))| event.matches(&reg.event) && e.rejectors.contains(plugin));
+                Some(applies.map(|(i, _)| i).collect())
+            };
+            plan.last = Some(Verdicts { profile: e.profile, rejectors: e.rejectors.clone(), applies });
         }
-        for (plugin, reg) in &hooks.hints {
-            if !event.matches(&reg.event) || !e.rejectors.contains(plugin) {
-                continue;
-            }
+        let Some(applies) = plan.last.as_ref().and_then(|l| l.applies.as_ref()) else { return QueueingHint::Queue };
+        for &i in applies {
+            let (plugin, reg) = &hooks.hints[i];
             let hint = match &reg.hint {
                 None => QueueingHint::Queue,
                 Some(f) => guard(plugin, "QueueingHint", || f(&e.info.pod, obj)).unwrap_or(QueueingHint::Queue),
@@ -119,8 +142,9 @@ impl SchedulingQueue {
         self.record_event(event, obj);
         let candidates: Vec<u32> = self.pool.iter().copied().filter(|&s| Some(s) != skip).collect();
         let mut moved = 0;
+        let mut plan = HintPlan::new(&event);
         for slot in candidates {
-            if self.worth_requeuing(slot, &event, obj) == QueueingHint::Queue {
+            if self.worth_requeuing_with(slot, &event, obj, &mut plan) == QueueingHint::Queue {
                 let before = self.e(slot).loc;
                 self.detach(slot);
                 if self.requeue(slot) != before {
@@ -130,6 +154,35 @@ impl SchedulingQueue {
         }
         moved
     }
+}
+
+/// What one event's requeuing checks reuse from pod to pod.
+struct HintPlan {
+    wildcard: bool,
+    /// The registrations that apply to the last profile and rejector set seen.
+    last: Option<Verdicts>,
+}
+
+struct Verdicts {
+    profile: u32,
+    rejectors: SmallVec<[&'static str; 2]>,
+    /// Indices into the profile's hints that the event matches and a rejector
+    /// registered, in registration order; `None` when a rejector has no
+    /// EnqueueExtensions (the pod is requeued whatever the event).
+    applies: Option<SmallVec<[usize; 4]>>,
+}
+
+impl HintPlan {
+    fn new(event: &ClusterEvent) -> HintPlan {
+        HintPlan { wildcard: events::is_wildcard(event), last: None }
+    }
+}
+
+/// Whether two rejector lists are the same names from the same `'static` strings
+/// (plugin names are constants, so the same plugin's name is the same pointer; a
+/// miss only means the registrations are worked out again).
+fn same_names(a: &[&'static str], b: &[&'static str]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| std::ptr::eq(*x, *y))
 }
 
 #[cfg(test)]
@@ -144,6 +197,52 @@ mod tests {
 
     fn pod(name: &str) -> Arc<PodInfo> {
         Arc::new(PodInfo::new(PodBuilder::new(name).build()).unwrap())
+    }
+
+    /// One event's plan is reused from pod to pod only for the same profile and
+    /// rejectors: pods rejected by different plugins, interleaved in the pool, are each
+    /// moved exactly when the per-pod check says so.
+    #[test]
+    fn one_events_plan_gives_every_pod_its_own_verdict() {
+        use crate::plugins::names;
+        let handle = crate::framework::Handle::default();
+        let profile = Arc::new(Profile::kube_default(&handle));
+        let mut q = SchedulingQueue::new(&[profile], Arc::new(VirtualClock::new()), QueueConfig::default()).unwrap();
+        let sets: [&[&'static str]; 5] = [
+            &[names::NODE_RESOURCES_FIT],
+            &["NotInTheProfile"],
+            &[names::NODE_RESOURCES_FIT, "NotInTheProfile"],
+            &[names::NODE_AFFINITY],
+            &[names::NODE_RESOURCES_FIT],
+        ];
+        let label = crate::framework::ClusterEvent {
+            resource: crate::framework::EventResource::Node,
+            action: crate::framework::ActionType::UPDATE_NODE_LABEL,
+        };
+        for event in [events::NODE_ADD, label, events::ASSIGNED_POD_DELETE] {
+            let obj = EventObject::Custom("x".into());
+            let uids: Vec<_> = (0..2 * sets.len())
+                .map(|i| {
+                    let p = pod(&format!("p{i}"));
+                    let uid = p.uid.clone();
+                    q.add(p).unwrap();
+                    let popped = q.pop().unwrap();
+                    q.requeue_failed(&popped.pod.uid, sets[i % sets.len()]).unwrap();
+                    uid
+                })
+                .collect();
+            let expected: Vec<bool> = uids
+                .iter()
+                .map(|u| q.worth_requeuing(q.slot_of(u).unwrap(), &event, &obj) == QueueingHint::Queue)
+                .collect();
+            q.on_event(event, &obj);
+            let moved: Vec<bool> = uids.iter().map(|u| q.location(u) != Some(QueueLocation::Unschedulable)).collect();
+            assert_eq!(moved, expected, "{event:?}");
+            assert!(expected.contains(&true) && expected.contains(&false), "{event:?}: {expected:?}");
+            for u in &uids {
+                q.delete(u);
+            }
+        }
     }
 
     #[test]

@@ -23,15 +23,24 @@ impl SchedulingQueue {
         }
         // Pods that go round the pool (a gang's gated members re-run PreEnqueue on
         // every sibling added) leave a stale heap entry each time: drop them all once
-        // they outnumber the live ones, so later flushes don't sift through millions.
-        // The live entries keep their keys, so the pop order is unchanged.
-        if self.pool_since.len() > 2 * self.pool.len() + STALE_SLACK {
+        // they outnumber the live ones three to one, so later flushes don't sift
+        // through millions (a lower ratio compacts more often: each compaction walks
+        // the whole heap and rebuilds it). The live entries keep their keys, so the pop
+        // order is unchanged.
+        if self.pool_since.len() > 4 * self.pool.len() + STALE_SLACK {
             let mut v = std::mem::take(&mut self.pool_since).into_vec();
-            v.retain(|&Reverse((_, seq, slot))| {
-                self.live(slot, seq, QueueLocation::Unschedulable) || self.live(slot, seq, QueueLocation::Gated)
-            });
+            v.retain(|&Reverse((_, seq, slot))| self.pooled(slot, seq));
             self.pool_since = v.into();
         }
+    }
+
+    /// Whether the pool-heap entry `(slot, seq)` is live: the slot is still in the
+    /// pool (unschedulable or gated) since the move that pushed it.
+    fn pooled(&self, slot: u32, seq: u64) -> bool {
+        self.slots
+            .get(slot as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|e| e.seq == seq && matches!(e.loc, QueueLocation::Unschedulable | QueueLocation::Gated))
     }
 
     /// Takes a pooled (unschedulable or gated) slot out of the pool.
@@ -72,7 +81,7 @@ impl SchedulingQueue {
     /// the way).
     pub(super) fn pool_wakeup(&mut self) -> Option<Duration> {
         while let Some(&Reverse((_, seq, slot))) = self.pool_since.peek() {
-            if self.live(slot, seq, QueueLocation::Unschedulable) || self.live(slot, seq, QueueLocation::Gated) {
+            if self.pooled(slot, seq) {
                 break;
             }
             self.pool_since.pop();

@@ -177,8 +177,12 @@ pub struct PodGroupStates {
 impl PodGroupStates {
     /// Calls `f` with the state of group `namespace/name` (`None` when no member is known).
     pub fn with<R>(&self, namespace: &str, name: &str, f: impl FnOnce(Option<&PodGroupState>) -> R) -> R {
-        let groups = self.groups.read();
-        f(with_group_key(namespace, name, |k| groups.get(k)))
+        with_group_key(namespace, name, |k| self.with_key(k, f))
+    }
+
+    /// [`PodGroupStates::with`] by the key `namespace/name` already built.
+    pub(crate) fn with_key<R>(&self, key: &str, f: impl FnOnce(Option<&PodGroupState>) -> R) -> R {
+        f(self.groups.read().get(key))
     }
 
     /// A copy of the state of group `namespace/name`.

@@ -172,6 +172,11 @@ impl DraStore {
     /// Every claim reference of the pod resolves ([`DraStore::resolve_claim`]) and the
     /// claim is in the store (upstream PreEnqueue's `foreachPodResourceClaim`).
     pub fn claims_ready(&self, pod: &Pod) -> Result<(), GatherError> {
+        // Most pods claim nothing: no lock (and no refresh of a stale world) for them;
+        // a gated gang re-runs PreEnqueue for every member added.
+        if pod.spec.resource_claims.is_empty() {
+            return Ok(());
+        }
         let inner = self.read();
         for pc in &pod.spec.resource_claims {
             let resolved = Self::resolve_locked(&inner, pod, pc)?;
