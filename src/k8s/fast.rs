@@ -308,7 +308,16 @@ fn resources(r: &core::ResourceRequirements) -> Option<ResourceRequirements> {
     Some(ResourceRequirements { requests, limits: quantities(r.limits.as_ref())? })
 }
 
-fn container(c: &core::Container, prefix: &str, init: bool, host_network: bool, u: &mut Unread) -> Option<Container> {
+/// A container's path (`spec.containers[2]`), written only when a field is reported.
+struct At(&'static str, usize);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.0, self.1)
+    }
+}
+
+fn container(c: &core::Container, prefix: &At, init: bool, host_network: bool, u: &mut Unread) -> Option<Container> {
     unread_in_container!(u, init, c.args.is_some(), prefix, "args");
     unread_in_container!(u, init, c.command.is_some(), prefix, "command");
     unread_in_container!(u, init, c.env.is_some(), prefix, "env");
@@ -367,11 +376,7 @@ fn containers(
     u: &mut Unread,
 ) -> Option<Vec<Container>> {
     let name = if init { "spec.initContainers" } else { "spec.containers" };
-    list.into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| container(c, &format!("{name}[{i}]"), init, host_network, u))
-        .collect()
+    list.into_iter().flatten().enumerate().map(|(i, c)| container(c, &At(name, i), init, host_network, u)).collect()
 }
 
 /// Whether a volume has the source `name` (one of the relevance table's); `None` for a

@@ -11,6 +11,8 @@
 //! chose, and only the HTTP status tells whether it was stored.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::Arc;
 
 use ahash::AHashMap;
 
@@ -21,6 +23,8 @@ use kube::Resource;
 use kube::api::{Patch, PatchParams};
 use kube::core::Request;
 use parking_lot::Mutex;
+
+use super::writer::{json_str, send_for_status};
 
 /// How long an event is remembered for its series (kube-runtime's `CACHE_TTL`, the
 /// six minutes of client-go's events recorder).
@@ -38,20 +42,21 @@ pub(super) struct Key {
     uid: String,
 }
 
-/// A published event: its name and how often it occurred.
+/// A published event: its name (in its key's namespace) and how often it occurred.
 struct Seen {
     name: String,
-    namespace: String,
     count: i32,
     last: Timestamp,
 }
 
 #[derive(Default)]
 struct Cache {
-    seen: AHashMap<Key, Seen>,
+    /// By key, shared with `order` (one allocation per event instead of a copy of the
+    /// key's three strings).
+    seen: AHashMap<Arc<Key>, Seen>,
     /// Keys in the order they were last published (a key published again is queued
     /// again; the stale entry is dropped when it reaches the front).
-    order: VecDeque<(Timestamp, Key)>,
+    order: VecDeque<(Timestamp, Arc<Key>)>,
 }
 
 impl Cache {
@@ -62,8 +67,8 @@ impl Cache {
                 break;
             }
             let Some((at, key)) = self.order.pop_front() else { break };
-            if self.seen.get(&key).is_some_and(|s| s.last == at) {
-                self.seen.remove(&key);
+            if self.seen.get(&*key).is_some_and(|s| s.last == at) {
+                self.seen.remove(&*key);
             }
         }
     }
@@ -73,8 +78,8 @@ impl Cache {
 pub(super) enum Publish {
     /// A new Event object.
     Create(NewEvent),
-    /// A repeat: the series of the Event `name` in `namespace`.
-    Series { name: String, namespace: String, count: i32, last: Timestamp },
+    /// A repeat: the series of the Event `name` in the key's namespace.
+    Series { name: String, count: i32, last: Timestamp },
 }
 
 /// A new Event as [`Recorder::prepare`] decided it; the pod it is about is the
@@ -83,68 +88,6 @@ pub(super) struct NewEvent {
     name: String,
     note: String,
     time: Timestamp,
-}
-
-/// The Event a create POSTs, written from borrowed fields: the same JSON object
-/// (and bytes) k8s-openapi's `events.k8s.io/v1` `Event` gives for the fields this
-/// recorder sets, without copying each field into one first.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EventBody<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    action: &'static str,
-    event_time: MicroTimeText,
-    metadata: EventMeta<'a>,
-    note: &'a str,
-    reason: &'static str,
-    regarding: PodRef<'a>,
-    reporting_controller: &'a str,
-    reporting_instance: &'a str,
-    #[serde(rename = "type")]
-    type_: &'static str,
-}
-
-#[derive(serde::Serialize)]
-struct EventMeta<'a> {
-    name: &'a str,
-    namespace: &'a str,
-}
-
-/// The regarded pod, as k8s-openapi writes its `ObjectReference` (no uid when empty).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PodRef<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    name: &'a str,
-    namespace: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    uid: &'a str,
-}
-
-impl<'a> EventBody<'a> {
-    fn new(key: &'a Key, e: &'a NewEvent, controller: &'a str) -> Self {
-        EventBody {
-            api_version: <Event as k8s_openapi::Resource>::API_VERSION,
-            kind: <Event as k8s_openapi::Resource>::KIND,
-            action: key.action,
-            event_time: MicroTimeText::new(e.time),
-            metadata: EventMeta { name: &e.name, namespace: &key.namespace },
-            note: &e.note,
-            reason: key.reason,
-            regarding: PodRef {
-                api_version: "v1",
-                kind: "Pod",
-                name: &key.name,
-                namespace: &key.namespace,
-                uid: &key.uid,
-            },
-            reporting_controller: controller,
-            reporting_instance: controller,
-            type_: if key.warning { "Warning" } else { "Normal" },
-        }
-    }
 }
 
 /// A `MicroTime` as k8s-openapi writes it (`%Y-%m-%dT%H:%M:%S%.6fZ`, UTC), formatted
@@ -192,6 +135,7 @@ impl MicroTimeText {
     }
 }
 
+#[cfg(test)]
 impl serde::Serialize for MicroTimeText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
@@ -230,23 +174,53 @@ impl Recorder {
         let mut cache = self.cache.lock();
         cache.expire(now);
         if let Some(s) = cache.seen.get(&key) {
-            let publish =
-                Publish::Series { name: s.name.clone(), namespace: s.namespace.clone(), count: s.count + 1, last: now };
+            let publish = Publish::Series { name: s.name.clone(), count: s.count + 1, last: now };
             return (key, publish);
         }
         drop(cache);
-        let name = format!("{}.{:x}", key.name, now.as_nanosecond());
+        // `<pod>.<nanoseconds in hex>`, as `format!("{}.{:x}")` wrote it.
+        let mut name = String::with_capacity(key.name.len() + 34);
+        name.push_str(&key.name);
+        name.push('.');
+        let _ = write!(name, "{:x}", now.as_nanosecond());
         (key, Publish::Create(NewEvent { name, note: e.note, time: now }))
     }
 
-    /// The JSON body of a new Event.
-    fn body(&self, key: &Key, e: &NewEvent) -> Result<Vec<u8>, serde_json::Error> {
+    /// The JSON body of a new Event: the same bytes k8s-openapi's `events.k8s.io/v1`
+    /// `Event` gives for the fields this recorder sets (keys in its order, no uid on
+    /// the pod's reference when empty), written from borrowed fields with the fixed
+    /// text as literals ([`json_str`]).
+    fn body(&self, key: &Key, e: &NewEvent) -> Vec<u8> {
         // Room for the whole body up front (the fixed part is under 320 bytes), so
         // the buffer is not regrown while it is written.
         let text = e.note.len() + e.name.len() + 2 * (key.namespace.len() + key.name.len() + self.controller.len());
-        let mut body = Vec::with_capacity(320 + text + key.uid.len());
-        serde_json::to_writer(&mut body, &EventBody::new(key, e, &self.controller))?;
-        Ok(body)
+        let mut b = Vec::with_capacity(320 + text + key.uid.len());
+        b.extend_from_slice(br#"{"apiVersion":"events.k8s.io/v1","kind":"Event","action":"#);
+        json_str(&mut b, key.action);
+        b.extend_from_slice(br#","eventTime":"#);
+        json_str(&mut b, MicroTimeText::new(e.time).as_str());
+        b.extend_from_slice(br#","metadata":{"name":"#);
+        json_str(&mut b, &e.name);
+        b.extend_from_slice(br#","namespace":"#);
+        json_str(&mut b, &key.namespace);
+        b.extend_from_slice(br#"},"note":"#);
+        json_str(&mut b, &e.note);
+        b.extend_from_slice(br#","reason":"#);
+        json_str(&mut b, key.reason);
+        b.extend_from_slice(br#","regarding":{"apiVersion":"v1","kind":"Pod","name":"#);
+        json_str(&mut b, &key.name);
+        b.extend_from_slice(br#","namespace":"#);
+        json_str(&mut b, &key.namespace);
+        if !key.uid.is_empty() {
+            b.extend_from_slice(br#","uid":"#);
+            json_str(&mut b, &key.uid);
+        }
+        b.extend_from_slice(br#"},"reportingController":"#);
+        json_str(&mut b, &self.controller);
+        b.extend_from_slice(br#","reportingInstance":"#);
+        json_str(&mut b, &self.controller);
+        b.extend_from_slice(if key.warning { br#","type":"Warning"}"# } else { br#","type":"Normal"}"# });
+        b
     }
 
     /// The create POST of a new Event, written directly as [`KubeBinder`]'s binding
@@ -255,7 +229,7 @@ impl Recorder {
     ///
     /// [`KubeBinder`]: super::KubeBinder
     fn create(&self, key: &Key, e: &NewEvent) -> Result<http::Request<Vec<u8>>, kube::Error> {
-        let body = self.body(key, e).map_err(kube::Error::SerdeError)?;
+        let body = self.body(key, e);
         let mut url = String::with_capacity(48 + key.namespace.len());
         url.push_str("/apis/events.k8s.io/v1/namespaces/");
         url.push_str(&key.namespace);
@@ -271,6 +245,7 @@ impl Recorder {
     pub(super) async fn send(&self, client: &kube::Client, key: Key, publish: Publish) {
         match self.request(client, &key, publish).await {
             Ok(seen) => {
+                let key = Arc::new(key);
                 let mut cache = self.cache.lock();
                 cache.order.push_back((seen.last, key.clone()));
                 cache.seen.insert(key, seen);
@@ -286,16 +261,16 @@ impl Recorder {
                 let req = self.create(key, &event)?;
                 // The answer is the Event as stored, under the name chosen here: only
                 // its HTTP status matters, so it is not parsed.
-                client.request_text(req).await?;
-                Seen { name: event.name, namespace: key.namespace.clone(), count: 1, last: event.time }
+                send_for_status(client, req).await?;
+                Seen { name: event.name, count: 1, last: event.time }
             }
-            Publish::Series { name, namespace, count, last } => {
+            Publish::Series { name, count, last } => {
                 let series = EventSeries { count, last_observed_time: MicroTime(last) };
-                let req = Request::new(Event::url_path(&(), Some(&namespace)))
+                let req = Request::new(Event::url_path(&(), Some(&key.namespace)))
                     .patch(&name, &PatchParams::default(), &Patch::Merge(SeriesPatch { series }))
                     .map_err(kube::Error::BuildRequest)?;
-                client.request_text(req).await?;
-                Seen { name, namespace, count, last }
+                send_for_status(client, req).await?;
+                Seen { name, count, last }
             }
         })
     }
@@ -323,7 +298,7 @@ const IN_FLIGHT: usize = 16;
 /// [`IN_FLIGHT`] requests at a time. A failed send is logged.
 pub(super) async fn publish(
     client: kube::Client,
-    recorder: std::sync::Arc<Recorder>,
+    recorder: Arc<Recorder>,
     rx: tokio::sync::mpsc::UnboundedReceiver<Vec<super::writer::Outgoing>>,
 ) {
     use super::writer::Outgoing;
@@ -364,7 +339,7 @@ mod tests {
     }
 
     fn seen(last: Timestamp) -> Seen {
-        Seen { name: "e".into(), namespace: "default".into(), count: 1, last }
+        Seen { name: "e".into(), count: 1, last }
     }
 
     #[test]
@@ -373,13 +348,13 @@ mod tests {
         let mut cache = Cache::default();
         for (i, name) in ["a", "b"].into_iter().enumerate() {
             let at = t0 + SignedDuration::from_secs(i as i64 * 60);
-            cache.order.push_back((at, key(name)));
-            cache.seen.insert(key(name), seen(at));
+            cache.order.push_back((at, Arc::new(key(name))));
+            cache.seen.insert(Arc::new(key(name)), seen(at));
         }
         // "a" again four minutes later: its first queue entry is stale.
         let again = t0 + SignedDuration::from_mins(4);
-        cache.order.push_back((again, key("a")));
-        cache.seen.insert(key("a"), seen(again));
+        cache.order.push_back((again, Arc::new(key("a"))));
+        cache.seen.insert(Arc::new(key("a")), seen(again));
         cache.expire(t0 + SignedDuration::from_mins(6));
         assert!(cache.seen.contains_key(&key("a")) && cache.seen.contains_key(&key("b")));
         cache.expire(t0 + SignedDuration::from_mins(7));
@@ -447,7 +422,7 @@ mod tests {
                 type_: Some(if warning { "Warning" } else { "Normal" }.to_owned()),
                 ..Event::default()
             };
-            let ours = recorder.body(&key, &e).unwrap();
+            let ours = recorder.body(&key, &e);
             assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(&event).unwrap());
         }
     }
@@ -477,7 +452,7 @@ mod tests {
         let (key, Publish::Create(e)) = recorder.prepare(pending) else { panic!("a new event") };
         let ours = recorder.create(&key, &e).unwrap();
         let kubes = Request::new(Event::url_path(&(), Some(&key.namespace)))
-            .create(&PostParams::default(), recorder.body(&key, &e).unwrap())
+            .create(&PostParams::default(), recorder.body(&key, &e))
             .unwrap();
         assert_eq!((ours.method(), ours.uri()), (kubes.method(), kubes.uri()));
         assert_eq!(ours.headers(), kubes.headers());

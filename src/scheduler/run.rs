@@ -184,8 +184,8 @@ impl SchedulerEvents {
 
     /// Adds a node.
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
-        let arc = Arc::new(node.clone());
-        self.cache.lock().add_node(node)?;
+        let arc = Arc::new(node);
+        self.cache.lock().add_shared_node(arc.clone())?;
         self.event(events::NODE_ADD, &EventObject::Node { old: None, new: Some(arc) });
         Ok(())
     }

@@ -170,17 +170,23 @@ impl Cache {
 
     /// Adds a node.
     pub fn add_node(&mut self, node: Node) -> Result<(), CacheError> {
+        self.add_shared_node(Arc::new(node))
+    }
+
+    /// [`Cache::add_node`] of a node shared with its caller (the scheduler's add
+    /// event carries the same `Arc`, so the node is not copied for it).
+    pub(crate) fn add_shared_node(&mut self, node: Arc<Node>) -> Result<(), CacheError> {
         if node.name().is_empty() {
             return Err(CacheError::MissingNodeName);
         }
         validate_node(&node)?;
         if self.slot(node.name()).is_some() {
-            return Err(CacheError::NodeExists(node.metadata.name));
+            return Err(CacheError::NodeExists(node.metadata.name.clone()));
         }
         let zone = zone_key(&node);
         // The NodeInfo holds the name (not pinned): it is freed when the node is
         // removed and no snapshot keeps a copy of its NodeInfo.
-        let info = NodeInfo::new(Arc::new(node));
+        let info = NodeInfo::new(node);
         let name = info.name();
         self.count_images(&info, 1);
         let slot = self.slots.len();
