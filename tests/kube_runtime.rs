@@ -166,8 +166,13 @@ fn status_failure(code: u16, reason: &str, message: &str) -> Value {
 /// inside the runtime: the client spawns its request buffer there).
 fn mock_client(state: &Arc<Mutex<ApiServer>>) -> kube::Client {
     let state = state.clone();
-    let service = tower::service_fn(move |req| {
+    let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
         let st = state.clone();
+        // Recorded as the client's buffer hands the request over, in the order the
+        // client was given them: the response future's first poll (where `serve`
+        // starts) follows the order its task is woken in, which no client promises.
+        let (uri, method) = (req.uri(), req.method());
+        st.lock().requests.push(format!("{method} {}?{}", uri.path(), uri.query().unwrap_or("")));
         async move { Ok::<_, Infallible>(serve(st, req).await) }
     });
     kube::Client::new(service, "default")
@@ -178,7 +183,6 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
     let is_watch = query.contains("watch=true");
-    state.lock().requests.push(format!("{method} {path}?{query}"));
     let body: Value = {
         let bytes = req.into_body().collect().await.unwrap().to_bytes();
         if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() }
