@@ -517,8 +517,14 @@ impl SchedulingQueue {
         self.flush_leftovers(now);
     }
 
+    /// Where `slot` is, if it has not moved since the move numbered `seq` (a heap
+    /// entry pushed then is live only while this answers its location).
+    fn loc_since(&self, slot: u32, seq: u64) -> Option<QueueLocation> {
+        self.slots.get(slot as usize).and_then(Option::as_ref).filter(|e| e.seq == seq).map(|e| e.loc)
+    }
+
     fn live(&self, slot: u32, seq: u64, loc: QueueLocation) -> bool {
-        self.slots.get(slot as usize).and_then(Option::as_ref).is_some_and(|e| e.loc == loc && e.seq == seq)
+        self.loc_since(slot, seq) == Some(loc)
     }
 
     /// When, on the queue's clock, something next becomes ready by time alone: a

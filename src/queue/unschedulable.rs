@@ -37,10 +37,7 @@ impl SchedulingQueue {
     /// Whether the pool-heap entry `(slot, seq)` is live: the slot is still in the
     /// pool (unschedulable or gated) since the move that pushed it.
     fn pooled(&self, slot: u32, seq: u64) -> bool {
-        self.slots
-            .get(slot as usize)
-            .and_then(Option::as_ref)
-            .is_some_and(|e| e.seq == seq && matches!(e.loc, QueueLocation::Unschedulable | QueueLocation::Gated))
+        matches!(self.loc_since(slot, seq), Some(QueueLocation::Unschedulable | QueueLocation::Gated))
     }
 
     /// Takes a pooled (unschedulable or gated) slot out of the pool.
