@@ -164,10 +164,17 @@ fn through_runtime(nodes: usize, pods: usize) -> Duration {
         let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
         let start = Instant::now();
         let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
+        let mut first = None;
         while fake.bound.load(Ordering::SeqCst) < pods {
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            if first.is_none() && fake.bound.load(Ordering::SeqCst) > 0 {
+                first = Some(start.elapsed());
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
         }
         let took = start.elapsed();
+        if let Some(f) = first {
+            eprintln!("first binding after {:.1} ms", f.as_secs_f64() * 1e3);
+        }
         shutdown.trigger();
         let stats = running.await.unwrap().unwrap();
         assert_eq!(stats.bound, pods);
@@ -196,12 +203,38 @@ fn cycles_only(nodes: usize, pods: usize) -> Duration {
     took
 }
 
+/// `--decode`: the bench's pods decoded as the pod watch decodes them (straight into
+/// the model), and the lean way plus the conversion, one after the other (for a
+/// profiler; the times are indicative).
+fn decode_only(pods: usize) {
+    use schedkit::manifest::LoadOptions;
+    let texts: Vec<String> = (0..pods).map(|i| pod(i).to_string()).collect();
+    let start = Instant::now();
+    for t in &texts {
+        let (direct, _) = schedkit::kube::watched_pod_from_json(t, LoadOptions::default()).unwrap();
+        assert!(direct);
+    }
+    let watched = start.elapsed();
+    let start = Instant::now();
+    for t in &texts {
+        let lean = schedkit::kube::lean_pod_from_json(t).unwrap();
+        std::hint::black_box(schedkit::k8s::from_k8s::<Pod>(&lean, LoadOptions::default()).unwrap());
+    }
+    let lean = start.elapsed();
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / pods as f64;
+    println!("decode: watched {:.0} ns/pod, lean + conversion {:.0} ns/pod", per(watched), per(lean));
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         println!("kube_runtime/overhead_10000_pods_5000_nodes: bench");
         return;
     }
     let (nodes, pods) = (size("KUBE_RUNTIME_NODES", NODES), size("KUBE_RUNTIME_PODS", PODS));
+    if std::env::args().any(|a| a == "--decode") {
+        decode_only(pods);
+        return;
+    }
     // `--only runtime` / `--only cycles`: one side alone (for a profiler).
     let only = std::env::args().skip_while(|a| a != "--only").nth(1);
     if let Some(side) = only {

@@ -837,3 +837,182 @@ fn lean_decode_keeps_presence_and_nulls_of_pruned_fields() {
     });
     lean_node_matches("every pruned node field", &node.to_string());
 }
+
+/// The watches' decoding of a Pod's text (straight into the model, or the lean way)
+/// against k8s-openapi's full decode and `from_k8s`, for every load mode: the same
+/// object, the same fields that matter for scheduling, the same refusals. Returns
+/// whether the text was decoded straight into the model (false when refused).
+fn watched_pod_matches(what: &str, text: &str) -> bool {
+    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
+    let full: api::Pod = serde_json::from_str(text).unwrap();
+    let mut direct = Vec::new();
+    for opts in load_modes() {
+        let want = schedkit::k8s::from_k8s::<schedkit::model::Pod>(&full, opts).map_err(|e| e.to_string());
+        let got = schedkit::kube::watched_pod_from_json(text, opts).map(|(d, l)| {
+            direct.push(d);
+            l
+        });
+        assert_eq!(got, want.map(relevant), "{what}, {opts:?}");
+    }
+    !direct.is_empty() && direct.iter().all(|d| *d)
+}
+
+/// [`watched_pod_matches`] for a Node.
+fn watched_node_matches(what: &str, text: &str) -> bool {
+    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
+    let full: api::Node = serde_json::from_str(text).unwrap();
+    let mut direct = Vec::new();
+    for opts in load_modes() {
+        let want = schedkit::k8s::from_k8s::<schedkit::model::Node>(&full, opts).map_err(|e| e.to_string());
+        let got = schedkit::kube::watched_node_from_json(text, opts).map(|(d, l)| {
+            direct.push(d);
+            l
+        });
+        assert_eq!(got, want.map(relevant), "{what}, {opts:?}");
+    }
+    !direct.is_empty() && direct.iter().all(|d| *d)
+}
+
+/// Default, strict, and with PodLevelResources on (its defaulting runs after decoding).
+fn load_modes() -> Vec<schedkit::manifest::LoadOptions> {
+    use schedkit::framework::{Feature, FeatureGates};
+    use schedkit::manifest::LoadOptions;
+    let mut gates = FeatureGates::default();
+    gates.set_enabled(Feature::PodLevelResources, true);
+    vec![LoadOptions::default(), LoadOptions::strict(), LoadOptions { strict: false, feature_gates: gates }]
+}
+
+/// What the watches keep of a conversion: the fields that matter for scheduling.
+fn relevant<T>(mut l: schedkit::manifest::Loaded<T>) -> schedkit::manifest::Loaded<T> {
+    l.ignored.retain(|f| f.affects_scheduling);
+    l
+}
+
+/// Real manifests and the fixtures of these tests: the watches' direct decoding gives
+/// what k8s-openapi's decoding and conversion give, and takes the ordinary objects
+/// (pending and running pods with probes, mounts and a service account volume; a
+/// kubelet's node with conditions, images and addresses) itself.
+#[test]
+fn watched_objects_convert_as_the_full_decode() {
+    let mut direct = 0;
+    for pod in ["real/pod-gpu-limits-only.yaml", "real/pod-running-hostnetwork.json", "k8s/pod-web-pending.yaml"] {
+        direct += usize::from(watched_pod_matches(pod, &fixture_json(pod)));
+    }
+    let list: Value = serde_json::from_str(&fixture_json("real/pods-list.json")).unwrap();
+    for (i, item) in list["items"].as_array().unwrap().iter().enumerate() {
+        direct += usize::from(watched_pod_matches(&format!("pods-list.json item {i}"), &item.to_string()));
+    }
+    for node in ["real/node-gpu.yaml", "real/node-no-allocatable.json"] {
+        direct += usize::from(watched_node_matches(node, &fixture_json(node)));
+    }
+    assert!(watched_pod_matches("a pending pod", &pod("p", "500m", "", "2025-03-01T10:00:00Z").to_string()));
+    assert!(watched_pod_matches("an assigned pod", &pod("q", "1", "n1", "2025-03-01T10:00:00Z").to_string()));
+    assert!(watched_node_matches("a kubelet's node", &node("n1", "4").to_string()));
+    assert!(direct >= 4, "only {direct} of the real manifests were decoded directly");
+}
+
+/// Variations of one pod, each either decoded directly or handed to the lean path, and
+/// equal to the full decode either way; the ones that must hand over do.
+#[test]
+fn watched_pods_hand_over_what_the_direct_decoding_does_not_decide() {
+    let base = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                     "labels": {"app": "a", "tier": "web"}, "annotations": {"note": "say \"hi\"\n"},
+                     "creationTimestamp": "2025-01-01T00:00:00Z", "generateName": "p-",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "o"}]},
+        "spec": {
+            "containers": [{"name": "c", "image": "img",
+                            "resources": {"requests": {"memory": "1Gi", "cpu": "250m"},
+                                          "limits": {"nvidia.com/gpu": "1", "cpu": "1", "ephemeral-storage": "1Gi"}},
+                            "ports": [{"containerPort": 8080, "protocol": "TCP", "name": "http"}],
+                            "volumeMounts": [{"name": "token", "mountPath": "/var/run/secrets"}]}],
+            "initContainers": [{"name": "init", "image": "busybox", "restartPolicy": "Always",
+                                "resources": {"limits": {"cpu": "100m"}}}],
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "tolerations": [{"operator": "Exists", "effect": "NoSchedule"},
+                            {"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 60}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}},
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                           "labelSelector": {"matchLabels": {"app": "a"}}}],
+            "schedulingGates": [{"name": "wait"}], "overhead": {"cpu": "10m"},
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
+            "volumes": [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+                        {"name": "cache", "emptyDir": {}, "persistentVolumeClaim": null}],
+            "schedulerName": "schedkit", "priority": 100, "preemptionPolicy": "Never",
+            "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "serviceAccountName": "default",
+            "terminationGracePeriodSeconds": 30, "enableServiceLinks": true
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable", "nominatedNodeName": "n2",
+                   "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    });
+    assert!(watched_pod_matches("the base pod", &base.to_string()));
+
+    let with = |path: &[&str], value: Value| {
+        let mut v = base.clone();
+        let (last, parents) = path.split_last().unwrap();
+        let mut at = &mut v;
+        for p in parents {
+            at = match p.parse::<usize>() {
+                Ok(i) => &mut at[i],
+                Err(_) => &mut at[*p],
+            };
+        }
+        at[*last] = value;
+        v.to_string()
+    };
+    // Decoded directly: nulls of optional fields, escapes, a repeated key.
+    for (what, text) in [
+        ("null labels", with(&["metadata", "labels"], Value::Null)),
+        ("null status", with(&["status"], Value::Null)),
+        ("null tolerations", with(&["spec", "tolerations"], Value::Null)),
+        ("an escaped name", with(&["metadata", "name"], json!("p\u{e9}\t"))),
+        ("host network", with(&["spec", "hostNetwork"], json!(true))),
+        ("a claim on a container", with(&["spec", "containers", "0", "resources", "claims"], json!([{"name": "gpu"}]))),
+    ] {
+        assert!(watched_pod_matches(what, &text), "{what} should be decoded directly");
+    }
+    let repeated = base.to_string().replacen(r#""app":"a""#, r#""app":"x","app":"a""#, 1);
+    assert!(watched_pod_matches("a repeated label", &repeated));
+    // Handed over: what matters and is not modeled, what the conversion refuses, what
+    // this decoding does not know; equal to the full decode all the same.
+    for (what, text) in [
+        ("a PVC volume", with(&["spec", "volumes", "1", "persistentVolumeClaim"], json!({"claimName": "data"}))),
+        ("status.resize", with(&["status", "resize"], json!("InProgress"))),
+        ("pod-level resources", with(&["spec", "resources"], json!({"requests": {"cpu": "1"}}))),
+        ("an unknown spec field", with(&["spec", "futureField"], json!(1))),
+        ("an unknown container field", with(&["spec", "containers", "0", "futureField"], json!(1))),
+        ("a bad quantity", with(&["spec", "containers", "0", "resources", "requests", "cpu"], json!("lots"))),
+        ("an unknown toleration operator", with(&["spec", "tolerations", "0", "operator"], json!("Sometimes"))),
+        ("a timestamp in year 0", with(&["metadata", "creationTimestamp"], json!("0000-06-01T00:00:00Z"))),
+    ] {
+        assert!(!watched_pod_matches(what, &text), "{what} should go the lean way");
+    }
+    // Errors are the lean path's: a pod k8s-openapi cannot decode is refused whole.
+    let bad = with(&["spec", "priority"], json!("high"));
+    assert!(schedkit::kube::watched_pod_from_json(&bad, schedkit::manifest::LoadOptions::default()).is_err());
+    let wrong_kind = with(&["kind"], json!("Node"));
+    assert!(schedkit::kube::watched_pod_from_json(&wrong_kind, schedkit::manifest::LoadOptions::default()).is_err());
+}
+
+/// A node with taints and without allocatable (defaulted from capacity) is decoded
+/// directly; a taint with a bad effect hands over.
+#[test]
+fn watched_nodes_default_and_hand_over_as_the_full_decode() {
+    let n = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n", "uid": "nu", "resourceVersion": "9", "labels": {"zone": "a"}},
+        "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}],
+                 "unschedulable": true, "providerID": "aws:///x"},
+        "status": {"capacity": {"memory": "8Gi", "cpu": "4"}, "images": [{"names": ["a", "b"], "sizeBytes": 5}, {}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    });
+    assert!(watched_node_matches("a tainted node", &n.to_string()));
+    let mut bad = n.clone();
+    bad["spec"]["taints"][0]["effect"] = json!("Sometimes");
+    assert!(!watched_node_matches("a bad taint effect", &bad.to_string()));
+    let mut newer = n;
+    newer["status"]["futureField"] = json!({});
+    assert!(!watched_node_matches("an unknown status field", &newer.to_string()));
+}

@@ -107,7 +107,7 @@ macro_rules! unread_in_container {
 
 /// An enum from its Kubernetes spelling through the model's own serde names; `None`
 /// for a spelling the model does not know.
-fn spelled<T: DeserializeOwned>(text: &str) -> Option<T> {
+pub(crate) fn spelled<T: DeserializeOwned>(text: &str) -> Option<T> {
     T::deserialize(StrDeserializer::<PlainError>::new(text)).ok()
 }
 
@@ -130,7 +130,7 @@ fn symbol(s: Option<&String>) -> Symbol {
 /// Seconds since the epoch as the manifest path reads k8s-openapi's text (whole
 /// seconds, the fraction cut as `%S` cuts it); `None` outside years 1–9999, whose text
 /// the manifest path may read differently.
-fn seconds(t: &Time) -> Option<f64> {
+pub(crate) fn seconds(t: &Time) -> Option<f64> {
     const MIN: i64 = -62_135_596_800; // 0001-01-01T00:00:00Z
     const MAX: i64 = 253_402_300_799; // 9999-12-31T23:59:59Z
     let mut secs = t.0.as_second();
@@ -141,7 +141,7 @@ fn seconds(t: &Time) -> Option<f64> {
 }
 
 #[expect(clippy::option_option, reason = "outer None hands over to the manifest path; inner None: no field")]
-fn opt_seconds(t: Option<&Time>) -> Option<Option<f64>> {
+pub(crate) fn opt_seconds(t: Option<&Time>) -> Option<Option<f64>> {
     match t {
         None => Some(None),
         Some(t) => seconds(t).map(Some),
@@ -274,7 +274,7 @@ fn pod_affinity_parts(
     })
 }
 
-fn affinity(a: &core::Affinity) -> Option<Affinity> {
+pub(crate) fn affinity(a: &core::Affinity) -> Option<Affinity> {
     let node_affinity = match &a.node_affinity {
         None => None,
         Some(na) => Some(NodeAffinity {
@@ -417,7 +417,7 @@ fn toleration(t: &core::Toleration) -> Option<Toleration> {
     })
 }
 
-fn spread(t: &core::TopologySpreadConstraint) -> Option<TopologySpreadConstraint> {
+pub(crate) fn spread(t: &core::TopologySpreadConstraint) -> Option<TopologySpreadConstraint> {
     Some(TopologySpreadConstraint {
         max_skew: t.max_skew,
         topology_key: Symbol::intern(&t.topology_key),
@@ -441,6 +441,16 @@ k8s_openapi::k8s_if_le_1_35! {
     /// No `spec.schedulingGroup` before v1.36.
     fn scheduling_group(_s: &core::PodSpec) -> Option<PodSchedulingGroup> {
         None
+    }
+}
+
+pub(crate) fn resource_claim(c: &core::PodResourceClaim) -> PodResourceClaim {
+    PodResourceClaim {
+        name: c.name.clone(),
+        resource_claim_name: c.resource_claim_name.clone(),
+        resource_claim_template_name: c.resource_claim_template_name.clone(),
+        // k8s-openapi 0.29 has no `podGroupResourceClaim` (KEP-5729, alpha).
+        pod_group_resource_claim: None,
     }
 }
 
@@ -477,18 +487,7 @@ fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
     unread!(u, rule, s.os.is_some(), "spec.os");
     unread!(u, rule, s.priority_class_name.is_some(), "spec.priorityClassName");
     unread!(u, rule, s.readiness_gates.is_some(), "spec.readinessGates");
-    let resource_claims = s
-        .resource_claims
-        .iter()
-        .flatten()
-        .map(|c| PodResourceClaim {
-            name: c.name.clone(),
-            resource_claim_name: c.resource_claim_name.clone(),
-            resource_claim_template_name: c.resource_claim_template_name.clone(),
-            // k8s-openapi 0.29 has no `podGroupResourceClaim` (KEP-5729, alpha).
-            pod_group_resource_claim: None,
-        })
-        .collect();
+    let resource_claims = s.resource_claims.iter().flatten().map(resource_claim).collect();
     let pod_resources = match &s.resources {
         Some(r) => {
             unread!(u, rule, r.claims.is_some(), "spec.resources.claims");

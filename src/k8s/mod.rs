@@ -47,7 +47,7 @@
 //! assert!(loaded.ignored.iter().any(|f| f.path == "spec.volumes" && f.affects_scheduling));
 //! ```
 
-mod fast;
+pub(crate) mod fast;
 mod time;
 
 /// The k8s-openapi crate these conversions are for.

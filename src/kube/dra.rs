@@ -81,9 +81,9 @@ impl Sink<resource::ResourceSlice> for Slices {
     fn key(obj: &resource::ResourceSlice) -> String {
         key(&obj.metadata)
     }
-    fn upsert(&mut self, obj: &resource::ResourceSlice, known: bool) -> bool {
-        let name = key(&obj.metadata);
-        let loaded = k8s::from_k8s::<ResourceSlice>(obj, self.0.load).map_err(|e| e.to_string());
+    fn upsert(&mut self, obj: resource::ResourceSlice, tracked: &str, known: bool) -> bool {
+        let name = tracked.to_owned();
+        let loaded = k8s::from_k8s::<ResourceSlice>(&obj, self.0.load).map_err(|e| e.to_string());
         match loaded.and_then(|l| self.0.store.add_slice(l.object).map_err(|e| e.to_string())) {
             Ok(()) => {
                 changed(&self.0.events, EventResource::ResourceSlice, action(known), &name);
@@ -110,9 +110,9 @@ impl Sink<resource::DeviceClass> for Classes {
     fn key(obj: &resource::DeviceClass) -> String {
         key(&obj.metadata)
     }
-    fn upsert(&mut self, obj: &resource::DeviceClass, known: bool) -> bool {
-        let name = key(&obj.metadata);
-        let loaded = k8s::from_k8s::<DeviceClass>(obj, self.0.load).map_err(|e| e.to_string());
+    fn upsert(&mut self, obj: resource::DeviceClass, tracked: &str, known: bool) -> bool {
+        let name = tracked.to_owned();
+        let loaded = k8s::from_k8s::<DeviceClass>(&obj, self.0.load).map_err(|e| e.to_string());
         match loaded.and_then(|l| self.0.store.add_class(l.object).map_err(|e| e.to_string())) {
             Ok(()) => {
                 changed(&self.0.events, EventResource::DeviceClass, action(known), &name);
@@ -139,10 +139,10 @@ impl Sink<resource::ResourceClaim> for Claims {
     fn key(obj: &resource::ResourceClaim) -> String {
         key(&obj.metadata)
     }
-    fn upsert(&mut self, obj: &resource::ResourceClaim, known: bool) -> bool {
-        let name = key(&obj.metadata);
+    fn upsert(&mut self, obj: resource::ResourceClaim, tracked: &str, known: bool) -> bool {
+        let name = tracked.to_owned();
         self.0.waiting.lock().remove(&name);
-        match k8s::from_k8s::<ResourceClaim>(obj, self.0.load) {
+        match k8s::from_k8s::<ResourceClaim>(&obj, self.0.load) {
             // A claim waiting for its class is tracked, so its deletion reaches the
             // waiting list.
             Ok(l) => self.0.add_claim(name.clone(), l.object, known) || self.0.waiting.lock().contains_key(&name),

@@ -176,8 +176,8 @@ impl Prune for core::Node {
     const LEVEL: &'static Level = &NODE;
 }
 
-/// A k8s-openapi object decoded leanly (see the module docs); the watches decode
-/// `Lean<Pod>` and `Lean<Node>` instead of the full objects.
+/// A k8s-openapi object decoded leanly (see the module docs): how the watches decode a
+/// Pod or Node that the direct decoding ([`super::direct`]) hands over.
 #[derive(Debug, Clone)]
 pub(crate) struct Lean<K>(pub(crate) K);
 

@@ -50,6 +50,7 @@
 //!   decoded (a list page, a burst of changes), and the loop schedules every ready
 //!   pod before it sleeps again.
 
+mod direct;
 mod dra;
 mod events;
 mod lean;
@@ -226,14 +227,14 @@ pub async fn run(client: kube::Client, mut scheduler: Scheduler, options: RunOpt
         writer::Reporting::new(client.clone(), scheduler_names.first().map_or("schedkit", String::as_str), &rt);
 
     tasks.push(tokio::spawn(watch::drive(
-        Api::<lean::Lean<core::Node>>::all(client.clone()),
+        Api::<direct::Watched<crate::model::Node>>::all(client.clone()),
         watcher::Config::default(),
         watch::Nodes { events: events.clone(), load: options.load },
         kick.clone(),
         synced.register(),
     )));
     tasks.push(tokio::spawn(watch::drive(
-        Api::<lean::Lean<core::Pod>>::all(client.clone()),
+        Api::<direct::Watched<crate::model::Pod>>::all(client.clone()),
         watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed"),
         watch::Pods { events: events.clone(), load: options.load, scheduler_names },
         kick.clone(),
@@ -441,4 +442,25 @@ pub fn lean_pod_from_json(text: &str) -> Result<core::Pod, serde_json::Error> {
 #[doc(hidden)]
 pub fn lean_node_from_json(text: &str) -> Result<core::Node, serde_json::Error> {
     serde_json::from_str::<lean::Lean<core::Node>>(text).map(|l| l.0)
+}
+
+/// The watches' decoding of one Pod's text (the private `kube::direct` module): whether
+/// it was decoded straight into the model, and the converted object as the watch hands
+/// it to the scheduler. For tests that compare it with k8s-openapi's full decode. Not a
+/// stable API.
+#[doc(hidden)]
+pub fn watched_pod_from_json(
+    text: &str,
+    opts: LoadOptions,
+) -> Result<(bool, crate::manifest::Loaded<crate::model::Pod>), String> {
+    direct::pod_from_json(text, opts)
+}
+
+/// [`watched_pod_from_json`] for a Node. Not a stable API.
+#[doc(hidden)]
+pub fn watched_node_from_json(
+    text: &str,
+    opts: LoadOptions,
+) -> Result<(bool, crate::manifest::Loaded<crate::model::Node>), String> {
+    direct::node_from_json(text, opts)
 }

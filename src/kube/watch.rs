@@ -16,19 +16,21 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::Notify;
 
-use super::lean::Lean;
+use super::direct::{Decoded, Direct, Watched};
 use crate::k8s;
 use crate::manifest::LoadOptions;
 use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::plugins::inter_pod_affinity::NamespaceLabels;
 use crate::scheduler::SchedulerEvents;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sMeta;
 
 /// What a watch does with its objects.
 pub(super) trait Sink<K>: Send {
     /// The key an object is tracked by (pods: uid; others: namespace/name).
     fn key(obj: &K) -> String;
-    /// Adds (`known` false) or updates an object; returns whether it is now tracked.
-    fn upsert(&mut self, obj: &K, known: bool) -> bool;
+    /// Adds (`known` false) or updates the object tracked as `key`; returns whether it
+    /// is now tracked.
+    fn upsert(&mut self, obj: K, key: &str, known: bool) -> bool;
     /// Deletes a tracked object.
     fn remove(&mut self, key: &str);
 }
@@ -137,7 +139,7 @@ fn handle<K, S>(
                 s.insert(key.clone());
             }
             let was = known.contains(&key);
-            if sink.upsert(&obj, was) {
+            if sink.upsert(obj, &key, was) {
                 known.insert(key);
             } else if was {
                 sink.remove(&key);
@@ -163,26 +165,52 @@ fn handle<K, S>(
     }
 }
 
-/// Nodes into the cache, decoded leanly ([`Lean`]).
+/// Nodes into the cache, decoded directly ([`Watched`]).
 pub(super) struct Nodes {
     pub(super) events: SchedulerEvents,
     pub(super) load: LoadOptions,
 }
 
-impl Sink<Lean<core::Node>> for Nodes {
-    fn key(obj: &Lean<core::Node>) -> String {
-        meta_key(&obj.0.metadata)
+/// A watched object's name for logs (namespace/name).
+fn watched_name<T: Direct>(obj: &Watched<T>, meta: impl Fn(&T) -> &crate::model::ObjectMeta) -> String
+where
+    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
+{
+    match &obj.object {
+        Decoded::Model(m) => {
+            let m = meta(m);
+            if m.namespace.is_empty() { m.name.clone() } else { format!("{}/{}", m.namespace, m.name) }
+        }
+        Decoded::Lean(k) => meta_key(k8s_openapi::Metadata::metadata(k)),
     }
-    fn upsert(&mut self, Lean(obj): &Lean<core::Node>, known: bool) -> bool {
-        let node = match k8s::from_k8s_relevant::<Node>(obj, self.load) {
-            Ok(l) => used(l, || meta_key(&obj.metadata)),
-            Err(e) => {
-                log::warn!("node {}: skipped: {e}", meta_key(&obj.metadata));
-                return false;
-            }
-        };
+}
+
+/// The converted object, or `None` (logged) when the conversion refused it.
+fn converted<T: Direct>(obj: Watched<T>, load: LoadOptions, meta: impl Fn(&T) -> &crate::model::ObjectMeta) -> Option<T>
+where
+    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
+{
+    let lean = match &obj.object {
+        Decoded::Model(_) => None,
+        Decoded::Lean(_) => Some(watched_name(&obj, &meta)),
+    };
+    match obj.convert(load) {
+        Ok(l) => Some(used(l, || lean.clone().unwrap_or_default())),
+        Err(e) => {
+            log::warn!("{} {}: skipped: {e}", T::KIND, lean.unwrap_or_default());
+            None
+        }
+    }
+}
+
+impl Sink<Watched<Node>> for Nodes {
+    fn key(obj: &Watched<Node>) -> String {
+        watched_name(obj, |n| &n.metadata)
+    }
+    fn upsert(&mut self, obj: Watched<Node>, key: &str, known: bool) -> bool {
+        let Some(node) = converted(obj, self.load, |n| &n.metadata) else { return false };
         let res = if known { self.events.update_node(node) } else { self.events.add_node(node) };
-        res.map_err(|e| log::warn!("node {}: {e}", meta_key(&obj.metadata))).is_ok()
+        res.map_err(|e| log::warn!("node {key}: {e}")).is_ok()
     }
     fn remove(&mut self, key: &str) {
         if let Err(e) = self.events.remove_node(key) {
@@ -193,25 +221,23 @@ impl Sink<Lean<core::Node>> for Nodes {
 
 /// Pods: every assigned pod into the cache; unassigned pods that a profile of this
 /// scheduler serves into the queue (upstream's two pod informer handlers in
-/// `eventhandlers.go`, over one watch). Decoded leanly ([`Lean`]).
+/// `eventhandlers.go`, over one watch). Decoded directly ([`Watched`]).
 pub(super) struct Pods {
     pub(super) events: SchedulerEvents,
     pub(super) load: LoadOptions,
     pub(super) scheduler_names: Vec<String>,
 }
 
-impl Sink<Lean<core::Pod>> for Pods {
-    fn key(Lean(obj): &Lean<core::Pod>) -> String {
-        obj.metadata.uid.clone().unwrap_or_else(|| meta_key(&obj.metadata))
-    }
-    fn upsert(&mut self, Lean(obj): &Lean<core::Pod>, known: bool) -> bool {
-        let pod = match k8s::from_k8s_relevant::<Pod>(obj, self.load) {
-            Ok(l) => used(l, || meta_key(&obj.metadata)),
-            Err(e) => {
-                log::warn!("pod {}: skipped: {e}", meta_key(&obj.metadata));
-                return false;
-            }
+impl Sink<Watched<Pod>> for Pods {
+    fn key(obj: &Watched<Pod>) -> String {
+        let uid = match &obj.object {
+            Decoded::Model(p) => (!p.metadata.uid.is_empty()).then(|| p.metadata.uid.clone()),
+            Decoded::Lean(k) => k.metadata.uid.clone(),
         };
+        uid.unwrap_or_else(|| watched_name(obj, |p| &p.metadata))
+    }
+    fn upsert(&mut self, obj: Watched<Pod>, key: &str, known: bool) -> bool {
+        let Some(pod) = converted(obj, self.load, |p| &p.metadata) else { return false };
         if pod.spec.node_name.is_empty() {
             let name = if pod.spec.scheduler_name.is_empty() {
                 crate::framework::DEFAULT_SCHEDULER_NAME
@@ -223,7 +249,7 @@ impl Sink<Lean<core::Pod>> for Pods {
             }
         }
         let res = if known { self.events.update_pod(pod) } else { self.events.add_pod(pod) };
-        res.map_err(|e| log::warn!("pod {}: {e}", meta_key(&obj.metadata))).is_ok()
+        res.map_err(|e| log::warn!("pod {key}: {e}")).is_ok()
     }
     fn remove(&mut self, key: &str) {
         if let Err(e) = self.events.delete_pod(key) {
@@ -241,8 +267,8 @@ impl Sink<core::Namespace> for Namespaces {
     fn key(obj: &core::Namespace) -> String {
         meta_key(&obj.metadata)
     }
-    fn upsert(&mut self, obj: &core::Namespace, _known: bool) -> bool {
-        match k8s::from_k8s::<crate::model::Namespace>(obj, LoadOptions::default()) {
+    fn upsert(&mut self, obj: core::Namespace, _key: &str, _known: bool) -> bool {
+        match k8s::from_k8s::<crate::model::Namespace>(&obj, LoadOptions::default()) {
             Ok(l) => {
                 self.labels.set(&l.object.metadata.name, l.object.metadata.labels);
                 true
@@ -276,9 +302,9 @@ impl Sink<policy::PodDisruptionBudget> for Budgets {
     fn key(obj: &policy::PodDisruptionBudget) -> String {
         meta_key(&obj.metadata)
     }
-    fn upsert(&mut self, obj: &policy::PodDisruptionBudget, _known: bool) -> bool {
-        let key = meta_key(&obj.metadata);
-        let pdb = match k8s::from_k8s::<PodDisruptionBudget>(obj, LoadOptions::default()) {
+    fn upsert(&mut self, obj: policy::PodDisruptionBudget, tracked: &str, _known: bool) -> bool {
+        let key = tracked.to_owned();
+        let pdb = match k8s::from_k8s::<PodDisruptionBudget>(&obj, LoadOptions::default()) {
             Ok(l) if l.object.validate().is_ok() => l.object,
             Ok(l) => {
                 log::warn!("PodDisruptionBudget {key}: skipped: {}", l.object.validate().unwrap_err());
@@ -312,9 +338,8 @@ k8s_openapi::k8s_if_ge_1_36! {
         fn key(obj: &k8s_openapi::api::scheduling::v1alpha2::PodGroup) -> String {
             meta_key(&obj.metadata)
         }
-        fn upsert(&mut self, obj: &k8s_openapi::api::scheduling::v1alpha2::PodGroup, _known: bool) -> bool {
-            let key = meta_key(&obj.metadata);
-            match k8s::from_k8s::<crate::model::workload::PodGroup>(obj, self.load) {
+        fn upsert(&mut self, obj: k8s_openapi::api::scheduling::v1alpha2::PodGroup, key: &str, _known: bool) -> bool {
+            match k8s::from_k8s::<crate::model::workload::PodGroup>(&obj, self.load) {
                 Ok(l) => match l.object.validate(self.gates) {
                     Ok(()) => {
                         self.events.add_pod_group(l.object);
