@@ -1016,3 +1016,24 @@ fn watched_nodes_default_and_hand_over_as_the_full_decode() {
     newer["status"]["futureField"] = json!({});
     assert!(!watched_node_matches("an unknown status field", &newer.to_string()));
 }
+
+/// A watch event as the API server writes it (`type` before `object`): the object is
+/// decoded directly or the lean way, and kube's watcher gets its resource version from
+/// either. (With `object` first, serde buffers the object and the text is not kept: the
+/// event fails to decode. The API server encodes `metav1.WatchEvent` in field order,
+/// `type` first.)
+#[test]
+fn watch_events_keep_the_resource_version_either_way() {
+    let p = pod("w", "100m", "", "2025-03-01T10:00:00Z");
+    let line = |ty: &str, obj: &Value| format!(r#"{{"type":"{ty}","object":{obj}}}"#);
+    assert_eq!(schedkit::kube::watched_pod_event_from_json(&line("ADDED", &p)), Ok((true, Some("95".to_owned()))));
+    let mut pvc = p.clone();
+    pvc["spec"]["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]);
+    pvc["metadata"]["resourceVersion"] = json!("96");
+    assert_eq!(
+        schedkit::kube::watched_pod_event_from_json(&line("MODIFIED", &pvc)),
+        Ok((false, Some("96".to_owned())))
+    );
+    let object_first = format!(r#"{{"object":{p},"type":"ADDED"}}"#);
+    assert!(schedkit::kube::watched_pod_event_from_json(&object_first).is_err());
+}

@@ -464,3 +464,11 @@ pub fn watched_node_from_json(
 ) -> Result<(bool, crate::manifest::Loaded<crate::model::Node>), String> {
     direct::node_from_json(text, opts)
 }
+
+/// One line of a pod watch decoded as the pod watch decodes it: whether its object was
+/// decoded straight into the model, and the resource version kube's watcher resumes
+/// from. Not a stable API.
+#[doc(hidden)]
+pub fn watched_pod_event_from_json(text: &str) -> Result<(bool, Option<String>), String> {
+    direct::pod_event_from_json(text)
+}

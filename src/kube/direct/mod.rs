@@ -320,6 +320,20 @@ pub(crate) fn node_from_json(text: &str, opts: LoadOptions) -> Result<(bool, Loa
     watched_from_json::<Node>(text, opts)
 }
 
+/// One line of a pod watch, as kube decodes it: whether its object was decoded directly,
+/// and the resource version kube's watcher resumes from.
+pub(crate) fn pod_event_from_json(text: &str) -> Result<(bool, Option<String>), String> {
+    use kube::core::WatchEvent;
+    match serde_json::from_str::<WatchEvent<Watched<Pod>>>(text).map_err(|e| e.to_string())? {
+        WatchEvent::Added(w) | WatchEvent::Modified(w) | WatchEvent::Deleted(w) => {
+            let direct = matches!(w.object, Decoded::Model(_));
+            Ok((direct, kube::ResourceExt::resource_version(&w)))
+        }
+        WatchEvent::Bookmark(b) => Ok((false, Some(b.metadata.resource_version))),
+        WatchEvent::Error(e) => Err(e.message),
+    }
+}
+
 fn watched_from_json<T: Direct>(text: &str, opts: LoadOptions) -> Result<(bool, Loaded<T>), String>
 where
     T::K8s: for<'a> Deserialize<'a> + super::lean::Prune + k8s_openapi::Metadata<Ty = K8sMeta>,
