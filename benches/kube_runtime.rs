@@ -13,6 +13,9 @@
 //! fixtures (`serde_json::Value`s serialized once into the list bodies before the
 //! clock starts) and, on the plain side, decoding and converting the objects.
 //!
+//! It also prints when the first binding went out: the first lists (every node and
+//! pending pod decoded, converted and added) end there, since the loop waits for them.
+//!
 //! `cargo bench --features kube --bench kube_runtime` (prints one table; run
 //! `cargo bench --bench plugins -- profile/default/adaptive_pct_1thread/5000` in the
 //! same session to scale the figures to the 46 µs reference machine).
@@ -22,7 +25,8 @@
 //! `KUBE_RUNTIME_NODES=500 KUBE_RUNTIME_PODS=1000 valgrind --tool=callgrind
 //! --collect-atstart=no --toggle-collect='tokio::runtime::blocking::pool::Inner::run'
 //! <bench binary> --only runtime`; the plain side's timed part is `add_pod` and
-//! `run_until_idle` under `--only cycles`.
+//! `run_until_idle` under `--only cycles`. `--decode` decodes the bench's pods alone,
+//! as the pod watch does and the lean way plus the conversion.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -169,7 +173,7 @@ fn through_runtime(nodes: usize, pods: usize) -> Duration {
             if first.is_none() && fake.bound.load(Ordering::SeqCst) > 0 {
                 first = Some(start.elapsed());
             }
-            tokio::time::sleep(Duration::from_micros(200)).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let took = start.elapsed();
         if let Some(f) = first {
