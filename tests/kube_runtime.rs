@@ -838,17 +838,24 @@ fn lean_decode_keeps_presence_and_nulls_of_pruned_fields() {
     lean_node_matches("every pruned node field", &node.to_string());
 }
 
-/// The watches' decoding of a Pod's text (straight into the model, or the lean way)
-/// against k8s-openapi's full decode and `from_k8s`, for every load mode: the same
+/// The watches' decoding of an object's text (straight into the model, or the lean
+/// way) against k8s-openapi's full decode and `from_k8s`, for every load mode: the same
 /// object, the same fields that matter for scheduling, the same refusals. Returns
 /// whether the text was decoded straight into the model (false when refused).
-fn watched_pod_matches(what: &str, text: &str) -> bool {
-    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
-    let full: api::Pod = serde_json::from_str(text).unwrap();
+fn watched_matches<T>(
+    what: &str,
+    text: &str,
+    watched: fn(&str, schedkit::manifest::LoadOptions) -> Result<(bool, schedkit::manifest::Loaded<T>), String>,
+) -> bool
+where
+    T: schedkit::k8s::K8sConvert + PartialEq + std::fmt::Debug,
+    T::K8s: serde::de::DeserializeOwned,
+{
+    let full: T::K8s = serde_json::from_str(text).unwrap();
     let mut direct = Vec::new();
     for opts in load_modes() {
-        let want = schedkit::k8s::from_k8s::<schedkit::model::Pod>(&full, opts).map_err(|e| e.to_string());
-        let got = schedkit::kube::watched_pod_from_json(text, opts).map(|(d, l)| {
+        let want = schedkit::k8s::from_k8s::<T>(&full, opts).map_err(|e| e.to_string());
+        let got = watched(text, opts).map(|(d, l)| {
             direct.push(d);
             l
         });
@@ -857,20 +864,12 @@ fn watched_pod_matches(what: &str, text: &str) -> bool {
     !direct.is_empty() && direct.iter().all(|d| *d)
 }
 
-/// [`watched_pod_matches`] for a Node.
+fn watched_pod_matches(what: &str, text: &str) -> bool {
+    watched_matches::<schedkit::model::Pod>(what, text, schedkit::kube::watched_pod_from_json)
+}
+
 fn watched_node_matches(what: &str, text: &str) -> bool {
-    use schedkit::k8s::k8s_openapi::api::core::v1 as api;
-    let full: api::Node = serde_json::from_str(text).unwrap();
-    let mut direct = Vec::new();
-    for opts in load_modes() {
-        let want = schedkit::k8s::from_k8s::<schedkit::model::Node>(&full, opts).map_err(|e| e.to_string());
-        let got = schedkit::kube::watched_node_from_json(text, opts).map(|(d, l)| {
-            direct.push(d);
-            l
-        });
-        assert_eq!(got, want.map(relevant), "{what}, {opts:?}");
-    }
-    !direct.is_empty() && direct.iter().all(|d| *d)
+    watched_matches::<schedkit::model::Node>(what, text, schedkit::kube::watched_node_from_json)
 }
 
 /// Default, strict, and with PodLevelResources on (its defaulting runs after decoding).

@@ -317,6 +317,15 @@ impl std::fmt::Display for At {
     }
 }
 
+/// A port's host port: with `hostNetwork`, an unset one is the container port
+/// (defaultHostNetworkPorts, as `defaults::pod_before_decode` applies it).
+pub(crate) fn host_port(container_port: i32, host_port: Option<i32>, host_network: bool) -> i32 {
+    match host_port.unwrap_or(0) {
+        0 if host_network => container_port,
+        port => port,
+    }
+}
+
 fn container(c: &core::Container, prefix: &At, init: bool, host_network: bool, u: &mut Unread) -> Option<Container> {
     unread_in_container!(u, init, c.args.is_some(), prefix, "args");
     unread_in_container!(u, init, c.command.is_some(), prefix, "command");
@@ -328,14 +337,9 @@ fn container(c: &core::Container, prefix: &At, init: bool, host_network: bool, u
     let mut ports = Vec::new();
     for (i, p) in c.ports.iter().flatten().enumerate() {
         unread_in_container!(u, init, p.name.is_some(), "ports[].name", format!("{prefix}.ports[{i}].name"));
-        let mut host_port = p.host_port.unwrap_or(0);
-        if host_network && host_port == 0 {
-            // defaultHostNetworkPorts, as defaults::pod_before_decode applies it.
-            host_port = p.container_port;
-        }
         ports.push(ContainerPort {
             container_port: p.container_port,
-            host_port,
+            host_port: host_port(p.container_port, p.host_port, host_network),
             protocol: opt_spelled(p.protocol.as_ref())?.unwrap_or_default(),
             host_ip: text(p.host_ip.as_ref()),
         });

@@ -176,6 +176,53 @@ struct MetaDoc<'a> {
     resource_version: Option<Text<'a>>,
 }
 
+/// A whole object: the fields every kind has.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Doc<'a, Spec, Status> {
+    #[serde(default, borrow, deserialize_with = "some")]
+    api_version: Option<Text<'a>>,
+    #[serde(default, borrow, deserialize_with = "some")]
+    kind: Option<Text<'a>>,
+    #[serde(borrow)]
+    metadata: MetaDoc<'a>,
+    spec: Option<Spec>,
+    status: Option<Status>,
+}
+
+/// `text` as a core/v1 object of `kind`: its metadata, spec and status (their defaults
+/// when absent) and its resource version; `None` hands over to the lean path.
+fn object<'a, Spec, Status, S: Default, T: Default>(
+    text: &'a str,
+    kind: &str,
+    spec: impl FnOnce(Spec) -> Option<S>,
+    status: impl FnOnce(Status) -> Option<T>,
+) -> Option<(ObjectMeta, S, T, Option<String>)>
+where
+    Spec: Deserialize<'a>,
+    Status: Deserialize<'a>,
+{
+    k8s_openapi::k8s_if_ge_1_37! {
+        return None;
+    }
+    let doc: Doc<'a, Spec, Status> = serde_json::from_str(text).ok()?;
+    if doc.api_version.as_ref().is_some_and(|v| v.as_str() != "v1")
+        || doc.kind.as_ref().is_some_and(|k| k.as_str() != kind)
+    {
+        return None;
+    }
+    let (metadata, version) = meta(doc.metadata)?;
+    let spec = match doc.spec {
+        Some(s) => spec(s)?,
+        None => S::default(),
+    };
+    let status = match doc.status {
+        Some(s) => status(s)?,
+        None => T::default(),
+    };
+    Some((metadata, spec, status, version))
+}
+
 /// The model's metadata and the resource version (for kube's watcher).
 fn meta(m: MetaDoc<'_>) -> Option<(ObjectMeta, Option<String>)> {
     let meta = ObjectMeta {

@@ -3,25 +3,10 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 
-use super::{MetaDoc, Pairs, Skip, Text, meta, pairs_quantities, some};
+use super::{Pairs, Skip, Text, object, pairs_quantities};
 use crate::k8s::fast;
 use crate::manifest::relevance;
 use crate::model::{ContainerImage, Node, NodeSpec, NodeStatus, Symbol, Taint};
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct NodeDoc<'a> {
-    #[serde(default, borrow, deserialize_with = "some")]
-    api_version: Option<Text<'a>>,
-    #[serde(default, borrow, deserialize_with = "some")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow)]
-    metadata: MetaDoc<'a>,
-    #[serde(borrow)]
-    spec: Option<NodeSpecDoc<'a>>,
-    #[serde(borrow)]
-    status: Option<NodeStatusDoc<'a>>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -130,23 +115,7 @@ fn node_status(s: NodeStatusDoc<'_>) -> Option<NodeStatus> {
 /// A Node's text straight into the model, with its resource version; `None` hands
 /// over to the lean path.
 pub(super) fn node(text: &str) -> Option<(Node, Option<String>)> {
-    k8s_openapi::k8s_if_ge_1_37! {
-        return None;
-    }
-    let doc: NodeDoc<'_> = serde_json::from_str(text).ok()?;
-    if doc.api_version.as_ref().is_some_and(|v| v.as_str() != "v1")
-        || doc.kind.as_ref().is_some_and(|k| k.as_str() != "Node")
-    {
-        return None;
-    }
-    let (metadata, version) = meta(doc.metadata)?;
-    let spec = match doc.spec {
-        Some(s) => node_spec(s)?,
-        None => NodeSpec::default(),
-    };
-    let status = match doc.status {
-        Some(s) => node_status(s)?,
-        None => NodeStatus::default(),
-    };
+    let (metadata, spec, status, version) =
+        object::<NodeSpecDoc<'_>, NodeStatusDoc<'_>, _, _>(text, "Node", node_spec, node_status)?;
     Some((Node { metadata, spec, status }, version))
 }

@@ -8,28 +8,13 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::{MetaDoc, Pairs, Skip, Text, meta, opt_spelled, pairs_quantities, quantities, some, text};
+use super::{Pairs, Skip, Text, object, opt_spelled, pairs_quantities, quantities, text};
 use crate::k8s::fast;
 use crate::manifest::relevance;
 use crate::model::{
     Container, ContainerPort, Pod, PodSpec, PodStatus, ResourceList, ResourceRequirements, SchedulingGate, Symbol,
     Toleration,
 };
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PodDoc<'a> {
-    #[serde(default, borrow, deserialize_with = "some")]
-    api_version: Option<Text<'a>>,
-    #[serde(default, borrow, deserialize_with = "some")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow)]
-    metadata: MetaDoc<'a>,
-    #[serde(borrow)]
-    spec: Option<PodSpecDoc<'a>>,
-    #[serde(borrow)]
-    status: Option<PodStatusDoc<'a>>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -297,13 +282,9 @@ fn container(c: ContainerDoc<'_>, init: bool, host_network: bool) -> Option<Cont
     let mut ports = Vec::new();
     for p in c.ports.into_iter().flatten() {
         skip_in_container!(init, p.name.is_some(), "ports[].name");
-        let mut host_port = p.host_port.unwrap_or(0);
-        if host_network && host_port == 0 {
-            host_port = p.container_port;
-        }
         ports.push(ContainerPort {
             container_port: p.container_port,
-            host_port,
+            host_port: fast::host_port(p.container_port, p.host_port, host_network),
             protocol: opt_spelled(p.protocol.as_ref())?.unwrap_or_default(),
             host_ip: text(p.host_ip),
         });
@@ -421,23 +402,7 @@ fn pod_status(s: PodStatusDoc<'_>) -> Option<PodStatus> {
 /// A Pod's text straight into the model (not yet defaulted for feature gates), with
 /// its resource version; `None` hands over to the lean path.
 pub(super) fn pod(text: &str) -> Option<(Pod, Option<String>)> {
-    k8s_openapi::k8s_if_ge_1_37! {
-        return None;
-    }
-    let doc: PodDoc<'_> = serde_json::from_str(text).ok()?;
-    if doc.api_version.as_ref().is_some_and(|v| v.as_str() != "v1")
-        || doc.kind.as_ref().is_some_and(|k| k.as_str() != "Pod")
-    {
-        return None;
-    }
-    let (metadata, version) = meta(doc.metadata)?;
-    let spec = match doc.spec {
-        Some(s) => pod_spec(s)?,
-        None => PodSpec::default(),
-    };
-    let status = match doc.status {
-        Some(s) => pod_status(s)?,
-        None => PodStatus::default(),
-    };
+    let (metadata, spec, status, version) =
+        object::<PodSpecDoc<'_>, PodStatusDoc<'_>, _, _>(text, "Pod", pod_spec, pod_status)?;
     Some((Pod { metadata, spec, status }, version))
 }
