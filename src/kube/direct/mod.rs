@@ -2,9 +2,9 @@
 //! schedkit's model when every field of the object is one this file knows, and the
 //! object's text goes the lean way ([`super::lean`], then [`crate::k8s`]) otherwise.
 //!
-//! Why: decoding into k8s-openapi's types and then converting was most of what the
-//! runtime spent per pod, and the first list of every pending pod is decoded before
-//! the first scheduling cycle can start.
+//! Why: decoding into k8s-openapi's types and then converting was the largest part of
+//! the watches' work per pod, and the first list of every pending pod is decoded
+//! before the first scheduling cycle can start.
 //!
 //! Why this is exact: the direct path answers only when its answer is the lean path's
 //! with [`crate::k8s::from_k8s_relevant`] — the same object and no ignored field that
