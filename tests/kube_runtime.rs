@@ -838,15 +838,15 @@ fn lean_decode_keeps_presence_and_nulls_of_pruned_fields() {
     lean_node_matches("every pruned node field", &node.to_string());
 }
 
+/// `schedkit::kube::watched_pod_from_json` and its Node twin.
+type WatchedFromJson<T> =
+    fn(&str, schedkit::manifest::LoadOptions) -> Result<(bool, schedkit::manifest::Loaded<T>), String>;
+
 /// The watches' decoding of an object's text (straight into the model, or the lean
 /// way) against k8s-openapi's full decode and `from_k8s`, for every load mode: the same
 /// object, the same fields that matter for scheduling, the same refusals. Returns
 /// whether the text was decoded straight into the model (false when refused).
-fn watched_matches<T>(
-    what: &str,
-    text: &str,
-    watched: fn(&str, schedkit::manifest::LoadOptions) -> Result<(bool, schedkit::manifest::Loaded<T>), String>,
-) -> bool
+fn watched_matches<T>(what: &str, text: &str, watched: WatchedFromJson<T>) -> bool
 where
     T: schedkit::k8s::K8sConvert + PartialEq + std::fmt::Debug,
     T::K8s: serde::de::DeserializeOwned,
