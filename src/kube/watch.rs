@@ -22,7 +22,6 @@ use crate::manifest::LoadOptions;
 use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::plugins::inter_pod_affinity::NamespaceLabels;
 use crate::scheduler::SchedulerEvents;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sMeta;
 
 /// What a watch does with its objects.
 pub(super) trait Sink<K>: Send {
@@ -35,7 +34,7 @@ pub(super) trait Sink<K>: Send {
     fn remove(&mut self, key: &str);
 }
 
-fn meta_key(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+pub(super) fn meta_key(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
     match &m.namespace {
         Some(ns) if !ns.is_empty() => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
         _ => m.name.clone().unwrap_or_default(),
@@ -171,33 +170,14 @@ pub(super) struct Nodes {
     pub(super) load: LoadOptions,
 }
 
-/// A watched object's name for logs (namespace/name).
-fn watched_name<T: Direct>(obj: &Watched<T>, meta: impl Fn(&T) -> &crate::model::ObjectMeta) -> String
-where
-    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
-{
-    match &obj.object {
-        Decoded::Model(m) => {
-            let m = meta(m);
-            if m.namespace.is_empty() { m.name.clone() } else { format!("{}/{}", m.namespace, m.name) }
-        }
-        Decoded::Lean(k) => meta_key(k8s_openapi::Metadata::metadata(k)),
-    }
-}
-
 /// The converted object, or `None` (logged) when the conversion refused it.
-fn converted<T: Direct>(obj: Watched<T>, load: LoadOptions, meta: impl Fn(&T) -> &crate::model::ObjectMeta) -> Option<T>
-where
-    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
-{
-    let lean = match &obj.object {
-        Decoded::Model(_) => None,
-        Decoded::Lean(_) => Some(watched_name(&obj, &meta)),
-    };
+fn converted<T: Direct>(obj: Watched<T>, load: LoadOptions) -> Option<T> {
+    // Only a lean conversion reports or refuses anything; name the object for it.
+    let name = matches!(obj.object, Decoded::Lean(_)).then(|| obj.name());
     match obj.convert(load) {
-        Ok(l) => Some(used(l, || lean.clone().unwrap_or_default())),
+        Ok(l) => Some(used(l, || name.clone().unwrap_or_default())),
         Err(e) => {
-            log::warn!("{} {}: skipped: {e}", T::KIND, lean.unwrap_or_default());
+            log::warn!("{} {}: skipped: {e}", T::KIND, name.unwrap_or_default());
             None
         }
     }
@@ -205,10 +185,10 @@ where
 
 impl Sink<Watched<Node>> for Nodes {
     fn key(obj: &Watched<Node>) -> String {
-        watched_name(obj, |n| &n.metadata)
+        obj.name()
     }
     fn upsert(&mut self, obj: Watched<Node>, key: &str, known: bool) -> bool {
-        let Some(node) = converted(obj, self.load, |n| &n.metadata) else { return false };
+        let Some(node) = converted(obj, self.load) else { return false };
         let res = if known { self.events.update_node(node) } else { self.events.add_node(node) };
         res.map_err(|e| log::warn!("node {key}: {e}")).is_ok()
     }
@@ -234,10 +214,10 @@ impl Sink<Watched<Pod>> for Pods {
             Decoded::Model(p) => (!p.metadata.uid.is_empty()).then(|| p.metadata.uid.clone()),
             Decoded::Lean(k) => k.metadata.uid.clone(),
         };
-        uid.unwrap_or_else(|| watched_name(obj, |p| &p.metadata))
+        uid.unwrap_or_else(|| obj.name())
     }
     fn upsert(&mut self, obj: Watched<Pod>, key: &str, known: bool) -> bool {
-        let Some(pod) = converted(obj, self.load, |p| &p.metadata) else { return false };
+        let Some(pod) = converted(obj, self.load) else { return false };
         if pod.spec.node_name.is_empty() {
             let name = if pod.spec.scheduler_name.is_empty() {
                 crate::framework::DEFAULT_SCHEDULER_NAME

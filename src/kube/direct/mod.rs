@@ -250,9 +250,13 @@ mod node;
 mod pod;
 
 /// A model kind the watches decode directly.
-pub(crate) trait Direct: crate::k8s::K8sConvert<K8s: Clone + std::fmt::Debug> + Clone + std::fmt::Debug {
+pub(crate) trait Direct:
+    crate::k8s::K8sConvert<K8s: Clone + std::fmt::Debug + k8s_openapi::Metadata<Ty = K8sMeta>> + Clone + std::fmt::Debug
+{
     /// The text straight into the model, with the resource version.
     fn decode(text: &str) -> Option<(Self, Option<String>)>;
+    /// The model object's metadata.
+    fn meta(&self) -> &ObjectMeta;
     /// What [`crate::k8s`] applies after converting (feature-gated defaulting).
     fn finish(self, opts: LoadOptions) -> Self;
 }
@@ -260,6 +264,9 @@ pub(crate) trait Direct: crate::k8s::K8sConvert<K8s: Clone + std::fmt::Debug> + 
 impl Direct for Pod {
     fn decode(text: &str) -> Option<(Pod, Option<String>)> {
         pod::pod(text)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
     }
     fn finish(mut self, opts: LoadOptions) -> Pod {
         if opts.feature_gates.enabled(Feature::PodLevelResources) {
@@ -272,6 +279,9 @@ impl Direct for Pod {
 impl Direct for Node {
     fn decode(text: &str) -> Option<(Node, Option<String>)> {
         node::node(text)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
     }
     fn finish(self, _opts: LoadOptions) -> Node {
         self
@@ -295,10 +305,16 @@ pub(crate) struct Watched<T: Direct> {
     pub(crate) object: Decoded<T>,
 }
 
-impl<T: Direct> Watched<T>
-where
-    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
-{
+impl<T: Direct> Watched<T> {
+    /// The object's namespace/name (its name alone when it has no namespace), for logs.
+    pub(crate) fn name(&self) -> String {
+        let m = match &self.object {
+            Decoded::Model(m) => m.meta(),
+            Decoded::Lean(k) => return super::watch::meta_key(k8s_openapi::Metadata::metadata(k)),
+        };
+        if m.namespace.is_empty() { m.name.clone() } else { format!("{}/{}", m.namespace, m.name) }
+    }
+
     /// The model object, converted by [`crate::k8s`] when it was decoded leanly.
     pub(crate) fn convert(self, opts: LoadOptions) -> Result<Loaded<T>, crate::k8s::ConvertError> {
         match self.object {
@@ -337,10 +353,7 @@ where
     type Scope = <T::K8s as k8s_openapi::Resource>::Scope;
 }
 
-impl<T: Direct> k8s_openapi::Metadata for Watched<T>
-where
-    T::K8s: k8s_openapi::Metadata<Ty = K8sMeta>,
-{
+impl<T: Direct> k8s_openapi::Metadata for Watched<T> {
     type Ty = K8sMeta;
     fn metadata(&self) -> &K8sMeta {
         match &self.object {
@@ -383,7 +396,7 @@ pub(crate) fn pod_event_from_json(text: &str) -> Result<(bool, Option<String>), 
 
 fn watched_from_json<T: Direct>(text: &str, opts: LoadOptions) -> Result<(bool, Loaded<T>), String>
 where
-    T::K8s: for<'a> Deserialize<'a> + super::lean::Prune + k8s_openapi::Metadata<Ty = K8sMeta>,
+    T::K8s: for<'a> Deserialize<'a> + super::lean::Prune,
 {
     let w: Watched<T> = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let direct = matches!(w.object, Decoded::Model(_));
