@@ -126,6 +126,14 @@ fn pod(name: &str, cpu: &str, node: &str, created: &str) -> Value {
     })
 }
 
+/// A pod whose JSON no decoding takes (`containers` is not a list): logged and
+/// skipped, while the rest of its list is scheduled.
+fn mangled() -> Value {
+    let mut p = pod("mangled", "100m", "", "2025-03-01T10:00:03Z");
+    p["spec"]["containers"] = json!("not a list");
+    p
+}
+
 fn list(kind: &str, api_version: &str, rv: &str, items: &[Value]) -> Value {
     json!({"kind": format!("{kind}List"), "apiVersion": api_version, "metadata": {"resourceVersion": rv}, "items": items})
 }
@@ -239,7 +247,7 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
             // PrioritySort compares queue timestamps): the list's, newest first.
             let pods: Vec<Value> = (0..n)
                 .rev()
-                .map(|i| pod(&format!("o{i:02}"), "100m", "", &format!("2025-03-01T10:00:{i:02}Z")))
+                .map(|i| pod(&format!("o{i:02}"), "10m", "", &format!("2025-03-01T10:{:02}:{:02}Z", i / 60, i % 60)))
                 .collect();
             full(200, &list("Pod", "v1", "100", &pods))
         }
@@ -306,6 +314,7 @@ async fn serve(state: Arc<Mutex<ApiServer>>, req: http::Request<kube::client::Bo
                         pod("small", "2", "", "2025-03-01T10:00:00Z"),
                         pod("big", "6", "", "2025-03-01T10:00:01Z"),
                         pod("broken", "lots", "", "2025-03-01T10:00:02Z"),
+                        mangled(),
                     ],
                 ),
             )
@@ -399,9 +408,12 @@ fn schedules_binds_reports_and_relists_on_a_mock_api_server() {
         "{:?}",
         s.events
     );
-    // The malformed pod was skipped, never bound or reported.
-    assert!(s.bindings.iter().all(|(p, _)| p != "broken"));
-    assert!(s.status_patches.iter().all(|(p, _)| p != "broken"));
+    // The malformed pods were skipped, never bound or reported; the one no decoding
+    // takes did not fail its list (whose other pods were scheduled above).
+    for bad in ["broken", "mangled"] {
+        assert!(s.bindings.iter().all(|(p, _)| p != bad));
+        assert!(s.status_patches.iter().all(|(p, _)| p != bad));
+    }
 }
 
 /// Runs `scheduler` against the mock API server until `bindings` pods are bound
@@ -560,7 +572,12 @@ fn binding_arrivals(s: &ApiServer) -> Vec<String> {
 /// `o11`, `o10`, …: the twelve pods of the ordered scene in scheduling order,
 /// `range` of them.
 fn ordered_names(range: std::ops::Range<usize>) -> Vec<String> {
-    range.map(|i| format!("o{:02}", 11 - i)).collect()
+    listed_order(12, range)
+}
+
+/// The `n` pods of an ordered scene in the list's order, `range` of them.
+fn listed_order(n: usize, range: std::ops::Range<usize>) -> Vec<String> {
+    range.map(|i| format!("o{:02}", n - 1 - i)).collect()
 }
 
 /// Runs the `ordered` scene with `limit` binding cycles at once until `n` pods are
@@ -594,6 +611,17 @@ fn a_batch_of_bindings_reaches_the_api_server_in_scheduling_order() {
     let s = state.lock();
     assert_eq!(binding_arrivals(&s), ordered_names(0..12), "{:?}", s.requests);
     assert_eq!(run.bound, 12, "{run:?}");
+}
+
+/// A list of 200 pods is decoded in batches, several at once on the blocking pool
+/// (`kube/watch.rs`); the batches must still reach the queue in the list's order, so
+/// the pods are scheduled, and bound one at a time, in that order.
+#[test]
+fn a_long_list_is_queued_in_its_order_though_decoded_in_parallel() {
+    let (state, run) = run_ordered(ApiServer { ordered: 200, ..ApiServer::default() }, 1);
+    let s = state.lock();
+    assert_eq!(binding_arrivals(&s), listed_order(200, 0..200));
+    assert_eq!(run.bound, 200, "{run:?}");
 }
 
 /// Twelve 600 ms bindings with a limit of four: one binding task may keep a whole

@@ -2,8 +2,14 @@
 //! to [`SchedulerEvents`] as an add, update or delete. A watch that fails or expires
 //! (410 Gone) re-lists; objects missing from the new list are deleted, as an informer
 //! does. A malformed object is logged with its name and skipped.
+//!
+//! Pods and Nodes arrive as text and are decoded here ([`Prepare`]); a list's objects
+//! are decoded in batches on the blocking pool, on every core, and handed to the
+//! scheduler in the list's order. The first lists are decoded before the first
+//! scheduling cycle (upstream's `WaitForCacheSync`), with the scheduling thread idle,
+//! so this is where a start-up of many pending pods spends its time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use ahash::AHashSet as HashSet;
 use std::sync::Arc;
@@ -23,13 +29,57 @@ use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::plugins::inter_pod_affinity::NamespaceLabels;
 use crate::scheduler::SchedulerEvents;
 
+/// A watched object as kube's watcher yields it, made ready for its [`Sink`]. For
+/// Pods and Nodes, that is their decoding ([`Watched::decode`]), the bulk of a
+/// watch's work: the objects of a list are made ready in batches on the blocking
+/// pool, so a first list of many pods is decoded on every core.
+pub(super) trait Prepare: Send + 'static {
+    /// What the sink gets.
+    type Ready: Send + 'static;
+    /// Whether a list's objects are worth preparing off the watch's task.
+    const HEAVY: bool = false;
+    /// The object made ready.
+    fn ready(self) -> Self::Ready;
+}
+
+impl<T: Direct> Prepare for Watched<T> {
+    type Ready = Decoded<T>;
+    const HEAVY: bool = true;
+    fn ready(self) -> Decoded<T> {
+        self.decode()
+    }
+}
+
+/// Kinds whose sink takes kube's object as it is.
+macro_rules! ready_as_decoded {
+    ($($t:ty),* $(,)?) => {$(
+        impl Prepare for $t {
+            type Ready = $t;
+            fn ready(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+
+ready_as_decoded!(
+    core::Namespace,
+    policy::PodDisruptionBudget,
+    k8s_openapi::api::resource::v1::DeviceClass,
+    k8s_openapi::api::resource::v1::ResourceSlice,
+    k8s_openapi::api::resource::v1::ResourceClaim,
+);
+k8s_openapi::k8s_if_ge_1_36! {
+    ready_as_decoded!(k8s_openapi::api::scheduling::v1alpha2::PodGroup);
+}
+
 /// What a watch does with its objects.
-pub(super) trait Sink<K>: Send {
+pub(super) trait Sink<K: Prepare>: Send {
     /// The key an object is tracked by (pods: uid; others: namespace/name).
-    fn key(obj: &K) -> String;
+    fn key(obj: &K::Ready) -> String;
     /// Adds (`known` false) or updates the object tracked as `key`; returns whether it
     /// is now tracked.
-    fn upsert(&mut self, obj: K, key: &str, known: bool) -> bool;
+    fn upsert(&mut self, obj: K::Ready, key: &str, known: bool) -> bool;
     /// Deletes a tracked object.
     fn remove(&mut self, key: &str);
 }
@@ -89,7 +139,39 @@ impl SyncToken {
     }
 }
 
+/// How many events a watch takes from its stream at a time.
+const BATCH: usize = 64;
+/// From how many events on a batch of a [`Prepare::HEAVY`] kind is prepared on the
+/// blocking pool (a watch event or two is prepared on the watch's task).
+const PARALLEL_FROM: usize = 16;
+
+/// How many batches a watch has being prepared at once: one per core, so a first list
+/// is decoded on every core while the watch's task hands the earlier batches over.
+fn batches_in_flight() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get).clamp(1, 8))
+}
+
+type Ready<K> = Vec<Result<Event<<K as Prepare>::Ready>, watcher::Error>>;
+
+/// Each event's objects made ready, in order.
+fn prepare<K: Prepare>(batch: Vec<Result<Event<K>, watcher::Error>>) -> Ready<K> {
+    let ready = |ev: Event<K>| match ev {
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(o.ready()),
+        Event::Apply(o) => Event::Apply(o.ready()),
+        Event::Delete(o) => Event::Delete(o.ready()),
+        Event::InitDone => Event::InitDone,
+    };
+    batch.into_iter().map(|ev| ev.map(ready)).collect()
+}
+
 /// Drives one watch until its stream ends (never, unless the task is aborted).
+///
+/// Events are taken in batches of what the stream has ready. A large batch of a heavy
+/// kind (a list page of Pods or Nodes) is prepared on the blocking pool, with up to
+/// [`batches_in_flight`] batches at once; the batches are handed to the sink strictly
+/// in stream order, so the sink sees exactly the sequence of events kube yielded.
 pub(super) async fn drive<K, S>(
     api: Api<K>,
     cfg: watcher::Config,
@@ -97,34 +179,71 @@ pub(super) async fn drive<K, S>(
     kick: Arc<Notify>,
     mut synced: SyncToken,
 ) where
-    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Prepare,
     S: Sink<K>,
 {
     let mut known: HashSet<String> = HashSet::new();
     let mut seen: Option<HashSet<String>> = None;
     let stream = watcher::watcher(api, cfg).default_backoff();
     let mut stream = std::pin::pin!(stream);
-    while let Some(ev) = stream.next().await {
-        handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
-        // Every event already decoded (a list page, a burst of changes) goes in before
-        // the loop is woken, once.
-        while let Some(Some(ev)) = stream.next().now_or_never() {
-            handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
+    let mut in_flight: VecDeque<tokio::task::JoinHandle<Ready<K>>> = VecDeque::new();
+    let mut ended = false;
+    while !ended || !in_flight.is_empty() {
+        let mut batch = Vec::new();
+        // Wait for the stream only when nothing is being prepared.
+        if !ended && in_flight.is_empty() {
+            match stream.next().await {
+                Some(ev) => batch.push(ev),
+                None => ended = true,
+            }
         }
-        kick.notify_one();
+        while !ended && batch.len() < BATCH {
+            match stream.next().now_or_never() {
+                Some(Some(ev)) => batch.push(ev),
+                Some(None) => ended = true,
+                None => break,
+            }
+        }
+        let more = batch.len() == BATCH;
+        if K::HEAVY && (batch.len() >= PARALLEL_FROM || (!batch.is_empty() && !in_flight.is_empty())) {
+            in_flight.push_back(tokio::task::spawn_blocking(move || prepare(batch)));
+        } else if !batch.is_empty() {
+            for ev in prepare(batch) {
+                handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
+            }
+            // Every event already decoded (a list page, a burst of changes) goes in
+            // before the loop is woken, once.
+            kick.notify_one();
+        }
+        // The oldest batch is handed over once enough are being prepared, or when the
+        // stream has nothing more right now.
+        if !in_flight.is_empty() && (in_flight.len() >= batches_in_flight() || !more) {
+            let Some(oldest) = in_flight.pop_front() else { break };
+            match oldest.await {
+                Ok(ready) => {
+                    for ev in ready {
+                        handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
+                    }
+                    kick.notify_one();
+                }
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // The runtime is shutting down.
+                Err(_) => return,
+            }
+        }
     }
 }
 
 /// One watch event into `sink`; `known` holds the tracked keys, `seen` those listed so
 /// far by a re-list in progress.
 fn handle<K, S>(
-    ev: Result<Event<K>, watcher::Error>,
+    ev: Result<Event<K::Ready>, watcher::Error>,
     sink: &mut S,
     known: &mut HashSet<String>,
     seen: &mut Option<HashSet<String>>,
     synced: &mut SyncToken,
 ) where
-    K: kube::Resource<DynamicType = ()>,
+    K: kube::Resource<DynamicType = ()> + Prepare,
     S: Sink<K>,
 {
     match ev {
@@ -170,10 +289,11 @@ pub(super) struct Nodes {
     pub(super) load: LoadOptions,
 }
 
-/// The converted object, or `None` (logged) when the conversion refused it.
-fn converted<T: Direct>(obj: Watched<T>, load: LoadOptions) -> Option<T> {
+/// The converted object, or `None` (logged) when it is malformed or the conversion
+/// refused it.
+fn converted<T: Direct>(obj: Decoded<T>, load: LoadOptions) -> Option<T> {
     // Only a lean conversion reports or refuses anything; name the object for it.
-    let name = matches!(obj.object, Decoded::Lean(_)).then(|| obj.name());
+    let name = (!matches!(obj, Decoded::Model(_))).then(|| obj.name());
     match obj.convert(load) {
         Ok(l) => Some(used(l, || name.clone().unwrap_or_default())),
         Err(e) => {
@@ -184,10 +304,10 @@ fn converted<T: Direct>(obj: Watched<T>, load: LoadOptions) -> Option<T> {
 }
 
 impl Sink<Watched<Node>> for Nodes {
-    fn key(obj: &Watched<Node>) -> String {
+    fn key(obj: &Decoded<Node>) -> String {
         obj.name()
     }
-    fn upsert(&mut self, obj: Watched<Node>, key: &str, known: bool) -> bool {
+    fn upsert(&mut self, obj: Decoded<Node>, key: &str, known: bool) -> bool {
         let Some(node) = converted(obj, self.load) else { return false };
         let res = if known { self.events.update_node(node) } else { self.events.add_node(node) };
         res.map_err(|e| log::warn!("node {key}: {e}")).is_ok()
@@ -209,14 +329,10 @@ pub(super) struct Pods {
 }
 
 impl Sink<Watched<Pod>> for Pods {
-    fn key(obj: &Watched<Pod>) -> String {
-        let uid = match &obj.object {
-            Decoded::Model(p) => (!p.metadata.uid.is_empty()).then(|| p.metadata.uid.clone()),
-            Decoded::Lean(k) => k.metadata.uid.clone(),
-        };
-        uid.unwrap_or_else(|| obj.name())
+    fn key(obj: &Decoded<Pod>) -> String {
+        obj.uid().map_or_else(|| obj.name(), str::to_owned)
     }
-    fn upsert(&mut self, obj: Watched<Pod>, key: &str, known: bool) -> bool {
+    fn upsert(&mut self, obj: Decoded<Pod>, key: &str, known: bool) -> bool {
         let Some(pod) = converted(obj, self.load) else { return false };
         if pod.spec.node_name.is_empty() {
             let name = if pod.spec.scheduler_name.is_empty() {

@@ -23,9 +23,12 @@
 //!   loader (a bad quantity, an unknown enum spelling, a timestamp outside years
 //!   1–9999) hands over here too.
 //!
-//! The text is kept from kube's decoding as a [`RawValue`], so it needs `serde_json`'s
-//! own deserializer: lists are, and a watch event is when `type` comes before `object`,
-//! as the API server writes it.
+//! Kube's decoding only keeps each object's text (a [`RawValue`]); the watch decodes
+//! it later ([`Watched::decode`]), a list's objects in parallel batches
+//! ([`super::watch::Prepare`]). Keeping the text needs `serde_json`'s own
+//! deserializer: lists have it, and a watch event has it when `type` comes before
+//! `object`, as the API server writes it. A text that neither decoding takes is one
+//! malformed object (logged and skipped by the watch), not a failed list.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -172,8 +175,6 @@ struct MetaDoc<'a> {
     annotations: Option<BTreeMap<String, String>>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
-    #[serde(borrow)]
-    resource_version: Option<Text<'a>>,
 }
 
 /// A whole object: the fields every kind has.
@@ -191,13 +192,13 @@ struct Doc<'a, Spec, Status> {
 }
 
 /// `text` as a core/v1 object of `kind`: its metadata, spec and status (their defaults
-/// when absent) and its resource version; `None` hands over to the lean path.
+/// when absent); `None` hands over to the lean path.
 fn object<'a, Spec, Status, S: Default, T: Default>(
     text: &'a str,
     kind: &str,
     spec: impl FnOnce(Spec) -> Option<S>,
     status: impl FnOnce(Status) -> Option<T>,
-) -> Option<(ObjectMeta, S, T, Option<String>)>
+) -> Option<(ObjectMeta, S, T)>
 where
     Spec: Deserialize<'a>,
     Status: Deserialize<'a>,
@@ -211,7 +212,7 @@ where
     {
         return None;
     }
-    let (metadata, version) = meta(doc.metadata)?;
+    let metadata = meta(doc.metadata)?;
     let spec = match doc.spec {
         Some(s) => spec(s)?,
         None => S::default(),
@@ -220,11 +221,11 @@ where
         Some(s) => status(s)?,
         None => T::default(),
     };
-    Some((metadata, spec, status, version))
+    Some((metadata, spec, status))
 }
 
-/// The model's metadata and the resource version (for kube's watcher).
-fn meta(m: MetaDoc<'_>) -> Option<(ObjectMeta, Option<String>)> {
+/// The model's metadata; `None` hands over.
+fn meta(m: MetaDoc<'_>) -> Option<ObjectMeta> {
     let meta = ObjectMeta {
         labels: m.labels.as_ref().map(Pairs::labels).unwrap_or_default(),
         creation_timestamp: fast::opt_seconds(m.creation_timestamp.as_ref())?,
@@ -234,7 +235,7 @@ fn meta(m: MetaDoc<'_>) -> Option<(ObjectMeta, Option<String>)> {
         uid: text(m.uid),
         annotations: m.annotations.unwrap_or_default(),
     };
-    Some((meta, m.resource_version.map(|v| v.0.into_owned())))
+    Some(meta)
 }
 
 /// An enum in its Kubernetes spelling; `None` hands over.
@@ -251,10 +252,20 @@ mod pod;
 
 /// A model kind the watches decode directly.
 pub(crate) trait Direct:
-    crate::k8s::K8sConvert<K8s: Clone + std::fmt::Debug + k8s_openapi::Metadata<Ty = K8sMeta>> + Clone + std::fmt::Debug
+    crate::k8s::K8sConvert<
+        K8s: Clone
+                 + std::fmt::Debug
+                 + Send
+                 + k8s_openapi::Metadata<Ty = K8sMeta>
+                 + serde::de::DeserializeOwned
+                 + super::lean::Prune,
+    > + Clone
+    + std::fmt::Debug
+    + Send
+    + 'static
 {
-    /// The text straight into the model, with the resource version.
-    fn decode(text: &str) -> Option<(Self, Option<String>)>;
+    /// The text straight into the model.
+    fn decode(text: &str) -> Option<Self>;
     /// The model object's metadata.
     fn meta(&self) -> &ObjectMeta;
     /// What [`crate::k8s`] applies after converting (feature-gated defaulting).
@@ -262,7 +273,7 @@ pub(crate) trait Direct:
 }
 
 impl Direct for Pod {
-    fn decode(text: &str) -> Option<(Pod, Option<String>)> {
+    fn decode(text: &str) -> Option<Pod> {
         pod::pod(text)
     }
     fn meta(&self) -> &ObjectMeta {
@@ -277,7 +288,7 @@ impl Direct for Pod {
 }
 
 impl Direct for Node {
-    fn decode(text: &str) -> Option<(Node, Option<String>)> {
+    fn decode(text: &str) -> Option<Node> {
         node::node(text)
     }
     fn meta(&self) -> &ObjectMeta {
@@ -288,56 +299,115 @@ impl Direct for Node {
     }
 }
 
-/// How a watched object was decoded.
+/// A watched object, decoded ([`Watched::decode`]).
 #[derive(Debug, Clone)]
 pub(crate) enum Decoded<T: Direct> {
     /// Straight into the model.
     Model(T),
     /// Leanly into k8s-openapi's type, to be converted by [`crate::k8s`].
-    Lean(T::K8s),
+    Lean(Box<T::K8s>),
+    /// Neither way: the text is not a valid object of its kind. The metadata is what
+    /// could be read of it (for the logs and the watch's key).
+    Malformed { meta: Box<K8sMeta>, error: String },
 }
 
-/// A watched Pod or Node (see the module docs). Its metadata, for kube's watcher, is
-/// the k8s-openapi object's, or just the resource version when decoded directly.
-#[derive(Debug, Clone)]
-pub(crate) struct Watched<T: Direct> {
-    meta: K8sMeta,
-    pub(crate) object: Decoded<T>,
-}
+impl<T: Direct> Decoded<T> {
+    /// The object's uid, when it has one.
+    pub(crate) fn uid(&self) -> Option<&str> {
+        let uid = match self {
+            Decoded::Model(m) => Some(m.meta().uid.as_str()),
+            Decoded::Lean(k) => k8s_openapi::Metadata::metadata(&**k).uid.as_deref(),
+            Decoded::Malformed { meta, .. } => meta.uid.as_deref(),
+        };
+        uid.filter(|u| !u.is_empty())
+    }
 
-impl<T: Direct> Watched<T> {
     /// The object's namespace/name (its name alone when it has no namespace), for logs.
     pub(crate) fn name(&self) -> String {
-        let m = match &self.object {
+        let m = match self {
             Decoded::Model(m) => m.meta(),
-            Decoded::Lean(k) => return super::watch::meta_key(k8s_openapi::Metadata::metadata(k)),
+            Decoded::Lean(k) => return super::watch::meta_key(k8s_openapi::Metadata::metadata(&**k)),
+            Decoded::Malformed { meta, .. } => return super::watch::meta_key(meta),
         };
         if m.namespace.is_empty() { m.name.clone() } else { format!("{}/{}", m.namespace, m.name) }
     }
 
     /// The model object, converted by [`crate::k8s`] when it was decoded leanly.
-    pub(crate) fn convert(self, opts: LoadOptions) -> Result<Loaded<T>, crate::k8s::ConvertError> {
-        match self.object {
+    pub(crate) fn convert(self, opts: LoadOptions) -> Result<Loaded<T>, String> {
+        match self {
             Decoded::Model(obj) => {
                 Ok(Loaded { object: obj.finish(opts), api_version: "v1".to_owned(), ignored: Vec::new() })
             }
-            Decoded::Lean(k) => crate::k8s::from_k8s_relevant::<T>(&k, opts),
+            Decoded::Lean(k) => crate::k8s::from_k8s_relevant::<T>(&k, opts).map_err(|e| e.to_string()),
+            Decoded::Malformed { error, .. } => Err(error),
         }
     }
 }
 
-impl<'de, T: Direct> Deserialize<'de> for Watched<T>
-where
-    T::K8s: for<'a> Deserialize<'a> + super::lean::Prune,
-{
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(de)?;
-        if let Some((obj, version)) = T::decode(raw.get()) {
-            let meta = K8sMeta { resource_version: version, ..K8sMeta::default() };
-            return Ok(Watched { meta, object: Decoded::Model(obj) });
+/// A watched Pod or Node as kube's list or watch decoded it: its JSON text, kept
+/// until [`Watched::decode`] (see the module docs). Decoding is left for later so that
+/// the watch can decode a list's objects on every core
+/// ([`super::watch::Prepare`]): kube decodes a list page on the watch's task.
+///
+/// Its k8s-openapi metadata, which kube's watcher reads for a watch event's resource
+/// version, is read from the text when first asked for; a list's objects are never
+/// asked.
+#[derive(Debug, Clone)]
+pub(crate) struct Watched<T: Direct> {
+    text: Box<RawValue>,
+    meta: std::sync::OnceLock<K8sMeta>,
+    kind: std::marker::PhantomData<fn() -> T>,
+}
+
+/// The metadata fields read from a watched object's text before it is decoded.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    metadata: Option<PeekMeta>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PeekMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+impl<T: Direct> Watched<T> {
+    /// The object's text: straight into the model when the direct decoding decides
+    /// it, else the lean way; a text neither takes is [`Decoded::Malformed`].
+    pub(crate) fn decode(self) -> Decoded<T> {
+        if let Some(obj) = T::decode(self.text.get()) {
+            return Decoded::Model(obj);
         }
-        let Lean(obj) = serde_json::from_str::<Lean<T::K8s>>(raw.get()).map_err(de::Error::custom)?;
-        Ok(Watched { meta: K8sMeta::default(), object: Decoded::Lean(obj) })
+        match serde_json::from_str::<Lean<T::K8s>>(self.text.get()) {
+            Ok(Lean(obj)) => Decoded::Lean(Box::new(obj)),
+            Err(e) => Decoded::Malformed { meta: Box::new(self.peek().clone()), error: e.to_string() },
+        }
+    }
+
+    /// The metadata fields kube reads (name, namespace, uid, resource version), from
+    /// the text; empty when the text has no readable metadata.
+    fn peek(&self) -> &K8sMeta {
+        self.meta.get_or_init(|| {
+            let m = serde_json::from_str::<Peek>(self.text.get()).ok().and_then(|p| p.metadata);
+            m.map_or_else(K8sMeta::default, |m| K8sMeta {
+                name: m.name,
+                namespace: m.namespace,
+                uid: m.uid,
+                resource_version: m.resource_version,
+                ..K8sMeta::default()
+            })
+        })
+    }
+}
+
+impl<'de, T: Direct> Deserialize<'de> for Watched<T> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = Box::<RawValue>::deserialize(de)?;
+        Ok(Watched { text, meta: std::sync::OnceLock::new(), kind: std::marker::PhantomData })
     }
 }
 
@@ -356,16 +426,11 @@ where
 impl<T: Direct> k8s_openapi::Metadata for Watched<T> {
     type Ty = K8sMeta;
     fn metadata(&self) -> &K8sMeta {
-        match &self.object {
-            Decoded::Model(_) => &self.meta,
-            Decoded::Lean(k) => k.metadata(),
-        }
+        self.peek()
     }
     fn metadata_mut(&mut self) -> &mut K8sMeta {
-        match &mut self.object {
-            Decoded::Model(_) => &mut self.meta,
-            Decoded::Lean(k) => k.metadata_mut(),
-        }
+        self.peek();
+        self.meta.get_mut().expect("peek initialised the metadata")
     }
 }
 
@@ -380,25 +445,27 @@ pub(crate) fn node_from_json(text: &str, opts: LoadOptions) -> Result<(bool, Loa
     watched_from_json::<Node>(text, opts)
 }
 
-/// One line of a pod watch, as kube decodes it: whether its object was decoded directly,
-/// and the resource version kube's watcher resumes from.
+/// One line of a pod watch, as kube decodes it and the watch then decodes its object:
+/// whether the object was decoded directly, and the resource version kube's watcher
+/// resumes from.
 pub(crate) fn pod_event_from_json(text: &str) -> Result<(bool, Option<String>), String> {
     use kube::core::WatchEvent;
     match serde_json::from_str::<WatchEvent<Watched<Pod>>>(text).map_err(|e| e.to_string())? {
         WatchEvent::Added(w) | WatchEvent::Modified(w) | WatchEvent::Deleted(w) => {
-            let direct = matches!(w.object, Decoded::Model(_));
-            Ok((direct, kube::ResourceExt::resource_version(&w)))
+            let version = kube::ResourceExt::resource_version(&w);
+            match w.decode() {
+                Decoded::Malformed { error, .. } => Err(error),
+                d => Ok((matches!(d, Decoded::Model(_)), version)),
+            }
         }
         WatchEvent::Bookmark(b) => Ok((false, Some(b.metadata.resource_version))),
         WatchEvent::Error(e) => Err(e.message),
     }
 }
 
-fn watched_from_json<T: Direct>(text: &str, opts: LoadOptions) -> Result<(bool, Loaded<T>), String>
-where
-    T::K8s: for<'a> Deserialize<'a> + super::lean::Prune,
-{
+fn watched_from_json<T: Direct>(text: &str, opts: LoadOptions) -> Result<(bool, Loaded<T>), String> {
     let w: Watched<T> = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let direct = matches!(w.object, Decoded::Model(_));
-    w.convert(opts).map(|l| (direct, l)).map_err(|e| e.to_string())
+    let d = w.decode();
+    let direct = matches!(d, Decoded::Model(_));
+    d.convert(opts).map(|l| (direct, l))
 }

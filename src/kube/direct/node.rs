@@ -112,10 +112,9 @@ fn node_status(s: NodeStatusDoc<'_>) -> Option<NodeStatus> {
     Some(NodeStatus { capacity, allocatable, images })
 }
 
-/// A Node's text straight into the model, with its resource version; `None` hands
-/// over to the lean path.
-pub(super) fn node(text: &str) -> Option<(Node, Option<String>)> {
-    let (metadata, spec, status, version) =
+/// A Node's text straight into the model; `None` hands over to the lean path.
+pub(super) fn node(text: &str) -> Option<Node> {
+    let (metadata, spec, status) =
         object::<NodeSpecDoc<'_>, NodeStatusDoc<'_>, _, _>(text, "Node", node_spec, node_status)?;
-    Some((Node { metadata, spec, status }, version))
+    Some(Node { metadata, spec, status })
 }

@@ -399,10 +399,9 @@ fn pod_status(s: PodStatusDoc<'_>) -> Option<PodStatus> {
     })
 }
 
-/// A Pod's text straight into the model (not yet defaulted for feature gates), with
-/// its resource version; `None` hands over to the lean path.
-pub(super) fn pod(text: &str) -> Option<(Pod, Option<String>)> {
-    let (metadata, spec, status, version) =
-        object::<PodSpecDoc<'_>, PodStatusDoc<'_>, _, _>(text, "Pod", pod_spec, pod_status)?;
-    Some((Pod { metadata, spec, status }, version))
+/// A Pod's text straight into the model (not yet defaulted for feature gates); `None`
+/// hands over to the lean path.
+pub(super) fn pod(text: &str) -> Option<Pod> {
+    let (metadata, spec, status) = object::<PodSpecDoc<'_>, PodStatusDoc<'_>, _, _>(text, "Pod", pod_spec, pod_status)?;
+    Some(Pod { metadata, spec, status })
 }
