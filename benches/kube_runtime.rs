@@ -27,6 +27,12 @@
 //! <bench binary> --only runtime`; the plain side's timed part is `add_pod` and
 //! `run_until_idle` under `--only cycles`. `--decode` decodes the bench's pods alone,
 //! as the pod watch does and the lean way plus the conversion.
+//!
+//! `KUBE_RUNTIME_BINDINGS=N` sets `RunOptions::max_concurrent_bindings` (default 0:
+//! the runtime's default). The process's allocator is part of what is measured: with
+//! glibc, the threads that decode the first lists each grow their own arena a page at
+//! a time (an `mprotect` per page); `GLIBC_TUNABLES=glibc.malloc.arena_max=1` or a
+//! different global allocator in the binary changes the start-up markedly.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -165,7 +171,11 @@ fn through_runtime(nodes: usize, pods: usize) -> Duration {
         let profile = registry.build_profile(&profile_config(), &handle).unwrap();
         let scheduler = Scheduler::builder().handle(handle).profile(profile).parallelism(1).build();
         let shutdown = Shutdown::new();
-        let opts = RunOptions { shutdown: shutdown.clone(), ..RunOptions::default() };
+        let opts = RunOptions {
+            shutdown: shutdown.clone(),
+            max_concurrent_bindings: size("KUBE_RUNTIME_BINDINGS", 0),
+            ..RunOptions::default()
+        };
         let start = Instant::now();
         let running = tokio::spawn(schedkit::kube::run(client, scheduler, opts));
         let mut first = None;

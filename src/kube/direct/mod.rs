@@ -355,7 +355,9 @@ impl<T: Direct> Decoded<T> {
 #[derive(Debug, Clone)]
 pub(crate) struct Watched<T: Direct> {
     text: Box<RawValue>,
-    meta: std::sync::OnceLock<K8sMeta>,
+    /// Boxed: kube moves a list's objects several times before the watch sees them,
+    /// and the metadata is rarely read.
+    meta: std::sync::OnceLock<Box<K8sMeta>>,
     kind: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -393,13 +395,13 @@ impl<T: Direct> Watched<T> {
     fn peek(&self) -> &K8sMeta {
         self.meta.get_or_init(|| {
             let m = serde_json::from_str::<Peek>(self.text.get()).ok().and_then(|p| p.metadata);
-            m.map_or_else(K8sMeta::default, |m| K8sMeta {
+            Box::new(m.map_or_else(K8sMeta::default, |m| K8sMeta {
                 name: m.name,
                 namespace: m.namespace,
                 uid: m.uid,
                 resource_version: m.resource_version,
                 ..K8sMeta::default()
-            })
+            }))
         })
     }
 }
