@@ -3,9 +3,9 @@
 //! (410 Gone) re-lists; objects missing from the new list are deleted, as an informer
 //! does. A malformed object is logged with its name and skipped.
 //!
-//! Pods and Nodes arrive as text and are decoded here ([`Prepare`]); a list's objects
-//! are decoded in batches on the blocking pool, on every core, and handed to the
-//! scheduler in the list's order. The first lists are decoded before the first
+//! Pods and Nodes arrive as text and are decoded here ([`Prepare`]); the first list's
+//! objects are decoded in batches on the blocking pool, on every core, and handed to
+//! the scheduler in the list's order. The first lists are decoded before the first
 //! scheduling cycle (upstream's `WaitForCacheSync`), with the scheduling thread idle,
 //! so this is where a start-up of many pending pods spends its time.
 
@@ -137,6 +137,11 @@ impl SyncToken {
             s.notify.notify_one();
         }
     }
+
+    /// Whether the watch's first list is in.
+    fn is_spent(&self) -> bool {
+        self.0.is_none()
+    }
 }
 
 /// How many events a watch takes from its stream at a time.
@@ -168,10 +173,12 @@ fn prepare<K: Prepare>(batch: Vec<Result<Event<K>, watcher::Error>>) -> Ready<K>
 
 /// Drives one watch until its stream ends (never, unless the task is aborted).
 ///
-/// Events are taken in batches of what the stream has ready. A large batch of a heavy
-/// kind (a list page of Pods or Nodes) is prepared on the blocking pool, with up to
-/// [`batches_in_flight`] batches at once; the batches are handed to the sink strictly
-/// in stream order, so the sink sees exactly the sequence of events kube yielded.
+/// Events are taken in batches of what the stream has ready. Until the first list is
+/// in, a large batch of a heavy kind (a list page of Pods or Nodes) is prepared on the
+/// blocking pool, with up to [`batches_in_flight`] batches at once; the batches are
+/// handed to the sink strictly in stream order, so the sink sees exactly the sequence
+/// of events kube yielded. Later events (and re-lists, which run while the scheduling
+/// loop does) are prepared on the watch's task.
 pub(super) async fn drive<K, S>(
     api: Api<K>,
     cfg: watcher::Config,
@@ -205,7 +212,13 @@ pub(super) async fn drive<K, S>(
             }
         }
         let more = batch.len() == BATCH;
-        if K::HEAVY && (batch.len() >= PARALLEL_FROM || (!batch.is_empty() && !in_flight.is_empty())) {
+        // Only the first list is decoded on the blocking pool: it is what the scheduling
+        // loop waits for, and until it is in no long-lived blocking task (the loop, the
+        // binding tasks) holds a thread of that pool, so a runtime with few blocking
+        // threads cannot leave a batch waiting behind them.
+        // A batch behind others in flight follows them there, to keep the order.
+        let parallel = K::HEAVY && !synced.is_spent() && batch.len() >= PARALLEL_FROM;
+        if !batch.is_empty() && (parallel || !in_flight.is_empty()) {
             in_flight.push_back(tokio::task::spawn_blocking(move || prepare(batch)));
         } else if !batch.is_empty() {
             for ev in prepare(batch) {
