@@ -179,18 +179,12 @@ fn prepare<K: Prepare>(batch: Vec<Result<Event<K>, watcher::Error>>) -> Ready<K>
 /// handed to the sink strictly in stream order, so the sink sees exactly the sequence
 /// of events kube yielded. Later events (and re-lists, which run while the scheduling
 /// loop does) are prepared on the watch's task.
-pub(super) async fn drive<K, S>(
-    api: Api<K>,
-    cfg: watcher::Config,
-    mut sink: S,
-    kick: Arc<Notify>,
-    mut synced: SyncToken,
-) where
+pub(super) async fn drive<K, S>(api: Api<K>, cfg: watcher::Config, mut sink: S, kick: Arc<Notify>, synced: SyncToken)
+where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Prepare,
     S: Sink<K>,
 {
-    let mut known: HashSet<String> = HashSet::new();
-    let mut seen: Option<HashSet<String>> = None;
+    let mut tracked = Tracked { known: HashSet::new(), seen: None, synced };
     let stream = watcher::watcher(api, cfg).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut in_flight: VecDeque<tokio::task::JoinHandle<Ready<K>>> = VecDeque::new();
@@ -215,30 +209,21 @@ pub(super) async fn drive<K, S>(
         // Only the first list is decoded on the blocking pool: it is what the scheduling
         // loop waits for, and until it is in no long-lived blocking task (the loop, the
         // binding tasks) holds a thread of that pool, so a runtime with few blocking
-        // threads cannot leave a batch waiting behind them.
-        // A batch behind others in flight follows them there, to keep the order.
-        let parallel = K::HEAVY && !synced.is_spent() && batch.len() >= PARALLEL_FROM;
+        // threads cannot leave a batch waiting behind them. A batch behind others in
+        // flight follows them there, to keep the order.
+        let parallel = K::HEAVY && !tracked.synced.is_spent() && batch.len() >= PARALLEL_FROM;
         if !batch.is_empty() && (parallel || !in_flight.is_empty()) {
             in_flight.push_back(tokio::task::spawn_blocking(move || prepare(batch)));
         } else if !batch.is_empty() {
-            for ev in prepare(batch) {
-                handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
-            }
-            // Every event already decoded (a list page, a burst of changes) goes in
-            // before the loop is woken, once.
-            kick.notify_one();
+            tracked.hand_over(prepare(batch), &mut sink, &kick);
         }
         // The oldest batch is handed over once enough are being prepared, or when the
         // stream has nothing more right now.
-        if !in_flight.is_empty() && (in_flight.len() >= batches_in_flight() || !more) {
-            let Some(oldest) = in_flight.pop_front() else { break };
+        if (in_flight.len() >= batches_in_flight() || !more)
+            && let Some(oldest) = in_flight.pop_front()
+        {
             match oldest.await {
-                Ok(ready) => {
-                    for ev in ready {
-                        handle(ev, &mut sink, &mut known, &mut seen, &mut synced);
-                    }
-                    kick.notify_one();
-                }
+                Ok(ready) => tracked.hand_over(ready, &mut sink, &kick),
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 // The runtime is shutting down.
                 Err(_) => return,
@@ -247,49 +232,67 @@ pub(super) async fn drive<K, S>(
     }
 }
 
-/// One watch event into `sink`; `known` holds the tracked keys, `seen` those listed so
-/// far by a re-list in progress.
-fn handle<K, S>(
-    ev: Result<Event<K::Ready>, watcher::Error>,
-    sink: &mut S,
-    known: &mut HashSet<String>,
-    seen: &mut Option<HashSet<String>>,
-    synced: &mut SyncToken,
-) where
-    K: kube::Resource<DynamicType = ()> + Prepare,
-    S: Sink<K>,
-{
-    match ev {
-        Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
-        // A first list (nothing tracked yet) has nothing to delete: no need to
-        // remember what it listed.
-        Ok(Event::Init) => *seen = (!known.is_empty()).then(HashSet::new),
-        Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
-            let key = S::key(&obj);
-            if let Some(s) = seen {
-                s.insert(key.clone());
-            }
-            let was = known.contains(&key);
-            if sink.upsert(obj, &key, was) {
-                known.insert(key);
-            } else if was {
-                sink.remove(&key);
-                known.remove(&key);
-            }
+/// What a watch tracks between events: the keys it has handed to its sink (`known`),
+/// those listed so far by a re-list in progress (`seen`), and its share of [`Synced`].
+struct Tracked {
+    known: HashSet<String>,
+    seen: Option<HashSet<String>>,
+    synced: SyncToken,
+}
+
+impl Tracked {
+    /// Every event of `ready` into `sink`, then one wake-up of the loop: a list page or
+    /// a burst of changes goes in whole before the loop looks.
+    fn hand_over<K, S>(&mut self, ready: Ready<K>, sink: &mut S, kick: &Notify)
+    where
+        K: kube::Resource<DynamicType = ()> + Prepare,
+        S: Sink<K>,
+    {
+        for ev in ready {
+            self.handle(ev, sink);
         }
-        Ok(Event::Delete(obj)) => {
-            let key = S::key(&obj);
-            if known.remove(&key) {
-                sink.remove(&key);
-            }
-        }
-        Ok(Event::InitDone) => {
-            synced.listed();
-            if let Some(s) = seen.take() {
-                let gone: Vec<String> = known.difference(&s).cloned().collect();
-                for key in gone {
+        kick.notify_one();
+    }
+
+    /// One watch event into `sink`.
+    fn handle<K, S>(&mut self, ev: Result<Event<K::Ready>, watcher::Error>, sink: &mut S)
+    where
+        K: kube::Resource<DynamicType = ()> + Prepare,
+        S: Sink<K>,
+    {
+        let Tracked { known, seen, synced } = self;
+        match ev {
+            Err(e) => log::warn!("watch {}: {e}; re-listing", K::kind(&())),
+            // A first list (nothing tracked yet) has nothing to delete: no need to
+            // remember what it listed.
+            Ok(Event::Init) => *seen = (!known.is_empty()).then(HashSet::new),
+            Ok(Event::InitApply(obj) | Event::Apply(obj)) => {
+                let key = S::key(&obj);
+                if let Some(s) = seen {
+                    s.insert(key.clone());
+                }
+                let was = known.contains(&key);
+                if sink.upsert(obj, &key, was) {
+                    known.insert(key);
+                } else if was {
                     sink.remove(&key);
                     known.remove(&key);
+                }
+            }
+            Ok(Event::Delete(obj)) => {
+                let key = S::key(&obj);
+                if known.remove(&key) {
+                    sink.remove(&key);
+                }
+            }
+            Ok(Event::InitDone) => {
+                synced.listed();
+                if let Some(s) = seen.take() {
+                    let gone: Vec<String> = known.difference(&s).cloned().collect();
+                    for key in gone {
+                        sink.remove(&key);
+                        known.remove(&key);
+                    }
                 }
             }
         }
