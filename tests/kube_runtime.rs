@@ -1064,3 +1064,32 @@ fn watch_events_keep_the_resource_version_either_way() {
     let object_first = format!(r#"{{"object":{p},"type":"ADDED"}}"#);
     assert!(schedkit::kube::watched_pod_event_from_json(&object_first).is_err());
 }
+
+/// A decoded pod's or node's lists hold no spare room: they live as long as the pod is
+/// queued or the node cached, and collecting a one-container pod's containers through
+/// an `Option` kept room for four (2 KB of a queued pod's 3.9 KB). Both decodings: the
+/// watches' direct one and k8s-openapi's conversion.
+#[test]
+fn decoded_lists_are_as_long_as_they_hold() {
+    use schedkit::model::{Node, Pod};
+    let text = pod("p", "500m", "", "2025-03-01T10:00:00Z").to_string();
+    let (direct, watched) = schedkit::kube::watched_pod_from_json(&text, Default::default()).unwrap();
+    assert!(direct, "an ordinary pending pod is decoded directly");
+    let full: schedkit::k8s::k8s_openapi::api::core::v1::Pod = serde_json::from_str(&text).unwrap();
+    let converted = Pod::try_from(&full).unwrap();
+    for (how, p) in [("watched", &watched.object), ("converted", &converted)] {
+        let spec = &p.spec;
+        assert_eq!((spec.containers.len(), spec.containers.capacity()), (1, 1), "{how}: containers");
+        assert_eq!(spec.tolerations.capacity(), spec.tolerations.len(), "{how}: tolerations");
+        assert!(!spec.tolerations.is_empty(), "{how}: the fixture pod tolerates not-ready nodes");
+    }
+    let mut tainted = node("n1", "4");
+    tainted["spec"] = json!({"taints": [{"key": "gpu", "effect": "NoSchedule"}]});
+    let text = tainted.to_string();
+    let (_, watched) = schedkit::kube::watched_node_from_json(&text, Default::default()).unwrap();
+    let full: schedkit::k8s::k8s_openapi::api::core::v1::Node = serde_json::from_str(&text).unwrap();
+    let converted = Node::try_from(&full).unwrap();
+    for (how, n) in [("watched", &watched.object), ("converted", &converted)] {
+        assert_eq!((n.spec.taints.len(), n.spec.taints.capacity()), (1, 1), "{how}: taints");
+    }
+}

@@ -119,6 +119,23 @@ fn opt_spelled<T: DeserializeOwned>(text: Option<&String>) -> Option<Option<T>> 
     }
 }
 
+/// The items of an optional list; none when it is absent.
+pub(crate) fn items<T>(list: Option<&Vec<T>>) -> &[T] {
+    list.map_or(&[], Vec::as_slice)
+}
+
+/// Every item converted, or `None` at the first that is not, in a vector exactly as
+/// long as the list. Collecting into `Option<Vec<_>>` cannot know the length, so it
+/// starts with room for four, and the model keeps that room as long as the object
+/// lives: a pod's one 512-byte container kept 2 KB, half of what a queued pod holds.
+pub(crate) fn each<T, U>(items: impl ExactSizeIterator<Item = T>, mut f: impl FnMut(T) -> Option<U>) -> Option<Vec<U>> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(f(item)?);
+    }
+    Some(out)
+}
+
 fn text(s: Option<&String>) -> String {
     s.cloned().unwrap_or_default()
 }
@@ -195,31 +212,23 @@ fn requests_defaulted(
 }
 
 fn label_selector(s: &K8sSelector) -> Option<LabelSelector> {
-    let exprs = s
-        .match_expressions
-        .iter()
-        .flatten()
-        .map(|r| {
-            Some(LabelSelectorRequirement {
-                key: Symbol::intern(&r.key),
-                operator: spelled(&r.operator)?,
-                values: r.values.iter().flatten().map(|v| Symbol::intern(v)).collect(),
-            })
+    let exprs = each(items(s.match_expressions.as_ref()).iter(), |r| {
+        Some(LabelSelectorRequirement {
+            key: Symbol::intern(&r.key),
+            operator: spelled(&r.operator)?,
+            values: items(r.values.as_ref()).iter().map(|v| Symbol::intern(v)).collect(),
         })
-        .collect::<Option<Vec<_>>>()?;
+    })?;
     let labels = s.match_labels.as_ref().map(|l| Labels::from_pairs(l.iter())).unwrap_or_default();
     LabelSelector::new(labels, exprs).ok()
 }
 
 fn node_term(t: &core::NodeSelectorTerm) -> Option<NodeSelectorTerm> {
     let reqs = |rs: Option<&Vec<core::NodeSelectorRequirement>>| {
-        rs.into_iter()
-            .flatten()
-            .map(|r| {
-                let values: Vec<&str> = r.values.iter().flatten().map(String::as_str).collect();
-                Some(NodeSelectorRequirement::new(&r.key, spelled(&r.operator)?, &values))
-            })
-            .collect::<Option<Vec<_>>>()
+        each(items(rs).iter(), |r| {
+            let values: Vec<&str> = r.values.iter().flatten().map(String::as_str).collect();
+            Some(NodeSelectorRequirement::new(&r.key, spelled(&r.operator)?, &values))
+        })
     };
     let mut term = NodeSelectorTerm {
         match_expressions: reqs(t.match_expressions.as_ref())?,
@@ -230,7 +239,7 @@ fn node_term(t: &core::NodeSelectorTerm) -> Option<NodeSelectorTerm> {
 }
 
 fn pod_affinity_term(t: &core::PodAffinityTerm) -> Option<PodAffinityTerm> {
-    let symbols = |v: Option<&Vec<String>>| v.into_iter().flatten().map(|s| Symbol::intern(s)).collect();
+    let symbols = |v: Option<&Vec<String>>| items(v).iter().map(|s| Symbol::intern(s)).collect();
     Some(PodAffinityTerm {
         label_selector: t.label_selector.as_ref().map(label_selector).map_or(Some(None), |s| s.map(Some))?,
         namespaces: symbols(t.namespaces.as_ref()),
@@ -260,17 +269,13 @@ fn pod_affinity_parts(
     preferred: Option<&Vec<core::WeightedPodAffinityTerm>>,
 ) -> Option<PodAffinity> {
     Some(PodAffinity {
-        required: required.into_iter().flatten().map(pod_affinity_term).collect::<Option<_>>()?,
-        preferred: preferred
-            .into_iter()
-            .flatten()
-            .map(|w| {
-                Some(WeightedPodAffinityTerm {
-                    weight: w.weight,
-                    pod_affinity_term: pod_affinity_term(&w.pod_affinity_term)?,
-                })
+        required: each(items(required).iter(), pod_affinity_term)?,
+        preferred: each(items(preferred).iter(), |w| {
+            Some(WeightedPodAffinityTerm {
+                weight: w.weight,
+                pod_affinity_term: pod_affinity_term(&w.pod_affinity_term)?,
             })
-            .collect::<Option<_>>()?,
+        })?,
     })
 }
 
@@ -280,16 +285,11 @@ pub(crate) fn affinity(a: &core::Affinity) -> Option<Affinity> {
         Some(na) => Some(NodeAffinity {
             required: match &na.required_during_scheduling_ignored_during_execution {
                 None => None,
-                Some(sel) => Some(
-                    NodeSelector::new(sel.node_selector_terms.iter().map(node_term).collect::<Option<_>>()?).ok()?,
-                ),
+                Some(sel) => Some(NodeSelector::new(each(sel.node_selector_terms.iter(), node_term)?).ok()?),
             },
-            preferred: na
-                .preferred_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .map(|p| Some(PreferredSchedulingTerm { weight: p.weight, preference: node_term(&p.preference)? }))
-                .collect::<Option<_>>()?,
+            preferred: each(items(na.preferred_during_scheduling_ignored_during_execution.as_ref()).iter(), |p| {
+                Some(PreferredSchedulingTerm { weight: p.weight, preference: node_term(&p.preference)? })
+            })?,
         }),
     };
     Some(Affinity {
@@ -334,8 +334,8 @@ fn container(c: &core::Container, prefix: &At, init: bool, host_network: bool, u
     unread_in_container!(u, init, c.image_pull_policy.is_some(), prefix, "imagePullPolicy");
     unread_in_container!(u, init, c.lifecycle.is_some(), prefix, "lifecycle");
     unread_in_container!(u, init, c.liveness_probe.is_some(), prefix, "livenessProbe");
-    let mut ports = Vec::new();
-    for (i, p) in c.ports.iter().flatten().enumerate() {
+    let mut ports = Vec::with_capacity(items(c.ports.as_ref()).len());
+    for (i, p) in items(c.ports.as_ref()).iter().enumerate() {
         unread_in_container!(u, init, p.name.is_some(), "ports[].name", format!("{prefix}.ports[{i}].name"));
         ports.push(ContainerPort {
             container_port: p.container_port,
@@ -380,7 +380,7 @@ fn containers(
     u: &mut Unread,
 ) -> Option<Vec<Container>> {
     let name = if init { "spec.initContainers" } else { "spec.containers" };
-    list.into_iter().flatten().enumerate().map(|(i, c)| container(c, &At(name, i), init, host_network, u)).collect()
+    each(items(list).iter().enumerate(), |(i, c)| container(c, &At(name, i), init, host_network, u))
 }
 
 /// Whether a volume has the source `name` (one of the relevance table's); `None` for a
@@ -430,7 +430,7 @@ pub(crate) fn spread(t: &core::TopologySpreadConstraint) -> Option<TopologySprea
         min_domains: t.min_domains,
         node_affinity_policy: opt_spelled(t.node_affinity_policy.as_ref())?,
         node_taints_policy: opt_spelled(t.node_taints_policy.as_ref())?,
-        match_label_keys: t.match_label_keys.iter().flatten().map(|k| Symbol::intern(k)).collect(),
+        match_label_keys: items(t.match_label_keys.as_ref()).iter().map(|k| Symbol::intern(k)).collect(),
     })
 }
 
@@ -491,7 +491,7 @@ fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
     unread!(u, rule, s.os.is_some(), "spec.os");
     unread!(u, rule, s.priority_class_name.is_some(), "spec.priorityClassName");
     unread!(u, rule, s.readiness_gates.is_some(), "spec.readinessGates");
-    let resource_claims = s.resource_claims.iter().flatten().map(resource_claim).collect();
+    let resource_claims = items(s.resource_claims.as_ref()).iter().map(resource_claim).collect();
     let pod_resources = match &s.resources {
         Some(r) => {
             unread!(u, rule, r.claims.is_some(), "spec.resources.claims");
@@ -527,17 +527,10 @@ fn pod_spec(s: &core::PodSpec, u: &mut Unread) -> Option<PodSpec> {
         node_name: text(s.node_name.as_ref()),
         node_selector: s.node_selector.as_ref().map(|l| Labels::from_pairs(l.iter())).unwrap_or_default(),
         affinity,
-        tolerations: s.tolerations.iter().flatten().map(toleration).collect::<Option<_>>()?,
-        topology_spread_constraints: s
-            .topology_spread_constraints
+        tolerations: each(items(s.tolerations.as_ref()).iter(), toleration)?,
+        topology_spread_constraints: each(items(s.topology_spread_constraints.as_ref()).iter(), spread)?,
+        scheduling_gates: items(s.scheduling_gates.as_ref())
             .iter()
-            .flatten()
-            .map(spread)
-            .collect::<Option<_>>()?,
-        scheduling_gates: s
-            .scheduling_gates
-            .iter()
-            .flatten()
             .map(|g| SchedulingGate { name: g.name.clone() })
             .collect(),
         scheduler_name: text(s.scheduler_name.as_ref()),
@@ -636,10 +629,8 @@ fn node_status(s: &core::NodeStatus, u: &mut Unread) -> Option<NodeStatus> {
         unread!(u, rule, s.declared_features.is_some(), "status.declaredFeatures");
     }
     unread!(u, rule, s.features.is_some(), "status.features");
-    let images = s
-        .images
+    let images = items(s.images.as_ref())
         .iter()
-        .flatten()
         .map(|i| ContainerImage { names: i.names.clone().unwrap_or_default(), size_bytes: i.size_bytes.unwrap_or(0) })
         .collect();
     unread!(u, rule, s.node_info.is_some(), "status.nodeInfo");
@@ -669,8 +660,7 @@ pub(super) fn node(
             unread!(u, rule, s.pod_cidr.is_some(), "spec.podCIDR");
             unread!(u, rule, s.pod_cidrs.is_some(), "spec.podCIDRs");
             unread!(u, rule, s.provider_id.is_some(), "spec.providerID");
-            let taints =
-                s.taints.iter().flatten().enumerate().map(|(i, t)| taint(t, i, &mut u)).collect::<Option<_>>()?;
+            let taints = each(items(s.taints.as_ref()).iter().enumerate(), |(i, t)| taint(t, i, &mut u))?;
             NodeSpec { unschedulable: s.unschedulable.unwrap_or(false), taints }
         }
         None => NodeSpec::default(),

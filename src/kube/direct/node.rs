@@ -72,8 +72,9 @@ fn node_spec(s: NodeSpecDoc<'_>) -> Option<NodeSpec> {
     skip!(rule, s.pod_cidr.is_some(), "spec.podCIDR");
     skip!(rule, s.pod_cidrs.is_some(), "spec.podCIDRs");
     skip!(rule, s.provider_id.is_some(), "spec.providerID");
-    let mut taints = Vec::new();
-    for t in s.taints.into_iter().flatten() {
+    let taints_in = s.taints.unwrap_or_default();
+    let mut taints = Vec::with_capacity(taints_in.len());
+    for t in taints_in {
         skip!(rule, t.time_added.is_some(), "spec.taints[].timeAdded");
         taints.push(Taint {
             key: Symbol::intern(t.key.as_str()),
@@ -105,8 +106,8 @@ fn node_status(s: NodeStatusDoc<'_>) -> Option<NodeStatus> {
     };
     let images = s
         .images
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
         .map(|i| ContainerImage { names: i.names.unwrap_or_default(), size_bytes: i.size_bytes.unwrap_or(0) })
         .collect();
     Some(NodeStatus { capacity, allocatable, images })

@@ -9,7 +9,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{Pairs, Skip, Text, object, opt_spelled, pairs_quantities, quantities, text};
-use crate::k8s::fast;
+use crate::k8s::fast::{self, each, items};
 use crate::manifest::relevance;
 use crate::model::{
     Container, ContainerPort, Pod, PodSpec, PodStatus, ResourceList, ResourceRequirements, SchedulingGate, Symbol,
@@ -279,8 +279,9 @@ fn container(c: ContainerDoc<'_>, init: bool, host_network: bool) -> Option<Cont
     skip_in_container!(init, c.volume_mounts.is_some(), "volumeMounts");
     skip_in_container!(init, c.working_dir.is_some(), "workingDir");
     skip_in_container!(init, c.resources.as_ref().is_some_and(|r| r.claims.is_some()), "resources.claims");
-    let mut ports = Vec::new();
-    for p in c.ports.into_iter().flatten() {
+    let ports_in = c.ports.unwrap_or_default();
+    let mut ports = Vec::with_capacity(ports_in.len());
+    for p in ports_in {
         skip_in_container!(init, p.name.is_some(), "ports[].name");
         ports.push(ContainerPort {
             container_port: p.container_port,
@@ -345,9 +346,9 @@ fn pod_spec(s: PodSpecDoc<'_>) -> Option<PodSpec> {
         Some(a) => Some(fast::affinity(a)?),
         None => None,
     };
-    let containers = s.containers.into_iter().map(|c| container(c, false, host_network)).collect::<Option<_>>()?;
+    let containers = each(s.containers.into_iter(), |c| container(c, false, host_network))?;
     let init_containers =
-        s.init_containers.into_iter().flatten().map(|c| container(c, true, host_network)).collect::<Option<_>>()?;
+        each(s.init_containers.unwrap_or_default().into_iter(), |c| container(c, true, host_network))?;
     Some(PodSpec {
         containers,
         init_containers,
@@ -356,18 +357,18 @@ fn pod_spec(s: PodSpecDoc<'_>) -> Option<PodSpec> {
         node_name: text(s.node_name),
         node_selector: s.node_selector.as_ref().map(Pairs::labels).unwrap_or_default(),
         affinity,
-        tolerations: s.tolerations.iter().flatten().map(toleration).collect::<Option<_>>()?,
-        topology_spread_constraints: s
-            .topology_spread_constraints
-            .iter()
-            .flatten()
-            .map(fast::spread)
-            .collect::<Option<_>>()?,
-        scheduling_gates: s.scheduling_gates.into_iter().flatten().map(|g| SchedulingGate { name: g.name }).collect(),
+        tolerations: each(items(s.tolerations.as_ref()).iter(), toleration)?,
+        topology_spread_constraints: each(items(s.topology_spread_constraints.as_ref()).iter(), fast::spread)?,
+        scheduling_gates: s
+            .scheduling_gates
+            .unwrap_or_default()
+            .into_iter()
+            .map(|g| SchedulingGate { name: g.name })
+            .collect(),
         scheduler_name: text(s.scheduler_name),
         priority: s.priority,
         preemption_policy: opt_spelled(s.preemption_policy.as_ref())?,
-        resource_claims: s.resource_claims.iter().flatten().map(fast::resource_claim).collect(),
+        resource_claims: items(s.resource_claims.as_ref()).iter().map(fast::resource_claim).collect(),
         scheduling_group: None,
     })
 }
