@@ -36,17 +36,22 @@ use crate::scheduler::SchedulerEvents;
 pub(super) trait Prepare: Send + 'static {
     /// What the sink gets.
     type Ready: Send + 'static;
+    /// What is left of the object once it is ready: dropped on the watch's task (see
+    /// [`Leftovers`]).
+    type Rest: Send + 'static;
     /// Whether a list's objects are worth preparing off the watch's task.
     const HEAVY: bool = false;
-    /// The object made ready.
-    fn ready(self) -> Self::Ready;
+    /// The object made ready, and what is left of it.
+    fn ready(self) -> (Self::Ready, Self::Rest);
 }
 
 impl<T: Direct> Prepare for Watched<T> {
     type Ready = Decoded<T>;
+    /// The object's text.
+    type Rest = Self;
     const HEAVY: bool = true;
-    fn ready(self) -> Decoded<T> {
-        self.decode()
+    fn ready(self) -> (Decoded<T>, Self) {
+        (self.decode(), self)
     }
 }
 
@@ -55,8 +60,9 @@ macro_rules! ready_as_decoded {
     ($($t:ty),* $(,)?) => {$(
         impl Prepare for $t {
             type Ready = $t;
-            fn ready(self) -> $t {
-                self
+            type Rest = ();
+            fn ready(self) -> ($t, ()) {
+                (self, ())
             }
         }
     )*};
@@ -158,17 +164,48 @@ fn batches_in_flight() -> usize {
 }
 
 type Ready<K> = Vec<Result<Event<<K as Prepare>::Ready>, watcher::Error>>;
+type Batch<K> = Vec<Result<Event<K>, watcher::Error>>;
 
-/// Each event's objects made ready, in order.
-fn prepare<K: Prepare>(batch: Vec<Result<Event<K>, watcher::Error>>) -> Ready<K> {
-    let ready = |ev: Event<K>| match ev {
-        Event::Init => Event::Init,
-        Event::InitApply(o) => Event::InitApply(o.ready()),
-        Event::Apply(o) => Event::Apply(o.ready()),
-        Event::Delete(o) => Event::Delete(o.ready()),
-        Event::InitDone => Event::InitDone,
-    };
-    batch.into_iter().map(|ev| ev.map(ready)).collect()
+/// A batch of events, its objects made ready in `ready` (in order) and what they
+/// leave in `rests` (a Pod's or Node's JSON text).
+///
+/// Why the vectors are allocated, and the rests and the emptied batch dropped, on the
+/// watch's task though the objects are made ready on the blocking pool: with glibc,
+/// memory freed by a thread other than the one that allocated it goes back to the
+/// allocating thread's arena under that arena's lock, which the watch's thread keeps
+/// taking as it hands objects over. In the bench's first lists, 154 of ~980 context
+/// switches were decoding batches waiting for that lock to free the objects' texts.
+struct Prepared<K: Prepare> {
+    batch: Batch<K>,
+    ready: Ready<K>,
+    rests: Vec<K::Rest>,
+}
+
+impl<K: Prepare> Prepared<K> {
+    fn new(batch: Batch<K>) -> Self {
+        let rests = if std::mem::size_of::<K::Rest>() == 0 { Vec::new() } else { Vec::with_capacity(batch.len()) };
+        Prepared { ready: Vec::with_capacity(batch.len()), rests, batch }
+    }
+
+    /// Each event's objects made ready.
+    fn prepare(mut self) -> Self {
+        let rests = &mut self.rests;
+        let mut take = |o: K| {
+            let (ready, rest) = o.ready();
+            rests.push(rest);
+            ready
+        };
+        for ev in self.batch.drain(..) {
+            self.ready.push(ev.map(|ev| match ev {
+                Event::Init => Event::Init,
+                Event::InitApply(o) => Event::InitApply(take(o)),
+                Event::Apply(o) => Event::Apply(take(o)),
+                Event::Delete(o) => Event::Delete(take(o)),
+                Event::InitDone => Event::InitDone,
+            }));
+        }
+        self
+    }
 }
 
 /// Drives one watch until its stream ends (never, unless the task is aborted).
@@ -187,7 +224,7 @@ where
     let mut tracked = Tracked { known: HashSet::new(), seen: None, synced };
     let stream = watcher::watcher(api, cfg).default_backoff();
     let mut stream = std::pin::pin!(stream);
-    let mut in_flight: VecDeque<tokio::task::JoinHandle<Ready<K>>> = VecDeque::new();
+    let mut in_flight: VecDeque<tokio::task::JoinHandle<Prepared<K>>> = VecDeque::new();
     let mut ended = false;
     while !ended || !in_flight.is_empty() {
         let mut batch = Vec::new();
@@ -213,9 +250,10 @@ where
         // flight follows them there, to keep the order.
         let parallel = K::HEAVY && !tracked.synced.is_spent() && batch.len() >= PARALLEL_FROM;
         if !batch.is_empty() && (parallel || !in_flight.is_empty()) {
-            in_flight.push_back(tokio::task::spawn_blocking(move || prepare(batch)));
+            let batch = Prepared::new(batch);
+            in_flight.push_back(tokio::task::spawn_blocking(move || batch.prepare()));
         } else if !batch.is_empty() {
-            tracked.hand_over(prepare(batch), &mut sink, &kick);
+            tracked.hand_over(Prepared::new(batch).prepare(), &mut sink, &kick);
         }
         // The oldest batch is handed over once enough are being prepared, or when the
         // stream has nothing more right now.
@@ -223,7 +261,7 @@ where
             && let Some(oldest) = in_flight.pop_front()
         {
             match oldest.await {
-                Ok(ready) => tracked.hand_over(ready, &mut sink, &kick),
+                Ok(prepared) => tracked.hand_over(prepared, &mut sink, &kick),
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 // The runtime is shutting down.
                 Err(_) => return,
@@ -241,14 +279,15 @@ struct Tracked {
 }
 
 impl Tracked {
-    /// Every event of `ready` into `sink`, then one wake-up of the loop: a list page or
-    /// a burst of changes goes in whole before the loop looks.
-    fn hand_over<K, S>(&mut self, ready: Ready<K>, sink: &mut S, kick: &Notify)
+    /// Every event of a prepared batch into `sink`, then one wake-up of the loop: a
+    /// list page or a burst of changes goes in whole before the loop looks. What the
+    /// batch leaves is dropped here (see [`Prepared`]).
+    fn hand_over<K, S>(&mut self, prepared: Prepared<K>, sink: &mut S, kick: &Notify)
     where
         K: kube::Resource<DynamicType = ()> + Prepare,
         S: Sink<K>,
     {
-        for ev in ready {
+        for ev in prepared.ready {
             self.handle(ev, sink);
         }
         kick.notify_one();

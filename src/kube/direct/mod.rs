@@ -380,7 +380,7 @@ struct PeekMeta {
 impl<T: Direct> Watched<T> {
     /// The object's text: straight into the model when the direct decoding decides
     /// it, else the lean way; a text neither takes is [`Decoded::Malformed`].
-    pub(crate) fn decode(self) -> Decoded<T> {
+    pub(crate) fn decode(&self) -> Decoded<T> {
         if let Some(obj) = T::decode(self.text.get()) {
             return Decoded::Model(obj);
         }
