@@ -556,14 +556,20 @@ impl Pod {
         if self.metadata.name.is_empty() {
             return Err(PodError::MissingName);
         }
-        let key = self.key();
-        crate::model::validation::validate_label_lengths(
-            "metadata.labels",
-            self.metadata.labels.texts().iter().map(|(k, v)| (&**k, &**v)),
-        )
-        .map_err(|error| PodError::InvalidField { pod: key.clone(), error })?;
-        let sel = |source| PodError::Selector { pod: key.clone(), source };
-        let range = |field: String, expected, got: i64| PodError::OutOfRange { pod: key.clone(), field, expected, got };
+        // The key only for an error: every pod queued is validated, and most are valid.
+        let meta = &self.metadata;
+        let key = || format!("{}/{}", if meta.namespace.is_empty() { "default" } else { &meta.namespace }, meta.name);
+        // Read under one interner lock: `Labels::texts` clones each key's and value's
+        // shared text, whose counts every pod with that label also touches.
+        Symbol::with_texts(|t| {
+            crate::model::validation::validate_label_lengths(
+                "metadata.labels",
+                meta.labels.iter().map(|(k, v)| (t.get(k), t.get(v))),
+            )
+        })
+        .map_err(|error| PodError::InvalidField { pod: key(), error })?;
+        let sel = |source| PodError::Selector { pod: key(), source };
+        let range = |field: String, expected, got: i64| PodError::OutOfRange { pod: key(), field, expected, got };
         if let Some(aff) = &mut self.spec.affinity {
             if let Some(na) = &mut aff.node_affinity {
                 if let Some(req) = &mut na.required {
