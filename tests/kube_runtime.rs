@@ -1071,9 +1071,10 @@ fn watch_events_keep_the_resource_version_either_way() {
 /// watches' direct one and k8s-openapi's conversion.
 #[test]
 fn decoded_lists_are_as_long_as_they_hold() {
+    use schedkit::manifest::LoadOptions;
     use schedkit::model::{Node, Pod};
     let text = pod("p", "500m", "", "2025-03-01T10:00:00Z").to_string();
-    let (direct, watched) = schedkit::kube::watched_pod_from_json(&text, Default::default()).unwrap();
+    let (direct, watched) = schedkit::kube::watched_pod_from_json(&text, LoadOptions::default()).unwrap();
     assert!(direct, "an ordinary pending pod is decoded directly");
     let full: schedkit::k8s::k8s_openapi::api::core::v1::Pod = serde_json::from_str(&text).unwrap();
     let converted = Pod::try_from(&full).unwrap();
@@ -1086,7 +1087,7 @@ fn decoded_lists_are_as_long_as_they_hold() {
     let mut tainted = node("n1", "4");
     tainted["spec"] = json!({"taints": [{"key": "gpu", "effect": "NoSchedule"}]});
     let text = tainted.to_string();
-    let (_, watched) = schedkit::kube::watched_node_from_json(&text, Default::default()).unwrap();
+    let (_, watched) = schedkit::kube::watched_node_from_json(&text, LoadOptions::default()).unwrap();
     let full: schedkit::k8s::k8s_openapi::api::core::v1::Node = serde_json::from_str(&text).unwrap();
     let converted = Node::try_from(&full).unwrap();
     for (how, n) in [("watched", &watched.object), ("converted", &converted)] {

@@ -37,7 +37,7 @@ pub(super) trait Prepare: Send + 'static {
     /// What the sink gets.
     type Ready: Send + 'static;
     /// What is left of the object once it is ready: dropped on the watch's task (see
-    /// [`Leftovers`]).
+    /// [`Prepared`]).
     type Rest: Send + 'static;
     /// Whether a list's objects are worth preparing off the watch's task.
     const HEAVY: bool = false;
@@ -47,7 +47,7 @@ pub(super) trait Prepare: Send + 'static {
 
 impl<T: Direct> Prepare for Watched<T> {
     type Ready = Decoded<T>;
-    /// The object's text.
+    /// The watched object itself: its JSON text.
     type Rest = Self;
     const HEAVY: bool = true;
     fn ready(self) -> (Decoded<T>, Self) {
@@ -183,8 +183,8 @@ struct Prepared<K: Prepare> {
 
 impl<K: Prepare> Prepared<K> {
     fn new(batch: Batch<K>) -> Self {
-        let rests = if std::mem::size_of::<K::Rest>() == 0 { Vec::new() } else { Vec::with_capacity(batch.len()) };
-        Prepared { ready: Vec::with_capacity(batch.len()), rests, batch }
+        // A vector of `()` rests allocates nothing.
+        Prepared { ready: Vec::with_capacity(batch.len()), rests: Vec::with_capacity(batch.len()), batch }
     }
 
     /// Each event's objects made ready.
