@@ -262,17 +262,18 @@ impl LabelSelectorRequirement {
         }
     }
 
-    fn validate(&self, path: &str) -> Result<(), SelectorError> {
+    /// `path` is written only for an error.
+    fn validate(&self, path: &dyn Fn() -> String) -> Result<(), SelectorError> {
         if self.key.is_empty() {
-            return Err(SelectorError::EmptyKey { path: path.to_owned() });
+            return Err(SelectorError::EmptyKey { path: path() });
         }
         let operator = self.operator.as_str();
         match self.operator {
             LabelOperator::In | LabelOperator::NotIn if self.values.is_empty() => {
-                Err(SelectorError::EmptyValues { path: path.to_owned(), operator })
+                Err(SelectorError::EmptyValues { path: path(), operator })
             }
             LabelOperator::Exists | LabelOperator::DoesNotExist if !self.values.is_empty() => {
-                Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator })
+                Err(SelectorError::UnexpectedValues { path: path(), operator })
             }
             _ => Ok(()),
         }
@@ -322,7 +323,7 @@ impl LabelSelector {
     /// Builds a validated selector.
     pub fn new(match_labels: Labels, match_expressions: Vec<LabelSelectorRequirement>) -> Result<Self, SelectorError> {
         for (i, r) in match_expressions.iter().enumerate() {
-            r.validate(&format!("matchExpressions[{i}]"))?;
+            r.validate(&|| format!("matchExpressions[{i}]"))?;
         }
         Ok(LabelSelector { match_labels, match_expressions })
     }
@@ -456,23 +457,24 @@ impl NodeSelectorRequirement {
     /// Rejects what the API server rejects (upstream `ValidateNodeSelectorRequirement`:
     /// value counts by operator, an empty key); marks what only the scheduler's parser
     /// refuses (`label`: a `matchExpressions` entry, whose values are label values).
-    fn validate(&mut self, path: &str, label: bool) -> Result<(), SelectorError> {
+    /// `path` is written only for an error.
+    fn validate(&mut self, path: &dyn Fn() -> String, label: bool) -> Result<(), SelectorError> {
         if self.key.is_empty() {
-            return Err(SelectorError::EmptyKey { path: path.to_owned() });
+            return Err(SelectorError::EmptyKey { path: path() });
         }
         let operator = self.operator.as_str();
         match self.operator {
             NodeSelectorOperator::In | NodeSelectorOperator::NotIn if self.values.is_empty() => {
-                return Err(SelectorError::EmptyValues { path: path.to_owned(), operator });
+                return Err(SelectorError::EmptyValues { path: path(), operator });
             }
             NodeSelectorOperator::Exists | NodeSelectorOperator::DoesNotExist if !self.values.is_empty() => {
-                return Err(SelectorError::UnexpectedValues { path: path.to_owned(), operator });
+                return Err(SelectorError::UnexpectedValues { path: path(), operator });
             }
             NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => match self.values.as_slice() {
                 [v] => self.bound = v.with_str(|v| v.parse::<i64>().unwrap_or(0)),
                 _ => {
                     return Err(SelectorError::NotAnInteger {
-                        path: path.to_owned(),
+                        path: path(),
                         operator,
                         values: self.values.iter().map(ToString::to_string).collect(),
                     });
@@ -555,7 +557,7 @@ impl TryFrom<RawNodeSelectorTerm> for NodeSelectorTerm {
     type Error = SelectorError;
     fn try_from(raw: RawNodeSelectorTerm) -> Result<Self, Self::Error> {
         let mut t = NodeSelectorTerm { match_expressions: raw.match_expressions, match_fields: raw.match_fields };
-        t.validate("term")?;
+        t.validate_lazily(&|| "term".to_owned())?;
         Ok(t)
     }
 }
@@ -580,16 +582,23 @@ pub const FIELD_METADATA_NAME: &str = "metadata.name";
 impl NodeSelectorTerm {
     /// Validates and prepares the term; `path` names it in errors.
     pub fn validate(&mut self, path: &str) -> Result<(), SelectorError> {
+        self.validate_lazily(&|| path.to_owned())
+    }
+
+    /// [`NodeSelectorTerm::validate`] with the path written only for an error: every
+    /// pod with a required node affinity is validated as it is taken, and formatting
+    /// the paths of valid terms was a tenth of a converted pod's time.
+    pub(crate) fn validate_lazily(&mut self, path: &dyn Fn() -> String) -> Result<(), SelectorError> {
         for (i, r) in self.match_expressions.iter_mut().enumerate() {
-            r.validate(&format!("{path}.matchExpressions[{i}]"), true)?;
+            r.validate(&|| format!("{}.matchExpressions[{i}]", path()), true)?;
         }
         for (i, r) in self.match_fields.iter_mut().enumerate() {
-            let p = format!("{path}.matchFields[{i}]");
+            let p = || format!("{}.matchFields[{i}]", path());
             if r.key.as_str() != FIELD_METADATA_NAME
                 || !matches!(r.operator, NodeSelectorOperator::In | NodeSelectorOperator::NotIn)
             {
                 return Err(SelectorError::UnsupportedField {
-                    path: p,
+                    path: p(),
                     key: r.key.as_str().to_owned(),
                     operator: r.operator.as_str(),
                 });
@@ -667,7 +676,7 @@ impl NodeSelector {
     /// Builds a validated node selector.
     pub fn new(mut terms: Vec<NodeSelectorTerm>) -> Result<Self, SelectorError> {
         for (i, t) in terms.iter_mut().enumerate() {
-            t.validate(&format!("nodeSelectorTerms[{i}]"))?;
+            t.validate_lazily(&|| format!("nodeSelectorTerms[{i}]"))?;
         }
         Ok(NodeSelector { node_selector_terms: terms })
     }

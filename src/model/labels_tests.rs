@@ -58,6 +58,18 @@ fn invalid_selectors_are_rejected() {
         err.to_string(),
         "nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs exactly one integer value, got [\"1\", \"2\"]"
     );
+    // Paths are written only for an error: each error still names its place.
+    let ok = req("k", Exists, &[]);
+    let err = NodeSelector::new(vec![term(vec![ok.clone()]), term(vec![ok.clone(), req("k", In, &[])])]).unwrap_err();
+    assert_eq!(err.to_string(), "nodeSelectorTerms[1].matchExpressions[1]: operator In needs at least one value");
+    let fields =
+        NodeSelectorTerm { match_expressions: vec![ok], match_fields: vec![req("metadata.name", Exists, &[])] };
+    let err = NodeSelector::new(vec![fields]).unwrap_err();
+    assert!(err.to_string().starts_with("nodeSelectorTerms[0].matchFields[0]: "), "{err}");
+    let empty_key =
+        LabelSelectorRequirement { key: Symbol::intern(""), operator: LabelOperator::Exists, values: SmallVec::new() };
+    let err = LabelSelector::new(Labels::new(), vec![empty_key]).unwrap_err();
+    assert!(err.to_string().starts_with("matchExpressions[0]"), "{err}");
     let json = r#"{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"In","values":[]}]}]}"#;
     assert!(serde_json::from_str::<NodeSelector>(json).is_err());
     let json = r#"{"matchExpressions":[{"key":"a","operator":"Bogus"}]}"#;

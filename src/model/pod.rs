@@ -574,19 +574,21 @@ impl Pod {
             if let Some(na) = &mut aff.node_affinity {
                 if let Some(req) = &mut na.required {
                     for (i, t) in req.node_selector_terms.iter_mut().enumerate() {
-                        t.validate(&format!(
-                            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
-                        ))
+                        t.validate_lazily(&|| {
+                            format!(
+                                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+                            )
+                        })
                         .map_err(sel)?;
                     }
                 }
                 for (i, p) in na.preferred.iter_mut().enumerate() {
                     let path =
-                        format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+                        || format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
                     if !(1..=100).contains(&p.weight) {
-                        return Err(range(format!("{path}.weight"), "in 1..=100", i64::from(p.weight)));
+                        return Err(range(format!("{}.weight", path()), "in 1..=100", i64::from(p.weight)));
                     }
-                    p.preference.validate(&format!("{path}.preference")).map_err(sel)?;
+                    p.preference.validate_lazily(&|| format!("{}.preference", path())).map_err(sel)?;
                 }
             }
             for (kind, pa) in [("podAffinity", &aff.pod_affinity), ("podAntiAffinity", &aff.pod_anti_affinity)] {
@@ -670,5 +672,22 @@ mod tests {
         let mut pod: Pod = serde_json::from_str(json).unwrap();
         pod.validate().unwrap();
         assert_eq!(pod.warnings().len(), 1);
+        // The paths of preferred terms, written only for an error.
+        let preferred = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution";
+        let pod = |weight: i32, operator: &str| {
+            let json = format!(
+                r#"{{"metadata":{{"name":"p"}},"spec":{{"affinity":{{"nodeAffinity":{{"preferredDuringSchedulingIgnoredDuringExecution":[
+                    {{"weight":1,"preference":{{"matchExpressions":[{{"key":"a","operator":"Exists"}}]}}}},
+                    {{"weight":{weight},"preference":{{"matchExpressions":[{{"key":"a","operator":"{operator}"}}]}}}}]}}}}}}}}"#
+            );
+            serde_json::from_str::<Pod>(&json)
+        };
+        let err = pod(0, "Exists").unwrap().validate().unwrap_err().to_string();
+        assert!(err.contains(&format!("{preferred}[1].weight must be in 1..=100, got 0")), "{err}");
+        let mut valid = pod(1, "Exists").unwrap();
+        valid.validate().unwrap();
+        // An `In` without values is refused when the pod is loaded, naming the term.
+        let err = pod(1, "In").unwrap_err().to_string();
+        assert!(err.contains("matchExpressions[0]"), "{err}");
     }
 }
