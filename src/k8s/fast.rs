@@ -317,13 +317,19 @@ impl At {
     /// Written piece by piece: `from_k8s` reports a dozen such paths for a typical
     /// Deployment pod, and through `format!` they were 40% of its conversion.
     fn path(&self, rest: &str) -> String {
-        let mut path = String::with_capacity(self.0.len() + rest.len() + 8);
-        path.push_str(self.0);
-        push_index(&mut path, self.1);
-        path.push('.');
+        let mut path = indexed(self.0, self.1, ".");
         path.push_str(rest);
         path
     }
+}
+
+/// `{head}[{i}]{tail}`.
+fn indexed(head: &str, i: usize, tail: &str) -> String {
+    let mut path = String::with_capacity(head.len() + tail.len() + 24);
+    path.push_str(head);
+    push_index(&mut path, i);
+    path.push_str(tail);
+    path
 }
 
 /// Appends `[i]`.
@@ -358,12 +364,7 @@ fn container(c: &core::Container, prefix: &At, init: bool, host_network: bool, u
     unread_in_container!(u, init, c.liveness_probe.is_some(), prefix, "livenessProbe");
     let mut ports = Vec::with_capacity(items(c.ports.as_ref()).len());
     for (i, p) in items(c.ports.as_ref()).iter().enumerate() {
-        unread_in_container!(u, init, p.name.is_some(), "ports[].name", {
-            let mut path = prefix.path("ports");
-            push_index(&mut path, i);
-            path.push_str(".name");
-            path
-        });
+        unread_in_container!(u, init, p.name.is_some(), "ports[].name", indexed(&prefix.path("ports"), i, ".name"));
         ports.push(ContainerPort {
             container_port: p.container_port,
             host_port: host_port(p.container_port, p.host_port, host_network),
@@ -635,12 +636,7 @@ fn taint(t: &core::Taint, i: usize, u: &mut Unread) -> Option<Taint> {
     if t.time_added.is_some() {
         static AFFECTS: OnceLock<bool> = OnceLock::new();
         let affects = *AFFECTS.get_or_init(|| relevance::node("spec.taints[].timeAdded", &Value::Null));
-        u.push(affects, || {
-            let mut path = "spec.taints".to_owned();
-            push_index(&mut path, i);
-            path.push_str(".timeAdded");
-            path
-        });
+        u.push(affects, || indexed("spec.taints", i, ".timeAdded"));
     }
     Some(Taint { key: Symbol::intern(&t.key), value: symbol(t.value.as_ref()), effect: spelled(&t.effect)? })
 }
@@ -706,15 +702,16 @@ pub(super) fn node(
 
 #[cfg(test)]
 mod tests {
-    use super::{At, push_index};
+    use super::{At, indexed, push_index};
 
     #[test]
     fn reported_paths_are_written_as_format_writes_them() {
         for i in [0, 7, 9, 10, 42, 100, 12_345, usize::MAX] {
-            let mut indexed = String::new();
-            push_index(&mut indexed, i);
-            assert_eq!(indexed, format!("[{i}]"));
+            let mut index = String::new();
+            push_index(&mut index, i);
+            assert_eq!(index, format!("[{i}]"));
             assert_eq!(At("spec.initContainers", i).path("env"), format!("spec.initContainers[{i}].env"));
+            assert_eq!(indexed("spec.taints", i, ".timeAdded"), format!("spec.taints[{i}].timeAdded"));
         }
     }
 }
