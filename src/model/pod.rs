@@ -441,6 +441,16 @@ pub struct PodWarning {
     pub message: String,
 }
 
+/// A pod's namespace from its metadata (`default` when empty).
+fn namespace_of(meta: &ObjectMeta) -> &str {
+    if meta.namespace.is_empty() { "default" } else { &meta.namespace }
+}
+
+/// A pod's `namespace/name` from its metadata.
+fn key_of(meta: &ObjectMeta) -> String {
+    format!("{}/{}", namespace_of(meta), meta.name)
+}
+
 impl Pod {
     /// The pod's name.
     pub fn name(&self) -> &str {
@@ -449,12 +459,12 @@ impl Pod {
 
     /// The namespace (`default` when empty).
     pub fn namespace(&self) -> &str {
-        if self.metadata.namespace.is_empty() { "default" } else { &self.metadata.namespace }
+        namespace_of(&self.metadata)
     }
 
     /// `namespace/name`, the key used when there is no uid.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace(), self.metadata.name)
+        key_of(&self.metadata)
     }
 
     /// Uid, or `namespace/name` when it has none: the identity the cache uses.
@@ -556,18 +566,12 @@ impl Pod {
         if self.metadata.name.is_empty() {
             return Err(PodError::MissingName);
         }
-        // The key only for an error: every pod queued is validated, and most are valid.
+        // The key only for an error (the spec is borrowed mutably below, so from the
+        // metadata alone): every pod queued is validated, and most are valid.
         let meta = &self.metadata;
-        let key = || format!("{}/{}", if meta.namespace.is_empty() { "default" } else { &meta.namespace }, meta.name);
-        // Read under one interner lock: `Labels::texts` clones each key's and value's
-        // shared text, whose counts every pod with that label also touches.
-        Symbol::with_texts(|t| {
-            crate::model::validation::validate_label_lengths(
-                "metadata.labels",
-                meta.labels.iter().map(|(k, v)| (t.get(k), t.get(v))),
-            )
-        })
-        .map_err(|error| PodError::InvalidField { pod: key(), error })?;
+        let key = || key_of(meta);
+        crate::model::validation::validate_metadata_label_lengths(&meta.labels)
+            .map_err(|error| PodError::InvalidField { pod: key(), error })?;
         let sel = |source| PodError::Selector { pod: key(), source };
         let range = |field: String, expected, got: i64| PodError::OutOfRange { pod: key(), field, expected, got };
         if let Some(aff) = &mut self.spec.affinity {

@@ -287,6 +287,16 @@ pub fn validate_label_lengths<'a>(
     Ok(())
 }
 
+/// [`validate_label_lengths`] of a model label set at `metadata.labels`, its texts
+/// read under one interner lock (cloning each label's shared text would touch counts
+/// that every object with the label also touches): the check every pod and node
+/// taken by the scheduler goes through.
+pub(crate) fn validate_metadata_label_lengths(labels: &crate::model::Labels) -> Result<(), FieldError> {
+    crate::model::Symbol::with_texts(|t| {
+        validate_label_lengths("metadata.labels", labels.iter().map(|(k, v)| (t.get(k), t.get(v))))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,14 +54,8 @@ pub enum CacheError {
 /// Upstream's checks on a node's metadata that schedkit applies when a node is added or
 /// updated: the lengths of its labels ([`validate_label_lengths`](crate::model::validation::validate_label_lengths)).
 fn validate_node(node: &Node) -> Result<(), CacheError> {
-    // Under one interner lock, without cloning each label's shared text.
-    Symbol::with_texts(|t| {
-        crate::model::validation::validate_label_lengths(
-            "metadata.labels",
-            node.metadata.labels.iter().map(|(k, v)| (t.get(k), t.get(v))),
-        )
-    })
-    .map_err(|error| CacheError::InvalidNode { node: node.metadata.name.clone(), error })
+    crate::model::validation::validate_metadata_label_lengths(&node.metadata.labels)
+        .map_err(|error| CacheError::InvalidNode { node: node.metadata.name.clone(), error })
 }
 
 #[derive(Debug, Clone)]
